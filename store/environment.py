@@ -1,0 +1,222 @@
+"""The LMDB environment: opening, named databases, and growing the map.
+
+LMDB needs a map size up front. We start modestly and double it whenever a write fills it, so no
+``MapFullError`` reaches a user. Resizing is only safe while this process has no transaction open,
+so every reader passes through a :class:`Gate` (shared), and a resize takes it exclusively. Another
+process growing the map shows up here as ``MapResizedError``, answered by adopting the new size.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from drsg.errors import DatabaseUnavailable, StoreError, StoreFull
+
+#: The named databases; see store/keys.py for their key layouts.
+DB_NAMES = (
+    "meta",  # head seq, last timestamp, id counters, format version
+    "log",  # seq -> commit record
+    "planes",  # plane_id ~seq -> [name, props] | tombstone
+    "plane_names",  # name ~seq -> plane_id | tombstone
+    "nodes",  # plane node_id ~seq -> [key, labels, props] | tombstone
+    "keys",  # plane key ~seq -> node_id | tombstone
+    "labels",  # plane label node_id ~seq -> present | absent
+    "edges",  # plane edge_id ~seq -> [src, dst, type, props] | tombstone
+    "out",  # plane src type edge_id ~seq -> dst | tombstone
+    "in",  # plane dst type edge_id ~seq -> src | tombstone
+    "counts",  # plane -> [nodes, edges] (current state only)
+    "tally",  # plane kind name -> count of live nodes with a label / edges of a type
+    "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
+)
+
+MiB = 1 << 20
+
+
+class Gate:
+    """A shared/exclusive lock: readers share it; a map resize takes it alone."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._readers = 0
+        self._exclusive = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def exclusive(self, timeout: float) -> Iterator[bool]:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait(max(0.0, deadline - time.monotonic()))
+            self._exclusive = True
+            while self._readers and time.monotonic() < deadline:
+                self._cond.wait(max(0.0, deadline - time.monotonic()))
+            acquired = self._readers == 0
+        try:
+            yield acquired
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
+
+@dataclass
+class EnvOptions:
+    map_size: int = 64 * MiB
+    max_map_size: int = 1 << 40
+    readonly: bool = False
+    create: bool = True
+
+
+class Environment:
+    """One open LMDB file (single-file mode: ``graph.drsg`` plus ``graph.drsg-lock``)."""
+
+    def __init__(self, path: str | os.PathLike[str], options: EnvOptions | None = None) -> None:
+        self.path = Path(path)
+        self.options = options or EnvOptions()
+        self.gate = Gate()
+        self.env = self._open()
+        self.dbs: dict[str, Any] = {}
+        if self.options.readonly:
+            with self.env.begin() as txn:
+                for n in DB_NAMES:
+                    try:
+                        self.dbs[n] = self.env.open_db(n.encode(), txn=txn, create=False)
+                    except lmdb.NotFoundError:
+                        raise DatabaseUnavailable(
+                            f"{self.path} is not a drsg database (no '{n}' table); check --db"
+                        ) from None
+        else:
+            for n in DB_NAMES:
+                self.dbs[n] = self.env.open_db(n.encode())
+
+    def _open(self) -> lmdb.Environment:
+        opts = self.options
+        if not self.path.exists():
+            if not opts.create:
+                raise DatabaseUnavailable(
+                    f"no database at {self.path}; check --db, or create one with "
+                    f"`drsg --db {self.path} plane create NAME`"
+                )
+            if not self.path.parent.exists():
+                raise DatabaseUnavailable(
+                    f"cannot create {self.path}: folder {self.path.parent} does not exist; create it first"
+                )
+        if self.path.is_dir():
+            raise DatabaseUnavailable(f"{self.path} is a directory; point --db at a database file")
+        size = max(opts.map_size, _rounded(self.path.stat().st_size * 2) if self.path.exists() else 0)
+        try:
+            return lmdb.open(
+                str(self.path),
+                subdir=False,
+                map_size=min(size, opts.max_map_size),
+                max_dbs=len(DB_NAMES) + 2,
+                readonly=opts.readonly,
+                max_readers=256,
+                readahead=False,
+                lock=True,
+            )
+        except lmdb.Error as exc:
+            raise _unavailable(self.path, exc) from None
+
+    # ------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def read(self) -> Iterator[lmdb.Transaction]:
+        """A read transaction, held under the shared gate."""
+        with self.gate.shared():
+            txn = self._begin(write=False)
+            try:
+                yield txn
+            finally:
+                txn.abort()
+
+    def begin_write(self) -> lmdb.Transaction:
+        """A write transaction; only the group-commit leader calls this."""
+        return self._begin(write=True)
+
+    def _begin(self, write: bool) -> lmdb.Transaction:
+        for _ in range(3):
+            try:
+                return self.env.begin(write=write, buffers=False)
+            except lmdb.MapResizedError:
+                # Another process grew the map: adopt its size (we hold no txn in this thread).
+                self.env.set_mapsize(0)
+            except lmdb.ReadonlyError:
+                raise DatabaseUnavailable(
+                    f"{self.path} was opened read-only; this command needs write access"
+                ) from None
+            except lmdb.Error as exc:
+                raise _unavailable(self.path, exc) from None
+        raise StoreError(f"{self.path}: the map kept being resized by another process; retry")
+
+    def grow(self) -> None:
+        """Double the map. Called by the writer after aborting a txn that hit MapFullError."""
+        current = self.env.info()["map_size"]
+        if current >= self.options.max_map_size:
+            raise StoreFull(
+                f"{self.path} reached its size limit of {current // MiB} MiB; raise "
+                f"store.max_map_size (DRSG_STORE_MAX_MAP_SIZE) or free space with `drsg export` "
+                f"into a new database"
+            )
+        target = min(current * 2, self.options.max_map_size)
+        with self.gate.exclusive(timeout=30.0) as acquired:
+            if not acquired:
+                raise StoreError(
+                    f"{self.path} is full and could not grow while this process holds readers "
+                    f"open; close long-running reads and retry"
+                )
+            self.env.set_mapsize(target)
+
+    def map_size(self) -> int:
+        return int(self.env.info()["map_size"])
+
+    def file_size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _rounded(n: int) -> int:
+    return ((n + MiB - 1) // MiB) * MiB
+
+
+def _unavailable(path: Path, exc: lmdb.Error) -> DatabaseUnavailable:
+    text = str(exc)
+    code = getattr(exc, "errno", None)
+    if isinstance(exc, lmdb.ReadonlyError) or "Permission denied" in text or code == errno.EACCES:
+        return DatabaseUnavailable(
+            f"cannot open {path}: permission denied; check the file's and folder's permissions "
+            f"or point --db elsewhere"
+        )
+    if "No space left" in text or code == errno.ENOSPC:
+        return StoreFull(f"cannot write {path}: the disk is full; free space and retry")
+    if isinstance(exc, lmdb.InvalidError):
+        return DatabaseUnavailable(f"{path} is not a drsg database (not an LMDB file); check --db")
+    return DatabaseUnavailable(f"cannot open {path}: {text}")

@@ -1,0 +1,87 @@
+"""Byte layouts of every LMDB key (DESIGN.md §3 "one way to lay out the keys").
+
+Integers are big-endian and fixed-width so byte order is numeric order. Versioned records end in
+the *inverted* commit seq (``~seq``), so the newest version of a record sorts first: a current
+read is the first key under the record's prefix, and an as-of-``s`` read is the first key at or
+after ``prefix + ~s``. Names (keys, labels, edge types, plane names) end with a NUL byte, which
+they may not contain, so one name is never a prefix of another's group.
+"""
+
+from __future__ import annotations
+
+import struct
+
+U32 = struct.Struct(">I")
+U64 = struct.Struct(">Q")
+_MAX64 = 2**64 - 1
+SEQ_WIDTH = 8
+
+
+def u32(n: int) -> bytes:
+    return U32.pack(n)
+
+
+def u64(n: int) -> bytes:
+    return U64.pack(n)
+
+
+def read_u64(b: bytes, offset: int = 0) -> int:
+    return U64.unpack_from(b, offset)[0]  # type: ignore[no-any-return]
+
+
+def inv(seq: int) -> bytes:
+    """The inverted seq suffix: newer versions sort first."""
+    return U64.pack(_MAX64 - seq)
+
+
+def seq_of(key: bytes) -> int:
+    """The commit seq encoded in the last 8 bytes of a versioned key."""
+    return _MAX64 - U64.unpack_from(key, len(key) - SEQ_WIDTH)[0]  # type: ignore[no-any-return]
+
+
+def name(s: str) -> bytes:
+    return s.encode() + b"\x00"
+
+
+# Record groups. Each function returns the group prefix; the versioned key is prefix + inv(seq).
+
+
+def plane_group(plane_id: int) -> bytes:
+    return U32.pack(plane_id)
+
+
+def plane_name_group(plane_name: str) -> bytes:
+    return name(plane_name)
+
+
+def node_group(plane_id: int, node_id: int) -> bytes:
+    return U32.pack(plane_id) + U64.pack(node_id)
+
+
+def key_group(plane_id: int, key: str) -> bytes:
+    return U32.pack(plane_id) + name(key)
+
+
+def label_prefix(plane_id: int, label: str) -> bytes:
+    return U32.pack(plane_id) + name(label)
+
+
+def label_group(plane_id: int, label: str, node_id: int) -> bytes:
+    return label_prefix(plane_id, label) + U64.pack(node_id)
+
+
+def edge_group(plane_id: int, edge_id: int) -> bytes:
+    return U32.pack(plane_id) + U64.pack(edge_id)
+
+
+def adjacency_prefix(plane_id: int, node_id: int, edge_type: str | None = None) -> bytes:
+    base = U32.pack(plane_id) + U64.pack(node_id)
+    return base if edge_type is None else base + name(edge_type)
+
+
+def adjacency_group(plane_id: int, node_id: int, edge_type: str, edge_id: int) -> bytes:
+    return adjacency_prefix(plane_id, node_id, edge_type) + U64.pack(edge_id)
+
+
+def tally_key(plane_id: int, kind: bytes, label_or_type: str) -> bytes:
+    return U32.pack(plane_id) + kind + name(label_or_type)

@@ -1,0 +1,105 @@
+"""Mutations: the resolved facts a commit records (ids assigned, full after-images).
+
+A mutation is self-contained — applying it needs no other input than the projection it is applied
+to — so the projection can always be rebuilt by replaying the log. On the wire a mutation is a
+list ``[op, field, …]`` in field order; in JSON it is ``{"op": …, field: …}``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from drsg.values import to_json
+
+
+@dataclass(frozen=True, slots=True)
+class Mutation:
+    op: ClassVar[str] = ""
+
+    def to_wire(self) -> list[Any]:
+        return [self.op, *(getattr(self, f.name) for f in fields(self))]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op}
+        for f in fields(self):
+            out[f.name] = to_json(getattr(self, f.name))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneCreate(Mutation):
+    op: ClassVar[str] = "plane.create"
+    plane: int
+    name: str
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneRename(Mutation):
+    op: ClassVar[str] = "plane.rename"
+    plane: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneSetProps(Mutation):
+    op: ClassVar[str] = "plane.set_props"
+    plane: int
+    props: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneDrop(Mutation):
+    op: ClassVar[str] = "plane.drop"
+    plane: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodePut(Mutation):
+    """Create or replace node ``id`` (its whole record after the change)."""
+
+    op: ClassVar[str] = "node.put"
+    plane: int
+    id: int
+    key: str | None
+    labels: list[str]
+    props: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDelete(Mutation):
+    op: ClassVar[str] = "node.delete"
+    plane: int
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class EdgePut(Mutation):
+    op: ClassVar[str] = "edge.put"
+    plane: int
+    id: int
+    src: int
+    dst: int
+    type: str
+    props: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeDelete(Mutation):
+    op: ClassVar[str] = "edge.delete"
+    plane: int
+    id: int
+
+
+_BY_OP: dict[str, type[Mutation]] = {
+    cls.op: cls
+    for cls in (PlaneCreate, PlaneRename, PlaneSetProps, PlaneDrop, NodePut, NodeDelete, EdgePut, EdgeDelete)
+}
+
+
+def from_wire(wire: list[Any]) -> Mutation:
+    cls = _BY_OP.get(wire[0])
+    if cls is None:
+        raise ValueError(f"unknown mutation op {wire[0]!r}")
+    return cls(*wire[1:])

@@ -1,0 +1,189 @@
+"""Applying mutations to the versioned projection, inside the commit's LMDB transaction.
+
+``apply`` is the single place where graph state changes. The writer calls it as commits are made and
+``rebuild`` calls it while replaying the log, so the two can never disagree. Each call writes new
+versions keyed by the commit's seq; applying the same mutation twice at the same seq is harmless.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import lmdb
+
+from drsg.values import pack, unpack
+from drsg.store import keys
+from drsg.store.log import LogReader
+from drsg.store.mutations import (
+    EdgeDelete,
+    EdgePut,
+    Mutation,
+    NodeDelete,
+    NodePut,
+    PlaneCreate,
+    PlaneDrop,
+    PlaneRename,
+    PlaneSetProps,
+)
+from drsg.store.snapshot import Snapshot
+
+_PRESENT = b"\x01"
+_TOMBSTONE = b""
+
+
+class Projector:
+    """Writes mutations of commit ``seq`` through ``txn``."""
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], seq: int) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.seq = seq
+        self.view = Snapshot(txn, dbs, seq)  # reads see this commit's own writes
+        self._inv = keys.inv(seq)
+        self._handlers: dict[type[Mutation], Callable[[Any], None]] = {
+            PlaneCreate: self._plane_create,
+            PlaneRename: self._plane_rename,
+            PlaneSetProps: self._plane_set_props,
+            PlaneDrop: self._plane_drop,
+            NodePut: self._node_put,
+            NodeDelete: self._node_delete,
+            EdgePut: self._edge_put,
+            EdgeDelete: self._edge_delete,
+        }
+
+    def apply(self, mutation: Mutation) -> None:
+        self._handlers[type(mutation)](mutation)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _put(self, db: str, group: bytes, value: bytes) -> None:
+        self.txn.put(group + self._inv, value, db=self.dbs[db])
+
+    def _count(self, plane: int, nodes: int = 0, edges: int = 0) -> None:
+        db = self.dbs["counts"]
+        key = keys.plane_group(plane)
+        raw = self.txn.get(key, db=db)
+        n, e = (0, 0) if raw is None else unpack(raw)
+        self.txn.put(key, pack([n + nodes, e + edges]), db=db)
+
+    def _tally(self, plane: int, kind: bytes, name: str, delta: int) -> None:
+        db = self.dbs["tally"]
+        key = keys.tally_key(plane, kind, name)
+        raw = self.txn.get(key, db=db)
+        count = (0 if raw is None else keys.read_u64(raw)) + delta
+        if count > 0:
+            self.txn.put(key, keys.u64(count), db=db)
+        elif raw is not None:
+            self.txn.delete(key, db=db)
+
+    # ------------------------------------------------------------------ planes
+
+    def _plane_create(self, m: PlaneCreate) -> None:
+        self._put("planes", keys.plane_group(m.plane), pack([m.name, m.props]))
+        self._put("plane_names", keys.plane_name_group(m.name), keys.u32(m.plane))
+        self._count(m.plane)
+
+    def _plane_rename(self, m: PlaneRename) -> None:
+        old = self.view.plane_by_id(m.plane)
+        if old is None:
+            return
+        self._put("plane_names", keys.plane_name_group(old.name), _TOMBSTONE)
+        self._put("plane_names", keys.plane_name_group(m.name), keys.u32(m.plane))
+        self._put("planes", keys.plane_group(m.plane), pack([m.name, old.props]))
+
+    def _plane_set_props(self, m: PlaneSetProps) -> None:
+        old = self.view.plane_by_id(m.plane)
+        if old is not None:
+            self._put("planes", keys.plane_group(m.plane), pack([old.name, m.props]))
+
+    def _plane_drop(self, m: PlaneDrop) -> None:
+        # The plane id is never reused, so its nodes and edges become unreachable with it: one
+        # tombstone drops a plane of any size, and as-of reads before the drop still see it all.
+        old = self.view.plane_by_id(m.plane)
+        if old is None:
+            return
+        self._put("planes", keys.plane_group(m.plane), _TOMBSTONE)
+        self._put("plane_names", keys.plane_name_group(old.name), _TOMBSTONE)
+        self.txn.delete(keys.plane_group(m.plane), db=self.dbs["counts"])
+        cur = self.txn.cursor(db=self.dbs["tally"])
+        prefix = keys.plane_group(m.plane)
+        while cur.set_range(prefix) and cur.key().startswith(prefix):
+            cur.delete()
+
+    # ------------------------------------------------------------------ nodes
+
+    def _node_put(self, m: NodePut) -> None:
+        plane, node_id = m.plane, m.id
+        prev = self.view.node(plane, node_id)
+        self._put("nodes", keys.node_group(plane, node_id), pack([m.key, m.labels, m.props]))
+        prev_key = prev.key if prev else None
+        if prev_key != m.key:
+            if prev_key is not None:
+                self._put("keys", keys.key_group(plane, prev_key), _TOMBSTONE)
+            if m.key is not None:
+                self._put("keys", keys.key_group(plane, m.key), keys.u64(node_id))
+        prev_labels = set(prev.labels) if prev else set()
+        new_labels = set(m.labels)
+        for label in new_labels - prev_labels:
+            self._put("labels", keys.label_group(plane, label, node_id), _PRESENT)
+            self._tally(plane, b"L", label, +1)
+        for label in prev_labels - new_labels:
+            self._put("labels", keys.label_group(plane, label, node_id), _TOMBSTONE)
+            self._tally(plane, b"L", label, -1)
+        if prev is None:
+            self._count(plane, nodes=+1)
+
+    def _node_delete(self, m: NodeDelete) -> None:
+        prev = self.view.node(m.plane, m.id)
+        if prev is None:
+            return
+        self._put("nodes", keys.node_group(m.plane, m.id), _TOMBSTONE)
+        if prev.key is not None:
+            self._put("keys", keys.key_group(m.plane, prev.key), _TOMBSTONE)
+        for label in prev.labels:
+            self._put("labels", keys.label_group(m.plane, label, m.id), _TOMBSTONE)
+            self._tally(m.plane, b"L", label, -1)
+        self._count(m.plane, nodes=-1)
+
+    # ------------------------------------------------------------------ edges
+
+    def _edge_put(self, m: EdgePut) -> None:
+        plane = m.plane
+        prev = self.view.edge(plane, m.id)
+        self._put("edges", keys.edge_group(plane, m.id), pack([m.src, m.dst, m.type, m.props]))
+        if prev is not None and (prev.src, prev.dst, prev.type) == (m.src, m.dst, m.type):
+            return
+        if prev is not None:
+            self._unlink(prev.plane, prev.id, prev.src, prev.dst, prev.type)
+        else:
+            self._count(plane, edges=+1)
+        self._put("out", keys.adjacency_group(plane, m.src, m.type, m.id), keys.u64(m.dst))
+        self._put("in", keys.adjacency_group(plane, m.dst, m.type, m.id), keys.u64(m.src))
+        self._tally(plane, b"T", m.type, +1)
+
+    def _edge_delete(self, m: EdgeDelete) -> None:
+        prev = self.view.edge(m.plane, m.id)
+        if prev is None:
+            return
+        self._put("edges", keys.edge_group(m.plane, m.id), _TOMBSTONE)
+        self._unlink(m.plane, m.id, prev.src, prev.dst, prev.type)
+        self._count(m.plane, edges=-1)
+
+    def _unlink(self, plane: int, edge_id: int, src: int, dst: int, edge_type: str) -> None:
+        self._put("out", keys.adjacency_group(plane, src, edge_type, edge_id), _TOMBSTONE)
+        self._put("in", keys.adjacency_group(plane, dst, edge_type, edge_id), _TOMBSTONE)
+        self._tally(plane, b"T", edge_type, -1)
+
+
+def rebuild(txn: lmdb.Transaction, dbs: dict[str, Any]) -> int:
+    """Clear the projection and replay the whole log into it; returns the head seq."""
+    for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "counts", "tally"):
+        txn.drop(dbs[name], delete=False)
+    head = 0
+    for commit in LogReader(txn, dbs["log"]).iter():
+        projector = Projector(txn, dbs, commit.seq)
+        for mutation in commit.mutations:
+            projector.apply(mutation)
+        head = commit.seq
+    return head

@@ -1,0 +1,77 @@
+"""Records as readers see them: planes, nodes, edges, and their upstream JSON shapes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from drsg.values import strip_vectors, to_json
+
+
+def _visible(props: dict[str, Any], vectors: bool, hidden: bool) -> dict[str, Any]:
+    out = props if vectors else strip_vectors(props)
+    return out if hidden else {k: v for k, v in out.items() if not k.startswith("_")}
+
+
+@dataclass(frozen=True, slots=True)
+class Plane:
+    id: int
+    name: str
+    props: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "properties": to_json(self.props)}
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    plane: int
+    id: int
+    key: str | None
+    labels: list[str]
+    props: dict[str, Any]
+
+    def to_json(self, *, vectors: bool = True, hidden: bool = True) -> dict[str, Any]:
+        """Upstream's NodeRecord: ``{"id", "external_key", "labels", "properties"}``."""
+        return {
+            "id": self.id,
+            "external_key": self.key,
+            "labels": list(self.labels),
+            "properties": to_json(_visible(self.props, vectors, hidden)),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    plane: int
+    id: int
+    src: int
+    dst: int
+    type: str
+    props: dict[str, Any]
+
+    def to_json(self, *, vectors: bool = True, hidden: bool = True) -> dict[str, Any]:
+        """Upstream's EdgeRecord: ``{"id", "src", "dst", "type", "properties"}``."""
+        return {
+            "id": self.id,
+            "src": self.src,
+            "dst": self.dst,
+            "type": self.type,
+            "properties": to_json(_visible(self.props, vectors, hidden)),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    edge: Edge
+    node: int  # the node at the other end
+    direction: str  # "out" or "in", as seen from the node asked about
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of a record in its history; ``record`` is None for a deletion."""
+
+    seq: int
+    ts: int
+    record: Node | Edge | None

@@ -1,0 +1,194 @@
+"""Reading the versioned projection at one commit seq: current reads and as-of reads alike.
+
+Every read is an ordered-key seek (store/keys.py): a single record at seq ``at`` is the first key at
+or after ``group + ~at``; a set of records walks the groups under a prefix, seeking once per group.
+Nothing here replays the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import lmdb
+
+from drsg.errors import NotFound
+from drsg.values import unpack
+from drsg.store import keys
+from drsg.store.log import LogReader
+from drsg.store.records import Edge, Neighbor, Node, Plane, Version
+
+_SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
+
+
+class Snapshot:
+    """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
+
+    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], at: int) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.at = at
+        self._cursors: dict[str, lmdb.Cursor] = {}
+
+    def _cursor(self, db: str) -> lmdb.Cursor:
+        cur = self._cursors.get(db)
+        if cur is None:
+            cur = self._cursors[db] = self.txn.cursor(db=self.dbs[db])
+        return cur
+
+    # ------------------------------------------------------------------ primitives
+
+    def version(self, db: str, group: bytes) -> bytes | None:
+        """The value of ``group`` at seq ``at``; None when absent or a tombstone."""
+        cur = self._cursor(db)
+        if not cur.set_range(group + keys.inv(self.at)):
+            return None
+        key = cur.key()
+        if len(key) != len(group) + keys.SEQ_WIDTH or not key.startswith(group):
+            return None
+        return cur.value() or None
+
+    def groups(self, db: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """``(group, value)`` for every group under ``prefix`` alive at seq ``at``."""
+        cur = self._cursor(db)
+        at = self.at
+        ok = cur.set_range(prefix)
+        while ok:
+            key = cur.key()
+            if not key.startswith(prefix):
+                return
+            group = key[: -keys.SEQ_WIDTH]
+            if keys.seq_of(key) > at:
+                # Newest version is too new: seek the one in force at `at`, if any.
+                if not cur.set_range(group + keys.inv(at)):
+                    return
+                key = cur.key()
+                if key[: -keys.SEQ_WIDTH] != group:
+                    continue  # this group did not exist yet at `at`; `key` starts the next one
+            value = cur.value()
+            if value:
+                yield group, value
+            ok = cur.set_range(group + _SKIP_GROUP)
+
+    def versions(self, db: str, group: bytes) -> Iterator[tuple[int, bytes | None]]:
+        """Every version of one group with seq <= at, oldest first."""
+        cur = self._cursor(db)
+        found: list[tuple[int, bytes | None]] = []
+        ok = cur.set_range(group + keys.inv(self.at))
+        while ok:
+            key = cur.key()
+            if len(key) != len(group) + keys.SEQ_WIDTH or not key.startswith(group):
+                break
+            found.append((keys.seq_of(key), cur.value() or None))
+            ok = cur.next()
+        return reversed(found)
+
+    # ------------------------------------------------------------------ planes
+
+    def planes(self) -> list[Plane]:
+        return [
+            Plane(keys.U32.unpack(group)[0], *unpack(value))
+            for group, value in self.groups("planes", b"")
+        ]
+
+    def plane_by_id(self, plane_id: int) -> Plane | None:
+        value = self.version("planes", keys.plane_group(plane_id))
+        return None if value is None else Plane(plane_id, *unpack(value))
+
+    def find_plane(self, name: str) -> Plane | None:
+        value = self.version("plane_names", keys.plane_name_group(name))
+        return None if value is None else self.plane_by_id(keys.U32.unpack(value)[0])
+
+    def plane(self, name: str) -> Plane:
+        plane = self.find_plane(name)
+        if plane is None:
+            known = ", ".join(sorted(p.name for p in self.planes())) or "none"
+            raise NotFound(
+                f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`"
+            )
+        return plane
+
+    # ------------------------------------------------------------------ nodes
+
+    def node(self, plane: int, node_id: int) -> Node | None:
+        value = self.version("nodes", keys.node_group(plane, node_id))
+        return None if value is None else Node(plane, node_id, *unpack(value))
+
+    def node_id_by_key(self, plane: int, key: str) -> int | None:
+        value = self.version("keys", keys.key_group(plane, key))
+        return None if value is None else keys.read_u64(value)
+
+    def node_by_key(self, plane: int, key: str) -> Node | None:
+        node_id = self.node_id_by_key(plane, key)
+        return None if node_id is None else self.node(plane, node_id)
+
+    def nodes(self, plane: int, label: str | None = None) -> Iterator[Node]:
+        """Nodes of a plane (or of one label), in id order; a label walk never scans the plane."""
+        if label is None:
+            for group, value in self.groups("nodes", keys.plane_group(plane)):
+                yield Node(plane, keys.read_u64(group, 4), *unpack(value))
+            return
+        for node_id in self.node_ids_with_label(plane, label):
+            node = self.node(plane, node_id)
+            if node is not None:
+                yield node
+
+    def node_ids_with_label(self, plane: int, label: str) -> Iterator[int]:
+        for group, _ in self.groups("labels", keys.label_prefix(plane, label)):
+            yield keys.read_u64(group, len(group) - 8)
+
+    def node_history(self, plane: int, node_id: int) -> list[Version]:
+        log = LogReader(self.txn, self.dbs["log"])
+        return [
+            Version(seq, log.ts(seq) or 0, None if value is None else Node(plane, node_id, *unpack(value)))
+            for seq, value in self.versions("nodes", keys.node_group(plane, node_id))
+        ]
+
+    # ------------------------------------------------------------------ edges
+
+    def edge(self, plane: int, edge_id: int) -> Edge | None:
+        value = self.version("edges", keys.edge_group(plane, edge_id))
+        return None if value is None else Edge(plane, edge_id, *unpack(value))
+
+    def edges(self, plane: int) -> Iterator[Edge]:
+        for group, value in self.groups("edges", keys.plane_group(plane)):
+            yield Edge(plane, keys.read_u64(group, 4), *unpack(value))
+
+    def neighbors(
+        self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
+    ) -> Iterator[Neighbor]:
+        """Edges at a node by adjacency lookup (``direction``: out, in or both)."""
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be out, in or both, not {direction!r}")
+        for db in ("out", "in") if direction == "both" else (direction,):
+            for group, value in self.groups(db, keys.adjacency_prefix(plane, node_id, edge_type)):
+                edge = self.edge(plane, keys.read_u64(group, len(group) - 8))
+                if edge is not None:
+                    yield Neighbor(edge, keys.read_u64(value), db)
+
+    def edge_history(self, plane: int, edge_id: int) -> list[Version]:
+        log = LogReader(self.txn, self.dbs["log"])
+        return [
+            Version(seq, log.ts(seq) or 0, None if value is None else Edge(plane, edge_id, *unpack(value)))
+            for seq, value in self.versions("edges", keys.edge_group(plane, edge_id))
+        ]
+
+    # ------------------------------------------------------------------ tallies (current state only)
+
+    def counts(self, plane: int) -> tuple[int, int]:
+        value = self.txn.get(keys.plane_group(plane), db=self.dbs["counts"])
+        return (0, 0) if value is None else tuple(unpack(value))  # type: ignore[return-value]
+
+    def tally(self, plane: int, kind: bytes) -> dict[str, int]:
+        """Live nodes per label (kind ``L``) or edges per type (kind ``T``)."""
+        prefix = keys.plane_group(plane) + kind
+        out: dict[str, int] = {}
+        cur = self.txn.cursor(db=self.dbs["tally"])
+        ok = cur.set_range(prefix)
+        while ok:
+            key = cur.key()
+            if not key.startswith(prefix):
+                break
+            out[key[len(prefix) : -1].decode()] = keys.read_u64(cur.value())
+            ok = cur.next()
+        return out

@@ -1,0 +1,249 @@
+"""WriteTx: what a commit function sees — validated graph operations that emit mutations.
+
+Each operation checks its input against the current state (inside the writer's transaction), turns
+it into resolved mutations (ids assigned, full after-images), and applies them to the projection at
+once, so later operations in the same commit read their own writes. Nothing here touches the log;
+the writer seals the mutations into a commit record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import lmdb
+
+from drsg.errors import BadValue, Conflict, NotFound, UsageError
+from drsg.store.mutations import (
+    EdgeDelete,
+    EdgePut,
+    Mutation,
+    NodeDelete,
+    NodePut,
+    PlaneCreate,
+    PlaneDrop,
+    PlaneRename,
+    PlaneSetProps,
+)
+from drsg.store.projection import Projector
+from drsg.store.records import Edge, Node, Plane
+from drsg.store.snapshot import Snapshot
+from drsg.values import check_name, check_props
+
+DEFAULT_PLANE = "startup"
+
+NodeRef = int | str  # a node id, or "@key" / a bare external key
+
+
+@dataclass
+class IdCounters:
+    plane: int = 0
+    node: int = 1
+    edge: int = 1
+
+    def copy(self) -> IdCounters:
+        return IdCounters(self.plane, self.node, self.edge)
+
+
+class WriteTx:
+    """Operations for one commit (or, for bulk writers, a run of commits in one transaction)."""
+
+    def __init__(
+        self,
+        txn: lmdb.Transaction,
+        dbs: dict[str, Any],
+        seq: int,
+        ids: IdCounters,
+        seal: Any,
+    ) -> None:
+        self.txn = txn
+        self.dbs = dbs
+        self.ids = ids
+        self.mutations: list[Mutation] = []
+        self._seal = seal  # callback(tx) that writes the commit record and returns the next seq
+        self._start(seq)
+
+    def _start(self, seq: int) -> None:
+        self.seq = seq
+        self.view = Snapshot(self.txn, self.dbs, seq)
+        self._projector = Projector(self.txn, self.dbs, seq)
+        self.mutations = []
+
+    def commit_point(self) -> int:
+        """Seal the mutations so far as one commit and start the next; returns the sealed seq.
+
+        Bulk writers (import) call this every N lines so a large job becomes many commits inside
+        one LMDB transaction: all-or-nothing on failure, yet no commit is unreasonably large.
+        """
+        sealed = self.seq
+        next_seq = self._seal(self)
+        self._start(next_seq)
+        return sealed
+
+    def _emit(self, mutation: Mutation) -> None:
+        self.mutations.append(mutation)
+        self._projector.apply(mutation)
+
+    # ------------------------------------------------------------------ planes
+
+    def plane(self, name: str) -> Plane:
+        return self.view.plane(name)
+
+    def create_plane(self, name: str, props: Mapping[str, Any] | None = None) -> Plane:
+        check_name("a plane name", name)
+        if self.view.find_plane(name) is not None:
+            raise Conflict(f"plane {name!r} already exists; pick another name or use it as it is")
+        plane_id = self.ids.plane
+        self.ids.plane += 1
+        self._emit(PlaneCreate(plane_id, name, check_props(props)))
+        return Plane(plane_id, name, check_props(props))
+
+    def ensure_plane(self, name: str) -> Plane:
+        return self.view.find_plane(name) or self.create_plane(name)
+
+    def rename_plane(self, name: str, to: str) -> Plane:
+        plane = self.view.plane(name)
+        check_name("a plane name", to)
+        if to != name and self.view.find_plane(to) is not None:
+            raise Conflict(f"plane {to!r} already exists; pick another name")
+        if to != name:
+            self._emit(PlaneRename(plane.id, to))
+        return Plane(plane.id, to, plane.props)
+
+    def set_plane_props(self, name: str, props: Mapping[str, Any]) -> Plane:
+        plane = self.view.plane(name)
+        merged = {**plane.props, **check_props(props)}
+        self._emit(PlaneSetProps(plane.id, merged))
+        return Plane(plane.id, plane.name, merged)
+
+    def drop_plane(self, name: str) -> Plane:
+        plane = self.view.plane(name)
+        if plane.name == DEFAULT_PLANE:
+            raise UsageError("the startup plane always exists and cannot be dropped")
+        self._emit(PlaneDrop(plane.id))
+        return plane
+
+    # ------------------------------------------------------------------ nodes
+
+    def resolve(self, plane: Plane, ref: NodeRef) -> Node:
+        """A node by id, ``@key`` or bare key; NotFound names the plane."""
+        node = None
+        if isinstance(ref, int) and not isinstance(ref, bool):
+            node = self.view.node(plane.id, ref)
+        elif isinstance(ref, str):
+            node = self.view.node_by_key(plane.id, ref[1:] if ref.startswith("@") else ref)
+        else:
+            raise BadValue(f"a node reference is an id or a key, not {type(ref).__name__}")
+        if node is None:
+            raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
+        return node
+
+    def create_node(
+        self,
+        plane: Plane,
+        key: str | None = None,
+        labels: Iterable[str] = (),
+        props: Mapping[str, Any] | None = None,
+    ) -> Node:
+        if key is not None:
+            check_name("a node key", key)
+            if self.view.node_id_by_key(plane.id, key) is not None:
+                raise Conflict(
+                    f"a node with key {key!r} already exists in plane {plane.name!r}; "
+                    f"update it instead, or import with --on-conflict update"
+                )
+        node_id = self.ids.node
+        self.ids.node += 1
+        return self._put_node(plane, node_id, key, labels, props)
+
+    def replace_node(
+        self, plane: Plane, node: Node, labels: Iterable[str], props: Mapping[str, Any] | None
+    ) -> Node:
+        return self._put_node(plane, node.id, node.key, labels, props)
+
+    def update_node(
+        self,
+        plane: Plane,
+        ref: NodeRef,
+        set_props: Mapping[str, Any] | None = None,
+        unset: Iterable[str] = (),
+        labels: Iterable[str] | None = None,
+    ) -> Node:
+        node = self.resolve(plane, ref)
+        props = {**node.props, **check_props(set_props)}
+        for name in unset:
+            props.pop(name, None)
+        return self._put_node(plane, node.id, node.key, node.labels if labels is None else labels, props)
+
+    def _put_node(
+        self,
+        plane: Plane,
+        node_id: int,
+        key: str | None,
+        labels: Iterable[str],
+        props: Mapping[str, Any] | None,
+    ) -> Node:
+        if isinstance(labels, str):
+            raise BadValue("labels must be a list of strings, not one string")
+        label_list = sorted({check_name("a label", label) for label in labels})
+        checked = check_props(props)
+        self._emit(NodePut(plane.id, node_id, key, label_list, checked))
+        return Node(plane.id, node_id, key, label_list, checked)
+
+    def delete_node(self, plane: Plane, ref: NodeRef) -> Node:
+        """Delete a node and every edge at it (upstream's DETACH semantics)."""
+        node = self.resolve(plane, ref)
+        seen: set[int] = set()
+        for neighbor in list(self.view.neighbors(plane.id, node.id)):
+            if neighbor.edge.id not in seen:
+                seen.add(neighbor.edge.id)
+                self._emit(EdgeDelete(plane.id, neighbor.edge.id))
+        self._emit(NodeDelete(plane.id, node.id))
+        return node
+
+    # ------------------------------------------------------------------ edges
+
+    def create_edge(
+        self,
+        plane: Plane,
+        src: NodeRef,
+        dst: NodeRef,
+        edge_type: str,
+        props: Mapping[str, Any] | None = None,
+    ) -> Edge:
+        check_name("an edge type", edge_type)
+        src_id = self.resolve(plane, src).id
+        dst_id = self.resolve(plane, dst).id
+        edge_id = self.ids.edge
+        self.ids.edge += 1
+        checked = check_props(props)
+        self._emit(EdgePut(plane.id, edge_id, src_id, dst_id, edge_type, checked))
+        return Edge(plane.id, edge_id, src_id, dst_id, edge_type, checked)
+
+    def edge(self, plane: Plane, edge_id: int) -> Edge:
+        edge = self.view.edge(plane.id, edge_id)
+        if edge is None:
+            raise NotFound(f"no edge {edge_id} in plane {plane.name!r}")
+        return edge
+
+    def update_edge(
+        self,
+        plane: Plane,
+        edge_id: int,
+        set_props: Mapping[str, Any] | None = None,
+        unset: Iterable[str] = (),
+        edge_type: str | None = None,
+    ) -> Edge:
+        edge = self.edge(plane, edge_id)
+        props = {**edge.props, **check_props(set_props)}
+        for name in unset:
+            props.pop(name, None)
+        new_type = edge.type if edge_type is None else check_name("an edge type", edge_type)
+        self._emit(EdgePut(plane.id, edge.id, edge.src, edge.dst, new_type, props))
+        return Edge(plane.id, edge.id, edge.src, edge.dst, new_type, props)
+
+    def delete_edge(self, plane: Plane, edge_id: int) -> Edge:
+        edge = self.edge(plane, edge_id)
+        self._emit(EdgeDelete(plane.id, edge.id))
+        return edge
