@@ -190,6 +190,13 @@ class Environment:
                 )
             self.env.set_mapsize(target)
 
+    def reserve(self, extra: int) -> None:
+        """Grow the map ahead of a large write so it has ``extra`` bytes of headroom."""
+        info, stat = self.env.info(), self.env.stat()
+        used = (info["last_pgno"] + 1) * stat["psize"]
+        while self.map_size() < min(used + extra, self.options.max_map_size):
+            self.grow()
+
     def map_size(self) -> int:
         return int(self.env.info()["map_size"])
 

@@ -117,7 +117,9 @@ class Writer:
         try:
             while True:
                 try:
-                    self._commit_group(group)
+                    # Shared, like a reader: a map resize must wait for this transaction to end.
+                    with self.env.gate.shared():
+                        self._commit_group(group)
                     break
                 except lmdb.MapFullError:
                     self.env.grow()  # then run the whole group again from a clean slate

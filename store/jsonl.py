@@ -1,0 +1,275 @@
+"""Bulk import and export in upstream's JSONL line format.
+
+Node line: ``{"id"?, "labels", "external_key"?, "properties"?}``.
+Edge line (has ``type``): ``{"src_key"|"src", "dst_key"|"dst", "type", "properties"?}``.
+
+Import streams the file (memory stays flat: only ids of *keyless* nodes are remembered, so edges
+can refer to them by the file's ``id``), and writes it as many commits inside one LMDB transaction,
+so a failure anywhere — a malformed line, a missing endpoint, a key collision under
+``--on-conflict error`` — leaves the database exactly as it was. Export writes the same format back:
+keyed nodes without ``id`` and edges by key, so export → import → export is byte-identical.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from drsg.asof import AsOf
+from drsg.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
+from drsg.store.database import Database
+from drsg.store.records import Plane
+from drsg.store.transaction import WriteTx
+from drsg.values import check_name, props_from_json, to_json
+
+ON_CONFLICT = ("error", "skip", "update")
+_MAX_REPORTED = 5
+
+
+@dataclass
+class ImportReport:
+    lines: int = 0
+    nodes_created: int = 0
+    nodes_updated: int = 0
+    nodes_skipped: int = 0
+    edges_created: int = 0
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    @property
+    def commits(self) -> int:
+        return 0 if self.first_seq is None or self.last_seq is None else self.last_seq - self.first_seq + 1
+
+    def summary(self) -> str:
+        nodes = self.nodes_created + self.nodes_updated
+        parts = [f"{self.nodes_created} created"]
+        if self.nodes_updated:
+            parts.append(f"{self.nodes_updated} updated")
+        if self.nodes_skipped:
+            parts.append(f"{self.nodes_skipped} skipped")
+        seqs = f" (seq {self.first_seq}..{self.last_seq})" if self.commits else ""
+        return (
+            f"imported {nodes} node(s) ({', '.join(parts)}), {self.edges_created} edge(s) "
+            f"in {self.commits} commit(s){seqs}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lines": self.lines,
+            "nodes_created": self.nodes_created,
+            "nodes_updated": self.nodes_updated,
+            "nodes_skipped": self.nodes_skipped,
+            "edges_created": self.edges_created,
+            "commits": self.commits,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+        }
+
+
+def import_jsonl(
+    db: Database,
+    path: str | Path,
+    plane_name: str,
+    on_conflict: str = "error",
+    *,
+    commit_lines: int = 10_000,
+    progress: Callable[[int], None] | None = None,
+    create_plane: bool = False,
+) -> ImportReport:
+    """Import a JSONL file into a plane; all or nothing. ``progress`` gets bytes read so far."""
+    if on_conflict not in ON_CONFLICT:
+        raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    source = Path(path)
+    if not source.is_file():
+        raise UsageError(f"cannot read {source}: no such file; check the path")
+    size = source.stat().st_size
+    db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
+    if not create_plane:
+        db.plane(plane_name)  # fail fast, before reading anything
+
+    def run(tx: WriteTx) -> ImportReport:
+        plane = tx.ensure_plane(plane_name) if create_plane else tx.plane(plane_name)
+        return _Importer(tx, plane, on_conflict, commit_lines, progress).run(source)
+
+    result = db.write(run, {"via": "import", "source": source.name})
+    report = result.value
+    if result.seqs:
+        report.first_seq, report.last_seq = result.seqs[0], result.seqs[-1]
+    return report
+
+
+class _Importer:
+    def __init__(
+        self,
+        tx: WriteTx,
+        plane: Plane,
+        on_conflict: str,
+        commit_lines: int,
+        progress: Callable[[int], None] | None,
+    ) -> None:
+        self.tx = tx
+        self.plane = plane
+        self.on_conflict = on_conflict
+        self.commit_lines = max(1, commit_lines)
+        self.progress = progress
+        self.report = ImportReport()
+        self.file_ids: dict[int, int] = {}  # the file's "id" of a keyless node -> its new id
+        self.collisions: list[str] = []
+        self.bad_lines: list[str] = []
+
+    def run(self, source: Path) -> ImportReport:
+        with source.open("rb") as fh:
+            done = 0
+            for line_no, raw in enumerate(fh, start=1):
+                done += len(raw)
+                if raw.strip():
+                    self._line(line_no, raw)
+                    if len(self.bad_lines) >= _MAX_REPORTED:
+                        break
+                if line_no % self.commit_lines == 0:
+                    self._checkpoint()
+                    if self.progress is not None:
+                        self.progress(done)
+            self.report.lines = line_no if done else 0
+        if self.bad_lines:
+            raise UsageError(
+                f"{source}: {len(self.bad_lines)}{'+' if len(self.bad_lines) >= _MAX_REPORTED else ''} "
+                f"bad line(s), nothing was written — {'; '.join(self.bad_lines)}"
+            )
+        if self.collisions:
+            shown = ", ".join(self.collisions[:_MAX_REPORTED])
+            more = f" and {len(self.collisions) - _MAX_REPORTED} more" if len(self.collisions) > _MAX_REPORTED else ""
+            raise Conflict(
+                f"{len(self.collisions)} key(s) already exist in plane {self.plane.name!r}: {shown}{more}; "
+                f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
+            )
+        if self.progress is not None:
+            self.progress(done)
+        return self.report
+
+    def _checkpoint(self) -> None:
+        if self.tx.mutations and not self.bad_lines and not self.collisions:
+            self.tx.commit_point()
+
+    def _line(self, line_no: int, raw: bytes) -> None:
+        try:
+            try:
+                obj = json.loads(raw)
+            except ValueError as exc:
+                raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
+            if not isinstance(obj, dict):
+                raise BadImportLine(line_no, "a line must be a JSON object (a node or an edge)")
+            if "type" in obj:
+                self._edge(line_no, obj)
+            else:
+                self._node(line_no, obj)
+        except BadImportLine as exc:
+            self.bad_lines.append(str(exc))
+        except (NotFound, UsageError) as exc:
+            self.bad_lines.append(str(BadImportLine(line_no, str(exc))))
+
+    def _node(self, line_no: int, obj: dict[str, Any]) -> None:
+        unknown = set(obj) - {"id", "labels", "external_key", "properties"}
+        if unknown:
+            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in a node line")
+        labels = obj.get("labels", [])
+        if not isinstance(labels, list):
+            raise BadImportLine(line_no, '"labels" must be a list of strings')
+        key = obj.get("external_key")
+        if key is not None:
+            check_name("external_key", key)
+        props = props_from_json(obj.get("properties"))
+        if self.bad_lines:
+            return  # keep validating the rest of the file, but write nothing more
+        existing = None if key is None else self.tx.view.node_by_key(self.plane.id, key)
+        if existing is not None:
+            if self.on_conflict == "error":
+                self.collisions.append(key)  # type: ignore[arg-type]
+            elif self.on_conflict == "skip":
+                self.report.nodes_skipped += 1
+            else:
+                self.tx.replace_node(self.plane, existing, labels, props)
+                self.report.nodes_updated += 1
+            return
+        node = self.tx.create_node(self.plane, key, labels, props)
+        self.report.nodes_created += 1
+        file_id = obj.get("id")
+        if key is None and isinstance(file_id, int):
+            self.file_ids[file_id] = node.id
+
+    def _edge(self, line_no: int, obj: dict[str, Any]) -> None:
+        unknown = set(obj) - {"id", "src", "dst", "src_key", "dst_key", "type", "properties"}
+        if unknown:
+            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in an edge line")
+        edge_type = obj["type"]
+        check_name("an edge type", edge_type)
+        props = props_from_json(obj.get("properties"))
+        src = self._endpoint(line_no, obj, "src")
+        dst = self._endpoint(line_no, obj, "dst")
+        if self.bad_lines or self.collisions:
+            return
+        self.tx.create_edge(self.plane, src, dst, edge_type, props)
+        self.report.edges_created += 1
+
+    def _endpoint(self, line_no: int, obj: dict[str, Any], end: str) -> int:
+        if f"{end}_key" in obj:
+            key = obj[f"{end}_key"]
+            if not isinstance(key, str):
+                raise BadImportLine(line_no, f'"{end}_key" must be a string')
+            node_id = self.tx.view.node_id_by_key(self.plane.id, key)
+            if node_id is None and not (self.collisions and self.on_conflict == "error"):
+                raise BadImportLine(
+                    line_no, f"edge {end} {key!r} is not a node in plane {self.plane.name!r}; import it first"
+                )
+            return node_id or 0
+        ref = obj.get(end)
+        if not isinstance(ref, int) or isinstance(ref, bool):
+            raise BadImportLine(line_no, f'an edge needs "{end}_key" (a key) or "{end}" (a node id)')
+        node_id = self.file_ids.get(ref, ref)
+        if self.tx.view.node(self.plane.id, node_id) is None:
+            raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}")
+        return node_id
+
+
+def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None = None) -> Iterator[str]:
+    """JSONL lines for a plane: every node, then every edge (id order)."""
+    with db.snapshot(as_of) as snap:
+        plane = snap.plane(plane_name)
+        for node in snap.nodes(plane.id):
+            line: dict[str, Any] = {}
+            if node.key is None:
+                line["id"] = node.id
+            line["labels"] = node.labels
+            if node.key is not None:
+                line["external_key"] = node.key
+            line["properties"] = to_json(node.props)
+            yield _dumps(line)
+        for edge in snap.edges(plane.id):
+            out: dict[str, Any] = {"type": edge.type}
+            for end, node_id in (("src", edge.src), ("dst", edge.dst)):
+                node = snap.node(plane.id, node_id)
+                if node is not None and node.key is not None:
+                    out[f"{end}_key"] = node.key
+                else:
+                    out[end] = node_id
+            out["properties"] = to_json(edge.props)
+            yield _dumps(out)
+
+
+def export_jsonl(db: Database, plane_name: str, out: IO[str], as_of: AsOf | str | int | None = None) -> int:
+    count = 0
+    for line in export_lines(db, plane_name, as_of):
+        out.write(line)
+        out.write("\n")
+        count += 1
+    return count
+
+
+def _dumps(obj: Any) -> str:
+    try:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError as exc:  # pragma: no cover - values are validated on the way in
+        raise DrsgError(f"cannot export a value: {exc}") from None
