@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 
-def open(path: str | os.PathLike[str] = "graph.drsg", **options: Any) -> Database:  # noqa: A001
+def open(path: str | os.PathLike[str] = "graph.drsg", **options: Any) -> Database:
     """Open (creating if needed) the database at ``path``."""
     from drsg.store.database import Database
 

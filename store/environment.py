@@ -41,6 +41,10 @@ DB_NAMES = (
 
 MiB = 1 << 20
 
+#: An LMDB transaction. Typed loosely on purpose: we always open transactions with
+#: ``buffers=False`` so values are ``bytes``, while lmdb's stubs say ``bytes | memoryview``.
+Txn = Any
+
 
 class Gate:
     """A shared/exclusive lock: readers share it; a map resize takes it alone."""
@@ -100,14 +104,13 @@ class Environment:
         self.env = self._open()
         self.dbs: dict[str, Any] = {}
         if self.options.readonly:
-            with self.env.begin() as txn:
-                for n in DB_NAMES:
-                    try:
-                        self.dbs[n] = self.env.open_db(n.encode(), txn=txn, create=False)
-                    except lmdb.NotFoundError:
-                        raise DatabaseUnavailable(
-                            f"{self.path} is not a drsg database (no '{n}' table); check --db"
-                        ) from None
+            for n in DB_NAMES:
+                try:
+                    self.dbs[n] = self.env.open_db(n.encode(), create=False)
+                except lmdb.NotFoundError:
+                    raise DatabaseUnavailable(
+                        f"{self.path} is not a drsg database (no '{n}' table); check --db"
+                    ) from None
         else:
             for n in DB_NAMES:
                 self.dbs[n] = self.env.open_db(n.encode())
@@ -214,7 +217,7 @@ def _rounded(n: int) -> int:
     return ((n + MiB - 1) // MiB) * MiB
 
 
-def _unavailable(path: Path, exc: lmdb.Error) -> DatabaseUnavailable:
+def _unavailable(path: Path, exc: lmdb.Error) -> StoreError:
     text = str(exc)
     code = getattr(exc, "errno", None)
     if isinstance(exc, lmdb.ReadonlyError) or "Permission denied" in text or code == errno.EACCES:

@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import lmdb
-
 from drsg.errors import CorruptRecord
-from drsg.values import pack, to_json, unpack
 from drsg.store import keys
+from drsg.store.environment import Txn
 from drsg.store.mutations import Mutation, from_wire
+from drsg.values import pack, to_json, unpack
 
 FORMAT = 1
 _HEADER = struct.Struct(">BIQ")
@@ -75,7 +74,7 @@ def decode(seq: int, record: bytes) -> Commit:
 class LogReader:
     """Reads commits from one transaction (read or write)."""
 
-    def __init__(self, txn: lmdb.Transaction, log_db: Any) -> None:
+    def __init__(self, txn: Txn, log_db: Any) -> None:
         self.txn = txn
         self.db = log_db
 

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import lmdb
-
-from drsg.values import pack, unpack
 from drsg.store import keys
+from drsg.store.environment import Txn
 from drsg.store.log import LogReader
 from drsg.store.mutations import (
     EdgeDelete,
@@ -27,6 +25,7 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.snapshot import Snapshot
+from drsg.values import pack, unpack
 
 _PRESENT = b"\x01"
 _TOMBSTONE = b""
@@ -35,7 +34,7 @@ _TOMBSTONE = b""
 class Projector:
     """Writes mutations of commit ``seq`` through ``txn``."""
 
-    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], seq: int) -> None:
+    def __init__(self, txn: Txn, dbs: dict[str, Any], seq: int) -> None:
         self.txn = txn
         self.dbs = dbs
         self.seq = seq
@@ -176,7 +175,7 @@ class Projector:
         self._tally(plane, b"T", edge_type, -1)
 
 
-def rebuild(txn: lmdb.Transaction, dbs: dict[str, Any]) -> int:
+def rebuild(txn: Txn, dbs: dict[str, Any]) -> int:
     """Clear the projection and replay the whole log into it; returns the head seq."""
     for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "counts", "tally"):
         txn.drop(dbs[name], delete=False)

@@ -10,13 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import lmdb
-
 from drsg.errors import NotFound
-from drsg.values import unpack
 from drsg.store import keys
+from drsg.store.environment import Txn
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, Neighbor, Node, Plane, Version
+from drsg.values import unpack
 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 
@@ -24,13 +23,13 @@ _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (
 class Snapshot:
     """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
 
-    def __init__(self, txn: lmdb.Transaction, dbs: dict[str, Any], at: int) -> None:
+    def __init__(self, txn: Txn, dbs: dict[str, Any], at: int) -> None:
         self.txn = txn
         self.dbs = dbs
         self.at = at
-        self._cursors: dict[str, lmdb.Cursor] = {}
+        self._cursors: dict[str, Any] = {}
 
-    def _cursor(self, db: str) -> lmdb.Cursor:
+    def _cursor(self, db: str) -> Any:
         cur = self._cursors.get(db)
         if cur is None:
             cur = self._cursors[db] = self.txn.cursor(db=self.dbs[db])
@@ -87,8 +86,7 @@ class Snapshot:
 
     def planes(self) -> list[Plane]:
         return [
-            Plane(keys.U32.unpack(group)[0], *unpack(value))
-            for group, value in self.groups("planes", b"")
+            Plane(keys.U32.unpack(group)[0], *unpack(value)) for group, value in self.groups("planes", b"")
         ]
 
     def plane_by_id(self, plane_id: int) -> Plane | None:

@@ -12,9 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import lmdb
-
 from drsg.errors import BadValue, Conflict, NotFound, UsageError
+from drsg.store.environment import Txn
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
@@ -51,7 +50,7 @@ class WriteTx:
 
     def __init__(
         self,
-        txn: lmdb.Transaction,
+        txn: Txn,
         dbs: dict[str, Any],
         seq: int,
         ids: IdCounters,

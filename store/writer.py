@@ -21,7 +21,7 @@ import lmdb
 
 from drsg.errors import DrsgError, StoreError, UsageError
 from drsg.store import keys
-from drsg.store.environment import Environment
+from drsg.store.environment import Environment, Txn
 from drsg.store.log import encode
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -57,18 +57,18 @@ class _Request:
     ts: int | None = None
 
 
-def read_ids(txn: lmdb.Transaction, meta: Any) -> IdCounters:
+def read_ids(txn: Txn, meta: Any) -> IdCounters:
     raw = txn.get(META_IDS, db=meta)
     if raw is None:
         return IdCounters()
     return IdCounters(*(keys.read_u64(raw, i * 8) for i in range(3)))
 
 
-def write_ids(txn: lmdb.Transaction, meta: Any, ids: IdCounters) -> None:
+def write_ids(txn: Txn, meta: Any, ids: IdCounters) -> None:
     txn.put(META_IDS, keys.u64(ids.plane) + keys.u64(ids.node) + keys.u64(ids.edge), db=meta)
 
 
-def read_head(txn: lmdb.Transaction, meta: Any) -> int:
+def read_head(txn: Txn, meta: Any) -> int:
     raw = txn.get(META_HEAD, db=meta)
     return 0 if raw is None else keys.read_u64(raw)
 
@@ -154,8 +154,9 @@ class Writer:
                 def seal(tx: WriteTx, request: _Request = request, state: dict[str, int] = state) -> int:
                     if tx.mutations:
                         ts = max(int(self.clock() * 1000), state["ts"])
-                        tx.txn.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations),
-                                   db=log_db, append=True)
+                        tx.txn.put(
+                            keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True
+                        )
                         state["head"], state["ts"] = tx.seq, ts
                         request.seqs.append(tx.seq)
                         request.ts = ts

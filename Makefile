@@ -1,0 +1,48 @@
+# Two entry points (see README): `make demo` and `make test`. Each sets up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DRSG := $(BIN)/drsg
+DEMO_DB := demo/graph.drsg
+
+.PHONY: setup demo test lint bench clean
+
+$(BIN)/drsg: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(BIN)/drsg
+
+setup: $(BIN)/drsg
+
+# The main job on the embedded default: no API key, no network.
+demo: setup
+	rm -rf demo && mkdir -p demo
+	$(DRSG) --db $(DEMO_DB) import drsg/data/sample.jsonl --plane pioneers --create-plane
+	$(DRSG) --db $(DEMO_DB) plane show pioneers
+	$(DRSG) --db $(DEMO_DB) neighbors @turing --plane pioneers
+	$(DRSG) --db $(DEMO_DB) node put ada --plane pioneers -P 'title="Countess of Lovelace"'
+	$(DRSG) --db $(DEMO_DB) node delete @dijkstra --plane pioneers
+	$(DRSG) --db $(DEMO_DB) log
+	@echo "--- ada now, and as of commit 2 (before the update):"
+	$(DRSG) --db $(DEMO_DB) get @ada --plane pioneers --json
+	$(DRSG) --db $(DEMO_DB) get @ada --plane pioneers --as-of 2 --json
+	@echo "--- dijkstra is gone now, but still there as of commit 3:"
+	$(DRSG) --db $(DEMO_DB) get @dijkstra --plane pioneers || echo '(as expected: deleted now)'
+	$(DRSG) --db $(DEMO_DB) get @dijkstra --plane pioneers --as-of 3 --json
+	$(DRSG) --db $(DEMO_DB) stats
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy drsg store workers feed pipeline
+
+# The whole test suite (what CI runs).
+test: lint
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	bash tests/bench/run_all.sh
+
+clean:
+	rm -rf $(VENV) demo build *.egg-info
