@@ -125,9 +125,7 @@ class Database:
             raise DatabaseUnavailable(f"{self.path} is open read-only; reopen it for writing")
         return self.writer.write(fn, origin)
 
-    async def awrite(
-        self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None
-    ) -> CommitResult[T]:
+    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
         import asyncio
 
         return await asyncio.to_thread(self.write, fn, origin)
@@ -162,8 +160,7 @@ class Database:
             first = reader.ts(1)
             first_text = format_ms(first) if first is not None else "never"
             raise BadAsOf(
-                f"AS OF {format_ms(target.ms or 0)} is before the first commit ({first_text}); "
-                f"pick a later time"
+                f"AS OF {format_ms(target.ms or 0)} is before the first commit ({first_text}); pick a later time"
             )
         return seq
 

@@ -131,18 +131,28 @@ class Environment:
             raise DatabaseUnavailable(f"{self.path} is a directory; point --db at a database file")
         size = max(opts.map_size, _rounded(self.path.stat().st_size * 2) if self.path.exists() else 0)
         try:
-            return lmdb.open(
-                str(self.path),
-                subdir=False,
-                map_size=min(size, opts.max_map_size),
-                max_dbs=len(DB_NAMES) + 2,
-                readonly=opts.readonly,
-                max_readers=256,
-                readahead=False,
-                lock=True,
-            )
+            return self._lmdb_open(min(size, opts.max_map_size), lock=True)
         except lmdb.Error as exc:
+            if opts.readonly and _is_read_only_fs(exc):
+                # A read-only mount (a backup, a container layer): nobody can write there, so
+                # reading without the lock file is safe.
+                try:
+                    return self._lmdb_open(min(size, opts.max_map_size), lock=False)
+                except lmdb.Error as again:
+                    raise _unavailable(self.path, again) from None
             raise _unavailable(self.path, exc) from None
+
+    def _lmdb_open(self, map_size: int, lock: bool) -> lmdb.Environment:
+        return lmdb.open(
+            str(self.path),
+            subdir=False,
+            map_size=map_size,
+            max_dbs=len(DB_NAMES) + 2,
+            readonly=self.options.readonly,
+            max_readers=256,
+            readahead=False,
+            lock=lock,
+        )
 
     # ------------------------------------------------------------------ transactions
 
@@ -213,6 +223,10 @@ class Environment:
         self.env.close()
 
 
+def _is_read_only_fs(exc: lmdb.Error) -> bool:
+    return "Read-only file system" in str(exc) or getattr(exc, "errno", None) == errno.EROFS
+
+
 def _rounded(n: int) -> int:
     return ((n + MiB - 1) // MiB) * MiB
 
@@ -222,9 +236,10 @@ def _unavailable(path: Path, exc: lmdb.Error) -> StoreError:
     code = getattr(exc, "errno", None)
     if isinstance(exc, lmdb.ReadonlyError) or "Permission denied" in text or code == errno.EACCES:
         return DatabaseUnavailable(
-            f"cannot open {path}: permission denied; check the file's and folder's permissions "
-            f"or point --db elsewhere"
+            f"cannot open {path}: permission denied; check the file's and folder's permissions or point --db elsewhere"
         )
+    if "Read-only file system" in text or code == errno.EROFS:
+        return DatabaseUnavailable(f"cannot write {path}: it is on a read-only file system; copy it somewhere writable")
     if "No space left" in text or code == errno.ENOSPC:
         return StoreFull(f"cannot write {path}: the disk is full; free space and retry")
     if isinstance(exc, lmdb.InvalidError):

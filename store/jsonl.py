@@ -141,11 +141,7 @@ class _Importer:
             )
         if self.collisions:
             shown = ", ".join(self.collisions[:_MAX_REPORTED])
-            more = (
-                f" and {len(self.collisions) - _MAX_REPORTED} more"
-                if len(self.collisions) > _MAX_REPORTED
-                else ""
-            )
+            more = f" and {len(self.collisions) - _MAX_REPORTED} more" if len(self.collisions) > _MAX_REPORTED else ""
             raise Conflict(
                 f"{len(self.collisions)} key(s) already exist in plane {self.plane.name!r}: {shown}{more}; "
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"

@@ -85,9 +85,7 @@ class Snapshot:
     # ------------------------------------------------------------------ planes
 
     def planes(self) -> list[Plane]:
-        return [
-            Plane(keys.U32.unpack(group)[0], *unpack(value)) for group, value in self.groups("planes", b"")
-        ]
+        return [Plane(keys.U32.unpack(group)[0], *unpack(value)) for group, value in self.groups("planes", b"")]
 
     def plane_by_id(self, plane_id: int) -> Plane | None:
         value = self.version("planes", keys.plane_group(plane_id))
@@ -101,9 +99,7 @@ class Snapshot:
         plane = self.find_plane(name)
         if plane is None:
             known = ", ".join(sorted(p.name for p in self.planes())) or "none"
-            raise NotFound(
-                f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`"
-            )
+            raise NotFound(f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`")
         return plane
 
     # ------------------------------------------------------------------ nodes

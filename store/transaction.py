@@ -156,9 +156,7 @@ class WriteTx:
         self.ids.node += 1
         return self._put_node(plane, node_id, key, labels, props)
 
-    def replace_node(
-        self, plane: Plane, node: Node, labels: Iterable[str], props: Mapping[str, Any] | None
-    ) -> Node:
+    def replace_node(self, plane: Plane, node: Node, labels: Iterable[str], props: Mapping[str, Any] | None) -> Node:
         return self._put_node(plane, node.id, node.key, labels, props)
 
     def update_node(

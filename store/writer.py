@@ -154,9 +154,7 @@ class Writer:
                 def seal(tx: WriteTx, request: _Request = request, state: dict[str, int] = state) -> int:
                     if tx.mutations:
                         ts = max(int(self.clock() * 1000), state["ts"])
-                        tx.txn.put(
-                            keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True
-                        )
+                        tx.txn.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
                         state["head"], state["ts"] = tx.seq, ts
                         request.seqs.append(tx.seq)
                         request.ts = ts

@@ -26,9 +26,7 @@ from drsg.store.jsonl import ON_CONFLICT, export_jsonl, import_jsonl
 @click.option("--create-plane", is_flag=True, help="Create the plane if it does not exist.")
 @json_option
 @click.pass_obj
-def import_cmd(
-    obj: Context, file: Path, plane: str, on_conflict: str, create_plane: bool, as_json: bool
-) -> None:
+def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_plane: bool, as_json: bool) -> None:
     """Import nodes and edges from a JSONL file — all of it or, on any error, nothing.
 
     \b

@@ -53,9 +53,7 @@ class Context:
 
 def emit_json(obj: Any, *, pretty: bool = False) -> None:
     click.echo(
-        json.dumps(
-            obj, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":")
-        )
+        json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))
     )
 
 

@@ -33,9 +33,7 @@ class DrsgGroup(click.Group):
             verbose = ctx.obj.verbose if isinstance(ctx.obj, Context) else 0
             if verbose:
                 traceback.print_exc()
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", err=True
-            )
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", err=True)
             sys.exit(1)
 
 
@@ -49,9 +47,7 @@ class DrsgGroup(click.Group):
     envvar="DRSG_DB",
     help="The database file (env DRSG_DB).",
 )
-@click.option(
-    "--config", default=None, metavar="PATH", help="drsg.toml to read (else $DRSG_CONFIG, else ./drsg.toml)."
-)
+@click.option("--config", default=None, metavar="PATH", help="drsg.toml to read (else $DRSG_CONFIG, else ./drsg.toml).")
 @click.option("-v", "--verbose", count=True, help="More detail: -v info logs, -vv debug logs and tracebacks.")
 @click.version_option(__version__, prog_name="drsg")
 @click.pass_context

@@ -18,11 +18,7 @@ from drsg.store.transaction import WriteTx
 def _find(snap: Snapshot, plane: str, ref: str) -> Node:
     p = snap.plane(plane)
     target = node_ref(ref)
-    node = (
-        snap.node(p.id, target)
-        if isinstance(target, int)
-        else snap.node_by_key(p.id, target.removeprefix("@"))
-    )
+    node = snap.node(p.id, target) if isinstance(target, int) else snap.node_by_key(p.id, target.removeprefix("@"))
     if node is None:
         raise NotFound(f"no node {ref} in plane {plane!r} at seq {snap.at}; check the id or @key")
     return node
@@ -202,9 +198,7 @@ def edge_delete(obj: Context, edge_id: int, plane: str) -> None:
 
 @click.command("neighbors")
 @click.argument("ref", metavar="ID|@KEY")
-@click.option(
-    "--dir", "direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True
-)
+@click.option("--dir", "direction", type=click.Choice(["out", "in", "both"]), default="both", show_default=True)
 @click.option("--type", "edge_type", default=None, metavar="TYPE", help="Only edges of this type.")
 @plane_option
 @as_of_option

@@ -1,0 +1,3 @@
+from drsg.cli.main import main
+
+main()
