@@ -16,19 +16,12 @@ from drsg.errors import BadAsOf, DatabaseUnavailable
 from drsg.store import keys
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.log import Commit, LogReader
+from drsg.store.mutations import EdgePut, NodePut, PlaneCreate
 from drsg.store.projection import rebuild
 from drsg.store.records import Plane
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import DEFAULT_PLANE, IdCounters, WriteTx
-from drsg.store.writer import (
-    META_FORMAT,
-    META_HEAD,
-    CommitResult,
-    Writer,
-    read_head,
-    read_ids,
-    write_ids,
-)
+from drsg.store.writer import META_FORMAT, CommitResult, Writer, read_head
 
 T = TypeVar("T")
 FORMAT_VERSION = 1
@@ -126,9 +119,10 @@ class Database:
         return self.writer.write(fn, origin)
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
-        import asyncio
-
-        return await asyncio.to_thread(self.write, fn, origin)
+        """As :meth:`write`, for asyncio callers: waits without holding a thread."""
+        if self.readonly:
+            raise DatabaseUnavailable(f"{self.path} is open read-only; reopen it for writing")
+        return await self.writer.awrite(fn, origin)
 
     # ------------------------------------------------------------------ reading
 
@@ -218,19 +212,16 @@ class Database:
             ids = IdCounters()
             for commit in LogReader(tx.txn, self.env.dbs["log"]).iter():
                 for m in commit.mutations:
-                    op = m.op
-                    if op == "plane.create":
-                        ids.plane = max(ids.plane, m.plane + 1)  # type: ignore[attr-defined]
-                    elif op == "node.put":
-                        ids.node = max(ids.node, m.id + 1)  # type: ignore[attr-defined]
-                    elif op == "edge.put":
-                        ids.edge = max(ids.edge, m.id + 1)  # type: ignore[attr-defined]
-            current = read_ids(tx.txn, self.env.dbs["meta"])
-            tx.ids.plane = max(ids.plane, current.plane)
-            tx.ids.node = max(ids.node, current.node)
-            tx.ids.edge = max(ids.edge, current.edge)
-            write_ids(tx.txn, self.env.dbs["meta"], tx.ids)
-            tx.txn.put(META_HEAD, keys.u64(head), db=self.env.dbs["meta"])
+                    if isinstance(m, PlaneCreate):
+                        ids.plane = max(ids.plane, m.plane + 1)
+                    elif isinstance(m, NodePut):
+                        ids.node = max(ids.node, m.id + 1)
+                    elif isinstance(m, EdgePut):
+                        ids.edge = max(ids.edge, m.id + 1)
+            # Never move a counter backwards: ids are never reused, even those of aborted writes.
+            tx.ids.plane = max(ids.plane, tx.ids.plane)
+            tx.ids.node = max(ids.node, tx.ids.node)
+            tx.ids.edge = max(ids.edge, tx.ids.edge)
             return head
 
         return self.write(replay, {"via": "rebuild"}).value

@@ -24,7 +24,7 @@ from drsg.errors import DatabaseUnavailable, StoreError, StoreFull
 
 #: The named databases; see store/keys.py for their key layouts.
 DB_NAMES = (
-    "meta",  # head seq, last timestamp, id counters, format version
+    "meta",  # state (head seq, last timestamp, id counters), format version
     "log",  # seq -> commit record
     "planes",  # plane_id ~seq -> [name, props] | tombstone
     "plane_names",  # name ~seq -> plane_id | tombstone
@@ -34,8 +34,7 @@ DB_NAMES = (
     "edges",  # plane edge_id ~seq -> [src, dst, type, props] | tombstone
     "out",  # plane src type edge_id ~seq -> dst | tombstone
     "in",  # plane dst type edge_id ~seq -> src | tombstone
-    "counts",  # plane -> [nodes, edges] (current state only)
-    "tally",  # plane kind name -> count of live nodes with a label / edges of a type
+    "tally",  # plane L|T name -> live nodes with a label / edges of a type; plane C -> [nodes, edges]
     "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
 )
 

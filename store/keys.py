@@ -85,3 +85,8 @@ def adjacency_group(plane_id: int, node_id: int, edge_type: str, edge_id: int) -
 
 def tally_key(plane_id: int, kind: bytes, label_or_type: str) -> bytes:
     return U32.pack(plane_id) + kind + name(label_or_type)
+
+
+def counts_key(plane_id: int) -> bytes:
+    """The plane's live node and edge counts, kept among its tallies."""
+    return U32.pack(plane_id) + b"C"

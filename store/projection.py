@@ -40,19 +40,9 @@ class Projector:
         self.seq = seq
         self.view = Snapshot(txn, dbs, seq)  # reads see this commit's own writes
         self._inv = keys.inv(seq)
-        self._handlers: dict[type[Mutation], Callable[[Any], None]] = {
-            PlaneCreate: self._plane_create,
-            PlaneRename: self._plane_rename,
-            PlaneSetProps: self._plane_set_props,
-            PlaneDrop: self._plane_drop,
-            NodePut: self._node_put,
-            NodeDelete: self._node_delete,
-            EdgePut: self._edge_put,
-            EdgeDelete: self._edge_delete,
-        }
 
     def apply(self, mutation: Mutation) -> None:
-        self._handlers[type(mutation)](mutation)
+        _HANDLERS[type(mutation)](self, mutation)
 
     # ------------------------------------------------------------------ helpers
 
@@ -60,8 +50,8 @@ class Projector:
         self.txn.put(group + self._inv, value, db=self.dbs[db])
 
     def _count(self, plane: int, nodes: int = 0, edges: int = 0) -> None:
-        db = self.dbs["counts"]
-        key = keys.plane_group(plane)
+        db = self.dbs["tally"]  # beside the plane's label tallies: the same page, one write less
+        key = keys.counts_key(plane)
         raw = self.txn.get(key, db=db)
         n, e = (0, 0) if raw is None else unpack(raw)
         self.txn.put(key, pack([n + nodes, e + edges]), db=db)
@@ -104,7 +94,6 @@ class Projector:
             return
         self._put("planes", keys.plane_group(m.plane), _TOMBSTONE)
         self._put("plane_names", keys.plane_name_group(old.name), _TOMBSTONE)
-        self.txn.delete(keys.plane_group(m.plane), db=self.dbs["counts"])
         cur = self.txn.cursor(db=self.dbs["tally"])
         prefix = keys.plane_group(m.plane)
         while cur.set_range(prefix) and cur.key().startswith(prefix):
@@ -177,7 +166,7 @@ class Projector:
 
 def rebuild(txn: Txn, dbs: dict[str, Any]) -> int:
     """Clear the projection and replay the whole log into it; returns the head seq."""
-    for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "counts", "tally"):
+    for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally"):
         txn.drop(dbs[name], delete=False)
     head = 0
     for commit in LogReader(txn, dbs["log"]).iter():
@@ -186,3 +175,15 @@ def rebuild(txn: Txn, dbs: dict[str, Any]) -> int:
             projector.apply(mutation)
         head = commit.seq
     return head
+
+
+_HANDLERS: dict[type[Mutation], Callable[[Projector, Any], None]] = {
+    PlaneCreate: Projector._plane_create,
+    PlaneRename: Projector._plane_rename,
+    PlaneSetProps: Projector._plane_set_props,
+    PlaneDrop: Projector._plane_drop,
+    NodePut: Projector._node_put,
+    NodeDelete: Projector._node_delete,
+    EdgePut: Projector._edge_put,
+    EdgeDelete: Projector._edge_delete,
+}

@@ -170,7 +170,7 @@ class Snapshot:
     # ------------------------------------------------------------------ tallies (current state only)
 
     def counts(self, plane: int) -> tuple[int, int]:
-        value = self.txn.get(keys.plane_group(plane), db=self.dbs["counts"])
+        value = self.txn.get(keys.counts_key(plane), db=self.dbs["tally"])
         return (0, 0) if value is None else tuple(unpack(value))  # type: ignore[return-value]
 
     def tally(self, plane: int, kind: bytes) -> dict[str, int]:

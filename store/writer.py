@@ -1,15 +1,20 @@
 """Group commit: many writers, one LMDB write transaction at a time, one fsync per group.
 
-Callers hand a commit function to :meth:`Writer.write` and wait. Whichever waiting thread finds the
-writer free becomes the *leader*: it drains the queue, runs every queued function inside one LMDB
-transaction (each in a nested transaction, so a failing function leaves no trace and the others
-still commit), commits durably, and wakes the callers. Each function keeps its own commit and seq;
-a caller learns its seq only after the transaction is on disk. The leader is always the thread that
-opened the transaction, as LMDB requires, and a lone writer pays no thread hand-off at all.
+Callers hand a commit function to :meth:`Writer.write` (threads) or :meth:`Writer.awrite`
+(asyncio) and wait. A caller that finds the writer idle becomes the *leader* and runs the queue
+itself, so a lone writer pays no thread hand-off. Under load, whoever releases the writer with work
+still queued starts a *drainer* thread that keeps leading until the queue is empty; the other
+callers just wait for their own request. Each group runs inside one LMDB transaction — every
+request in its own nested transaction, so a failing function leaves no trace while the others still
+commit — and each request keeps its own commit and seq, learned only once the group is durable.
+The leader is always the thread that opened the transaction, as LMDB requires.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import struct
 import threading
 import time
 from collections import deque
@@ -27,10 +32,9 @@ from drsg.store.transaction import IdCounters, WriteTx
 
 T = TypeVar("T")
 
-META_HEAD = b"head"
-META_TS = b"ts"
-META_IDS = b"ids"
+META_STATE = b"state"  # head seq, last timestamp, next plane/node/edge ids
 META_FORMAT = b"format"
+_STATE = struct.Struct(">QQQQQ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,31 +50,53 @@ class CommitResult(Generic[T]):
         return self.seqs[-1] if self.seqs else None
 
 
-@dataclass(slots=True)
+@dataclass
+class LogState:
+    head: int = 0
+    ts: int = 0
+    ids: IdCounters = field(default_factory=IdCounters)
+
+
+def read_state(txn: Txn, meta: Any) -> LogState:
+    raw = txn.get(META_STATE, db=meta)
+    if raw is None:
+        return LogState()
+    head, ts, plane, node, edge = _STATE.unpack(raw)
+    return LogState(head, ts, IdCounters(plane, node, edge))
+
+
+def write_state(txn: Txn, meta: Any, state: LogState) -> None:
+    ids = state.ids
+    txn.put(META_STATE, _STATE.pack(state.head, state.ts, ids.plane, ids.node, ids.edge), db=meta)
+
+
+def read_head(txn: Txn, meta: Any) -> int:
+    raw = txn.get(META_STATE, db=meta)
+    return 0 if raw is None else keys.read_u64(raw)
+
+
+@dataclass(slots=True, eq=False)
 class _Request:
     fn: Callable[[WriteTx], Any]
     origin: dict[str, Any]
-    done: bool = False
+    finished: threading.Event = field(default_factory=threading.Event)
+    on_finish: Callable[[], None] | None = None
     value: Any = None
     error: BaseException | None = None
     seqs: list[int] = field(default_factory=list)
     ts: int | None = None
 
+    def finish(self) -> None:
+        self.finished.set()
+        if self.on_finish is not None:
+            # RuntimeError: the caller's event loop has closed; nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
+                self.on_finish()
 
-def read_ids(txn: Txn, meta: Any) -> IdCounters:
-    raw = txn.get(META_IDS, db=meta)
-    if raw is None:
-        return IdCounters()
-    return IdCounters(*(keys.read_u64(raw, i * 8) for i in range(3)))
-
-
-def write_ids(txn: Txn, meta: Any, ids: IdCounters) -> None:
-    txn.put(META_IDS, keys.u64(ids.plane) + keys.u64(ids.node) + keys.u64(ids.edge), db=meta)
-
-
-def read_head(txn: Txn, meta: Any) -> int:
-    raw = txn.get(META_HEAD, db=meta)
-    return 0 if raw is None else keys.read_u64(raw)
+    def result(self) -> CommitResult[Any]:
+        if self.error is not None:
+            raise self.error
+        return CommitResult(self.value, tuple(self.seqs), self.ts)
 
 
 class Writer:
@@ -81,31 +107,72 @@ class Writer:
         self._queue: deque[_Request] = deque()
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
-        self._wake = threading.Condition()
+        self._drainer_running = False
         self._local = threading.local()
         self.groups_committed = 0
 
+    # ------------------------------------------------------------------ callers
+
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+        request = self._submit(fn, origin)
+        if self._leader.acquire(blocking=False):
+            try:
+                while not request.finished.is_set():
+                    self._lead_one_group()
+            finally:
+                self._leader.release()
+            self._hand_off()
+        request.finished.wait()
+        return request.result()
+
+    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def resolve() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(resolve)
+
+        request = self._submit(fn, origin, wake)
+        self._hand_off()
+        await done
+        return request.result()
+
+    def _submit(
+        self, fn: Callable[[WriteTx], Any], origin: dict[str, Any] | None, on_finish: Callable[[], None] | None = None
+    ) -> _Request:
         if getattr(self._local, "inside", False):
             raise UsageError("a commit function cannot start another write; do both in one function")
-        request = _Request(fn, origin or {})
+        request = _Request(fn, origin or {}, on_finish=on_finish)
         with self._queue_lock:
             self._queue.append(request)
-        while not request.done:
-            if self._leader.acquire(blocking=False):
-                try:
-                    while not request.done:
+        return request
+
+    def _hand_off(self) -> None:
+        """Make sure queued work has a leader: start a drainer unless one is running."""
+        with self._queue_lock:
+            if not self._queue or self._drainer_running:
+                return
+            self._drainer_running = True
+        threading.Thread(target=self._drain, name="drsg-writer", daemon=True).start()
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                with self._leader:
+                    while self._queue:
                         self._lead_one_group()
-                finally:
-                    self._leader.release()
-                    with self._wake:
-                        self._wake.notify_all()
-            else:
-                with self._wake:
-                    self._wake.wait_for(lambda: request.done or not self._leader.locked(), timeout=1.0)
-        if request.error is not None:
-            raise request.error
-        return CommitResult(request.value, tuple(request.seqs), request.ts)
+                with self._queue_lock:
+                    if not self._queue:
+                        self._drainer_running = False
+                        return
+        except BaseException:
+            with self._queue_lock:
+                self._drainer_running = False
+            raise
 
     # ------------------------------------------------------------------ the leader's work
 
@@ -132,57 +199,52 @@ class Writer:
                 request.error = error
         finally:
             for request in group:
-                request.done = True
-            with self._wake:
-                self._wake.notify_all()
+                request.finish()
 
     def _commit_group(self, group: list[_Request]) -> None:
         env = self.env
-        meta, log_db = env.dbs["meta"], env.dbs["log"]
+        meta = env.dbs["meta"]
         txn = env.begin_write()
         try:
-            head = read_head(txn, meta)
-            raw_ts = txn.get(META_TS, db=meta)
-            last_ts = 0 if raw_ts is None else keys.read_u64(raw_ts)
-            ids = read_ids(txn, meta)
+            state = read_state(txn, meta)
             for request in group:
-                request.error, request.value, request.seqs, request.ts = None, None, [], None
-                child = env.env.begin(write=True, parent=txn, buffers=False)
-                saved_ids = ids.copy()
-                state = {"head": head, "ts": last_ts}
-
-                def seal(tx: WriteTx, request: _Request = request, state: dict[str, int] = state) -> int:
-                    if tx.mutations:
-                        ts = max(int(self.clock() * 1000), state["ts"])
-                        tx.txn.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
-                        state["head"], state["ts"] = tx.seq, ts
-                        request.seqs.append(tx.seq)
-                        request.ts = ts
-                    return state["head"] + 1
-
-                self._local.inside = True
-                try:
-                    tx = WriteTx(child, env.dbs, head + 1, ids, seal)
-                    request.value = request.fn(tx)
-                    seal(tx)
-                except lmdb.MapFullError:
-                    child.abort()
-                    raise
-                except BaseException as exc:  # the caller's error: undo only this request
-                    child.abort()
-                    ids = saved_ids
-                    request.error = exc
-                    request.seqs = []
-                    continue
-                finally:
-                    self._local.inside = False
-                child.commit()
-                head, last_ts = state["head"], state["ts"]
-            txn.put(META_HEAD, keys.u64(head), db=meta)
-            txn.put(META_TS, keys.u64(last_ts), db=meta)
-            write_ids(txn, meta, ids)
+                self._run_request(txn, state, request)
+            write_state(txn, meta, state)
             txn.commit()  # durable: the environment syncs on commit
             self.groups_committed += 1
         except BaseException:
             txn.abort()
             raise
+
+    def _run_request(self, txn: Txn, state: LogState, request: _Request) -> None:
+        """Run one commit function in a nested transaction; on its error, undo only it."""
+        request.error, request.value, request.seqs, request.ts = None, None, [], None
+        child = self.env.env.begin(write=True, parent=txn, buffers=False)
+        saved = LogState(state.head, state.ts, state.ids.copy())
+        log_db = self.env.dbs["log"]
+
+        def seal(tx: WriteTx) -> int:
+            if tx.mutations:
+                ts = max(int(self.clock() * 1000), state.ts)
+                child.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
+                state.head, state.ts = tx.seq, ts
+                request.seqs.append(tx.seq)
+                request.ts = ts
+            return state.head + 1
+
+        self._local.inside = True
+        try:
+            tx = WriteTx(child, self.env.dbs, state.head + 1, state.ids, seal)
+            request.value = request.fn(tx)
+            seal(tx)
+        except lmdb.MapFullError:
+            child.abort()
+            raise
+        except BaseException as exc:  # the caller's error: undo only this request
+            child.abort()
+            state.head, state.ts, state.ids = saved.head, saved.ts, saved.ids
+            request.error, request.seqs, request.ts = exc, [], None
+            return
+        finally:
+            self._local.inside = False
+        child.commit()
