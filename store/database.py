@@ -91,6 +91,7 @@ class Database:
                 tx.create_plane(DEFAULT_PLANE)
 
         self.writer.write(create_startup, {"via": "bootstrap"})
+        log.info("created database", path=self.path)
 
     def _check_format(self) -> None:
         with self.env.read() as txn:
@@ -224,4 +225,6 @@ class Database:
             tx.ids.edge = max(ids.edge, tx.ids.edge)
             return head
 
-        return self.write(replay, {"via": "rebuild"}).value
+        head = self.write(replay, {"via": "rebuild"}).value
+        log.info("rebuilt projection", path=self.path, commits=head)
+        return head

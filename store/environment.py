@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import lmdb
+import structlog
 
 from drsg.errors import DatabaseUnavailable, StoreError, StoreFull
 
@@ -39,6 +40,7 @@ DB_NAMES = (
 )
 
 MiB = 1 << 20
+log = structlog.get_logger("drsg.store")
 
 #: An LMDB transaction. Typed loosely on purpose: we always open transactions with
 #: ``buffers=False`` so values are ``bytes``, while lmdb's stubs say ``bytes | memoryview``.
@@ -201,6 +203,7 @@ class Environment:
                     f"open; close long-running reads and retry"
                 )
             self.env.set_mapsize(target)
+        log.info("map grown", path=str(self.path), from_mib=current // MiB, to_mib=target // MiB)
 
     def reserve(self, extra: int) -> None:
         """Grow the map ahead of a large write so it has ``extra`` bytes of headroom."""
