@@ -30,7 +30,7 @@ def test_many_tasks_are_batched_and_keep_their_own_seqs(tmp_path: Path) -> None:
     assert sorted(seqs) == list(range(2, 502))  # seq 1 is the bootstrap commit
     assert db.writer.groups_committed - groups_before < 250  # batched, not one txn per commit
     with db.snapshot() as snap:
-        for i, seq in enumerate(seqs):
+        for i in range(len(seqs)):
             node = snap.node_by_key(plane.id, f"k{i}")
             assert node is not None and node.props == {"i": i}
         for commit in db.commits(2):
@@ -65,13 +65,13 @@ def test_threads_and_tasks_write_together(tmp_path: Path) -> None:
 
     def thread_writer(t: int) -> None:
         for i in range(50):
-            r = db.write(lambda tx: tx.create_node(plane, f"t{t}-{i}"))
+            r = db.write(lambda tx, i=i: tx.create_node(plane, f"t{t}-{i}"))
             with lock:
                 seqs.append(r.seq or 0)
 
     async def task_writer(t: int) -> None:
         for i in range(50):
-            r = await db.awrite(lambda tx: tx.create_node(plane, f"a{t}-{i}"))
+            r = await db.awrite(lambda tx, i=i: tx.create_node(plane, f"a{t}-{i}"))
             with lock:
                 seqs.append(r.seq or 0)
 
