@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from drsg import logs
 from drsg.asof import AsOf, format_ms, parse_as_of
 from drsg.errors import BadAsOf, DatabaseUnavailable
 from drsg.store import keys
@@ -67,6 +68,8 @@ class Database:
         max_map_size: int = 1 << 40,
         group_max: int = 1000,
     ) -> None:
+        if not structlog.is_configured():
+            logs.configure()  # quiet by default for library users; apps may configure structlog first
         self.path = os.fspath(path)
         self.env = Environment(
             path, EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)

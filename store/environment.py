@@ -36,6 +36,7 @@ DB_NAMES = (
     "out",  # plane src type edge_id ~seq -> dst | tombstone
     "in",  # plane dst type edge_id ~seq -> src | tombstone
     "tally",  # plane L|T name -> live nodes with a label / edges of a type; plane C -> [nodes, edges]
+    "indexes",  # plane kind label property ~seq -> options | tombstone (search index declarations)
     "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
 )
 

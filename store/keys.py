@@ -90,3 +90,7 @@ def tally_key(plane_id: int, kind: bytes, label_or_type: str) -> bytes:
 def counts_key(plane_id: int) -> bytes:
     """The plane's live node and edge counts, kept among its tallies."""
     return U32.pack(plane_id) + b"C"
+
+
+def index_group(plane_id: int, kind: str, label: str, prop: str) -> bytes:
+    return U32.pack(plane_id) + name(kind) + name(label) + name(prop)

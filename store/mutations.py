@@ -92,9 +92,44 @@ class EdgeDelete(Mutation):
     id: int
 
 
+@dataclass(frozen=True, slots=True)
+class IndexDeclare(Mutation):
+    """Declare (or restate) a search index on ``(label, property)``; ``kind`` is vector or keyword.
+
+    ``options`` holds ``metric`` and ``dims`` for a vector index, ``language`` for a keyword one.
+    """
+
+    op: ClassVar[str] = "index.declare"
+    plane: int
+    kind: str
+    label: str
+    property: str
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexDrop(Mutation):
+    op: ClassVar[str] = "index.drop"
+    plane: int
+    kind: str
+    label: str
+    property: str
+
+
 _BY_OP: dict[str, type[Mutation]] = {
     cls.op: cls
-    for cls in (PlaneCreate, PlaneRename, PlaneSetProps, PlaneDrop, NodePut, NodeDelete, EdgePut, EdgeDelete)
+    for cls in (
+        PlaneCreate,
+        PlaneRename,
+        PlaneSetProps,
+        PlaneDrop,
+        NodePut,
+        NodeDelete,
+        EdgePut,
+        EdgeDelete,
+        IndexDeclare,
+        IndexDrop,
+    )
 }
 
 

@@ -16,6 +16,8 @@ from drsg.store.log import LogReader
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
+    IndexDeclare,
+    IndexDrop,
     Mutation,
     NodeDelete,
     NodePut,
@@ -158,6 +160,14 @@ class Projector:
         self._unlink(m.plane, m.id, prev.src, prev.dst, prev.type)
         self._count(m.plane, edges=-1)
 
+    # ------------------------------------------------------------------ index declarations
+
+    def _index_declare(self, m: IndexDeclare) -> None:
+        self._put("indexes", keys.index_group(m.plane, m.kind, m.label, m.property), pack(m.options))
+
+    def _index_drop(self, m: IndexDrop) -> None:
+        self._put("indexes", keys.index_group(m.plane, m.kind, m.label, m.property), _TOMBSTONE)
+
     def _unlink(self, plane: int, edge_id: int, src: int, dst: int, edge_type: str) -> None:
         self._put("out", keys.adjacency_group(plane, src, edge_type, edge_id), _TOMBSTONE)
         self._put("in", keys.adjacency_group(plane, dst, edge_type, edge_id), _TOMBSTONE)
@@ -166,7 +176,7 @@ class Projector:
 
 def rebuild(txn: Txn, dbs: dict[str, Any]) -> int:
     """Clear the projection and replay the whole log into it; returns the head seq."""
-    for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally"):
+    for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally", "indexes"):
         txn.drop(dbs[name], delete=False)
     head = 0
     for commit in LogReader(txn, dbs["log"]).iter():
@@ -186,4 +196,6 @@ _HANDLERS: dict[type[Mutation], Callable[[Projector, Any], None]] = {
     NodeDelete: Projector._node_delete,
     EdgePut: Projector._edge_put,
     EdgeDelete: Projector._edge_delete,
+    IndexDeclare: Projector._index_declare,
+    IndexDrop: Projector._index_drop,
 }

@@ -75,3 +75,32 @@ class Version:
     seq: int
     ts: int
     record: Node | Edge | None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexDecl:
+    """A declared search index: vector (``metric``, ``dims``) or keyword (``language``)."""
+
+    plane: int
+    kind: str
+    label: str
+    prop: str
+    options: dict[str, Any]
+
+    @property
+    def metric(self) -> str:
+        return str(self.options.get("metric", "cosine"))
+
+    @property
+    def dims(self) -> int | None:
+        dims = self.options.get("dims")
+        return int(dims) if dims is not None else None
+
+    @property
+    def language(self) -> str:
+        return str(self.options.get("language", "english"))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "label": self.label, "property": self.prop}
+        out.update(self.options)
+        return out

@@ -14,7 +14,7 @@ from drsg.errors import NotFound
 from drsg.store import keys
 from drsg.store.environment import Txn
 from drsg.store.log import LogReader
-from drsg.store.records import Edge, Neighbor, Node, Plane, Version
+from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version
 from drsg.values import unpack
 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
@@ -166,6 +166,20 @@ class Snapshot:
             Version(seq, log.ts(seq) or 0, None if value is None else Edge(plane, edge_id, *unpack(value)))
             for seq, value in self.versions("edges", keys.edge_group(plane, edge_id))
         ]
+
+    # ------------------------------------------------------------------ index declarations
+
+    def indexes(self, plane: int, kind: str | None = None) -> list[IndexDecl]:
+        prefix = keys.plane_group(plane) + (b"" if kind is None else keys.name(kind))
+        out = []
+        for group, value in self.groups("indexes", prefix):
+            kind_b, label_b, prop_b = group[4:].split(b"\x00")[:3]
+            out.append(IndexDecl(plane, kind_b.decode(), label_b.decode(), prop_b.decode(), unpack(value)))
+        return out
+
+    def index(self, plane: int, kind: str, label: str, prop: str) -> IndexDecl | None:
+        value = self.version("indexes", keys.index_group(plane, kind, label, prop))
+        return None if value is None else IndexDecl(plane, kind, label, prop, unpack(value))
 
     # ------------------------------------------------------------------ tallies (current state only)
 

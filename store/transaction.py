@@ -17,6 +17,8 @@ from drsg.store.environment import Txn
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
+    IndexDeclare,
+    IndexDrop,
     Mutation,
     NodeDelete,
     NodePut,
@@ -26,9 +28,9 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.projection import Projector
-from drsg.store.records import Edge, Node, Plane
+from drsg.store.records import Edge, IndexDecl, Node, Plane
 from drsg.store.snapshot import Snapshot
-from drsg.values import check_name, check_props
+from drsg.values import Vector, check_name, check_props
 
 DEFAULT_PLANE = "startup"
 
@@ -185,6 +187,8 @@ class WriteTx:
             raise BadValue("labels must be a list of strings, not one string")
         label_list = sorted({check_name("a label", label) for label in labels})
         checked = check_props(props)
+        if any(isinstance(v, Vector) for v in checked.values()):
+            self._check_vector_dims(plane, label_list, checked)
         self._emit(NodePut(plane.id, node_id, key, label_list, checked))
         return Node(plane.id, node_id, key, label_list, checked)
 
@@ -244,3 +248,56 @@ class WriteTx:
         edge = self.edge(plane, edge_id)
         self._emit(EdgeDelete(plane.id, edge.id))
         return edge
+
+    # ------------------------------------------------------------------ index declarations
+
+    def declare_index(self, plane: Plane, kind: str, label: str, prop: str, options: Mapping[str, Any]) -> IndexDecl:
+        """Declare a search index; idempotent. ``options`` that identify the index (a vector
+        index's ``metric``, a keyword index's ``language``) may not change on re-declaration."""
+        check_name("a label", label)
+        check_name("a property name", prop)
+        existing = self.view.index(plane.id, kind, label, prop)
+        wanted = dict(options)
+        if existing is not None:
+            for option in ("metric", "language"):
+                if option in wanted and existing.options.get(option) != wanted[option]:
+                    raise Conflict(
+                        f"{label}.{prop} already has a {kind} index with {option} "
+                        f"{existing.options.get(option)}; drop it first (`drsg index drop`) to use {wanted[option]}"
+                    )
+            return existing
+        if kind == "vector" and "dims" not in wanted:
+            wanted["dims"] = self._first_dims(plane, label, prop)
+        self._emit(IndexDeclare(plane.id, kind, label, prop, wanted))
+        return IndexDecl(plane.id, kind, label, prop, wanted)
+
+    def drop_index(self, plane: Plane, kind: str, label: str, prop: str) -> IndexDecl:
+        existing = self.view.index(plane.id, kind, label, prop)
+        if existing is None:
+            raise NotFound(f"no {kind} index on {label}.{prop} in plane {plane.name!r}; see `drsg index list`")
+        self._emit(IndexDrop(plane.id, kind, label, prop))
+        return existing
+
+    def _first_dims(self, plane: Plane, label: str, prop: str) -> int | None:
+        for node in self.view.nodes(plane.id, label):
+            value = node.props.get(prop)
+            if isinstance(value, Vector):
+                return value.dims
+        return None
+
+    def _check_vector_dims(self, plane: Plane, labels: list[str], props: dict[str, Any]) -> None:
+        """Reject a vector whose size differs from its index's, at write time, not search time."""
+        for decl in self.view.indexes(plane.id, "vector"):
+            value = props.get(decl.prop)
+            if decl.label not in labels or not isinstance(value, Vector):
+                continue
+            if decl.dims is None:
+                self._emit(
+                    IndexDeclare(plane.id, "vector", decl.label, decl.prop, {**decl.options, "dims": value.dims})
+                )
+            elif decl.dims != value.dims:
+                raise BadValue(
+                    f"property {decl.prop!r} of a {decl.label} node has {value.dims} dims, but the vector "
+                    f"index on {decl.label}.{decl.prop} holds {decl.dims}-dim vectors; re-embed it with the "
+                    f"same model, or drop the index"
+                )
