@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from drsg.store.writer import META_FORMAT, CommitResult, Writer, read_head
 
 T = TypeVar("T")
 FORMAT_VERSION = 1
+META_UUID = b"uuid"
 log = structlog.get_logger("drsg.store")
 
 
@@ -91,6 +93,7 @@ class Database:
         def create_startup(tx: WriteTx) -> None:
             if tx.view.find_plane(DEFAULT_PLANE) is None and tx.seq == 1:
                 tx.txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=self.env.dbs["meta"])
+                tx.txn.put(META_UUID, uuid.uuid4().hex.encode(), db=self.env.dbs["meta"])
                 tx.create_plane(DEFAULT_PLANE)
 
         self.writer.write(create_startup, {"via": "bootstrap"})
@@ -104,6 +107,13 @@ class Database:
                 f"{self.path} uses format {keys.U32.unpack(raw)[0]}, newer than this drsg "
                 f"(format {FORMAT_VERSION}); upgrade drsg"
             )
+
+    @property
+    def uuid(self) -> str:
+        """This database's identity; sidecars record it so a foreign sidecar is never trusted."""
+        with self.env.read() as txn:
+            raw = txn.get(META_UUID, db=self.env.dbs["meta"])
+        return "" if raw is None else bytes(raw).decode()
 
     def close(self) -> None:
         self.env.close()

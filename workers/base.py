@@ -1,0 +1,138 @@
+"""The shape every index worker has: a consumer of the log with its own checkpoint.
+
+A worker owns one declared index (plane, label, property). It applies the mutations of each commit
+after its checkpoint; applying a commit twice is harmless (every change is an upsert or a delete by
+node id). ``save`` persists data and checkpoint together (see sidecar.py); ``load`` trusts only a
+verified sidecar; anything else is rebuilt from the projection, itself a pure function of the log.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import structlog
+
+from drsg.store.mutations import IndexDrop, Mutation, NodeDelete, NodePut, PlaneDrop
+from drsg.store.records import IndexDecl, Node
+from drsg.store.snapshot import Snapshot
+from drsg.workers.sidecar import Sidecar, SidecarInvalid, safe_name
+
+log = structlog.get_logger("drsg.workers")
+
+
+class IndexWorker(ABC):
+    """Keeps one index in step with the log."""
+
+    kind: ClassVar[str]  # "vector" or "keyword"
+    suffix: ClassVar[str]  # sidecar root beside the database: ".hnsw" or ".bm25"
+
+    def __init__(self, decl: IndexDecl, db_path: Path, db_uuid: str) -> None:
+        self.decl = decl
+        self.seq = 0  # every commit <= seq has been applied
+        self.dirty = False  # applied commits not yet saved
+        root = Path(f"{db_path}{self.suffix}")
+        self.sidecar = Sidecar(root, safe_name(decl.plane, decl.label, decl.prop), db_uuid)
+
+    # ------------------------------------------------------------------ what a backend implements
+
+    @abstractmethod
+    def reset(self) -> None:
+        """Empty the index (in memory)."""
+
+    @abstractmethod
+    def upsert(self, node_id: int, value: Any) -> None:
+        """Index ``value`` for a node (replacing what the node had)."""
+
+    @abstractmethod
+    def remove(self, node_id: int) -> None:
+        """Forget a node; a no-op if it is not indexed."""
+
+    @abstractmethod
+    def write_files(self, folder: Path) -> None:
+        """Write the index's files into a fresh folder."""
+
+    @abstractmethod
+    def read_files(self, folder: Path) -> None:
+        """Load the index from verified files."""
+
+    def flush(self) -> None:  # noqa: B027 - optional hook
+        """Make applied changes searchable (backends that buffer writes override this)."""
+
+    # ------------------------------------------------------------------ shared behaviour
+
+    def accepts(self, value: Any) -> bool:
+        """Whether a property value belongs in this index."""
+        return value is not None
+
+    def meta(self) -> dict[str, Any]:
+        """What the sidecar must have been built for; a mismatch means rebuild."""
+        return {"kind": self.kind, **self.decl.to_json(), "plane": self.decl.plane}
+
+    def apply(self, seq: int, mutations: Iterable[Mutation]) -> None:
+        """Apply one commit; idempotent, so replaying after a crash is harmless."""
+        if seq <= self.seq:
+            return
+        plane = self.decl.plane
+        for m in mutations:
+            if isinstance(m, NodePut) and m.plane == plane:
+                self._node(m.id, m.labels, m.props)
+            elif isinstance(m, NodeDelete) and m.plane == plane:
+                self.remove(m.id)
+            elif isinstance(m, PlaneDrop) and m.plane == plane:
+                self.reset()
+            elif isinstance(m, IndexDrop) and (m.plane, m.kind, m.label, m.property) == (
+                plane, self.kind, self.decl.label, self.decl.prop,
+            ):
+                self.reset()
+        self.seq = seq
+        self.dirty = True
+
+    def _node(self, node_id: int, labels: list[str], props: dict[str, Any]) -> None:
+        value = props.get(self.decl.prop)
+        if self.decl.label in labels and self.accepts(value):
+            self.upsert(node_id, value)
+        else:
+            self.remove(node_id)
+
+    def rebuild(self, snap: Snapshot) -> None:
+        """Build from the projection at ``snap.at`` (the same state a full log replay gives)."""
+        self.reset()
+        for node in snap.nodes(self.decl.plane, self.decl.label):
+            self._load_node(node)
+        self.flush()
+        self.seq = snap.at
+        self.dirty = True
+
+    def _load_node(self, node: Node) -> None:
+        value = node.props.get(self.decl.prop)
+        if self.accepts(value):
+            self.upsert(node.id, value)
+
+    def save(self) -> None:
+        self.flush()
+        self.sidecar.save(self.seq, self.meta(), self.write_files)
+        self.dirty = False
+
+    def load(self, head: int) -> bool:
+        """Load a verified sidecar no newer than ``head``; False (with a warning) means rebuild."""
+        try:
+            loaded = self.sidecar.load(self.meta())
+            if loaded.seq > head:
+                raise SidecarInvalid(f"its checkpoint {loaded.seq} is ahead of the log head {head}")
+            self.read_files(loaded.folder)
+        except SidecarInvalid as exc:
+            if self.sidecar.dir.exists():
+                log.warning("sidecar rejected; rebuilding from the log", index=self.describe(), reason=str(exc))
+            return False
+        except Exception as exc:  # a verified file the library still refuses
+            log.warning("sidecar unreadable; rebuilding from the log", index=self.describe(), reason=repr(exc))
+            return False
+        self.seq = loaded.seq
+        self.dirty = False
+        return True
+
+    def describe(self) -> str:
+        return f"{self.kind} index on {self.decl.label}.{self.decl.prop} (plane {self.decl.plane})"
