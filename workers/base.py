@@ -81,14 +81,15 @@ class IndexWorker(ABC):
                 self._node(m.id, m.labels, m.props)
             elif isinstance(m, NodeDelete) and m.plane == plane:
                 self.remove(m.id)
-            elif isinstance(m, PlaneDrop) and m.plane == plane:
-                self.reset()
-            elif isinstance(m, IndexDrop) and (m.plane, m.kind, m.label, m.property) == (
-                plane, self.kind, self.decl.label, self.decl.prop,
-            ):
+            elif (isinstance(m, PlaneDrop) and m.plane == plane) or self._is_my_drop(m):
                 self.reset()
         self.seq = seq
         self.dirty = True
+
+    def _is_my_drop(self, m: Mutation) -> bool:
+        if not isinstance(m, IndexDrop):
+            return False
+        return (m.plane, m.kind, m.label, m.property) == (self.decl.plane, self.kind, self.decl.label, self.decl.prop)
 
     def _node(self, node_id: int, labels: list[str], props: dict[str, Any]) -> None:
         value = props.get(self.decl.prop)

@@ -1,0 +1,60 @@
+"""Exact vector search by scanning the projection: the oracle the HNSW index is held to, and the
+path for planes without a declared index and for AS OF searches (which must see the snapshot)."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from drsg.store.snapshot import Snapshot
+from drsg.values import Vector
+
+_BATCH = 4096
+
+
+def similarities(metric: str, matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Similarity of each row to ``query`` (float64): cosine, dot, or negative Euclidean distance."""
+    m = matrix.astype(np.float64)
+    q = query.astype(np.float64)
+    if metric == "dot":
+        return m @ q
+    if metric == "l2":
+        return -np.sqrt(np.maximum(((m - q) ** 2).sum(axis=1), 0.0))
+    norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(norms > 0, (m @ q) / np.where(norms > 0, norms, 1.0), 0.0)
+    return np.asarray(out)
+
+
+def exact_vector_search(
+    snap: Snapshot, plane: int, label: str | None, prop: str, query: Vector, metric: str, k: int
+) -> list[tuple[int, float]]:
+    """Top-k ``(node id, similarity)`` over every node (of ``label``) with a same-size vector."""
+    q = np.frombuffer(query.data, dtype="<f4")
+    best: list[tuple[float, int]] = []  # a min-heap of (score, -id): the k best seen so far
+    ids: list[int] = []
+    rows: list[bytes] = []
+
+    def flush() -> None:
+        if not rows:
+            return
+        matrix = np.frombuffer(b"".join(rows), dtype="<f4").reshape(len(rows), -1)
+        for node_id, score in zip(ids, similarities(metric, matrix, q), strict=True):
+            item = (float(score), -node_id)
+            if len(best) < k:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+        ids.clear()
+        rows.clear()
+
+    for node in snap.nodes(plane, label):
+        value = node.props.get(prop)
+        if isinstance(value, Vector) and value.dims == query.dims:
+            ids.append(node.id)
+            rows.append(value.data)
+            if len(rows) >= _BATCH:
+                flush()
+    flush()
+    return [(-neg_id, score) for score, neg_id in sorted(best, reverse=True)]

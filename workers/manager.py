@@ -1,0 +1,160 @@
+"""IndexSet: every declared index of a database, consuming the log from its own checkpoint.
+
+Embedded use is read-your-writes: :meth:`IndexSet.catch_up` applies every commit up to the head
+before a query runs. A long-running process calls :meth:`start` to catch up in the background and
+save sidecars periodically, and reads :meth:`lag` to report how far behind the indexes are.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from drsg.store.database import Database
+from drsg.store.records import IndexDecl
+from drsg.workers.base import IndexWorker
+from drsg.workers.vector import VectorIndex
+
+log = structlog.get_logger("drsg.workers")
+DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
+
+
+def _worker_class(kind: str) -> type[IndexWorker]:
+    if kind == "vector":
+        return VectorIndex
+    from drsg.workers.keyword import KeywordIndex  # tantivy loads only when a keyword index exists
+
+    return KeywordIndex
+
+
+@dataclass(frozen=True)
+class Lag:
+    seqs: int  # commits the slowest index has not applied yet
+    seconds: float  # age of the oldest commit not applied yet (0 when caught up)
+
+
+class IndexSet:
+    def __init__(self, db: Database, *, ef_search: int = 64) -> None:
+        self.db = db
+        self.ef_search = ef_search
+        self.workers: dict[DeclKey, IndexWorker] = {}
+        self.applied = 0  # the head the last catch-up reached
+        self._lock = threading.RLock()
+        self._uuid = db.uuid
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------------ keeping up with the log
+
+    def catch_up(self) -> int:
+        """Apply every commit up to the current head; returns that head."""
+        with self._lock:
+            head = self.db.head()
+            if head == self.applied:
+                return head
+            self._reconcile(head)
+            behind = [w for w in self.workers.values() if w.seq < head]
+            if behind:
+                start = min(w.seq for w in behind) + 1
+                for commit in self.db.commits(start, head):
+                    for worker in behind:
+                        worker.apply(commit.seq, commit.mutations)
+                for worker in behind:
+                    worker.seq = max(worker.seq, head)
+                    worker.flush()
+            self.applied = head
+            return head
+
+    def _reconcile(self, head: int) -> None:
+        """Start workers for new declarations, retire dropped ones, restart changed ones."""
+        with self.db.snapshot(head) as snap:
+            declared: dict[DeclKey, IndexDecl] = {
+                (d.plane, d.kind, d.label, d.prop): d for plane in snap.planes() for d in snap.indexes(plane.id)
+            }
+            for key in list(self.workers):
+                worker = self.workers[key]
+                if key not in declared or declared[key].options != worker.decl.options:
+                    del self.workers[key]
+                    if key not in declared:
+                        worker.sidecar.remove()
+            for key, decl in declared.items():
+                if key in self.workers:
+                    continue
+                worker = self._new_worker(decl)
+                if not worker.load(head):
+                    worker.rebuild(snap)
+                    log.info("index built", index=worker.describe(), seq=head)
+                self.workers[key] = worker
+
+    def _new_worker(self, decl: IndexDecl) -> IndexWorker:
+        cls = _worker_class(decl.kind)
+        if cls is VectorIndex:
+            return VectorIndex(decl, self.db.path, self._uuid, ef_search=self.ef_search)
+        return cls(decl, self.db.path, self._uuid)  # type: ignore[call-arg]
+
+    # ------------------------------------------------------------------ access
+
+    def get(self, plane: int, kind: str, label: str, prop: str) -> IndexWorker | None:
+        return self.workers.get((plane, kind, label, prop))
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while searching, so no commit is applied under a running query."""
+        return self._lock
+
+    def lag(self) -> Lag:
+        head = self.db.head()
+        with self._lock:
+            oldest = min((w.seq for w in self.workers.values()), default=head)
+        if oldest >= head:
+            return Lag(0, 0.0)
+        ts = next(iter(self.db.commits(oldest + 1, oldest + 1))).ts
+        return Lag(head - oldest, max(0.0, time.time() - ts / 1000))
+
+    # ------------------------------------------------------------------ persistence and background work
+
+    def save(self) -> int:
+        """Save every index with unsaved changes; returns how many were saved."""
+        with self._lock:
+            dirty = [w for w in self.workers.values() if w.dirty]
+            for worker in dirty:
+                worker.save()
+            return len(dirty)
+
+    def start(self, interval: float = 0.02, save_every: float = 30.0) -> None:
+        """Catch up in a background thread (for `serve`), saving sidecars every ``save_every`` s."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def run() -> None:
+            last_save = time.monotonic()
+            while not self._stop.wait(interval):
+                try:
+                    self.catch_up()
+                    if time.monotonic() - last_save >= save_every:
+                        self.save()
+                        last_save = time.monotonic()
+                except Exception:  # keep indexing; the next round retries
+                    log.exception("index catch-up failed")
+
+        self._thread = threading.Thread(target=run, name="drsg-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._thread = None
+
+    def close(self) -> None:
+        self.stop()
+        self.save()
+
+    def describe(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [{**w.decl.to_json(), "plane": w.decl.plane, "seq": w.seq} for w in self.workers.values()]

@@ -1,0 +1,133 @@
+"""The vector index: hnswlib HNSW per (plane, label, property), kept from the log.
+
+Scores are similarities, higher is better, as upstream's score channel: cosine similarity, dot
+product, or negative Euclidean distance. hnswlib reports distances (``1 - cos``, ``1 - dot``,
+squared L2), converted here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import hnswlib
+import msgpack
+import numpy as np
+
+from drsg.errors import BadValue
+from drsg.values import Vector
+from drsg.workers.base import IndexWorker
+
+METRICS = ("cosine", "dot", "l2")
+_SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
+M = 16
+EF_CONSTRUCTION = 200
+DEFAULT_EF_SEARCH = 64
+
+
+def check_metric(metric: str) -> str:
+    metric = metric.lower()
+    if metric not in METRICS:
+        raise BadValue(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
+    return metric
+
+
+def similarity_from_distance(metric: str, distances: np.ndarray) -> np.ndarray:
+    if metric == "l2":
+        return -np.sqrt(np.maximum(distances, 0.0))
+    return 1.0 - distances
+
+
+class VectorIndex(IndexWorker):
+    kind = "vector"
+    suffix = ".hnsw"
+
+    def __init__(self, *args: Any, ef_search: int = DEFAULT_EF_SEARCH, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.metric = check_metric(self.decl.metric)
+        self.ef_search = ef_search
+        self.reset()
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, Vector) and value.dims == self.decl.dims
+
+    def reset(self) -> None:
+        self.live: set[int] = set()
+        self.deleted: set[int] = set()
+        self.index: hnswlib.Index | None = None
+        if self.decl.dims:
+            self.index = self._new_index(1024)
+
+    def _new_index(self, capacity: int) -> hnswlib.Index:
+        index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
+        index.init_index(max_elements=capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
+        index.set_ef(self.ef_search)
+        return index
+
+    def upsert(self, node_id: int, value: Any) -> None:
+        assert self.index is not None
+        vector = np.frombuffer(value.data, dtype="<f4").reshape(1, -1)
+        if node_id in self.deleted:
+            self.deleted.discard(node_id)
+            # RuntimeError: its slot was reused by another node, so it is added afresh below.
+            with contextlib.suppress(RuntimeError):
+                self.index.unmark_deleted(node_id)
+        if self.index.element_count >= self.index.get_max_elements():
+            self.index.resize_index(self.index.get_max_elements() * 2)
+        # A new id may take a deleted node's slot; an existing id is updated in place.
+        self.index.add_items(vector, [node_id], replace_deleted=node_id not in self.live)
+        self.live.add(node_id)
+
+    def remove(self, node_id: int) -> None:
+        if node_id in self.live and self.index is not None:
+            self.index.mark_deleted(node_id)
+            self.live.discard(node_id)
+            self.deleted.add(node_id)
+
+    def __len__(self) -> int:
+        return len(self.live)
+
+    def search(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> list[tuple[int, float]]:
+        """Top-k ``(node id, similarity)``, best first, ties by ascending node id."""
+        if self.index is None or not self.live or k <= 0:
+            return []
+        q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
+        if q.shape[-1] != self.decl.dims:
+            raise BadValue(
+                f"the query vector has {q.shape[-1]} dims; the index on {self.decl.label}.{self.decl.prop} "
+                f"holds {self.decl.dims}-dim vectors"
+            )
+        k = min(k, len(self.live))
+        self.index.set_ef(max(ef or self.ef_search, 2 * k))
+        try:
+            labels, distances = self.index.knn_query(q.reshape(1, -1).astype(np.float32), k=k)
+        except RuntimeError:  # too few reachable live elements for k: ask for what exists
+            self.index.set_ef(max(len(self.live), 2 * k))
+            labels, distances = self.index.knn_query(q.reshape(1, -1).astype(np.float32), k=k)
+        scores = similarity_from_distance(self.metric, distances[0].astype(np.float64))
+        hits = [(int(label), float(score)) for label, score in zip(labels[0], scores, strict=True)]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits
+
+    # ------------------------------------------------------------------ persistence
+
+    def write_files(self, folder: Path) -> None:
+        state = {"live": sorted(self.live), "deleted": sorted(self.deleted), "metric": self.metric}
+        if self.index is not None:
+            self.index.save_index(str(folder / "index.hnsw"))
+            state["capacity"] = self.index.get_max_elements()
+        (folder / "state.msgpack").write_bytes(msgpack.packb(state))
+
+    def read_files(self, folder: Path) -> None:
+        state = msgpack.unpackb((folder / "state.msgpack").read_bytes())
+        self.reset()
+        if (folder / "index.hnsw").exists() and self.decl.dims:
+            index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
+            index.load_index(
+                str(folder / "index.hnsw"), max_elements=int(state["capacity"]), allow_replace_deleted=True
+            )
+            index.set_ef(self.ef_search)
+            self.index = index
+        self.live = set(state["live"])
+        self.deleted = set(state["deleted"])
