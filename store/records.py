@@ -5,11 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.values import strip_vectors, to_json
+from drsg.values import Vector, strip_vectors, to_json
 
 
-def _visible(props: dict[str, Any], vectors: bool, hidden: bool) -> dict[str, Any]:
-    out = props if vectors else strip_vectors(props)
+def _visible(props: dict[str, Any], vectors: bool | str, hidden: bool) -> dict[str, Any]:
+    """``vectors``: True keeps them, False drops them, "lean" shows upstream's placeholder."""
+    if vectors == "lean":
+        out = {k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in props.items()}
+    else:
+        out = props if vectors else strip_vectors(props)
     return out if hidden else {k: v for k, v in out.items() if not k.startswith("_")}
 
 
@@ -31,7 +35,7 @@ class Node:
     labels: list[str]
     props: dict[str, Any]
 
-    def to_json(self, *, vectors: bool = True, hidden: bool = True) -> dict[str, Any]:
+    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Any]:
         """Upstream's NodeRecord: ``{"id", "external_key", "labels", "properties"}``."""
         return {
             "id": self.id,
@@ -50,7 +54,7 @@ class Edge:
     type: str
     props: dict[str, Any]
 
-    def to_json(self, *, vectors: bool = True, hidden: bool = True) -> dict[str, Any]:
+    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Any]:
         """Upstream's EdgeRecord: ``{"id", "src", "dst", "type", "properties"}``."""
         return {
             "id": self.id,

@@ -23,7 +23,7 @@ log = structlog.get_logger("drsg.workers")
 DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
 
 
-def _worker_class(kind: str) -> type[IndexWorker]:
+def worker_class(kind: str) -> type[IndexWorker]:
     if kind == "vector":
         return VectorIndex
     from drsg.workers.keyword import KeywordIndex  # tantivy loads only when a keyword index exists
@@ -91,7 +91,7 @@ class IndexSet:
                 self.workers[key] = worker
 
     def _new_worker(self, decl: IndexDecl) -> IndexWorker:
-        cls = _worker_class(decl.kind)
+        cls = worker_class(decl.kind)
         if cls is VectorIndex:
             return VectorIndex(decl, self.db.path, self._uuid, ef_search=self.ef_search)
         return cls(decl, self.db.path, self._uuid)  # type: ignore[call-arg]

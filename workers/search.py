@@ -1,0 +1,193 @@
+"""Running searches and logical plans over a database and its indexes.
+
+Every query first catches the indexes up with the log (read-your-writes), then reads nodes from a
+snapshot at exactly the seq the indexes reached, so results and records always agree. ``AS OF`` an
+earlier commit searches that snapshot exactly: a brute-force vector scan, or a keyword index built
+in memory over the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drsg.asof import AsOf
+from drsg.errors import NotFound, UsageError
+from drsg.query import Plan
+from drsg.store.database import Database
+from drsg.store.records import Node
+from drsg.store.snapshot import Snapshot
+from drsg.values import Vector
+from drsg.workers.exact import exact_vector_search
+from drsg.workers.manager import IndexSet, worker_class
+from drsg.workers.vector import VectorIndex, check_metric
+
+#: Turns query text into a vector for a (plane, label, property); supplied by the surface.
+TextEmbedder = Callable[[str], Vector]
+_METRIC_FROM_PLAN = {"Cosine": "cosine", "Dot": "dot", "L2": "l2"}
+
+
+@dataclass(frozen=True)
+class Hit:
+    node: Node
+    score: float | None = None
+
+    def to_json(self, vectors: bool | str = "lean") -> dict[str, Any]:
+        out = self.node.to_json(vectors=vectors)
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+class Searcher:
+    def __init__(self, db: Database, indexes: IndexSet | None = None) -> None:
+        self.db = db
+        self.indexes = indexes or IndexSet(db)
+
+    # ------------------------------------------------------------------ plans
+
+    def run(self, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
+        head = self.indexes.catch_up()
+        at = head if plan.as_of is None else self.db.resolve_as_of(plan.as_of)
+        with self.indexes.lock, self.db.snapshot(at) as snap:
+            hits = self._source(snap, snap.plane(plane).id, plan.source, at == head, embed)
+        return _steps(hits, plan.steps)
+
+    def _source(self, snap: Snapshot, plane: int, source: Any, current: bool, embed: TextEmbedder | None) -> list[Hit]:
+        if source == "ScanAll":
+            return [Hit(n) for n in snap.nodes(plane)]
+        if not isinstance(source, dict) or len(source) != 1:
+            raise UsageError(f"unknown plan source {source!r}; see `drsg query --help`")
+        ((kind, body),) = source.items()
+        if kind == "ScanLabel":
+            return [Hit(n) for n in snap.nodes(plane, str(body))]
+        if kind == "SeekIds":
+            return [Hit(n) for n in (snap.node(plane, int(i)) for i in body) if n is not None]
+        if kind == "SeekKeys":
+            return [Hit(n) for n in (snap.node_by_key(plane, str(k)) for k in body) if n is not None]
+        if kind == "VectorTopK":
+            query = _query_vector(body, embed)
+            metric = _METRIC_FROM_PLAN.get(body.get("metric", "Cosine"), str(body.get("metric", "cosine")).lower())
+            return self._vector(
+                snap,
+                plane,
+                body.get("label"),
+                body.get("property", "embedding"),
+                query,
+                check_metric(metric),
+                int(body.get("k", 10)),
+                current,
+            )
+        if kind == "KeywordTopK":
+            return self._keyword(
+                snap, plane, body["label"], body["property"], str(body["query"]), int(body.get("k", 10)), current
+            )
+        raise UsageError(f"plan source {kind} is not supported yet; use VectorTopK, KeywordTopK, Scan*, Seek*")
+
+    # ------------------------------------------------------------------ the two searches
+
+    def vector(
+        self,
+        plane: str,
+        label: str | None,
+        prop: str,
+        query: Vector,
+        metric: str = "cosine",
+        k: int = 10,
+        as_of: AsOf | str | int | None = None,
+    ) -> list[Hit]:
+        source = {
+            "VectorTopK": {
+                "label": label,
+                "property": prop,
+                "query": query.tolist(),
+                "metric": metric.capitalize() if metric != "l2" else "L2",
+                "k": k,
+            }
+        }
+        return self.run(plane, Plan(source, [], _as_of(as_of)))
+
+    def keyword(
+        self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
+    ) -> list[Hit]:
+        source = {"KeywordTopK": {"label": label, "property": prop, "query": text, "k": k}}
+        return self.run(plane, Plan(source, [], _as_of(as_of)))
+
+    def _vector(
+        self,
+        snap: Snapshot,
+        plane: int,
+        label: str | None,
+        prop: str,
+        query: Vector,
+        metric: str,
+        k: int,
+        current: bool,
+    ) -> list[Hit]:
+        worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
+        if isinstance(worker, VectorIndex) and worker.metric == metric and worker.decl.dims == query.dims:
+            ranked = worker.search(query, k)
+        else:
+            ranked = exact_vector_search(snap, plane, label, prop, query, metric, k)
+        return _hydrate(snap, plane, ranked)
+
+    def _keyword(
+        self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
+    ) -> list[Hit]:
+        worker = self.indexes.get(plane, "keyword", label, prop) if current else None
+        if worker is None:
+            decl = snap.index(plane, "keyword", label, prop)
+            if decl is None:
+                raise NotFound(
+                    f"no keyword index on {label}.{prop}; declare one with "
+                    f"`drsg index keyword {label} {prop} --plane {snap.plane_by_id(plane).name}`"  # type: ignore[union-attr]
+                )
+            # AS OF an earlier commit: index that snapshot's documents in memory, exactly.
+            worker = worker_class("keyword")(decl, self.db.path, "")
+            worker.rebuild(snap)
+        return _hydrate(snap, plane, worker.search(text, k))  # type: ignore[attr-defined]
+
+
+def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
+    if as_of is None or isinstance(as_of, AsOf):
+        return as_of
+    from drsg.asof import parse_as_of
+
+    return parse_as_of(as_of)
+
+
+def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
+    if "query" in body:
+        return Vector.of(body["query"])
+    text = body.get("query_text")
+    if text is None:
+        raise UsageError('VectorTopK needs "query" (a list of numbers)')
+    if embed is None:
+        raise UsageError('this query has NEAR "text": it needs an embedder (--embed)')
+    return embed(str(text))
+
+
+def _hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:
+    hits = []
+    for node_id, score in ranked:
+        node = snap.node(plane, node_id)
+        if node is not None:
+            hits.append(Hit(node, score))
+    return hits
+
+
+def _steps(hits: list[Hit], steps: list[Any]) -> list[Hit]:
+    for step in steps:
+        if isinstance(step, dict) and len(step) == 1:
+            ((name, arg),) = step.items()
+            if name == "Limit":
+                hits = hits[: int(arg)]
+                continue
+            if name == "Skip":
+                hits = hits[int(arg) :]
+                continue
+        else:
+            name = step
+        raise UsageError(f"plan step {name} is not supported yet; supported steps: Limit, Skip")
+    return hits
