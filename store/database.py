@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import uuid
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass

@@ -90,6 +90,7 @@ class IndexDecl:
     label: str
     prop: str
     options: dict[str, Any]
+    since: int = 0  # the commit that declared (or last restated) it
 
     @property
     def metric(self) -> str:

@@ -172,14 +172,22 @@ class Snapshot:
     def indexes(self, plane: int, kind: str | None = None) -> list[IndexDecl]:
         prefix = keys.plane_group(plane) + (b"" if kind is None else keys.name(kind))
         out = []
-        for group, value in self.groups("indexes", prefix):
+        for group, _value in self.groups("indexes", prefix):
             kind_b, label_b, prop_b = group[4:].split(b"\x00")[:3]
-            out.append(IndexDecl(plane, kind_b.decode(), label_b.decode(), prop_b.decode(), unpack(value)))
+            decl = self.index(plane, kind_b.decode(), label_b.decode(), prop_b.decode())
+            if decl is not None:
+                out.append(decl)
         return out
 
     def index(self, plane: int, kind: str, label: str, prop: str) -> IndexDecl | None:
-        value = self.version("indexes", keys.index_group(plane, kind, label, prop))
-        return None if value is None else IndexDecl(plane, kind, label, prop, unpack(value))
+        """The declaration in force; ``since`` is the seq that (re)declared it, so an index dropped
+        and declared again is a new index, never the old one's leftovers."""
+        group = keys.index_group(plane, kind, label, prop)
+        value = self.version("indexes", group)
+        if value is None:
+            return None
+        since = keys.seq_of(self._cursor("indexes").key())
+        return IndexDecl(plane, kind, label, prop, unpack(value), since)
 
     # ------------------------------------------------------------------ tallies (current state only)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drsg.errors import BadValue, Conflict, NotFound, UsageError
+from drsg.languages import canonical_language
 from drsg.store.environment import Txn
 from drsg.store.mutations import (
     EdgeDelete,
@@ -33,6 +34,7 @@ from drsg.store.snapshot import Snapshot
 from drsg.values import Vector, check_name, check_props
 
 DEFAULT_PLANE = "startup"
+METRICS = ("cosine", "dot", "l2")
 
 NodeRef = int | str  # a node id, or "@key" / a bare external key
 
@@ -258,6 +260,14 @@ class WriteTx:
         check_name("a property name", prop)
         existing = self.view.index(plane.id, kind, label, prop)
         wanted = dict(options)
+        if kind == "keyword":
+            wanted["language"] = canonical_language(str(wanted.get("language", "english")))
+        elif kind == "vector":
+            wanted["metric"] = str(wanted.get("metric", "cosine")).lower()
+            if wanted["metric"] not in METRICS:
+                raise BadValue(f"unknown metric {wanted['metric']!r}; use one of {', '.join(METRICS)}")
+        else:
+            raise BadValue(f"unknown index kind {kind!r}; use vector or keyword")
         if existing is not None:
             for option in ("metric", "language"):
                 if option in wanted and existing.options.get(option) != wanted[option]:
@@ -269,7 +279,7 @@ class WriteTx:
         if kind == "vector" and "dims" not in wanted:
             wanted["dims"] = self._first_dims(plane, label, prop)
         self._emit(IndexDeclare(plane.id, kind, label, prop, wanted))
-        return IndexDecl(plane.id, kind, label, prop, wanted)
+        return IndexDecl(plane.id, kind, label, prop, wanted, self.seq)
 
     def drop_index(self, plane: Plane, kind: str, label: str, prop: str) -> IndexDecl:
         existing = self.view.index(plane.id, kind, label, prop)

@@ -18,7 +18,7 @@ import structlog
 from drsg.store.mutations import IndexDrop, Mutation, NodeDelete, NodePut, PlaneDrop
 from drsg.store.records import IndexDecl, Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.sidecar import Sidecar, SidecarInvalid, safe_name
+from drsg.workers.sidecar import Loaded, Sidecar, SidecarInvalid, safe_name
 
 log = structlog.get_logger("drsg.workers")
 
@@ -69,7 +69,7 @@ class IndexWorker(ABC):
 
     def meta(self) -> dict[str, Any]:
         """What the sidecar must have been built for; a mismatch means rebuild."""
-        return {"kind": self.kind, **self.decl.to_json(), "plane": self.decl.plane}
+        return {"kind": self.kind, **self.decl.to_json(), "plane": self.decl.plane, "since": self.decl.since}
 
     def apply(self, seq: int, mutations: Iterable[Mutation]) -> None:
         """Apply one commit; idempotent, so replaying after a crash is harmless."""
@@ -120,16 +120,22 @@ class IndexWorker(ABC):
     def load(self, head: int) -> bool:
         """Load a verified sidecar no newer than ``head``; False (with a warning) means rebuild."""
         try:
-            loaded = self.sidecar.load(self.meta())
-            if loaded.seq > head:
-                raise SidecarInvalid(f"its checkpoint {loaded.seq} is ahead of the log head {head}")
-            self.read_files(loaded.folder)
+
+            def read(loaded: Loaded) -> None:
+                if loaded.seq > head:
+                    raise SidecarInvalid(f"its checkpoint {loaded.seq} is ahead of the log head {head}")
+                self.read_files(loaded.folder)
+
+            loaded = self.sidecar.load(self.meta(), read)
         except SidecarInvalid as exc:
             if self.sidecar.dir.exists():
                 log.warning("sidecar rejected; rebuilding from the log", index=self.describe(), reason=str(exc))
             return False
-        except Exception as exc:  # a verified file the library still refuses
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a verified file the library still refuses (pyo3 panics included)
             log.warning("sidecar unreadable; rebuilding from the log", index=self.describe(), reason=repr(exc))
+            self.reset()
             return False
         self.seq = loaded.seq
         self.dirty = False

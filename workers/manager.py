@@ -77,7 +77,7 @@ class IndexSet:
             }
             for key in list(self.workers):
                 worker = self.workers[key]
-                if key not in declared or declared[key].options != worker.decl.options:
+                if key not in declared or declared[key] != worker.decl:
                     del self.workers[key]
                     if key not in declared:
                         worker.sidecar.remove()

@@ -10,13 +10,15 @@ can crash the process, so nothing unverified is ever loaded.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,13 +52,31 @@ class Sidecar:
         self.dir = root / name
         self.db_uuid = db_uuid
 
+    @contextmanager
+    def _locked(self, exclusive: bool) -> Iterator[None]:
+        """Serialise saves (and keep loads off half-cleaned folders) across processes: the CLI and
+        `drsg serve` may save the same index at once."""
+        self.dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(f"{self.dir}.lock", "a+b") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
     def save(self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None]) -> None:
+        with self._locked(exclusive=True):
+            self._save(seq, meta, write_files)
+
+    def _save(self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         version = self.dir / f"v{seq:020d}-{secrets.token_hex(4)}"
         version.mkdir()
         try:
             write_files(version)
-            files = {p.name: _sha256(p) for p in sorted(version.iterdir()) if p.is_file()}
+            if any(not p.is_file() for p in version.iterdir()):
+                raise ValueError(f"{version}: an index must write plain files only, no folders")
+            files = {p.name: _sha256(p) for p in sorted(version.iterdir())}
             manifest = {"format": FORMAT, "db": self.db_uuid, "seq": seq, "meta": meta, "files": files}
             (version / "manifest.json").write_text(json.dumps(manifest, sort_keys=True))
             for p in version.iterdir():
@@ -77,8 +97,17 @@ class Sidecar:
                 else:
                     old.unlink(missing_ok=True)
 
-    def load(self, expected_meta: dict[str, Any]) -> Loaded:
-        """The verified version in force; raises :class:`SidecarInvalid` with the reason."""
+    def load(self, expected_meta: dict[str, Any], read_files: Callable[[Loaded], None]) -> Loaded:
+        """Verify the version in force, then hand it to ``read_files`` while no save can remove it;
+        raises :class:`SidecarInvalid` with the reason."""
+        if not self.dir.exists():
+            raise SidecarInvalid("no sidecar yet")
+        with self._locked(exclusive=False):
+            loaded = self._load(expected_meta)
+            read_files(loaded)
+            return loaded
+
+    def _load(self, expected_meta: dict[str, Any]) -> Loaded:
         try:
             name = (self.dir / "CURRENT").read_text().strip()
         except (OSError, UnicodeDecodeError) as exc:

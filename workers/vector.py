@@ -16,10 +16,10 @@ import msgpack
 import numpy as np
 
 from drsg.errors import BadValue
+from drsg.store.transaction import METRICS
 from drsg.values import Vector
 from drsg.workers.base import IndexWorker
 
-METRICS = ("cosine", "dot", "l2")
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 M = 16
 EF_CONSTRUCTION = 200

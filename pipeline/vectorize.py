@@ -1,0 +1,140 @@
+"""vectorize: embed a text property into a vector property for every node, through the log.
+
+A node is skipped when its text is unchanged since it was last embedded *by the same embedder*
+(``_embedded_from`` holds 16 hex digits of the text's SHA-256, upstream's stamp, and
+``_embedded_by`` the embedder's identity). The plane records which embedder produced each vector
+property (plane property ``_embedder:<property>``), so a text query can later be embedded the same
+way without the user repeating ``--embed``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from drsg.errors import UsageError
+from drsg.store.database import Database
+from drsg.store.transaction import WriteTx
+from drsg.values import Vector
+
+MAX_TEXT_BYTES = 6000  # upstream's cap on the text sent for one node
+
+
+class Embedder(Protocol):
+    def embed(self, texts: list[str]) -> list[Vector]: ...
+
+    def identity(self) -> str: ...
+
+
+@dataclass
+class VectorizeReport:
+    embedded: int = 0
+    unchanged: int = 0
+    skipped_no_text: int = 0
+    labels: set[str] = field(default_factory=set)
+    seqs: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "embedded": self.embedded,
+            "current": self.unchanged,
+            "no_text": self.skipped_no_text,
+            "labels": sorted(self.labels),
+            "commits": len(self.seqs),
+        }
+
+
+def text_stamp(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def clip(text: str) -> str:
+    """The part of a text that is embedded (at most MAX_TEXT_BYTES of UTF-8)."""
+    return text.encode()[:MAX_TEXT_BYTES].decode(errors="ignore")
+
+
+def embedder_prop(into: str) -> str:
+    return f"_embedder:{into}"
+
+
+def recorded_embedder(db: Database, plane: str, prop: str) -> str | None:
+    """The identity of the embedder that produced ``prop``'s vectors in a plane, if recorded."""
+    with db.snapshot() as snap:
+        value = snap.plane(plane).props.get(embedder_prop(prop))
+    return value if isinstance(value, str) else None
+
+
+def vectorize(
+    db: Database,
+    embedder: Embedder,
+    plane: str,
+    source: str,
+    into: str = "embedding",
+    label: str | None = None,
+    batch: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> VectorizeReport:
+    """Embed ``source`` into ``into`` for every node (of ``label``) whose text changed."""
+    if source == into:
+        raise UsageError(f"--from and --into are both {source!r}; the vector needs its own property")
+    identity = embedder.identity()
+    recorded = recorded_embedder(db, plane, into)
+    if recorded is not None and recorded != identity:
+        raise UsageError(
+            f"{into!r} in plane {plane!r} holds vectors from {recorded}; embedding with {identity} would mix two "
+            f"vector spaces — use the same --embed/--embed-model, or --into another property"
+        )
+    report = VectorizeReport()
+    todo: list[tuple[int, str, str]] = []  # node id, text, stamp
+    with db.snapshot() as snap:
+        plane_id = snap.plane(plane).id
+        for node in snap.nodes(plane_id, label):
+            text = node.props.get(source)
+            if not isinstance(text, str) or not text.strip():
+                report.skipped_no_text += 1
+                continue
+            text = clip(text)
+            stamp = text_stamp(text)
+            current = isinstance(node.props.get(into), Vector)
+            if current and node.props.get("_embedded_from") == stamp and node.props.get("_embedded_by") == identity:
+                report.unchanged += 1
+                continue
+            todo.append((node.id, text, stamp))
+            report.labels.update(node.labels)
+    for start in range(0, len(todo), batch):
+        chunk = todo[start : start + batch]
+        vectors = embedder.embed([text for _, text, _ in chunk])
+        result = db.write(
+            lambda tx, chunk=chunk, vectors=vectors: _write(tx, plane, chunk, vectors, source, into, identity),
+            {"via": "vectorize", "embedder": identity},
+        )
+        report.embedded += result.value
+        report.seqs.extend(result.seqs)
+        if progress is not None:
+            progress(min(start + batch, len(todo)), len(todo))
+    if todo:
+        db.write(lambda tx: tx.set_plane_props(plane, {embedder_prop(into): identity}), {"via": "vectorize"})
+    return report
+
+
+def _write(
+    tx: WriteTx,
+    plane_name: str,
+    chunk: list[tuple[int, str, str]],
+    vectors: list[Vector],
+    source: str,
+    into: str,
+    identity: str,
+) -> int:
+    plane = tx.plane(plane_name)
+    written = 0
+    for (node_id, _text, stamp), vector in zip(chunk, vectors, strict=True):
+        node = tx.view.node(plane.id, node_id)
+        text = node.props.get(source) if node is not None else None
+        if not isinstance(text, str) or text_stamp(clip(text)) != stamp:
+            continue  # deleted or edited while we were embedding: the next run picks it up
+        tx.update_node(plane, node_id, {into: vector, "_embedded_from": stamp, "_embedded_by": identity})
+        written += 1
+    return written
