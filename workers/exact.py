@@ -7,6 +7,7 @@ import heapq
 
 import numpy as np
 
+from drsg.errors import BadValue
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
 
@@ -49,12 +50,22 @@ def exact_vector_search(
         ids.clear()
         rows.clear()
 
+    other_sizes: set[int] = set()
+    matched = 0
     for node in snap.nodes(plane, label):
         value = node.props.get(prop)
-        if isinstance(value, Vector) and value.dims == query.dims:
-            ids.append(node.id)
-            rows.append(value.data)
-            if len(rows) >= _BATCH:
-                flush()
+        if not isinstance(value, Vector):
+            continue
+        if value.dims != query.dims:
+            other_sizes.add(value.dims)
+            continue
+        matched += 1
+        ids.append(node.id)
+        rows.append(value.data)
+        if len(rows) >= _BATCH:
+            flush()
     flush()
+    if not matched and other_sizes:
+        sizes = ", ".join(str(d) for d in sorted(other_sizes))
+        raise BadValue(f"the query vector has {query.dims} dims; {prop!r} holds {sizes}-dim vectors")
     return [(-neg_id, score) for score, neg_id in sorted(best, reverse=True)]

@@ -126,7 +126,7 @@ class Searcher:
         current: bool,
     ) -> list[Hit]:
         worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
-        if isinstance(worker, VectorIndex) and worker.metric == metric and worker.decl.dims == query.dims:
+        if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
             ranked = worker.search(query, k)
         else:
             ranked = exact_vector_search(snap, plane, label, prop, query, metric, k)
