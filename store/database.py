@@ -150,7 +150,7 @@ class Database:
         with self.env.read() as txn:
             head = read_head(txn, self.env.dbs["meta"])
             at = head if as_of is None else self._resolve(txn, head, as_of)
-            yield Snapshot(txn, self.env.dbs, at)
+            yield Snapshot(txn, self.env.dbs, at, head)
 
     def resolve_as_of(self, as_of: AsOf | str | int) -> int:
         with self.env.read() as txn:

@@ -55,16 +55,27 @@ class Gate:
         self._cond = threading.Condition(threading.Lock())
         self._readers = 0
         self._exclusive = False
+        self._held = threading.local()  # this thread's depth of shared holds
 
     @contextmanager
     def shared(self) -> Iterator[None]:
+        depth = getattr(self._held, "depth", 0)
+        if depth:  # re-entered by a thread that already reads: never wait behind a pending resize
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
         with self._cond:
             while self._exclusive:
                 self._cond.wait()
             self._readers += 1
+        self._held.depth = 1
         try:
             yield
         finally:
+            self._held.depth = 0
             with self._cond:
                 self._readers -= 1
                 if self._readers == 0:

@@ -54,8 +54,11 @@ def plane_name_group(plane_name: str) -> bytes:
     return name(plane_name)
 
 
+_PLANE_ID = struct.Struct(">IQ")
+
+
 def node_group(plane_id: int, node_id: int) -> bytes:
-    return U32.pack(plane_id) + U64.pack(node_id)
+    return _PLANE_ID.pack(plane_id, node_id)
 
 
 def key_group(plane_id: int, key: str) -> bytes:
@@ -71,7 +74,7 @@ def label_group(plane_id: int, label: str, node_id: int) -> bytes:
 
 
 def edge_group(plane_id: int, edge_id: int) -> bytes:
-    return U32.pack(plane_id) + U64.pack(edge_id)
+    return _PLANE_ID.pack(plane_id, edge_id)
 
 
 def adjacency_prefix(plane_id: int, node_id: int, edge_type: str | None = None) -> bytes:

@@ -23,10 +23,12 @@ _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (
 class Snapshot:
     """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
 
-    def __init__(self, txn: Txn, dbs: dict[str, Any], at: int) -> None:
+    def __init__(self, txn: Txn, dbs: dict[str, Any], at: int, head: int | None = None) -> None:
         self.txn = txn
         self.dbs = dbs
         self.at = at
+        self.head = at if head is None else head  # the newest commit this transaction can see
+        self._inv_at = keys.inv(at)
         self._cursors: dict[str, Any] = {}
 
     def _cursor(self, db: str) -> Any:
@@ -39,8 +41,8 @@ class Snapshot:
 
     def version(self, db: str, group: bytes) -> bytes | None:
         """The value of ``group`` at seq ``at``; None when absent or a tombstone."""
-        cur = self._cursor(db)
-        if not cur.set_range(group + keys.inv(self.at)):
+        cur = self._cursors.get(db) or self._cursor(db)
+        if not cur.set_range(group + self._inv_at):
             return None
         key = cur.key()
         if len(key) != len(group) + keys.SEQ_WIDTH or not key.startswith(group):

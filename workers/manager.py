@@ -50,12 +50,14 @@ class IndexSet:
 
     # ------------------------------------------------------------------ keeping up with the log
 
-    def catch_up(self) -> int:
-        """Apply every commit up to the current head; returns that head."""
+    def catch_up(self, head: int | None = None) -> int:
+        """Apply every commit up to ``head`` (default: the current head); returns it."""
+        if head is not None and head == self.applied:
+            return head  # the common case on the query path: no transaction, no lock
         with self._lock:
-            head = self.db.head()
-            if head == self.applied:
-                return head
+            head = self.db.head() if head is None else head
+            if head <= self.applied:
+                return self.applied
             self._reconcile(head)
             behind = [w for w in self.workers.values() if w.seq < head]
             if behind:

@@ -8,7 +8,8 @@ in memory over the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,11 +49,18 @@ class Searcher:
     # ------------------------------------------------------------------ plans
 
     def run(self, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
-        head = self.indexes.catch_up()
-        at = head if plan.as_of is None else self.db.resolve_as_of(plan.as_of)
-        with self.indexes.lock, self.db.snapshot(at) as snap:
-            hits = self._source(snap, snap.plane(plane).id, plan.source, at == head, embed)
+        with self._snapshot(plan.as_of) as snap:
+            hits = self._source(snap, snap.plane(plane).id, plan.source, snap.at == snap.head, embed)
         return _steps(hits, plan.steps)
+
+    @contextmanager
+    def _snapshot(self, as_of: AsOf | None) -> Iterator[Snapshot]:
+        """One read transaction per query; the indexes are caught up to the head it sees, and hold
+        still (the lock) while the query runs, so index hits and node records agree."""
+        with self.db.snapshot(as_of) as snap:
+            self.indexes.catch_up(snap.head)
+            with self.indexes.lock:
+                yield snap
 
     def _source(self, snap: Snapshot, plane: int, source: Any, current: bool, embed: TextEmbedder | None) -> list[Hit]:
         if source == "ScanAll":
@@ -69,20 +77,11 @@ class Searcher:
         if kind == "VectorTopK":
             query = _query_vector(body, embed)
             metric = _METRIC_FROM_PLAN.get(body.get("metric", "Cosine"), str(body.get("metric", "cosine")).lower())
-            return self._vector(
-                snap,
-                plane,
-                body.get("label"),
-                body.get("property", "embedding"),
-                query,
-                check_metric(metric),
-                int(body.get("k", 10)),
-                current,
-            )
+            label, prop, k = body.get("label"), body.get("property", "embedding"), int(body.get("k", 10))
+            return self._vector(snap, plane, label, prop, query, check_metric(metric), k, current)
         if kind == "KeywordTopK":
-            return self._keyword(
-                snap, plane, body["label"], body["property"], str(body["query"]), int(body.get("k", 10)), current
-            )
+            label, prop, k = body["label"], body["property"], int(body.get("k", 10))
+            return self._keyword(snap, plane, label, prop, str(body["query"]), k, current)
         raise UsageError(f"plan source {kind} is not supported yet; use VectorTopK, KeywordTopK, Scan*, Seek*")
 
     # ------------------------------------------------------------------ the two searches
@@ -97,22 +96,15 @@ class Searcher:
         k: int = 10,
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
-        source = {
-            "VectorTopK": {
-                "label": label,
-                "property": prop,
-                "query": query.tolist(),
-                "metric": metric.capitalize() if metric != "l2" else "L2",
-                "k": k,
-            }
-        }
-        return self.run(plane, Plan(source, [], _as_of(as_of)))
+        with self._snapshot(_as_of(as_of)) as snap:
+            plane_id = snap.plane(plane).id
+            return self._vector(snap, plane_id, label, prop, query, check_metric(metric), k, snap.at == snap.head)
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
-        source = {"KeywordTopK": {"label": label, "property": prop, "query": text, "k": k}}
-        return self.run(plane, Plan(source, [], _as_of(as_of)))
+        with self._snapshot(_as_of(as_of)) as snap:
+            return self._keyword(snap, snap.plane(plane).id, label, prop, text, k, snap.at == snap.head)
 
     def _vector(
         self,

@@ -56,6 +56,7 @@ class VectorIndex(IndexWorker):
         self.live: set[int] = set()
         self.deleted: set[int] = set()
         self.index: hnswlib.Index | None = None
+        self._ef = self.ef_search
         if self.decl.dims:
             self.index = self._new_index(1024)
 
@@ -99,16 +100,24 @@ class VectorIndex(IndexWorker):
                 f"holds {self.decl.dims}-dim vectors"
             )
         k = min(k, len(self.live))
-        self.index.set_ef(max(ef or self.ef_search, 2 * k))
+        self._set_ef(max(ef or self.ef_search, 2 * k))
+        q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
         try:
-            labels, distances = self.index.knn_query(q.reshape(1, -1).astype(np.float32), k=k)
+            labels, distances = self.index.knn_query(q, k=k)
         except RuntimeError:  # too few reachable live elements for k: ask for what exists
-            self.index.set_ef(max(len(self.live), 2 * k))
-            labels, distances = self.index.knn_query(q.reshape(1, -1).astype(np.float32), k=k)
+            self._set_ef(max(len(self.live), 2 * k))
+            labels, distances = self.index.knn_query(q, k=k)
         scores = similarity_from_distance(self.metric, distances[0].astype(np.float64))
-        hits = [(int(label), float(score)) for label, score in zip(labels[0], scores, strict=True)]
-        hits.sort(key=lambda h: (-h[1], h[0]))
+        hits = list(zip(labels[0].tolist(), scores.tolist(), strict=True))
+        if len(set(scores.tolist())) < len(hits):  # hnswlib orders by distance; break ties by id
+            hits.sort(key=lambda h: (-h[1], h[0]))
         return hits
+
+    def _set_ef(self, ef: int) -> None:
+        if ef != self._ef:
+            assert self.index is not None
+            self.index.set_ef(ef)
+            self._ef = ef
 
     # ------------------------------------------------------------------ persistence
 
@@ -129,5 +138,6 @@ class VectorIndex(IndexWorker):
             )
             index.set_ef(self.ef_search)
             self.index = index
+            self._ef = self.ef_search
         self.live = set(state["live"])
         self.deleted = set(state["deleted"])
