@@ -11,7 +11,11 @@
     │   ├── StoreFull            the map reached its configured ceiling, or the disk is full
     │   ├── CorruptRecord        a log record whose checksum or format is wrong (carries its seq)
     │   └── DatabaseUnavailable  missing file, read-only path, lock trouble
-    └── ConfigError              drsg.toml or DRSG_* settings are invalid (exit 2)
+    ├── ConfigError              drsg.toml or DRSG_* settings are invalid, a key is missing (exit 2)
+    └── EmbedderError            an embedder could not produce vectors
+        ├── ModelFileError       the local model files are missing or fail their SHA-256 check
+        ├── EmbedderUnavailable  the service kept failing (429/5xx/timeouts) past the retry budget
+        └── BadEmbeddingResponse the service answered, but not with one finite vector per text
 
 Library errors (lmdb, msgpack, json) are converted at the boundary where they occur, so callers
 only ever catch ``DrsgError``. Messages are one line and say how to fix the problem.
@@ -86,3 +90,19 @@ class DatabaseUnavailable(StoreError):
 
 class ConfigError(DrsgError):
     exit_code = 2
+
+
+class EmbedderError(DrsgError):
+    """An embedder could not produce vectors."""
+
+
+class ModelFileError(EmbedderError):
+    """The local model files are missing, or their SHA-256 does not match the pinned one."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """The embedding service kept failing (rate limits, server errors, timeouts) past the retry budget."""
+
+
+class BadEmbeddingResponse(EmbedderError):
+    """The embedding service answered with something that is not one finite vector per text."""

@@ -86,3 +86,15 @@ def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any
 def node_ref(text: str) -> int | str:
     """``42`` is an id, ``@ada`` (or any non-number) a key."""
     return int(text) if text.isdigit() else text
+
+
+def embed_options(fn: F) -> F:
+    """--embed, --embed-model, --embed-url, --embed-key-env: which embedder turns text into vectors."""
+    fn = click.option(
+        "--embed-key-env", default=None, metavar="VAR", help="Environment variable holding the embedder's API key."
+    )(fn)
+    fn = click.option("--embed-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible service.")(fn)
+    fn = click.option("--embed-model", default=None, metavar="MODEL", help="The embedding model to ask for.")(fn)
+    return click.option(
+        "--embed", default=None, metavar="NAME", help="local (default), openai, qwen, ollama, url, or a base URL."
+    )(fn)

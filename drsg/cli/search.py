@@ -12,7 +12,7 @@ import click
 import structlog
 
 from drsg.cli.context import Context, emit_json
-from drsg.cli.options import json_option, plane_option
+from drsg.cli.options import embed_options, json_option, plane_option
 from drsg.errors import BadValue, UsageError
 from drsg.query import Plan, parse_plan_json, parse_search
 from drsg.store.database import Database
@@ -170,11 +170,14 @@ def _indexes(db: Database) -> Iterator[IndexSet]:
         log.warning("could not save index sidecars; the next command will catch up again", reason=str(exc))
 
 
-def _embedder_for(embed: str | None, embed_model: str | None) -> Any:
+EmbedChoice = tuple[str | None, str | None, str | None, str | None]  # name, model, url, key variable
+
+
+def _embedder(obj: Context, embed: EmbedChoice) -> Any:
     from drsg.workers.embedders import get_embedder
 
-    embedder = get_embedder(embed, embed_model)
-    return lambda text: embedder.embed([text])[0]
+    name, model, url, key_env = embed
+    return get_embedder(name, model, url, key_env, obj.settings)
 
 
 def _print_hits(hits: list[Hit], as_json: bool) -> None:
@@ -202,11 +205,16 @@ def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _run(obj: Context, plane: str, plan: Plan, embed: str | None, embed_model: str | None, as_json: bool) -> None:
-    needs_text = isinstance(plan.source, dict) and "query_text" in plan.source.get("VectorTopK", {})
-    embedder = _embedder_for(embed, embed_model) if needs_text else None
+def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
+    embed_text = None
+    if isinstance(plan.source, dict) and "query_text" in plan.source.get("VectorTopK", {}):
+        embedder = _embedder(obj, embed)
+
+        def embed_text(text: str) -> Vector:
+            return embedder.embed([text])[0]  # type: ignore[no-any-return]
+
     with obj.open(write=False) as db, _indexes(db) as indexes:
-        hits = Searcher(db, indexes).run(plane, plan, embedder)
+        hits = Searcher(db, indexes).run(plane, plan, embed_text)
     _print_hits(hits, as_json)
 
 
@@ -214,8 +222,7 @@ def _run(obj: Context, plane: str, plan: Plan, embed: str | None, embed_model: s
 @click.argument("statement")
 @plane_option
 @click.option("--param", "params", multiple=True, metavar="NAME=JSON", help="A $parameter's value.")
-@click.option("--embed", default=None, metavar="NAME", help='Embedder for NEAR "text" (default: local).')
-@click.option("--embed-model", default=None, metavar="MODEL", help="The embedding model to ask for.")
+@embed_options
 @json_option
 @click.pass_obj
 def search(
@@ -225,6 +232,8 @@ def search(
     params: tuple[str, ...],
     embed: str | None,
     embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
     as_json: bool,
 ) -> None:
     """Run a SEARCH statement (vector NEAR or keyword MATCHING), optionally AS OF a commit.
@@ -233,24 +242,30 @@ def search(
     SEARCH (v:Doc) ON embedding NEAR [0.1, 0.2] METRIC cosine TOPK 5
     SEARCH (d:Doc) ON body MATCHING "graph database" TOPK 10 AS OF 42
     """
-    _run(obj, plane, parse_search(statement, _params(params)), embed, embed_model, as_json)
+    plan = parse_search(statement, _params(params))
+    _run(obj, plane, plan, (embed, embed_model, embed_url, embed_key_env), as_json)
 
 
 @click.command("query")
 @click.argument("plan", metavar="PLAN_JSON|-")
 @plane_option
-@click.option("--embed", default=None, metavar="NAME", help="Embedder for a VectorTopK with query_text.")
-@click.option("--embed-model", default=None, metavar="MODEL")
+@embed_options
 @json_option
 @click.pass_obj
-def query(obj: Context, plan: str, plane: str, embed: str | None, embed_model: str | None, as_json: bool) -> None:
+def query(
+    obj: Context,
+    plan: str,
+    plane: str,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    as_json: bool,
+) -> None:
     """Run a logical plan (upstream's JSON: VectorTopK, KeywordTopK, ScanAll, ScanLabel, SeekIds,
     SeekKeys sources; Limit and Skip steps). `-` reads the plan from standard input."""
     text = sys.stdin.read() if plan == "-" else plan
-    _run(obj, plane, parse_plan_json(text), embed, embed_model, as_json)
-
-
-COMMANDS = [index, search, query]
+    _run(obj, plane, parse_plan_json(text), (embed, embed_model, embed_url, embed_key_env), as_json)
 
 
 @click.command("vectorize")
@@ -258,8 +273,7 @@ COMMANDS = [index, search, query]
 @click.option("--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label.")
 @click.option("--from", "source", required=True, metavar="PROPERTY", help="The text property to embed.")
 @click.option("--into", default="embedding", show_default=True, metavar="PROPERTY", help="Where the vector goes.")
-@click.option("--embed", default=None, metavar="NAME", help="local (default), openai, qwen, ollama, or a base URL.")
-@click.option("--embed-model", default=None, metavar="MODEL")
+@embed_options
 @click.option(
     "--metric",
     type=click.Choice(METRICS),
@@ -278,6 +292,8 @@ def vectorize_cmd(
     into: str,
     embed: str | None,
     embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
     metric: str,
     batch: int,
     as_json: bool,
@@ -285,9 +301,8 @@ def vectorize_cmd(
     """Embed a text property into a vector property for every node whose text changed, then
     ensure a vector index on it for each label embedded."""
     from drsg.pipeline.vectorize import vectorize
-    from drsg.workers.embedders import get_embedder
 
-    embedder = get_embedder(embed, embed_model)
+    embedder = _embedder(obj, (embed, embed_model, embed_url, embed_key_env))
     with obj.open(write=True) as db:
         if sys.stderr.isatty():
             with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
@@ -319,4 +334,4 @@ def vectorize_cmd(
         click.echo(f"ensured vector index on {name}.{into}")
 
 
-COMMANDS.append(vectorize_cmd)
+COMMANDS = [index, search, query, vectorize_cmd]

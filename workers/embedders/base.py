@@ -6,7 +6,7 @@ OpenAI-compatible ``/embeddings`` endpoint through the ``openai`` client). ``reg
 by name. :meth:`Embedder.identity` names the embedder that produced a property's vectors, so vectors
 from different embedders are never mixed in one index.
 
-Errors (all :class:`drsg.errors.DrsgError`)::
+Errors (in drsg.errors' tree)::
 
     ConfigError                 a missing key variable, an unknown provider or model (exit 2)
     BadValue                    a text the embedder cannot take (empty, not a string)
@@ -20,24 +20,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from drsg.errors import BadValue, DrsgError
+from drsg.errors import BadEmbeddingResponse, BadValue, EmbedderError, EmbedderUnavailable, ModelFileError
 from drsg.values import Vector
-
-
-class EmbedderError(DrsgError):
-    """An embedder could not produce vectors."""
-
-
-class ModelFileError(EmbedderError):
-    """The local model files are missing, or their SHA-256 does not match the pinned one."""
-
-
-class EmbedderUnavailable(EmbedderError):
-    """The embedding service kept failing (rate limits, server errors, timeouts) past the retry budget."""
-
-
-class BadEmbeddingResponse(EmbedderError):
-    """The embedding service answered with something that is not one finite vector per text."""
 
 
 @runtime_checkable
@@ -71,3 +55,13 @@ def check_texts(texts: list[str]) -> list[str]:
         if not text.strip():
             raise BadValue(f"text {i} is empty; skip blank texts before embedding them")
     return out
+
+
+__all__ = [
+    "BadEmbeddingResponse",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderUnavailable",
+    "ModelFileError",
+    "check_texts",
+]
