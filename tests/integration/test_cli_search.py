@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.glove import rows
 
-SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_3be19d039fbe008d.txt"
+SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
 
 
 def _docs(tmp_path: Path) -> Path:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 
-SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_3be19d039fbe008d.txt"
+SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
 
 
 def _docs(tmp_path: Path, count: int = 25) -> tuple[Path, list[str]]:
