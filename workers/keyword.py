@@ -165,7 +165,7 @@ class KeywordIndex(IndexWorker):
         # exceeds the number of documents: tantivy sizes its heap by it.)
         total = searcher.num_docs
         k = min(k, total)
-        limit = min(k + 1, total)  # one past k: a (k+1)-th scoring below the k-th means no tie at the cut
+        limit = min(2 * k + 1, total)  # past k: a hit scoring below the k-th means no tie at the cut
         while True:
             hits = searcher.search(q, limit, count=False).hits
             if len(hits) < limit or limit >= total or hits[-1][0] < hits[k - 1][0]:
