@@ -81,8 +81,15 @@ class Gate:
                 if self._readers == 0:
                     self._cond.notify_all()
 
+    def held_here(self) -> bool:
+        """Whether this thread is inside a read (it could never see the gate empty)."""
+        return bool(getattr(self._held, "depth", 0))
+
     @contextmanager
     def exclusive(self, timeout: float) -> Iterator[bool]:
+        if self.held_here():
+            yield False
+            return
         deadline = time.monotonic() + timeout
         with self._cond:
             while self._exclusive:
@@ -172,31 +179,47 @@ class Environment:
     @contextmanager
     def read(self) -> Iterator[lmdb.Transaction]:
         """A read transaction, held under the shared gate."""
-        with self.gate.shared():
-            txn = self._begin(write=False)
-            try:
-                yield txn
-            finally:
-                txn.abort()
+        for _ in range(3):
+            with self.gate.shared():
+                try:
+                    txn = self._begin(write=False)
+                except lmdb.MapResizedError:
+                    txn = None
+                if txn is not None:
+                    try:
+                        yield txn
+                    finally:
+                        txn.abort()
+                    return
+            self.adopt()  # outside the gate: adopting waits for this process's readers to finish
+        raise StoreError(f"{self.path}: the map kept being resized by another process; retry")
 
     def begin_write(self) -> lmdb.Transaction:
-        """A write transaction; only the group-commit leader calls this."""
+        """A write transaction; only the group-commit leader calls this. ``MapResizedError`` reaches
+        the leader, which adopts the new size outside its gate and runs the group again."""
         return self._begin(write=True)
 
     def _begin(self, write: bool) -> lmdb.Transaction:
-        for _ in range(3):
-            try:
-                return self.env.begin(write=write, buffers=False)
-            except lmdb.MapResizedError:
-                # Another process grew the map: adopt its size (we hold no txn in this thread).
-                self.env.set_mapsize(0)
-            except lmdb.ReadonlyError:
-                raise DatabaseUnavailable(
-                    f"{self.path} was opened read-only; this command needs write access"
-                ) from None
-            except lmdb.Error as exc:
-                raise _unavailable(self.path, exc) from None
-        raise StoreError(f"{self.path}: the map kept being resized by another process; retry")
+        try:
+            return self.env.begin(write=write, buffers=False)
+        except lmdb.MapResizedError:
+            raise
+        except lmdb.ReadonlyError:
+            raise DatabaseUnavailable(f"{self.path} was opened read-only; this command needs write access") from None
+        except lmdb.Error as exc:
+            raise _unavailable(self.path, exc) from None
+
+    def adopt(self) -> None:
+        """Take on the map size another process grew the file to. LMDB allows it only while this
+        process has no transaction open, so it waits for every reader here to finish."""
+        with self.gate.exclusive(timeout=30.0) as acquired:
+            if not acquired:
+                raise StoreError(
+                    f"{self.path} was grown by another process and this process still holds a read open "
+                    f"(or one read inside another); finish long reads and retry"
+                )
+            self.env.set_mapsize(0)
+        log.info("map size adopted from another process", path=str(self.path), mib=self.map_size() // MiB)
 
     def grow(self) -> None:
         """Double the map. Called by the writer after aborting a txn that hit MapFullError."""

@@ -190,6 +190,8 @@ class Writer:
                     break
                 except lmdb.MapFullError:
                     self.env.grow()  # then run the whole group again from a clean slate
+                except lmdb.MapResizedError:
+                    self.env.adopt()  # another process grew the file: take its size, run the group again
         except DrsgError as exc:
             for request in group:
                 request.error = exc

@@ -17,6 +17,7 @@ key (:func:`expected_text`), so the checker knows what each node must hold.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import sys
@@ -118,7 +119,7 @@ def main() -> None:
             def fn(tx, new=new, victim=victim):  # type: ignore[no-untyped-def]
                 for key in new:
                     tx.create_node(plane, key, ["Doc", "Multi"], props_for(key))
-                for a, b in zip(new, new[1:], strict=False):
+                for a, b in itertools.pairwise(new):
                     tx.create_edge(plane, "@" + a, "@" + b, "NEXT", {"w": len(a)})
                 if victim is not None:
                     tx.delete_node(plane, "@" + victim)

@@ -1,0 +1,150 @@
+"""Shared pieces of the benchmarks: real text, machine facts, percentiles, RESULTS.md.
+
+Payloads are real prose, never random bytes: the project's seed documents (``tests/data``) when
+they are beside the repository, then the docstrings and comments of Python's own standard library,
+which every machine that runs drsg has.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import os
+import platform
+import sys
+import sysconfig
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+OUT = HERE / "out"  # scratch databases and generated files (git-ignored)
+RESULTS = HERE / "RESULTS.md"
+
+_LINES: list[str] = []
+
+
+def text_lines(limit: int = 200_000) -> list[str]:
+    """Distinct lines of English prose (20–200 characters), in a stable order."""
+    if _LINES:
+        return _LINES[:limit]
+    cache = OUT / f"corpus-{sys.version_info.major}.{sys.version_info.minor}.txt"
+    if cache.exists():
+        _LINES.extend(cache.read_text().splitlines())
+        return _LINES[:limit]
+    seen: set[str] = set()
+    lines: list[str] = []
+
+    def add(text: str) -> None:
+        for raw in text.splitlines():
+            line = " ".join(raw.split())
+            letters = sum(c.isalpha() or c == " " for c in line)
+            if (
+                20 <= len(line) <= 200
+                and letters >= 0.85 * len(line)
+                and not line.startswith((">>>", "..."))
+                and line not in seen
+            ):
+                seen.add(line)
+                lines.append(line)
+
+    for path in sorted((REPO / "tests" / "data").glob("*.txt")):  # the seed documents, shipped in-repo
+        add(path.read_text(errors="replace"))
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(stdlib.rglob("*.py")):
+        if "site-packages" in path.parts or len(lines) >= limit:
+            continue
+        try:
+            source = path.read_text(encoding="utf-8")
+            tree = ast.parse(source)
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node)
+                if doc:
+                    add(doc)
+        add("\n".join(ln.strip()[1:] for ln in source.splitlines() if ln.strip().startswith("# ")))
+    _LINES.extend(lines)
+    OUT.mkdir(parents=True, exist_ok=True)
+    cache.write_text("\n".join(lines) + "\n")
+    return _LINES[:limit]
+
+
+def words(limit: int = 50_000) -> list[str]:
+    """Distinct words from the same prose, for keys and labels."""
+    out: dict[str, None] = {}
+    for line in text_lines():
+        for w in line.split():
+            w = w.strip(".,;:()[]{}'\"`!?*").lower()
+            if w.isalpha() and 2 < len(w) < 20:
+                out.setdefault(w, None)
+                if len(out) >= limit:
+                    return list(out)
+    return list(out)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import lmdb
+
+    return (
+        f"{os.cpu_count()} CPUs (nproc {len(os.sched_getaffinity(0))}), {cpu}, "
+        f"Python {platform.python_version()}, py-lmdb {lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))}), "
+        f"{platform.system()} {platform.release()}, load average {os.getloadavg()[0]:.1f} when recorded"
+    )
+
+
+def pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def ratio(engine: float, raw: float) -> float:
+    return engine / raw if raw else float("nan")
+
+
+def record(title: str, rows: list[tuple[str, str, str, str]], notes: list[str] | None = None) -> str:
+    """Print a result table and append it, dated and with the machine, to RESULTS.md."""
+    when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"## {title} — {when}",
+        "",
+        f"Machine: {machine()}. Command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+        "",
+        "| measure | drsg | raw py-lmdb | drsg / raw |",
+        "|---|---|---|---|",
+        *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
+        "",
+        *[f"- {n}" for n in notes or []],
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    if os.environ.get("DRSG_BENCH_NO_RECORD") != "1":
+        if not RESULTS.exists():
+            RESULTS.write_text(
+                "# Benchmark results\n\nAppended by `tests/bench/run_all.sh` (or each `python -m "
+                "tests.bench.bench_*`). Every figure beside the raw library's figure (py-lmdb, hnswlib, "
+                "tantivy, …) from the same run.\n\n"
+            )
+        with RESULTS.open("a") as fh:
+            fh.write(text + "\n")
+    return text
+
+
+def fresh_dir(name: str) -> Path:
+    import shutil
+
+    path = OUT / name
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run every benchmark; each prints drsg's figure beside raw py-lmdb's from the same run and
+# appends a dated section (machine, CPU, Python) to tests/bench/RESULTS.md.
+#   bash tests/bench/run_all.sh            # all of (a)–(d), about 10 minutes on 2 cores
+#   QUICK=1 bash tests/bench/run_all.sh    # smaller sizes, for a smoke run (results not recorded)
+#   PROFILE=1 bash tests/bench/run_all.sh  # also profile (a) and (b) with py-spy (see profile.sh)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PYTHON:-.venv/bin/python}
+if [[ "${QUICK:-0}" == 1 ]]; then
+  export DRSG_BENCH_NO_RECORD=1
+  $PY -m tests.bench.bench_commits --mutations 20000 --single 1000
+  $PY -m tests.bench.bench_asof --commits 50000 --samples 5000
+  $PY -m tests.bench.bench_import --nodes 20000 --edges 40000
+  $PY -m tests.bench.bench_index --quick --no-record
+  $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
+  exit 0
+fi
+$PY -m tests.bench.bench_commits
+$PY -m tests.bench.bench_asof
+$PY -m tests.bench.bench_import --cli
+$PY -m tests.bench.bench_index
+$PY -m tests.bench.bench_embedder
+if [[ "${PROFILE:-0}" == 1 ]]; then
+  bash tests/bench/profile.sh
+fi
