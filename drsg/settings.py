@@ -56,6 +56,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("store.max_map_size", 1 << 40, _size, "ceiling for map growth; a write past it fails cleanly"),
     Setting("store.group_max", 1000, int, "most commits batched into one LMDB transaction"),
     Setting("store.import_commit_lines", 10_000, int, "JSONL lines per commit during `drsg import`"),
+    Setting("index.ef_search", 64, int, "HNSW search breadth (≥ 64; higher = better recall, slower queries)"),
     Setting("logging.level", "warning", str, "log level: debug, info, warning or error"),
     Setting("logging.format", "auto", str, "log format: json, console, or auto (console on a terminal)"),
 )

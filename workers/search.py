@@ -36,6 +36,7 @@ class Hit:
 
     def to_json(self, vectors: bool | str = "lean") -> dict[str, Any]:
         out = self.node.to_json(vectors=vectors)
+        out["key"] = self.node.key  # short for external_key, as search users expect
         if self.score is not None:
             out["score"] = self.score
         return out
