@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from drsg.errors import BadAsOf
 
@@ -23,6 +23,7 @@ class AsOf:
         return f"seq {self.seq}" if self.seq is not None else f"time {format_ms(self.ms or 0)}"
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIME_FORM = re.compile(r"^\s*TIME\s+(-?\d+)\s*$", re.IGNORECASE)
 _HINT = 'use a commit seq (e.g. 42), an RFC 3339 time (e.g. 2026-01-31T12:00:00Z) or "TIME <unix-ms>"'
 
@@ -31,7 +32,7 @@ def parse_as_of(text: str | int) -> AsOf:
     if isinstance(text, int) and not isinstance(text, bool):
         return _seq(text)
     raw = str(text).strip().strip('"')
-    if raw.isdigit():
+    if raw.isascii() and raw.isdigit():  # str.isdigit() alone accepts "²", which int() refuses
         return _seq(int(raw))
     match = _TIME_FORM.match(raw)
     if match:
@@ -52,9 +53,13 @@ def parse_rfc3339_ms(raw: str) -> int:
         raise BadAsOf(f"cannot read {raw!r} as a time travel target; {_HINT}") from None
     if moment.tzinfo is None:
         raise BadAsOf(f"the time {raw!r} has no UTC offset; add one, e.g. {raw}Z or {raw}+08:00")
-    return int(moment.timestamp() * 1000)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)  # exact; float seconds * 1000 can lose 1 ms
 
 
 def format_ms(ms: int) -> str:
-    """RFC 3339 in UTC with millisecond precision."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """RFC 3339 in UTC with millisecond precision (``TIME <ms>`` outside datetime's years 1-9999)."""
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"TIME {ms}"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

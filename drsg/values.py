@@ -39,7 +39,7 @@ class Vector:
     def of(cls, values: Any) -> Vector:
         try:
             floats = [float(v) for v in values]
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise BadValue(f"a $vector must be a list of numbers ({exc})") from None
         if not floats:
             raise BadValue("a $vector must not be empty")
@@ -74,7 +74,10 @@ class Described:
 
 def check_value(value: Any, where: str = "value") -> Any:
     """Return ``value`` if it is inside the data model, else raise :class:`BadValue`."""
-    if value is None or isinstance(value, (bool, str, bytes, Vector)):
+    if isinstance(value, str):
+        _check_utf8(value, where)
+        return value
+    if value is None or isinstance(value, (bool, bytes, Vector)):
         return value
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
@@ -92,14 +95,24 @@ def check_value(value: Any, where: str = "value") -> Any:
         for k, item in value.items():
             if not isinstance(k, str):
                 raise BadValue(f"{where}: map keys must be strings, got {type(k).__name__}")
+            _check_utf8(k, where)
             check_value(item, where)
         return value
     if isinstance(value, Described):
         if not isinstance(value.description, str):
             raise BadValue(f"{where}: a description must be a string")
+        _check_utf8(value.description, where)
         check_value(value.value, where)
         return value
     raise BadValue(f"{where}: {type(value).__name__} is not a storable value")
+
+
+def _check_utf8(text: str, where: str) -> None:
+    """Lone surrogates (e.g. JSON "\\ud800") are str in Python but cannot be stored as UTF-8."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise BadValue(f"{where}: {text!r} is not valid Unicode (a lone surrogate); fix the text") from None
 
 
 def check_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -111,6 +124,7 @@ def check_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
     for name, value in props.items():
         if not isinstance(name, str) or not name:
             raise BadValue("property names must be non-empty strings")
+        _check_utf8(name, "a property name")
         out[name] = check_value(value, f"property {name!r}")
     return out
 
@@ -121,6 +135,7 @@ def check_name(kind: str, name: Any) -> str:
         raise BadValue(f"{kind} must be a non-empty string")
     if "\x00" in name:
         raise BadValue(f"{kind} {name!r} contains a NUL character; remove it")
+    _check_utf8(name, kind)
     if len(name.encode()) > 400:
         raise BadValue(f"{kind} is longer than 400 bytes; shorten it")
     return name
@@ -135,6 +150,8 @@ def from_json(value: Any, where: str = "value") -> Any:
         if "$vector" in value:
             if len(value) != 1:
                 raise BadValue(f"{where}: a $vector object has no other fields")
+            if not isinstance(value["$vector"], list):
+                raise BadValue(f"{where}: a $vector must be a list of numbers")
             return Vector.of(value["$vector"])
         if "$bytes" in value:
             raw = value["$bytes"]

@@ -14,7 +14,7 @@ import structlog
 
 from drsg import logs
 from drsg.asof import AsOf, format_ms, parse_as_of
-from drsg.errors import BadAsOf, DatabaseUnavailable
+from drsg.errors import BadAsOf, CorruptRecord, DatabaseUnavailable
 from drsg.store import keys
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.log import Commit, LogReader
@@ -181,14 +181,20 @@ class Database:
         next_seq = max(from_seq, 1)
         while True:
             batch: list[Commit] = []
+            damage: CorruptRecord | None = None
             with self.env.read() as txn:
-                for commit in LogReader(txn, self.env.dbs["log"]).iter(next_seq, to_seq):
-                    batch.append(commit)
-                    if len(batch) >= 512:
-                        break
+                try:
+                    for commit in LogReader(txn, self.env.dbs["log"]).iter(next_seq, to_seq):
+                        batch.append(commit)
+                        if len(batch) >= 512:
+                            break
+                except CorruptRecord as exc:
+                    damage = exc  # deliver every intact commit before it first
+            yield from batch
+            if damage is not None:
+                raise damage
             if not batch:
                 return
-            yield from batch
             next_seq = batch[-1].seq + 1
 
     def follow(self, from_seq: int = 1, poll: float = 0.05) -> Iterator[Commit]:

@@ -34,6 +34,7 @@ from drsg.store.snapshot import Snapshot
 from drsg.values import Vector, check_name, check_props
 
 DEFAULT_PLANE = "startup"
+DEFAULT_PLANE_ID = 0
 METRICS = ("cosine", "dot", "l2")
 
 NodeRef = int | str  # a node id, or "@key" / a bare external key
@@ -65,6 +66,7 @@ class WriteTx:
         self.ids = ids
         self.mutations: list[Mutation] = []
         self._seal = seal  # callback(tx) that writes the commit record and returns the next seq
+        self._live_planes: set[int] = set()  # planes checked alive in this transaction
         self._start(seq)
 
     def _start(self, seq: int) -> None:
@@ -122,15 +124,24 @@ class WriteTx:
 
     def drop_plane(self, name: str) -> Plane:
         plane = self.view.plane(name)
-        if plane.name == DEFAULT_PLANE:
+        if plane.id == DEFAULT_PLANE_ID:  # by id: renaming `startup` does not make it droppable
             raise UsageError("the startup plane always exists and cannot be dropped")
         self._emit(PlaneDrop(plane.id))
+        self._live_planes.discard(plane.id)
         return plane
 
     # ------------------------------------------------------------------ nodes
 
+    def _live(self, plane: Plane) -> None:
+        """A Plane handle may outlive its plane (dropped since it was read): refuse to write into it."""
+        if plane.id not in self._live_planes:
+            if self.view.plane_by_id(plane.id) is None:
+                raise NotFound(f"plane {plane.name!r} no longer exists (it was dropped); look it up again")
+            self._live_planes.add(plane.id)
+
     def resolve(self, plane: Plane, ref: NodeRef) -> Node:
         """A node by id, ``@key`` or bare key; NotFound names the plane."""
+        self._live(plane)
         node = None
         if isinstance(ref, int) and not isinstance(ref, bool):
             node = self.view.node(plane.id, ref)
@@ -185,6 +196,7 @@ class WriteTx:
         labels: Iterable[str],
         props: Mapping[str, Any] | None,
     ) -> Node:
+        self._live(plane)
         if isinstance(labels, str):
             raise BadValue("labels must be a list of strings, not one string")
         label_list = sorted({check_name("a label", label) for label in labels})
@@ -225,6 +237,7 @@ class WriteTx:
         return Edge(plane.id, edge_id, src_id, dst_id, edge_type, checked)
 
     def edge(self, plane: Plane, edge_id: int) -> Edge:
+        self._live(plane)
         edge = self.view.edge(plane.id, edge_id)
         if edge is None:
             raise NotFound(f"no edge {edge_id} in plane {plane.name!r}")
@@ -256,6 +269,7 @@ class WriteTx:
     def declare_index(self, plane: Plane, kind: str, label: str, prop: str, options: Mapping[str, Any]) -> IndexDecl:
         """Declare a search index; idempotent. ``options`` that identify the index (a vector
         index's ``metric``, a keyword index's ``language``) may not change on re-declaration."""
+        self._live(plane)
         check_name("a label", label)
         check_name("a property name", prop)
         existing = self.view.index(plane.id, kind, label, prop)

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import lmdb
 
-from drsg.errors import DrsgError, StoreError, UsageError
+from drsg.errors import DrsgError, StoreError, StoreFull, UsageError
 from drsg.store import keys
 from drsg.store.environment import Environment, Txn
 from drsg.store.log import encode
@@ -182,26 +182,34 @@ class Writer:
         if not group:
             return
         try:
+            self._run_group(group)
+        finally:
+            for request in group:
+                request.finish()
+
+    def _run_group(self, group: list[_Request]) -> None:
+        """Commit a group, growing the map as needed; errors land on the requests, never raise."""
+        try:
             while True:
                 try:
                     # Shared, like a reader: a map resize must wait for this transaction to end.
                     with self.env.gate.shared():
                         self._commit_group(group)
-                    break
+                    return
                 except lmdb.MapFullError:
                     self.env.grow()  # then run the whole group again from a clean slate
                 except lmdb.MapResizedError:
                     self.env.adopt()  # another process grew the file: take its size, run the group again
+        except StoreFull as exc:
+            if len(group) > 1:  # one oversized commit must not sink the small ones grouped with it
+                for request in group:
+                    self._run_group([request])
+                return
+            _fail(group, exc)
         except DrsgError as exc:
-            for request in group:
-                request.error = exc
+            _fail(group, exc)
         except lmdb.Error as exc:
-            error = StoreError(f"{self.env.path}: write failed ({exc}); nothing was written")
-            for request in group:
-                request.error = error
-        finally:
-            for request in group:
-                request.finish()
+            _fail(group, StoreError(f"{self.env.path}: write failed ({exc}); nothing was written"))
 
     def _commit_group(self, group: list[_Request]) -> None:
         env = self.env
@@ -250,3 +258,9 @@ class Writer:
         finally:
             self._local.inside = False
         child.commit()
+
+
+def _fail(group: list[_Request], error: BaseException) -> None:
+    """The group's transaction was abandoned: nothing of it was written."""
+    for request in group:
+        request.error, request.seqs, request.ts = error, [], None
