@@ -33,25 +33,12 @@ _CORPUS: list[str] = []
 
 
 def corpus() -> list[str]:
-    """Lines of real prose: the project's seed documents if present, else stdlib docstrings."""
+    """Lines of real prose from the seed documents shipped in tests/data (the same in every process)."""
     if _CORPUS:
         return _CORPUS
     lines: list[str] = []
-    seeds = Path(__file__).resolve().parents[3] / "shared" / "seeds"
-    for path in sorted(seeds.glob("*.txt")) if seeds.is_dir() else []:
+    for path in sorted((Path(__file__).resolve().parents[1] / "data").glob("*.txt")):
         lines += [ln.strip() for ln in path.read_text(errors="replace").splitlines() if len(ln.strip()) > 20]
-    if len(lines) < 200:
-        import collections
-        import json
-        import logging
-        import threading as th
-        import unittest
-
-        for module in (collections, json, logging, th, unittest, random, zlib, os):
-            for obj in [module, *vars(module).values()]:
-                doc = getattr(obj, "__doc__", None)
-                if isinstance(doc, str):
-                    lines += [ln.strip() for ln in doc.splitlines() if len(ln.strip()) > 20]
     _CORPUS.extend(sorted(set(lines)))
     return _CORPUS
 
