@@ -109,3 +109,17 @@ class IndexDecl:
         out: dict[str, Any] = {"kind": self.kind, "label": self.label, "property": self.prop}
         out.update(self.options)
         return out
+
+
+def indexes_json(decls: list[IndexDecl]) -> dict[str, Any]:
+    """Upstream's ``plane.indexes`` shape: ``{vector: [{label, property, metric}], keyword: [...]}``."""
+    return {
+        "vector": [
+            {"label": d.label, "property": d.prop, "metric": d.metric, "dims": d.dims}
+            for d in decls
+            if d.kind == "vector"
+        ],
+        "keyword": [
+            {"label": d.label, "property": d.prop, "language": d.language} for d in decls if d.kind == "keyword"
+        ],
+    }

@@ -194,8 +194,25 @@ class Snapshot:
     # ------------------------------------------------------------------ tallies (current state only)
 
     def counts(self, plane: int) -> tuple[int, int]:
-        value = self.txn.get(keys.counts_key(plane), db=self.dbs["tally"])
-        return (0, 0) if value is None else tuple(unpack(value))  # type: ignore[return-value]
+        """Live (nodes, edges) of a plane at ``at``: the kept counters at the head; before it, by
+        walking the snapshot (the counters are kept for the current state only)."""
+        if self.at == self.head:
+            value = self.txn.get(keys.counts_key(plane), db=self.dbs["tally"])
+            return (0, 0) if value is None else tuple(unpack(value))  # type: ignore[return-value]
+        return sum(1 for _ in self.nodes(plane)), sum(1 for _ in self.edges(plane))
+
+    def labels_and_types(self, plane: int) -> tuple[dict[str, int], dict[str, int]]:
+        """Live nodes per label and edges per type at ``at`` (kept tallies at the head, else walked)."""
+        if self.at == self.head:
+            return self.tally(plane, b"L"), self.tally(plane, b"T")
+        labels: dict[str, int] = {}
+        types: dict[str, int] = {}
+        for node in self.nodes(plane):
+            for label in node.labels:
+                labels[label] = labels.get(label, 0) + 1
+        for edge in self.edges(plane):
+            types[edge.type] = types.get(edge.type, 0) + 1
+        return labels, types
 
     def tally(self, plane: int, kind: bytes) -> dict[str, int]:
         """Live nodes per label (kind ``L``) or edges per type (kind ``T``)."""

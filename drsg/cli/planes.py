@@ -23,7 +23,7 @@ def plane_list(obj: Context, as_json: bool, as_of: AsOf | None) -> None:
     """List planes with their node and edge counts."""
     with obj.open(write=False) as db, db.snapshot(as_of) as snap:
         for p in snap.planes():
-            nodes, edges = _counts(snap, p.id, as_of)
+            nodes, edges = snap.counts(p.id)
             if as_json:
                 emit_json(
                     {
@@ -36,13 +36,6 @@ def plane_list(obj: Context, as_json: bool, as_of: AsOf | None) -> None:
                 )
             else:
                 click.echo(f"{p.name}\t{nodes} nodes, {edges} edges")
-
-
-def _counts(snap, plane_id: int, as_of: AsOf | None) -> tuple[int, int]:  # type: ignore[no-untyped-def]
-    if as_of is None:
-        return snap.counts(plane_id)  # type: ignore[no-any-return]
-    # Counters are kept for the current state only; as of an earlier commit, count by walking.
-    return sum(1 for _ in snap.nodes(plane_id)), sum(1 for _ in snap.edges(plane_id))
 
 
 @plane.command("create")
@@ -66,9 +59,8 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
     """Show a plane: counts, labels, edge types, properties."""
     with obj.open(write=False) as db, db.snapshot(as_of) as snap:
         p = snap.plane(name)
-        nodes, edges = _counts(snap, p.id, as_of)
-        labels = snap.tally(p.id, b"L") if as_of is None else _walk_labels(snap, p.id)
-        types = snap.tally(p.id, b"T") if as_of is None else _walk_types(snap, p.id)
+        nodes, edges = snap.counts(p.id)
+        labels, types = snap.labels_and_types(p.id)
         card = {
             "id": p.id,
             "name": p.name,
@@ -89,21 +81,6 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
         click.echo(f"  -[{edge_type}]->\t{count}")
     for key, value in to_json(p.props).items():
         click.echo(f"  {key} = {value}")
-
-
-def _walk_labels(snap, plane_id: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    out: dict[str, int] = {}
-    for node in snap.nodes(plane_id):
-        for label in node.labels:
-            out[label] = out.get(label, 0) + 1
-    return out
-
-
-def _walk_types(snap, plane_id: int) -> dict[str, int]:  # type: ignore[no-untyped-def]
-    out: dict[str, int] = {}
-    for edge in snap.edges(plane_id):
-        out[edge.type] = out.get(edge.type, 0) + 1
-    return out
 
 
 @plane.command("rename")

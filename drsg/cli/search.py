@@ -16,6 +16,7 @@ from drsg.cli.options import embed_options, json_option, plane_option
 from drsg.errors import BadValue, UsageError
 from drsg.query import Plan, parse_plan_json, parse_search
 from drsg.store.database import Database
+from drsg.store.records import indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.values import Vector
@@ -122,18 +123,7 @@ def index_list(obj: Context, plane: str, as_json: bool) -> None:
     with obj.open(write=False) as db, db.snapshot() as snap:
         decls = snap.indexes(snap.plane(plane).id)
     if as_json:
-        emit_json(
-            {
-                "vector": [
-                    {"label": d.label, "property": d.prop, "metric": d.metric, "dims": d.dims}
-                    for d in decls
-                    if d.kind == "vector"
-                ],
-                "keyword": [
-                    {"label": d.label, "property": d.prop, "language": d.language} for d in decls if d.kind == "keyword"
-                ],
-            }
-        )
+        emit_json(indexes_json(decls))
         return
     for d in decls:
         detail = f"{d.metric}, {d.dims or '?'} dims" if d.kind == "vector" else d.language

@@ -17,7 +17,7 @@ from drsg.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE
 from drsg.server.rpc import INVALID_PARAMS, RpcError
 from drsg.server.schema import discover
 from drsg.server.state import ServerState
-from drsg.store.records import Edge, IndexDecl, Node, Plane
+from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.values import props_from_json, to_json
@@ -64,25 +64,9 @@ def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") 
     return node
 
 
-def plane_card(snap: Snapshot, plane: Plane, current: bool) -> dict[str, Any]:
-    if current:
-        nodes, edges = snap.counts(plane.id)
-    else:  # counters are kept for the current state; as of an earlier commit, count by walking
-        nodes, edges = sum(1 for _ in snap.nodes(plane.id)), sum(1 for _ in snap.edges(plane.id))
+def plane_card(snap: Snapshot, plane: Plane) -> dict[str, Any]:
+    nodes, edges = snap.counts(plane.id)
     return {"id": plane.id, "name": plane.name, "nodes": nodes, "edges": edges, "properties": to_json(plane.props)}
-
-
-def index_json(decls: list[IndexDecl]) -> dict[str, Any]:
-    return {
-        "vector": [
-            {"label": d.label, "property": d.prop, "metric": d.metric, "dims": d.dims}
-            for d in decls
-            if d.kind == "vector"
-        ],
-        "keyword": [
-            {"label": d.label, "property": d.prop, "language": d.language} for d in decls if d.kind == "keyword"
-        ],
-    }
 
 
 # --------------------------------------------------------------------------- discovery and stats
@@ -115,8 +99,7 @@ async def db_stats(ctx: ServerState, p: Params) -> Any:
 async def plane_list(ctx: ServerState, p: Params) -> Any:
     def planes() -> list[dict[str, Any]]:
         with ctx.db.snapshot(as_of(p)) as snap:
-            current = snap.at == snap.head
-            return [plane_card(snap, plane, current) for plane in snap.planes()]
+            return [plane_card(snap, plane) for plane in snap.planes()]
 
     return await ctx.read(planes)
 
@@ -321,7 +304,7 @@ async def edge_get(ctx: ServerState, p: Params) -> Any:
 async def plane_indexes(ctx: ServerState, p: Params) -> Any:
     def indexes() -> dict[str, Any]:
         with ctx.db.snapshot(as_of(p)) as snap:
-            return index_json(snap.indexes(snap.plane(p["plane"]).id))
+            return indexes_json(snap.indexes(snap.plane(p["plane"]).id))
 
     return await ctx.read(indexes)
 
