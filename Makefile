@@ -30,6 +30,11 @@ demo: setup
 	@echo "--- dijkstra is gone now, but still there as of commit 3:"
 	$(DRSG) --db $(DEMO_DB) get @dijkstra --plane pioneers || echo '(as expected: deleted now)'
 	$(DRSG) --db $(DEMO_DB) get @dijkstra --plane pioneers --as-of 3 --json
+	@echo "--- search: keyword (BM25) and meaning (local MiniLM embeddings, offline)"
+	$(DRSG) --db $(DEMO_DB) index keyword Person note --plane pioneers
+	$(DRSG) --db $(DEMO_DB) search 'SEARCH (p:Person) ON note MATCHING "algorithms" TOPK 3' --plane pioneers
+	$(DRSG) --db $(DEMO_DB) vectorize --plane pioneers --label Person --from note
+	$(DRSG) --db $(DEMO_DB) search 'SEARCH (p:Person) ON embedding NEAR "breaking enemy codes in wartime" TOPK 3' --plane pioneers
 	$(DRSG) --db $(DEMO_DB) stats
 
 lint: setup
