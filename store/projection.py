@@ -36,11 +36,11 @@ _TOMBSTONE = b""
 class Projector:
     """Writes mutations of commit ``seq`` through ``txn``."""
 
-    def __init__(self, txn: Txn, dbs: dict[str, Any], seq: int) -> None:
+    def __init__(self, txn: Txn, dbs: dict[str, Any], seq: int, view: Snapshot | None = None) -> None:
         self.txn = txn
         self.dbs = dbs
         self.seq = seq
-        self.view = Snapshot(txn, dbs, seq)  # reads see this commit's own writes
+        self.view = view or Snapshot(txn, dbs, seq)  # reads see this commit's own writes
         self._inv = keys.inv(seq)
 
     def apply(self, mutation: Mutation) -> None:

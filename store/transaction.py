@@ -72,7 +72,7 @@ class WriteTx:
     def _start(self, seq: int) -> None:
         self.seq = seq
         self.view = Snapshot(self.txn, self.dbs, seq)
-        self._projector = Projector(self.txn, self.dbs, seq)
+        self._projector = Projector(self.txn, self.dbs, seq, self.view)
         self.mutations = []
 
     def commit_point(self) -> int:
