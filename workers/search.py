@@ -83,7 +83,11 @@ class Searcher:
         if kind == "KeywordTopK":
             label, prop, k = body["label"], body["property"], int(body.get("k", 10))
             return self._keyword(snap, plane, label, prop, str(body["query"]), k, current)
-        raise UsageError(f"plan source {kind} is not supported yet; use VectorTopK, KeywordTopK, Scan*, Seek*")
+        if kind == "Hybrid":
+            from drsg.workers.hybrid import HybridSpec, hybrid_on_snapshot  # hybrid builds on this module
+
+            return list(hybrid_on_snapshot(self, snap, plane, HybridSpec.from_plan_json(body), current, embed))
+        raise UsageError(f"plan source {kind} is not supported yet; use VectorTopK, KeywordTopK, Hybrid, Scan*, Seek*")
 
     # ------------------------------------------------------------------ the two searches
 

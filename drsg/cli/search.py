@@ -14,7 +14,8 @@ import structlog
 from drsg.cli.context import Context, emit_json
 from drsg.cli.options import embed_options, json_option, plane_option
 from drsg.errors import BadValue, UsageError
-from drsg.query import Plan, parse_plan_json, parse_search
+from drsg.query import Plan, parse_plan_json
+from drsg.query_hybrid import parse_query
 from drsg.store.database import Database
 from drsg.store.records import indexes_json
 from drsg.store.snapshot import Snapshot
@@ -146,12 +147,12 @@ def index_drop(obj: Context, label: str, prop: str, plane: str, kind: str) -> No
 
 def _build(db: Database) -> None:
     """Bring the sidecars up to date now, so the next command starts warm."""
-    with _indexes(db) as indexes:
+    with open_indexes(db) as indexes:
         indexes.catch_up()
 
 
 @contextmanager
-def _indexes(db: Database) -> Iterator[IndexSet]:
+def open_indexes(db: Database) -> Iterator[IndexSet]:
     indexes = IndexSet(db, ef_search=max(64, int(click.get_current_context().obj.settings["index.ef_search"])))
     yield indexes
     try:
@@ -163,11 +164,40 @@ def _indexes(db: Database) -> Iterator[IndexSet]:
 EmbedChoice = tuple[str | None, str | None, str | None, str | None]  # name, model, url, key variable
 
 
-def _embedder(obj: Context, embed: EmbedChoice) -> Any:
+def make_embedder(obj: Context, embed: EmbedChoice) -> Any:
     from drsg.workers.embedders import get_embedder
 
     name, model, url, key_env = embed
     return get_embedder(name, model, url, key_env, obj.settings)
+
+
+def query_embedder(obj: Context, db: Database, plane: str, prop: str, embed: EmbedChoice) -> Any:
+    """The embedder for a text query on ``prop``: the one recorded with its vectors unless
+    --embed names one; a different one is an error (two vector spaces do not compare)."""
+    from drsg.pipeline.vectorize import recorded_embedder
+    from drsg.workers.embedders import get_embedder
+
+    recorded = recorded_embedder(db, plane, prop)
+    name, model, url, key_env = embed
+    if recorded and name is None and model is None and url is None:
+        recorded_name, _, rest = recorded.partition(":")
+        recorded_model, _, dims = rest.partition("@")
+        embedder = get_embedder(
+            recorded_name,
+            recorded_model or None,
+            None,
+            key_env,
+            obj.settings,
+            dimensions=int(dims) if dims.isdigit() else None,
+        )
+    else:
+        embedder = make_embedder(obj, embed)
+    if recorded and embedder.identity() != recorded:
+        raise UsageError(
+            f"{prop!r} in plane {plane!r} holds vectors from {recorded}; the query would be embedded with "
+            f"{embedder.identity()} — another vector space. Drop --embed, or pick the embedder that wrote them"
+        )
+    return embedder
 
 
 def _print_hits(hits: list[Hit], as_json: bool) -> None:
@@ -195,15 +225,24 @@ def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _text_property(plan: Plan) -> str | None:
+    """The vector property a plan's text query must be embedded for, if it has one."""
+    if not isinstance(plan.source, dict):
+        return None
+    vector = plan.source.get("VectorTopK") or (plan.source.get("Hybrid") or {}).get("vector") or {}
+    return str(vector.get("property", "embedding")) if "query_text" in vector else None
+
+
 def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
-    embed_text = None
-    if isinstance(plan.source, dict) and "query_text" in plan.source.get("VectorTopK", {}):
-        embedder = _embedder(obj, embed)
+    with obj.open(write=False) as db, open_indexes(db) as indexes:
+        embed_text = None
+        prop = _text_property(plan)
+        if prop is not None:
+            embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
 
-        def embed_text(text: str) -> Vector:
-            return embedder.embed([text])[0]  # type: ignore[no-any-return]
+            def embed_text(text: str) -> Vector:
+                return embedder.embed([text])[0]  # type: ignore[no-any-return]
 
-    with obj.open(write=False) as db, _indexes(db) as indexes:
         hits = Searcher(db, indexes).run(plane, plan, embed_text)
     _print_hits(hits, as_json)
 
@@ -226,13 +265,14 @@ def search(
     embed_key_env: str | None,
     as_json: bool,
 ) -> None:
-    """Run a SEARCH statement (vector NEAR or keyword MATCHING), optionally AS OF a commit.
+    """Run a SEARCH or HYBRID statement (vector NEAR, keyword MATCHING, or fused), optionally AS OF a commit.
 
     \b
     SEARCH (v:Doc) ON embedding NEAR [0.1, 0.2] METRIC cosine TOPK 5
     SEARCH (d:Doc) ON body MATCHING "graph database" TOPK 10 AS OF 42
+    HYBRID (d:Doc) VECTOR ON embedding NEAR "time travel" KEYWORD ON body MATCHING "time travel" GRAPH HOPS 1
     """
-    plan = parse_search(statement, _params(params))
+    plan = parse_query(statement, _params(params))
     _run(obj, plane, plan, (embed, embed_model, embed_url, embed_key_env), as_json)
 
 
@@ -292,7 +332,7 @@ def vectorize_cmd(
     ensure a vector index on it for each label embedded."""
     from drsg.pipeline.vectorize import vectorize
 
-    embedder = _embedder(obj, (embed, embed_model, embed_url, embed_key_env))
+    embedder = make_embedder(obj, (embed, embed_model, embed_url, embed_key_env))
     with obj.open(write=True) as db:
         if sys.stderr.isatty():
             with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:

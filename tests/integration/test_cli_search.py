@@ -109,3 +109,31 @@ def test_search_errors_are_one_line(drsg, tmp_path: Path) -> None:  # type: igno
         assert text in ran.err, (args, ran.err)
         assert len(ran.err.strip().splitlines()) == 1, ran.err
     assert drsg("stats", "--json").json_lines()[0]["commit_seq"] == head
+
+
+def test_hybrid_statement_and_plan_match_the_hybrid_command(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
+    assert drsg("index", "keyword", "Doc", "body", "--plane", "docs").code == 0
+    q = [round(float(x), 6) for x in rows(1007, 1)[0]]
+    stmt = f'HYBRID (d:Doc) VECTOR ON embedding NEAR {json.dumps(q)} KEYWORD ON body MATCHING "hybrid retrieval" TOPK 5'
+    via_search = drsg("search", stmt, "-p", "docs", "--json").json_lines()
+    top = [h["external_key"] for h in via_search]
+    # The vector channel's exact match and the keyword channel's best each score a normalised 1.0.
+    keyword_best = drsg("search", 'SEARCH (d:Doc) ON body MATCHING "hybrid retrieval" TOPK 1', "-p", "docs", "--json")
+    assert {"p7", keyword_best.json_lines()[0]["external_key"]} <= set(top[:3])
+    plan = {
+        "source": {
+            "Hybrid": {
+                "label": "Doc",
+                "vector": {"property": "embedding", "query": q, "metric": "Cosine"},
+                "keyword": {"property": "body", "query": "hybrid retrieval"},
+                "graph": None,
+                "weights": {"vector": 1.0, "keyword": 1.0, "graph": 0.5},
+                "candidates": 100,
+                "k": 5,
+            }
+        }
+    }
+    via_plan = drsg("query", json.dumps(plan), "-p", "docs", "--json").json_lines()
+    assert [h["id"] for h in via_plan] == [h["id"] for h in via_search]
+    assert [round(h["score"], 6) for h in via_plan] == [round(h["score"], 6) for h in via_search]
