@@ -35,7 +35,7 @@ from aiohttp import web
 
 from drsg import __version__
 from drsg.errors import ConfigError, DrsgError
-from drsg.server import methods, queries  # noqa: F401  (importing them registers the methods)
+from drsg.server import feed_routes, methods, queries  # noqa: F401  (importing them registers the methods)
 from drsg.server.config import ServerConfig, is_loopback
 from drsg.server.registry import REGISTRY
 from drsg.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, Call, Dispatcher, error_body
@@ -85,7 +85,7 @@ async def health_handler(request: web.Request) -> web.StreamResponse:
     return web.json_response({"status": status, "version": __version__}, status=503 if state.stopping else 200)
 
 
-#: The routes. The change feed adds its own here, e.g. ``web.get("/ws", feed_socket),``.
+#: The routes. The change feed's (``/ws``, ``/feed/{plane}``) are added by ``feed_routes.install``.
 ROUTES: list[web.AbstractRouteDef] = [
     web.post("/rpc", rpc_handler),
     web.get("/health", health_handler),
@@ -209,6 +209,7 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_startup.append(start)
     app.on_shutdown.append(stopping)
     app.on_cleanup.append(close)
+    feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     return app
 
 
