@@ -364,3 +364,6 @@ async def plane_history(ctx: ServerState, p: Params) -> Any:
         return {"oldest": 1, "latest": latest, "oldest_ms": times.get(1), "latest_ms": times.get(latest)}
 
     return await ctx.read(window)
+
+
+from drsg.server import hybrid_method  # noqa: E402, F401  (registers plane.hybrid)

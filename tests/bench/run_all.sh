@@ -7,6 +7,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
+# The hybrid benchmark's judged corpus is WordNet, from Debian's wordnet-base.
+if [[ ! -f /usr/share/wordnet/data.noun ]] && command -v apt-get >/dev/null && [[ $(id -u) == 0 ]]; then
+  apt-get update -qq && apt-get install -y -qq wordnet-base >/dev/null
+fi
 if [[ "${QUICK:-0}" == 1 ]]; then
   export DRSG_BENCH_NO_RECORD=1
   $PY -m tests.bench.bench_commits --mutations 20000 --single 1000
@@ -14,6 +18,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_import --nodes 20000 --edges 40000
   $PY -m tests.bench.bench_index --quick --no-record
   $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
+  $PY -m tests.bench.bench_hybrid --quick
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -21,6 +26,7 @@ $PY -m tests.bench.bench_asof
 $PY -m tests.bench.bench_import --cli
 $PY -m tests.bench.bench_index
 $PY -m tests.bench.bench_embedder
+$PY -m tests.bench.bench_hybrid
 if [[ "${PROFILE:-0}" == 1 ]]; then
   bash tests/bench/profile.sh
 fi

@@ -39,7 +39,6 @@ NOT_SERVED = {
     "plane.cypher",
     "plane.find",
     "plane.algo",
-    "plane.hybrid",
     "plane.ask",
     "digest.run",
     "digest.write",
@@ -126,6 +125,19 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "plan": {"source": {"ScanLabel": "Doc"}, "steps": [{"Limit": 2}]},
             "lean": True,
         },
+        "plane.hybrid": {
+            "plane": "conf",
+            "q": "vector index",
+            "label": "Doc",
+            "keyword_prop": "body",
+            "graph_hops": 1,
+            "graph_decay": 0.5,
+            "w_keyword": 1.0,
+            "w_graph": 0.5,
+            "k": 2,
+            "candidates": 10,
+            "lean": True,
+        },
         "plane.indexes": {"plane": "conf"},
         "index.ensure": {"plane": "conf", "label": "Doc", "property": "body", "kind": "keyword", "language": "english"},
         "index.drop": {"plane": "conf", "label": "Nothing", "property": "none", "kind": "keyword"},
@@ -208,6 +220,7 @@ def test_every_method_answers_in_its_declared_shape(
     keyword = {"plane": "conf", "label": "Doc", "property": "body", "query": "vector index", "kind": "keyword"}
     call("plane.search", keyword)
     call("plane.query", params["plane.query"])
+    call("plane.hybrid", params["plane.hybrid"])
     knn = {"VectorTopK": {"label": "Doc", "property": "embedding", "query": [1, 0, 0.25], "k": 2, "metric": "Cosine"}}
     assert call("plane.query", {"plane": "conf", "plan": {"source": knn}})[0]["score"] > 0.9
     for method in ("plane.indexes", "index.ensure", "graph.seed", "graph.expand", "node.history", "edge.get"):
