@@ -251,22 +251,24 @@ def hybrid_on_snapshot(
             if embed is None:
                 raise UsageError("this hybrid query has a text vector query: it needs an embedder (--embed)")
             query = embed(query)
-        hits = searcher._vector(snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current)
-        scores = {h.node.id: distance_from_similarity(metric, float(h.score or 0.0)) for h in hits}
+        ranked = searcher.vector_ranked(
+            snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current
+        )
+        scores = {node: distance_from_similarity(metric, score) for node, score in ranked}
         channels.append(Channel("vector", scores, spec.weight("vector"), higher_is_better=False))
-        best_first["vector"] = [h.node.id for h in hits]
+        best_first["vector"] = [node for node, _ in ranked]
     if spec.keyword is not None:
         assert spec.label is not None  # check() saw to it
         worker = searcher.indexes.get(plane, "keyword", spec.label, spec.keyword.prop) if current else None
         if worker is None and snap.index(plane, "keyword", spec.label, spec.keyword.prop) is None:
             log.warning("no keyword index: the keyword channel is empty", label=spec.label, prop=spec.keyword.prop)
-            hits = []
+            pool: list[tuple[int, float]] = []
         else:
-            hits = searcher._keyword(
+            pool = searcher.keyword_ranked(
                 snap, plane, spec.label, spec.keyword.prop, spec.keyword.text, spec.candidates, current
             )
-        channels.append(Channel("keyword", {h.node.id: float(h.score or 0.0) for h in hits}, spec.weight("keyword")))
-        best_first["keyword"] = [h.node.id for h in hits]
+        channels.append(Channel("keyword", dict(pool), spec.weight("keyword")))
+        best_first["keyword"] = [node for node, _ in pool]
     if spec.graph is not None:
         seeds = [n for name in ("vector", "keyword") for n in best_first.get(name, [])[: spec.graph.seeds]]
         graph = expand(snap, plane, seeds, spec.graph.hops, spec.graph.decay)

@@ -122,16 +122,37 @@ class Searcher:
         k: int,
         current: bool,
     ) -> list[Hit]:
-        worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
-        if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
-            ranked = worker.search(query, k)
-        else:
-            ranked = exact_vector_search(snap, plane, label, prop, query, metric, k)
-        return _hydrate(snap, plane, ranked)
+        return _hydrate(snap, plane, self.vector_ranked(snap, plane, label, prop, query, metric, k, current))
 
     def _keyword(
         self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
     ) -> list[Hit]:
+        return _hydrate(snap, plane, self.keyword_ranked(snap, plane, label, prop, text, k, current))
+
+    # ------------------------------------------------------------------ ranked ids, no records
+    # (for callers that combine candidate pools, such as hybrid retrieval, and load only the winners)
+
+    def vector_ranked(
+        self,
+        snap: Snapshot,
+        plane: int,
+        label: str | None,
+        prop: str,
+        query: Vector,
+        metric: str,
+        k: int,
+        current: bool,
+    ) -> list[tuple[int, float]]:
+        """Top-k ``(node id, similarity)`` from the index when it serves this query, else exactly."""
+        worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
+        if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
+            return worker.search(query, k)
+        return exact_vector_search(snap, plane, label, prop, query, metric, k)
+
+    def keyword_ranked(
+        self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
+    ) -> list[tuple[int, float]]:
+        """Top-k ``(node id, BM25)``; AS OF an earlier commit, over that snapshot's documents exactly."""
         worker = self.indexes.get(plane, "keyword", label, prop) if current else None
         if worker is None:
             decl = snap.index(plane, "keyword", label, prop)
@@ -140,10 +161,9 @@ class Searcher:
                     f"no keyword index on {label}.{prop}; declare one with "
                     f"`drsg index keyword {label} {prop} --plane {snap.plane_by_id(plane).name}`"  # type: ignore[union-attr]
                 )
-            # AS OF an earlier commit: index that snapshot's documents in memory, exactly.
             worker = worker_class("keyword")(decl, self.db.path, "")
             worker.rebuild(snap)
-        return _hydrate(snap, plane, worker.search(text, k))  # type: ignore[attr-defined]
+        return worker.search(text, k)  # type: ignore[attr-defined,no-any-return]
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
