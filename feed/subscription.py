@@ -6,8 +6,9 @@ short read transaction (never held across an ``await`` or a ``yield``), turns th
 (feed/changes.py) and hands them out one by one. A slow consumer therefore costs one batch of
 memory and simply falls behind; nothing is ever dropped, and ``truncated`` is always false.
 
-New commits — this process's or any other's — are noticed by polling the head seq (one small read,
-every ``poll`` seconds while caught up), so they reach subscribers within about ``poll`` seconds.
+New commits made in this process wake subscribers at once (the database's commit signal); other
+processes' commits are noticed by polling the head seq (one small read every ``poll`` seconds while
+caught up), so they reach subscribers within about ``poll`` seconds.
 
 Messages::
 
@@ -217,7 +218,7 @@ class Subscription:
             elif action == "read":
                 self._read_batch(arg)
             elif action == "wait":
-                time.sleep(self._wait_time())
+                self.db.commits_signal.wait(self._next - 1, self._wait_time())
             else:
                 return
 
@@ -242,7 +243,7 @@ class Subscription:
             if action == "read":
                 self._reading = asyncio.ensure_future(asyncio.to_thread(self._read_batch, arg))
             elif action == "wait":
-                await asyncio.sleep(self._wait_time())
+                await self.db.commits_signal.wait_async(self._next - 1, self._wait_time())
             else:
                 raise StopAsyncIteration
 

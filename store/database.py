@@ -21,6 +21,7 @@ from drsg.store.log import Commit, LogReader
 from drsg.store.mutations import EdgePut, NodePut, PlaneCreate
 from drsg.store.projection import rebuild
 from drsg.store.records import Plane
+from drsg.store.signal import CommitSignal
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import DEFAULT_PLANE, IdCounters, WriteTx
 from drsg.store.writer import META_FORMAT, CommitResult, Writer, read_head
@@ -77,6 +78,8 @@ class Database:
             path, EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)
         )
         self.writer = Writer(self.env, max_group=group_max)
+        self.commits_signal = CommitSignal()
+        self.writer.on_commit = self.commits_signal.publish
         self.readonly = readonly
         if not readonly:
             self._bootstrap()

@@ -110,6 +110,7 @@ class Writer:
         self._drainer_running = False
         self._local = threading.local()
         self.groups_committed = 0
+        self.on_commit: Callable[[int], None] | None = None  # told the new head after each durable group
 
     # ------------------------------------------------------------------ callers
 
@@ -222,6 +223,8 @@ class Writer:
             write_state(txn, meta, state)
             txn.commit()  # durable: the environment syncs on commit
             self.groups_committed += 1
+            if self.on_commit is not None:
+                self.on_commit(state.head)
         except BaseException:
             txn.abort()
             raise

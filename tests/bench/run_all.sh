@@ -19,6 +19,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_index --quick --no-record
   $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
   $PY -m tests.bench.bench_hybrid --quick
+  $PY -m tests.bench.bench_feed --quick
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -27,6 +28,8 @@ $PY -m tests.bench.bench_import --cli
 $PY -m tests.bench.bench_index
 $PY -m tests.bench.bench_embedder
 $PY -m tests.bench.bench_hybrid
+$PY -m tests.bench.bench_feed
+$PY -m tests.bench.bench_rpc
 if [[ "${PROFILE:-0}" == 1 ]]; then
   bash tests/bench/profile.sh
 fi
