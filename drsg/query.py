@@ -103,16 +103,21 @@ class _Parser:
             raise QuerySyntaxError(f"{what} must be a whole number, not {tok.text}")
         return int(tok.text)
 
-    # grammar
-    def search(self) -> Plan:
-        self.take("SEARCH")
-        self.take("(", what="'(' after SEARCH")
+    def node_pattern(self, keyword: str) -> tuple[str, str | None]:
+        """``KEYWORD (var[:Label])`` → (var, label)."""
+        self.take(keyword)
+        self.take("(", what=f"'(' after {keyword}")
         var = self.take(kind="word", what="a variable name").text
         label = None
         if self.peek(":"):
             self.take(":")
             label = self.take(kind="word", what="a label").text
         self.take(")", what="')'")
+        return var, label
+
+    # grammar
+    def search(self) -> Plan:
+        var, label = self.node_pattern("SEARCH")
         prop = None
         if self.peek("ON"):
             self.take("ON")

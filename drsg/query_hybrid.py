@@ -36,14 +36,7 @@ class _HybridParser(_Parser):
         return float(self.take(kind="number", what=f"a number after {part} WEIGHT").text)
 
     def hybrid(self) -> Plan:
-        self.take("HYBRID")
-        self.take("(", what="'(' after HYBRID")
-        var = self.take(kind="word", what="a variable name").text
-        label = None
-        if self.peek(":"):
-            self.take(":")
-            label = self.take(kind="word", what="a label").text
-        self.take(")", what="')'")
+        var, label = self.node_pattern("HYBRID")
         body: dict[str, Any] = {"label": label, "vector": None, "keyword": None, "graph": None}
         weights = dict(DEFAULT_WEIGHTS)
         seen: set[str] = set()
