@@ -27,8 +27,9 @@ Final order: fused score descending, ties by ascending node id.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,6 +126,13 @@ def fuse(
     channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K, k: int | None = None
 ) -> list[Fused]:
     """The union of every channel's nodes, fused, best first (ties by node id), top ``k``."""
+    ranked = iter_fused(channels, method, rrf_k)
+    return list(ranked if k is None else itertools.islice(ranked, max(k, 0)))
+
+
+def iter_fused(channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> Iterator[Fused]:
+    """As :func:`fuse`, lazily: totals for every node are cheap floats, but a node's explanation
+    (raw, normalised and weighted share per channel) is only built when the caller reaches it."""
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
     if rrf_k < 0:
@@ -141,25 +149,16 @@ def fuse(
             shares[c.name] = {n: 1.0 / (rrf_k + r) for n, r in ranks(c.scores, c.higher_is_better).items()}
         else:
             shares[c.name] = normalise(c, method)
-    nodes: set[int] = set()
-    for c in channels:
-        nodes.update(c.scores)
-    out = []
-    for node in nodes:
-        raw: dict[str, float] = {}
-        norm: dict[str, float] = {}
-        contrib: dict[str, float] = {}
-        total = 0.0
-        for c in channels:
-            if node not in c.scores:
-                continue
-            raw[c.name] = float(c.scores[node])
-            norm[c.name] = shares[c.name][node]
-            contrib[c.name] = c.weight * norm[c.name]
-            total += contrib[c.name]
-        out.append(Fused(node, total, raw, norm, contrib))
-    out.sort(key=lambda f: (-f.score, f.node))
-    return out if k is None else out[: max(k, 0)]
+    totals: dict[int, float] = {}
+    for c in channels:  # channel order per node, so sums are the same whichever node comes first
+        weight = c.weight
+        for node, share in shares[c.name].items():
+            totals[node] = totals.get(node, 0.0) + weight * share
+    for node in sorted(totals, key=lambda n: (-totals[n], n)):
+        raw = {c.name: float(c.scores[node]) for c in channels if node in c.scores}
+        norm = {name: shares[name][node] for name in raw}
+        contrib = {c.name: c.weight * norm[c.name] for c in channels if c.name in norm}
+        yield Fused(node, totals[node], raw, norm, contrib)
 
 
 def explain(hit: Fused, channels: Sequence[Channel], method: str = "minmax") -> str:

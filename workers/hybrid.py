@@ -32,7 +32,7 @@ from drsg.asof import AsOf
 from drsg.errors import UsageError
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, explain, fuse
+from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, explain, iter_fused
 from drsg.workers.search import Hit, Searcher
 from drsg.workers.vector import check_metric
 
@@ -275,7 +275,7 @@ def hybrid_on_snapshot(
         bounds = (0.0, 1.0) if spec.graph_norm == "range" else None
         channels.append(Channel("graph", graph, spec.weight("graph"), bounds=bounds))
     out: list[HybridHit] = []
-    for fused in fuse(channels, spec.fusion, spec.rrf_k):
+    for fused in iter_fused(channels, spec.fusion, spec.rrf_k):
         if len(out) >= spec.k:
             break
         node = snap.node(plane, fused.node)
