@@ -545,7 +545,7 @@ def test_cli_feed_follows_another_process_and_stops_on_ctrl_c(tmp_path: Path) ->
             first = json.loads(line.splitlines()[0])
             assert first["plane"] == PLANE and first["changes"][0]["op"] == "created"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(10) == 0, proc.stderr.read() if proc.stderr else ""
+        assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""  # generous: CI machines are busy
     finally:
         if proc.poll() is None:
             proc.kill()
