@@ -79,10 +79,11 @@ class Searcher:
             query = _query_vector(body, embed)
             metric = _METRIC_FROM_PLAN.get(body.get("metric", "Cosine"), str(body.get("metric", "cosine")).lower())
             label, prop, k = body.get("label"), body.get("property", "embedding"), int(body.get("k", 10))
-            return self._vector(snap, plane, label, prop, query, check_metric(metric), k, current)
+            ranked = self.vector_ranked(snap, plane, label, prop, query, check_metric(metric), k, current)
+            return _hydrate(snap, plane, ranked)
         if kind == "KeywordTopK":
             label, prop, k = body["label"], body["property"], int(body.get("k", 10))
-            return self._keyword(snap, plane, label, prop, str(body["query"]), k, current)
+            return _hydrate(snap, plane, self.keyword_ranked(snap, plane, label, prop, str(body["query"]), k, current))
         if kind == "Hybrid":
             from drsg.workers.hybrid import HybridSpec, hybrid_on_snapshot  # hybrid builds on this module
 
@@ -102,35 +103,20 @@ class Searcher:
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
         with self._snapshot(_as_of(as_of)) as snap:
-            plane_id = snap.plane(plane).id
-            return self._vector(snap, plane_id, label, prop, query, check_metric(metric), k, snap.at == snap.head)
+            plane_id, metric = snap.plane(plane).id, check_metric(metric)
+            current = snap.at == snap.head
+            return _hydrate(snap, plane_id, self.vector_ranked(snap, plane_id, label, prop, query, metric, k, current))
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
         with self._snapshot(_as_of(as_of)) as snap:
-            return self._keyword(snap, snap.plane(plane).id, label, prop, text, k, snap.at == snap.head)
+            plane_id = snap.plane(plane).id
+            current = snap.at == snap.head
+            return _hydrate(snap, plane_id, self.keyword_ranked(snap, plane_id, label, prop, text, k, current))
 
-    def _vector(
-        self,
-        snap: Snapshot,
-        plane: int,
-        label: str | None,
-        prop: str,
-        query: Vector,
-        metric: str,
-        k: int,
-        current: bool,
-    ) -> list[Hit]:
-        return _hydrate(snap, plane, self.vector_ranked(snap, plane, label, prop, query, metric, k, current))
-
-    def _keyword(
-        self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
-    ) -> list[Hit]:
-        return _hydrate(snap, plane, self.keyword_ranked(snap, plane, label, prop, text, k, current))
-
-    # ------------------------------------------------------------------ ranked ids, no records
-    # (for callers that combine candidate pools, such as hybrid retrieval, and load only the winners)
+    # ------------------------------------------------------------------ ranked ids; callers load records
+    # (hybrid retrieval combines candidate pools and loads only the winners)
 
     def vector_ranked(
         self,
