@@ -8,25 +8,13 @@ from typing import Any
 import click
 
 from drsg.cli.context import Context, emit_json
+from drsg.cli.hybrid import hybrid_options, spec_from
 from drsg.cli.options import embed_options, json_option, plane_option
 from drsg.cli.search import open_indexes, query_embedder
 from drsg.errors import BadValue, UsageError
 from drsg.values import Vector
 from drsg.workers.evaluation import Row, evaluate_hybrid, parse_qrels, parse_queries
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS
-from drsg.workers.hybrid import (
-    DEFAULT_CANDIDATES,
-    DEFAULT_DECAY,
-    DEFAULT_SEEDS,
-    DEFAULT_WEIGHTS,
-    GRAPH_NORMS,
-    GraphPart,
-    HybridSpec,
-    KeywordPart,
-    VectorPart,
-)
 from drsg.workers.search import Searcher
-from drsg.workers.vector import METRICS
 
 
 def _lines(path: str) -> list[str]:
@@ -48,22 +36,7 @@ def print_rows(rows: list[Row], ndcg_k: int, recall_k: int) -> None:
 @click.argument("qrels", metavar="QRELS")
 @click.option("--queries", "queries_path", required=True, metavar="FILE", help='JSONL: {"id": "q1", "text": "…"}.')
 @plane_option
-@click.option("--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label (keyword needs it).")
-@click.option("--vector", "vector_prop", default=None, metavar="PROP", help="Evaluate the vector channel over PROP.")
-@click.option("--keyword", "keyword_prop", default=None, metavar="PROP", help="Evaluate the keyword (BM25) channel.")
-@click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
-@click.option("--graph-hops", type=click.IntRange(0, 64), default=None, metavar="N", help="Add graph rows: N hops.")
-@click.option("--graph-decay", type=click.FloatRange(0.0, 1.0), default=DEFAULT_DECAY, show_default=True)
-@click.option("--graph-seeds", type=click.IntRange(1), default=DEFAULT_SEEDS, show_default=True)
-@click.option("--graph-norm", type=click.Choice(GRAPH_NORMS), default="range", show_default=True)
-@click.option(
-    "--candidates", type=click.IntRange(1), default=DEFAULT_CANDIDATES, show_default=True, help="Hits per channel."
-)
-@click.option("--w-vector", type=float, default=DEFAULT_WEIGHTS["vector"], show_default=True)
-@click.option("--w-keyword", type=float, default=DEFAULT_WEIGHTS["keyword"], show_default=True)
-@click.option("--w-graph", type=float, default=DEFAULT_WEIGHTS["graph"], show_default=True)
-@click.option("--fusion", type=click.Choice(FUSIONS), default="minmax", show_default=True)
-@click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True, help="RRF's k.")
+@hybrid_options
 @click.option("--ndcg-k", type=click.IntRange(1), default=10, show_default=True, help="nDCG cut-off.")
 @click.option("--recall-k", type=click.IntRange(1), default=100, show_default=True, help="Recall cut-off.")
 @embed_options
@@ -74,20 +47,6 @@ def hybrid_eval(
     qrels: str,
     queries_path: str,
     plane: str,
-    label: str | None,
-    vector_prop: str | None,
-    keyword_prop: str | None,
-    metric: str,
-    graph_hops: int | None,
-    graph_decay: float,
-    graph_seeds: int,
-    graph_norm: str,
-    candidates: int,
-    w_vector: float,
-    w_keyword: float,
-    w_graph: float,
-    fusion: str,
-    rrf_k: int,
     ndcg_k: int,
     recall_k: int,
     embed: str | None,
@@ -95,6 +54,7 @@ def hybrid_eval(
     embed_url: str | None,
     embed_key_env: str | None,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """Evaluate hybrid retrieval on judged queries: nDCG@10 (graded) and recall@100 for each
     channel alone, each with the graph channel (--graph-hops), and fused. QRELS is TREC-style
@@ -112,18 +72,7 @@ def hybrid_eval(
         raise UsageError(f"{len(missing)} judged query id(s) have no text in {queries_path}, e.g. {missing[0]!r}")
     if not queries:
         raise UsageError("no query has a judgment: nothing to evaluate")
-    spec = HybridSpec(
-        label=label,
-        vector=None if vector_prop is None else VectorPart(vector_prop, "", metric),
-        keyword=None if keyword_prop is None else KeywordPart(keyword_prop, ""),
-        graph=None if graph_hops is None else GraphPart(graph_hops, graph_decay, graph_seeds),
-        weights={"vector": w_vector, "keyword": w_keyword, "graph": w_graph},
-        candidates=candidates,
-        k=max(ndcg_k, recall_k),
-        fusion=fusion,
-        rrf_k=rrf_k,
-        graph_norm=graph_norm,
-    ).check()
+    spec = spec_from("", max(ndcg_k, recall_k), options)  # each query's text is filled in per query
     with obj.open(write=False) as db:
         vectors: dict[str, Vector] | None = None
         if spec.vector is not None:  # every query embedded once, up front, by the vectors' embedder
@@ -137,16 +86,21 @@ def hybrid_eval(
             "queries": len(queries),
             "ndcg_k": ndcg_k,
             "recall_k": recall_k,
-            "label": label,
-            "vector": None if spec.vector is None else {"property": spec.vector.prop, "metric": metric},
+            "label": spec.label,
+            "vector": None if spec.vector is None else {"property": spec.vector.prop, "metric": spec.vector.metric},
             "keyword": None if spec.keyword is None else {"property": spec.keyword.prop},
             "graph": None
             if spec.graph is None
-            else {"hops": spec.graph.hops, "decay": spec.graph.decay, "seeds": spec.graph.seeds, "norm": graph_norm},
+            else {
+                "hops": spec.graph.hops,
+                "decay": spec.graph.decay,
+                "seeds": spec.graph.seeds,
+                "norm": spec.graph_norm,
+            },
             "weights": {name: spec.weight(name) for name in ("vector", "keyword", "graph")},
-            "candidates": candidates,
-            "fusion": fusion,
-            "rrf_k": rrf_k,
+            "candidates": spec.candidates,
+            "fusion": spec.fusion,
+            "rrf_k": spec.rrf_k,
             "rows": [r.to_json() for r in rows],
         }
         emit_json(out)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any, TypeVar
 
 import click
 
@@ -30,9 +32,81 @@ from drsg.workers.hybrid import (
 from drsg.workers.search import Searcher
 from drsg.workers.vector import METRICS
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 def _raw(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+def hybrid_options(fn: F) -> F:
+    """The channel, weight and fusion flags `hybrid` and `hybrid-eval` share (read by :func:`spec_from`)."""
+    options = [
+        click.option(
+            "--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label (keyword needs it)."
+        ),
+        click.option("--vector", "vector_prop", default=None, metavar="PROP", help="The vector channel, over PROP."),
+        click.option(
+            "--keyword", "keyword_prop", default=None, metavar="PROP", help="The keyword (BM25) channel, over PROP."
+        ),
+        click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True),
+        click.option(
+            "--graph-hops", type=click.IntRange(0, 64), default=None, metavar="N", help="The graph channel: N hops."
+        ),
+        click.option("--graph-decay", type=click.FloatRange(0.0, 1.0), default=DEFAULT_DECAY, show_default=True),
+        click.option(
+            "--graph-seeds",
+            type=click.IntRange(1),
+            default=DEFAULT_SEEDS,
+            show_default=True,
+            help="Top hits of each channel the graph expands from.",
+        ),
+        click.option(
+            "--graph-norm",
+            type=click.Choice(GRAPH_NORMS),
+            default="range",
+            show_default=True,
+            help="range: decay^hops as is (a 1-hop neighbour keeps `decay`); minmax: upstream's (1-hop → 0 at 1 hop).",
+        ),
+        click.option(
+            "--candidates",
+            type=click.IntRange(1),
+            default=DEFAULT_CANDIDATES,
+            show_default=True,
+            help="Hits per channel.",
+        ),
+        click.option("--w-vector", type=float, default=DEFAULT_WEIGHTS["vector"], show_default=True),
+        click.option("--w-keyword", type=float, default=DEFAULT_WEIGHTS["keyword"], show_default=True),
+        click.option("--w-graph", type=float, default=DEFAULT_WEIGHTS["graph"], show_default=True),
+        click.option(
+            "--fusion",
+            type=click.Choice(FUSIONS),
+            default="minmax",
+            show_default=True,
+            help="minmax weighted sum (upstream), rrf (reciprocal rank), dbsf (distribution-based score fusion).",
+        ),
+        click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True, help="RRF's k."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
+    """A checked HybridSpec from :func:`hybrid_options`' values (``text`` is the query for both channels)."""
+    o = options
+    return HybridSpec(
+        label=o["label"],
+        vector=None if o["vector_prop"] is None else VectorPart(o["vector_prop"], text, o["metric"]),
+        keyword=None if o["keyword_prop"] is None else KeywordPart(o["keyword_prop"], text),
+        graph=None if o["graph_hops"] is None else GraphPart(o["graph_hops"], o["graph_decay"], o["graph_seeds"]),
+        weights={"vector": o["w_vector"], "keyword": o["w_keyword"], "graph": o["w_graph"]},
+        candidates=o["candidates"],
+        k=k,
+        fusion=o["fusion"],
+        rrf_k=o["rrf_k"],
+        graph_norm=o["graph_norm"],
+    ).check()
 
 
 def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> None:
@@ -56,43 +130,8 @@ def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> N
 @click.command("hybrid")
 @click.argument("text", metavar='"QUERY"')
 @plane_option
-@click.option("--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label (keyword needs it).")
-@click.option("--vector", "vector_prop", default=None, metavar="PROP", help="Turn on the vector channel over PROP.")
-@click.option("--keyword", "keyword_prop", default=None, metavar="PROP", help="Turn on the keyword (BM25) channel.")
-@click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
-@click.option(
-    "--graph-hops", type=click.IntRange(0, 64), default=None, metavar="N", help="Turn on the graph channel: N hops."
-)
-@click.option("--graph-decay", type=click.FloatRange(0.0, 1.0), default=DEFAULT_DECAY, show_default=True)
-@click.option(
-    "--graph-seeds",
-    type=click.IntRange(1),
-    default=DEFAULT_SEEDS,
-    show_default=True,
-    help="Top hits of each channel the graph expands from.",
-)
-@click.option(
-    "--graph-norm",
-    type=click.Choice(GRAPH_NORMS),
-    default="range",
-    show_default=True,
-    help="range: decay^hops as is (a 1-hop neighbour keeps `decay`); minmax: upstream's (1-hop → 0 at 1 hop).",
-)
+@hybrid_options
 @click.option("--k", "k", type=click.IntRange(0), default=DEFAULT_K, show_default=True, help="Results returned.")
-@click.option(
-    "--candidates", type=click.IntRange(1), default=DEFAULT_CANDIDATES, show_default=True, help="Hits per channel."
-)
-@click.option("--w-vector", type=float, default=DEFAULT_WEIGHTS["vector"], show_default=True)
-@click.option("--w-keyword", type=float, default=DEFAULT_WEIGHTS["keyword"], show_default=True)
-@click.option("--w-graph", type=float, default=DEFAULT_WEIGHTS["graph"], show_default=True)
-@click.option(
-    "--fusion",
-    type=click.Choice(FUSIONS),
-    default="minmax",
-    show_default=True,
-    help="minmax weighted sum (upstream), rrf (reciprocal rank), dbsf (distribution-based score fusion).",
-)
-@click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True, help="RRF's k.")
 @as_of_option
 @embed_options
 @click.option("--explain", is_flag=True, help="Show how each fused score was made.")
@@ -102,21 +141,7 @@ def hybrid(
     obj: Context,
     text: str,
     plane: str,
-    label: str | None,
-    vector_prop: str | None,
-    keyword_prop: str | None,
-    metric: str,
-    graph_hops: int | None,
-    graph_decay: float,
-    graph_seeds: int,
-    graph_norm: str,
     k: int,
-    candidates: int,
-    w_vector: float,
-    w_keyword: float,
-    w_graph: float,
-    fusion: str,
-    rrf_k: int,
     as_of: AsOf | None,
     embed: str | None,
     embed_model: str | None,
@@ -124,6 +149,7 @@ def hybrid(
     embed_key_env: str | None,
     explain: bool,
     as_json: bool,
+    **options: Any,
 ) -> None:
     """Hybrid retrieval: a channel is on when its property is named (--vector, --keyword), the
     graph channel with --graph-hops. Channels are min-max normalised (the graph channel by its
@@ -135,23 +161,12 @@ def hybrid(
     drsg hybrid "how does time-travel work" -p social --label Doc \\
         --vector embedding --keyword body --graph-hops 1 --k 10
     """
-    spec = HybridSpec(
-        label=label,
-        vector=None if vector_prop is None else VectorPart(vector_prop, text, metric),
-        keyword=None if keyword_prop is None else KeywordPart(keyword_prop, text),
-        graph=None if graph_hops is None else GraphPart(graph_hops, graph_decay, graph_seeds),
-        weights={"vector": w_vector, "keyword": w_keyword, "graph": w_graph},
-        candidates=candidates,
-        k=k,
-        fusion=fusion,
-        rrf_k=rrf_k,
-        graph_norm=graph_norm,
-    ).check()
+    spec = spec_from(text, k, options)
     with obj.open(write=False) as db:
         if spec.vector is not None:  # embed first, outside the query's snapshot
             embedder = query_embedder(obj, db, plane, spec.vector.prop, (embed, embed_model, embed_url, embed_key_env))
             vector = embedder.embed([text])[0]
-            spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, metric))
+            spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
         with open_indexes(db) as indexes:
             hits = run_hybrid(Searcher(db, indexes), plane, spec, as_of=as_of)
     print_hits(hits, as_json, explain)
