@@ -13,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from drsg.pipeline.vectorize import vectorize
-from drsg.store.database import Database
-from drsg.store.transaction import WriteTx
-from drsg.workers.embedders import get_embedder
 from tests.integration.test_server import RunningServer, start_server
-from tests.support.instruments import DOCS, EDGES
+from tests.support import instruments
 
 CHANNELS = {"vector", "keyword", "graph"}
 
@@ -26,21 +22,7 @@ CHANNELS = {"vector", "keyword", "graph"}
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, int]]:
     workdir = tmp_path_factory.mktemp("hybrid")
-    db = Database(workdir / "graph.drsg", create=True)
-
-    def load(tx: WriteTx) -> None:
-        plane = tx.create_plane("music")
-        for key, text in DOCS.items():
-            tx.create_node(plane, key, ["Doc"], {"body": text})
-        for a, b in EDGES:
-            tx.create_edge(plane, a, b, "IS_A")
-        tx.declare_index(plane, "keyword", "Doc", "body", {"language": "english"})
-
-    db.write(load)
-    vectorize(db, get_embedder(None), "music", "body", "embedding", "Doc")
-    db.write(lambda tx: tx.declare_index(tx.plane("music"), "vector", "Doc", "embedding", {"metric": "cosine"}))
-    head = db.head()
-    db.close()
+    head = instruments.build(workdir / "graph.drsg")
     server = start_server(workdir / "graph.drsg", workdir)
     yield server, head
     assert server.stop() == 0

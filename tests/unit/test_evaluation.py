@@ -20,7 +20,7 @@ from drsg.workers.evaluation import (
     recall_at_k,
     score_run,
 )
-from tests.support.instruments import DOCS, EDGES
+from tests.support import instruments
 
 # --------------------------------------------------------------------------- metrics
 
@@ -119,26 +119,10 @@ def test_configs_cover_each_channel_and_the_fusion() -> None:
 def evaluated(drsg: Callable[..., object], tmp_path: Path, db_path: Path) -> tuple[Callable[..., object], Path, Path]:
     from drsg.cli.evaluate import hybrid_eval
     from drsg.cli.main import cli
-    from drsg.pipeline.vectorize import vectorize
-    from drsg.store.database import Database
-    from drsg.workers.embedders import get_embedder
 
     if "hybrid-eval" not in cli.commands:  # until drsg/cli/main.py registers it
         cli.add_command(hybrid_eval)
-    db = Database(db_path, create=True)
-
-    def load(tx):  # type: ignore[no-untyped-def]
-        plane = tx.create_plane("music")
-        for key, text in DOCS.items():
-            tx.create_node(plane, key, ["Doc"], {"body": text})
-        for a, b in EDGES:
-            tx.create_edge(plane, a, b, "IS_A")
-        tx.declare_index(plane, "keyword", "Doc", "body", {"language": "english"})
-
-    db.write(load)
-    vectorize(db, get_embedder(None), "music", "body", "embedding", "Doc")
-    db.write(lambda tx: tx.declare_index(tx.plane("music"), "vector", "Doc", "embedding", {"metric": "cosine"}))
-    db.close()
+    instruments.build(db_path)
     queries = tmp_path / "queries.jsonl"
     queries.write_text(
         json.dumps({"id": "q1", "text": "bowed instrument with a deep tone"})
