@@ -12,10 +12,12 @@
     │   ├── CorruptRecord        a log record whose checksum or format is wrong (carries its seq)
     │   └── DatabaseUnavailable  missing file, read-only path, lock trouble
     ├── ConfigError              drsg.toml or DRSG_* settings are invalid, a key is missing (exit 2)
-    └── EmbedderError            an embedder could not produce vectors
-        ├── ModelFileError       the local model files are missing or fail their SHA-256 check
-        ├── EmbedderUnavailable  the service kept failing (429/5xx/timeouts) past the retry budget
-        └── BadEmbeddingResponse the service answered, but not with one finite vector per text
+    ├── EmbedderError            an embedder could not produce vectors
+    │   ├── ModelFileError       the local model files are missing or fail their SHA-256 check
+    │   ├── EmbedderUnavailable  the service kept failing (429/5xx/timeouts) past the retry budget
+    │   └── BadEmbeddingResponse the service answered, but not with one finite vector per text
+    └── ChatError                a chat model could not answer
+        └── ChatUnavailable      the service kept failing (429/5xx/timeouts) past the retry budget
 
 Library errors (lmdb, msgpack, json) are converted at the boundary where they occur, so callers
 only ever catch ``DrsgError``. Messages are one line and say how to fix the problem.
@@ -106,3 +108,11 @@ class EmbedderUnavailable(EmbedderError):
 
 class BadEmbeddingResponse(EmbedderError):
     """The embedding service answered with something that is not one finite vector per text."""
+
+
+class ChatError(DrsgError):
+    """A chat model refused a request or answered with something unusable."""
+
+
+class ChatUnavailable(ChatError):
+    """The chat service kept failing (rate limits, server errors, timeouts) past the retry budget."""

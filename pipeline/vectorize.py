@@ -62,7 +62,8 @@ def embedder_prop(into: str) -> str:
 def recorded_embedder(db: Database, plane: str, prop: str) -> str | None:
     """The identity of the embedder that produced ``prop``'s vectors in a plane, if recorded."""
     with db.snapshot() as snap:
-        value = snap.plane(plane).props.get(embedder_prop(prop))
+        found = snap.find_plane(plane)
+        value = found.props.get(embedder_prop(prop)) if found is not None else None
     return value if isinstance(value, str) else None
 
 

@@ -116,9 +116,11 @@ class WriteTx:
             self._emit(PlaneRename(plane.id, to))
         return Plane(plane.id, to, plane.props)
 
-    def set_plane_props(self, name: str, props: Mapping[str, Any]) -> Plane:
+    def set_plane_props(self, name: str, props: Mapping[str, Any], unset: Iterable[str] = ()) -> Plane:
         plane = self.view.plane(name)
         merged = {**plane.props, **check_props(props)}
+        for prop in unset:
+            merged.pop(prop, None)
         self._emit(PlaneSetProps(plane.id, merged))
         return Plane(plane.id, plane.name, merged)
 

@@ -66,9 +66,9 @@ def cli(ctx: click.Context, db_path: str, config: str | None, verbose: int) -> N
 
 
 def _register() -> None:
-    from drsg.cli import bulk, evaluate, feed, history, hybrid, planes, records, search, serve
+    from drsg.cli import bulk, digest, evaluate, feed, history, hybrid, planes, records, search, serve
 
-    for module in (planes, records, bulk, history, search, hybrid, evaluate, feed, serve):
+    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, feed, serve):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -217,14 +217,14 @@ def test_custom_key_variable(no_keys: Path, monkeypatch: pytest.MonkeyPatch) -> 
 def test_key_from_llm_table_and_env_wins(no_keys: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (no_keys / "drsg.toml").write_text('[llm]\nOPENAI_API_KEY = "sk-from-config"\n')
     embedder = get_embedder("openai")
-    assert isinstance(embedder, RemoteEmbedder) and embedder._secret == "sk-from-config"
+    assert isinstance(embedder, RemoteEmbedder) and embedder._service._secret == "sk-from-config"
     settings = load_settings(str(no_keys / "drsg.toml"))
     monkeypatch.chdir("/")
     embedder = get_embedder("openai", settings=settings)
-    assert isinstance(embedder, RemoteEmbedder) and embedder._secret == "sk-from-config"
+    assert isinstance(embedder, RemoteEmbedder) and embedder._service._secret == "sk-from-config"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
     embedder = get_embedder("openai", settings=settings)
-    assert isinstance(embedder, RemoteEmbedder) and embedder._secret == "sk-from-env"
+    assert isinstance(embedder, RemoteEmbedder) and embedder._service._secret == "sk-from-env"
 
 
 def test_provider_defaults(no_keys: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,7 +79,7 @@ def get_embedder(
     chosen_model = model or provider.model
     if not chosen_model:
         raise ConfigError(f"the {provider.name} embedder needs a model name (--embed-model)")
-    var = _check_env_name(key_env) if key_env else provider.key_env
+    var = check_env_name(key_env) if key_env else provider.key_env
     api_key = None
     if var is not None:
         api_key = secret(var, settings)
@@ -108,7 +108,7 @@ def _local(
     return LocalEmbedder(model_dir=model_dir, batch_size=batch_size or 32)
 
 
-def _check_env_name(var: str) -> str:
+def check_env_name(var: str) -> str:
     if not _ENV_NAME.match(var):
         raise ConfigError(f"key variable {var!r} is not an environment variable name")
     if var.upper().startswith("DRSG_"):

@@ -1,0 +1,1 @@
+"""drsg.pipeline.digest."""

@@ -1,0 +1,62 @@
+"""Model calls for one digest: the chat model behind the answer cache, with counted tokens.
+
+``ask_json`` serves the clean-up passes: one call (or a cache hit), the answer read as a JSON
+object, ``None`` when unreadable (a pass then changes nothing). Extraction has its own loop in
+``extract.py`` but goes through :meth:`ModelCalls.complete` so every call is counted.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from drsg.errors import ConfigError
+from drsg.pipeline.digest.cache import AnswerCache
+from drsg.pipeline.digest.prompts import cache_key_text
+from drsg.pipeline.digest.schema import MalformedAnswer, json_object
+from drsg.pipeline.llm.chat import ChatAnswer, ChatModel, Message
+
+
+class ModelCalls:
+    """``model`` names the chat model (``provider:model``); ``connect`` builds its client on the
+    first call that the cache cannot answer, so a fully cached run needs no key at all."""
+
+    def __init__(self, model: str, connect: Callable[[], ChatModel] | None, cache: AnswerCache | None) -> None:
+        self.model = model
+        self._connect = connect
+        self.cache = cache
+        self.chat: ChatModel | None = None
+        self._lock = threading.Lock()
+
+    def complete(self, messages: list[Message]) -> ChatAnswer:
+        with self._lock:
+            if self.chat is None:
+                if self._connect is None:
+                    raise ConfigError("this digest needs a chat model; choose one with --chat (and its key variable)")
+                self.chat = self._connect()
+        return self.chat.complete(messages)
+
+    def cached(self, kind: str, asked: str) -> tuple[str, str | None]:
+        """The cache key for (kind, asked) and the cached answer, if any."""
+        if self.cache is None:
+            return "", None
+        key = AnswerCache.key(self.model, kind, asked)
+        return key, self.cache.get(key)
+
+    def remember(self, key: str, answer: str) -> None:
+        if self.cache is not None and key:
+            self.cache.put(key, answer)
+
+    def ask_json(self, kind: str, messages: list[Message]) -> dict[str, Any] | None:
+        key, hit = self.cached(kind, cache_key_text(messages))
+        if hit is not None:
+            return json_object(hit)
+        answer = self.complete(messages)
+        try:
+            found = json_object(answer.text)
+        except MalformedAnswer:
+            return None
+        self.remember(key, json.dumps(found, ensure_ascii=False))
+        return found

@@ -1,0 +1,129 @@
+"""What a digest proposes to write, saved as a preview and applied later with no model call.
+
+A proposal holds final node and edge records (properties in drsg's value model, provenance
+included), the report, and a *fingerprint* of everything that decided it (the source text, the
+mode, the chunk size, the models, linking and embedding on or off). ``--apply`` reuses the saved
+preview whose fingerprint matches the current run; anything else runs the pipeline again (whose
+answers are cached).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from drsg.errors import UsageError
+from drsg.values import from_json, to_json
+
+FORMAT = 1
+
+
+@dataclass
+class ProposedNode:
+    key: str
+    label: str
+    props: dict[str, Any]
+    linked: bool = False  # the key is already in the plane
+
+
+@dataclass
+class ProposedEdge:
+    src: str
+    type: str
+    dst: str
+    props: dict[str, Any]
+
+
+@dataclass
+class Proposal:
+    source: str  # the source's stable name (a canonical path)
+    plane: str
+    run: str
+    model: str
+    fingerprint: str
+    embedder: str | None = None  # identity of the embedder behind `embedding`, when there is one
+    nodes: list[ProposedNode] = field(default_factory=list)
+    edges: list[ProposedEdge] = field(default_factory=list)
+    report: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "source": self.source,
+            "plane": self.plane,
+            "run": self.run,
+            "model": self.model,
+            "fingerprint": self.fingerprint,
+            "embedder": self.embedder,
+            "report": self.report,
+            "notes": self.notes,
+            "nodes": [
+                {"key": n.key, "label": n.label, "linked": n.linked, "properties": to_json(n.props)} for n in self.nodes
+            ],
+            "edges": [{"src": e.src, "type": e.type, "dst": e.dst, "properties": to_json(e.props)} for e in self.edges],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Proposal:
+        if data.get("format") != FORMAT:
+            raise UsageError("the saved preview was written by another drsg version; run the digest again")
+        return cls(
+            data["source"],
+            data["plane"],
+            data["run"],
+            data["model"],
+            data["fingerprint"],
+            data["embedder"],
+            [ProposedNode(n["key"], n["label"], from_json(n["properties"]), n["linked"]) for n in data["nodes"]],
+            [ProposedEdge(e["src"], e["type"], e["dst"], from_json(e["properties"])) for e in data["edges"]],
+            data["report"],
+            data["notes"],
+        )
+
+
+def fingerprint(text: str, **decided_by: Any) -> str:
+    digest = hashlib.sha256(text.encode())
+    digest.update(json.dumps(decided_by, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+class PreviewStore:
+    """Saved previews: ``<db>.digest/previews/<plane>/<sha of source>.json``."""
+
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = Path(folder)
+
+    def path(self, plane: str, source: str) -> Path:
+        name = hashlib.sha256(f"{plane}\x00{source}".encode()).hexdigest()[:32]
+        return self.folder / name[:2] / f"{name}.json"
+
+    def save(self, proposal: Proposal) -> Path:
+        path = self.path(proposal.plane, proposal.source)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(proposal.to_json(), out, ensure_ascii=False)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def load(self, plane: str, source: str, fingerprint: str) -> Proposal | None:
+        """The saved preview of this source for this plane, if it was made the same way."""
+        try:
+            data = json.loads(self.path(plane, source).read_text(encoding="utf-8"))
+            proposal = Proposal.from_json(data)
+        except (OSError, ValueError, KeyError, TypeError, UsageError):
+            return None
+        return proposal if proposal.fingerprint == fingerprint else None
+
+    def discard(self, plane: str, source: str) -> None:
+        self.path(plane, source).unlink(missing_ok=True)

@@ -1,0 +1,207 @@
+"""One digest, start to finish: chunk, link, extract, clean up, check keys, embed → a Proposal.
+
+Nothing here writes to the database; ``ledger.apply`` does, in one commit. The clean-up passes
+follow ``--mode``: coarse = vocabulary reconciliation; fine (default) = + identity resolution;
+super = + per-entity refinement. After them every key is checked against the plane exactly: a
+known key links to its node instead of creating one; a relation whose endpoint is neither
+extracted nor in the plane is dropped (and counted).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from drsg.errors import ChatError, UsageError
+from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.digest.chunking import chunk_text
+from drsg.pipeline.digest.draft import Draft, Entity
+from drsg.pipeline.digest.extract import extract_all
+from drsg.pipeline.digest.identity import resolve
+from drsg.pipeline.digest.linking import contexts, entity_text
+from drsg.pipeline.digest.prompts import PROMPT_VERSION
+from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, fingerprint
+from drsg.pipeline.digest.refine import refine
+from drsg.pipeline.digest.sources import Document
+from drsg.pipeline.digest.vocabulary import reconcile
+from drsg.pipeline.vectorize import Embedder
+from drsg.store.database import Database
+from drsg.values import Described, Vector
+
+MODES = ("coarse", "fine", "super")
+DEFAULT_LABEL = "Entity"
+DESCRIPTION = "LLM-extracted description"
+NO_PROSE = "no prose left to read — digested without a model call"
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+@dataclass(frozen=True)
+class DigestOptions:
+    mode: str = "fine"
+    chunk_chars: int = 4000
+    concurrency: int = 8
+    embed: bool = True
+    link: bool = True
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+        if self.concurrency < 1:
+            raise UsageError("--concurrency must be at least 1")
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise UsageError(f"unknown digest mode {mode!r}; choose coarse, fine or super")
+    return mode
+
+
+def decided_by(doc: Document, options: DigestOptions, model: str, embedder: Embedder | None) -> str:
+    """The fingerprint of a run: a saved preview with the same one can be applied as it is."""
+    return fingerprint(
+        doc.text,
+        prompts=PROMPT_VERSION,
+        mode=options.mode,
+        chunk_chars=options.chunk_chars,
+        model=model,
+        embedder=embedder.identity() if embedder is not None and (options.embed or options.link) else None,
+        embed=options.embed,
+        link=options.link,
+    )
+
+
+def digest(
+    db: Database,
+    doc: Document,
+    plane: str,
+    options: DigestOptions,
+    calls: ModelCalls,
+    embedder: Embedder | None,
+    progress: Progress | None = None,
+) -> Proposal:
+    run = f"{os.path.basename(doc.name.rstrip('/')) or doc.name}-{int(time.time())}"
+    proposal = Proposal(doc.name, plane, run, calls.model, decided_by(doc, options, calls.model, embedder))
+    if embedder is not None and options.embed:
+        proposal.embedder = embedder.identity()
+    proposal.notes.extend(doc.notes)
+    chunks = chunk_text(doc.text, options.chunk_chars)
+    start = _usage(calls, embedder)
+    if not chunks:
+        proposal.notes.append(NO_PROSE)
+        proposal.report = _report(0, start, _usage(calls, embedder), {})
+        return proposal
+    linking = embedder is not None and options.link
+    context = contexts(db, plane, chunks, embedder) if linking and embedder is not None else [[] for _ in chunks]
+    tick = (lambda n: progress("extracting", n, len(chunks))) if progress else None
+    done = [0]
+
+    def step(n: int) -> None:
+        done[0] += n
+        if tick is not None:
+            tick(done[0])
+
+    results = extract_all(calls, chunks, context, options.concurrency, step)
+    failed = [r for r in results if r.error is not None]
+    if failed:
+        first = failed[0]
+        raise ChatError(
+            f"chunk {first.index + 1} of {len(chunks)} could not be extracted: {first.error}; "
+            f"the {len(chunks) - len(failed)} answers received are cached, so running again costs only the rest"
+        )
+    for result in results:
+        proposal.notes.extend(result.notes)
+    draft = Draft.merge((r.index, r.extraction) for r in results)
+    passes: dict[str, Any] = {}
+    labels, types, merged = reconcile(draft, calls)
+    passes["labels"], passes["edge_types"] = labels.to_json(), types.to_json()
+    if options.mode in ("fine", "super"):
+        identity, more = resolve(draft, calls)
+        passes["identity"] = identity.to_json()
+        merged += more
+    if options.mode == "super":
+        passes["refined"] = refine(draft, chunks, calls, options.concurrency).to_json()
+    dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None)
+    proposal.report = _report(len(chunks), start, _usage(calls, embedder), passes)
+    proposal.report.update(
+        entities=sum(1 for n in proposal.nodes if not n.linked),
+        linked=sum(1 for n in proposal.nodes if n.linked),
+        relations=len(proposal.edges),
+        dropped_relations=dropped,
+        merged_relations=merged,
+        dropped_items=draft.dropped_items,
+    )
+    return proposal
+
+
+def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedder: Embedder | None) -> int:
+    """Fill in the proposal's nodes and edges; returns how many relations were dangling."""
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        in_plane = {
+            key: node
+            for key in draft.entities
+            if found is not None and (node := snap.node_by_key(found.id, key)) is not None
+        }
+        endpoint_known: dict[str, bool] = {}
+        for rel in draft.relations:
+            for key in (rel.src, rel.dst):
+                if key not in draft.entities and key not in endpoint_known:
+                    endpoint_known[key] = found is not None and snap.node_id_by_key(found.id, key) is not None
+    for key, entity in draft.entities.items():
+        label = entity.label or DEFAULT_LABEL
+        proposal.nodes.append(ProposedNode(key, label, _node_props(entity), linked=key in in_plane))
+    dropped = 0
+    for rel in draft.relations:
+        if all(k in draft.entities or endpoint_known.get(k) for k in (rel.src, rel.dst)):
+            props: dict[str, Any] = dict(rel.props)
+            if rel.description:
+                props["description"] = Described(DESCRIPTION, rel.description)
+            props.update(rel.as_written)
+            proposal.edges.append(ProposedEdge(rel.src, rel.type, rel.dst, props))
+        else:
+            dropped += 1
+    if embedder is None:
+        return dropped
+    todo = [n for n in proposal.nodes if not (n.linked and isinstance(in_plane[n.key].props.get("embedding"), Vector))]
+    if todo:
+        vectors = embedder.embed([entity_text(n.key, n.label, n.props) for n in todo])
+        for node, vector in zip(todo, vectors, strict=True):
+            node.props["embedding"] = vector
+    return dropped
+
+
+def _node_props(entity: Entity) -> dict[str, Any]:
+    props: dict[str, Any] = dict(entity.props)
+    if entity.description:
+        props["description"] = Described(DESCRIPTION, entity.description)
+    props.update(entity.as_written)
+    return props
+
+
+def _usage(calls: ModelCalls, embedder: Embedder | None) -> dict[str, int]:
+    """Counters that only grow; a report is the difference between two readings."""
+    chat = calls.chat
+    embed_tokens = getattr(embedder, "tokens", 0)
+    return {
+        "chat_requests": chat.calls if chat is not None else 0,
+        "input_tokens": chat.prompt_tokens if chat is not None else 0,
+        "output_tokens": chat.completion_tokens if chat is not None else 0,
+        "embed_tokens": embed_tokens if isinstance(embed_tokens, int) else 0,
+        "cache_hits": calls.cache.hits if calls.cache is not None else 0,
+    }
+
+
+def _report(chunks: int, start: dict[str, int], end: dict[str, int], passes: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "chunks": chunks,
+        "entities": 0,
+        "relations": 0,
+        "linked": 0,
+        "dropped_relations": 0,
+        "merged_relations": 0,
+        **{name: end[name] - start[name] for name in start},
+        "passes": passes,
+    }
