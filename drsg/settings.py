@@ -39,6 +39,19 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"{value!r} is not true or false")
 
 
+def _positive(value: Any) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"{value!r} is not a positive number")
+    return number
+
+
+def _digest_mode(value: Any) -> str:
+    if value not in ("coarse", "fine", "super"):
+        raise ValueError(f"{value!r} is not coarse, fine or super")
+    return str(value)
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str  # "section.key"
@@ -59,6 +72,13 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("index.ef_search", 64, int, "HNSW search breadth (≥ 64; higher = better recall, slower queries)"),
     Setting("logging.level", "warning", str, "log level: debug, info, warning or error"),
     Setting("logging.format", "auto", str, "log format: json, console, or auto (console on a terminal)"),
+    Setting("digest.chat", "openai", str, "chat provider for `digest`: openai, deepseek, qwen, ollama, url or a URL"),
+    Setting("digest.model", "", str, "chat model for `digest` (empty: the provider's default)"),
+    Setting("digest.mode", "fine", _digest_mode, "clean-up passes: coarse, fine or super"),
+    Setting("digest.concurrency", 8, _positive, "chat calls a digest makes at once"),
+    Setting("digest.chunk_chars", 4000, _positive, "characters per chunk a digest extracts from"),
+    Setting("digest.embed_provider", "local", str, "embedder for digested entities: local, openai, qwen, ollama, url"),
+    Setting("digest.embed_model", "", str, "embedding model for `digest` (empty: the provider's default)"),
 )
 _BY_NAME = {s.name: s for s in REGISTRY}
 
@@ -115,7 +135,7 @@ def load(config: str | None = None, overrides: Mapping[str, Any] | None = None) 
 
 
 # Sections owned by later features; their keys are checked by those features.
-_OPEN_SECTIONS = {"server", "llm", "digest", "fetch", "plugins"}
+_OPEN_SECTIONS = {"server", "llm", "fetch", "plugins"}
 
 
 def _reject_unknown(table: Mapping[str, Any], path: Path | None) -> None:

@@ -25,13 +25,12 @@ SHOWN_NODES = 12
 )
 @click.option(
     "--mode",
-    default="fine",
-    show_default=True,
+    default=None,
     metavar="MODE",
     help="Clean-up passes: coarse (vocabulary), fine (+ identity resolution), super (+ per-entity refinement).",
 )
-@click.option("--chunk-chars", default=4000, show_default=True, type=click.IntRange(1), help="Characters per chunk.")
-@click.option("--concurrency", default=8, show_default=True, type=click.IntRange(1, 64), help="Chat calls at once.")
+@click.option("--chunk-chars", default=None, type=click.IntRange(1), help="Characters per chunk [4000].")
+@click.option("--concurrency", default=None, type=click.IntRange(1, 64), help="Chat calls at once [8].")
 @click.option("--no-embed", is_flag=True, help="Do not embed entities (and do not link chunks by similarity).")
 @click.option("--no-link", is_flag=True, help="Do not offer similar existing entities to the model.")
 @click.option("--no-cache", is_flag=True, help="Ask the model again even for answers already cached.")
@@ -62,10 +61,25 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     if flags["forget"]:
         _forget(obj, source, plane or DEFAULT_PLANE, flags["as_json"])
         return
+    _defaults(obj, flags)
     check_mode(flags["mode"])  # before any work, as upstream
     path = Path(source)
     target = plane or (path.resolve().name if path.is_dir() and path.resolve().name else DEFAULT_PLANE)
     _digest(obj, source, target, flags)
+
+
+def _defaults(obj: Context, flags: dict[str, Any]) -> None:
+    """Flags not given fall back to `[digest]` in drsg.toml / DRSG_DIGEST_* (see `drsg config`)."""
+    settings = obj.settings
+    for flag, setting in (("mode", "mode"), ("chunk_chars", "chunk_chars"), ("concurrency", "concurrency")):
+        if flags[flag] is None:
+            flags[flag] = settings[f"digest.{setting}"]
+    if flags["chat"] is None and flags["chat_url"] is None:
+        flags["chat"] = settings["digest.chat"]
+        flags["model"] = flags["model"] or settings["digest.model"] or None
+    if flags["embed"] is None and flags["embed_url"] is None and settings.sources["digest.embed_provider"] != "default":
+        flags["embed"] = settings["digest.embed_provider"]
+        flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
 
 
 def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:

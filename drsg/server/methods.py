@@ -366,4 +366,4 @@ async def plane_history(ctx: ServerState, p: Params) -> Any:
     return await ctx.read(window)
 
 
-from drsg.server import hybrid_method  # noqa: E402, F401  (registers plane.hybrid)
+from drsg.server import digest_method, hybrid_method  # noqa: E402, F401  (register their methods)

@@ -96,11 +96,13 @@ class ServerState:
         """Run a tiny read (a few key seeks) on the event loop itself: cheaper than a thread hop."""
         return fn()
 
-    async def write(self, fn: Callable[[WriteTx], T], method: str) -> CommitResult[T]:
+    async def write(
+        self, fn: Callable[[WriteTx], T], method: str, origin: dict[str, Any] | None = None
+    ) -> CommitResult[T]:
         """One commit through the group-commit writer. A write that cannot start within
         ``write_timeout_secs`` is abandoned before it runs (-32002: nothing was written); one that
         has started is waited for, whatever it takes."""
-        origin = {"via": "rpc", "method": method}
+        origin = {**(origin or {}), "via": "rpc", "method": method}
         timeout = self.config.write_timeout
         if timeout is None:
             return await self.db.awrite(fn, origin)
@@ -155,13 +157,17 @@ class ServerState:
     # ------------------------------------------------------------------ query text → vector
 
     def embed_text(self, plane: str, prop: str, text: str) -> Vector:
-        """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread.
-
-        The embedder is the operator's (`serve --embed`, `[digest] embed_provider`), else the one the
-        plane recorded for ``prop`` (rebuilt from its preset; keys from the server's environment),
-        else the local model. A request never chooses a provider, a URL or a key."""
+        """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread."""
         if not text.strip():
             raise UsageError("the query text is empty")
+        return self.embedder_for(plane, prop).embed([text])[0]  # type: ignore[no-any-return]
+
+    def embedder_for(self, plane: str, prop: str) -> Any:
+        """The embedder for ``prop``'s vector space in ``plane``.
+
+        The operator's (`serve --embed`, `[digest] embed_provider`), else the one the plane
+        recorded for ``prop`` (rebuilt from its preset; keys from the server's environment), else
+        the local model. A request never chooses a provider, a URL or a key."""
         recorded = recorded_embedder(self.db, plane, prop)
         choice, dims = self.config.embed, None
         if not choice.explicit and recorded is not None:
@@ -182,7 +188,7 @@ class ServerState:
                 f"{prop!r} in plane {plane!r} holds vectors from {recorded}, but this server embeds with "
                 f"{embedder.identity()}; send a vector instead, or restart the server with the matching --embed"
             )
-        return embedder.embed([text])[0]  # type: ignore[no-any-return]
+        return embedder
 
     def _embedder(self, choice: EmbedChoice, dims: int | None) -> Any:
         from drsg.workers.embedders import get_embedder

@@ -59,14 +59,18 @@ class Forgotten:
 
 def apply(db: Database, proposal: Proposal) -> tuple[Applied, bool]:
     """Write ``proposal`` in one commit; returns what was written and whether the plane was created."""
-    origin = {"via": "digest", "source": proposal.source, "run": proposal.run, "model": proposal.model}
-    result = db.write(lambda tx: _apply(tx, proposal), origin)
+    result = db.write(lambda tx: apply_in(tx, proposal), origin_of(proposal))
     applied, created = result.value
     applied.seq = result.seqs[-1] if result.seqs else 0
     return applied, created
 
 
-def _apply(tx: WriteTx, proposal: Proposal) -> tuple[Applied, bool]:
+def origin_of(proposal: Proposal) -> dict[str, Any]:
+    return {"via": "digest", "source": proposal.source, "run": proposal.run, "model": proposal.model}
+
+
+def apply_in(tx: WriteTx, proposal: Proposal) -> tuple[Applied, bool]:
+    """Apply ``proposal`` inside ``tx`` (for callers that own the write, like the server)."""
     created = tx.view.find_plane(proposal.plane) is None
     plane = tx.ensure_plane(proposal.plane)
     source = proposal.source

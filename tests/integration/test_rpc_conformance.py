@@ -40,8 +40,6 @@ NOT_SERVED = {
     "plane.find",
     "plane.algo",
     "plane.ask",
-    "digest.run",
-    "digest.write",
 }
 
 
@@ -155,6 +153,14 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "plane.rename": {"plane": "conf", "to": "conf"},
         "plane.set_props": {"plane": "conf", "properties": {"k": "v"}},
         "plane.delete": {"plane": "no-such-plane"},
+        # blank text: nothing to read, so no model is needed (the scripted-model tests are in test_server_digest)
+        "digest.run": {"plane": "conf", "text": " ", "no_embed": True, "mode": "fine", "chunk_chars": 500},
+        "digest.write": {
+            "plane": "conf",
+            "nodes": [{"key": "digested", "label": "Doc", "properties": {"n": 1}}],
+            "edges": [{"src": "digested", "type": "CITES", "dst": "b", "properties": {}}],
+            "source": "conformance",
+        },
     }
 
 
@@ -239,6 +245,8 @@ def test_every_method_answers_in_its_declared_shape(
     call("plane.rename", {"plane": "shapes", "to": "shapes2"})
     call("plane.set_props", {"plane": "shapes2", "properties": {"b": 2}})
     call("plane.delete", {"plane": "shapes2"})
+    call("digest.run", params["digest.run"])
+    call("digest.write", params["digest.write"])
 
     declared = _methods(document)
     assert {m for m, _ in results} == set(declared), "every served method needs a call above"
