@@ -109,6 +109,14 @@ class Draft:
                 changed += 1
         return changed
 
+    def rename_entity(self, old: str, new: str) -> None:
+        """Give entity ``old`` the key ``new`` (a plane node it was found to be), re-pointing edges."""
+        entity = self.entities.pop(old)
+        entity.key = new
+        entity.as_written["_key_as_written"] = old
+        self.entities[new] = entity
+        self._repoint(old, new)
+
     def merge_entity(self, absorbed: str, survivor: str) -> None:
         """Fold entity ``absorbed`` into ``survivor``: fill gaps, re-point edges (dedupe after)."""
         gone = self.entities.pop(absorbed)
@@ -118,8 +126,11 @@ class Draft:
         keep.fill(gone.props)
         keep.chunks |= gone.chunks
         keep.as_written["_key_as_written"] = absorbed
+        self._repoint(absorbed, survivor)
+
+    def _repoint(self, old: str, new: str) -> None:
         for rel in self.relations:
-            if rel.src == absorbed:
-                rel.src = survivor
-            if rel.dst == absorbed:
-                rel.dst = survivor
+            if rel.src == old:
+                rel.src = new
+            if rel.dst == old:
+                rel.dst = new

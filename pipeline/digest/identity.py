@@ -12,6 +12,7 @@ no similarity threshold anywhere: the fold and the model decide.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -31,28 +32,47 @@ class IdentityReport:
     folded: int = 0
     merged: int = 0
     adjudicated: int = 0  # pairs the model was asked about
+    linked: int = 0  # entities found to be an existing plane node under another name
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def resolve(draft: Draft, calls: ModelCalls) -> tuple[IdentityReport, int]:
-    """Merge entities that are one; returns the report and how many edges merged away."""
+def resolve(
+    draft: Draft, calls: ModelCalls, known: Callable[[Draft], list[tuple[str, str, str]]] | None = None
+) -> tuple[IdentityReport, int]:
+    """Merge entities that are one; returns the report and how many edges merged away.
+
+    ``known(draft)`` proposes (entity, plane key, plane entity line) pairs: an entity the model
+    says is that plane node takes its key, and so links to it instead of becoming a new node.
+    They are asked in the same call, so the pass stays at most one call."""
     report = IdentityReport(before=len(draft.entities))
     counts = Counter({key: 1 for key in draft.entities})
     renames, report.folded = fold_names(counts)
     for absorbed, survivor in collapse(renames).items():
         draft.merge_entity(absorbed, survivor)
     pairs = candidate_pairs(draft)
-    report.adjudicated = len(pairs)
-    if pairs:
+    plane = (known(draft) if known is not None else [])[: max(0, MAX_PAIRS - len(pairs))]
+    report.adjudicated = len(pairs) + len(plane)
+    if pairs or plane:
         described = [_describe(draft, key) for key in sorted({k for pair in pairs for k in pair})]
-        reply = calls.ask_json("identity", identity_messages(pairs, described))
-        merges = _accepted(reply, set(pairs))
+        described += sorted({line for _, _, line in plane})
+        described += [
+            _describe(draft, key) for key in sorted({key for key, _, _ in plane} - {k for p in pairs for k in p})
+        ]
+        asked = pairs + [(key, other) for key, other, _ in plane]
+        reply = calls.ask_json("identity", identity_messages(asked, described))
+        accepted = _accepted(reply, set(asked))
+        to_plane = {key: other for key, other, _ in plane if accepted.get(key) == other}
+        merges = {inner: outer for inner, outer in accepted.items() if inner not in to_plane}
         for inner, outer in collapse(merges).items():
             if inner in draft.entities and outer in draft.entities:
                 draft.merge_entity(inner, outer)
                 report.merged += 1
+        for key, other in to_plane.items():
+            if key in draft.entities and other not in draft.entities:
+                draft.rename_entity(key, other)
+                report.linked += 1
     report.after = len(draft.entities)
     return report, draft.dedupe_relations()
 

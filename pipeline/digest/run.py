@@ -21,7 +21,7 @@ from drsg.pipeline.digest.chunking import chunk_text
 from drsg.pipeline.digest.draft import Draft, Entity
 from drsg.pipeline.digest.extract import extract_all
 from drsg.pipeline.digest.identity import resolve
-from drsg.pipeline.digest.linking import contexts, entity_text
+from drsg.pipeline.digest.linking import PlaneVectors, contexts, entity_text, plane_candidates
 from drsg.pipeline.digest.prompts import PROMPT_VERSION
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, fingerprint
 from drsg.pipeline.digest.refine import refine
@@ -118,7 +118,11 @@ def digest(
     labels, types, merged = reconcile(draft, calls)
     passes["labels"], passes["edge_types"] = labels.to_json(), types.to_json()
     if options.mode in ("fine", "super"):
-        identity, more = resolve(draft, calls)
+        known = None
+        if linking and embedder is not None:
+            plane_vectors = PlaneVectors(db, plane)
+            known = lambda d: plane_candidates(plane_vectors, d, embedder)  # noqa: E731
+        identity, more = resolve(draft, calls, known)
         passes["identity"] = identity.to_json()
         merged += more
     if options.mode == "super":
