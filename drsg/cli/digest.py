@@ -196,6 +196,10 @@ def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) ->
                     "nodes_updated": applied.nodes_updated,
                     "edges_created": applied.edges_created,
                     "untouched": applied.untouched,
+                    "nodes_withdrawn": applied.nodes_withdrawn,
+                    "edges_withdrawn": applied.edges_withdrawn,
+                    "nodes_deleted": applied.nodes_deleted,
+                    "edges_deleted": applied.edges_deleted,
                 },
             }
         )
@@ -208,6 +212,11 @@ def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) ->
     if applied.nodes_updated:
         click.echo(
             f"  {applied.nodes_updated} existing entit{'y' if applied.nodes_updated == 1 else 'ies'} gained properties"
+        )
+    if applied.nodes_withdrawn or applied.edges_withdrawn:
+        click.echo(
+            f"  withdrew {applied.nodes_withdrawn} nodes and {applied.edges_withdrawn} edges the source no longer "
+            f"states ({applied.nodes_deleted} nodes, {applied.edges_deleted} edges deleted)"
         )
     if applied.untouched:
         n = len(applied.untouched)
@@ -227,9 +236,11 @@ def _forget(obj: Context, source: str, plane: str, as_json: bool) -> None:
     if as_json:
         emit_json(gone.__dict__)
         return
+    kept_nodes = gone.nodes_withdrawn - gone.nodes_deleted
+    kept_edges = gone.edges_withdrawn - gone.edges_deleted
     click.echo(
         f"forgot {source_name(source)}: deleted {gone.nodes_deleted} nodes, {gone.edges_deleted} edges; "
-        f"kept {gone.nodes_updated} nodes and {gone.edges_updated} edges other sources share (commit {gone.seq})"
+        f"kept {kept_nodes} nodes and {kept_edges} edges other sources share (commit {gone.seq})"
     )
 
 

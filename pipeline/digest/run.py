@@ -169,7 +169,13 @@ def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedde
             dropped += 1
     if embedder is None:
         return dropped
-    todo = [n for n in proposal.nodes if not (n.linked and isinstance(in_plane[n.key].props.get("embedding"), Vector))]
+    todo = []
+    for node in proposal.nodes:
+        vector = in_plane[node.key].props.get("embedding") if node.linked else None
+        if isinstance(vector, Vector):
+            node.props["embedding"] = vector  # already embedded: state it again rather than pay again
+        else:
+            todo.append(node)
     if todo:
         vectors = embedder.embed([entity_text(n.key, n.label, n.props) for n in todo])
         for node, vector in zip(todo, vectors, strict=True):

@@ -409,3 +409,24 @@ def test_a_word_document_is_converted_then_digested(drsg, fake, model, tmp_path,
     nodes, _ = graph(db_path, "word")
     assert {"Alan Turing", "Ada Lovelace", "Charles Babbage", "Analytical Engine"} <= set(nodes)
     assert nodes["Ada Lovelace"].props["_source"].value == str(path.resolve())
+
+
+def test_reapplying_an_edited_document_withdraws_what_it_no_longer_says(drsg, fake, model, doc, db_path) -> None:  # type: ignore[no-untyped-def]
+    assert digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--apply").code == 0
+    doc.write_text(PIONEERS.replace(PIONEERS.split("\n\n")[3], "").replace("\n\n\n\n", "\n\n"))  # drop Ada's paragraph
+    ran = digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--apply")
+    assert ran.code == 0, ran.err
+    # Ada's paragraph held the other PROGRAMMED edge, so this version's Turing edge keeps the document's
+    # own type (WROTE_SOFTWARE_FOR): a new edge, and the old PROGRAMMED one is withdrawn with Ada's.
+    assert "applied: wrote 0 nodes, 1 edges" in ran.lines()
+    assert "  withdrew 3 nodes and 3 edges the source no longer states (3 nodes, 3 edges deleted)" in ran.lines()
+    nodes, edges = graph(db_path, "p")
+    assert sorted(nodes) == [
+        "Alan Turing",
+        "Bletchley Park",
+        "Gordon Welchman",
+        "Manchester Baby",
+        "University of Manchester",
+    ]
+    assert sorted(e.type for e in edges) == ["MOVED_TO", "WORKED_AT", "WORKED_WITH", "WROTE_SOFTWARE_FOR"]
+    assert len(drsg("digest", "--list", "-p", "p").lines()) == 1
