@@ -33,6 +33,7 @@ from drsg.store.transaction import WriteTx
 from drsg.values import Described
 
 LEDGER = "_contributed_by"
+EMBEDDING = "embedding"  # derived from the record's text: kept with the record, never withdrawn
 PROVENANCE_DESCRIPTION = "digest provenance"
 
 
@@ -128,14 +129,14 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
         stated.add((src, edge.type, dst))
         found = _find_edge(tx, plane.id, src, edge.type, dst)
         if found is None:
-            props = {**edge.props, **_provenance(proposal), LEDGER: {source: _visible(edge.props)}}
+            props = {**edge.props, **_provenance(proposal), LEDGER: {source: _statement(edge.props)}}
             tx.create_edge(plane, src, dst, edge.type, props)
             out.edges_created += 1
             wrote = True
             continue
-        ledger = _ledger(found.props)
-        if source not in ledger:
-            tx.update_edge(plane, found.id, {LEDGER: {**ledger, source: []}})
+        change = _restate(found.props, source, _statement(edge.props))
+        if change is not None:
+            tx.update_edge(plane, found.id, change[1], change[2])
             wrote = True
     wrote |= _withdraw_stale(tx, plane, source, {n.key for n in proposal.nodes}, stated, touched, out)
     if wrote:
@@ -152,28 +153,22 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
 
 
 def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNode, out: Applied) -> bool:
-    """Create the node, or state it again: fill gaps, update and drop properties only this source
-    supplied. Returns whether anything was written."""
+    """Create the node, or state it again (see ``_restate``). Returns whether anything was written."""
     source = proposal.source
     node = tx.view.node_by_key(plane.id, item.key)
     if node is None:
-        props = {**item.props, **_provenance(proposal), LEDGER: {source: _visible(item.props)}}
+        props = {**item.props, **_provenance(proposal), LEDGER: {source: _statement(item.props)}}
         tx.create_node(plane, item.key, [item.label], props)
         out.nodes_created += 1
         return True
-    ledger = _ledger(node.props)
-    before = set(ledger.get(source, []))
-    others = {name for src, names in ledger.items() if src != source for name in names}
-    stated = {k: v for k, v in item.props.items() if not k.startswith("_")}
-    gaps = {k: v for k, v in stated.items() if k not in node.props}
-    own = {k: v for k, v in stated.items() if k in before and k not in others and node.props.get(k) != v}
-    stale = sorted(k for k in before if k not in stated and k not in others)
-    mine = sorted((before & set(stated)) | set(gaps))
-    if not (gaps or own or stale) and source in ledger and sorted(before) == mine:
+    gaps = {k: v for k, v in item.props.items() if k == EMBEDDING and k not in node.props}
+    change = _restate(node.props, source, _statement(item.props))
+    if change is None and not gaps:
         out.untouched.append(item.key)
         return False
-    tx.update_node(plane, node.id, {**gaps, **own, LEDGER: {**ledger, source: mine}}, stale)
-    if gaps or own or stale:
+    _, set_props, unset = change if change is not None else (False, {}, [])
+    tx.update_node(plane, node.id, {**gaps, **set_props}, unset)
+    if gaps or any(k != LEDGER for k in set_props) or unset:
         out.nodes_updated += 1
     else:
         out.untouched.append(item.key)
@@ -195,7 +190,7 @@ def _withdraw_stale(
         edge = tx.view.edge(plane.id, edge_id)
         if edge is None or source not in _ledger(edge.props) or (edge.src, edge.type, edge.dst) in edges:
             continue
-        drop, set_props, unset = _withdraw(edge.props, source)
+        drop, set_props, unset = _restate(edge.props, source, None) or (False, {}, [])
         if drop:
             tx.delete_edge(plane, edge.id)
             out.edges_deleted += 1
@@ -207,7 +202,7 @@ def _withdraw_stale(
         node = tx.view.node(plane.id, node_id)
         if node is None or source not in _ledger(node.props) or node.key in keys:
             continue
-        drop, set_props, unset = _withdraw(node.props, source)
+        drop, set_props, unset = _restate(node.props, source, None) or (False, {}, [])
         if drop:
             tx.delete_node(plane, node.id)
             out.nodes_deleted += 1
@@ -218,20 +213,46 @@ def _withdraw_stale(
     return wrote
 
 
-def _withdraw(props: dict[str, Any], source: str) -> tuple[bool, dict[str, Any], list[str]]:
-    """(delete the record?, properties to set, properties to unset) once ``source`` is withdrawn."""
+def _restate(
+    props: dict[str, Any], source: str, statement: dict[str, Any] | None
+) -> tuple[bool, dict[str, Any], list[str]] | None:
+    """What changes when ``source`` now states ``statement`` about a record (``None``: nothing).
+
+    Returns ``None`` when nothing changes, else (delete the record?, properties to set, properties
+    to unset). A property's value is the user's when the user set it (no source ever stated it),
+    else the value of the first source, in the order they first stated the record, that states it;
+    a property no source states any more is removed."""
     ledger = _ledger(props)
-    mine = set(ledger.pop(source, []))
-    created_by_digest = "_source" in props
-    if not ledger and created_by_digest:
-        return True, {}, []
-    still_supplied = {name for names in ledger.values() for name in names}
-    unset = sorted(mine - still_supplied)
-    if not ledger:
-        return False, {}, [*unset, LEDGER]
-    set_props: dict[str, Any] = {LEDGER: ledger}
-    if created_by_digest and _plain(props.get("_source")) == source:
-        set_props["_source"] = Described(PROVENANCE_DESCRIPTION, min(ledger))
+    if statement is None and source not in ledger:
+        return None
+    stated_before = {name for said in ledger.values() for name in said}
+    users = {k for k in props if not k.startswith("_") and k != EMBEDDING and k not in stated_before}
+    after = dict(ledger)
+    if statement is None:
+        after.pop(source, None)
+    else:
+        after[source] = statement
+    if not after and "_source" in props:
+        return True, {}, []  # a digest made it and nobody states it any more
+    set_props: dict[str, Any] = {}
+    unset: list[str] = []
+    for name in sorted(stated_before | {n for said in after.values() for n in said}):
+        if name in users:
+            continue
+        owner = next((said for said in after.values() if name in said), None)
+        if owner is None:
+            unset.append(name)
+        elif props.get(name) != owner[name]:
+            set_props[name] = owner[name]
+    if after != ledger:
+        if after:
+            set_props[LEDGER] = after
+        else:
+            unset.append(LEDGER)
+    if after and "_source" in props and _plain(props.get("_source")) not in after:
+        set_props["_source"] = Described(PROVENANCE_DESCRIPTION, next(iter(after)))
+    if not set_props and not unset:
+        return None
     return False, set_props, unset
 
 
@@ -250,15 +271,17 @@ def _provenance(proposal: Proposal) -> dict[str, Any]:
     }
 
 
-def _ledger(props: dict[str, Any]) -> dict[str, list[str]]:
+def _ledger(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``_contributed_by`` as {source: {property: value it states}}, in the order sources came."""
     value = props.get(LEDGER)
     if not isinstance(value, dict):
         return {}
-    return {k: [n for n in v if isinstance(n, str)] for k, v in value.items() if isinstance(v, list)}
+    return {k: dict(v) for k, v in value.items() if isinstance(v, dict)}
 
 
-def _visible(props: dict[str, Any]) -> list[str]:
-    return sorted(name for name in props if not name.startswith("_"))
+def _statement(props: dict[str, Any]) -> dict[str, Any]:
+    """What a source states about a record: its visible properties (the embedding is the record's)."""
+    return {k: v for k, v in props.items() if not k.startswith("_") and k != EMBEDDING}
 
 
 def _plain(value: Any) -> Any:
