@@ -48,24 +48,29 @@ SHOWN_NODES = 12
 @json_option
 @click.pass_obj
 def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any) -> None:
-    """Read SOURCE (a file or a directory: Markdown, text, Word, PowerPoint, Excel, OpenDocument,
-    RTF, EPUB, CSV, PDF) with a chat model into entities and typed relations, clean them up,
-    and print what would be written. `--apply` writes it in one commit."""
+    """Read SOURCE (a file or a directory, default `.`: Markdown, text, Word, PowerPoint, Excel,
+    OpenDocument, RTF, EPUB, CSV, PDF) with a chat model into entities and typed relations, clean
+    them up, and print what would be written. `--apply` writes it in one commit."""
     from drsg.pipeline.digest.run import check_mode
 
     if flags["list_sources"]:
         _list(obj, plane or DEFAULT_PLANE, flags["as_json"])
         return
-    if source is None:
-        raise click.UsageError("name the SOURCE to digest (a file or a directory)")
     if flags["forget"]:
-        _forget(obj, source, plane or DEFAULT_PLANE, flags["as_json"])
+        if source is None:
+            raise click.UsageError("name the SOURCE to forget (as it was digested)")
+        _forget(obj, source, _plane_for(source, plane), flags["as_json"])
         return
+    source = source or "."  # upstream's default: the current directory
     _defaults(obj, flags)
     check_mode(flags["mode"])  # before any work, as upstream
-    path = Path(source)
-    target = plane or (path.resolve().name if path.is_dir() and path.resolve().name else DEFAULT_PLANE)
-    _digest(obj, source, target, flags)
+    _digest(obj, source, _plane_for(source, plane), flags)
+
+
+def _plane_for(source: str, plane: str | None) -> str:
+    """--plane, else upstream's default: a directory's name, `startup` for a file."""
+    path = Path(source).resolve()
+    return plane or (path.name if path.is_dir() and path.name else DEFAULT_PLANE)
 
 
 def _defaults(obj: Context, flags: dict[str, Any]) -> None:

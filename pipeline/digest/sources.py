@@ -65,5 +65,9 @@ def read_source(path: str) -> Document:
     return doc
 
 
+_DRSG_FILES = (".drsg", ".drsg-lock", ".drsg.hnsw", ".drsg.bm25", ".drsg.digest", ".drsg.jsonl")
+
+
 def _hidden(relative: Path) -> bool:
-    return any(part.startswith(".") for part in relative.parts)
+    """Hidden entries, and drsg's own database files and sidecars (a digest of `.` skips them)."""
+    return any(part.startswith(".") or part.endswith(_DRSG_FILES) for part in relative.parts)
