@@ -20,6 +20,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
   $PY -m tests.bench.bench_hybrid --quick
   $PY -m tests.bench.bench_feed --quick
+  $PY -m tests.bench.bench_digest --no-record
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -33,3 +34,4 @@ $PY -m tests.bench.bench_rpc
 if [[ "${PROFILE:-0}" == 1 ]]; then
   bash tests/bench/profile.sh
 fi
+$PY -m tests.bench.bench_digest
