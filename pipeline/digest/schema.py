@@ -27,6 +27,7 @@ MAX_PROPS = 32
 MAX_TEXT = 2000  # one string property value
 MAX_DESCRIPTION = 1000
 MAX_LIST = 32
+MAX_ITEMS = 500  # entities, and relations, kept from one answer (a runaway answer is cut, and counted)
 RESERVED_PROPS = frozenset({"embedding", "description"})  # written by drsg, never by the model
 _TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _NOT_WORD = re.compile(r"[^0-9A-Za-z]+")
@@ -81,13 +82,15 @@ def json_object(text: str) -> dict[str, Any]:
 def parse_extraction(text: str) -> Extraction:
     found = json_object(text)
     out = Extraction()
-    for item in _list(found.get("entities")):
+    entities, relations = _list(found.get("entities")), _list(found.get("relations"))
+    out.dropped += max(0, len(entities) - MAX_ITEMS) + max(0, len(relations) - MAX_ITEMS)
+    for item in entities[:MAX_ITEMS]:
         entity = _entity(item)
         if entity is None:
             out.dropped += 1
         else:
             out.entities.append(entity)
-    for item in _list(found.get("relations")):
+    for item in relations[:MAX_ITEMS]:
         relation = _relation(item)
         if relation is None:
             out.dropped += 1

@@ -18,6 +18,8 @@ from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import collapse, fold_names, tally
 from drsg.pipeline.digest.prompts import vocabulary_messages
 
+MAX_NAMES = 400
+
 
 @dataclass
 class VocabularyReport:
@@ -47,7 +49,8 @@ def _reconcile(kind: str, counts: Counter[str], calls: ModelCalls) -> tuple[Voca
     for name, count in counts.items():
         survivors[renames.get(name, name)] += count
     if len(survivors) >= 2:
-        ordered = sorted(survivors.items(), key=lambda item: (-item[1], item[0]))
+        # the most frequent names, so one prompt stays bounded however wild the extraction was
+        ordered = sorted(survivors.items(), key=lambda item: (-item[1], item[0]))[:MAX_NAMES]
         reply = calls.ask_json(f"vocabulary:{kind}", vocabulary_messages(kind, ordered))
         synonyms = _groups(reply, set(survivors))
         report.merged = len(synonyms)

@@ -14,6 +14,7 @@ from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import collapse, fold, fold_names
 from drsg.pipeline.digest.identity import candidate_pairs
 from drsg.pipeline.digest.schema import (
+    MAX_ITEMS,
     ExtractedEntity,
     ExtractedRelation,
     Extraction,
@@ -169,3 +170,9 @@ def test_merging_an_entity_fills_gaps_repoints_edges_and_drops_self_loops() -> N
     assert survivor.props == {"x": 2, "born": 1912} and survivor.label == "Person" and survivor.description == "d"
     assert survivor.as_written == {"_key_as_written": "Turing"}
     assert [(r.src, r.type, r.dst) for r in draft.relations] == [("Alan Turing", "KNOWS", "B")]
+
+
+def test_a_runaway_answer_is_cut_and_counted() -> None:
+    answer = {"entities": [{"key": f"e{i}", "label": "X"} for i in range(MAX_ITEMS + 7)], "relations": []}
+    found = parse_extraction(json.dumps(answer))
+    assert len(found.entities) == MAX_ITEMS and found.dropped == 7
