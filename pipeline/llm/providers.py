@@ -9,12 +9,11 @@ from the environment, else ``[llm]`` in ``drsg.toml`` — never from a flag or a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from drsg.errors import ConfigError
 from drsg.pipeline.llm.chat import ChatModel
 from drsg.settings import Settings
-from drsg.workers.embedders.registry import check_env_name, secret
+from drsg.workers.embedders.registry import check_env_name, service_key, service_url
 from drsg.workers.service import RetryPolicy
 
 
@@ -48,12 +47,7 @@ def _choose(name: str | None, model: str | None, base_url: str | None) -> tuple[
     preset = CHAT_PRESETS.get(chosen.lower())
     if preset is None:
         raise ConfigError(f"unknown chat provider {name!r}; choose one of {', '.join(CHAT_PRESETS)}, or a base URL")
-    url = base_url or preset.base_url
-    if url is None:
-        raise ConfigError("the url chat provider needs a base URL (--chat-url, e.g. http://127.0.0.1:8000/v1)")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"chat base URL {url!r} is not an http(s) URL")
+    url = service_url(base_url or preset.base_url, "chat provider", "--chat-url")
     chosen_model = model or preset.model
     if not chosen_model:
         raise ConfigError(f"the {preset.name} chat provider needs a model name (--model)")
@@ -73,9 +67,5 @@ def get_chat(
     """The chat model called ``name`` (``None`` → openai); a bad choice is a one-line ConfigError."""
     preset, url, chosen_model = _choose(name, model, base_url)
     var = check_env_name(key_env) if key_env else preset.key_env
-    api_key = None
-    if var is not None:
-        api_key = secret(var, settings)
-        if not api_key:
-            raise ConfigError(f"the {preset.name} chat model needs {var}; export it or put it under [llm] in drsg.toml")
+    api_key = service_key(f"the {preset.name} chat model", var, settings)
     return ChatModel(preset.name, chosen_model, url, api_key, var, timeout=timeout, retry=retry)

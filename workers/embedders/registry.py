@@ -70,21 +70,12 @@ def get_embedder(
     provider = PROVIDERS.get(chosen)
     if provider is None:
         raise ConfigError(f"unknown embedder {name!r}; choose one of {', '.join(NAMES)}, or a base URL")
-    url = base_url or provider.base_url
-    if url is None:
-        raise ConfigError("the url embedder needs a base URL (--embed-url, e.g. http://127.0.0.1:8000/v1)")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"embedder base URL {url!r} is not an http(s) URL")
+    url = service_url(base_url or provider.base_url, "embedder", "--embed-url")
     chosen_model = model or provider.model
     if not chosen_model:
         raise ConfigError(f"the {provider.name} embedder needs a model name (--embed-model)")
     var = check_env_name(key_env) if key_env else provider.key_env
-    api_key = None
-    if var is not None:
-        api_key = secret(var, settings)
-        if not api_key:
-            raise ConfigError(f"the {provider.name} embedder needs {var}; export it or put it under [llm] in drsg.toml")
+    api_key = service_key(f"the {provider.name} embedder", var, settings)
     return RemoteEmbedder(
         provider.name,
         chosen_model,
@@ -106,6 +97,26 @@ def _local(
     if base_url is not None:
         raise ConfigError("the local embedder takes no base URL; use --embed url for a remote service")
     return LocalEmbedder(model_dir=model_dir, batch_size=batch_size or 32)
+
+
+def service_url(url: str | None, role: str, flag: str) -> str:
+    """A service's base URL, checked: http(s) with a host (``role`` and ``flag`` name it in errors)."""
+    if url is None:
+        raise ConfigError(f"the url {role} needs a base URL ({flag}, e.g. http://127.0.0.1:8000/v1)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{role} base URL {url!r} is not an http(s) URL")
+    return url
+
+
+def service_key(who: str, var: str | None, settings: Settings | None) -> str | None:
+    """The API key in ``var`` (None when the service takes none); missing → a ConfigError naming it."""
+    if var is None:
+        return None
+    api_key = secret(var, settings)
+    if not api_key:
+        raise ConfigError(f"{who} needs {var}; export it or put it under [llm] in drsg.toml")
+    return api_key
 
 
 def check_env_name(var: str) -> str:
