@@ -4,8 +4,9 @@ Routes live in :data:`ROUTES`; adding one (the feed's ``/ws``, an SSE stream) is
 one item passed as ``extra_routes``. Every route except ``/health`` is behind the guard:
 
 * a token (``DRSG_TOKEN``) is required as ``Authorization: Bearer <token>`` — or, on GET requests
-  (WebSocket and SSE, which browsers cannot give headers), as ``?token=`` — else HTTP 401 with
-  JSON-RPC error -32001;
+  (WebSocket and SSE, which browsers cannot give headers), as ``?token=`` — else JSON-RPC error
+  -32001: in an HTTP 200 answer to the call on ``/rpc`` (as upstream, whose SDKs read the code from
+  the body), HTTP 401 on the feeds;
 * a browser request from another origin is refused (HTTP 403, -32001) unless the origin is listed
   in ``DRSG_ALLOWED_ORIGINS``; with no token, the Host header must be a loopback name too, so a
   DNS-rebound page cannot reach a token-less server;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import os
 import signal
@@ -130,6 +132,28 @@ def _auth_problem(request: web.Request, config: ServerConfig) -> tuple[int, str]
     return None
 
 
+async def _unauthorized_call(request: web.Request, limit: int, message: str) -> web.Response:
+    """A JSON-RPC call without the right token: HTTP 200 carrying error -32001 for the call's id, as
+    upstream answers — its SDKs read the code from the body (an HTTP 401 surfaces there as a generic
+    transport failure instead of an auth error)."""
+    rid = None
+    if request.content_length is not None and request.content_length <= limit:
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT):
+                call = json.loads(await request.read())
+            rid = call.get("id") if isinstance(call, dict) else None
+        except (TimeoutError, ValueError, UnicodeDecodeError, web.HTTPException):
+            rid = None
+    if not isinstance(rid, str | int) or isinstance(rid, bool):
+        rid = None
+    return web.Response(
+        status=200,
+        text=error_body(rid, UNAUTHORIZED, message),
+        content_type="application/json",
+        headers={"WWW-Authenticate": 'Bearer realm="drsg"'},
+    )
+
+
 @web.middleware
 async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
     if request.path in PUBLIC_PATHS:
@@ -139,6 +163,8 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
     if problem is not None:
         status, message = problem
         request["rpc_calls"] = [Call("-", UNAUTHORIZED)]
+        if status == 401 and request.path == "/rpc":
+            return await _unauthorized_call(request, state.config.max_request_bytes, message)
         headers = {"WWW-Authenticate": 'Bearer realm="drsg"'} if status == 401 else None
         return _json_error(status, UNAUTHORIZED, message, headers)
     declared = request.content_length
