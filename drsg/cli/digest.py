@@ -143,7 +143,8 @@ class _progress:
         self._bar.__enter__()
 
         def update(phase: str, done: int, total: int) -> None:
-            self._bar.label = phase
+            if phase != self._bar.label:  # a new phase counts from zero
+                self._bar.label, self._bar.pos = phase, 0
             self._bar.length = total
             self._bar.update(done - self._bar.pos)
 

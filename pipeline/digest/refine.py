@@ -11,6 +11,7 @@ whatever order they arrive in; a failed call leaves its entity untouched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -36,7 +37,13 @@ class RefineReport:
         return asdict(self)
 
 
-def refine(draft: Draft, chunks: list[str], calls: ModelCalls, concurrency: int) -> RefineReport:
+def refine(
+    draft: Draft,
+    chunks: list[str],
+    calls: ModelCalls,
+    concurrency: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> RefineReport:
     report = RefineReport()
     chunk_tokens = [set(analyze(text, "english")) for text in chunks]
     degree: dict[str, int] = {}
@@ -54,8 +61,12 @@ def refine(draft: Draft, chunks: list[str], calls: ModelCalls, concurrency: int)
     work.sort(key=lambda item: (-degree.get(item[0], 0), _visible(draft.entities[item[0]].props), item[0]))
     report.eligible = len(work)
     messages = [_messages(draft, key, [chunks[i] for i in context if i < len(chunks)]) for key, context in work]
+    answers: list[dict[str, Any] | None] = []
     with ThreadPoolExecutor(max_workers=max(1, min(concurrency, len(work) or 1))) as pool:
-        answers = list(pool.map(lambda m: _ask(calls, m), messages))
+        for answer in pool.map(lambda m: _ask(calls, m), messages):
+            answers.append(answer)
+            if progress is not None:
+                progress(len(answers), len(messages))
     for (key, _), answer in zip(work, answers, strict=True):
         if answer is None:
             report.failed += 1

@@ -126,7 +126,8 @@ def digest(
         passes["identity"] = identity.to_json()
         merged += more
     if options.mode == "super":
-        passes["refined"] = refine(draft, chunks, calls, options.concurrency).to_json()
+        ticks = (lambda done, total: progress("refining", done, total)) if progress else None
+        passes["refined"] = refine(draft, chunks, calls, options.concurrency, ticks).to_json()
     dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None)
     proposal.report = _report(len(chunks), start, _usage(calls, embedder), passes)
     proposal.report.update(
