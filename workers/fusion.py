@@ -1,6 +1,6 @@
 """Fusing ranked channels into one ranking (pure: no I/O, no store).
 
-A *channel* is a mapping node id → raw score, with a direction (higher or lower is better) and a
+A *channel* is a set of node ids with raw scores, with a direction (higher or lower is better) and a
 weight. Three fusions:
 
 ``minmax`` (the default, upstream's)
@@ -23,32 +23,73 @@ uses this: its raw score is ``decay^hops`` in [0, 1], so a one-hop neighbour kee
 and min-max maps every neighbour to 0, so the graph channel could only ever re-boost the seeds).
 
 Final order: fused score descending, ties by ascending node id.
+
+Everything runs on numpy arrays of a channel's ids and scores (a query fuses a few hundred
+candidates; per-candidate Python would cost more than the searches). Each element goes through the
+same float64 operations, in the same order, as the scalar formulas above, so scores are exact, not
+approximately equal. Explanations (:class:`Fused`) are built only for the hits a caller takes.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 #: Spans at or below this are "all equal" (upstream compares with f32::EPSILON).
 EPSILON = float(np.finfo(np.float32).eps)
 FUSIONS = ("minmax", "rrf", "dbsf")
 DEFAULT_RRF_K = 60
 
+Ids = NDArray[np.int64]
+Scores = NDArray[np.float64]
 
-@dataclass(frozen=True)
+
 class Channel:
-    """One channel's raw scores. ``bounds`` = a fixed (lo, hi) scale instead of the values' own."""
+    """One channel's raw scores: a mapping node id → score, or a pair of arrays (node ids, each
+    once; their scores), which the query path passes to skip building a dict. ``bounds`` = a fixed
+    (lo, hi) scale instead of the values' own."""
 
-    name: str
-    scores: Mapping[int, float]
-    weight: float = 1.0
-    higher_is_better: bool = True
-    bounds: tuple[float, float] | None = None
+    __slots__ = ("bounds", "higher_is_better", "ids", "name", "values", "weight")
+
+    def __init__(
+        self,
+        name: str,
+        scores: Mapping[int, float] | tuple[ArrayLike, ArrayLike],
+        weight: float = 1.0,
+        higher_is_better: bool = True,
+        bounds: tuple[float, float] | None = None,
+    ) -> None:
+        if isinstance(scores, tuple):
+            ids, values = np.asarray(scores[0], dtype=np.int64), np.asarray(scores[1], dtype=np.float64)
+        else:
+            ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
+            values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+        if ids.ndim != 1 or ids.shape != values.shape:
+            raise ValueError(f"the {name} channel needs as many scores as node ids")
+        self.name = name
+        self.ids: Ids = ids
+        self.values: Scores = values
+        self.weight = weight
+        self.higher_is_better = higher_is_better
+        self.bounds = bounds
+
+    @property
+    def scores(self) -> dict[int, float]:
+        """node id → raw score."""
+        return dict(zip(self.ids.tolist(), self.values.tolist(), strict=True))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __repr__(self) -> str:
+        return f"Channel({self.name!r}, {len(self)} nodes, weight={self.weight})"
 
 
 @dataclass(frozen=True)
@@ -63,60 +104,87 @@ class Fused:
     contributions: dict[str, float] = field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------- normalisations
+# ---------------------------------------------------------------------- normalisations (arrays)
 
 
-def minmax(scores: Mapping[int, float], higher_is_better: bool = True) -> dict[int, float]:
+def minmax_array(values: Scores, higher_is_better: bool = True) -> Scores:
     """Min-max to [0, 1], best = 1; a single hit or all-equal scores → 1.0 each."""
-    if not scores:
-        return {}
-    lo, hi = min(scores.values()), max(scores.values())
+    if values.size == 0:
+        return np.empty(0)
+    lo, hi = values.min(), values.max()
     span = hi - lo
     if not span > EPSILON:  # also catches NaN spans
-        return dict.fromkeys(scores, 1.0)
-    if higher_is_better:
-        return {n: _clip((s - lo) / span) for n, s in scores.items()}
-    return {n: _clip((hi - s) / span) for n, s in scores.items()}
+        return np.ones(values.shape)
+    # No clip needed: lo ≤ s ≤ hi, and rounding is monotone, so every result is in [0, 1].
+    return (values - lo) / span if higher_is_better else (hi - values) / span
 
 
-def fixed_range(scores: Mapping[int, float], lo: float, hi: float, higher_is_better: bool = True) -> dict[int, float]:
+def fixed_range_array(values: Scores, lo: float, hi: float, higher_is_better: bool = True) -> Scores:
     """Normalise by a known scale [lo, hi] (clipped); the values' own spread plays no part."""
     span = hi - lo
     if not span > 0:
         raise ValueError(f"a fixed range needs lo < hi, not [{lo}, {hi}]")
-    if higher_is_better:
-        return {n: _clip((s - lo) / span) for n, s in scores.items()}
-    return {n: _clip((hi - s) / span) for n, s in scores.items()}
+    return _clip((values - lo) / span if higher_is_better else (hi - values) / span)
+
+
+def distribution_array(values: Scores, higher_is_better: bool = True) -> Scores:
+    """Distribution-based normalisation: (s − (μ − 3σ)) / 6σ, clipped to [0, 1]; σ≈0 → 1.0."""
+    if values.size == 0:
+        return np.empty(0)
+    mu, sigma = float(values.mean()), float(values.std())
+    if not sigma > EPSILON:
+        return np.ones(values.shape)
+    lo, span = mu - 3 * sigma, 6 * sigma
+    return _clip((values - lo) / span if higher_is_better else (lo + span - values) / span)
+
+
+def ranks_array(ids: Ids, values: Scores, higher_is_better: bool = True) -> NDArray[np.int64]:
+    """1-based rank of each node within a channel: best first, ties by ascending node id."""
+    order = np.lexsort((ids, -values if higher_is_better else values))
+    out = np.empty(len(ids), dtype=np.int64)
+    out[order] = np.arange(1, len(ids) + 1)
+    return out
+
+
+def shares(channel: Channel, method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> Scores:
+    """Each node's share of ``channel`` before weighting (aligned with ``channel.ids``): the
+    normalised score for a score fusion, ``1 / (rrf_k + rank)`` for RRF."""
+    if method == "rrf":
+        return 1.0 / (rrf_k + ranks_array(channel.ids, channel.values, channel.higher_is_better)).astype(np.float64)
+    if channel.bounds is not None:
+        return fixed_range_array(channel.values, *channel.bounds, higher_is_better=channel.higher_is_better)
+    if method == "dbsf":
+        return distribution_array(channel.values, channel.higher_is_better)
+    return minmax_array(channel.values, channel.higher_is_better)
+
+
+# ---------------------------------------------------------------------- normalisations (mappings)
+
+
+def minmax(scores: Mapping[int, float], higher_is_better: bool = True) -> dict[int, float]:
+    """:func:`minmax_array` over a mapping node id → score."""
+    return _on_mapping(scores, lambda v: minmax_array(v, higher_is_better))
+
+
+def fixed_range(scores: Mapping[int, float], lo: float, hi: float, higher_is_better: bool = True) -> dict[int, float]:
+    """:func:`fixed_range_array` over a mapping node id → score."""
+    return _on_mapping(scores, lambda v: fixed_range_array(v, lo, hi, higher_is_better))
 
 
 def distribution(scores: Mapping[int, float], higher_is_better: bool = True) -> dict[int, float]:
-    """Distribution-based normalisation: (s − (μ − 3σ)) / 6σ, clipped to [0, 1]; σ≈0 → 1.0."""
-    if not scores:
-        return {}
-    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
-    mu, sigma = float(values.mean()), float(values.std())
-    if not sigma > EPSILON:
-        return dict.fromkeys(scores, 1.0)
-    lo, span = mu - 3 * sigma, 6 * sigma
-    if higher_is_better:
-        return {n: _clip((s - lo) / span) for n, s in scores.items()}
-    return {n: _clip((lo + span - s) / span) for n, s in scores.items()}
+    """:func:`distribution_array` over a mapping node id → score."""
+    return _on_mapping(scores, lambda v: distribution_array(v, higher_is_better))
 
 
 def ranks(scores: Mapping[int, float], higher_is_better: bool = True) -> dict[int, int]:
     """1-based rank of each node within a channel: best first, ties by ascending node id."""
-    sign = -1.0 if higher_is_better else 1.0
-    order = sorted(scores.items(), key=lambda item: (sign * item[1], item[0]))
-    return {node: i for i, (node, _) in enumerate(order, start=1)}
+    c = Channel("", scores)
+    return dict(zip(c.ids.tolist(), ranks_array(c.ids, c.values, higher_is_better).tolist(), strict=True))
 
 
 def normalise(channel: Channel, method: str = "minmax") -> dict[int, float]:
     """A channel's scores on [0, 1] for a score fusion (``minmax`` or ``dbsf``)."""
-    if channel.bounds is not None:
-        return fixed_range(channel.scores, *channel.bounds, higher_is_better=channel.higher_is_better)
-    if method == "dbsf":
-        return distribution(channel.scores, channel.higher_is_better)
-    return minmax(channel.scores, channel.higher_is_better)
+    return dict(zip(channel.ids.tolist(), shares(channel, method).tolist(), strict=True))
 
 
 # ---------------------------------------------------------------------- fusion
@@ -131,8 +199,83 @@ def fuse(
 
 
 def iter_fused(channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> Iterator[Fused]:
-    """As :func:`fuse`, lazily: totals for every node are cheap floats, but a node's explanation
-    (raw, normalised and weighted share per channel) is only built when the caller reaches it."""
+    """As :func:`fuse`, lazily: the fused order over every node is computed at once on arrays,
+    but a node's explanation (raw, normalised and weighted share per channel) is only built when
+    the caller reaches it. Raises on a bad argument here, not at the first ``next``."""
+    return _fused(Ranking(channels, method, rrf_k))
+
+
+def _fused(ranking: Ranking) -> Iterator[Fused]:
+    weights = {c.name: c.weight for c in ranking.channels}
+    for node, score, raw, norm in ranking.entries():  # no names asked for: no None in the dicts
+        normalised = cast(dict[str, float], norm)
+        contributions = {name: weights[name] * share for name, share in normalised.items()}
+        yield Fused(node, score, cast(dict[str, float], raw), normalised, contributions)
+
+
+class Ranking:
+    """The fused order of every node the channels saw.
+
+    The channels' candidates are laid end to end (entries), channel by channel; sorting them by
+    node id groups each node's entries, and ``group[e]`` is the node (an index into the sorted,
+    distinct ``nodes``) of entry ``e``. Totals are summed entry by entry, so each node's sum runs
+    in channel order from 0.0, exactly as a scalar loop over the channels would.
+    """
+
+    def __init__(self, channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> None:
+        _check(channels, method, rrf_k)
+        self.channels = list(channels)
+        self.parts = [shares(c, method, rrf_k) for c in channels]
+        ids = np.concatenate([c.ids for c in channels]) if channels else np.empty(0, dtype=np.int64)
+        self._by_id = ids.argsort()  # a node's entries in any order: the sums below follow the entries
+        sorted_ids = ids[self._by_id]
+        first = np.empty(len(ids), dtype=bool)  # does this entry start a new node?
+        first[:1] = True
+        np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
+        group = np.empty(len(ids), dtype=np.intp)
+        group[self._by_id] = first.cumsum() - 1
+        self.nodes, self._starts = sorted_ids[first], first.nonzero()[0]
+        self.totals = np.zeros(len(self.nodes))
+        if channels:
+            weighted = np.concatenate([c.weight * part for c, part in zip(channels, self.parts, strict=True)])
+            np.add.at(self.totals, group, weighted)
+        self.order = (-self.totals).argsort(kind="stable")  # nodes are sorted: ties stay in node id order
+
+    def entries(
+        self, names: Sequence[str] = ()
+    ) -> Iterator[tuple[int, float, dict[str, float | None], dict[str, float | None]]]:
+        """``(node, fused score, raw score per channel, share per channel)``, best first. A channel
+        that did not see the node is absent from both dicts, or None when listed in ``names``
+        (which then lead the dicts, in that order). The detail is read for the nodes taken only."""
+        if not len(self.order):
+            return
+        offsets = list(itertools.accumulate((len(c) for c in self.channels), initial=0))
+        channel_names = [c.name for c in self.channels]
+        raw = np.concatenate([c.values for c in self.channels]).tolist()
+        share = np.concatenate(self.parts).tolist()
+        by_id, starts = self._by_id.tolist(), self._starts.tolist()
+        starts.append(len(by_id))
+        for top in _chunks(self.order):  # callers usually take ~10: convert a chunk at a time
+            for g, node, total in zip(top.tolist(), self.nodes[top].tolist(), self.totals[top].tolist(), strict=True):
+                hit_raw: dict[str, float | None] = dict.fromkeys(names)
+                hit_share: dict[str, float | None] = dict.fromkeys(names)
+                for entry in sorted(by_id[starts[g] : starts[g + 1]]):  # entry order = channel order
+                    name = channel_names[bisect.bisect_right(offsets, entry) - 1]
+                    hit_raw[name] = raw[entry]
+                    hit_share[name] = share[entry]
+                yield node, total, hit_raw, hit_share
+
+
+def _chunks(order: NDArray[np.intp], size: int = 16) -> Iterator[NDArray[np.intp]]:
+    """``order`` in slices of ``size``, then doubling."""
+    start = 0
+    while start < len(order):
+        yield order[start : start + size]
+        start += size
+        size *= 2
+
+
+def _check(channels: Sequence[Channel], method: str, rrf_k: int) -> None:
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; use one of {', '.join(FUSIONS)}")
     if rrf_k < 0:
@@ -143,34 +286,34 @@ def iter_fused(channels: Sequence[Channel], method: str = "minmax", rrf_k: int =
     for c in channels:
         if not math.isfinite(c.weight):
             raise ValueError(f"the {c.name} weight must be a finite number")
-    shares: dict[str, dict[int, float]] = {}
-    for c in channels:
-        if method == "rrf":
-            shares[c.name] = {n: 1.0 / (rrf_k + r) for n, r in ranks(c.scores, c.higher_is_better).items()}
-        else:
-            shares[c.name] = normalise(c, method)
-    totals: dict[int, float] = {}
-    for c in channels:  # channel order per node, so sums are the same whichever node comes first
-        weight = c.weight
-        for node, share in shares[c.name].items():
-            totals[node] = totals.get(node, 0.0) + weight * share
-    for node in sorted(totals, key=lambda n: (-totals[n], n)):
-        raw = {c.name: float(c.scores[node]) for c in channels if node in c.scores}
-        norm = {name: shares[name][node] for name in raw}
-        contrib = {c.name: c.weight * norm[c.name] for c in channels if c.name in norm}
-        yield Fused(node, totals[node], raw, norm, contrib)
+
+
+#: Each channel's part of an explanation line before its share, e.g. ``("vector", "1×v(norm) ")``.
+Legend = tuple[tuple[str, str], ...]
 
 
 def explain(hit: Fused, channels: Sequence[Channel], method: str = "minmax") -> str:
     """One line showing how a fused score was made: ``0.8750 = 1×v(norm) 0.750 + 1×k(norm) - + 0.5×g(norm) 0.250``."""
+    return explain_line(hit.score, hit.normalised, legend(channels, method))
+
+
+def legend(channels: Sequence[Channel], method: str = "minmax") -> Legend:
+    """The channels' parts of :func:`explain`'s line, formatted once for all the hits of a fusion."""
     what = "rrf" if method == "rrf" else "norm"
-    parts = []
-    for c in channels:
-        share = hit.normalised.get(c.name)
-        value = "-" if share is None else f"{share:.3f}"
-        parts.append(f"{c.weight:g}×{c.name[:1]}({what}) {value}")
-    return f"{hit.score:.4f} = " + " + ".join(parts)
+    return tuple((c.name, f"{c.weight:g}×{c.name[:1]}({what}) ") for c in channels)
 
 
-def _clip(x: float) -> float:
-    return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
+def explain_line(score: float, normalised: Mapping[str, float | None], parts: Legend) -> str:
+    """:func:`explain` from a fused score and its shares per channel (None or absent: ``-``)."""
+    shown = [label + ("-" if (x := normalised.get(name)) is None else f"{x:.3f}") for name, label in parts]
+    return f"{score:.4f} = " + " + ".join(shown)
+
+
+def _on_mapping(scores: Mapping[int, float], normalise_values: Callable[[Scores], Scores]) -> dict[int, float]:
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    return dict(zip(scores.keys(), normalise_values(values).tolist(), strict=True))
+
+
+def _clip(x: Scores) -> Scores:
+    """Clip to [0, 1]; NaN passes through (it is neither below 0 nor above 1)."""
+    return np.where(x < 0.0, 0.0, np.where(x > 1.0, 1.0, x))

@@ -24,16 +24,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+import numpy as np
 import structlog
+from numpy.typing import NDArray
 
 from drsg.asof import AsOf
 from drsg.errors import UsageError
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, explain, iter_fused
-from drsg.workers.search import Hit, Searcher
+from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Legend, Ranking, explain_line, legend
+from drsg.workers.search import Hit, Pool, Searcher
 from drsg.workers.vector import check_metric
 
 log = structlog.get_logger("drsg.hybrid")
@@ -192,11 +195,17 @@ class HybridSpec:
 class HybridHit(Hit):
     """A fused hit: ``score`` is the fused score; ``channels`` the raw score per channel (vector
     distance, BM25, decay^hops; None when the channel did not see the node), ``normalised`` the
-    per-channel normalised score (or RRF share) that was weighted, ``explanation`` one line."""
+    per-channel normalised score (or RRF share) that was weighted, ``explanation`` one line
+    (formatted when first read, from ``legend``: the query's channels and weights)."""
 
     channels: dict[str, float | None] = field(default_factory=dict)
     normalised: dict[str, float | None] = field(default_factory=dict)
-    explanation: str = ""
+    legend: Legend = field(default=(), repr=False)
+
+    @cached_property
+    def explanation(self) -> str:
+        score = 0.0 if self.score is None else self.score
+        return explain_line(score, self.normalised, self.legend) if self.legend else ""
 
     def to_json(self, vectors: bool | str = "lean") -> dict[str, Any]:
         out = super().to_json(vectors)
@@ -208,6 +217,11 @@ class HybridHit(Hit):
 def distance_from_similarity(metric: str, similarity: float) -> float:
     """Upstream reports the vector channel as a distance: cosine 1 − cos, dot −dot, l2 ‖a − b‖."""
     return 1.0 - similarity if metric == "cosine" else -similarity
+
+
+def distances_from_similarities(metric: str, similarities: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:func:`distance_from_similarity` over an array (the same float operation per element)."""
+    return 1.0 - similarities if metric == "cosine" else -similarities
 
 
 def expand(snap: Snapshot, plane: int, seeds: list[int], hops: int, decay: float) -> dict[int, float]:
@@ -241,55 +255,66 @@ def hybrid_on_snapshot(
     embed: TextEmbedder | None = None,
 ) -> list[HybridHit]:
     """Run ``spec`` on one open snapshot (the indexes already caught up, as in Searcher._source)."""
-    spec.check()
+    return _run(searcher, snap, plane, spec.check(), current, embed)
+
+
+def _run(
+    searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, embed: TextEmbedder | None
+) -> list[HybridHit]:
+    """:func:`hybrid_on_snapshot` for a checked ``spec``."""
     channels: list[Channel] = []
-    best_first: dict[str, list[int]] = {}
+    best_first: dict[str, Pool] = {}
     if spec.vector is not None:
-        metric = check_metric(spec.vector.metric)
-        query = spec.vector.query
-        if isinstance(query, str):
-            if embed is None:
-                raise UsageError("this hybrid query has a text vector query: it needs an embedder (--embed)")
-            query = embed(query)
-        ranked = searcher.vector_ranked(
-            snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current
-        )
-        scores = {node: distance_from_similarity(metric, score) for node, score in ranked}
-        channels.append(Channel("vector", scores, spec.weight("vector"), higher_is_better=False))
-        best_first["vector"] = [node for node, _ in ranked]
+        ids, similarities = best_first["vector"] = _vector_pool(searcher, snap, plane, spec, current, embed)
+        distances = distances_from_similarities(check_metric(spec.vector.metric), similarities)
+        channels.append(Channel("vector", (ids, distances), spec.weight("vector"), higher_is_better=False))
     if spec.keyword is not None:
-        assert spec.label is not None  # check() saw to it
-        worker = searcher.indexes.get(plane, "keyword", spec.label, spec.keyword.prop) if current else None
-        if worker is None and snap.index(plane, "keyword", spec.label, spec.keyword.prop) is None:
-            log.warning("no keyword index: the keyword channel is empty", label=spec.label, prop=spec.keyword.prop)
-            pool: list[tuple[int, float]] = []
-        else:
-            pool = searcher.keyword_ranked(
-                snap, plane, spec.label, spec.keyword.prop, spec.keyword.text, spec.candidates, current
-            )
-        channels.append(Channel("keyword", dict(pool), spec.weight("keyword")))
-        best_first["keyword"] = [node for node, _ in pool]
+        best_first["keyword"] = _keyword_pool(searcher, snap, plane, spec, current)
+        channels.append(Channel("keyword", best_first["keyword"], spec.weight("keyword")))
     if spec.graph is not None:
-        seeds = [n for name in ("vector", "keyword") for n in best_first.get(name, [])[: spec.graph.seeds]]
+        seeds = [n for pool in best_first.values() for n in pool[0][: spec.graph.seeds].tolist()]
         graph = expand(snap, plane, seeds, spec.graph.hops, spec.graph.decay)
         bounds = (0.0, 1.0) if spec.graph_norm == "range" else None
         channels.append(Channel("graph", graph, spec.weight("graph"), bounds=bounds))
+    return _hits(snap, plane, spec, channels)
+
+
+def _vector_pool(
+    searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, embed: TextEmbedder | None
+) -> Pool:
+    """The vector channel's candidates, best first: (node ids, similarities)."""
+    assert spec.vector is not None
+    query = spec.vector.query
+    if isinstance(query, str):
+        if embed is None:
+            raise UsageError("this hybrid query has a text vector query: it needs an embedder (--embed)")
+        query = embed(query)
+    metric = check_metric(spec.vector.metric)
+    return searcher.vector_pool(snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current)
+
+
+def _keyword_pool(searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool) -> Pool:
+    """The keyword channel's candidates, best first: (node ids, BM25); empty without an index."""
+    assert spec.keyword is not None and spec.label is not None  # check() saw to it
+    label, prop = spec.label, spec.keyword.prop
+    worker = searcher.indexes.get(plane, "keyword", label, prop) if current else None
+    if worker is None and snap.index(plane, "keyword", label, prop) is None:
+        log.warning("no keyword index: the keyword channel is empty", label=label, prop=prop)
+        return np.empty(0, dtype=np.int64), np.empty(0)
+    return searcher.keyword_pool(snap, plane, label, prop, spec.keyword.text, spec.candidates, current)
+
+
+def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
+    """The fused top ``k``, records loaded for those only."""
     out: list[HybridHit] = []
-    for fused in iter_fused(channels, spec.fusion, spec.rrf_k):
+    parts = legend(channels, spec.fusion)
+    for node_id, score, raw, norm in Ranking(channels, spec.fusion, spec.rrf_k).entries(CHANNELS):
         if len(out) >= spec.k:
             break
-        node = snap.node(plane, fused.node)
+        node = snap.node(plane, node_id)
         if node is None:  # an edge's far end that is gone at this snapshot
             continue
-        out.append(
-            HybridHit(
-                node,
-                fused.score,
-                channels={name: fused.raw.get(name) for name in CHANNELS},
-                normalised={name: fused.normalised.get(name) for name in CHANNELS},
-                explanation=explain(fused, channels, spec.fusion),
-            )
-        )
+        out.append(HybridHit(node, score, channels=raw, normalised=norm, legend=parts))
     return out
 
 
@@ -301,6 +326,6 @@ def hybrid(
     as_of: AsOf | None = None,
 ) -> list[HybridHit]:
     """Run a hybrid query at the head (read-your-writes) or ``as_of`` a commit."""
-    spec.check()
+    spec.check()  # before a snapshot is opened: a bad query costs no transaction
     with searcher._snapshot(as_of) as snap:
-        return hybrid_on_snapshot(searcher, snap, snap.plane(plane).id, spec, snap.at == snap.head, embed)
+        return _run(searcher, snap, searcher.plane_id(snap, plane), spec, snap.at == snap.head, embed)

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import msgpack
+import numpy as np
 import tantivy
+from numpy.typing import NDArray
 
 from drsg.store.records import IndexDecl
 from drsg.workers.analysis import ANALYZER_VERSION, analyze, canonical_language
@@ -149,31 +151,28 @@ class KeywordIndex(IndexWorker):
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best ``(node id, BM25)``: score descending, then node id ascending."""
+        ids, scores = self.search_arrays(query, k)
+        return list(zip(ids.tolist(), scores.tolist(), strict=True))
+
+    def search_arrays(self, query: str, k: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """As :meth:`search`, as arrays (node ids, BM25 scores): hybrid fusion works on arrays."""
         terms = Counter(analyze(query, self.language))
         searcher = self._searcher
         if not terms or k <= 0 or searcher is None or searcher.num_docs == 0:
-            return []
-        clauses = []
-        for term, count in sorted(terms.items()):
-            clause = tantivy.Query.term_query(self.schema, "body", term)
-            if count > 1:  # a repeated query term counts once per occurrence, as in a sum over the query
-                clause = tantivy.Query.boost_query(clause, float(count))
-            clauses.append((tantivy.Occur.Should, clause))
-        q = tantivy.Query.boolean_query(clauses)
-        # Fetch past k until the k-th score is strictly above the last one fetched, so every
-        # document tied with the k-th is seen and ties can be broken by node id. (The limit never
-        # exceeds the number of documents: tantivy sizes its heap by it.)
-        total = searcher.num_docs
-        k = min(k, total)
-        limit = min(2 * k + 1, total)  # past k: a hit scoring below the k-th means no tie at the cut
-        while True:
-            hits = searcher.search(q, limit, count=False).hits
-            if len(hits) < limit or limit >= total or hits[-1][0] < hits[k - 1][0]:
-                break
-            limit = min(2 * limit, total)
-        ids = _ints(searcher.fast_field_values("id", [address for _, address in hits]))
-        ranked = sorted(((i, float(score)) for (score, _), i in zip(hits, ids, strict=True)), key=_rank)
-        return ranked[:k]
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        hits = _top_with_ties(searcher, _or_query(self.schema, terms), k)
+        if not hits:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        k = min(k, len(hits))
+        # Only hits scoring at least the k-th can be in the top k: the rest need no id.
+        kth = hits[k - 1][0]
+        keep = k
+        while keep < len(hits) and hits[keep][0] >= kth:
+            keep += 1
+        scores = np.array([score for score, _ in hits[:keep]], dtype=np.float64)
+        ids = np.array(searcher.fast_field_values("id", [address for _, address in hits[:keep]]), dtype=np.int64)
+        order = np.lexsort((ids, -scores))[:k]
+        return ids[order], scores[order]
 
     def __len__(self) -> int:
         """Documents searchable now (flushed)."""
@@ -236,6 +235,33 @@ class KeywordIndex(IndexWorker):
         return [(i, str(searcher.doc(a)["body"][0]), h) for i, h, a in zip(ids, digests, addresses, strict=True)]
 
 
+def _or_query(schema: tantivy.Schema, terms: Counter[str]) -> tantivy.Query:
+    """An OR of term queries; a repeated query term counts once per occurrence, as in a sum over the query."""
+    clauses = []
+    for term, count in sorted(terms.items()):
+        clause = tantivy.Query.term_query(schema, "body", term)
+        if count > 1:
+            clause = tantivy.Query.boost_query(clause, float(count))
+        clauses.append((tantivy.Occur.Should, clause))
+    return tantivy.Query.boolean_query(clauses)
+
+
+def _top_with_ties(searcher: tantivy.Searcher, q: tantivy.Query, k: int) -> list[tuple[float, Any]]:
+    """tantivy's best hits ``(score, address)``, score descending, through every hit tied with the
+    k-th, so ties can then be broken by node id. (The limit never exceeds the number of documents:
+    tantivy sizes its heap by it.)"""
+    total = searcher.num_docs
+    k = min(k, total)
+    # Past k, as a hit scoring below the k-th shows no tie at the cut; ties there are usually a few
+    # hits, so a quarter more is fetched first (twice as many each time that falls short).
+    limit = min(k + k // 4 + 1, total)
+    while True:
+        hits: list[tuple[float, Any]] = searcher.search(q, limit, count=False).hits
+        if len(hits) < limit or limit >= total or hits[-1][0] < hits[k - 1][0]:
+            return hits
+        limit = min(2 * limit, total)
+
+
 def _write(index: tantivy.Index, docs: Iterable[tuple[int, str, int]], delete: tantivy.Query | None = None) -> int:
     """One tantivy commit: ``delete`` (documents already there), then add ``(id, terms, hash)``.
 
@@ -280,7 +306,3 @@ def _checked(records: Iterable[Any]) -> Iterable[tuple[int, str, int]]:
 
 def _ints(values: Sequence[Any]) -> list[int]:
     return [int(v) for v in values]
-
-
-def _rank(hit: tuple[int, float]) -> tuple[float, int]:
-    return (-hit[1], hit[0])

@@ -13,6 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from drsg.asof import AsOf
 from drsg.errors import NotFound, UsageError
 from drsg.query import Plan
@@ -26,6 +29,8 @@ from drsg.workers.vector import VectorIndex, check_metric
 
 #: Turns query text into a vector for a (plane, label, property); supplied by the surface.
 TextEmbedder = Callable[[str], Vector]
+#: Ranked candidates as arrays: node ids best first, and their scores.
+Pool = tuple[NDArray[np.int64], NDArray[np.float64]]
 _METRIC_FROM_PLAN = {"Cosine": "cosine", "Dot": "dot", "L2": "l2"}
 
 
@@ -46,12 +51,23 @@ class Searcher:
     def __init__(self, db: Database, indexes: IndexSet | None = None) -> None:
         self.db = db
         self.indexes = indexes or IndexSet(db)
+        self._planes: dict[str, tuple[int, int]] = {}  # plane name -> (seq, plane id) last looked up
+
+    def plane_id(self, snap: Snapshot, name: str) -> int:
+        """``snap.plane(name).id``, remembered per name while queries keep reading the same seq (the
+        graph at a seq never changes, so the answer cannot go stale; a new commit is a new seq)."""
+        seen = self._planes.get(name)
+        if seen is not None and seen[0] == snap.at:
+            return seen[1]
+        plane_id = snap.plane(name).id
+        self._planes[name] = (snap.at, plane_id)
+        return plane_id
 
     # ------------------------------------------------------------------ plans
 
     def run(self, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
         with self._snapshot(plan.as_of) as snap:
-            hits = self._source(snap, snap.plane(plane).id, plan.source, snap.at == snap.head, embed)
+            hits = self._source(snap, self.plane_id(snap, plane), plan.source, snap.at == snap.head, embed)
         return _steps(hits, plan.steps)
 
     @contextmanager
@@ -103,7 +119,7 @@ class Searcher:
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
         with self._snapshot(_as_of(as_of)) as snap:
-            plane_id, metric = snap.plane(plane).id, check_metric(metric)
+            plane_id, metric = self.plane_id(snap, plane), check_metric(metric)
             current = snap.at == snap.head
             return _hydrate(snap, plane_id, self.vector_ranked(snap, plane_id, label, prop, query, metric, k, current))
 
@@ -111,7 +127,7 @@ class Searcher:
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
         with self._snapshot(_as_of(as_of)) as snap:
-            plane_id = snap.plane(plane).id
+            plane_id = self.plane_id(snap, plane)
             current = snap.at == snap.head
             return _hydrate(snap, plane_id, self.keyword_ranked(snap, plane_id, label, prop, text, k, current))
 
@@ -130,15 +146,33 @@ class Searcher:
         current: bool,
     ) -> list[tuple[int, float]]:
         """Top-k ``(node id, similarity)`` from the index when it serves this query, else exactly."""
+        return _pairs(self.vector_pool(snap, plane, label, prop, query, metric, k, current))
+
+    def vector_pool(
+        self,
+        snap: Snapshot,
+        plane: int,
+        label: str | None,
+        prop: str,
+        query: Vector,
+        metric: str,
+        k: int,
+        current: bool,
+    ) -> Pool:
+        """As :meth:`vector_ranked`, as arrays (node ids, similarities)."""
         worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
         if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
-            return worker.search(query, k)
-        return exact_vector_search(snap, plane, label, prop, query, metric, k)
+            return worker.search_arrays(query, k)
+        return _pool(exact_vector_search(snap, plane, label, prop, query, metric, k))
 
     def keyword_ranked(
         self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
     ) -> list[tuple[int, float]]:
         """Top-k ``(node id, BM25)``; AS OF an earlier commit, over that snapshot's documents exactly."""
+        return _pairs(self.keyword_pool(snap, plane, label, prop, text, k, current))
+
+    def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:
+        """As :meth:`keyword_ranked`, as arrays (node ids, BM25 scores)."""
         worker = self.indexes.get(plane, "keyword", label, prop) if current else None
         if worker is None:
             decl = snap.index(plane, "keyword", label, prop)
@@ -149,7 +183,7 @@ class Searcher:
                 )
             worker = worker_class("keyword")(decl, self.db.path, "")
             worker.rebuild(snap)
-        return worker.search(text, k)  # type: ignore[attr-defined,no-any-return]
+        return worker.search_arrays(text, k)  # type: ignore[attr-defined,no-any-return]
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
@@ -169,6 +203,17 @@ def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
     if embed is None:
         raise UsageError('this query has NEAR "text": it needs an embedder (--embed)')
     return embed(str(text))
+
+
+def _pairs(pool: Pool) -> list[tuple[int, float]]:
+    ids, scores = pool
+    return list(zip(ids.tolist(), scores.tolist(), strict=True))
+
+
+def _pool(ranked: list[tuple[int, float]]) -> Pool:
+    ids = np.fromiter((node for node, _ in ranked), dtype=np.int64, count=len(ranked))
+    scores = np.fromiter((score for _, score in ranked), dtype=np.float64, count=len(ranked))
+    return ids, scores
 
 
 def _hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:

@@ -14,6 +14,7 @@ from typing import Any
 import hnswlib
 import msgpack
 import numpy as np
+from numpy.typing import NDArray
 
 from drsg.errors import BadValue
 from drsg.store.transaction import METRICS
@@ -34,9 +35,10 @@ def check_metric(metric: str) -> str:
 
 
 def similarity_from_distance(metric: str, distances: np.ndarray) -> np.ndarray:
+    """Similarities in float64 from hnswlib's float32 distances (widened first, then converted)."""
     if metric == "l2":
-        return -np.sqrt(np.maximum(distances, 0.0))
-    return 1.0 - distances
+        return -np.sqrt(np.maximum(distances, 0.0, dtype=np.float64))
+    return np.subtract(1.0, distances, dtype=np.float64)
 
 
 class VectorIndex(IndexWorker):
@@ -91,8 +93,15 @@ class VectorIndex(IndexWorker):
 
     def search(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> list[tuple[int, float]]:
         """Top-k ``(node id, similarity)``, best first, ties by ascending node id."""
+        ids, scores = self.search_arrays(query, k, ef)
+        return list(zip(ids.tolist(), scores.tolist(), strict=True))
+
+    def search_arrays(
+        self, query: Vector | np.ndarray, k: int, ef: int | None = None
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        """As :meth:`search`, as arrays (node ids, similarities): hybrid fusion works on arrays."""
         if self.index is None or not self.live or k <= 0:
-            return []
+            return np.empty(0, dtype=np.int64), np.empty(0)
         q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
         if q.shape[-1] != self.decl.dims:
             raise BadValue(
@@ -107,11 +116,12 @@ class VectorIndex(IndexWorker):
         except RuntimeError:  # too few reachable live elements for k: ask for what exists
             self._set_ef(max(len(self.live), 2 * k))
             labels, distances = self.index.knn_query(q, k=k)
-        scores = similarity_from_distance(self.metric, distances[0].astype(np.float64))
-        hits = list(zip(labels[0].tolist(), scores.tolist(), strict=True))
-        if len(set(scores.tolist())) < len(hits):  # hnswlib orders by distance; break ties by id
-            hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits
+        ids = labels[0].view(np.int64)  # node ids are below 2**63
+        scores = similarity_from_distance(self.metric, distances[0])
+        if not (scores[:-1] > scores[1:]).all():  # hnswlib orders by distance; break ties by id
+            order = np.lexsort((ids, -scores))
+            ids, scores = ids[order], scores[order]
+        return ids, scores
 
     def _set_ef(self, ef: int) -> None:
         if ef != self._ef:

@@ -283,9 +283,13 @@ def latency(size: int, n_queries: int, embedder: Any, rounds: int) -> list[str]:
         for v, t in zip(vectors, texts, strict=True)
     ]
     graph_specs = [replace(s, graph=GraphPart(1)) for s in specs]
-    for s in specs[:20]:  # warm-up
-        hybrid(searcher, PLANE, s)
-        raw.knn_query(qmat[0], k=100)
+    for j in range(min(20, len(specs))):  # warm-up: every measured call, raw ones included
+        raw.knn_query(qmat[j], k=100)
+        raw_keyword(texts[j])
+        hybrid(searcher, PLANE, specs[j])
+        hybrid(searcher, PLANE, graph_specs[j])
+        searcher.vector(PLANE, LABEL, "embedding", vectors[j], "cosine", 100)
+        searcher.keyword(PLANE, LABEL, "gloss", texts[j], 100)
     t_hybrid: list[float] = []
     t_graph: list[float] = []
     t_vec: list[float] = []
