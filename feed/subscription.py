@@ -8,7 +8,8 @@ memory and simply falls behind; nothing is ever dropped, and ``truncated`` is al
 
 New commits made in this process wake subscribers at once (the database's commit signal); other
 processes' commits are noticed by polling the head seq (one small read every ``poll`` seconds while
-caught up), so they reach subscribers within about ``poll`` seconds.
+caught up), so they reach subscribers within about ``poll`` seconds — or at once where a
+:class:`~drsg.feed.watcher.HeadWatcher` publishes them on the commit signal (``drsg serve`` runs one).
 
 Messages::
 

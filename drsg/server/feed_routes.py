@@ -3,7 +3,10 @@
 Both read the log through :class:`~drsg.feed.Subscription`, which holds one batch at most; every
 frame or event is sent with ``await`` on the transport's drain, so a subscriber that stops reading
 stalls only its own subscription (TCP pushes back, the log is the buffer) and catches up when it
-reads again. Nothing is dropped: ``truncated`` is always false.
+reads again. Nothing is dropped: ``truncated`` is always false. Commits by other processes (the
+CLI, other writers) are noticed once for every open feed by the hub's
+:class:`~drsg.feed.watcher.HeadWatcher` (inotify on the database file), so they reach subscribers
+within a millisecond or so rather than a poll later.
 
 **WebSocket** ``GET /ws?token=…`` — JSON-RPC 2.0 text frames. Every RPC method of ``/rpc`` is
 answered here too; in addition::
@@ -60,6 +63,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from drsg.errors import BadValue, DrsgError, NotFound
 from drsg.feed.changes import OPS
 from drsg.feed.subscription import Message, Subscription
+from drsg.feed.watcher import HeadWatcher
 from drsg.server import methods
 from drsg.server.rpc import (
     INTERNAL_ERROR,
@@ -80,6 +84,7 @@ STATS_FRESH = 0.5  # seconds one db.stats result serves every socket
 RESOLVED_EVERY = 1.0  # default seconds of quiet between resolved watermarks
 CLOSE_TIMEOUT = 3.0  # seconds a peer has to take the close frame / end of stream on shutdown
 OUTBOX = 8  # frames queued for one socket's sender, at most
+FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the hub's watcher wakes it sooner
 WATCH_METHODS = ("plane.watch", "plane.unwatch")
 WATCH_PARAMS = (
     "plane",
@@ -101,6 +106,7 @@ class FeedHub:
         self.state = state
         self.dispatcher = dispatcher
         self.open: set[WatchSocket | EventStream] = set()
+        self.watcher = HeadWatcher(state.db)  # other processes' commits, noticed once for every feed
         self.closing = False  # the server is stopping: feeds that open now are closed at once
         self._stats: tuple[float, Any] | None = None  # (when, db.stats result), shared by the sockets
         self._stats_lock = asyncio.Lock()
@@ -116,6 +122,7 @@ class FeedHub:
 
     async def subscribe(self, plane: str, from_seq: int | None, **options: Any) -> Subscription:
         """A subscription, made in a read thread (it looks the plane up in the log's history)."""
+        options.setdefault("poll", FALLBACK_POLL)
         return await self.state.read(lambda: Subscription(self.state.db, plane, from_seq, **options))
 
 
@@ -350,12 +357,13 @@ class WatchSocket:
 
     async def _pump(self, subscription: Subscription, plane: str) -> None:
         try:
-            async for message in subscription:
-                if "resolved" in message:
-                    await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
-                else:
-                    plane = message["plane"] or plane
-                    await self.notify("plane.change", message)
+            with self.hub.watcher.watching():
+                async for message in subscription:
+                    if "resolved" in message:
+                        await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
+                    else:
+                        plane = message["plane"] or plane
+                        await self.notify("plane.change", message)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -473,11 +481,19 @@ def sse_event(message: Message, plane: str) -> tuple[bytes, str]:
 class EventStream:
     """One SSE stream: the subscription is pumped by its own task so that shutdown can stop it."""
 
-    def __init__(self, request: web.Request, response: web.StreamResponse, subscription: Subscription, plane: str):
+    def __init__(
+        self,
+        request: web.Request,
+        response: web.StreamResponse,
+        subscription: Subscription,
+        plane: str,
+        watcher: HeadWatcher,
+    ) -> None:
         self.request = request
         self.response = response
         self.subscription = subscription
         self.plane = plane
+        self.watcher = watcher
         self.pump: asyncio.Task[None] | None = None
         self.closing = False
 
@@ -493,9 +509,10 @@ class EventStream:
     async def _pump(self) -> None:
         try:
             await self.response.write(b"retry: 1000\n\n")
-            async for message in self.subscription:
-                event, self.plane = sse_event(message, self.plane)
-                await self.response.write(event)
+            with self.watcher.watching():
+                async for message in self.subscription:
+                    event, self.plane = sse_event(message, self.plane)
+                    await self.response.write(event)
         except ConnectionError:
             return  # the client went away
         except asyncio.CancelledError:
@@ -548,7 +565,7 @@ async def feed_events(request: web.Request) -> web.StreamResponse:
         }
     )
     await response.prepare(request)
-    stream = EventStream(request, response, subscription, plane)
+    stream = EventStream(request, response, subscription, plane, hub.watcher)
     hub.open.add(stream)
     log.info("feed watch", via="sse", plane=plane, from_seq=subscription.from_seq)
     try:
@@ -566,10 +583,15 @@ ROUTES: list[web.AbstractRouteDef] = [
 ]
 
 
+async def start_watcher(app: web.Application) -> None:
+    app[HUB].watcher.start()
+
+
 async def close_feeds(app: web.Application) -> None:
     """on_shutdown: close every open feed (WS close 1001, SSE end of stream) so the server can stop."""
     hub = app[HUB]
     hub.closing = True
+    await hub.watcher.stop()
     feeds = list(hub.open)
     if feeds:
         log.info("closing feeds", feeds=len(feeds))
@@ -580,6 +602,7 @@ def install(app: web.Application, state: ServerState, dispatcher: Dispatcher) ->
     """Add the feed routes to ``app`` and close the feeds when it shuts down."""
     app[HUB] = FeedHub(state, dispatcher)
     app.add_routes(ROUTES)
+    app.on_startup.append(start_watcher)
     app.on_shutdown.append(close_feeds)
 
 
