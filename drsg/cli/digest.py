@@ -49,7 +49,7 @@ SHOWN_NODES = 12
 @click.pass_obj
 def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any) -> None:
     """Read SOURCE (a file or a directory, default `.`: Markdown, text, Word, PowerPoint, Excel,
-    OpenDocument, RTF, EPUB, CSV, PDF) with a chat model into entities and typed relations, clean
+    OpenDocument, RTF, EPUB, CSV, PDF, saved web pages) with a chat model into entities and typed relations, clean
     them up, and print what would be written. `--apply` writes it in one commit."""
     from drsg.pipeline.digest.run import check_mode
 

@@ -5,10 +5,10 @@ format read, notes for the user) or raise ``ConversionError`` with a one-line me
 file and the fix — never a library traceback: whatever a document library raises is converted here.
 
 Formats (``SUPPORTED``): Markdown and text pass through (leading/trailing blank lines trimmed);
-csv/tsv, docx, pptx, xlsx, xls, odt, ods, odp, rtf, epub and pdf are converted — headings as ``#``,
-lists, tables as pipe tables, slides/sheets/pages as ``##`` sections. Legacy ``.doc``/``.ppt`` are
-refused with "save it as .docx/.pptx". The format comes from the content's signature first
-(``detect.py``), the file extension second.
+csv/tsv, docx, pptx, xlsx, xls, odt, ods, odp, rtf, epub, pdf and saved web pages (html) are
+converted — headings as ``#``, lists, tables as pipe tables, slides/sheets/pages as ``##``
+sections. Legacy ``.doc``/``.ppt`` are refused with "save it as .docx/.pptx". The format comes
+from the content's signature first (``detect.py``), the file extension second.
 
 Dependencies, one small well-kept library per family, chosen over ``markitdown``: markitdown 0.1.x
 pulls ``magika`` (an ONNX file-type model), ``requests`` and, for its xlsx/xls support, ``pandas``;
@@ -84,10 +84,19 @@ _CONVERTERS: dict[str, tuple[str, str]] = {
     "rtf": ("rtf", "convert_rtf"),
     "epub": ("epub", "convert_epub"),
     "pdf": ("pdf", "convert_pdf"),
+    "html": ("html", "convert_html"),
 }
 assert set(_CONVERTERS) == set(SUPPORTED)
 
-_LABELS = {"markdown": "Markdown", "text": "text", "csv": "CSV", "epub": "EPUB", "pdf": "PDF", "rtf": "RTF"}
+_LABELS = {
+    "markdown": "Markdown",
+    "text": "text",
+    "csv": "CSV",
+    "epub": "EPUB",
+    "pdf": "PDF",
+    "rtf": "RTF",
+    "html": "HTML",
+}
 _DAMAGED = "check that the file is complete, or open it in its application and save it again"
 
 

@@ -27,6 +27,7 @@ SUPPORTED: tuple[str, ...] = (
     "rtf",
     "epub",
     "pdf",
+    "html",
 )
 
 EXTENSIONS: dict[str, str] = {
@@ -50,6 +51,9 @@ EXTENSIONS: dict[str, str] = {
     ".rtf": "rtf",
     ".epub": "epub",
     ".pdf": "pdf",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
     # recognised so the error can say what to do, never converted
     ".doc": "doc",
     ".ppt": "ppt",
@@ -106,6 +110,8 @@ def sniff(data: bytes) -> str | None:
         return "rtf"
     if data.startswith(_OLE_MAGIC):
         return _ole_kind(data)
+    if data[:512].lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith((b"<!doctype html", b"<html")):
+        return "html"
     return None
 
 

@@ -1,4 +1,4 @@
-"""HTML → GitHub-flavoured Markdown, for the converters that go through HTML (docx, epub).
+"""HTML → GitHub-flavoured Markdown: saved web pages, and the converters that go through HTML (docx, epub).
 
 ``markdownify`` (over BeautifulSoup with the standard library's ``html.parser``, which resolves no
 external entities) does the work; the subclass escapes pipes inside table cells, keeps images as
@@ -12,6 +12,11 @@ from typing import Any
 
 from bs4 import BeautifulSoup
 from markdownify import ATX, BACKSLASH, MarkdownConverter
+
+from drsg.pipeline.convert.base import Output, Source
+
+# page furniture, not content: dropped from saved web pages
+_PAGE_FURNITURE = ["nav", "footer", "aside", "form", "button", "iframe", "svg"]
 
 
 class _Converter(MarkdownConverter):
@@ -53,3 +58,13 @@ def html_to_markdown(html: str | bytes) -> tuple[str, int]:
     converter = _Converter()
     markdown = converter.convert_soup(body if body is not None else soup)
     return markdown, converter.images
+
+
+def convert_html(src: Source) -> Output:
+    """A saved web page: its body as Markdown (navigation, footers, forms and scripts left out)."""
+    soup = BeautifulSoup(src.data, "html.parser")  # bytes: the page's own charset declaration is honoured
+    for furniture in soup.find_all(_PAGE_FURNITURE):
+        furniture.decompose()
+    markdown, images = html_to_markdown(str(soup))
+    notes = [f"{images} image(s) left out (only their alt text is kept)"] if images else []
+    return markdown, notes

@@ -699,3 +699,25 @@ def test_a_plain_zip_is_not_a_document(tmp_path: Path) -> None:
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("a.txt", "hello")
     _fails(path, "a ZIP archive that is not a docx")
+
+
+def test_a_saved_web_page_keeps_its_content_and_drops_the_furniture(tmp_path: Path) -> None:
+    page = tmp_path / "page.htm"
+    page.write_text(
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>T</title><script>alert(1)</script></head><body>"
+        "<nav><a href='/'>Home</a> | <a href='/about'>About menu</a></nav>"
+        "<h1>Zürich notes</h1><p>The <b>distinctive sentence</b> about 广告点击.</p>"
+        "<ul><li>first</li><li>second</li></ul><table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>"
+        "<img src='x.png' alt='a chart'><footer>Copyright footer text</footer></body></html>",
+        encoding="utf-8",
+    )
+    converted = to_markdown(page)
+    assert converted.format == "html"
+    md = converted.markdown
+    assert "# Zürich notes" in md and "**distinctive sentence**" in md and "广告点击" in md
+    assert "- first" in md and "| a | b |" in md and "[image: a chart]" in md
+    assert "About menu" not in md and "Copyright footer" not in md and "alert(1)" not in md
+    assert converted.notes == ["1 image(s) left out (only their alt text is kept)"]
+    renamed = tmp_path / "page.txt"  # the content says HTML, whatever the name says
+    renamed.write_bytes(page.read_bytes())
+    assert to_markdown(renamed).format == "html"
