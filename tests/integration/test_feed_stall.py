@@ -23,6 +23,7 @@ import aiohttp
 import pytest
 
 from tests.integration.test_server import TOKEN, clean_env, start_server
+from tests.support.process_memory import memory_kb
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -49,15 +50,6 @@ for start in range(0, count, step):
     if delay > 0:
         time.sleep(delay)
 """
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "RssAnon", "RssFile"):
-            out[name] = int(value.split()[0])
-    return out
 
 
 class Sampler(threading.Thread):

@@ -32,6 +32,7 @@ import pytest
 import drsg
 from tests.integration.test_feed import oracle
 from tests.integration.test_server import TOKEN, RunningServer, clean_env, cli, start_server
+from tests.support.process_memory import memory_kb
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -458,15 +459,6 @@ def bulk_write(db: Path, plane: str, count: int, size: int) -> None:
         timeout=120,
     )
     assert ran.returncode == 0, ran.stderr
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in ("VmRSS", "RssAnon", "RssFile"):
-            out[name] = int(value.split()[0])
-    return out
 
 
 def unsent_bytes(local_port: int, remote_port: int) -> int:
