@@ -115,6 +115,8 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
         proposal = None
         if flags["do_apply"]:
             proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))
+            if proposal is not None:
+                proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
         if proposal is None:
 
             def connect() -> Any:

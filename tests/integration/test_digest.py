@@ -145,7 +145,8 @@ def test_apply_of_a_saved_preview_makes_no_model_call(drsg, fake, model, doc) ->
     ran = digest(drsg, fake, str(doc), "--plane", "p", "--no-embed", "--apply")
     assert ran.code == 0, ran.err
     assert len(fake.requests_to("/chat/completions")) == before
-    assert "applied: wrote 8 nodes, 6 edges" in ran.lines()  # "Turing" merged into "Alan Turing"
+    assert "applied: wrote 8 nodes, 6 edges" in ran.lines()
+    assert "  note: applied the saved preview: no model call this time (its cost is shown)" in ran.lines()  # "Turing" merged into "Alan Turing"
 
 
 def test_redigesting_links_instead_of_duplicating_and_costs_no_call(drsg, fake, model, doc) -> None:  # type: ignore[no-untyped-def]
