@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -145,8 +146,8 @@ def test_apply_of_a_saved_preview_makes_no_model_call(drsg, fake, model, doc) ->
     ran = digest(drsg, fake, str(doc), "--plane", "p", "--no-embed", "--apply")
     assert ran.code == 0, ran.err
     assert len(fake.requests_to("/chat/completions")) == before
-    assert "applied: wrote 8 nodes, 6 edges" in ran.lines()
-    assert "  note: applied the saved preview: no model call this time (its cost is shown)" in ran.lines()  # "Turing" merged into "Alan Turing"
+    assert "applied: wrote 8 nodes, 6 edges" in ran.lines()  # "Turing" merged into "Alan Turing"
+    assert "  note: applied the saved preview: no model call this time (its cost is shown)" in ran.lines()
 
 
 def test_redigesting_links_instead_of_duplicating_and_costs_no_call(drsg, fake, model, doc) -> None:  # type: ignore[no-untyped-def]
@@ -431,3 +432,21 @@ def test_reapplying_an_edited_document_withdraws_what_it_no_longer_says(drsg, fa
     ]
     assert sorted(e.type for e in edges) == ["MOVED_TO", "WORKED_AT", "WORKED_WITH", "WROTE_SOFTWARE_FOR"]
     assert len(drsg("digest", "--list", "-p", "p").lines()) == 1
+
+
+def test_a_slow_answer_holds_up_only_its_own_chunk(drsg, fake, model, doc) -> None:  # type: ignore[no-untyped-def]
+    def slow(request: Request) -> Reply | None:
+        if "Bletchley" in request.json["messages"][1]["content"]:
+            answer = model._extract(request.json["messages"])  # the right answer, late
+            return Reply(json=chat_completion(json.dumps(answer)), delay=1.5)
+        return None
+
+    model.override["extract"] = slow
+    started = time.monotonic()
+    ran = digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--mode", "coarse", "--concurrency", "4", "--json")
+    elapsed = time.monotonic() - started
+    assert ran.code == 0, ran.err
+    arrivals = sorted(r.at for r in fake.requests_to("/chat/completions"))
+    assert arrivals[CHUNKS - 1] - arrivals[0] < 1.0  # every chunk was asked before the slow answer came
+    assert 1.5 <= elapsed < 6
+    assert "Alan Turing" in {n["key"] for n in ran.json_lines()[0]["nodes"]}
