@@ -29,6 +29,7 @@ Resuming: every message carries its seq; reconnect with ``from_seq = last_seen +
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
@@ -115,6 +116,7 @@ class Subscription:
         self._limit = to_seq if follow else (head if to_seq is None else min(to_seq, head))
         self._ready: deque[Message] = deque()
         self._ended = False
+        self._stopped = threading.Event()
         self._last_sent = time.monotonic()
         self._reading: asyncio.Future[None] | None = None  # a batch read running in a worker thread
 
@@ -182,10 +184,17 @@ class Subscription:
                 if count >= BATCH_COMMITS or mutations >= BATCH_MUTATIONS:
                     return
 
+    def stop(self) -> None:
+        """End the iteration at its next step (safe from a signal handler or another thread): a
+        plain iterator waits at most ``poll`` seconds before it notices."""
+        self._stopped.set()
+
     # ------------------------------------------------------------------ the iteration step
 
     def _plan(self) -> tuple[str, Any]:
         """What to do next: ("yield", message), ("read", upto), ("wait", None) or ("end", None)."""
+        if self._stopped.is_set():
+            return "end", None
         if self._ready:
             self._last_sent = time.monotonic()
             return "yield", self._ready.popleft()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 import click
@@ -95,6 +97,11 @@ def feed(
             to_seq=to_seq,
             follow=not no_follow,
         )
+        # Ctrl-C (and SIGTERM) end the feed at its next step, not wherever the signal lands: an
+        # exception raised inside a read transaction's bookkeeping could leave the database gate held.
+        stop = lambda *_: subscription.stop()  # noqa: E731
+        in_main = threading.current_thread() is threading.main_thread()  # only it may set handlers
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM) if in_main}
         try:
             for message in subscription:
                 if as_json:
@@ -108,8 +115,11 @@ def feed(
                         click.echo(
                             f"seq {message['seq']}\t{format_ms(message['ts'])}\tplane {message['plane']} dropped"
                         )
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C before the handler was in place
             return
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 COMMANDS = [feed]
