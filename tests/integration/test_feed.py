@@ -528,8 +528,11 @@ def test_cli_feed_follows_another_process_and_stops_on_ctrl_c(tmp_path: Path) ->
     path = tmp_path / "follow.drsg"
     with drsg.open(path) as db:
         db.write(lambda tx: tx.create_plane(PLANE))
-    proc = subprocess.Popen(
-        [sys.executable, "-c", FEED_PROCESS, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    proc = subprocess.Popen(  # faulthandler: a hang is answered with every thread's stack (see below)
+        [sys.executable, "-X", "faulthandler", "-c", FEED_PROCESS, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
     )
     try:
         with drsg.open(path) as db:
@@ -545,7 +548,13 @@ def test_cli_feed_follows_another_process_and_stops_on_ctrl_c(tmp_path: Path) ->
             first = json.loads(line.splitlines()[0])
             assert first["plane"] == PLANE and first["changes"][0]["op"] == "created"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0, proc.stderr.read() if proc.stderr else ""  # generous: CI machines are busy
+        try:
+            code = proc.wait(30)  # generous: CI machines are busy
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler prints where every thread is stuck
+            proc.wait(10)
+            raise AssertionError(f"drsg feed ignored Ctrl-C for 30 s:\n{proc.stderr.read().decode()}") from None
+        assert code == 0, proc.stderr.read() if proc.stderr else ""
     finally:
         if proc.poll() is None:
             proc.kill()
