@@ -171,7 +171,7 @@ def _summary(proposal: Any) -> list[str]:
 
 def _print_preview(proposal: Any, saved: Path, as_json: bool) -> None:
     if as_json:
-        emit_json({**proposal.to_json(), "preview": str(saved)})
+        emit_json({**proposal.to_json(lean=True), "preview": str(saved)})
         return
     for line in _summary(proposal):
         click.echo(line)
@@ -197,7 +197,7 @@ def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) ->
     if as_json:
         emit_json(
             {
-                **proposal.to_json(),
+                **proposal.to_json(lean=True),
                 "applied": {
                     "seq": applied.seq,
                     "nodes_created": applied.nodes_created,

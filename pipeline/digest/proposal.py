@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.errors import UsageError
-from drsg.values import from_json, to_json
+from drsg.values import Vector, from_json, to_json
 
 FORMAT = 1
 
@@ -52,7 +52,16 @@ class Proposal:
     report: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, lean: bool = False) -> dict[str, Any]:
+        """The proposal in the JSON dialect; ``lean`` shows vectors as upstream's placeholder."""
+
+        def props(values: dict[str, Any]) -> Any:
+            if lean:
+                values = {
+                    k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in values.items()
+                }
+            return to_json(values)
+
         return {
             "format": FORMAT,
             "source": self.source,
@@ -64,9 +73,9 @@ class Proposal:
             "report": self.report,
             "notes": self.notes,
             "nodes": [
-                {"key": n.key, "label": n.label, "linked": n.linked, "properties": to_json(n.props)} for n in self.nodes
+                {"key": n.key, "label": n.label, "linked": n.linked, "properties": props(n.props)} for n in self.nodes
             ],
-            "edges": [{"src": e.src, "type": e.type, "dst": e.dst, "properties": to_json(e.props)} for e in self.edges],
+            "edges": [{"src": e.src, "type": e.type, "dst": e.dst, "properties": props(e.props)} for e in self.edges],
         }
 
     @classmethod
@@ -85,6 +94,10 @@ class Proposal:
             data["report"],
             data["notes"],
         )
+
+
+def _placeholder(value: Any) -> Any:
+    return f"$vector({value.dims} dims, omitted)" if isinstance(value, Vector) else value
 
 
 def fingerprint(text: str, **decided_by: Any) -> str:

@@ -450,3 +450,12 @@ def test_a_slow_answer_holds_up_only_its_own_chunk(drsg, fake, model, doc) -> No
     assert arrivals[CHUNKS - 1] - arrivals[0] < 1.0  # every chunk was asked before the slow answer came
     assert 1.5 <= elapsed < 6
     assert "Alan Turing" in {n["key"] for n in ran.json_lines()[0]["nodes"]}
+
+
+def test_json_output_shows_vectors_lean_and_the_preview_keeps_them(drsg, fake, model, doc, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ran = digest(drsg, fake, str(doc), "-p", "p", "--json")  # local embedder
+    assert ran.code == 0, ran.err
+    shown = ran.json_lines()[0]
+    assert shown["nodes"][0]["properties"]["embedding"] == "$vector(384 dims, omitted)"
+    saved = json.loads(Path(shown["preview"]).read_text())
+    assert len(saved["nodes"][0]["properties"]["embedding"]["$vector"]) == 384
