@@ -115,7 +115,7 @@ def digest(
         proposal.notes.extend(result.notes)
     draft = Draft.merge((r.index, r.extraction) for r in results)
     passes: dict[str, Any] = {}
-    labels, types, merged = reconcile(draft, calls)
+    labels, types, merged = reconcile(draft, calls, *_vocabulary(db, plane))
     passes["labels"], passes["edge_types"] = labels.to_json(), types.to_json()
     if options.mode in ("fine", "super"):
         known = None
@@ -139,6 +139,16 @@ def digest(
         dropped_items=draft.dropped_items,
     )
     return proposal
+
+
+def _vocabulary(db: Database, plane: str) -> tuple[list[str], list[str]]:
+    """The labels and edge types the plane already uses (none when it does not exist yet)."""
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        if found is None:
+            return [], []
+        labels, types = snap.labels_and_types(found.id)
+    return list(labels), list(types)
 
 
 def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedder: Embedder | None) -> int:

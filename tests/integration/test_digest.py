@@ -459,3 +459,15 @@ def test_json_output_shows_vectors_lean_and_the_preview_keeps_them(drsg, fake, m
     assert shown["nodes"][0]["properties"]["embedding"] == "$vector(384 dims, omitted)"
     saved = json.loads(Path(shown["preview"]).read_text())
     assert len(saved["nodes"][0]["properties"]["embedding"]["$vector"]) == 384
+
+
+def test_a_documents_names_take_the_planes_spelling(drsg, fake, model, doc, db_path) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0
+    assert drsg("node", "put", "someone", "-p", "p", "-l", "PERSON").code == 0  # the plane says PERSON
+    ran = digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--mode", "coarse", "--apply")
+    assert ran.code == 0, ran.err
+    nodes, _ = graph(db_path, "p")
+    assert nodes["Ada Lovelace"].labels == ["PERSON"] and nodes["Alan Turing"].labels == ["PERSON"]
+    assert nodes["Ada Lovelace"].props["_label_as_written"] == "Person"
+    again = digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--mode", "coarse", "--apply", "--json")
+    assert again.json_lines()[0]["report"]["chat_requests"] == 0  # the same question as before: cached

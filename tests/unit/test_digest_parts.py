@@ -176,3 +176,15 @@ def test_a_runaway_answer_is_cut_and_counted() -> None:
     answer = {"entities": [{"key": f"e{i}", "label": "X"} for i in range(MAX_ITEMS + 7)], "relations": []}
     found = parse_extraction(json.dumps(answer))
     assert len(found.entities) == MAX_ITEMS and found.dropped == 7
+
+
+def test_the_planes_spelling_wins_the_fold_without_asking_the_model() -> None:
+    from drsg.pipeline.digest.calls import ModelCalls
+    from drsg.pipeline.digest.vocabulary import _reconcile
+
+    no_model = ModelCalls("none:none", None, None)  # any model call would raise
+    report, renames = _reconcile("labels", Counter({"person": 2, "Person": 1}), no_model, ["PERSON", "Place"])
+    assert renames == {"person": "PERSON", "Person": "PERSON"}
+    assert (report.before, report.after, report.folded) == (2, 1, 2)
+    _, untouched = _reconcile("labels", Counter({"Person": 3}), no_model, ["Place"])
+    assert untouched == {}
