@@ -79,6 +79,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("digest.chunk_chars", 4000, _positive, "characters per chunk a digest extracts from"),
     Setting("digest.embed_provider", "local", str, "embedder for digested entities: local, openai, qwen, ollama, url"),
     Setting("digest.embed_model", "", str, "embedding model for `digest` (empty: the provider's default)"),
+    Setting("digest.embed_key_env", "", str, "variable holding the digest embedder's key (empty: the provider's)"),
 )
 _BY_NAME = {s.name: s for s in REGISTRY}
 

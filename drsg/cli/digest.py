@@ -85,6 +85,7 @@ def _defaults(obj: Context, flags: dict[str, Any]) -> None:
     if flags["embed"] is None and flags["embed_url"] is None and settings.sources["digest.embed_provider"] != "default":
         flags["embed"] = settings["digest.embed_provider"]
         flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
+        flags["embed_key_env"] = flags["embed_key_env"] or settings["digest.embed_key_env"] or None
 
 
 def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
