@@ -198,6 +198,11 @@ def strip_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if not isinstance(v, Vector)}
 
 
+def lean_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Vectors replaced by upstream's placeholder ``$vector(N dims, omitted)`` (its ``lean`` output)."""
+    return {k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in props.items()}
+
+
 # --------------------------------------------------------------------------- storage codec
 
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.values import Vector, strip_vectors, to_json
+from drsg.values import lean_vectors, strip_vectors, to_json
 
 
 def _visible(props: dict[str, Any], vectors: bool | str, hidden: bool) -> dict[str, Any]:
     """``vectors``: True keeps them, False drops them, "lean" shows upstream's placeholder."""
     if vectors == "lean":
-        out = {k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in props.items()}
+        out = lean_vectors(props)
+    elif vectors:
+        out = props
     else:
-        out = props if vectors else strip_vectors(props)
+        out = strip_vectors(props)
     return out if hidden else {k: v for k, v in out.items() if not k.startswith("_")}
 
 

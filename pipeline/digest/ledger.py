@@ -28,7 +28,7 @@ from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
 from drsg.store.mutations import EdgePut, NodePut
-from drsg.store.records import Edge, Node, Plane
+from drsg.store.records import Edge, Plane
 from drsg.store.transaction import WriteTx
 from drsg.values import Described
 
@@ -286,7 +286,3 @@ def _statement(props: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Described) else value
-
-
-def sources_of(node: Node | Edge) -> list[str]:
-    return sorted(_ledger(node.props))

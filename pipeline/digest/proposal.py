@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.errors import UsageError
-from drsg.values import Vector, from_json, to_json
+from drsg.values import from_json, lean_vectors, to_json
 
 FORMAT = 1
 
@@ -56,11 +56,7 @@ class Proposal:
         """The proposal in the JSON dialect; ``lean`` shows vectors as upstream's placeholder."""
 
         def props(values: dict[str, Any]) -> Any:
-            if lean:
-                values = {
-                    k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in values.items()
-                }
-            return to_json(values)
+            return to_json(lean_vectors(values) if lean else values)
 
         return {
             "format": FORMAT,
@@ -94,10 +90,6 @@ class Proposal:
             data["report"],
             data["notes"],
         )
-
-
-def _placeholder(value: Any) -> Any:
-    return f"$vector({value.dims} dims, omitted)" if isinstance(value, Vector) else value
 
 
 def fingerprint(text: str, **decided_by: Any) -> str:
