@@ -39,7 +39,8 @@ def extract_all(
     concurrency: int,
     progress: Callable[[int], None] | None = None,
 ) -> list[ChunkResult]:
-    """Extract every chunk; results in chunk order. ``contexts[i]`` is chunk i's EXISTING ENTITIES."""
+    """Extract every chunk; results in chunk order. ``contexts[i]`` is chunk i's EXISTING ENTITIES;
+    ``progress`` hears how many chunks are done."""
     workers = max(1, min(concurrency, len(chunks)))
     results: list[ChunkResult] = []
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="drsg-extract") as pool:
@@ -47,7 +48,7 @@ def extract_all(
         for future in futures:
             results.append(future.result())
             if progress is not None:
-                progress(1)
+                progress(len(results))
     return results
 
 

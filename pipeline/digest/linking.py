@@ -67,9 +67,8 @@ class PlaneVectors:
         return out
 
 
-def contexts(db: Database, plane: str, chunks: list[str], embedder: Embedder) -> list[list[str]]:
+def contexts(known: PlaneVectors, chunks: list[str], embedder: Embedder) -> list[list[str]]:
     """EXISTING ENTITIES for every chunk (empty lists when the plane has no embedded nodes)."""
-    known = PlaneVectors(db, plane)
     if known.matrix is None:
         return [[] for _ in chunks]
     found = known.nearest(embedder.embed([clip(text) for text in chunks]))

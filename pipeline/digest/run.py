@@ -93,17 +93,11 @@ def digest(
         proposal.notes.append(NO_PROSE)
         proposal.report = _report(0, start, _usage(calls, embedder), {})
         return proposal
-    linking = embedder is not None and options.link
-    context = contexts(db, plane, chunks, embedder) if linking and embedder is not None else [[] for _ in chunks]
-    tick = (lambda n: progress("extracting", n, len(chunks))) if progress else None
-    done = [0]
-
-    def step(n: int) -> None:
-        done[0] += n
-        if tick is not None:
-            tick(done[0])
-
-    results = extract_all(calls, chunks, context, options.concurrency, step)
+    # The plane's embedded nodes, read once: they feed the EXISTING ENTITIES context and identity's pairs.
+    known = PlaneVectors(db, plane) if embedder is not None and options.link else None
+    context = contexts(known, chunks, embedder) if known is not None and embedder is not None else [[] for _ in chunks]
+    tick = (lambda done: progress("extracting", done, len(chunks))) if progress else None
+    results = extract_all(calls, chunks, context, options.concurrency, tick)
     failed = [r for r in results if r.error is not None]
     if failed:
         first = failed[0]
@@ -118,11 +112,10 @@ def digest(
     labels, types, merged = reconcile(draft, calls, *_vocabulary(db, plane))
     passes["labels"], passes["edge_types"] = labels.to_json(), types.to_json()
     if options.mode in ("fine", "super"):
-        known = None
-        if linking and embedder is not None:
-            plane_vectors = PlaneVectors(db, plane)
-            known = lambda d: plane_candidates(plane_vectors, d, embedder)  # noqa: E731
-        identity, more = resolve(draft, calls, known)
+        pairs = None
+        if known is not None and embedder is not None:
+            pairs = lambda d: plane_candidates(known, d, embedder)  # noqa: E731
+        identity, more = resolve(draft, calls, pairs)
         passes["identity"] = identity.to_json()
         merged += more
     if options.mode == "super":
