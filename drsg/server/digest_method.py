@@ -47,17 +47,14 @@ RUN = param("run", {"type": "string"}, "The run id `digest.run` returned (proven
 MODEL = param("model", {"type": "string"}, "The chat model `digest.run` returned (provenance).")
 
 
-def _choice(ctx: ServerState, p: Params) -> tuple[str | None, str | None, str | None]:
-    """(chat, model, url): the request's preset, else the operator's configuration."""
+def _choice(ctx: ServerState, p: Params) -> tuple[str, str | None]:
+    """(chat, model): the request's preset (the schema admits presets only), else the operator's."""
     settings = ctx.config.settings
+    if p.get("chat") is not None:
+        return str(p["chat"]), p.get("model")
     configured = settings["digest.chat"] if settings is not None else "openai"
     configured_model = (settings["digest.model"] if settings is not None else "") or None
-    chat = p.get("chat")
-    if chat is None:
-        return configured, p.get("model") or configured_model, None
-    if chat not in CHAT_PRESETS or chat == "url":
-        raise RpcError(INVALID_PARAMS, f"digest.run: `chat` must be one of the presets, not {chat!r}")
-    return str(chat), p.get("model"), None
+    return configured, p.get("model") or configured_model
 
 
 @rpc(
@@ -82,11 +79,11 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
         embed=not p.get("no_embed", False),
         link=bool(p.get("link", True)),
     )
-    chat, model, url = _choice(ctx, p)
-    identity = chat_identity(chat, model, url)
+    chat, model = _choice(ctx, p)
+    identity = chat_identity(chat, model)
 
     def connect() -> ChatModel:
-        return get_chat(chat, model, url, None, settings)
+        return get_chat(chat, model, None, None, settings)
 
     def run() -> Proposal:
         embedder = ctx.embedder_for(plane, "embedding") if options.embed or options.link else None
