@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from drsg.errors import ConfigError
 from drsg.pipeline.llm.chat import ChatModel
 from drsg.settings import Settings
-from drsg.workers.embedders.registry import check_env_name, service_key, service_url
+from drsg.workers.embedders.registry import check_env_name, provider_name, service_key, service_url
 from drsg.workers.service import RetryPolicy
 
 
@@ -41,10 +41,8 @@ def chat_identity(name: str | None = None, model: str | None = None, base_url: s
 
 
 def _choose(name: str | None, model: str | None, base_url: str | None) -> tuple[ChatPreset, str, str]:
-    chosen = (name or "openai").strip()
-    if chosen.lower().startswith(("http://", "https://")):
-        chosen, base_url = "url", base_url or chosen
-    preset = CHAT_PRESETS.get(chosen.lower())
+    chosen, base_url = provider_name(name, "openai", base_url)
+    preset = CHAT_PRESETS.get(chosen)
     if preset is None:
         raise ConfigError(f"unknown chat provider {name!r}; choose one of {', '.join(CHAT_PRESETS)}, or a base URL")
     url = service_url(base_url or preset.base_url, "chat provider", "--chat-url")

@@ -59,10 +59,7 @@ def get_embedder(
     retry: RetryPolicy | None = None,
 ) -> Embedder:
     """The embedder called ``name`` (``None`` → local); a bad choice is a one-line :class:`ConfigError`."""
-    chosen = (name or "local").strip()
-    if chosen.lower().startswith(("http://", "https://")):
-        chosen, base_url = "url", base_url or chosen
-    chosen = chosen.lower()
+    chosen, base_url = provider_name(name, "local", base_url)
     if chosen in _NO_EMBEDDINGS:
         raise ConfigError(f"{_NO_EMBEDDINGS[chosen]}; choose --embed {', '.join(NAMES)}")
     if chosen == "local":
@@ -97,6 +94,15 @@ def _local(
     if base_url is not None:
         raise ConfigError("the local embedder takes no base URL; use --embed url for a remote service")
     return LocalEmbedder(model_dir=model_dir, batch_size=batch_size or 32)
+
+
+def provider_name(name: str | None, default: str, base_url: str | None) -> tuple[str, str | None]:
+    """(preset name, base URL) for a ``--embed``/``--chat`` value: a bare http(s) URL names the ``url``
+    preset with that base URL (unless one was given separately); names are case-insensitive."""
+    chosen = (name or default).strip()
+    if chosen.lower().startswith(("http://", "https://")):
+        return "url", base_url or chosen
+    return chosen.lower(), base_url
 
 
 def service_url(url: str | None, role: str, flag: str) -> str:
