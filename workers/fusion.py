@@ -32,11 +32,11 @@ approximately equal. Explanations (:class:`Fused`) are built only for the hits a
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -54,9 +54,10 @@ Scores = NDArray[np.float64]
 class Channel:
     """One channel's raw scores: a mapping node id → score, or a pair of arrays (node ids, each
     once; their scores), which the query path passes to skip building a dict. ``bounds`` = a fixed
-    (lo, hi) scale instead of the values' own."""
+    (lo, hi) scale instead of the values' own. ``best_first``: the arrays are already ordered best
+    first (a search's pool), so the extremes are the ends and need no scan."""
 
-    __slots__ = ("bounds", "higher_is_better", "ids", "name", "values", "weight")
+    __slots__ = ("best_first", "bounds", "higher_is_better", "ids", "name", "values", "weight")
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class Channel:
         weight: float = 1.0,
         higher_is_better: bool = True,
         bounds: tuple[float, float] | None = None,
+        best_first: bool = False,
     ) -> None:
         if isinstance(scores, tuple):
             ids, values = np.asarray(scores[0], dtype=np.int64), np.asarray(scores[1], dtype=np.float64)
@@ -79,6 +81,7 @@ class Channel:
         self.weight = weight
         self.higher_is_better = higher_is_better
         self.bounds = bounds
+        self.best_first = best_first and isinstance(scores, tuple)
 
     @property
     def scores(self) -> dict[int, float]:
@@ -107,11 +110,15 @@ class Fused:
 # ---------------------------------------------------------------------- normalisations (arrays)
 
 
-def minmax_array(values: Scores, higher_is_better: bool = True) -> Scores:
-    """Min-max to [0, 1], best = 1; a single hit or all-equal scores → 1.0 each."""
+def minmax_array(values: Scores, higher_is_better: bool = True, best_first: bool = False) -> Scores:
+    """Min-max to [0, 1], best = 1; a single hit or all-equal scores → 1.0 each. ``best_first``:
+    ``values`` are ordered best first, so the extremes are at the ends."""
     if values.size == 0:
         return np.empty(0)
-    lo, hi = values.min(), values.max()
+    if best_first:
+        lo, hi = (values[-1], values[0]) if higher_is_better else (values[0], values[-1])
+    else:
+        lo, hi = values.min(), values.max()
     span = hi - lo
     if not span > EPSILON:  # also catches NaN spans
         return np.ones(values.shape)
@@ -155,7 +162,7 @@ def shares(channel: Channel, method: str = "minmax", rrf_k: int = DEFAULT_RRF_K)
         return fixed_range_array(channel.values, *channel.bounds, higher_is_better=channel.higher_is_better)
     if method == "dbsf":
         return distribution_array(channel.values, channel.higher_is_better)
-    return minmax_array(channel.values, channel.higher_is_better)
+    return minmax_array(channel.values, channel.higher_is_better, channel.best_first)
 
 
 # ---------------------------------------------------------------------- normalisations (mappings)
@@ -216,30 +223,38 @@ def _fused(ranking: Ranking) -> Iterator[Fused]:
 class Ranking:
     """The fused order of every node the channels saw.
 
-    The channels' candidates are laid end to end (entries), channel by channel; sorting them by
-    node id groups each node's entries, and ``group[e]`` is the node (an index into the sorted,
-    distinct ``nodes``) of entry ``e``. Totals are summed entry by entry, so each node's sum runs
-    in channel order from 0.0, exactly as a scalar loop over the channels would.
+    The channels' candidates are laid end to end (entries), channel by channel; ``nodes`` are the
+    distinct node ids, ascending, and ``group[e]`` is the node (an index into ``nodes``) of entry
+    ``e``. ``bincount`` sums the weighted shares entry by entry, so each node's total runs in
+    channel order from 0.0, exactly as a scalar loop over the channels would.
+
+    A query fuses a few hundred candidates, so each numpy call costs more than its arithmetic: the
+    code here keeps the calls few (no ``np.unique``, no multiply by a weight of 1).
     """
 
     def __init__(self, channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> None:
         _check(channels, method, rrf_k)
         self.channels = list(channels)
+        self.method = method
         self.parts = [shares(c, method, rrf_k) for c in channels]
-        ids = np.concatenate([c.ids for c in channels]) if channels else np.empty(0, dtype=np.int64)
-        self._by_id = ids.argsort()  # a node's entries in any order: the sums below follow the entries
-        sorted_ids = ids[self._by_id]
-        first = np.empty(len(ids), dtype=bool)  # does this entry start a new node?
-        first[:1] = True
-        np.not_equal(sorted_ids[1:], sorted_ids[:-1], out=first[1:])
-        group = np.empty(len(ids), dtype=np.intp)
-        group[self._by_id] = first.cumsum() - 1
-        self.nodes, self._starts = sorted_ids[first], first.nonzero()[0]
-        self.totals = np.zeros(len(self.nodes))
-        if channels:
-            weighted = np.concatenate([c.weight * part for c, part in zip(channels, self.parts, strict=True)])
-            np.add.at(self.totals, group, weighted)
+        if not channels:
+            self.nodes, self.totals = np.empty(0, dtype=np.int64), np.empty(0)
+            self.order, self._group = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
+            return
+        ids = np.concatenate([c.ids for c in channels])
+        self.nodes = _distinct(ids)
+        self._group = self.nodes.searchsorted(ids)
+        # A weight of 1 is skipped, not multiplied: 1.0 × x is x exactly, and each call costs a query.
+        weighted = np.concatenate(
+            [part if c.weight == 1.0 else c.weight * part for c, part in zip(channels, self.parts, strict=True)]
+        )
+        self.totals = cast(Scores, np.bincount(self._group, weights=weighted, minlength=len(self.nodes)))  # float64
         self.order = (-self.totals).argsort(kind="stable")  # nodes are sorted: ties stay in node id order
+
+    @cached_property
+    def legend(self) -> Legend:
+        """The channels' parts of an explanation line (formatted once, when a hit is first explained)."""
+        return legend(self.channels, self.method)
 
     def entries(
         self, names: Sequence[str] = ()
@@ -249,21 +264,38 @@ class Ranking:
         (which then lead the dicts, in that order). The detail is read for the nodes taken only."""
         if not len(self.order):
             return
-        offsets = list(itertools.accumulate((len(c) for c in self.channels), initial=0))
-        channel_names = [c.name for c in self.channels]
-        raw = np.concatenate([c.values for c in self.channels]).tolist()
-        share = np.concatenate(self.parts).tolist()
-        by_id, starts = self._by_id.tolist(), self._starts.tolist()
-        starts.append(len(by_id))
+        # where[c][g] = the position of node g in channel c, or -1 when the channel did not see it
+        where = []
+        start = 0
+        for c in self.channels:
+            position = np.full(len(self.nodes), -1, dtype=np.intp)
+            position[self._group[start : start + len(c)]] = np.arange(len(c))
+            where.append(position)
+            start += len(c)
         for top in _chunks(self.order):  # callers usually take ~10: convert a chunk at a time
-            for g, node, total in zip(top.tolist(), self.nodes[top].tolist(), self.totals[top].tolist(), strict=True):
+            seen = []  # per channel: (name, positions, raw scores, shares) for this chunk's nodes
+            for c, part, position in zip(self.channels, self.parts, where, strict=True):
+                if not len(c):
+                    continue
+                at = position[top]
+                seen.append((c.name, at.tolist(), c.values[at].tolist(), part[at].tolist()))
+            for j, (node, total) in enumerate(zip(self.nodes[top].tolist(), self.totals[top].tolist(), strict=True)):
                 hit_raw: dict[str, float | None] = dict.fromkeys(names)
                 hit_share: dict[str, float | None] = dict.fromkeys(names)
-                for entry in sorted(by_id[starts[g] : starts[g + 1]]):  # entry order = channel order
-                    name = channel_names[bisect.bisect_right(offsets, entry) - 1]
-                    hit_raw[name] = raw[entry]
-                    hit_share[name] = share[entry]
+                for name, at_list, raw, share in seen:
+                    if at_list[j] >= 0:
+                        hit_raw[name] = raw[j]
+                        hit_share[name] = share[j]
                 yield node, total, hit_raw, hit_share
+
+
+def _distinct(ids: Ids) -> Ids:
+    """The distinct ids, ascending (``np.unique`` without its per-call overhead)."""
+    ordered = np.sort(ids)
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return ordered[first]
 
 
 def _chunks(order: NDArray[np.intp], size: int = 16) -> Iterator[NDArray[np.intp]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -35,7 +34,7 @@ from drsg.asof import AsOf
 from drsg.errors import UsageError
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Legend, Ranking, explain_line, legend
+from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Ranking, explain_line
 from drsg.workers.search import Hit, Pool, Searcher
 from drsg.workers.vector import check_metric
 
@@ -191,24 +190,24 @@ class HybridSpec:
         return spec.check()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HybridHit(Hit):
     """A fused hit: ``score`` is the fused score; ``channels`` the raw score per channel (vector
     distance, BM25, decay^hops; None when the channel did not see the node), ``normalised`` the
     per-channel normalised score (or RRF share) that was weighted, ``explanation`` one line
-    (formatted when first read, from ``legend``: the query's channels and weights)."""
+    (formatted when read, with the ``ranking``'s channels and weights)."""
 
     channels: dict[str, float | None] = field(default_factory=dict)
     normalised: dict[str, float | None] = field(default_factory=dict)
-    legend: Legend = field(default=(), repr=False)
+    ranking: Ranking | None = field(default=None, repr=False, compare=False)
 
-    @cached_property
+    @property
     def explanation(self) -> str:
         score = 0.0 if self.score is None else self.score
-        return explain_line(score, self.normalised, self.legend) if self.legend else ""
+        return "" if self.ranking is None else explain_line(score, self.normalised, self.ranking.legend)
 
     def to_json(self, vectors: bool | str = "lean") -> dict[str, Any]:
-        out = super().to_json(vectors)
+        out = Hit.to_json(self, vectors)  # no bare super() in a slots dataclass (its class is rebuilt)
         out["channels"] = dict(self.channels)
         out["normalised"] = dict(self.normalised)
         return out
@@ -267,10 +266,11 @@ def _run(
     if spec.vector is not None:
         ids, similarities = best_first["vector"] = _vector_pool(searcher, snap, plane, spec, current, embed)
         distances = distances_from_similarities(check_metric(spec.vector.metric), similarities)
-        channels.append(Channel("vector", (ids, distances), spec.weight("vector"), higher_is_better=False))
+        vector = Channel("vector", (ids, distances), spec.weight("vector"), higher_is_better=False, best_first=True)
+        channels.append(vector)
     if spec.keyword is not None:
         best_first["keyword"] = _keyword_pool(searcher, snap, plane, spec, current)
-        channels.append(Channel("keyword", best_first["keyword"], spec.weight("keyword")))
+        channels.append(Channel("keyword", best_first["keyword"], spec.weight("keyword"), best_first=True))
     if spec.graph is not None:
         seeds = [n for pool in best_first.values() for n in pool[0][: spec.graph.seeds].tolist()]
         graph = expand(snap, plane, seeds, spec.graph.hops, spec.graph.decay)
@@ -307,14 +307,14 @@ def _keyword_pool(searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSp
 def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
     """The fused top ``k``, records loaded for those only."""
     out: list[HybridHit] = []
-    parts = legend(channels, spec.fusion)
-    for node_id, score, raw, norm in Ranking(channels, spec.fusion, spec.rrf_k).entries(CHANNELS):
+    ranking = Ranking(channels, spec.fusion, spec.rrf_k)
+    for node_id, score, raw, norm in ranking.entries(CHANNELS):
         if len(out) >= spec.k:
             break
         node = snap.node(plane, node_id)
         if node is None:  # an edge's far end that is gone at this snapshot
             continue
-        out.append(HybridHit(node, score, channels=raw, normalised=norm, legend=parts))
+        out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking))
     return out
 
 

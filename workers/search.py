@@ -34,7 +34,7 @@ Pool = tuple[NDArray[np.int64], NDArray[np.float64]]
 _METRIC_FROM_PLAN = {"Cosine": "cosine", "Dot": "dot", "L2": "l2"}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hit:
     node: Node
     score: float | None = None

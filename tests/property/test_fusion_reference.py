@@ -161,13 +161,19 @@ def channel_specs(draw: st.DrawFn) -> list[Spec]:
     ]
 
 
-def build(specs: Sequence[Spec], arrays: bool) -> list[Channel]:
+def build(specs: Sequence[Spec], arrays: bool, best_first: bool = False) -> list[Channel]:
+    """Channels from specs: mappings, or arrays; ``best_first`` orders the arrays as a search pool
+    is (best first, ties by node id) and says so, so the extremes are read from the ends."""
     out = []
     for name, scores, weight, higher, bounds in specs:
         data: Any = scores
         if arrays:
-            data = (np.array(list(scores), dtype=np.int64), np.array(list(scores.values()), dtype=np.float64))
-        out.append(Channel(name, data, weight, higher_is_better=higher, bounds=bounds))
+            items = list(scores.items())
+            if best_first:
+                items.sort(key=lambda item: (-item[1] if higher else item[1], item[0]))
+            ids = np.array([n for n, _ in items], dtype=np.int64)
+            data = (ids, np.array([v for _, v in items], dtype=np.float64))
+        out.append(Channel(name, data, weight, higher_is_better=higher, bounds=bounds, best_first=best_first))
     return out
 
 
@@ -196,10 +202,12 @@ def exact(hits: Sequence[Fused]) -> list[tuple[Any, ...]]:
 # ---------------------------------------------------------------------- properties
 
 
-@given(channel_specs(), st.sampled_from(["minmax", "rrf", "dbsf"]), st.integers(0, 100), st.booleans())
+@given(channel_specs(), st.sampled_from(["minmax", "rrf", "dbsf"]), st.integers(0, 100), st.booleans(), st.booleans())
 @settings(max_examples=400, deadline=None)
-def test_fusion_equals_the_reference(specs: list[Spec], method: str, rrf_k: int, arrays: bool) -> None:
-    channels = build(specs, arrays)
+def test_fusion_equals_the_reference(
+    specs: list[Spec], method: str, rrf_k: int, arrays: bool, best_first: bool
+) -> None:
+    channels = build(specs, arrays, best_first and arrays)
     want = ref_fuse(specs, method, rrf_k)
     got = fuse(channels, method, rrf_k)
     assert exact(got) == exact(want)
