@@ -115,8 +115,8 @@ def minmax_array(values: Scores, higher_is_better: bool = True, best_first: bool
     ``values`` are ordered best first, so the extremes are at the ends."""
     if values.size == 0:
         return np.empty(0)
-    if best_first:
-        lo, hi = (values[-1], values[0]) if higher_is_better else (values[0], values[-1])
+    if best_first:  # Python floats: the same doubles, without numpy's scalar machinery
+        lo, hi = (values.item(-1), values.item(0)) if higher_is_better else (values.item(0), values.item(-1))
     else:
         lo, hi = values.min(), values.max()
     span = hi - lo
@@ -232,8 +232,11 @@ class Ranking:
     code here keeps the calls few (no ``np.unique``, no multiply by a weight of 1).
     """
 
-    def __init__(self, channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K) -> None:
-        _check(channels, method, rrf_k)
+    def __init__(
+        self, channels: Sequence[Channel], method: str = "minmax", rrf_k: int = DEFAULT_RRF_K, checked: bool = False
+    ) -> None:
+        if not checked:  # ``checked``: the caller has validated method, rrf_k, names and weights
+            _check(channels, method, rrf_k)
         self.channels = list(channels)
         self.method = method
         self.parts = [shares(c, method, rrf_k) for c in channels]

@@ -307,7 +307,7 @@ def _keyword_pool(searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSp
 def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
     """The fused top ``k``, records loaded for those only."""
     out: list[HybridHit] = []
-    ranking = Ranking(channels, spec.fusion, spec.rrf_k)
+    ranking = Ranking(channels, spec.fusion, spec.rrf_k, checked=True)  # spec.check() did
     for node_id, score, raw, norm in ranking.entries(CHANNELS):
         if len(out) >= spec.k:
             break
