@@ -41,6 +41,7 @@ DB_NAMES = (
 )
 
 MiB = 1 << 20
+CLOSE_WAIT = 30.0  # seconds close() waits for this process's running transactions
 log = structlog.get_logger("drsg.store")
 
 #: An LMDB transaction. Typed loosely on purpose: we always open transactions with
@@ -121,6 +122,7 @@ class Environment:
         self.path = Path(path)
         self.options = options or EnvOptions()
         self.gate = Gate()
+        self.closed = False
         self.env = self._open()
         self.dbs: dict[str, Any] = {}
         if self.options.readonly:
@@ -200,6 +202,8 @@ class Environment:
         return self._begin(write=True)
 
     def _begin(self, write: bool) -> lmdb.Transaction:
+        if self.closed:  # checked under the gate: close() sets it while it holds the gate alone
+            raise self._closed_error()
         try:
             return self.env.begin(write=write, buffers=False)
         except lmdb.MapResizedError:
@@ -242,13 +246,25 @@ class Environment:
 
     def reserve(self, extra: int) -> None:
         """Grow the map ahead of a large write so it has ``extra`` bytes of headroom."""
-        info, stat = self.env.info(), self.env.stat()
-        used = (info["last_pgno"] + 1) * stat["psize"]
+        with self._open_env() as env:
+            used = (env.info()["last_pgno"] + 1) * env.stat()["psize"]
         while self.map_size() < min(used + extra, self.options.max_map_size):
             self.grow()
 
     def map_size(self) -> int:
-        return int(self.env.info()["map_size"])
+        with self._open_env() as env:
+            return int(env.info()["map_size"])
+
+    @contextmanager
+    def _open_env(self) -> Iterator[lmdb.Environment]:
+        """The environment for a call outside any transaction, kept open (the gate) while it runs."""
+        with self.gate.shared():
+            if self.closed:
+                raise self._closed_error()
+            yield self.env
+
+    def _closed_error(self) -> DatabaseUnavailable:
+        return DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
 
     def file_size(self) -> int:
         try:
@@ -257,7 +273,18 @@ class Environment:
             return 0
 
     def close(self) -> None:
-        self.env.close()
+        """Close the file once no transaction of this process is running. py-lmdb 1.x does not wait
+        for other threads: closing under a running read unmaps the pages it is reading and the
+        process crashes. Reads and the writer hold the gate shared, so taking it alone waits them out;
+        transactions started afterwards get a DatabaseUnavailable."""
+        if self.closed:
+            return
+        with self.gate.exclusive(timeout=CLOSE_WAIT) as acquired:
+            if not acquired:
+                reason = "a read is open in this thread" if self.gate.held_here() else "reads are still running"
+                raise StoreError(f"{self.path}: cannot close while {reason}; close it after they end")
+            self.closed = True
+            self.env.close()
 
 
 def _is_read_only_fs(exc: lmdb.Error) -> bool:
