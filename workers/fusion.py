@@ -5,9 +5,9 @@ weight. Three fusions:
 
 ``minmax`` (the default, upstream's)
     Each channel is min-max normalised to [0, 1], best = 1: ``(s − lo)/span`` when higher is
-    better, ``(hi − s)/span`` for distances; a single hit or all-equal scores (span ≤ float32
-    epsilon) all get 1.0. The fused score is the weighted sum; a node absent from a channel scores
-    0 there.
+    better, ``(hi − s)/span`` for distances (an extreme of −0.0 counts as 0.0); a single hit or
+    all-equal scores (span ≤ float32 epsilon) all get 1.0. The fused score is the weighted sum; a
+    node absent from a channel scores 0 there.
 ``rrf``
     Reciprocal-rank fusion: ``Σ w / (rrf_k + rank)``, ranks from 1 within each channel (ties in a
     channel broken by node id), ``rrf_k`` 60 by default. Scales are ignored; only order counts.
@@ -118,7 +118,10 @@ def minmax_array(values: Scores, higher_is_better: bool = True, best_first: bool
     if best_first:  # Python floats: the same doubles, without numpy's scalar machinery
         lo, hi = (values.item(-1), values.item(0)) if higher_is_better else (values.item(0), values.item(-1))
     else:
-        lo, hi = values.min(), values.max()
+        lo, hi = float(values.min()), float(values.max())
+    # Which of 0.0 and -0.0 is "the" extreme is unspecified (numpy's min may pick either), and it
+    # decides the sign of a zero share: extremes are taken as 0.0, so every way of finding them agrees.
+    lo, hi = lo + 0.0, hi + 0.0
     span = hi - lo
     if not span > EPSILON:  # also catches NaN spans
         return np.ones(values.shape)
