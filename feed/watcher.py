@@ -16,6 +16,9 @@ off to ``slow`` when it is still. Either way it does nothing while nobody is sub
     watcher = HeadWatcher(db); watcher.start()        # in the event loop
     with watcher.watching(): async for m in subscription: ...
     await watcher.stop()
+
+    with HeadWatcher(db).in_thread():                   # plain iteration (`drsg feed`)
+        for m in subscription: ...
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ import asyncio
 import contextlib
 import ctypes
 import os
+import select
 import sys
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -123,11 +128,38 @@ class HeadWatcher:
         self.db.commits_signal.publish(head)
         return True
 
+    @contextlib.contextmanager
+    def in_thread(self) -> Iterator[None]:
+        """Watch from a daemon thread while the block runs, for a plain ``for`` over a subscription
+        (no event loop): it reads the head whenever the file is written (and every ``backstop``
+        seconds anyway), or every ``slow`` seconds where file-write notification is missing."""
+        fd = file_writes(self.db.path) if self.notify else None
+        self.inotify = fd is not None
+        self._seen = self.db.head()
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.is_set():
+                if fd is None:
+                    stop.wait(self.slow)
+                elif select.select([fd], [], [], self.backstop)[0]:
+                    _drain(fd)
+                if not stop.is_set():
+                    self._guarded_check()
+
+        thread = threading.Thread(target=run, name="drsg-head-watcher", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(max(self.backstop, self.slow) + 1.0)
+            if fd is not None:
+                os.close(fd)
+
     def _on_write(self) -> None:
         assert self._fd is not None
-        with contextlib.suppress(BlockingIOError):
-            while os.read(self._fd, 65536):  # drain: one head read covers every write so far
-                pass
+        _drain(self._fd)
         if self._users:
             self._guarded_check()
 
@@ -147,3 +179,10 @@ class HeadWatcher:
             await asyncio.sleep(self.backstop if self.inotify else interval)
             moved = bool(self._users) and self._guarded_check()
             interval = self.fast if moved else min(self.slow, interval * 2)  # back off while still
+
+
+def _drain(fd: int) -> None:
+    """Read every pending notification: one head read covers every write so far."""
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 65536):
+            pass

@@ -9,8 +9,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,4 +75,37 @@ def test_other_processes_commits_wake_subscriptions_at_once(tmp_path: Path, noti
     assert max(got) < 1.0, got  # the subscription's own poll would take up to 5 s
     assert watcher.published >= 3 and reads_while_idle == 0
     if notify and sys.platform.startswith("linux"):
+        assert watcher.inotify
+
+
+def test_a_plain_iterator_is_woken_by_the_thread_watcher(tmp_path: Path) -> None:
+    """``drsg feed`` iterates without an event loop: HeadWatcher.in_thread() wakes it. One delivery
+    without the watcher first (the subscription's own 5 s poll), so the check can tell them apart."""
+    path = tmp_path / "g.drsg"
+    db = drsg.open(path)
+    db.write(lambda tx: tx.create_plane("p"))
+    messages = iter(Subscription(db, "p", None, resolved_every=None, poll=5.0))
+
+    def delivery(key: str) -> float:
+        """Seconds from a commit by another process to its delivery by ``next(messages)``."""
+        got: list[tuple[dict[str, Any], float]] = []
+        waiting = threading.Thread(target=lambda: got.append((next(messages), time.monotonic())))
+        waiting.start()
+        time.sleep(0.3)  # the iterator is waiting when the commit lands
+        assert not got
+        committed = write_elsewhere(path, key)
+        waiting.join(15)
+        assert got and got[0][0]["changes"][0]["record"]["external_key"] == key
+        return got[0][1] - committed
+
+    try:
+        unwatched = delivery("alone")
+        watcher = HeadWatcher(db)
+        with watcher.in_thread():
+            watched = [delivery(f"k{i}") for i in range(3)]
+    finally:
+        db.close()
+    assert unwatched > 1.0 and max(watched) < 1.0, (unwatched, watched)
+    assert watcher.published >= 3
+    if sys.platform.startswith("linux"):
         assert watcher.inotify
