@@ -53,34 +53,15 @@ class Gate:
     """A shared/exclusive lock: readers share it; a map resize takes it alone."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # readers take it directly: cheaper than the condition's wrapper
+        self._cond = threading.Condition(self._lock)
         self._readers = 0
         self._exclusive = False
         self._held = threading.local()  # this thread's depth of shared holds
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        depth = getattr(self._held, "depth", 0)
-        if depth:  # re-entered by a thread that already reads: never wait behind a pending resize
-            self._held.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._held.depth = depth
-            return
-        with self._cond:
-            while self._exclusive:
-                self._cond.wait()
-            self._readers += 1
-        self._held.depth = 1
-        try:
-            yield
-        finally:
-            self._held.depth = 0
-            with self._cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    self._cond.notify_all()
+    def shared(self) -> _SharedHold:
+        """Hold the gate shared for a ``with`` block (re-entrant within a thread)."""
+        return _SharedHold(self)
 
     def held_here(self) -> bool:
         """Whether this thread is inside a read (it could never see the gate empty)."""
@@ -105,6 +86,37 @@ class Gate:
             with self._cond:
                 self._exclusive = False
                 self._cond.notify_all()
+
+
+class _SharedHold:
+    """One shared hold on a :class:`Gate`. A class rather than a generator: every read takes one.
+    A thread that already reads re-enters without waiting, so it never queues behind a pending
+    resize that waits for it; only a resize waits for the readers to drain, so only it is woken."""
+
+    __slots__ = ("gate", "outer")
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.outer = 0
+
+    def __enter__(self) -> None:
+        gate = self.gate
+        self.outer = depth = getattr(gate._held, "depth", 0)
+        if not depth:
+            with gate._lock:
+                while gate._exclusive:
+                    gate._cond.wait()
+                gate._readers += 1
+        gate._held.depth = depth + 1
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self.gate
+        gate._held.depth = self.outer
+        if not self.outer:
+            with gate._lock:
+                gate._readers -= 1
+                if gate._readers == 0 and gate._exclusive:
+                    gate._cond.notify_all()
 
 
 @dataclass
