@@ -31,7 +31,7 @@ import structlog
 from numpy.typing import NDArray
 
 from drsg.asof import AsOf
-from drsg.errors import UsageError
+from drsg.errors import NotFound, UsageError
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
 from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Ranking, explain_line
@@ -297,11 +297,11 @@ def _keyword_pool(searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSp
     """The keyword channel's candidates, best first: (node ids, BM25); empty without an index."""
     assert spec.keyword is not None and spec.label is not None  # check() saw to it
     label, prop = spec.label, spec.keyword.prop
-    worker = searcher.indexes.get(plane, "keyword", label, prop) if current else None
-    if worker is None and snap.index(plane, "keyword", label, prop) is None:
+    try:
+        return searcher.keyword_pool(snap, plane, label, prop, spec.keyword.text, spec.candidates, current)
+    except NotFound:  # keyword_pool found no index declared (it looked the index up; no second look here)
         log.warning("no keyword index: the keyword channel is empty", label=label, prop=prop)
         return np.empty(0, dtype=np.int64), np.empty(0)
-    return searcher.keyword_pool(snap, plane, label, prop, spec.keyword.text, spec.candidates, current)
 
 
 def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
