@@ -87,9 +87,7 @@ class HeadWatcher:
         """Start watching (in the running event loop) whenever someone is subscribed."""
         if self._task is not None:
             return
-        self._seen = self.db.head()
-        self._fd = file_writes(self.db.path) if self.notify else None
-        self.inotify = self._fd is not None
+        self._fd = self._begin()
         if self._fd is not None:
             asyncio.get_running_loop().add_reader(self._fd, self._on_write)
         self._task = asyncio.create_task(self._run(), name="drsg-head-watcher")
@@ -133,9 +131,7 @@ class HeadWatcher:
         """Watch from a daemon thread while the block runs, for a plain ``for`` over a subscription
         (no event loop): it reads the head whenever the file is written (and every ``backstop``
         seconds anyway), or every ``slow`` seconds where file-write notification is missing."""
-        fd = file_writes(self.db.path) if self.notify else None
-        self.inotify = fd is not None
-        self._seen = self.db.head()
+        fd = self._begin()
         stop = threading.Event()
 
         def run() -> None:
@@ -156,6 +152,13 @@ class HeadWatcher:
             thread.join(max(self.backstop, self.slow) + 1.0)
             if fd is not None:
                 os.close(fd)
+
+    def _begin(self) -> int | None:
+        """Note the head as seen, and open the file-write notification (None: poll instead)."""
+        self._seen = self.db.head()
+        fd = file_writes(self.db.path) if self.notify else None
+        self.inotify = fd is not None
+        return fd
 
     def _on_write(self) -> None:
         assert self._fd is not None
