@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from drsg.errors import ConfigError
 from drsg.pipeline.llm.chat import ChatModel
 from drsg.settings import Settings
-from drsg.workers.embedders.registry import check_env_name, provider_name, service_key, service_url
+from drsg.workers.embedders.registry import provider_name, service_key, service_url
 from drsg.workers.service import RetryPolicy
 
 
@@ -64,6 +64,5 @@ def get_chat(
 ) -> ChatModel:
     """The chat model called ``name`` (``None`` → openai); a bad choice is a one-line ConfigError."""
     preset, url, chosen_model = _choose(name, model, base_url)
-    var = check_env_name(key_env) if key_env else preset.key_env
-    api_key = service_key(f"the {preset.name} chat model", var, settings)
+    var, api_key = service_key(f"the {preset.name} chat model", key_env, preset.key_env, settings)
     return ChatModel(preset.name, chosen_model, url, api_key, var, timeout=timeout, retry=retry)

@@ -71,8 +71,7 @@ def get_embedder(
     chosen_model = model or provider.model
     if not chosen_model:
         raise ConfigError(f"the {provider.name} embedder needs a model name (--embed-model)")
-    var = check_env_name(key_env) if key_env else provider.key_env
-    api_key = service_key(f"the {provider.name} embedder", var, settings)
+    var, api_key = service_key(f"the {provider.name} embedder", key_env, provider.key_env, settings)
     return RemoteEmbedder(
         provider.name,
         chosen_model,
@@ -115,14 +114,18 @@ def service_url(url: str | None, role: str, flag: str) -> str:
     return url
 
 
-def service_key(who: str, var: str | None, settings: Settings | None) -> str | None:
-    """The API key in ``var`` (None when the service takes none); missing → a ConfigError naming it."""
+def service_key(
+    who: str, key_env: str | None, preset_env: str | None, settings: Settings | None
+) -> tuple[str | None, str | None]:
+    """``(variable, API key)``: the variable the user named (checked), else the preset's; (None, None)
+    when the service takes no key; a named variable without a value → a ConfigError naming it."""
+    var = check_env_name(key_env) if key_env else preset_env
     if var is None:
-        return None
+        return None, None
     api_key = secret(var, settings)
     if not api_key:
         raise ConfigError(f"{who} needs {var}; export it or put it under [llm] in drsg.toml")
-    return api_key
+    return var, api_key
 
 
 def check_env_name(var: str) -> str:
