@@ -7,7 +7,8 @@ DEMO_DB := demo/graph.drsg
 
 .PHONY: setup demo test lint bench clean
 
-$(BIN)/drsg: pyproject.toml
+# setup.py builds the one C module (workers/_fusion.c) in place: a change to either reinstalls.
+$(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

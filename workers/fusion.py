@@ -24,8 +24,9 @@ and min-max maps every neighbour to 0, so the graph channel could only ever re-b
 
 Final order: fused score descending, ties by ascending node id.
 
-Everything runs on numpy arrays of a channel's ids and scores (a query fuses a few hundred
-candidates; per-candidate Python would cost more than the searches). Each element goes through the
+Normalisations run on numpy arrays of a channel's ids and scores (a query fuses a few hundred
+candidates; per-candidate Python would cost more than the searches); the union, totals and order
+are one call into the C module ``_fusion`` (see :class:`Ranking`). Each element goes through the
 same float64 operations, in the same order, as the scalar formulas above, so scores are exact, not
 approximately equal. Explanations (:class:`Fused`) are built only for the hits a caller takes.
 """
@@ -41,6 +42,8 @@ from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
+from drsg.workers import _fusion
 
 #: Spans at or below this are "all equal" (upstream compares with f32::EPSILON).
 EPSILON = float(np.finfo(np.float32).eps)
@@ -226,13 +229,12 @@ def _fused(ranking: Ranking) -> Iterator[Fused]:
 class Ranking:
     """The fused order of every node the channels saw.
 
-    The channels' candidates are laid end to end (entries), channel by channel; ``nodes`` are the
-    distinct node ids, ascending, and ``group[e]`` is the node (an index into ``nodes``) of entry
-    ``e``. ``bincount`` sums the weighted shares entry by entry, so each node's total runs in
-    channel order from 0.0, exactly as a scalar loop over the channels would.
-
-    A query fuses a few hundred candidates, so each numpy call costs more than its arithmetic: the
-    code here keeps the calls few (no ``np.unique``, no multiply by a weight of 1).
+    Each channel's shares come from numpy (:func:`shares`); the union, the totals and the order are
+    one call into ``_fusion`` (C). A node's total is 0.0 plus each channel's weighted share in
+    channel order (a weight of 1 is not multiplied: 1.0 × x is x exactly) — the float64 operations
+    of the scalar formulas, in their order, so the totals are exact. Why C: a query fuses a few
+    hundred candidates between two searches that evict numpy's code and data from the caches, so
+    each numpy call there costs several microseconds; the ~35 calls this took cost ~50 µs a query.
     """
 
     def __init__(
@@ -243,19 +245,14 @@ class Ranking:
         self.channels = list(channels)
         self.method = method
         self.parts = [shares(c, method, rrf_k) for c in channels]
-        if not channels:
-            self.nodes, self.totals = np.empty(0, dtype=np.int64), np.empty(0)
-            self.order, self._group = np.empty(0, dtype=np.intp), np.empty(0, dtype=np.intp)
-            return
-        ids = np.concatenate([c.ids for c in channels])
-        self.nodes = _distinct(ids)
-        self._group = self.nodes.searchsorted(ids)
-        # A weight of 1 is skipped, not multiplied: 1.0 × x is x exactly, and each call costs a query.
-        weighted = np.concatenate(
-            [part if c.weight == 1.0 else c.weight * part for c, part in zip(channels, self.parts, strict=True)]
-        )
-        self.totals = cast(Scores, np.bincount(self._group, weights=weighted, minlength=len(self.nodes)))  # float64
-        self.order = (-self.totals).argsort(kind="stable")  # nodes are sorted: ties stay in node id order
+        ids, values, weights = [c.ids for c in channels], [c.values for c in channels], [c.weight for c in channels]
+        # bytes, each in fused order: nodes, totals, then per channel (one row each) positions, raw, shares
+        self._ranked = _fusion.rank(ids, values, self.parts, weights)
+        self._names = tuple(c.name for c in channels)
+
+    def __len__(self) -> int:
+        """How many distinct nodes the channels saw."""
+        return len(self._ranked[0]) // 8
 
     @cached_property
     def legend(self) -> Legend:
@@ -268,47 +265,16 @@ class Ranking:
         """``(node, fused score, raw score per channel, share per channel)``, best first. A channel
         that did not see the node is absent from both dicts, or None when listed in ``names``
         (which then lead the dicts, in that order). The detail is read for the nodes taken only."""
-        if not len(self.order):
-            return
-        # where[c][g] = the position of node g in channel c, or -1 when the channel did not see it
-        where = []
-        start = 0
-        for c in self.channels:
-            position = np.full(len(self.nodes), -1, dtype=np.intp)
-            position[self._group[start : start + len(c)]] = np.arange(len(c))
-            where.append(position)
-            start += len(c)
-        for top in _chunks(self.order):  # callers usually take ~10: convert a chunk at a time
-            seen = []  # per channel: (name, positions, raw scores, shares) for this chunk's nodes
-            for c, part, position in zip(self.channels, self.parts, where, strict=True):
-                if not len(c):
-                    continue
-                at = position[top]
-                seen.append((c.name, at.tolist(), c.values[at].tolist(), part[at].tolist()))
-            for j, (node, total) in enumerate(zip(self.nodes[top].tolist(), self.totals[top].tolist(), strict=True)):
-                hit_raw: dict[str, float | None] = dict.fromkeys(names)
-                hit_share: dict[str, float | None] = dict.fromkeys(names)
-                for name, at_list, raw, share in seen:
-                    if at_list[j] >= 0:
-                        hit_raw[name] = raw[j]
-                        hit_share[name] = share[j]
-                yield node, total, hit_raw, hit_share
+        lead = tuple(names)
+        for start, stop in _chunks(len(self)):  # callers usually take ~10: convert a chunk at a time
+            yield from _fusion.entries(self._ranked, self._names, lead, start, stop)
 
 
-def _distinct(ids: Ids) -> Ids:
-    """The distinct ids, ascending (``np.unique`` without its per-call overhead)."""
-    ordered = np.sort(ids)
-    first = np.empty(len(ordered), dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    return ordered[first]
-
-
-def _chunks(order: NDArray[np.intp], size: int = 16) -> Iterator[NDArray[np.intp]]:
-    """``order`` in slices of ``size``, then doubling."""
+def _chunks(n: int, size: int = 16) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` over ``range(n)`` in slices of ``size``, then doubling."""
     start = 0
-    while start < len(order):
-        yield order[start : start + size]
+    while start < n:
+        yield start, min(start + size, n)
         start += size
         size *= 2
 
