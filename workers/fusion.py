@@ -72,7 +72,9 @@ class Channel:
         best_first: bool = False,
     ) -> None:
         if isinstance(scores, tuple):
-            ids, values = np.asarray(scores[0], dtype=np.int64), np.asarray(scores[1], dtype=np.float64)
+            # contiguous: the C ranking reads them as plain buffers (a pool's arrays already are: no copy)
+            ids = np.ascontiguousarray(scores[0], dtype=np.int64)
+            values = np.ascontiguousarray(scores[1], dtype=np.float64)
         else:
             ids = np.fromiter(scores.keys(), dtype=np.int64, count=len(scores))
             values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))

@@ -117,3 +117,11 @@ def test_bad_arguments_raise_not_crash() -> None:
     assert _fusion.entries((b"", b"", b"", b"", b""), ("vector",), (), 0, 1) == []
     with pytest.raises(ValueError, match="rank\\(\\)'s result"):  # a node without its channel rows
         _fusion.entries((b"\0" * 8, b"\0" * 8, b"", b"", b""), ("vector",), (), 0, 1)
+
+
+def test_channels_of_strided_views_rank_as_copies() -> None:
+    ids, scores = np.arange(10, dtype=np.int64), np.linspace(0.0, 1.0, 10)
+    view = Channel("keyword", (ids[::-2], scores[::-2]), best_first=True)  # a reversed, strided view
+    copy = Channel("keyword", (ids[::-2].copy(), scores[::-2].copy()), best_first=True)
+    assert list(Ranking([view]).entries()) == list(Ranking([copy]).entries())
+    assert [node for node, *_ in Ranking([view]).entries()] == [9, 7, 5, 3, 1]
