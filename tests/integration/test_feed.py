@@ -77,8 +77,11 @@ def oracle(db: Database, plane: str, from_seq: int = 1, label: str | None = None
     return out
 
 
-def thread_writer(db: Database, name: str, count: int, rng: random.Random, go: threading.Event) -> None:
-    """Creates, updates and deletes nodes (and edges) of its own in PLANE; sometimes writes elsewhere."""
+def thread_writer(
+    db: Database, name: str, count: int, rng: random.Random, go: threading.Event, wrote: threading.Event
+) -> None:
+    """Creates, updates and deletes nodes (and edges) of its own in PLANE; sometimes writes elsewhere.
+    Starts on ``go``; sets ``wrote`` after its first commit."""
     mine: list[str] = []
     assert go.wait(30)
     for i in range(count):
@@ -104,13 +107,17 @@ def thread_writer(db: Database, name: str, count: int, rng: random.Random, go: t
 
             db.write(create, {"via": name})
             mine.append(key)
+        wrote.set()
 
 
 PROCESS_WRITER = r"""
 import json, os, sys, time
 import drsg
 db = drsg.open(sys.argv[1])
-for i in range(int(sys.argv[2])):
+count = int(sys.argv[2])
+for i in range(count):
+    if i == count // 2:
+        sys.stdin.readline()  # halfway: wait until the test has seen a thread commit, so the writers overlap
     r = db.write(lambda tx: tx.create_node(tx.plane("feed"), f"proc-{i}", ["Person"], {"i": i}), {"via": "proc"})
     os.write(1, (json.dumps({"seq": r.seq, "at": time.time()}) + "\n").encode())
 """
@@ -203,11 +210,25 @@ def test_every_commit_once_in_order_while_threads_a_process_and_the_cli_write(db
         return thread
 
     sync_thread = guarded(collectors["created"].run_sync)
-    go = threading.Event()  # the threads start with the other process's first commit, to overlap it
-    writers = [guarded(thread_writer, db, f"t{t}", 200, random.Random(t), go) for t in range(2)]
+    # The threads start with the other process's first commit; the process pauses halfway until a
+    # thread has committed (`wrote`), so the writers overlap however the machine schedules them.
+    go, wrote = threading.Event(), threading.Event()
+    writers = [guarded(thread_writer, db, f"t{t}", 200, random.Random(t), go, wrote) for t in range(2)]
     proc = subprocess.Popen(
-        [sys.executable, "-c", PROCESS_WRITER, db.path, "150"], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        [sys.executable, "-c", PROCESS_WRITER, db.path, "150"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
     )
+
+    def resume_process() -> None:
+        assert wrote.wait(30), "no thread committed"
+        assert proc.stdin is not None
+        proc.stdin.write("\n")
+        proc.stdin.close()
+
+    writers.append(guarded(resume_process))
     cli_keys = [f"cli-{i}" for i in range(3)]
 
     def cli_writer() -> None:
