@@ -3,18 +3,24 @@
 Embedded use is read-your-writes: :meth:`IndexSet.catch_up` applies every commit up to the head
 before a query runs. A long-running process calls :meth:`start` to catch up in the background and
 save sidecars periodically, and reads :meth:`lag` to report how far behind the indexes are.
+
+Queries run side by side: each holds :meth:`IndexSet.reading` (shared) while it reads the indexes,
+and applying commits takes that gate alone, so no commit lands under a running query, and once one
+waits to land, new queries wait behind it (a stream of queries cannot starve the indexer).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from drsg.store.database import Database
+from drsg.store.environment import Gate
 from drsg.store.records import IndexDecl
 from drsg.workers.base import IndexWorker
 from drsg.workers.vector import VectorIndex
@@ -43,7 +49,8 @@ class IndexSet:
         self.ef_search = ef_search
         self.workers: dict[DeclKey, IndexWorker] = {}
         self.applied = 0  # the head the last catch-up reached
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # one catch-up or save at a time
+        self._gate = Gate()  # queries share it; applying commits takes it alone
         self._uuid = db.uuid
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -58,18 +65,25 @@ class IndexSet:
             head = self.db.head() if head is None else head
             if head <= self.applied:
                 return self.applied
-            self._reconcile(head)
-            behind = [w for w in self.workers.values() if w.seq < head]
-            if behind:
-                start = min(w.seq for w in behind) + 1
-                for commit in self.db.commits(start, head):
-                    for worker in behind:
-                        worker.apply(commit.seq, commit.mutations)
-                for worker in behind:
-                    worker.seq = max(worker.seq, head)
-                    worker.flush()
-            self.applied = head
+            with self._gate.exclusive() as alone:
+                if not alone:  # this thread is inside a query: its index reads would change under it
+                    raise RuntimeError("IndexSet.catch_up() called inside reading() on the same thread")
+                self._apply(head)
             return head
+
+    def _apply(self, head: int) -> None:
+        """Bring every worker to ``head`` (the caller holds the gate alone)."""
+        self._reconcile(head)
+        behind = [w for w in self.workers.values() if w.seq < head]
+        if behind:
+            start = min(w.seq for w in behind) + 1
+            for commit in self.db.commits(start, head):
+                for worker in behind:
+                    worker.apply(commit.seq, commit.mutations)
+            for worker in behind:
+                worker.seq = max(worker.seq, head)
+                worker.flush()
+        self.applied = head
 
     def _reconcile(self, head: int) -> None:
         """Start workers for new declarations, retire dropped ones, restart changed ones."""
@@ -103,10 +117,10 @@ class IndexSet:
     def get(self, plane: int, kind: str, label: str, prop: str) -> IndexWorker | None:
         return self.workers.get((plane, kind, label, prop))
 
-    @property
-    def lock(self) -> threading.RLock:
-        """Held while searching, so no commit is applied under a running query."""
-        return self._lock
+    def reading(self) -> AbstractContextManager[None]:
+        """Hold while a query reads the indexes (shared with other queries; re-entrant): no
+        commit is applied until it ends."""
+        return self._gate.shared()
 
     def lag(self) -> Lag:
         head = self.db.head()

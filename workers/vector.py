@@ -8,6 +8,7 @@ squared L2), converted here.
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,63 @@ _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
+
+
+class _EfShare:
+    """hnswlib keeps one ``ef`` per index, set before a search. Searches needing the same ef run side
+    by side (hnswlib searches are thread-safe); one needing another ef claims the next switch and
+    waits for the running searches to end, while newcomers wait behind the claim, so a steady
+    stream of searches at one ef cannot starve another. One claim at a time: a third ef claims
+    once the first is served. Enter with :meth:`at`."""
+
+    __slots__ = ("_cond", "_lock", "claim", "ef", "index", "users")
+
+    def __init__(self, index: hnswlib.Index, ef: int) -> None:
+        self.index = index
+        self.ef = ef
+        index.set_ef(ef)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self.users = 0  # searches running at self.ef
+        self.claim: int | None = None  # the ef a waiting search needs next
+
+    def at(self, ef: int) -> _EfHold:
+        return _EfHold(self, ef)
+
+
+class _EfHold:
+    """One search's hold on an :class:`_EfShare` (a class, not a generator: every search takes one)."""
+
+    __slots__ = ("ef", "share")
+
+    def __init__(self, share: _EfShare, ef: int) -> None:
+        self.share, self.ef = share, ef
+
+    def __enter__(self) -> None:
+        share, want = self.share, self.ef
+        with share._lock:
+            while True:
+                if not share.users and share.claim in (None, want):  # nobody searching: set this ef
+                    if share.ef != want:
+                        share.index.set_ef(want)
+                        share.ef = want
+                        share._cond.notify_all()  # others waiting for this ef may now join
+                    if share.claim == want:
+                        share.claim = None
+                    break
+                if share.ef == want and share.claim is None:
+                    break
+                if share.claim is None:
+                    share.claim = want
+                share._cond.wait()
+            share.users += 1
+
+    def __exit__(self, *exc: object) -> None:
+        share = self.share
+        with share._lock:
+            share.users -= 1
+            if not share.users:
+                share._cond.notify_all()
 
 
 def check_metric(metric: str) -> str:
@@ -58,15 +116,15 @@ class VectorIndex(IndexWorker):
         self.live: set[int] = set()
         self.deleted: set[int] = set()
         self.index: hnswlib.Index | None = None
-        self._ef = self.ef_search
+        self._ef_share: _EfShare | None = None
         if self.decl.dims:
-            self.index = self._new_index(1024)
+            index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
+            index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
+            self._use(index)
 
-    def _new_index(self, capacity: int) -> hnswlib.Index:
-        index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
-        index.init_index(max_elements=capacity, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
-        index.set_ef(self.ef_search)
-        return index
+    def _use(self, index: hnswlib.Index) -> None:
+        self.index = index
+        self._ef_share = _EfShare(index, self.ef_search)
 
     def upsert(self, node_id: int, value: Any) -> None:
         assert self.index is not None
@@ -109,25 +167,21 @@ class VectorIndex(IndexWorker):
                 f"holds {self.decl.dims}-dim vectors"
             )
         k = min(k, len(self.live))
-        self._set_ef(max(ef or self.ef_search, 2 * k))
         q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
+        index, share = self.index, self._ef_share
+        assert share is not None  # made with the index
         try:
-            labels, distances = self.index.knn_query(q, k=k)
+            with share.at(max(ef or self.ef_search, 2 * k)):
+                labels, distances = index.knn_query(q, k=k)
         except RuntimeError:  # too few reachable live elements for k: ask for what exists
-            self._set_ef(max(len(self.live), 2 * k))
-            labels, distances = self.index.knn_query(q, k=k)
+            with share.at(max(len(self.live), 2 * k)):
+                labels, distances = index.knn_query(q, k=k)
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
         if not (scores[:-1] > scores[1:]).all():  # hnswlib orders by distance; break ties by id
             order = np.lexsort((ids, -scores))
             ids, scores = ids[order], scores[order]
         return ids, scores
-
-    def _set_ef(self, ef: int) -> None:
-        if ef != self._ef:
-            assert self.index is not None
-            self.index.set_ef(ef)
-            self._ef = ef
 
     # ------------------------------------------------------------------ persistence
 
@@ -146,8 +200,6 @@ class VectorIndex(IndexWorker):
             index.load_index(
                 str(folder / "index.hnsw"), max_elements=int(state["capacity"]), allow_replace_deleted=True
             )
-            index.set_ef(self.ef_search)
-            self.index = index
-            self._ef = self.ef_search
+            self._use(index)
         self.live = set(state["live"])
         self.deleted = set(state["deleted"])

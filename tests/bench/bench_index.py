@@ -261,7 +261,7 @@ def bench_vector(size: Size) -> tuple[Section, Database, IndexSet]:
 
     def run_worker() -> tuple[list[float], list[list[int]]]:
         lat, out = [], []
-        lock = indexes.lock
+        lock = indexes.reading()
         for q in qvecs:
             t = time.perf_counter()
             with lock:
@@ -384,7 +384,7 @@ def bench_lag(size: Size, db: Database, indexes: IndexSet, first_row: int) -> Se
                 i, seq, node_id, at = item
                 if worker.seq < seq:
                     continue
-                with indexes.lock:
+                with indexes.reading():
                     hits = worker.search(payload[i], 1)  # type: ignore[attr-defined]
                 now = time.perf_counter()
                 if hits and hits[0][0] == node_id:
@@ -641,7 +641,7 @@ def bench_keyword(size: Size) -> Section:
 
     def run_worker() -> tuple[list[float], list[list[tuple[int, float]]]]:
         lat, out = [], []
-        lock = indexes.lock
+        lock = indexes.reading()
         for text in queries:
             t = time.perf_counter()
             with lock:
