@@ -33,6 +33,14 @@ def _seconds(value: Any) -> float | None:
     return None if seconds == 0 else seconds
 
 
+def _count_or_auto(value: Any) -> int | None:
+    """A count; 0 means "decide" (None)."""
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be 0 (one per CPU core) or more")
+    return number or None
+
+
 def _positive(value: Any) -> int:
     number = int(value)
     if number < 1:
@@ -52,6 +60,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
     Setting("server.write_timeout_secs", 30, _seconds, "how long a write waits for the writer (0 = forever; -32002)"),
     Setting("server.query_timeout_secs", 60, _seconds, "longest a read may run (0 = no limit; then -32000)"),
+    Setting("server.max_queries", 0, _count_or_auto, "searches run at once; more wait their turn (0 = one per core)"),
     Setting("server.max_request_bytes", 8 << 20, _size, "largest request body accepted (bigger: HTTP 413)"),
     Setting("server.max_batch", 1000, _positive, "most calls in one JSON-RPC batch"),
     Setting("server.shutdown_timeout_secs", 30, _seconds, "on SIGTERM, how long in-flight requests may take"),
@@ -83,6 +92,7 @@ class ServerConfig:
     max_concurrent: int = 1024
     write_timeout: float | None = 30.0
     query_timeout: float | None = 60.0
+    max_queries: int | None = None  # None: one per CPU core
     max_request_bytes: int = 8 << 20
     max_batch: int = 1000
     shutdown_timeout: float | None = 30.0
@@ -195,6 +205,7 @@ def load(
         max_concurrent=values["max_concurrent"],
         write_timeout=values["write_timeout_secs"],
         query_timeout=values["query_timeout_secs"],
+        max_queries=values["max_queries"],
         max_request_bytes=values["max_request_bytes"],
         max_batch=values["max_batch"],
         shutdown_timeout=values["shutdown_timeout_secs"],

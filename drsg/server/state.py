@@ -39,7 +39,7 @@ class ServerState:
         self.db = db
         self.config = config
         self.indexes = IndexSet(db, ef_search=config.ef_search)
-        self.searcher = Searcher(db, self.indexes)
+        self.searcher = Searcher(db, self.indexes, max_queries=config.max_queries)
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="drsg-read")
         self.stopping = False
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)

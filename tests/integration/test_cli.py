@@ -342,3 +342,13 @@ def test_exit_codes_through_a_real_process(db_path: Path) -> None:
     assert made.returncode == 0 and made.stdout.startswith("created plane 'x'")
     usage = subprocess.run([*exe, "get", "@a", "--as-of", "soon"], capture_output=True, text=True)
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_readme_documents_every_setting() -> None:
+    from drsg.server.config import _SPECIAL, SETTINGS
+    from drsg.settings import REGISTRY
+
+    for setting in (*REGISTRY, *SETTINGS):
+        assert f"| `{setting.name}` | `{setting.env}` |" in README, f"{setting.name} is not in README.md's tables"
+    for key in _SPECIAL:
+        assert f"| `server.{key}` |" in README, f"server.{key} is not in README.md"

@@ -1,0 +1,32 @@
+"""`[server]` settings: max_queries (how many searches `drsg serve` runs at once)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import drsg
+from drsg.errors import ConfigError
+from drsg.server.config import load
+from drsg.server.state import ServerState
+from drsg.workers.search import cores
+
+
+def test_max_queries_from_the_environment_with_zero_meaning_one_per_core() -> None:
+    assert load(None, environ={}).max_queries is None
+    assert load(None, environ={"DRSG_SERVER_MAX_QUERIES": "0"}).max_queries is None
+    assert load(None, environ={"DRSG_SERVER_MAX_QUERIES": "3"}).max_queries == 3
+    with pytest.raises(ConfigError, match=r"server.max_queries \(env DRSG_SERVER_MAX_QUERIES\) is invalid: must be 0"):
+        load(None, environ={"DRSG_SERVER_MAX_QUERIES": "-1"})
+
+
+def test_the_server_searcher_runs_that_many(tmp_path: Path) -> None:
+    db = drsg.open(tmp_path / "g.drsg")
+    try:
+        for setting, limit in (("2", 2), ("0", cores())):
+            state = ServerState(db, load(None, environ={"DRSG_SERVER_MAX_QUERIES": setting}))
+            assert state.searcher._running._limit == limit
+            state.reads.shutdown()
+    finally:
+        db.close()
