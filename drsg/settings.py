@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,24 +115,37 @@ def load(config: str | None = None, overrides: Mapping[str, Any] | None = None) 
             table = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from None
+    values, sources = resolve(REGISTRY, table, path, os.environ, overrides)
+    _reject_unknown(table, path)
+    return Settings(values, sources, path)
+
+
+def resolve(
+    registry: Sequence[Setting],
+    table: Mapping[str, Any],
+    path: Path | None,
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each setting's value and where it came from: a flag (``overrides`` by setting name) beats the
+    environment, which beats drsg.toml (``table``, read from ``path``), which beats the default."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for setting in REGISTRY:
+    for setting in registry:
         section, key = setting.name.split(".", 1)
         raw, source = setting.default, "default"
         if isinstance(table.get(section), dict) and key in table[section]:
             raw, source = table[section][key], f"config {path}"
-        if setting.env in os.environ:
-            raw, source = os.environ[setting.env], f"env {setting.env}"
+        if setting.env in environ:
+            raw, source = environ[setting.env], f"env {setting.env}"
         if overrides and overrides.get(setting.name) is not None:
             raw, source = overrides[setting.name], "flag"
         try:
             values[setting.name] = setting.parse(raw)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, KeyError) as exc:
             raise ConfigError(f"setting {setting.name} ({source}) is invalid: {exc}") from None
         sources[setting.name] = source
-    _reject_unknown(table, path)
-    return Settings(values, sources, path)
+    return values, sources
 
 
 # Sections owned by later features; their keys are checked by those features.

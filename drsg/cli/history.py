@@ -88,9 +88,12 @@ def rebuild(obj: Context) -> None:
 @json_option
 @click.pass_obj
 def config(obj: Context, as_json: bool) -> None:
-    """Show every setting, its value and where it came from (flag, env, drsg.toml, default)."""
-    for setting in REGISTRY:
-        value, source = obj.settings[setting.name], obj.settings.sources[setting.name]
+    """Show every setting, its value and where it came from (flag, env, drsg.toml, default);
+    `drsg serve`'s [server] settings after the others."""
+    from drsg.server.config import describe  # the server package loads only when asked
+
+    listed = [(s, obj.settings[s.name], obj.settings.sources[s.name]) for s in REGISTRY]
+    for setting, value, source in [*listed, *describe(obj.settings)]:
         if as_json:
             emit_json(
                 {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.errors import ConfigError
-from drsg.settings import Setting, Settings
+from drsg.settings import Setting, Settings, resolve
 
 DEFAULT_ADDR = "127.0.0.1:7700"
 
@@ -159,6 +159,25 @@ def server_table(settings: Settings | None) -> tuple[dict[str, Any], dict[str, A
     return server, digest, path
 
 
+def server_values(
+    server: Mapping[str, Any],
+    path: Path | None,
+    environ: Mapping[str, str],
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The plain ``[server]`` settings (:data:`SETTINGS`): values and sources, by short key."""
+    named = {f"server.{key}": value for key, value in (overrides or {}).items()}
+    values, sources = resolve(SETTINGS, {"server": server}, path, environ, named)
+    return {n.split(".", 1)[1]: v for n, v in values.items()}, {n.split(".", 1)[1]: v for n, v in sources.items()}
+
+
+def describe(settings: Settings | None) -> list[tuple[Setting, Any, str]]:
+    """Each plain ``[server]`` setting with its value and source, for `drsg config`."""
+    server, _, path = server_table(settings)
+    values, sources = server_values(server, path, os.environ)
+    return [(s, values[key], sources[key]) for s in SETTINGS for key in [s.name.split(".", 1)[1]]]
+
+
 def load(
     settings: Settings | None,
     addr: str | None = None,
@@ -168,20 +187,7 @@ def load(
 ) -> ServerConfig:
     env = os.environ if environ is None else environ
     server, digest, path = server_table(settings)
-    values: dict[str, Any] = {}
-    for setting in SETTINGS:
-        key = setting.name.split(".", 1)[1]
-        raw, source = setting.default, "default"
-        if key in server:
-            raw, source = server[key], f"config {path}"
-        if setting.env in env:
-            raw, source = env[setting.env], f"env {setting.env}"
-        if overrides and overrides.get(key) is not None:
-            raw, source = overrides[key], "flag"
-        try:
-            values[key] = setting.parse(raw)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise ConfigError(f"setting {setting.name} ({source}) is invalid: {exc}") from None
+    values = server_values(server, path, env, overrides)[0]
     host, port = parse_addr(addr if addr is not None else values["addr"])
     token = env.get("DRSG_TOKEN") or _text(server.get("token"), "server.token") or None
     origins_raw = env.get("DRSG_ALLOWED_ORIGINS", server.get("allowed_origins", ()))

@@ -299,12 +299,26 @@ def test_bad_config_is_a_usage_error(drsg, tmp_path: Path, monkeypatch: pytest.M
 
 def test_config_sources(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     conf = tmp_path / "drsg.toml"
-    conf.write_text('[store]\nmax_map_size = "8G"\n')
+    conf.write_text('[store]\nmax_map_size = "8G"\n[server]\nmax_batch = 5\n')
     monkeypatch.setenv("DRSG_STORE_GROUP_MAX", "7")
+    monkeypatch.setenv("DRSG_SERVER_MAX_QUERIES", "3")
     rows = {r["name"]: r for r in drsg("--config", str(conf), "config", "--json").json_lines()}
     assert rows["store.max_map_size"]["value"] == 8 << 30 and rows["store.max_map_size"]["source"].startswith("config")
     assert rows["store.group_max"]["value"] == 7 and rows["store.group_max"]["source"] == "env DRSG_STORE_GROUP_MAX"
     assert rows["store.map_size"]["source"] == "default"
+    # `drsg serve`'s [server] settings are listed too, resolved the way the server resolves them
+    assert rows["server.max_batch"]["value"] == 5 and rows["server.max_batch"]["source"].startswith("config")
+    assert rows["server.max_queries"] == {
+        "name": "server.max_queries",
+        "env": "DRSG_SERVER_MAX_QUERIES",
+        "value": 3,
+        "source": "env DRSG_SERVER_MAX_QUERIES",
+        "help": rows["server.max_queries"]["help"],
+    }
+    assert rows["server.addr"]["source"] == "default"
+    monkeypatch.setenv("DRSG_SERVER_MAX_QUERIES", "-1")
+    ran = drsg("config")
+    assert ran.code == 2 and ran.out == "" and "server.max_queries" in ran.err and len(ran.err.splitlines()) == 1
 
 
 def test_check_and_rebuild(drsg) -> None:  # type: ignore[no-untyped-def]
