@@ -36,6 +36,8 @@ demo: setup
 	$(DRSG) --db $(DEMO_DB) search 'SEARCH (p:Person) ON note MATCHING "algorithms" TOPK 3' --plane pioneers
 	$(DRSG) --db $(DEMO_DB) vectorize --plane pioneers --label Person --from note
 	$(DRSG) --db $(DEMO_DB) search 'SEARCH (p:Person) ON embedding NEAR "breaking enemy codes in wartime" TOPK 3' --plane pioneers
+	@echo "--- hybrid: meaning + keywords + the graph around the best hits, each score explained"
+	$(DRSG) --db $(DEMO_DB) hybrid "breaking enemy codes in wartime" --plane pioneers --label Person --vector embedding --keyword note --graph-hops 1 --k 3 --explain
 	$(DRSG) --db $(DEMO_DB) stats
 
 lint: setup
