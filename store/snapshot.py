@@ -154,13 +154,28 @@ class Snapshot:
         self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
     ) -> Iterator[Neighbor]:
         """Edges at a node by adjacency lookup (``direction``: out, in or both)."""
+        for db, group, value in self._adjacent(plane, node_id, direction, edge_type):
+            edge = self.edge(plane, keys.read_u64(group, len(group) - 8))
+            if edge is not None:
+                yield Neighbor(edge, keys.read_u64(value), db)
+
+    def neighbor_ids(
+        self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
+    ) -> Iterator[int]:
+        """The node at the other end of each of a node's edges, from the adjacency alone: no edge
+        record is read (an edge and its two adjacency entries are written, and deleted, together)."""
+        for _, _, value in self._adjacent(plane, node_id, direction, edge_type):
+            yield keys.read_u64(value)
+
+    def _adjacent(
+        self, plane: int, node_id: int, direction: str, edge_type: str | None
+    ) -> Iterator[tuple[str, bytes, bytes]]:
+        """``(table, group, other end)`` for each live adjacency entry of a node."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
         for db in ("out", "in") if direction == "both" else (direction,):
             for group, value in self.groups(db, keys.adjacency_prefix(plane, node_id, edge_type)):
-                edge = self.edge(plane, keys.read_u64(group, len(group) - 8))
-                if edge is not None:
-                    yield Neighbor(edge, keys.read_u64(value), db)
+                yield db, group, value
 
     def edge_history(self, plane: int, edge_id: int) -> list[Version]:
         log = LogReader(self.txn, self.dbs["log"])

@@ -237,10 +237,10 @@ def expand(snap: Snapshot, plane: int, seeds: list[int], hops: int, decay: float
         level += 1
         nxt: list[int] = []
         for node in frontier:
-            for nb in snap.neighbors(plane, node, "both"):
-                if nb.node not in dist:
-                    dist[nb.node] = level
-                    nxt.append(nb.node)
+            for other in snap.neighbor_ids(plane, node, "both"):
+                if other not in dist:
+                    dist[other] = level
+                    nxt.append(other)
         frontier = nxt
     return {node: decay**d for node, d in dist.items()}
 

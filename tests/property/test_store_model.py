@@ -411,6 +411,7 @@ def dump_store(snap: Any, probes: Probes, typed: set[int]) -> dict[str, Any]:
         for rec in nodes:
             nid = rec[0]
             adj[nid] = {d: sorted(_nb(x) for x in snap.neighbors(pid, nid, d)) for d in ("out", "in", "both")}
+            adj[nid]["ids"] = sorted(snap.neighbor_ids(pid, nid, "both"))
             if pid in typed:
                 for t in TYPES:
                     adj[nid][t] = sorted(_nb(x) for x in snap.neighbors(pid, nid, "both", t))
@@ -458,6 +459,7 @@ def dump_model(s: State, probes: Probes) -> dict[str, Any]:
             outs = [(eid, e[0], e[1], e[2], e[1], "out") for eid, e in plane_edges if e[0] == nid]
             ins = [(eid, e[0], e[1], e[2], e[0], "in") for eid, e in plane_edges if e[1] == nid]
             adj[nid] = {"out": sorted(outs), "in": sorted(ins), "both": sorted(outs + ins)}
+            adj[nid]["ids"] = sorted(x[4] for x in outs + ins)
             if plane_edges:
                 for t in TYPES:
                     adj[nid][t] = sorted(x for x in outs + ins if x[3] == t)
