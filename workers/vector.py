@@ -61,6 +61,7 @@ class _EfHold:
     def __enter__(self) -> None:
         share, want = self.share, self.ef
         with share._lock:
+            claimed = False
             while True:
                 if not share.users and share.claim in (None, want):  # nobody searching: set this ef
                     if share.ef != want:
@@ -73,8 +74,14 @@ class _EfHold:
                 if share.ef == want and share.claim is None:
                     break
                 if share.claim is None:
-                    share.claim = want
-                share._cond.wait()
+                    share.claim, claimed = want, True
+                try:
+                    share._cond.wait()
+                except BaseException:  # interrupted while waiting: leave no claim nobody will serve
+                    if claimed and share.claim == want:
+                        share.claim = None
+                        share._cond.notify_all()
+                    raise
             share.users += 1
 
     def __exit__(self, *exc: object) -> None:

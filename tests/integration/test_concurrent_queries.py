@@ -223,3 +223,19 @@ def test_as_of_queries_do_not_touch_the_indexes(db: Database, tmp_path: Path) ->
         busy.join(5)
     assert current_done.wait(30)
     del tmp_path
+
+
+def test_an_interrupted_wait_leaves_no_claim_behind() -> None:
+    share = _EfShare(FakeIndex(), 64)  # type: ignore[arg-type]
+    with share.at(64):  # a search runs at 64
+
+        def interrupted(timeout: float | None = None) -> bool:
+            raise KeyboardInterrupt
+
+        share._cond.wait = interrupted  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            share.at(200).__enter__()  # claims the next switch, then is interrupted
+        del share._cond.wait
+        assert share.claim is None
+        _, joined = started(lambda: share.at(64).__enter__())  # so a search at 64 still gets in at once
+        assert joined.wait(2)
