@@ -89,10 +89,11 @@ class Gate:
             while self._exclusive:
                 self._cond.wait(left())
             self._exclusive = True
-            while self._readers and (deadline is None or time.monotonic() < deadline):
-                self._cond.wait(left())
-            acquired = self._readers == 0
-        try:
+        try:  # from here on, however it ends (an interrupted wait too), the gate opens again
+            with self._cond:
+                while self._readers and (deadline is None or time.monotonic() < deadline):
+                    self._cond.wait(left())
+                acquired = self._readers == 0
             yield acquired
         finally:
             with self._cond:
