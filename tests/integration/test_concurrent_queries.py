@@ -75,13 +75,13 @@ def test_readers_share_and_the_indexer_waits_for_them(db: Database) -> None:
         with indexes.reading():
             applied_at_entry.append(indexes.applied)
             entered.set()
-            assert release.wait(10)
+            assert release.wait(60)
 
     a_in, b_in, c_in = threading.Event(), threading.Event(), threading.Event()
     a, _ = started(lambda: query(a_in))
-    assert a_in.wait(5)
+    assert a_in.wait(20)
     b, _ = started(lambda: query(b_in))
-    assert b_in.wait(2), "a query waited for another query"
+    assert b_in.wait(20), "a query waited for another query"
 
     head = db.write(lambda tx: tx.create_node(tx.plane(PLANE), "late", ["Word"], {"text": "late arrival"})).seq
     _, caught_up = started(indexes.catch_up)
@@ -91,9 +91,9 @@ def test_readers_share_and_the_indexer_waits_for_them(db: Database) -> None:
     time.sleep(0.3)
     assert not c_in.is_set(), "a new query overtook the waiting catch-up"
     release.set()
-    assert caught_up.wait(5) and c_in.wait(5)
+    assert caught_up.wait(20) and c_in.wait(20)
     for t in (a, b, c):
-        t.join(5)
+        t.join(30)
     assert applied_at_entry[2] == head  # the late query saw the indexes after the commit landed
 
 
@@ -106,7 +106,7 @@ def test_at_most_max_queries_run_at_once(db: Database) -> None:
         with searcher._snapshot(None), searcher._snapshot(None):  # re-entering takes no second slot
             inside.append(1)
             entered.set()
-            assert release.wait(10)
+            assert release.wait(60)
 
     events = [threading.Event() for _ in range(3)]
     threads = [started(lambda e=e: query(e))[0] for e in events]  # type: ignore[misc]
@@ -114,7 +114,7 @@ def test_at_most_max_queries_run_at_once(db: Database) -> None:
     assert sum(e.is_set() for e in events) == 2, "not exactly two queries running"
     release.set()
     for t in threads:
-        t.join(5)
+        t.join(30)
     assert all(e.is_set() for e in events) and len(inside) == 3
 
 
@@ -180,7 +180,7 @@ def test_ef_share_runs_one_ef_at_a_time_and_a_waiting_ef_is_not_starved() -> Non
                 assert hold.wait(10)
 
     a, _ = started(lambda: search(64, a_release, a_in))
-    assert a_in.wait(5)
+    assert a_in.wait(20)
     b, b_done = started(lambda: search(200))  # another ef: must wait for A
     time.sleep(0.2)
     assert not b_done.is_set()
@@ -189,7 +189,7 @@ def test_ef_share_runs_one_ef_at_a_time_and_a_waiting_ef_is_not_starved() -> Non
     assert not c_done.is_set(), "a search at the running ef overtook one waiting for another ef"
     a_release.set()
     for t in (a, b, c):
-        t.join(5)
+        t.join(30)
     assert b_done.is_set() and c_done.is_set()
     assert all(want == ran for want, ran in seen), seen
     assert seen[0] == (64, 64) and seen[1] == (200, 200)  # B ran before C
@@ -207,10 +207,10 @@ def test_as_of_queries_do_not_touch_the_indexes(db: Database, tmp_path: Path) ->
     def indexer_busy() -> None:  # as if applying a long commit
         with indexes._gate.exclusive():
             holding.set()
-            assert release.wait(10)
+            assert release.wait(60)
 
     busy, _ = started(indexer_busy)
-    assert holding.wait(5)
+    assert holding.wait(20)
     try:
         _, as_of_done = started(lambda: searcher.vector(PLANE, "Word", "embedding", query, "cosine", 5, as_of=old))
         _, kw_done = started(lambda: searcher.keyword(PLANE, "Word", "text", "the", 5, as_of=old))
@@ -220,7 +220,7 @@ def test_as_of_queries_do_not_touch_the_indexes(db: Database, tmp_path: Path) ->
         assert not current_done.is_set(), "a query at the head ran while the indexes were changing"
     finally:
         release.set()
-        busy.join(5)
+        busy.join(30)
     assert current_done.wait(30)
     del tmp_path
 
@@ -238,4 +238,4 @@ def test_an_interrupted_wait_leaves_no_claim_behind() -> None:
         del share._cond.wait
         assert share.claim is None
         _, joined = started(lambda: share.at(64).__enter__())  # so a search at 64 still gets in at once
-        assert joined.wait(2)
+        assert joined.wait(20)

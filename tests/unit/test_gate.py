@@ -17,11 +17,11 @@ def test_an_interrupted_exclusive_wait_opens_the_gate_again() -> None:
     def reader() -> None:
         with gate.shared():
             reading.set()
-            assert release.wait(10)
+            assert release.wait(60)
 
     thread = threading.Thread(target=reader, daemon=True)
     thread.start()
-    assert reading.wait(5)
+    assert reading.wait(20)
 
     def interrupted(timeout: float | None = None) -> bool:
         raise KeyboardInterrupt
@@ -31,7 +31,7 @@ def test_an_interrupted_exclusive_wait_opens_the_gate_again() -> None:
         pass
     del gate._cond.wait
     release.set()
-    thread.join(5)
+    thread.join(30)
     entered = threading.Event()
 
     def later_reader() -> None:
@@ -39,6 +39,6 @@ def test_an_interrupted_exclusive_wait_opens_the_gate_again() -> None:
             entered.set()
 
     threading.Thread(target=later_reader, daemon=True).start()
-    assert entered.wait(2), "the gate stayed shut after an interrupted exclusive wait"
+    assert entered.wait(20), "the gate stayed shut after an interrupted exclusive wait"
     with gate.exclusive(timeout=1) as alone:
         assert alone
