@@ -99,6 +99,7 @@ def test_readers_share_and_the_indexer_waits_for_them(db: Database) -> None:
 
 def test_at_most_max_queries_run_at_once(db: Database) -> None:
     searcher = Searcher(db, max_queries=2)
+    searcher.indexes.catch_up()  # build the indexes now, not inside the first query
     release = threading.Event()
     inside: list[int] = []
 
@@ -110,7 +111,10 @@ def test_at_most_max_queries_run_at_once(db: Database) -> None:
 
     events = [threading.Event() for _ in range(3)]
     threads = [started(lambda e=e: query(e))[0] for e in events]  # type: ignore[misc]
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while sum(e.is_set() for e in events) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # time for a third to get in, were it let in
     assert sum(e.is_set() for e in events) == 2, "not exactly two queries running"
     release.set()
     for t in threads:
