@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import structlog
+from numpy.typing import NDArray
 
 from drsg.store.mutations import IndexDrop, Mutation, NodeDelete, NodePut, PlaneDrop
 from drsg.store.records import IndexDecl, Node
@@ -21,6 +23,16 @@ from drsg.store.snapshot import Snapshot
 from drsg.workers.sidecar import Loaded, Sidecar, SidecarInvalid, safe_name
 
 log = structlog.get_logger("drsg.workers")
+
+
+#: Ranked candidates as arrays: node ids best first, and their scores (what the searches return).
+Pool = tuple[NDArray[np.int64], NDArray[np.float64]]
+
+
+def pairs(pool: Pool) -> list[tuple[int, float]]:
+    """A pool as ``(node id, score)`` pairs, best first."""
+    ids, scores = pool
+    return list(zip(ids.tolist(), scores.tolist(), strict=True))
 
 
 class IndexWorker(ABC):

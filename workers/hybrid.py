@@ -34,8 +34,9 @@ from drsg.asof import AsOf
 from drsg.errors import NotFound, UsageError
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
+from drsg.workers.base import Pool
 from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Ranking, explain_line
-from drsg.workers.search import Hit, Pool, Searcher
+from drsg.workers.search import Hit, Searcher
 from drsg.workers.vector import check_metric
 
 log = structlog.get_logger("drsg.hybrid")

@@ -37,11 +37,10 @@ from typing import Any, ClassVar
 import msgpack
 import numpy as np
 import tantivy
-from numpy.typing import NDArray
 
 from drsg.store.records import IndexDecl
 from drsg.workers.analysis import ANALYZER_VERSION, analyze, canonical_language
-from drsg.workers.base import IndexWorker
+from drsg.workers.base import IndexWorker, Pool, pairs
 
 LAYOUT = 1  # the tantivy schema below and the sidecar file; bump when either changes
 DOCS_FILE = "docs.msgpack"
@@ -151,10 +150,9 @@ class KeywordIndex(IndexWorker):
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best ``(node id, BM25)``: score descending, then node id ascending."""
-        ids, scores = self.search_arrays(query, k)
-        return list(zip(ids.tolist(), scores.tolist(), strict=True))
+        return pairs(self.search_arrays(query, k))
 
-    def search_arrays(self, query: str, k: int) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def search_arrays(self, query: str, k: int) -> Pool:
         """As :meth:`search`, as arrays (node ids, BM25 scores): hybrid fusion works on arrays."""
         terms = Counter(analyze(query, self.language))
         searcher = self._searcher

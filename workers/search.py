@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from drsg.asof import AsOf
 from drsg.errors import NotFound, UsageError
@@ -25,14 +24,13 @@ from drsg.store.environment import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.values import Vector
+from drsg.workers.base import Pool, pairs
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
 from drsg.workers.vector import VectorIndex, check_metric
 
 #: Turns query text into a vector for a (plane, label, property); supplied by the surface.
 TextEmbedder = Callable[[str], Vector]
-#: Ranked candidates as arrays: node ids best first, and their scores.
-Pool = tuple[NDArray[np.int64], NDArray[np.float64]]
 _METRIC_FROM_PLAN = {"Cosine": "cosine", "Dot": "dot", "L2": "l2"}
 
 
@@ -168,7 +166,7 @@ class Searcher:
         current: bool,
     ) -> list[tuple[int, float]]:
         """Top-k ``(node id, similarity)`` from the index when it serves this query, else exactly."""
-        return _pairs(self.vector_pool(snap, plane, label, prop, query, metric, k, current))
+        return pairs(self.vector_pool(snap, plane, label, prop, query, metric, k, current))
 
     def vector_pool(
         self,
@@ -191,7 +189,7 @@ class Searcher:
         self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
     ) -> list[tuple[int, float]]:
         """Top-k ``(node id, BM25)``; AS OF an earlier commit, over that snapshot's documents exactly."""
-        return _pairs(self.keyword_pool(snap, plane, label, prop, text, k, current))
+        return pairs(self.keyword_pool(snap, plane, label, prop, text, k, current))
 
     def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:
         """As :meth:`keyword_ranked`, as arrays (node ids, BM25 scores)."""
@@ -225,11 +223,6 @@ def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
     if embed is None:
         raise UsageError('this query has NEAR "text": it needs an embedder (--embed)')
     return embed(str(text))
-
-
-def _pairs(pool: Pool) -> list[tuple[int, float]]:
-    ids, scores = pool
-    return list(zip(ids.tolist(), scores.tolist(), strict=True))
 
 
 def _pool(ranked: list[tuple[int, float]]) -> Pool:

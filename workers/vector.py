@@ -15,12 +15,11 @@ from typing import Any
 import hnswlib
 import msgpack
 import numpy as np
-from numpy.typing import NDArray
 
 from drsg.errors import BadValue
 from drsg.store.transaction import METRICS
 from drsg.values import Vector
-from drsg.workers.base import IndexWorker
+from drsg.workers.base import IndexWorker, Pool, pairs
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 M = 16
@@ -158,12 +157,9 @@ class VectorIndex(IndexWorker):
 
     def search(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> list[tuple[int, float]]:
         """Top-k ``(node id, similarity)``, best first, ties by ascending node id."""
-        ids, scores = self.search_arrays(query, k, ef)
-        return list(zip(ids.tolist(), scores.tolist(), strict=True))
+        return pairs(self.search_arrays(query, k, ef))
 
-    def search_arrays(
-        self, query: Vector | np.ndarray, k: int, ef: int | None = None
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
         """As :meth:`search`, as arrays (node ids, similarities): hybrid fusion works on arrays."""
         if self.index is None or not self.live or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
