@@ -246,10 +246,10 @@ class Ranking:
             _check(channels, method, rrf_k)
         self.channels = list(channels)
         self.method = method
-        self.parts = [shares(c, method, rrf_k) for c in channels]
+        parts = [shares(c, method, rrf_k) for c in channels]
         ids, values, weights = [c.ids for c in channels], [c.values for c in channels], [c.weight for c in channels]
         # bytes, each in fused order: nodes, totals, then per channel (one row each) positions, raw, shares
-        self._ranked = _fusion.rank(ids, values, self.parts, weights)
+        self._ranked = _fusion.rank(ids, values, parts, weights)
         self._names = tuple(c.name for c in channels)
 
     def __len__(self) -> int:

@@ -58,9 +58,9 @@ def cores() -> int:
 class Searcher:
     """Runs queries; from many threads at once, at most ``max_queries`` (default: one per CPU core)
     run at a time and the rest wait their turn. The searches release the GIL, so queries on two
-    cores run side by side, but more of them than cores only thrash (2 cores, 8 threads issuing
-    hybrid queries: 1.8k queries/s with all queries serialised, 1.9k/s with none held back, 2.3k/s
-    at two at a time: tests/bench/RESULTS.md)."""
+    cores run side by side, but more of them than cores only thrash on the GIL (2 cores, 8 threads
+    issuing hybrid queries: ~1.9k queries/s with none held back, ~2.3k/s at two at a time; 1.7k/s
+    when every query was serialised, tests/bench/RESULTS.md)."""
 
     def __init__(self, db: Database, indexes: IndexSet | None = None, *, max_queries: int | None = None) -> None:
         self.db = db

@@ -159,23 +159,11 @@ def server_table(settings: Settings | None) -> tuple[dict[str, Any], dict[str, A
     return server, digest, path
 
 
-def server_values(
-    server: Mapping[str, Any],
-    path: Path | None,
-    environ: Mapping[str, str],
-    overrides: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """The plain ``[server]`` settings (:data:`SETTINGS`): values and sources, by short key."""
-    named = {f"server.{key}": value for key, value in (overrides or {}).items()}
-    values, sources = resolve(SETTINGS, {"server": server}, path, environ, named)
-    return {n.split(".", 1)[1]: v for n, v in values.items()}, {n.split(".", 1)[1]: v for n, v in sources.items()}
-
-
 def describe(settings: Settings | None) -> list[tuple[Setting, Any, str]]:
     """Each plain ``[server]`` setting with its value and source, for `drsg config`."""
     server, _, path = server_table(settings)
-    values, sources = server_values(server, path, os.environ)
-    return [(s, values[key], sources[key]) for s in SETTINGS for key in [s.name.split(".", 1)[1]]]
+    values, sources = resolve(SETTINGS, {"server": server}, path, os.environ)
+    return [(s, values[s.name], sources[s.name]) for s in SETTINGS]
 
 
 def load(
@@ -187,7 +175,9 @@ def load(
 ) -> ServerConfig:
     env = os.environ if environ is None else environ
     server, digest, path = server_table(settings)
-    values = server_values(server, path, env, overrides)[0]
+    named = {f"server.{key}": value for key, value in (overrides or {}).items()}
+    resolved = resolve(SETTINGS, {"server": server}, path, env, named)[0]
+    values = {name.split(".", 1)[1]: value for name, value in resolved.items()}  # by key: values["addr"]
     host, port = parse_addr(addr if addr is not None else values["addr"])
     token = env.get("DRSG_TOKEN") or _text(server.get("token"), "server.token") or None
     origins_raw = env.get("DRSG_ALLOWED_ORIGINS", server.get("allowed_origins", ()))
