@@ -35,8 +35,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from drsg.errors import BadValue, NotFound
 from drsg.feed.changes import ChangeOptions, commit_changes
+from drsg.kernel.errors import BadValue, NotFound
 from drsg.store import keys
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, Node

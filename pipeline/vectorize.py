@@ -9,15 +9,16 @@ way without the user repeating ``--embed``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from drsg.errors import UsageError
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
 
 MAX_TEXT_BYTES = 6000  # upstream's cap on the text sent for one node
 
@@ -108,7 +109,9 @@ def vectorize(
         chunk = todo[start : start + batch]
         vectors = embedder.embed([text for _, text, _ in chunk])
         result = db.write(
-            lambda tx, chunk=chunk, vectors=vectors: _write(tx, plane, chunk, vectors, source, into, identity),
+            functools.partial(
+                _write, plane_name=plane, chunk=chunk, vectors=vectors, source=source, into=into, identity=identity
+            ),
             {"via": "vectorize", "embedder": identity},
         )
         report.embedded += result.value

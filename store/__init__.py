@@ -1,4 +1,4 @@
 """drsg.store — the LMDB environment, the log, commits, the versioned graph projection, time travel.
 
-Imports nothing above the kernel (drsg.errors, drsg.values, drsg.settings).
+Imports nothing above the kernel (drsg.kernel.errors, drsg.kernel.values, drsg.kernel.settings).
 """

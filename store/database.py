@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 
 import structlog
 
-from drsg import logs
-from drsg.asof import AsOf, format_ms, parse_as_of
-from drsg.errors import BadAsOf, CorruptRecord, DatabaseUnavailable
+from drsg.kernel import logs
+from drsg.kernel.asof import AsOf, format_ms, parse_as_of
+from drsg.kernel.errors import BadAsOf, CorruptRecord, DatabaseUnavailable
 from drsg.store import keys
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.log import Commit, LogReader

@@ -22,7 +22,7 @@ from typing import Any
 import lmdb
 import structlog
 
-from drsg.errors import DatabaseUnavailable, StoreError, StoreFull
+from drsg.kernel.errors import DatabaseUnavailable, StoreError, StoreFull
 
 #: The named databases; see store/keys.py for their key layouts.
 DB_NAMES = (

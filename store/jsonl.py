@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from drsg.asof import AsOf
-from drsg.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
+from drsg.kernel.values import check_name, props_from_json, to_json
 from drsg.store.database import Database
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
-from drsg.values import check_name, props_from_json, to_json
 
 ON_CONFLICT = ("error", "skip", "update")
 _MAX_REPORTED = 5
@@ -250,9 +250,9 @@ def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None =
         for edge in snap.edges(plane.id):
             out: dict[str, Any] = {"type": edge.type}
             for end, node_id in (("src", edge.src), ("dst", edge.dst)):
-                node = snap.node(plane.id, node_id)
-                if node is not None and node.key is not None:
-                    out[f"{end}_key"] = node.key
+                end_node = snap.node(plane.id, node_id)
+                if end_node is not None and end_node.key is not None:
+                    out[f"{end}_key"] = end_node.key
                 else:
                     out[end] = node_id
             out["properties"] = to_json(edge.props)

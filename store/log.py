@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.errors import CorruptRecord
+from drsg.kernel.errors import CorruptRecord
+from drsg.kernel.values import pack, to_json, unpack
 from drsg.store import keys
 from drsg.store.environment import Txn
 from drsg.store.mutations import Mutation, from_wire
-from drsg.values import pack, to_json, unpack
 
 FORMAT = 1
 _HEADER = struct.Struct(">BIQ")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from drsg.values import to_json
+from drsg.kernel.values import to_json
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drsg.kernel.values import pack, unpack
 from drsg.store import keys
 from drsg.store.environment import Txn
 from drsg.store.log import LogReader
@@ -27,7 +28,6 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.snapshot import Snapshot
-from drsg.values import pack, unpack
 
 _PRESENT = b"\x01"
 _TOMBSTONE = b""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.values import lean_vectors, strip_vectors, to_json
+from drsg.kernel.values import lean_vectors, strip_vectors, to_json
 
 
 def _visible(props: dict[str, Any], vectors: bool | str, hidden: bool) -> dict[str, Any]:

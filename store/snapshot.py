@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from drsg.errors import NotFound
+from drsg.kernel.errors import NotFound
+from drsg.kernel.values import unpack
 from drsg.store import keys
 from drsg.store.environment import Txn
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version
-from drsg.values import unpack
 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 

@@ -12,8 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from drsg.errors import BadValue, Conflict, NotFound, UsageError
-from drsg.languages import canonical_language
+from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
+from drsg.kernel.languages import canonical_language
+from drsg.kernel.values import Vector, check_name, check_props
 from drsg.store.environment import Txn
 from drsg.store.mutations import (
     EdgeDelete,
@@ -31,7 +32,6 @@ from drsg.store.mutations import (
 from drsg.store.projection import Projector
 from drsg.store.records import Edge, IndexDecl, Node, Plane
 from drsg.store.snapshot import Snapshot
-from drsg.values import Vector, check_name, check_props
 
 DEFAULT_PLANE = "startup"
 DEFAULT_PLANE_ID = 0

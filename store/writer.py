@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 
 import lmdb
 
-from drsg.errors import DrsgError, StoreError, StoreFull, UsageError
+from drsg.kernel.errors import DrsgError, StoreError, StoreFull, UsageError
 from drsg.store import keys
 from drsg.store.environment import Environment, Txn
 from drsg.store.log import encode

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from drsg.cli.main import cli
+from drsg.surfaces.cli.main import cli
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from typing import Any
 import snowballstemmer
 import tantivy
 
-from drsg.languages import LANGUAGES, canonical_language, language_tag
+from drsg.kernel.languages import LANGUAGES, canonical_language, language_tag
 
 __all__ = ["ANALYZER_VERSION", "LANGUAGES", "analyze", "canonical_language", "language_tag"]
 

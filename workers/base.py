@@ -8,6 +8,7 @@ verified sidecar; anything else is rebuilt from the projection, itself a pure fu
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,7 +42,7 @@ class IndexWorker(ABC):
     kind: ClassVar[str]  # "vector" or "keyword"
     suffix: ClassVar[str]  # sidecar root beside the database: ".hnsw" or ".bm25"
 
-    def __init__(self, decl: IndexDecl, db_path: Path, db_uuid: str) -> None:
+    def __init__(self, decl: IndexDecl, db_path: str | os.PathLike[str], db_uuid: str) -> None:
         self.decl = decl
         self.seq = 0  # every commit <= seq has been applied
         self.dirty = False  # applied commits not yet saved
@@ -61,6 +62,10 @@ class IndexWorker(ABC):
     @abstractmethod
     def remove(self, node_id: int) -> None:
         """Forget a node; a no-op if it is not indexed."""
+
+    @abstractmethod
+    def search_arrays(self, query: Any, k: int) -> Pool:
+        """The ``k`` best nodes for ``query`` (a vector, or text), best first, as arrays."""
 
     @abstractmethod
     def write_files(self, folder: Path) -> None:

@@ -16,8 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from drsg.errors import BadValue
-from drsg.values import Vector
+from drsg.kernel.errors import BadValue
+from drsg.kernel.values import Vector
 
 Qrels = dict[str, dict[str, int]]  # query id → document key → relevance grade
 

@@ -7,9 +7,9 @@ import heapq
 
 import numpy as np
 
-from drsg.errors import BadValue
+from drsg.kernel.errors import BadValue
+from drsg.kernel.values import Vector
 from drsg.store.snapshot import Snapshot
-from drsg.values import Vector
 
 _BATCH = 4096
 

@@ -30,10 +30,10 @@ import numpy as np
 import structlog
 from numpy.typing import NDArray
 
-from drsg.asof import AsOf
-from drsg.errors import NotFound, UsageError
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import NotFound, UsageError
+from drsg.kernel.values import Vector
 from drsg.store.snapshot import Snapshot
-from drsg.values import Vector
 from drsg.workers.base import Pool
 from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Ranking, explain_line
 from drsg.workers.search import Hit, Searcher

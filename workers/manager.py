@@ -110,7 +110,7 @@ class IndexSet:
         cls = worker_class(decl.kind)
         if cls is VectorIndex:
             return VectorIndex(decl, self.db.path, self._uuid, ef_search=self.ef_search)
-        return cls(decl, self.db.path, self._uuid)  # type: ignore[call-arg]
+        return cls(decl, self.db.path, self._uuid)
 
     # ------------------------------------------------------------------ access
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from drsg.asof import AsOf
-from drsg.errors import NotFound, UsageError
-from drsg.query import Plan
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import NotFound, UsageError
+from drsg.kernel.values import Vector
+from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.store.environment import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.values import Vector
 from drsg.workers.base import Pool, pairs
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
@@ -203,13 +203,13 @@ class Searcher:
                 )
             worker = worker_class("keyword")(decl, self.db.path, "")
             worker.rebuild(snap)
-        return worker.search_arrays(text, k)  # type: ignore[attr-defined,no-any-return]
+        return worker.search_arrays(text, k)
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
     if as_of is None or isinstance(as_of, AsOf):
         return as_of
-    from drsg.asof import parse_as_of
+    from drsg.kernel.asof import parse_as_of
 
     return parse_as_of(as_of)
 

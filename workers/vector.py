@@ -16,9 +16,9 @@ import hnswlib
 import msgpack
 import numpy as np
 
-from drsg.errors import BadValue
+from drsg.kernel.errors import BadValue
+from drsg.kernel.values import Vector
 from drsg.store.transaction import METRICS
-from drsg.values import Vector
 from drsg.workers.base import IndexWorker, Pool, pairs
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}

@@ -4,12 +4,12 @@
 turned into Markdown — unsupported, damaged, encrypted, empty or too big. Its message is one line that
 names the file and says how to fix the problem. Every library exception met while reading a document
 is converted into it at the boundary (``drsg.pipeline.convert.to_markdown``), so callers catch only
-``drsg.errors.DrsgError``.
+``drsg.kernel.errors.DrsgError``.
 """
 
 from __future__ import annotations
 
-from drsg.errors import UsageError
+from drsg.kernel.errors import UsageError
 
 
 class ConversionError(UsageError):

@@ -12,11 +12,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from drsg.errors import ConfigError
+from drsg.kernel.errors import ConfigError
+from drsg.models.chat.remote import ChatAnswer, ChatModel, Message
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.prompts import cache_key_text
 from drsg.pipeline.digest.schema import MalformedAnswer, json_object
-from drsg.pipeline.llm.chat import ChatAnswer, ChatModel, Message
 
 
 class ModelCalls:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from drsg.errors import ChatError
+from drsg.kernel.errors import ChatError
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.chunking import split_in_half
 from drsg.pipeline.digest.prompts import extract_messages, repair_messages

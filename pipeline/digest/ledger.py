@@ -23,14 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.errors import NotFound
+from drsg.kernel.errors import NotFound
+from drsg.kernel.values import Described
 from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
 from drsg.store.mutations import EdgePut, NodePut
 from drsg.store.records import Edge, Plane
 from drsg.store.transaction import WriteTx
-from drsg.values import Described
 
 LEDGER = "_contributed_by"
 EMBEDDING = "embedding"  # derived from the record's text: kept with the record, never withdrawn

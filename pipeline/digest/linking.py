@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from drsg.kernel.values import Described, Vector
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import fold
 from drsg.pipeline.vectorize import Embedder, clip
 from drsg.store.database import Database
-from drsg.values import Described, Vector
 
 NEIGHBOURS = 8
 DESCRIPTION_CHARS = 160

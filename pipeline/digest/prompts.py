@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from drsg.pipeline.llm.chat import Message
+from drsg.models.chat.remote import Message
 
 PROMPT_VERSION = "digest-1"
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drsg.errors import UsageError
-from drsg.values import from_json, lean_vectors, to_json
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import from_json, lean_vectors, to_json
 
 FORMAT = 1
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drsg.errors import ChatError
+from drsg.kernel.errors import ChatError
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.prompts import refine_messages

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from drsg.errors import ChatError, UsageError
+from drsg.kernel.errors import ChatError, UsageError
+from drsg.kernel.values import Described, Vector
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.chunking import chunk_text
 from drsg.pipeline.digest.draft import Draft, Entity
@@ -29,7 +30,6 @@ from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.digest.vocabulary import reconcile
 from drsg.pipeline.vectorize import Embedder
 from drsg.store.database import Database
-from drsg.values import Described, Vector
 
 MODES = ("coarse", "fine", "super")
 DEFAULT_LABEL = "Entity"
@@ -174,16 +174,16 @@ def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedde
     if embedder is None:
         return dropped
     todo = []
-    for node in proposal.nodes:
-        vector = in_plane[node.key].props.get("embedding") if node.linked else None
+    for proposed in proposal.nodes:
+        vector = in_plane[proposed.key].props.get("embedding") if proposed.linked else None
         if isinstance(vector, Vector):
-            node.props["embedding"] = vector  # already embedded: state it again rather than pay again
+            proposed.props["embedding"] = vector  # already embedded: state it again rather than pay again
         else:
-            todo.append(node)
+            todo.append(proposed)
     if todo:
         vectors = embedder.embed([entity_text(n.key, n.label, n.props) for n in todo])
-        for node, vector in zip(todo, vectors, strict=True):
-            node.props["embedding"] = vector
+        for proposed, vector in zip(todo, vectors, strict=True):
+            proposed.props["embedding"] = vector
     return dropped
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from drsg.errors import UsageError
+from drsg.kernel.errors import UsageError
 from drsg.pipeline.digest.chunking import source_marker
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import msgpack
 
 import drsg
-import drsg.errors
+import drsg.kernel.errors
 from drsg.store import keys
 from drsg.store.snapshot import Snapshot
 from tests.bench import common
@@ -113,7 +113,7 @@ def main() -> None:
             with drsg.open(path) as probe:
                 if probe.head() != meta["head"]:
                     meta = None
-        except drsg.errors.DrsgError:
+        except drsg.kernel.errors.DrsgError:
             meta = None
     if meta is None or meta["commits"] != args.commits or meta["seed"] != args.seed:
         for p in (path, path.with_name(path.name + "-lock"), stamp):

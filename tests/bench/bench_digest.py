@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import ClassVar
 
 import drsg
+from drsg.models.chat.remote import ChatModel
+from drsg.models.embedders import get_embedder
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import read_source
-from drsg.pipeline.llm.chat import ChatModel
-from drsg.workers.embedders import get_embedder
 from tests.bench.common import OUT, REPO, RESULTS, machine
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.scripted_model import ScriptedModel

@@ -33,7 +33,7 @@ import numpy as np
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
-from drsg.workers.embedders.local import MAX_TOKENS, LocalEmbedder, default_files
+from drsg.models.embedders.local import MAX_TOKENS, LocalEmbedder, default_files
 from tests.bench import common
 
 

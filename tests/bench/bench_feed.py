@@ -240,7 +240,7 @@ async def _engine(rate: int, total: int, writers: int) -> dict[str, float]:
     with drsg.open(db_path, map_size=1 << 30) as db:
         db.write(lambda tx: tx.create_plane("feed"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRSG_")} | {"DRSG_TOKEN": TOKEN}
-    serve = [sys.executable, "-m", "drsg.cli", "--db", str(db_path), "serve", "--addr", "127.0.0.1:0"]
+    serve = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db_path), "serve", "--addr", "127.0.0.1:0"]
     server, url = _spawn(serve, work / "serve.out", env)
     try:
         async with aiohttp.ClientSession() as session, session.ws_connect(f"{url}/ws?token={TOKEN}") as ws:

@@ -37,14 +37,14 @@ import numpy as np
 import tantivy
 from click.testing import CliRunner
 
-from drsg.cli.evaluate import hybrid_eval
-from drsg.cli.main import cli
+from drsg.kernel.values import Vector
+from drsg.models.embedders import get_embedder
 from drsg.pipeline.vectorize import vectorize
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
+from drsg.surfaces.cli.evaluate import hybrid_eval
+from drsg.surfaces.cli.main import cli
 from drsg.workers.analysis import analyze
-from drsg.workers.embedders import get_embedder
 from drsg.workers.evaluation import Query, Row, evaluate_hybrid, parse_qrels
 from drsg.workers.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, hybrid
 from drsg.workers.manager import IndexSet

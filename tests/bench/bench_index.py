@@ -41,9 +41,9 @@ import hnswlib
 import numpy as np
 
 import drsg
+from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from tests.bench import common

@@ -39,7 +39,7 @@ def bare_server(db_path: str) -> None:
     from aiohttp import web
 
     import drsg
-    from drsg.values import props_from_json
+    from drsg.kernel.values import props_from_json
 
     db = drsg.open(db_path)
 
@@ -80,7 +80,7 @@ def bare_server(db_path: str) -> None:
 def start(kind: str, db: Path, log: Path) -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRSG_")}
     if kind == "drsg":
-        argv = [sys.executable, "-m", "drsg.cli"]
+        argv = [sys.executable, "-m", "drsg.surfaces.cli"]
         argv += ["--db", str(db), "serve", "--addr", "127.0.0.1:0"]
         env["DRSG_TOKEN"] = TOKEN
     else:

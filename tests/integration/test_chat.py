@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from drsg import settings as settings_mod
-from drsg.errors import ChatError, ChatUnavailable, ConfigError
-from drsg.pipeline.llm.chat import ChatModel
-from drsg.pipeline.llm.providers import CHAT_PRESETS, chat_identity, get_chat
-from drsg.workers.service import RetryPolicy
+from drsg.kernel import settings as settings_mod
+from drsg.kernel.errors import ChatError, ChatUnavailable, ConfigError
+from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
+from drsg.models.chat.remote import ChatModel
+from drsg.models.service import RetryPolicy
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion, error, malformed
 
 KEY = "sk-chat-secret-123"

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 import pytest
 
-from drsg.cli.main import cli
+from drsg.surfaces.cli.main import cli
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -230,7 +230,7 @@ def test_read_only_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-un
     _seed(drsg)
     folder = tmp_path
     db = folder / "graph.drsg"
-    exe = [sys.executable, "-m", "drsg.cli", "--db", str(db)]
+    exe = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db)]
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         command = [*exe, *args]
@@ -349,7 +349,7 @@ def test_every_command_has_help_and_is_in_the_readme(name: str, command: click.C
 
 
 def test_exit_codes_through_a_real_process(db_path: Path) -> None:
-    exe = [sys.executable, "-m", "drsg.cli", "--db", str(db_path)]
+    exe = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db_path)]
     ok = subprocess.run([*exe, "plane", "list"], capture_output=True, text=True)
     assert ok.returncode == 1 and "no database" in ok.stderr  # reads never create
     made = subprocess.run([*exe, "plane", "create", "x"], capture_output=True, text=True)
@@ -359,8 +359,8 @@ def test_exit_codes_through_a_real_process(db_path: Path) -> None:
 
 
 def test_readme_documents_every_setting() -> None:
-    from drsg.server.config import _SPECIAL, SETTINGS
-    from drsg.settings import REGISTRY
+    from drsg.kernel.settings import REGISTRY
+    from drsg.surfaces.server.config import _SPECIAL, SETTINGS
 
     for setting in (*REGISTRY, *SETTINGS):
         assert f"| `{setting.name}` | `{setting.env}` |" in README, f"{setting.name} is not in README.md's tables"

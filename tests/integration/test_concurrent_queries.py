@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 import drsg
+from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from drsg.workers.vector import _EfShare

@@ -36,7 +36,7 @@ import lmdb
 import pytest
 
 import drsg
-from drsg.errors import CorruptRecord
+from drsg.kernel.errors import CorruptRecord
 from drsg.store import writer as store_writer
 from drsg.store.log import Commit
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut, PlaneCreate

@@ -28,12 +28,12 @@ import pytest
 from click.testing import CliRunner
 
 import drsg
-from drsg.errors import BadValue, NotFound
 from drsg.feed import Subscription
+from drsg.kernel.errors import BadValue, NotFound
+from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
 
 PLANE = "feed"
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,7 +233,20 @@ def test_every_commit_once_in_order_while_threads_a_process_and_the_cli_write(db
 
     def cli_writer() -> None:
         for key in cli_keys:
-            exe = [sys.executable, "-m", "drsg.cli", "--db", db.path, "node", "put", key, "-l", "Person", "-p", PLANE]
+            exe = [
+                sys.executable,
+                "-m",
+                "drsg.surfaces.cli",
+                "--db",
+                db.path,
+                "node",
+                "put",
+                key,
+                "-l",
+                "Person",
+                "-p",
+                PLANE,
+            ]
             subprocess.run(exe, check=True, capture_output=True, cwd=ROOT, timeout=60)
 
     writers.append(guarded(cli_writer))
@@ -494,8 +507,8 @@ def test_start_points_and_errors(db: Database) -> None:
 
 
 def _cli() -> Any:
-    from drsg.cli.feed import feed
-    from drsg.cli.main import cli
+    from drsg.surfaces.cli.feed import feed
+    from drsg.surfaces.cli.main import cli
 
     if "feed" not in cli.commands:
         cli.add_command(feed)
@@ -538,8 +551,8 @@ def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
 
 FEED_PROCESS = r"""
 import sys
-from drsg.cli.feed import feed
-from drsg.cli.main import cli
+from drsg.surfaces.cli.feed import feed
+from drsg.surfaces.cli.main import cli
 cli.add_command(feed)
 cli(["--db", sys.argv[1], "feed", "--plane", "feed", "--json"], prog_name="drsg")
 """

@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsg.asof import AsOf
-from drsg.cli.hybrid import COMMANDS
-from drsg.cli.main import cli
-from drsg.errors import UsageError
-from drsg.query import Plan, QuerySyntaxError
-from drsg.query_hybrid import parse_hybrid, parse_query
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import Vector
+from drsg.plan.hybrid import parse_hybrid, parse_query
+from drsg.plan.query import Plan, QuerySyntaxError
 from drsg.store.database import Database
-from drsg.values import Vector
+from drsg.surfaces.cli.hybrid import COMMANDS
+from drsg.surfaces.cli.main import cli
 from drsg.workers.hybrid import (
     GraphPart,
     HybridHit,
@@ -36,7 +36,7 @@ from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from tests.glove import rows
 
-for _command in COMMANDS:  # until the lead registers `hybrid` in drsg.cli.main
+for _command in COMMANDS:  # until the lead registers `hybrid` in drsg.surfaces.cli.main
     if _command.name not in cli.commands:
         cli.add_command(_command)
 

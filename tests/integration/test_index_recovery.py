@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.values import Vector
+from drsg.kernel.values import Vector
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
@@ -21,7 +21,7 @@ from tests.glove import rows
 
 WRITER = r"""
 import sys, drsg
-from drsg.values import Vector
+from drsg.kernel.values import Vector
 from drsg.workers.manager import IndexSet
 from tests.glove import rows
 path, start = sys.argv[1], int(sys.argv[2])

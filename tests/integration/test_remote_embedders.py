@@ -21,8 +21,8 @@ import openai
 import pytest
 import structlog
 
-from drsg.errors import ConfigError
-from drsg.workers.embedders import (
+from drsg.kernel.errors import ConfigError
+from drsg.models.embedders import (
     BadEmbeddingResponse,
     EmbedderError,
     EmbedderUnavailable,

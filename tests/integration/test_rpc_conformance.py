@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from drsg.server.schema import upstream
-from drsg.server.schema import validate as drsg_validate
+from drsg.surfaces.server.schema import upstream
+from drsg.surfaces.server.schema import validate as drsg_validate
 from tests.integration.test_server import RunningServer, paragraphs, start_server
 
 try:

@@ -30,7 +30,7 @@ _DEFAULT = object()
 
 
 def drsg_argv() -> list[str]:
-    return [sys.executable, "-m", "drsg.cli"]
+    return [sys.executable, "-m", "drsg.surfaces.cli"]
 
 
 def clean_env(**extra: str) -> dict[str, str]:

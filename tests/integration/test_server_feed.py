@@ -1,4 +1,4 @@
-"""The change feed over the network (drsg/server/feed_routes.py), against the real server in a subprocess.
+"""The change feed over the network (surfaces/server/feed_routes.py), against the real server in a subprocess.
 
 WebSocket ``/ws`` (upstream's ``plane.watch`` / ``plane.change`` / ``db.stats``, plus ``from_seq``
 resume and ``plane.resolved`` watermarks) and SSE ``/feed/{plane}`` (``Last-Event-ID`` resume):

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import drsg
-from drsg.errors import DatabaseUnavailable, StoreError
+from drsg.kernel.errors import DatabaseUnavailable, StoreError
 
 READERS = 3
 COMMITS = 60
@@ -104,7 +104,7 @@ def test_failing_commits_and_map_growth_do_not_stall_behind_busy_readers(tmp_pat
 
 CLOSE_UNDER_READERS = r"""
 import sys, threading, time, drsg
-from drsg.errors import DatabaseUnavailable
+from drsg.kernel.errors import DatabaseUnavailable
 folder, trials = sys.argv[1], int(sys.argv[2])
 for trial in range(trials):
     db = drsg.open(f"{folder}/g{trial}.drsg")

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import drsg
-from drsg.errors import BadValue
+from drsg.kernel.errors import BadValue
+from drsg.kernel.values import Vector
 from drsg.store.transaction import WriteTx
-from drsg.values import Vector
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher

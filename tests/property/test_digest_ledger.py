@@ -19,7 +19,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, given, settings
 
 import drsg
-from drsg.errors import NotFound
+from drsg.kernel.errors import NotFound
 from drsg.pipeline.digest.ledger import LEDGER, apply, forget
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
 

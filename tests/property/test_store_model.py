@@ -37,8 +37,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 import drsg
-from drsg.asof import AsOf, format_ms
-from drsg.errors import BadAsOf, Conflict, NotFound, UsageError
+from drsg.kernel.asof import AsOf, format_ms
+from drsg.kernel.errors import BadAsOf, Conflict, NotFound, UsageError
+from drsg.kernel.values import Described, Vector
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
@@ -49,7 +50,6 @@ from drsg.store.mutations import (
     PlaneRename,
     PlaneSetProps,
 )
-from drsg.values import Described, Vector
 
 STARTUP = "startup"
 PLANE_NAMES = ["alpha", "beta", "gamma", "δέλτα", "e f"]

@@ -20,10 +20,10 @@ EDGES = [("cello", "strings"), ("violin", "strings"), ("trumpet", "brass"), ("oa
 def build(path: Path) -> int:
     """A database with plane `music`: the docs as `Doc` nodes with IS_A edges, a keyword index on
     `body`, and `body` embedded by the local model into an indexed `embedding`. Returns the head."""
+    from drsg.models.embedders import get_embedder
     from drsg.pipeline.vectorize import vectorize
     from drsg.store.database import Database
     from drsg.store.transaction import WriteTx
-    from drsg.workers.embedders import get_embedder
 
     db = Database(path, create=True)
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from drsg.errors import UsageError
+from drsg.kernel.errors import UsageError
 from drsg.workers.analysis import LANGUAGES, analyze, canonical_language, language_tag
 
 SNOWBALL = [

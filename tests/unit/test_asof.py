@@ -11,8 +11,8 @@ import pytest
 from hypothesis import example, given
 
 import drsg
-from drsg.asof import AsOf, format_ms, parse_as_of, parse_rfc3339_ms
-from drsg.errors import BadAsOf, UsageError
+from drsg.kernel.asof import AsOf, format_ms, parse_as_of, parse_rfc3339_ms
+from drsg.kernel.errors import BadAsOf, UsageError
 from drsg.store.database import Database
 
 JAN31_NOON_MS = 1769860800000  # 2026-01-31T12:00:00Z

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.errors import Conflict
+from drsg.kernel.errors import Conflict
 from drsg.store.transaction import WriteTx
 
 
@@ -95,6 +95,6 @@ def test_nested_write_is_refused(tmp_path: Path) -> None:
     def nested(tx: WriteTx) -> None:
         db.write(lambda inner: None)
 
-    with pytest.raises(drsg.errors.UsageError, match="cannot start another write"):
+    with pytest.raises(drsg.kernel.errors.UsageError, match="cannot start another write"):
         db.write(nested)
     assert db.head() == 1

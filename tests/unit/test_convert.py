@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from drsg.errors import DrsgError, UsageError
+from drsg.kernel.errors import DrsgError, UsageError
 from drsg.pipeline.convert import SUPPORTED, ConversionError, Limits, detect_format, to_markdown, to_markdown_bytes
 from drsg.pipeline.convert.detect import sniff
 from drsg.pipeline.convert.markdown import cell_text, heading, pipe_table, tidy

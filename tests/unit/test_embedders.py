@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from drsg.errors import BadValue, ConfigError
-from drsg.settings import load as load_settings
-from drsg.values import Vector
-from drsg.workers.embedders import (
+from drsg.kernel.errors import BadValue, ConfigError
+from drsg.kernel.settings import load as load_settings
+from drsg.kernel.values import Vector
+from drsg.models.embedders import (
     Embedder,
     LocalEmbedder,
     ModelFileError,
@@ -25,8 +25,8 @@ from drsg.workers.embedders import (
     RetryPolicy,
     get_embedder,
 )
-from drsg.workers.embedders.local import PINNED, default_files
-from drsg.workers.embedders.remote import retry_after
+from drsg.models.embedders.local import PINNED, default_files
+from drsg.models.embedders.remote import retry_after
 
 # Real sentences: each anchor, a paraphrase of it, and a sentence about something else.
 TRIPLES = [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from drsg.errors import BadValue
+from drsg.kernel.errors import BadValue
 from drsg.workers.evaluation import (
     configs,
     dcg,
@@ -117,10 +117,10 @@ def test_configs_cover_each_channel_and_the_fusion() -> None:
 
 @pytest.fixture
 def evaluated(drsg: Callable[..., object], tmp_path: Path, db_path: Path) -> tuple[Callable[..., object], Path, Path]:
-    from drsg.cli.evaluate import hybrid_eval
-    from drsg.cli.main import cli
+    from drsg.surfaces.cli.evaluate import hybrid_eval
+    from drsg.surfaces.cli.main import cli
 
-    if "hybrid-eval" not in cli.commands:  # until drsg/cli/main.py registers it
+    if "hybrid-eval" not in cli.commands:  # until surfaces/cli/main.py registers it
         cli.add_command(hybrid_eval)
     instruments.build(db_path)
     queries = tmp_path / "queries.jsonl"

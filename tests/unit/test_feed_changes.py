@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from drsg.feed.changes import ChangeOptions, commit_changes, touched
+from drsg.kernel.values import Vector
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
@@ -21,7 +22,6 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.records import Edge, Node
-from drsg.values import Vector
 
 P = 1  # the watched plane
 Q = 2  # another plane

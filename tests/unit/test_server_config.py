@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.errors import ConfigError
-from drsg.server.config import load
-from drsg.server.state import ServerState
+from drsg.kernel.errors import ConfigError
+from drsg.surfaces.server.config import load
+from drsg.surfaces.server.state import ServerState
 from drsg.workers.search import cores
 
 

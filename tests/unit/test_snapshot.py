@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.errors import NotFound
+from drsg.kernel.errors import NotFound
+from drsg.kernel.values import Described, Vector
 from drsg.store.database import Database
-from drsg.values import Described, Vector
 
 
 @pytest.fixture

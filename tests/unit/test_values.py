@@ -10,8 +10,8 @@ import hypothesis.strategies as st
 import pytest
 from hypothesis import given
 
-from drsg.errors import BadValue, UsageError
-from drsg.values import (
+from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.values import (
     Described,
     Vector,
     check_name,

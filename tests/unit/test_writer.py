@@ -12,7 +12,7 @@ import lmdb
 import pytest
 
 import drsg
-from drsg.errors import CorruptRecord, DatabaseUnavailable, NotFound, StoreError, StoreFull, UsageError
+from drsg.kernel.errors import CorruptRecord, DatabaseUnavailable, NotFound, StoreError, StoreFull, UsageError
 from drsg.store import keys
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
@@ -179,7 +179,7 @@ def test_the_caller_gets_its_own_exception_object(db: Database) -> None:
 def test_a_store_error_inside_a_commit_is_isolated_too(db: Database) -> None:
     plane = db.plane("startup")
     db.write(lambda tx: tx.create_node(plane, "taken"))
-    with pytest.raises(drsg.errors.Conflict):
+    with pytest.raises(drsg.kernel.errors.Conflict):
         db.write(lambda tx: (tx.create_node(plane, "fresh"), tx.create_node(plane, "taken")))
     with db.snapshot() as snap:
         assert snap.node_by_key(plane.id, "fresh") is None
@@ -222,7 +222,7 @@ def test_values_outside_the_model_are_bad_values_and_leave_no_trace(
         tx.create_node(plane, "first-in-commit")
         write(tx, plane)
 
-    with pytest.raises(drsg.errors.BadValue):
+    with pytest.raises(drsg.kernel.errors.BadValue):
         db.write(fn)
     assert db.head() == head
     with db.snapshot() as snap:

@@ -1,3 +1,0 @@
-from drsg.cli.main import main
-
-main()

@@ -1,0 +1,237 @@
+"""The value model (DESIGN.md §3) and its two encodings.
+
+Values are null, bool, int (signed 64-bit), float (finite), str, bytes, list, map (string keys),
+:class:`Vector` (float32) and :class:`Described` (a value with a description, upstream's
+``PropDesc``). Two encodings exist:
+
+* the **JSON dialect** shared with upstream: ``{"$vector": [...]}``, ``{"$bytes": [...]}``,
+  ``{"$desc": "...", "$value": ...}``; everything else is plain JSON;
+* the **storage codec** (msgpack, with extension types for vectors and described values).
+
+This module is pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from drsg.kernel.errors import BadValue
+
+_INT_MIN = -(2**63)
+_INT_MAX = 2**63 - 1
+_EXT_VECTOR = 1
+_EXT_DESCRIBED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Vector:
+    """A float32 vector, stored as little-endian bytes so equality is exact."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, values: Any) -> Vector:
+        try:
+            floats = [float(v) for v in values]
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise BadValue(f"a $vector must be a list of numbers ({exc})") from None
+        if not floats:
+            raise BadValue("a $vector must not be empty")
+        if not all(math.isfinite(f) for f in floats):
+            raise BadValue("a $vector must contain only finite numbers (no NaN or infinity)")
+        try:
+            return cls(struct.pack(f"<{len(floats)}f", *floats))
+        except OverflowError:
+            raise BadValue("a $vector component is too large for float32") from None
+
+    @property
+    def dims(self) -> int:
+        return len(self.data) // 4
+
+    def tolist(self) -> list[float]:
+        return list(struct.unpack(f"<{self.dims}f", self.data))
+
+    def __repr__(self) -> str:
+        return f"Vector({self.dims} dims)"
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """A property value carrying a human description (upstream ``PropDesc``)."""
+
+    description: str
+    value: Any
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def check_value(value: Any, where: str = "value") -> Any:
+    """Return ``value`` if it is inside the data model, else raise :class:`BadValue`."""
+    if isinstance(value, str):
+        _check_utf8(value, where)
+        return value
+    if value is None or isinstance(value, (bool, bytes, Vector)):
+        return value
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise BadValue(f"{where}: integer {value} does not fit in 64 bits; store it as a string")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise BadValue(f"{where}: {value} is not a finite number; store null instead")
+        return value
+    if isinstance(value, list):
+        for item in value:
+            check_value(item, where)
+        return value
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                raise BadValue(f"{where}: map keys must be strings, got {type(k).__name__}")
+            _check_utf8(k, where)
+            check_value(item, where)
+        return value
+    if isinstance(value, Described):
+        if not isinstance(value.description, str):
+            raise BadValue(f"{where}: a description must be a string")
+        _check_utf8(value.description, where)
+        check_value(value.value, where)
+        return value
+    raise BadValue(f"{where}: {type(value).__name__} is not a storable value")
+
+
+def _check_utf8(text: str, where: str) -> None:
+    """Lone surrogates (e.g. JSON "\\ud800") are str in Python but cannot be stored as UTF-8."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        raise BadValue(f"{where}: {text!r} is not valid Unicode (a lone surrogate); fix the text") from None
+
+
+def check_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
+    if props is None:
+        return {}
+    if not isinstance(props, Mapping):
+        raise BadValue("properties must be a JSON object")
+    out: dict[str, Any] = {}
+    for name, value in props.items():
+        if not isinstance(name, str) or not name:
+            raise BadValue("property names must be non-empty strings")
+        _check_utf8(name, "a property name")
+        out[name] = check_value(value, f"property {name!r}")
+    return out
+
+
+def check_name(kind: str, name: Any) -> str:
+    """Keys, labels, edge types and plane names: non-empty strings without NUL."""
+    if not isinstance(name, str) or not name:
+        raise BadValue(f"{kind} must be a non-empty string")
+    if "\x00" in name:
+        raise BadValue(f"{kind} {name!r} contains a NUL character; remove it")
+    _check_utf8(name, kind)
+    if len(name.encode()) > 400:
+        raise BadValue(f"{kind} is longer than 400 bytes; shorten it")
+    return name
+
+
+# --------------------------------------------------------------------------- JSON dialect
+
+
+def from_json(value: Any, where: str = "value") -> Any:
+    """Decode the upstream JSON dialect into values (validating as it goes)."""
+    if isinstance(value, dict):
+        if "$vector" in value:
+            if len(value) != 1:
+                raise BadValue(f"{where}: a $vector object has no other fields")
+            if not isinstance(value["$vector"], list):
+                raise BadValue(f"{where}: a $vector must be a list of numbers")
+            return Vector.of(value["$vector"])
+        if "$bytes" in value:
+            raw = value["$bytes"]
+            if len(value) != 1 or not isinstance(raw, list):
+                raise BadValue(f"{where}: $bytes takes a list of integers 0-255")
+            try:
+                return bytes(raw)
+            except (TypeError, ValueError):
+                raise BadValue(f"{where}: $bytes takes a list of integers 0-255") from None
+        if "$desc" in value or "$value" in value:
+            if set(value) != {"$desc", "$value"} or not isinstance(value["$desc"], str):
+                raise BadValue(f'{where}: a described value is {{"$desc": "text", "$value": ...}}')
+            return Described(value["$desc"], from_json(value["$value"], where))
+        return {k: from_json(v, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v, where) for v in value]
+    return check_value(value, where)
+
+
+def to_json(value: Any) -> Any:
+    """Encode values into the upstream JSON dialect."""
+    if isinstance(value, Vector):
+        return {"$vector": value.tolist()}
+    if isinstance(value, bytes):
+        return {"$bytes": list(value)}
+    if isinstance(value, Described):
+        return {"$desc": value.description, "$value": to_json(value.value)}
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_json(v) for v in value]
+    return value
+
+
+def props_from_json(props: Any, where: str = "properties") -> dict[str, Any]:
+    if props is None:
+        return {}
+    if not isinstance(props, dict):
+        raise BadValue(f"{where} must be a JSON object")
+    return check_props({k: from_json(v, f"property {k!r}") for k, v in props.items()})
+
+
+def strip_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in props.items() if not isinstance(v, Vector)}
+
+
+def lean_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Vectors replaced by upstream's placeholder ``$vector(N dims, omitted)`` (its ``lean`` output)."""
+    return {k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in props.items()}
+
+
+# --------------------------------------------------------------------------- storage codec
+
+
+def _ext_default(obj: Any) -> msgpack.ExtType:
+    if isinstance(obj, Vector):
+        return msgpack.ExtType(_EXT_VECTOR, obj.data)
+    if isinstance(obj, Described):
+        return msgpack.ExtType(_EXT_DESCRIBED, pack([obj.description, obj.value]))
+    raise BadValue(f"{type(obj).__name__} is not a storable value")
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code == _EXT_VECTOR:
+        return Vector(data)
+    if code == _EXT_DESCRIBED:
+        description, value = unpack(data)
+        return Described(description, value)
+    return msgpack.ExtType(code, data)
+
+
+_packer_opts: dict[str, Any] = {"default": _ext_default, "use_bin_type": True}
+
+
+def pack(obj: Any) -> bytes:
+    try:
+        return msgpack.packb(obj, **_packer_opts)  # type: ignore[no-any-return]
+    except OverflowError:
+        raise BadValue("an integer does not fit in 64 bits; store it as a string") from None
+
+
+def unpack(data: bytes) -> Any:
+    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)

@@ -1,0 +1,1 @@
+"""drsg.models.chat — chat models: an OpenAI-compatible service and its provider presets."""

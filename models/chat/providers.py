@@ -1,0 +1,68 @@
+"""Choosing a chat model by name (``--chat NAME``, ``--model``, ``--chat-url``, ``--chat-key-env``).
+
+Presets as upstream: ``openai`` (gpt-4o-mini), ``deepseek`` (deepseek-chat; it has no embeddings,
+so ``--embed`` is chosen separately), ``qwen`` (DashScope compatible mode, qwen-plus), ``ollama``
+(llama3.1, no key), ``url`` (needs ``--chat-url`` and ``--model``), or a base URL itself. Keys come
+from the environment, else ``[llm]`` in ``drsg.toml`` — never from a flag or a request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drsg.kernel.errors import ConfigError
+from drsg.kernel.settings import Settings
+from drsg.models.chat.remote import ChatModel
+from drsg.models.embedders.registry import provider_name, service_key, service_url
+from drsg.models.service import RetryPolicy
+
+
+@dataclass(frozen=True)
+class ChatPreset:
+    name: str
+    base_url: str | None
+    key_env: str | None  # None: the service takes no key
+    model: str | None  # None: --model is required
+
+
+CHAT_PRESETS: dict[str, ChatPreset] = {
+    "openai": ChatPreset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini"),
+    "deepseek": ChatPreset("deepseek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek-chat"),
+    "qwen": ChatPreset("qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-plus"),
+    "ollama": ChatPreset("ollama", "http://localhost:11434/v1", None, "llama3.1"),
+    "url": ChatPreset("url", None, None, None),
+}
+
+
+def chat_identity(name: str | None = None, model: str | None = None, base_url: str | None = None) -> str:
+    """``provider:model`` for a choice, without resolving its key (cache keys and previews need only this)."""
+    preset, _url, chosen_model = _choose(name, model, base_url)
+    return f"{preset.name}:{chosen_model}"
+
+
+def _choose(name: str | None, model: str | None, base_url: str | None) -> tuple[ChatPreset, str, str]:
+    chosen, base_url = provider_name(name, "openai", base_url)
+    preset = CHAT_PRESETS.get(chosen)
+    if preset is None:
+        raise ConfigError(f"unknown chat provider {name!r}; choose one of {', '.join(CHAT_PRESETS)}, or a base URL")
+    url = service_url(base_url or preset.base_url, "chat provider", "--chat-url")
+    chosen_model = model or preset.model
+    if not chosen_model:
+        raise ConfigError(f"the {preset.name} chat provider needs a model name (--model)")
+    return preset, url, chosen_model
+
+
+def get_chat(
+    name: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    key_env: str | None = None,
+    settings: Settings | None = None,
+    *,
+    timeout: float = 300.0,
+    retry: RetryPolicy | None = None,
+) -> ChatModel:
+    """The chat model called ``name`` (``None`` → openai); a bad choice is a one-line ConfigError."""
+    preset, url, chosen_model = _choose(name, model, base_url)
+    var, api_key = service_key(f"the {preset.name} chat model", key_env, preset.key_env, settings)
+    return ChatModel(preset.name, chosen_model, url, api_key, var, timeout=timeout, retry=retry)

@@ -1,0 +1,160 @@
+"""Choosing an embedder by name (``--embed NAME``, ``--embed-model``, ``--embed-url``, ``--embed-key-env``).
+
+Names: ``local`` (the default), ``openai``, ``qwen`` (DashScope compatible mode), ``ollama``, ``url``
+(needs a base URL and a model), or a base URL itself. API keys come from the environment, else from
+``[llm]`` in ``drsg.toml`` (``OPENAI_API_KEY = "…"``), never from a request: callers pass the *name*
+of the variable (``key_env``), and drsg's own ``DRSG_*`` variables can never be named.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from drsg.kernel.errors import ConfigError
+from drsg.kernel.settings import Settings, config_file
+from drsg.models.embedders.base import Embedder
+from drsg.models.embedders.local import ALIASES, MODEL_NAME, LocalEmbedder
+from drsg.models.embedders.remote import RemoteEmbedder, RetryPolicy
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    base_url: str | None
+    key_env: str | None  # None: the service takes no key
+    model: str | None  # None: --embed-model is required
+    batch_size: int
+
+
+PROVIDERS: dict[str, Provider] = {
+    "openai": Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "text-embedding-3-small", 256),
+    "qwen": Provider(
+        "qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "text-embedding-v4", 10
+    ),
+    "ollama": Provider("ollama", "http://localhost:11434/v1", None, "nomic-embed-text", 64),
+    "url": Provider("url", None, None, None, 64),
+}
+NAMES = ("local", *PROVIDERS)
+_NO_EMBEDDINGS = {"deepseek": "DeepSeek has no embeddings API"}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def get_embedder(
+    name: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    key_env: str | None = None,
+    settings: Settings | None = None,
+    *,
+    model_dir: Path | str | None = None,
+    batch_size: int | None = None,
+    timeout: float | None = None,
+    dimensions: int | None = None,
+    retry: RetryPolicy | None = None,
+) -> Embedder:
+    """The embedder called ``name`` (``None`` → local); a bad choice is a one-line :class:`ConfigError`."""
+    chosen, base_url = provider_name(name, "local", base_url)
+    if chosen in _NO_EMBEDDINGS:
+        raise ConfigError(f"{_NO_EMBEDDINGS[chosen]}; choose --embed {', '.join(NAMES)}")
+    if chosen == "local":
+        return _local(model, base_url, model_dir, batch_size)
+    provider = PROVIDERS.get(chosen)
+    if provider is None:
+        raise ConfigError(f"unknown embedder {name!r}; choose one of {', '.join(NAMES)}, or a base URL")
+    url = service_url(base_url or provider.base_url, "embedder", "--embed-url")
+    chosen_model = model or provider.model
+    if not chosen_model:
+        raise ConfigError(f"the {provider.name} embedder needs a model name (--embed-model)")
+    var, api_key = service_key(f"the {provider.name} embedder", key_env, provider.key_env, settings)
+    return RemoteEmbedder(
+        provider.name,
+        chosen_model,
+        url,
+        api_key,
+        var,
+        batch_size=batch_size or provider.batch_size,
+        timeout=timeout if timeout is not None else 60.0,
+        dimensions=dimensions,
+        retry=retry,
+    )
+
+
+def _local(
+    model: str | None, base_url: str | None, model_dir: Path | str | None, batch_size: int | None
+) -> LocalEmbedder:
+    if model is not None and model.lower() not in ALIASES:
+        raise ConfigError(f"the local embedder runs only {MODEL_NAME}, not {model!r}; drop --embed-model")
+    if base_url is not None:
+        raise ConfigError("the local embedder takes no base URL; use --embed url for a remote service")
+    return LocalEmbedder(model_dir=model_dir, batch_size=batch_size or 32)
+
+
+def provider_name(name: str | None, default: str, base_url: str | None) -> tuple[str, str | None]:
+    """(preset name, base URL) for a ``--embed``/``--chat`` value: a bare http(s) URL names the ``url``
+    preset with that base URL (unless one was given separately); names are case-insensitive."""
+    chosen = (name or default).strip()
+    if chosen.lower().startswith(("http://", "https://")):
+        return "url", base_url or chosen
+    return chosen.lower(), base_url
+
+
+def service_url(url: str | None, role: str, flag: str) -> str:
+    """A service's base URL, checked: http(s) with a host (``role`` and ``flag`` name it in errors)."""
+    if url is None:
+        raise ConfigError(f"the url {role} needs a base URL ({flag}, e.g. http://127.0.0.1:8000/v1)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{role} base URL {url!r} is not an http(s) URL")
+    return url
+
+
+def service_key(
+    who: str, key_env: str | None, preset_env: str | None, settings: Settings | None
+) -> tuple[str | None, str | None]:
+    """``(variable, API key)``: the variable the user named (checked), else the preset's; (None, None)
+    when the service takes no key; a named variable without a value → a ConfigError naming it."""
+    var = check_env_name(key_env) if key_env else preset_env
+    if var is None:
+        return None, None
+    api_key = secret(var, settings)
+    if not api_key:
+        raise ConfigError(f"{who} needs {var}; export it or put it under [llm] in drsg.toml")
+    return var, api_key
+
+
+def check_env_name(var: str) -> str:
+    if not _ENV_NAME.match(var):
+        raise ConfigError(f"key variable {var!r} is not an environment variable name")
+    if var.upper().startswith("DRSG_"):
+        raise ConfigError(f"key variable {var} is one of drsg's own settings; name your API key variable")
+    return var
+
+
+def secret(var: str, settings: Settings | None = None) -> str | None:
+    """The value of ``var``: the environment first, then ``[llm]`` in the config file."""
+    value = os.environ.get(var)
+    if value:
+        return value
+    found = llm_table(settings).get(var)
+    return found if isinstance(found, str) and found else None
+
+
+def llm_table(settings: Settings | None = None) -> dict[str, Any]:
+    """The ``[llm]`` table of ``drsg.toml`` (``{}`` when there is no config file or no table)."""
+    path = settings.config_path if settings is not None else config_file(None)
+    if path is None:
+        return {}
+    try:
+        table = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    llm = table.get("llm", {})
+    if not isinstance(llm, dict):
+        raise ConfigError(f'{path}: [llm] must be a table of NAME = "secret" pairs')
+    return llm

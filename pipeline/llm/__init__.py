@@ -1,1 +1,0 @@
-"""drsg.pipeline.llm."""

@@ -1,0 +1,3 @@
+from drsg.surfaces.cli.main import main
+
+main()

@@ -1,0 +1,95 @@
+"""`drsg import` and `drsg export`: the bulk path, in upstream's JSONL line format."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from drsg.kernel.asof import AsOf
+from drsg.store.jsonl import ON_CONFLICT, export_jsonl, import_jsonl
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, json_option, plane_option
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@plane_option
+@click.option(
+    "--on-conflict",
+    type=click.Choice(ON_CONFLICT),
+    default="error",
+    show_default=True,
+    help="A node whose key exists: error (write nothing, name the keys), skip it, or update it.",
+)
+@click.option("--create-plane", is_flag=True, help="Create the plane if it does not exist.")
+@json_option
+@click.pass_obj
+def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_plane: bool, as_json: bool) -> None:
+    """Import nodes and edges from a JSONL file — all of it or, on any error, nothing.
+
+    \b
+    Node line: {"labels": [...], "external_key": "k", "properties": {...}}
+    Edge line: {"src_key": "a", "dst_key": "b", "type": "T", "properties": {...}}
+    ("src"/"dst" name a node id, or the "id" of a keyless node earlier in the file.)
+    """
+    size = file.stat().st_size if file.is_file() else 0
+    with obj.open(write=True) as db:
+        if sys.stderr.isatty() and size > 0:
+            with click.progressbar(length=size, label="importing", file=sys.stderr) as bar:
+                state = {"done": 0}
+
+                def progress(done: int) -> None:
+                    bar.update(done - state["done"])
+                    state["done"] = done
+
+                report = import_jsonl(
+                    db,
+                    file,
+                    plane,
+                    on_conflict,
+                    progress=progress,
+                    create_plane=create_plane,
+                    commit_lines=obj.settings["store.import_commit_lines"],
+                )
+        else:
+            report = import_jsonl(
+                db,
+                file,
+                plane,
+                on_conflict,
+                create_plane=create_plane,
+                commit_lines=obj.settings["store.import_commit_lines"],
+            )
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        click.echo(report.summary())
+
+
+@click.command("export")
+@plane_option
+@as_of_option
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+@click.pass_obj
+def export_cmd(obj: Context, plane: str, as_of: AsOf | None, output: Path | None) -> None:
+    """Export a plane as JSONL (the format `import` reads), now or --as-of an earlier commit."""
+    with obj.open(write=False) as db:
+        if output is None:
+            export_jsonl(db, plane, sys.stdout, as_of)
+            return
+        tmp = output.with_name(output.name + ".partial")
+        with tmp.open("w", encoding="utf-8") as fh:
+            count = export_jsonl(db, plane, fh, as_of)
+        tmp.replace(output)
+    click.echo(f"exported {count} line(s) to {output}", err=True)
+
+
+COMMANDS = [import_cmd, export_cmd]

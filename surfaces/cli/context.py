@@ -1,0 +1,67 @@
+"""What every command shares: settings, opening the database, printing, and error handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from drsg.kernel import settings as settings_mod
+from drsg.kernel.errors import DrsgError
+from drsg.store.database import Database
+
+
+@dataclass
+class Context:
+    db_path: str
+    config: str | None
+    verbose: int
+    settings: settings_mod.Settings
+    _db: Database | None = field(default=None, repr=False)
+
+    @contextmanager
+    def open(self, *, write: bool) -> Iterator[Database]:
+        """The database; read commands never create it. A write command that created the file
+        and then failed removes it again, so a failed command leaves nothing behind."""
+        path = Path(self.db_path)
+        existed = path.exists()
+        db = Database(
+            path,
+            create=write,
+            readonly=not write,
+            map_size=self.settings["store.map_size"],
+            max_map_size=self.settings["store.max_map_size"],
+            group_max=self.settings["store.group_max"],
+        )
+        try:
+            yield db
+        except BaseException:
+            db.close()
+            if write and not existed:
+                for leftover in (path, Path(f"{path}-lock")):
+                    leftover.unlink(missing_ok=True)
+            raise
+        db.close()
+
+
+def emit_json(obj: Any, *, pretty: bool = False) -> None:
+    click.echo(
+        json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))
+    )
+
+
+def fail(error: DrsgError) -> None:
+    """Print a one-line error and exit with the error's code."""
+    click.echo(f"error: {error.message}", err=True)
+    sys.exit(error.exit_code)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")

@@ -1,0 +1,273 @@
+"""`drsg digest`: LLM document ingestion — preview by default, `--apply` to write, `--forget` to undo."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from drsg.store.transaction import DEFAULT_PLANE
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import embed_options, json_option
+
+SHOWN_NODES = 12
+
+
+@click.command("digest")
+@click.argument("source", required=False, default=None)
+@click.option(
+    "--plane", "-p", default=None, metavar="NAME", help="Target plane (default: startup, or a directory's name)."
+)
+@click.option(
+    "--apply", "do_apply", is_flag=True, help="Write the digest (a saved matching preview costs no model call)."
+)
+@click.option(
+    "--mode",
+    default=None,
+    metavar="MODE",
+    help="Clean-up passes: coarse (vocabulary), fine (+ identity resolution), super (+ per-entity refinement).",
+)
+@click.option("--chunk-chars", default=None, type=click.IntRange(1), help="Characters per chunk [4000].")
+@click.option("--concurrency", default=None, type=click.IntRange(1, 64), help="Chat calls at once [8].")
+@click.option("--no-embed", is_flag=True, help="Do not embed entities (and do not link chunks by similarity).")
+@click.option("--no-link", is_flag=True, help="Do not offer similar existing entities to the model.")
+@click.option("--no-cache", is_flag=True, help="Ask the model again even for answers already cached.")
+@click.option(
+    "--chat", default=None, metavar="NAME", help="openai (default), deepseek, qwen, ollama, url, or a base URL."
+)
+@click.option("--model", default=None, metavar="MODEL", help="The chat model to ask for.")
+@click.option("--chat-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible chat service.")
+@click.option("--chat-key-env", default=None, metavar="VAR", help="Environment variable holding the chat API key.")
+@embed_options
+@click.option(
+    "--forget", is_flag=True, help="Remove exactly SOURCE's applied contribution from the plane (one commit)."
+)
+@click.option("--list", "list_sources", is_flag=True, help="List the sources applied to the plane.")
+@json_option
+@click.pass_obj
+def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any) -> None:
+    """Read SOURCE (a file or a directory, default `.`: Markdown, text, Word, PowerPoint, Excel,
+    OpenDocument, RTF, EPUB, CSV, PDF, saved web pages) with a chat model into entities and typed relations, clean
+    them up, and print what would be written. `--apply` writes it in one commit."""
+    from drsg.pipeline.digest.run import check_mode
+
+    if flags["list_sources"]:
+        _list(obj, plane or DEFAULT_PLANE, flags["as_json"])
+        return
+    if flags["forget"]:
+        if source is None:
+            raise click.UsageError("name the SOURCE to forget (as it was digested)")
+        _forget(obj, source, _plane_for(source, plane), flags["as_json"])
+        return
+    source = source or "."  # upstream's default: the current directory
+    _defaults(obj, flags)
+    check_mode(flags["mode"])  # before any work, as upstream
+    _digest(obj, source, _plane_for(source, plane), flags)
+
+
+def _plane_for(source: str, plane: str | None) -> str:
+    """--plane, else upstream's default: a directory's name, `startup` for a file."""
+    path = Path(source).resolve()
+    return plane or (path.name if path.is_dir() and path.name else DEFAULT_PLANE)
+
+
+def _defaults(obj: Context, flags: dict[str, Any]) -> None:
+    """Flags not given fall back to `[digest]` in drsg.toml / DRSG_DIGEST_* (see `drsg config`)."""
+    settings = obj.settings
+    for flag, setting in (("mode", "mode"), ("chunk_chars", "chunk_chars"), ("concurrency", "concurrency")):
+        if flags[flag] is None:
+            flags[flag] = settings[f"digest.{setting}"]
+    if flags["chat"] is None and flags["chat_url"] is None:
+        flags["chat"] = settings["digest.chat"]
+        flags["model"] = flags["model"] or settings["digest.model"] or None
+    if flags["embed"] is None and flags["embed_url"] is None and settings.sources["digest.embed_provider"] != "default":
+        flags["embed"] = settings["digest.embed_provider"]
+        flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
+        flags["embed_key_env"] = flags["embed_key_env"] or settings["digest.embed_key_env"] or None
+
+
+def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
+    from drsg.models.chat.providers import chat_identity, get_chat
+    from drsg.pipeline.digest.cache import AnswerCache
+    from drsg.pipeline.digest.calls import ModelCalls
+    from drsg.pipeline.digest.ledger import apply
+    from drsg.pipeline.digest.proposal import PreviewStore
+    from drsg.pipeline.digest.run import DigestOptions, decided_by, digest
+    from drsg.pipeline.digest.sources import read_source
+    from drsg.surfaces.cli.search import query_embedder
+
+    options = DigestOptions(
+        flags["mode"], flags["chunk_chars"], flags["concurrency"], not flags["no_embed"], not flags["no_link"]
+    )
+    doc = read_source(source)
+    if not flags["as_json"]:
+        for note in doc.notes:
+            click.echo(f"  note: {note}")
+    folder = Path(f"{obj.db_path}.digest")
+    previews = PreviewStore(folder / "previews")
+    model = chat_identity(flags["chat"], flags["model"], flags["chat_url"])
+    with obj.open(write=True) as db:
+        embedder = None
+        if options.embed or options.link:
+            embed = (flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
+            embedder = query_embedder(obj, db, plane, "embedding", embed)
+        proposal = None
+        if flags["do_apply"]:
+            proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))
+            if proposal is not None:
+                proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
+        if proposal is None:
+
+            def connect() -> Any:
+                return get_chat(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
+
+            cache = None if flags["no_cache"] else AnswerCache(folder / "cache")
+            calls = ModelCalls(model, connect, cache)
+            with _progress() as progress:
+                proposal = digest(db, doc, plane, options, calls, embedder, progress)
+        if not flags["do_apply"]:
+            saved = previews.save(proposal)
+            _print_preview(proposal, saved, flags["as_json"])
+            return
+        applied, created = apply(db, proposal)
+        previews.discard(plane, doc.name)
+    _print_applied(proposal, applied, created, flags["as_json"])
+
+
+class _progress:
+    """A bar on a terminal while chunks are extracted; nothing otherwise."""
+
+    def __enter__(self) -> Any:
+        if not sys.stderr.isatty():
+            return None
+        self._bar = click.progressbar(length=1, label="extracting", file=sys.stderr)
+        self._bar.__enter__()
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase != self._bar.label:  # a new phase counts from zero
+                self._bar.label, self._bar.pos = phase, 0
+            self._bar.length = total
+            self._bar.update(done - self._bar.pos)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if hasattr(self, "_bar"):
+            self._bar.__exit__(None, None, None)
+
+
+def _summary(proposal: Any) -> list[str]:
+    r = proposal.report
+    lines = [
+        f"digest: {r['chunks']} chunks → {r['entities']} new entities ({r['linked']} linked to existing), "
+        f"{r['relations']} relations ({r['dropped_relations']} dangling dropped)",
+        f"  {r['chat_requests']} chat request(s); tokens {r['input_tokens']} in / {r['output_tokens']} out / "
+        f"{r['embed_tokens']} embed",
+    ]
+    lines.extend(f"  note: {note}" for note in proposal.notes)
+    return lines
+
+
+def _print_preview(proposal: Any, saved: Path, as_json: bool) -> None:
+    if as_json:
+        emit_json({**proposal.to_json(lean=True), "preview": str(saved)})
+        return
+    for line in _summary(proposal):
+        click.echo(line)
+    _verbose_passes(proposal)
+    for node in proposal.nodes[:SHOWN_NODES]:
+        visible = sum(1 for name in node.props if not name.startswith("_"))
+        click.echo(f"  [{node.label}] {node.key} ({visible} props)")
+    if len(proposal.nodes) > SHOWN_NODES:
+        click.echo(f"  … and {len(proposal.nodes) - SHOWN_NODES} more")
+    click.echo("dry run — re-run with --apply to write")
+
+
+def _verbose_passes(proposal: Any) -> None:
+    ctx = click.get_current_context()
+    if not ctx.find_root().params.get("verbose"):
+        return
+    for name, sub in proposal.report.get("passes", {}).items():
+        click.echo(f"  pass {name}: " + ", ".join(f"{k} {v}" for k, v in sub.items()))
+    click.echo(f"  cache hits: {proposal.report.get('cache_hits', 0)}")
+
+
+def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                **proposal.to_json(lean=True),
+                "applied": {
+                    "seq": applied.seq,
+                    "nodes_created": applied.nodes_created,
+                    "nodes_updated": applied.nodes_updated,
+                    "edges_created": applied.edges_created,
+                    "untouched": applied.untouched,
+                    "nodes_withdrawn": applied.nodes_withdrawn,
+                    "edges_withdrawn": applied.edges_withdrawn,
+                    "nodes_deleted": applied.nodes_deleted,
+                    "edges_deleted": applied.edges_deleted,
+                },
+            }
+        )
+        return
+    if created:
+        click.echo(f"created plane '{proposal.plane}'")
+    for line in _summary(proposal):
+        click.echo(line)
+    click.echo(f"applied: wrote {applied.nodes_created} nodes, {applied.edges_created} edges")
+    if applied.nodes_updated:
+        click.echo(
+            f"  {applied.nodes_updated} existing entit{'y' if applied.nodes_updated == 1 else 'ies'} gained properties"
+        )
+    if applied.nodes_withdrawn or applied.edges_withdrawn:
+        click.echo(
+            f"  withdrew {applied.nodes_withdrawn} nodes and {applied.edges_withdrawn} edges the source no longer "
+            f"states ({applied.nodes_deleted} nodes, {applied.edges_deleted} edges deleted)"
+        )
+    if applied.untouched:
+        n = len(applied.untouched)
+        names = ", ".join(applied.untouched[:10]) + (" …" if n > 10 else "")
+        click.echo(f"  {n} entit{'y' if n == 1 else 'ies'} already in the plane, left untouched: {names}")
+    if proposal.embedder and applied.nodes_created:
+        labels = sorted({n.label for n in proposal.nodes if not n.linked})
+        click.echo(f"  to search them by meaning: drsg index ensure {labels[0]} embedding --plane {proposal.plane}")
+
+
+def _forget(obj: Context, source: str, plane: str, as_json: bool) -> None:
+    from drsg.pipeline.digest.ledger import forget
+    from drsg.pipeline.digest.sources import source_name
+
+    with obj.open(write=True) as db:
+        gone = forget(db, plane, source_name(source))
+    if as_json:
+        emit_json(gone.__dict__)
+        return
+    kept_nodes = gone.nodes_withdrawn - gone.nodes_deleted
+    kept_edges = gone.edges_withdrawn - gone.edges_deleted
+    click.echo(
+        f"forgot {source_name(source)}: deleted {gone.nodes_deleted} nodes, {gone.edges_deleted} edges; "
+        f"kept {kept_nodes} nodes and {kept_edges} edges other sources share (commit {gone.seq})"
+    )
+
+
+def _list(obj: Context, plane: str, as_json: bool) -> None:
+    from drsg.pipeline.digest.ledger import digest_prop
+
+    prefix = digest_prop("")
+    with obj.open(write=False) as db, db.snapshot() as snap:
+        props = snap.plane(plane).props
+    sources = {name[len(prefix) :]: seqs for name, seqs in props.items() if name.startswith(prefix)}
+    if as_json:
+        for name, seqs in sorted(sources.items()):
+            emit_json({"source": name, "commits": seqs})
+        return
+    if not sources:
+        click.echo(f"no digests applied to plane '{plane}'")
+    for name, seqs in sorted(sources.items()):
+        click.echo(f"{name}  (commits {', '.join(map(str, seqs))})")
+
+
+COMMANDS = [digest_cmd]

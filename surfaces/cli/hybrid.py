@@ -1,0 +1,175 @@
+"""`hybrid`: vector + keyword + graph retrieval fused into one ranking (upstream's output lines)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import click
+
+from drsg.kernel.asof import AsOf
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
+from drsg.surfaces.cli.search import open_indexes, query_embedder
+from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS
+from drsg.workers.hybrid import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_DECAY,
+    DEFAULT_K,
+    DEFAULT_SEEDS,
+    DEFAULT_WEIGHTS,
+    GRAPH_NORMS,
+    GraphPart,
+    HybridHit,
+    HybridSpec,
+    KeywordPart,
+    VectorPart,
+)
+from drsg.workers.hybrid import (
+    hybrid as run_hybrid,
+)
+from drsg.workers.search import Searcher
+from drsg.workers.vector import METRICS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _raw(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def hybrid_options(fn: F) -> F:
+    """The channel, weight and fusion flags `hybrid` and `hybrid-eval` share (read by :func:`spec_from`)."""
+    options = [
+        click.option(
+            "--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label (keyword needs it)."
+        ),
+        click.option("--vector", "vector_prop", default=None, metavar="PROP", help="The vector channel, over PROP."),
+        click.option(
+            "--keyword", "keyword_prop", default=None, metavar="PROP", help="The keyword (BM25) channel, over PROP."
+        ),
+        click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True),
+        click.option(
+            "--graph-hops", type=click.IntRange(0, 64), default=None, metavar="N", help="The graph channel: N hops."
+        ),
+        click.option("--graph-decay", type=click.FloatRange(0.0, 1.0), default=DEFAULT_DECAY, show_default=True),
+        click.option(
+            "--graph-seeds",
+            type=click.IntRange(1),
+            default=DEFAULT_SEEDS,
+            show_default=True,
+            help="Top hits of each channel the graph expands from.",
+        ),
+        click.option(
+            "--graph-norm",
+            type=click.Choice(GRAPH_NORMS),
+            default="range",
+            show_default=True,
+            help="range: decay^hops as is (a 1-hop neighbour keeps `decay`); minmax: upstream's (1-hop → 0 at 1 hop).",
+        ),
+        click.option(
+            "--candidates",
+            type=click.IntRange(1),
+            default=DEFAULT_CANDIDATES,
+            show_default=True,
+            help="Hits per channel.",
+        ),
+        click.option("--w-vector", type=float, default=DEFAULT_WEIGHTS["vector"], show_default=True),
+        click.option("--w-keyword", type=float, default=DEFAULT_WEIGHTS["keyword"], show_default=True),
+        click.option("--w-graph", type=float, default=DEFAULT_WEIGHTS["graph"], show_default=True),
+        click.option(
+            "--fusion",
+            type=click.Choice(FUSIONS),
+            default="minmax",
+            show_default=True,
+            help="minmax weighted sum (upstream), rrf (reciprocal rank), dbsf (distribution-based score fusion).",
+        ),
+        click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True, help="RRF's k."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
+    """A checked HybridSpec from :func:`hybrid_options`' values (``text`` is the query for both channels)."""
+    o = options
+    return HybridSpec(
+        label=o["label"],
+        vector=None if o["vector_prop"] is None else VectorPart(o["vector_prop"], text, o["metric"]),
+        keyword=None if o["keyword_prop"] is None else KeywordPart(o["keyword_prop"], text),
+        graph=None if o["graph_hops"] is None else GraphPart(o["graph_hops"], o["graph_decay"], o["graph_seeds"]),
+        weights={"vector": o["w_vector"], "keyword": o["w_keyword"], "graph": o["w_graph"]},
+        candidates=o["candidates"],
+        k=k,
+        fusion=o["fusion"],
+        rrf_k=o["rrf_k"],
+        graph_norm=o["graph_norm"],
+    ).check()
+
+
+def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> None:
+    if as_json:
+        for hit in hits:
+            out = hit.to_json()
+            if explain:
+                out["explanation"] = hit.explanation
+            emit_json(out)
+        return
+    click.echo(f"hybrid: {len(hits)} results")
+    for hit in hits:
+        name = hit.node.key if hit.node.key is not None else f"#{hit.node.id}"
+        ch = hit.channels
+        raw = f"v={_raw(ch.get('vector'))} k={_raw(ch.get('keyword'))} g={_raw(ch.get('graph'))}"
+        click.echo(f"  {hit.score or 0.0:.4f}\t{name}\t[{raw}]")
+        if explain:
+            click.echo(f"      {hit.explanation}")
+
+
+@click.command("hybrid")
+@click.argument("text", metavar='"QUERY"')
+@plane_option
+@hybrid_options
+@click.option("--k", "k", type=click.IntRange(0), default=DEFAULT_K, show_default=True, help="Results returned.")
+@as_of_option
+@embed_options
+@click.option("--explain", is_flag=True, help="Show how each fused score was made.")
+@json_option
+@click.pass_obj
+def hybrid(
+    obj: Context,
+    text: str,
+    plane: str,
+    k: int,
+    as_of: AsOf | None,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    explain: bool,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Hybrid retrieval: a channel is on when its property is named (--vector, --keyword), the
+    graph channel with --graph-hops. Channels are min-max normalised (the graph channel by its
+    range [0, 1], so a one-hop neighbour keeps `decay`; --graph-norm minmax for upstream's) and
+    summed with weights (vector 1, keyword 1, graph 0.5). The text is embedded with the embedder
+    recorded with the vectors (local by default); another --embed is an error.
+
+    \b
+    drsg hybrid "how does time-travel work" -p social --label Doc \\
+        --vector embedding --keyword body --graph-hops 1 --k 10
+    """
+    spec = spec_from(text, k, options)
+    with obj.open(write=False) as db:
+        if spec.vector is not None:  # embed first, outside the query's snapshot
+            embedder = query_embedder(obj, db, plane, spec.vector.prop, (embed, embed_model, embed_url, embed_key_env))
+            vector = embedder.embed([text])[0]
+            spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
+        with open_indexes(db) as indexes:
+            hits = run_hybrid(Searcher(db, indexes), plane, spec, as_of=as_of)
+    print_hits(hits, as_json, explain)
+
+
+COMMANDS = [hybrid]

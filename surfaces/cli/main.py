@@ -1,0 +1,81 @@
+"""`drsg --db graph.drsg <command>` — the entry point and the command tree."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from drsg import __version__
+from drsg.kernel import logs, settings
+from drsg.kernel.errors import DrsgError
+from drsg.surfaces.cli.context import Context, fail
+
+
+class DrsgGroup(click.Group):
+    """Turns drsg errors into one line and the documented exit code (0 ok, 1 runtime, 2 usage)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DrsgError as exc:
+            fail(exc)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except BrokenPipeError:
+            sys.stderr.close()  # `drsg export | head`: the reader left; not an error
+            sys.exit(0)
+        except KeyboardInterrupt:
+            click.echo("interrupted; nothing more was written", err=True)
+            sys.exit(130)
+        except Exception as exc:
+            verbose = ctx.obj.verbose if isinstance(ctx.obj, Context) else 0
+            if verbose:
+                traceback.print_exc()
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (run with -v for the traceback)", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=DrsgGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--db",
+    "-d",
+    "db_path",
+    default="graph.drsg",
+    show_default=True,
+    envvar="DRSG_DB",
+    help="The database file (env DRSG_DB).",
+)
+@click.option("--config", default=None, metavar="PATH", help="drsg.toml to read (else $DRSG_CONFIG, else ./drsg.toml).")
+@click.option("-v", "--verbose", count=True, help="More detail: -v info logs, -vv debug logs and tracebacks.")
+@click.version_option(__version__, prog_name="drsg")
+@click.pass_context
+def cli(ctx: click.Context, db_path: str, config: str | None, verbose: int) -> None:
+    """drsg — an AI-native graph store around one append-only log.
+
+    Every write is a commit on the log; reads can go back to any commit (--as-of).
+    """
+    try:
+        loaded = settings.load(config)
+    except DrsgError as exc:
+        fail(exc)
+    level = {0: loaded["logging.level"], 1: "info"}.get(verbose, "debug")
+    logs.configure(level, loaded["logging.format"])
+    ctx.obj = Context(db_path=db_path, config=config, verbose=verbose, settings=loaded)
+
+
+def _register() -> None:
+    from drsg.surfaces.cli import bulk, digest, evaluate, feed, history, hybrid, planes, records, search, serve
+
+    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, feed, serve):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    cli(prog_name="drsg")

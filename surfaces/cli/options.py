@@ -1,0 +1,100 @@
+"""Option decorators shared by commands, so a flag means the same thing everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from drsg.kernel.asof import AsOf, parse_as_of
+from drsg.kernel.errors import BadValue, DrsgError
+from drsg.kernel.values import from_json
+from drsg.store.transaction import DEFAULT_PLANE
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def plane_option(fn: F) -> F:
+    return click.option(
+        "--plane", "-p", default=DEFAULT_PLANE, show_default=True, metavar="NAME", help="The plane to use."
+    )(fn)
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per line).")(fn)
+
+
+class AsOfParam(click.ParamType):
+    name = "SEQ|RFC3339"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> AsOf:
+        if isinstance(value, AsOf):
+            return value
+        try:
+            return parse_as_of(value)
+        except DrsgError as exc:
+            self.fail(exc.message, param, ctx)
+
+
+def as_of_option(fn: F) -> F:
+    return click.option(
+        "--as-of",
+        type=AsOfParam(),
+        default=None,
+        help='Read as of a commit seq, an RFC 3339 time, or "TIME <unix-ms>".',
+    )(fn)
+
+
+def prop_options(fn: F) -> F:
+    fn = click.option(
+        "--prop",
+        "-P",
+        "props",
+        multiple=True,
+        metavar="NAME=JSON",
+        help="A property; the value is JSON (text that is not JSON is a string): -P born=1815 -P name=Ada.",
+    )(fn)
+    return click.option(
+        "--props", "props_json", default=None, metavar="JSON", help="All properties as one JSON object."
+    )(fn)
+
+
+def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any]:
+    import json
+
+    out: dict[str, Any] = {}
+    if props_json is not None:
+        try:
+            obj = json.loads(props_json)
+        except ValueError as exc:
+            raise BadValue(f"--props is not valid JSON ({exc}); pass an object like '{{\"a\": 1}}'") from None
+        if not isinstance(obj, dict):
+            raise BadValue("--props must be a JSON object like '{\"a\": 1}'")
+        out.update(obj)
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise BadValue(f"--prop {pair!r} is not NAME=VALUE; write e.g. --prop born=1815")
+        try:
+            out[name] = json.loads(text)
+        except ValueError:
+            out[name] = text
+    return {k: from_json(v, f"property {k!r}") for k, v in out.items()}
+
+
+def node_ref(text: str) -> int | str:
+    """``42`` is an id, ``@ada`` (or any non-number) a key."""
+    return int(text) if text.isdigit() else text
+
+
+def embed_options(fn: F) -> F:
+    """--embed, --embed-model, --embed-url, --embed-key-env: which embedder turns text into vectors."""
+    fn = click.option(
+        "--embed-key-env", default=None, metavar="VAR", help="Environment variable holding the embedder's API key."
+    )(fn)
+    fn = click.option("--embed-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible service.")(fn)
+    fn = click.option("--embed-model", default=None, metavar="MODEL", help="The embedding model to ask for.")(fn)
+    return click.option(
+        "--embed", default=None, metavar="NAME", help="local (default), openai, qwen, ollama, url, or a base URL."
+    )(fn)

@@ -1,0 +1,120 @@
+"""`drsg plane …`: list, create, show, rename, drop, set-props."""
+
+from __future__ import annotations
+
+import click
+
+from drsg.kernel.asof import AsOf
+from drsg.kernel.values import to_json
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, json_option, parse_props, prop_options
+
+
+@click.group("plane")
+def plane() -> None:
+    """Planes: independent graphs inside one database (`startup` always exists)."""
+
+
+@plane.command("list")
+@json_option
+@as_of_option
+@click.pass_obj
+def plane_list(obj: Context, as_json: bool, as_of: AsOf | None) -> None:
+    """List planes with their node and edge counts."""
+    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
+        for p in snap.planes():
+            nodes, edges = snap.counts(p.id)
+            if as_json:
+                emit_json(
+                    {
+                        "id": p.id,
+                        "name": p.name,
+                        "nodes": nodes,
+                        "edges": edges,
+                        "properties": to_json(p.props),
+                    }
+                )
+            else:
+                click.echo(f"{p.name}\t{nodes} nodes, {edges} edges")
+
+
+@plane.command("create")
+@click.argument("name")
+@prop_options
+@click.pass_obj
+def plane_create(obj: Context, name: str, props: tuple[str, ...], props_json: str | None) -> None:
+    """Create a plane."""
+    values = parse_props(props, props_json)
+    with obj.open(write=True) as db:
+        result = db.write(lambda tx: tx.create_plane(name, values), {"via": "cli"})
+    click.echo(f"created plane '{name}' (id {result.value.id}, seq {result.seq})")
+
+
+@plane.command("show")
+@click.argument("name")
+@json_option
+@as_of_option
+@click.pass_obj
+def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> None:
+    """Show a plane: counts, labels, edge types, properties."""
+    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
+        p = snap.plane(name)
+        nodes, edges = snap.counts(p.id)
+        labels, types = snap.labels_and_types(p.id)
+        card = {
+            "id": p.id,
+            "name": p.name,
+            "nodes": nodes,
+            "edges": edges,
+            "labels": labels,
+            "edge_types": types,
+            "properties": to_json(p.props),
+            "seq": snap.at,
+        }
+    if as_json:
+        emit_json(card)
+        return
+    click.echo(f"plane '{p.name}' (id {p.id}) at seq {card['seq']}: {nodes} nodes, {edges} edges")
+    for label, count in sorted(labels.items()):
+        click.echo(f"  :{label}\t{count}")
+    for edge_type, count in sorted(types.items()):
+        click.echo(f"  -[{edge_type}]->\t{count}")
+    for key, value in to_json(p.props).items():
+        click.echo(f"  {key} = {value}")
+
+
+@plane.command("rename")
+@click.argument("name")
+@click.argument("to")
+@click.pass_obj
+def plane_rename(obj: Context, name: str, to: str) -> None:
+    """Rename a plane (its id and contents stay)."""
+    with obj.open(write=True) as db:
+        db.write(lambda tx: tx.rename_plane(name, to), {"via": "cli"})
+    click.echo(f"renamed plane '{name}' to '{to}'")
+
+
+@plane.command("drop")
+@click.argument("name")
+@click.pass_obj
+def plane_drop(obj: Context, name: str) -> None:
+    """Drop a plane. Its history stays readable with --as-of before the drop."""
+    with obj.open(write=True) as db:
+        result = db.write(lambda tx: tx.drop_plane(name), {"via": "cli"})
+    before = (result.seq or 1) - 1
+    click.echo(f"dropped plane '{name}' (seq {result.seq}; its contents stay readable with --as-of {before})")
+
+
+@plane.command("set-props")
+@click.argument("name")
+@prop_options
+@click.pass_obj
+def plane_set_props(obj: Context, name: str, props: tuple[str, ...], props_json: str | None) -> None:
+    """Set plane properties (merged into the existing ones)."""
+    values = parse_props(props, props_json)
+    with obj.open(write=True) as db:
+        db.write(lambda tx: tx.set_plane_props(name, values), {"via": "cli"})
+    click.echo(f"set {len(values)} propert{'y' if len(values) == 1 else 'ies'} on plane '{name}'")
+
+
+COMMANDS = [plane]

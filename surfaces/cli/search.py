@@ -1,0 +1,367 @@
+"""Indexes and search: `index ensure|keyword|list|drop`, `search`, `query`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+import structlog
+
+from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.values import Vector
+from drsg.plan.hybrid import parse_query
+from drsg.plan.query import Plan, parse_plan_json
+from drsg.store.database import Database
+from drsg.store.records import indexes_json
+from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import WriteTx
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import embed_options, json_option, plane_option
+from drsg.workers.analysis import LANGUAGES, canonical_language
+from drsg.workers.manager import IndexSet
+from drsg.workers.search import Hit, Searcher
+from drsg.workers.vector import METRICS, check_metric
+
+log = structlog.get_logger("drsg.surfaces.cli")
+
+
+@click.group("index")
+def index() -> None:
+    """Vector (HNSW) and keyword (BM25) indexes, declared on (label, property) pairs."""
+
+
+def _labels_carrying(snap: Snapshot, plane: int, prop: str, want: type) -> list[str]:
+    """Labels of nodes whose ``prop`` holds a ``want`` value (a declaration-time scan)."""
+    found: set[str] = set()
+    for node in snap.nodes(plane):
+        if isinstance(node.props.get(prop), want):
+            found.update(node.labels)
+    return sorted(found)
+
+
+def _pairs(
+    tx: WriteTx, plane_name: str, args: tuple[str, ...], want: type, default: str | None
+) -> list[tuple[str, str]]:
+    """Upstream's positional rule: LABEL PROPERTY = one pair; PROPERTY = every label carrying it;
+    nothing = ``default`` on every label carrying it."""
+    if len(args) == 2:
+        return [(args[0], args[1])]
+    if len(args) == 0 and default is None:
+        raise UsageError("name a LABEL and PROPERTY, or a PROPERTY to index on every label carrying it")
+    prop = args[0] if args else str(default)
+    plane = tx.plane(plane_name)
+    return [(label, prop) for label in _labels_carrying(tx.view, plane.id, prop, want)]
+
+
+@index.command("ensure")
+@click.argument("names", nargs=-1, metavar="[LABEL] [PROPERTY]")
+@plane_option
+@click.option("--metric", type=click.Choice(METRICS), default="cosine", show_default=True)
+@click.pass_obj
+def index_ensure(obj: Context, names: tuple[str, ...], plane: str, metric: str) -> None:
+    """Declare a vector index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it;
+    nothing: `embedding` on every label. Idempotent; a different metric is an error."""
+    if len(names) > 2:
+        raise click.UsageError("at most two names: LABEL PROPERTY")
+
+    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
+        pairs = _pairs(tx, plane, names, Vector, "embedding")
+        p = tx.plane(plane)
+        for label, prop in pairs:
+            tx.declare_index(p, "vector", label, prop, {"metric": check_metric(metric)})
+        return pairs
+
+    with obj.open(write=True) as db:
+        pairs = db.write(ensure, {"via": "cli"}).value
+        _build(db)
+    if not pairs:
+        prop = names[-1] if names else "embedding"
+        click.echo(f"no label in plane '{plane}' carries `{prop}` — nothing to index")
+        return
+    for label, prop in pairs:
+        click.echo(f"ensured vector index on {label}.{prop}")
+    click.echo(f"{len(pairs)} label(s) indexed")
+
+
+@index.command("keyword")
+@click.argument("names", nargs=-1, required=True, metavar="LABEL|PROPERTY [PROPERTY]")
+@plane_option
+@click.option("--lang", default="english", show_default=True, help=f"Analyser language: {', '.join(LANGUAGES)}.")
+@click.pass_obj
+def index_keyword(obj: Context, names: tuple[str, ...], plane: str, lang: str) -> None:
+    """Declare a keyword (BM25) index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it."""
+    if len(names) > 2:
+        raise click.UsageError("at most two names: LABEL PROPERTY")
+    language = canonical_language(lang)
+
+    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
+        pairs = _pairs(tx, plane, names, str, None)
+        p = tx.plane(plane)
+        for label, prop in pairs:
+            tx.declare_index(p, "keyword", label, prop, {"language": language})
+        return pairs
+
+    with obj.open(write=True) as db:
+        pairs = db.write(ensure, {"via": "cli"}).value
+        _build(db)
+    if not pairs:
+        click.echo(f"no label in plane '{plane}' carries `{names[-1]}` — nothing to index")
+        return
+    for label, prop in pairs:
+        click.echo(f"ensured keyword index on {label}.{prop} ({language.capitalize()})")
+
+
+@index.command("list")
+@plane_option
+@json_option
+@click.pass_obj
+def index_list(obj: Context, plane: str, as_json: bool) -> None:
+    """List the plane's declared indexes (upstream's plane.indexes shape with --json)."""
+    with obj.open(write=False) as db, db.snapshot() as snap:
+        decls = snap.indexes(snap.plane(plane).id)
+    if as_json:
+        emit_json(indexes_json(decls))
+        return
+    for d in decls:
+        detail = f"{d.metric}, {d.dims or '?'} dims" if d.kind == "vector" else d.language
+        click.echo(f"{d.kind}\t{d.label}.{d.prop}\t({detail})")
+
+
+@index.command("drop")
+@click.argument("label")
+@click.argument("prop", metavar="PROPERTY")
+@plane_option
+@click.option("--kind", type=click.Choice(["vector", "keyword"]), default="vector", show_default=True)
+@click.pass_obj
+def index_drop(obj: Context, label: str, prop: str, plane: str, kind: str) -> None:
+    """Drop a declared index (its sidecar is removed on the next catch-up)."""
+    with obj.open(write=True) as db:
+        db.write(lambda tx: tx.drop_index(tx.plane(plane), kind, label, prop), {"via": "cli"})
+        _build(db)
+    click.echo(f"dropped {kind} index on {label}.{prop}")
+
+
+def _build(db: Database) -> None:
+    """Bring the sidecars up to date now, so the next command starts warm."""
+    with open_indexes(db) as indexes:
+        indexes.catch_up()
+
+
+@contextmanager
+def open_indexes(db: Database) -> Iterator[IndexSet]:
+    indexes = IndexSet(db, ef_search=max(64, int(click.get_current_context().obj.settings["index.ef_search"])))
+    yield indexes
+    try:
+        indexes.save()  # sidecars live beside the database, not in it: read commands save them too
+    except OSError as exc:
+        log.warning("could not save index sidecars; the next command will catch up again", reason=str(exc))
+
+
+EmbedChoice = tuple[str | None, str | None, str | None, str | None]  # name, model, url, key variable
+
+
+def make_embedder(obj: Context, embed: EmbedChoice) -> Any:
+    from drsg.models.embedders import get_embedder
+
+    name, model, url, key_env = embed
+    return get_embedder(name, model, url, key_env, obj.settings)
+
+
+def query_embedder(obj: Context, db: Database, plane: str, prop: str, embed: EmbedChoice) -> Any:
+    """The embedder for a text query on ``prop``: the one recorded with its vectors unless
+    --embed names one; a different one is an error (two vector spaces do not compare)."""
+    from drsg.models.embedders import get_embedder
+    from drsg.pipeline.vectorize import recorded_embedder
+
+    recorded = recorded_embedder(db, plane, prop)
+    name, model, url, key_env = embed
+    if recorded and name is None and model is None and url is None:
+        recorded_name, _, rest = recorded.partition(":")
+        recorded_model, _, dims = rest.partition("@")
+        embedder = get_embedder(
+            recorded_name,
+            recorded_model or None,
+            None,
+            key_env,
+            obj.settings,
+            dimensions=int(dims) if dims.isdigit() else None,
+        )
+    else:
+        embedder = make_embedder(obj, embed)
+    if recorded and embedder.identity() != recorded:
+        raise UsageError(
+            f"{prop!r} in plane {plane!r} holds vectors from {recorded}; the query would be embedded with "
+            f"{embedder.identity()} — another vector space. Drop --embed, or pick the embedder that wrote them"
+        )
+    return embedder
+
+
+def _print_hits(hits: list[Hit], as_json: bool) -> None:
+    if as_json:
+        for hit in hits:
+            emit_json(hit.to_json())
+        return
+    click.echo(f"{len(hits)} result(s)")
+    for hit in hits:
+        name = hit.node.key if hit.node.key is not None else f"#{hit.node.id}"
+        score = f"{hit.score:.4f}" if hit.score is not None else "-"
+        click.echo(f"  {score}\t{name}\t[{', '.join(hit.node.labels)}]")
+
+
+def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise BadValue(f"--param {pair!r} is not NAME=JSON")
+        try:
+            out[name] = json.loads(text)
+        except ValueError:
+            out[name] = text
+    return out
+
+
+def _text_property(plan: Plan) -> str | None:
+    """The vector property a plan's text query must be embedded for, if it has one."""
+    if not isinstance(plan.source, dict):
+        return None
+    vector = plan.source.get("VectorTopK") or (plan.source.get("Hybrid") or {}).get("vector") or {}
+    return str(vector.get("property", "embedding")) if "query_text" in vector else None
+
+
+def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
+    with obj.open(write=False) as db, open_indexes(db) as indexes:
+        embed_text = None
+        prop = _text_property(plan)
+        if prop is not None:
+            embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
+
+            def embed_text(text: str) -> Vector:
+                return embedder.embed([text])[0]  # type: ignore[no-any-return]
+
+        hits = Searcher(db, indexes).run(plane, plan, embed_text)
+    _print_hits(hits, as_json)
+
+
+@click.command("search")
+@click.argument("statement")
+@plane_option
+@click.option("--param", "params", multiple=True, metavar="NAME=JSON", help="A $parameter's value.")
+@embed_options
+@json_option
+@click.pass_obj
+def search(
+    obj: Context,
+    statement: str,
+    plane: str,
+    params: tuple[str, ...],
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    as_json: bool,
+) -> None:
+    """Run a SEARCH or HYBRID statement (vector NEAR, keyword MATCHING, or fused), optionally AS OF a commit.
+
+    \b
+    SEARCH (v:Doc) ON embedding NEAR [0.1, 0.2] METRIC cosine TOPK 5
+    SEARCH (d:Doc) ON body MATCHING "graph database" TOPK 10 AS OF 42
+    HYBRID (d:Doc) VECTOR ON embedding NEAR "time travel" KEYWORD ON body MATCHING "time travel" GRAPH HOPS 1
+    """
+    plan = parse_query(statement, _params(params))
+    _run(obj, plane, plan, (embed, embed_model, embed_url, embed_key_env), as_json)
+
+
+@click.command("query")
+@click.argument("plan", metavar="PLAN_JSON|-")
+@plane_option
+@embed_options
+@json_option
+@click.pass_obj
+def query(
+    obj: Context,
+    plan: str,
+    plane: str,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    as_json: bool,
+) -> None:
+    """Run a logical plan (upstream's JSON: VectorTopK, KeywordTopK, ScanAll, ScanLabel, SeekIds,
+    SeekKeys sources; Limit and Skip steps). `-` reads the plan from standard input."""
+    text = sys.stdin.read() if plan == "-" else plan
+    _run(obj, plane, parse_plan_json(text), (embed, embed_model, embed_url, embed_key_env), as_json)
+
+
+@click.command("vectorize")
+@plane_option
+@click.option("--label", "-l", default=None, metavar="LABEL", help="Only nodes with this label.")
+@click.option("--from", "source", required=True, metavar="PROPERTY", help="The text property to embed.")
+@click.option("--into", default="embedding", show_default=True, metavar="PROPERTY", help="Where the vector goes.")
+@embed_options
+@click.option(
+    "--metric",
+    type=click.Choice(METRICS),
+    default="cosine",
+    show_default=True,
+    help="Metric of the vector index ensured afterwards.",
+)
+@click.option("--batch", default=64, show_default=True, type=click.IntRange(1, 4096), help="Texts per request.")
+@json_option
+@click.pass_obj
+def vectorize_cmd(
+    obj: Context,
+    plane: str,
+    label: str | None,
+    source: str,
+    into: str,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    metric: str,
+    batch: int,
+    as_json: bool,
+) -> None:
+    """Embed a text property into a vector property for every node whose text changed, then
+    ensure a vector index on it for each label embedded."""
+    from drsg.pipeline.vectorize import vectorize
+
+    embedder = make_embedder(obj, (embed, embed_model, embed_url, embed_key_env))
+    with obj.open(write=True) as db:
+        if sys.stderr.isatty():
+            with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
+
+                def progress(done: int, total: int) -> None:
+                    bar.length = total
+                    bar.update(done - bar.pos)
+
+                report = vectorize(db, embedder, plane, source, into, label, batch, progress)
+        else:
+            report = vectorize(db, embedder, plane, source, into, label, batch)
+
+        def ensure(tx: WriteTx) -> None:
+            p = tx.plane(plane)
+            for name in sorted(report.labels):
+                if tx.view.index(p.id, "vector", name, into) is None:  # keep an existing index's metric
+                    tx.declare_index(p, "vector", name, into, {"metric": metric})
+
+        db.write(ensure, {"via": "vectorize"})
+        _build(db)
+    if as_json:
+        emit_json(report.to_json())
+        return
+    click.echo(
+        f"embedded {report.embedded} node(s) with {embedder.identity()}; {report.unchanged} already current, "
+        f"{report.skipped_no_text} without text"
+    )
+    for name in sorted(report.labels):
+        click.echo(f"ensured vector index on {name}.{into}")
+
+
+COMMANDS = [index, search, query, vectorize_cmd]

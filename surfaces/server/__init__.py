@@ -1,0 +1,17 @@
+"""drsg.surfaces.server — `drsg serve`: JSON-RPC 2.0 over HTTP at ``/rpc``, wire-compatible with upstream.
+
+    app.py       the aiohttp application: routes, auth / size / access-log middleware, graceful stop
+    rpc.py       JSON-RPC 2.0: parsing, batches, notifications, param checks, error codes
+    registry.py  the method table, described by upstream's OpenRPC entries (plus drsg's additions)
+    methods.py   db.*, plane.*, node.*, edge.*, index.*, rpc.discover
+    queries.py   plane.search, plane.query, plane.neighbors, graph.*, *.catalog
+    schema.py    openrpc.json (upstream's, shipped here) and the JSON Schema subset used to check params
+    state.py     what the methods share: database, indexes, read pool, deadline-bound writes, embedders
+    config.py    [server] settings, DRSG_TOKEN, the address
+
+Embedding::
+
+    from drsg.surfaces.server.app import create_app, serve
+    from drsg.surfaces.server.config import ServerConfig
+    from drsg.surfaces.server.state import ServerState
+"""

@@ -1,0 +1,299 @@
+"""The aiohttp application: routes, middleware (access log, auth, size limit), start and graceful stop.
+
+Routes live in :data:`ROUTES`; adding one (the feed's ``/ws``, an SSE stream) is one line there or
+one item passed as ``extra_routes``. Every route except ``/health`` is behind the guard:
+
+* a token (``DRSG_TOKEN``) is required as ``Authorization: Bearer <token>`` — or, on GET requests
+  (WebSocket and SSE, which browsers cannot give headers), as ``?token=`` — else JSON-RPC error
+  -32001: in an HTTP 200 answer to the call on ``/rpc`` (as upstream, whose SDKs read the code from
+  the body), HTTP 401 on the feeds;
+* a browser request from another origin is refused (HTTP 403, -32001) unless the origin is listed
+  in ``DRSG_ALLOWED_ORIGINS``; with no token, the Host header must be a loopback name too, so a
+  DNS-rebound page cannot reach a token-less server;
+* a body declared larger than ``max_request_bytes`` is refused (HTTP 413, -32600) before it is read,
+  and an undeclared (chunked) one is cut off at the limit.
+
+Shutdown (SIGTERM or SIGINT): stop listening, let in-flight requests finish (up to
+``shutdown_timeout_secs``), then stop the indexer and save the index sidecars. A second Ctrl-C exits
+at once (a repeated SIGTERM does not: supervisors repeat themselves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import os
+import signal
+import ssl
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from drsg import __version__
+from drsg.kernel.errors import ConfigError, DrsgError
+from drsg.store.database import Database
+from drsg.surfaces.server import feed_routes, methods, queries  # noqa: F401  (importing them registers the methods)
+from drsg.surfaces.server.config import ServerConfig, is_loopback
+from drsg.surfaces.server.registry import REGISTRY
+from drsg.surfaces.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, Call, Dispatcher, error_body
+from drsg.surfaces.server.state import ServerState
+
+log = structlog.get_logger("drsg.surfaces.server")
+STATE = web.AppKey("drsg_state", ServerState)
+DISPATCHER = web.AppKey("drsg_dispatcher", Dispatcher)
+PUBLIC_PATHS = frozenset({"/health"})
+BODY_TIMEOUT = 60.0  # seconds for a request body to arrive, so a stalled client holds nothing for long
+
+
+class ServeError(DrsgError):
+    """The server could not start (the address is taken, a TLS file is unreadable, …)."""
+
+
+def _json_error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        status=status, text=error_body(None, code, message), content_type="application/json", headers=headers
+    )
+
+
+# --------------------------------------------------------------------------- routes
+
+
+async def rpc_handler(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT):
+            body = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        return _too_large(state.config.max_request_bytes, None)
+    except TimeoutError:
+        message = f"invalid request: the body did not arrive within {BODY_TIMEOUT:g} s"
+        return _json_error(408, INVALID_REQUEST, message, {"Connection": "close"})
+    reply = await request.app[DISPATCHER].handle(body, state)
+    request["rpc_calls"] = reply.calls
+    if reply.body is None:
+        return web.Response(status=204)  # only notifications: nothing to answer
+    return web.Response(text=reply.body, content_type="application/json")
+
+
+async def health_handler(request: web.Request) -> web.StreamResponse:
+    state = request.app[STATE]
+    status = "stopping" if state.stopping else "ok"
+    return web.json_response({"status": status, "version": __version__}, status=503 if state.stopping else 200)
+
+
+#: The routes. The change feed's (``/ws``, ``/feed/{plane}``) are added by ``feed_routes.install``.
+ROUTES: list[web.AbstractRouteDef] = [
+    web.post("/rpc", rpc_handler),
+    web.get("/health", health_handler),
+]
+
+
+# --------------------------------------------------------------------------- middleware
+
+
+def _too_large(limit: int, declared: int | None) -> web.Response:
+    size = f" of {declared} bytes" if declared is not None else ""
+    message = f"invalid request: the body{size} is larger than the server's limit of {limit} bytes (max_request_bytes)"
+    return _json_error(413, INVALID_REQUEST, message, {"Connection": "close"})
+
+
+def _presented_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    if request.method == "GET":  # WebSocket / EventSource clients cannot set headers
+        return request.query.get("token")
+    return None
+
+
+def _auth_problem(request: web.Request, config: ServerConfig) -> tuple[int, str] | None:
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        own = f"{request.scheme}://{request.host}"
+        if origin.rstrip("/") != own and origin.rstrip("/") not in config.allowed_origins:
+            return 403, f"unauthorized: requests from origin {origin} are refused; list it in DRSG_ALLOWED_ORIGINS"
+    if config.token is None:
+        host = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
+        if not is_loopback(host.strip("[]")):
+            return 403, "unauthorized: this server has no token, so it answers only loopback host names"
+        return None
+    presented = _presented_token(request)
+    if presented is None:
+        return 401, "unauthorized: send the token as `Authorization: Bearer <DRSG_TOKEN>`"
+    if not hmac.compare_digest(presented.encode(), config.token.encode()):
+        return 401, "unauthorized: the token is wrong"
+    return None
+
+
+async def _unauthorized_call(request: web.Request, limit: int, message: str) -> web.Response:
+    """A JSON-RPC call without the right token: HTTP 200 carrying error -32001 for the call's id, as
+    upstream answers — its SDKs read the code from the body (an HTTP 401 surfaces there as a generic
+    transport failure instead of an auth error)."""
+    rid = None
+    if request.content_length is not None and request.content_length <= limit:
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT):
+                call = json.loads(await request.read())
+            rid = call.get("id") if isinstance(call, dict) else None
+        except (TimeoutError, ValueError, UnicodeDecodeError, web.HTTPException):
+            rid = None
+    if not isinstance(rid, str | int) or isinstance(rid, bool):
+        rid = None
+    return web.Response(
+        status=200,
+        text=error_body(rid, UNAUTHORIZED, message),
+        content_type="application/json",
+        headers={"WWW-Authenticate": 'Bearer realm="drsg"'},
+    )
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    if request.path in PUBLIC_PATHS:
+        return await handler(request)
+    state = request.app[STATE]
+    problem = _auth_problem(request, state.config)
+    if problem is not None:
+        status, message = problem
+        request["rpc_calls"] = [Call("-", UNAUTHORIZED)]
+        if status == 401 and request.path == "/rpc":
+            return await _unauthorized_call(request, state.config.max_request_bytes, message)
+        headers = {"WWW-Authenticate": 'Bearer realm="drsg"'} if status == 401 else None
+        return _json_error(status, UNAUTHORIZED, message, headers)
+    declared = request.content_length
+    if declared is not None and declared > state.config.max_request_bytes:
+        return _too_large(state.config.max_request_bytes, declared)
+    return await handler(request)
+
+
+@web.middleware
+async def access_log(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
+    """One JSON line per HTTP request; a handler's crash becomes a JSON-RPC internal error (500)."""
+    state = request.app[STATE]
+    started = time.perf_counter()
+    state.in_flight += 1
+    status = 500
+    try:
+        response = await handler(request)
+        status = response.status
+        return response
+    except web.HTTPException as exc:
+        status = exc.status
+        raise
+    except asyncio.CancelledError:
+        status = 499  # the client went away (or shutdown ran out of time)
+        raise
+    except Exception:
+        log.exception("request failed", path=request.path)
+        return _json_error(500, INTERNAL_ERROR, "internal error; the server logged it")
+    finally:
+        state.in_flight -= 1
+        calls: list[Call] = request.get("rpc_calls", [])
+        fields: dict[str, Any] = {
+            "method": request.method,
+            "path": request.path,
+            "status": status,
+            "ms": round((time.perf_counter() - started) * 1000, 2),
+            "remote": request.remote,
+        }
+        if calls:
+            fields["rpc"] = [c.method for c in calls[:10]]
+            if len(calls) > 10:
+                fields["rpc_calls"] = len(calls)
+            errors = [c.code for c in calls if c.code is not None]
+            if errors:
+                fields["rpc_errors"] = errors[:10]
+        (log.warning if status >= 500 else log.info)("http", **fields)
+
+
+# --------------------------------------------------------------------------- the application
+
+
+def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] = ()) -> web.Application:
+    config = state.config
+    app = web.Application(client_max_size=config.max_request_bytes, middlewares=[access_log, guard])
+    app[STATE] = state
+    app[DISPATCHER] = Dispatcher(REGISTRY, max_batch=config.max_batch, max_concurrent=config.max_concurrent)
+    app.add_routes([*ROUTES, *extra_routes])
+
+    async def start(app: web.Application) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, state.start)
+
+    async def stopping(app: web.Application) -> None:
+        state.stopping = True  # in-flight requests still run; the database stays open for them
+
+    async def close(app: web.Application) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, state.close)
+
+    app.on_startup.append(start)
+    app.on_shutdown.append(stopping)
+    app.on_cleanup.append(close)
+    feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
+    return app
+
+
+def _ssl_context(config: ServerConfig) -> ssl.SSLContext | None:
+    if not config.tls_cert or not config.tls_key:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(config.tls_cert, config.tls_key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load [server.tls] cert/key: {exc}") from None
+    return context
+
+
+async def serve(db: Database, config: ServerConfig, announce: Callable[[str], None]) -> None:
+    """Serve until SIGTERM/SIGINT, then stop gracefully. ``announce`` gets the startup line."""
+    state = ServerState(db, config)
+    app = create_app(state)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=config.shutdown_timeout)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=_ssl_context(config), reuse_address=True)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+        raise ServeError(f"cannot listen on {config.host}:{config.port}: {reason}") from None
+    port = next((int(addr[1]) for addr in runner.addresses if isinstance(addr, tuple)), config.port)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.info("serving", db=db.path, url=config.url(port), token=config.token is not None, methods=len(REGISTRY))
+    announce(f"serving {db.path} on {config.url(port)} (JSON-RPC at /rpc)")
+    await stop.wait()
+
+    def now() -> None:
+        log.warning("second Ctrl-C: exiting without waiting for in-flight requests")
+        os._exit(1)
+
+    loop.add_signal_handler(signal.SIGINT, now)  # a second SIGTERM (a supervisor repeating itself) is ignored
+    loop.add_signal_handler(signal.SIGTERM, lambda: log.info("already stopping", in_flight=state.in_flight))
+    log.info("stopping", in_flight=state.in_flight)
+    await runner.cleanup()
+    log.info("stopped")
+
+
+def route_library_logs(json_lines: bool) -> None:
+    """aiohttp's own warnings (bad HTTP, dropped connections) in the same format as ours."""
+    renderer: Any = structlog.processors.JSONRenderer() if json_lines else structlog.dev.ConsoleRenderer(colors=False)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processor=renderer,
+            foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        )
+    )
+    library = logging.getLogger("aiohttp")
+    library.handlers[:] = [handler]
+    library.setLevel(logging.WARNING)
+    library.propagate = False

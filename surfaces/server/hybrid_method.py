@@ -1,0 +1,102 @@
+"""``plane.hybrid``: vector + keyword + graph retrieval fused into one ranking, over JSON-RPC.
+
+Upstream's params and result shape (``{results: [NodeRecord + score + channels], count}``, the
+channels being the raw per-channel scores: vector distance, BM25, ``decay^hops``). The text ``q``
+is embedded server-side with the operator's embedder or the one recorded with ``vector_prop``'s
+vectors (:meth:`ServerState.embed_text`): upstream's ``provider`` and ``embed_model`` params are
+refused, so a request can never pick a provider, a model, a URL or a key. ``as_of`` / ``as_of_ms``
+run every channel on one past commit; ``lean`` elides vectors, as elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from drsg.surfaces.server.methods import Params, as_of, vectors
+from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
+from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
+from drsg.surfaces.server.state import ServerState
+from drsg.workers.hybrid import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_DECAY,
+    DEFAULT_K,
+    DEFAULT_WEIGHTS,
+    GraphPart,
+    HybridHit,
+    HybridSpec,
+    KeywordPart,
+    VectorPart,
+    hybrid,
+)
+
+MAX_HOPS = 64
+MAX_K = 10_000  # as plane.search (queries.py is not imported: it imports methods.py, which imports this)
+REFUSED = {
+    "type": "string",
+    "description": "Refused when given: the server embeds `q` with the operator's embedder or the one "
+    "recorded with the vectors; a request never chooses a provider, a model, a URL or a key.",
+}
+
+
+def _bounded(p: Params, name: str, default: int) -> int:
+    value = int(p.get(name, default))
+    if not 1 <= value <= MAX_K:
+        raise RpcError(INVALID_PARAMS, f"param {name!r} must be between 1 and {MAX_K}, not {value}")
+    return value
+
+
+def _spec(p: Params) -> HybridSpec:
+    for name in ("provider", "embed_model"):
+        if p.get(name) is not None:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"plane.hybrid: `{name}` is not accepted — the server embeds `q` with its own embedder "
+                "(the operator's, else the one recorded with the vectors); send no provider or model",
+            )
+    hops = p.get("graph_hops")
+    if hops is not None and not 0 <= int(hops) <= MAX_HOPS:
+        raise RpcError(INVALID_PARAMS, f"param 'graph_hops' must be between 0 and {MAX_HOPS}, not {hops}")
+    decay = float(p.get("graph_decay", DEFAULT_DECAY))
+    if hops is None and "graph_decay" in p:
+        raise RpcError(INVALID_PARAMS, "plane.hybrid: `graph_decay` needs `graph_hops` (the graph channel)")
+    vector_prop, keyword_prop, q = p.get("vector_prop"), p.get("keyword_prop"), str(p["q"])
+    metric = str(p.get("metric", "cosine"))
+    return HybridSpec(
+        label=p.get("label"),
+        vector=None if vector_prop is None else VectorPart(str(vector_prop), q, metric),
+        keyword=None if keyword_prop is None else KeywordPart(str(keyword_prop), q),
+        graph=None if hops is None else GraphPart(int(hops), decay),
+        weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in ("vector", "keyword", "graph")},
+        candidates=_bounded(p, "candidates", DEFAULT_CANDIDATES),
+        k=_bounded(p, "k", DEFAULT_K),
+    ).check()
+
+
+def _record(hit: HybridHit, p: Params) -> dict[str, Any]:
+    out = hit.node.to_json(vectors=vectors(p))
+    out["score"] = hit.score
+    out["channels"] = dict(hit.channels)
+    return out
+
+
+@rpc(
+    "plane.hybrid",
+    add=[AS_OF, AS_OF_MS, LEAN],
+    replace={"provider": REFUSED, "embed_model": REFUSED},
+    note="`provider` and `embed_model` are refused (the server's embedder only). `channels` holds the raw "
+    "per-channel scores (vector distance, BM25, decay^hops; null when a channel did not see the node).",
+)
+async def plane_hybrid(ctx: ServerState, p: Params) -> Any:
+    spec = _spec(p)
+    plane, at = p["plane"], as_of(p)
+
+    def run() -> list[HybridHit]:
+        one = spec
+        if spec.vector is not None:  # embed first, outside the query's snapshot (as the CLI does)
+            vector = ctx.embed_text(plane, spec.vector.prop, str(p["q"]))
+            one = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
+        return hybrid(ctx.searcher, plane, one, as_of=at)
+
+    results = [_record(hit, p) for hit in await ctx.read(run)]
+    return {"results": results, "count": len(results)}

@@ -1,0 +1,369 @@
+"""The writing methods and the small reads: db.*, plane.*, node.*, edge.*, index.*, rpc.discover.
+
+Each handler takes the shared :class:`~drsg.surfaces.server.state.ServerState` and its checked params and
+returns the JSON result in upstream's shape (``openrpc.json`` components: NodeRecord, EdgeRecord,
+PlaneCard, PlaneRef, Deleted, DbStats). Writes are commit functions handed to the group-commit
+writer; reads run in the read pool. Searches, plans, neighbourhoods and catalogs are in queries.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drsg import __version__
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import NotFound
+from drsg.kernel.values import props_from_json, to_json
+from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
+from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import WriteTx
+from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
+from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
+from drsg.surfaces.server.schema import discover
+from drsg.surfaces.server.state import ServerState
+
+Params = dict[str, Any]
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def as_of(p: Params) -> AsOf | None:
+    if p.get("as_of") is not None and p.get("as_of_ms") is not None:
+        raise RpcError(INVALID_PARAMS, "give as_of (a commit seq) or as_of_ms (a time), not both")
+    if p.get("as_of") is not None:
+        return AsOf(seq=int(p["as_of"]))
+    if p.get("as_of_ms") is not None:
+        return AsOf(ms=int(p["as_of_ms"]))
+    return None
+
+
+def vectors(p: Params) -> bool | str:
+    return "lean" if p.get("lean") else True
+
+
+def node_ref(p: Params, method: str) -> int | str:
+    """The node a call names: ``id`` or ``key``, exactly one."""
+    has_id, has_key = p.get("id") is not None, p.get("key") is not None
+    if has_id == has_key:
+        raise RpcError(INVALID_PARAMS, f"{method} names a node by `id` or by `key` (exactly one)")
+    return p["id"] if has_id else p["key"]  # type: ignore[no-any-return]
+
+
+def find_node(view: Snapshot, plane: Plane, ref: int | str) -> Node | None:
+    """By id (an integer) or external key (a string, taken literally)."""
+    if isinstance(ref, int):
+        return view.node(plane.id, ref)
+    return view.node_by_key(plane.id, ref)
+
+
+def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") -> Node:
+    node = find_node(view, plane, ref)
+    if node is None:
+        what = f"id {ref}" if isinstance(ref, int) else f"key {ref!r}"
+        raise NotFound(f"no {role} with {what} in plane {plane.name!r}")
+    return node
+
+
+def plane_card(snap: Snapshot, plane: Plane) -> dict[str, Any]:
+    nodes, edges = snap.counts(plane.id)
+    return {"id": plane.id, "name": plane.name, "nodes": nodes, "edges": edges, "properties": to_json(plane.props)}
+
+
+# --------------------------------------------------------------------------- discovery and stats
+
+_DISCOVER: dict[str, Any] = {}
+
+
+@rpc("rpc.discover")
+async def rpc_discover(ctx: ServerState, p: Params) -> Any:
+    if not _DISCOVER:
+        _DISCOVER.update(discover([m.schema for m in ordered()], __version__))
+    return _DISCOVER
+
+
+@rpc("db.stats", note="`indexes` counts declared vector + keyword indexes; `commits` equals commit_seq.")
+async def db_stats(ctx: ServerState, p: Params) -> Any:
+    def stats() -> dict[str, Any]:
+        out = ctx.db.stats().to_json()
+        with ctx.db.snapshot() as snap:
+            out["indexes"] = sum(len(snap.indexes(plane.id)) for plane in snap.planes())
+        return out
+
+    return await ctx.read(stats)
+
+
+# --------------------------------------------------------------------------- planes
+
+
+@rpc("plane.list", add=[AS_OF, AS_OF_MS])
+async def plane_list(ctx: ServerState, p: Params) -> Any:
+    def planes() -> list[dict[str, Any]]:
+        with ctx.db.snapshot(as_of(p)) as snap:
+            return [plane_card(snap, plane) for plane in snap.planes()]
+
+    return await ctx.read(planes)
+
+
+@rpc("plane.create")
+async def plane_create(ctx: ServerState, p: Params) -> Any:
+    props = props_from_json(p.get("properties"))
+    made = await ctx.write(lambda tx: tx.create_plane(p["name"], props), "plane.create")
+    return made.value.to_json()
+
+
+@rpc("plane.rename")
+async def plane_rename(ctx: ServerState, p: Params) -> Any:
+    renamed = await ctx.write(lambda tx: tx.rename_plane(p["plane"], p["to"]), "plane.rename")
+    return renamed.value.to_json()
+
+
+@rpc(
+    "plane.set_props",
+    note="Merges into the plane's properties (drsg keeps `_`-prefixed bookkeeping such as the recorded embedder).",
+)
+async def plane_set_props(ctx: ServerState, p: Params) -> Any:
+    props = props_from_json(p["properties"])
+    updated = await ctx.write(lambda tx: tx.set_plane_props(p["plane"], props), "plane.set_props")
+    return updated.value.to_json()
+
+
+@rpc("plane.delete")
+async def plane_delete(ctx: ServerState, p: Params) -> Any:
+    dropped = await ctx.write(lambda tx: tx.drop_plane(p["plane"]), "plane.delete")
+    return {"deleted": True, "id": dropped.value.id}
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+@rpc("node.get", add=[AS_OF, AS_OF_MS])
+async def node_get(ctx: ServerState, p: Params) -> Any:
+    ref = node_ref(p, "node.get")
+
+    def get() -> dict[str, Any] | None:
+        with ctx.db.snapshot(as_of(p)) as snap:
+            node = find_node(snap, snap.plane(p["plane"]), ref)
+            return None if node is None else node.to_json(vectors=vectors(p))
+
+    return ctx.read_inline(get)
+
+
+@rpc("node.create")
+async def node_create(ctx: ServerState, p: Params) -> Any:
+    props = props_from_json(p.get("properties"))
+    labels = p.get("labels", [])
+    made = await ctx.write(lambda tx: tx.create_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
+    return made.value.to_json()
+
+
+@rpc("node.update")
+async def node_update(ctx: ServerState, p: Params) -> Any:
+    ref = node_ref(p, "node.update")
+    set_props = props_from_json(p.get("set"), "set")
+
+    def update(tx: WriteTx) -> Node:
+        plane = tx.plane(p["plane"])
+        node = need_node(tx.view, plane, ref)
+        return tx.update_node(plane, node.id, set_props, p.get("unset", ()), p.get("labels"))
+
+    return (await ctx.write(update, "node.update")).value.to_json()
+
+
+@rpc("node.delete", note="Deleting a node that does not exist is a no-op answered {deleted: false}.")
+async def node_delete(ctx: ServerState, p: Params) -> Any:
+    ref = node_ref(p, "node.delete")
+
+    def delete(tx: WriteTx) -> int | None:
+        plane = tx.plane(p["plane"])
+        node = find_node(tx.view, plane, ref)
+        return None if node is None else tx.delete_node(plane, node.id).id
+
+    gone = (await ctx.write(delete, "node.delete")).value
+    if gone is None:
+        return {"deleted": False, **({"id": ref} if isinstance(ref, int) else {})}
+    return {"deleted": True, "id": gone}
+
+
+@rpc(
+    "node.history",
+    define={
+        "summary": "Every version of one node, oldest first: {seq, ts, deleted, record}. A key that no longer "
+        "resolves finds the node that last held it.",
+        "x-access": "read",
+        "params": [PLANE, NODE_ID, NODE_KEY, LEAN],
+        "result": {
+            "name": "versions",
+            "schema": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "seq": {"type": "integer"},
+                        "ts": {"type": "integer"},
+                        "deleted": {"type": "boolean"},
+                        "record": {"oneOf": [{"$ref": "#/components/schemas/NodeRecord"}, {"type": "null"}]},
+                    },
+                    "required": ["seq", "ts", "deleted", "record"],
+                },
+            },
+        },
+    },
+)
+async def node_history(ctx: ServerState, p: Params) -> Any:
+    ref = node_ref(p, "node.history")
+
+    def history() -> list[dict[str, Any]]:
+        from drsg.store import keys
+
+        with ctx.db.snapshot() as snap:
+            plane = snap.plane(p["plane"])
+            node_id = ref if isinstance(ref, int) else snap.node_id_by_key(plane.id, ref)
+            if node_id is None:  # a deleted node's key resolves no more: find its last holder
+                held = [v for _, v in snap.versions("keys", keys.key_group(plane.id, str(ref))) if v]
+                node_id = keys.read_u64(held[-1]) if held else None
+            versions = snap.node_history(plane.id, node_id) if node_id is not None else []
+            if not versions:
+                raise NotFound(f"node {ref!r} never existed in plane {plane.name!r}")
+            return [
+                {
+                    "seq": v.seq,
+                    "ts": v.ts,
+                    "deleted": v.record is None,
+                    "record": None if v.record is None else v.record.to_json(vectors=vectors(p)),
+                }
+                for v in versions
+            ]
+
+    return await ctx.read(history)
+
+
+# --------------------------------------------------------------------------- edges
+
+
+@rpc("edge.create")
+async def edge_create(ctx: ServerState, p: Params) -> Any:
+    props = props_from_json(p.get("properties"))
+
+    def create(tx: WriteTx) -> Edge:
+        plane = tx.plane(p["plane"])
+        src = need_node(tx.view, plane, p["src"], "src node")
+        dst = need_node(tx.view, plane, p["dst"], "dst node")
+        return tx.create_edge(plane, src.id, dst.id, p["type"], props)
+
+    return (await ctx.write(create, "edge.create")).value.to_json()
+
+
+@rpc("edge.update")
+async def edge_update(ctx: ServerState, p: Params) -> Any:
+    set_props = props_from_json(p.get("set"), "set")
+
+    def update(tx: WriteTx) -> Edge:
+        return tx.update_edge(tx.plane(p["plane"]), p["edge"], set_props, p.get("unset", ()), p.get("type"))
+
+    return (await ctx.write(update, "edge.update")).value.to_json()
+
+
+@rpc("edge.delete", note="Deleting an edge that does not exist is a no-op answered {deleted: false}.")
+async def edge_delete(ctx: ServerState, p: Params) -> Any:
+    def delete(tx: WriteTx) -> bool:
+        plane = tx.plane(p["plane"])
+        if tx.view.edge(plane.id, p["edge"]) is None:
+            return False
+        tx.delete_edge(plane, p["edge"])
+        return True
+
+    deleted = (await ctx.write(delete, "edge.delete")).value
+    return {"deleted": deleted, "id": p["edge"]}
+
+
+@rpc(
+    "edge.get",
+    define={
+        "summary": "One edge by id; null if absent.",
+        "x-access": "read",
+        "params": [PLANE, {"name": "edge", "required": True, "schema": {"type": "integer"}}, AS_OF, AS_OF_MS, LEAN],
+        "result": {
+            "name": "edge",
+            "schema": {"oneOf": [{"$ref": "#/components/schemas/EdgeRecord"}, {"type": "null"}]},
+        },
+    },
+)
+async def edge_get(ctx: ServerState, p: Params) -> Any:
+    def get() -> dict[str, Any] | None:
+        with ctx.db.snapshot(as_of(p)) as snap:
+            edge = snap.edge(snap.plane(p["plane"]).id, p["edge"])
+            return None if edge is None else edge.to_json(vectors=vectors(p))
+
+    return ctx.read_inline(get)
+
+
+# --------------------------------------------------------------------------- indexes
+
+
+@rpc("plane.indexes", add=[AS_OF, AS_OF_MS], note="Vector entries also carry `dims`.")
+async def plane_indexes(ctx: ServerState, p: Params) -> Any:
+    def indexes() -> dict[str, Any]:
+        with ctx.db.snapshot(as_of(p)) as snap:
+            return indexes_json(snap.indexes(snap.plane(p["plane"]).id))
+
+    return await ctx.read(indexes)
+
+
+@rpc("index.ensure", note="Answers once the index is built; the result also carries metric/dims or language.")
+async def index_ensure(ctx: ServerState, p: Params) -> Any:
+    kind = p.get("kind", "keyword")
+    if kind == "keyword" and "metric" in p:
+        raise RpcError(INVALID_PARAMS, 'index.ensure: `metric` is for vector indexes; add "kind": "vector"')
+    if kind == "vector" and "language" in p:
+        raise RpcError(INVALID_PARAMS, 'index.ensure: `language` is for keyword indexes; add "kind": "keyword"')
+    options = {"metric": p.get("metric", "cosine")} if kind == "vector" else {"language": p.get("language", "english")}
+
+    def declare(tx: WriteTx) -> IndexDecl:
+        return tx.declare_index(tx.plane(p["plane"]), kind, p["label"], p["property"], options)
+
+    decl = (await ctx.write(declare, "index.ensure")).value
+    await ctx.read(ctx.indexes.catch_up, limited=False)  # build it now: the next search finds it warm
+    return decl.to_json()
+
+
+@rpc(
+    "index.drop",
+    define={
+        "summary": "Drop a declared search index (its sidecar is removed on the next catch-up).",
+        "x-access": "admin",
+        "params": [
+            PLANE,
+            {"name": "label", "required": True, "schema": {"type": "string"}},
+            {"name": "property", "required": True, "schema": {"type": "string"}},
+            {"name": "kind", "required": True, "schema": {"type": "string", "enum": ["keyword", "vector"]}},
+        ],
+        "result": {"name": "result", "schema": {"type": "object", "description": "{dropped, kind, label, property}"}},
+    },
+)
+async def index_drop(ctx: ServerState, p: Params) -> Any:
+    def drop(tx: WriteTx) -> IndexDecl:
+        return tx.drop_index(tx.plane(p["plane"]), p["kind"], p["label"], p["property"])
+
+    decl = (await ctx.write(drop, "index.drop")).value
+    return {"dropped": True, "kind": decl.kind, "label": decl.label, "property": decl.prop}
+
+
+HISTORY_PLANE = param("plane", {"type": "string"}, "Optional: check that this plane exists (the window is the log's).")
+
+
+@rpc("plane.history", add=[HISTORY_PLANE], note="Also returns oldest_ms and latest_ms (commit times).")
+async def plane_history(ctx: ServerState, p: Params) -> Any:
+    def window() -> dict[str, Any]:
+        with ctx.db.snapshot() as snap:
+            if p.get("plane") is not None:
+                snap.plane(p["plane"])
+            latest = snap.head
+        times = {c.seq: c.ts for c in ctx.db.commits(1, 1)}
+        if latest > 1:
+            times.update({c.seq: c.ts for c in ctx.db.commits(latest, latest)})
+        return {"oldest": 1, "latest": latest, "oldest_ms": times.get(1), "latest_ms": times.get(latest)}
+
+    return await ctx.read(window)
+
+
+from drsg.surfaces.server import digest_method, hybrid_method  # noqa: E402, F401  (register their methods)

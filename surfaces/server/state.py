@@ -1,0 +1,205 @@
+"""What every RPC method shares: the database, its indexes, a read pool, writes with a deadline, embedders.
+
+Reads run in a small thread pool (an LMDB read transaction belongs to its thread, and a long scan
+must not stall the event loop); writes go through :meth:`Database.awrite`, the group-commit writer,
+so the event loop never waits on an fsync. The indexes catch up in a background thread and are
+saved when the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import structlog
+
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import Vector
+from drsg.pipeline.vectorize import recorded_embedder
+from drsg.store.database import Database
+from drsg.store.transaction import WriteTx
+from drsg.store.writer import CommitResult
+from drsg.surfaces.server.config import EmbedChoice, ServerConfig
+from drsg.surfaces.server.rpc import QueryTimeout, WriteTimeout
+from drsg.workers.manager import IndexSet
+from drsg.workers.search import Searcher
+
+T = TypeVar("T")
+log = structlog.get_logger("drsg.surfaces.server")
+READ_THREADS = 8
+_REMOTE = ("openai", "qwen", "ollama")  # recorded identities we can rebuild from presets alone
+
+
+class ServerState:
+    def __init__(self, db: Database, config: ServerConfig) -> None:
+        self.db = db
+        self.config = config
+        self.indexes = IndexSet(db, ef_search=config.ef_search)
+        self.searcher = Searcher(db, self.indexes, max_queries=config.max_queries)
+        self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="drsg-read")
+        self.stopping = False
+        self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
+        self.started_at = time.time()
+        self._embedders: dict[tuple[EmbedChoice, int | None], Any] = {}
+        self._embed_lock = threading.Lock()
+        self._writes: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self.indexes.start()
+
+    def close(self) -> None:
+        """Stop indexing, save the sidecars, let the read threads finish. The database stays open."""
+        self.indexes.stop()
+        try:
+            saved = self.indexes.save()
+            log.info("index sidecars saved", indexes=saved)
+        except OSError as exc:
+            log.warning("could not save index sidecars; the next start catches up from the log", reason=str(exc))
+        self.reads.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ reading and writing
+
+    async def read(self, fn: Callable[..., T], *args: Any, limited: bool = True) -> T:
+        """Run ``fn`` in the read pool, answering -32000 once it passes ``query_timeout_secs``
+        (unless not ``limited``: building an index must finish, however long it takes)."""
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.reads, fn, *args)
+        timeout = self.config.query_timeout
+        if timeout is None or not limited:
+            return await future
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            expired = True
+            future.cancel()  # the thread runs on to its end; nobody waits for it any more
+
+        timer = loop.call_later(timeout, expire)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if not expired:
+                raise
+            raise QueryTimeout(
+                f"the read ran longer than query_timeout_secs ({timeout:g} s); narrow it (a label, a smaller k)"
+            ) from None
+        finally:
+            timer.cancel()
+
+    def read_inline(self, fn: Callable[[], T]) -> T:
+        """Run a tiny read (a few key seeks) on the event loop itself: cheaper than a thread hop."""
+        return fn()
+
+    async def write(
+        self, fn: Callable[[WriteTx], T], method: str, origin: dict[str, Any] | None = None
+    ) -> CommitResult[T]:
+        """One commit through the group-commit writer. A write that cannot start within
+        ``write_timeout_secs`` is abandoned before it runs (-32002: nothing was written); one that
+        has started is waited for, whatever it takes."""
+        origin = {**(origin or {}), "via": "rpc", "method": method}
+        timeout = self.config.write_timeout
+        if timeout is None:
+            return await self.db.awrite(fn, origin)
+        loop = asyncio.get_running_loop()
+        gate = threading.Lock()
+        started = abandoned = False
+        outcome: asyncio.Future[CommitResult[T]] = loop.create_future()
+
+        def guarded(tx: WriteTx) -> T:
+            nonlocal started
+            with gate:
+                if abandoned:
+                    raise WriteTimeout("abandoned")
+                started = True
+            return fn(tx)
+
+        def expire() -> None:
+            nonlocal abandoned
+            with gate:
+                if started:
+                    return  # it is running: its outcome is the answer
+                abandoned = True
+            if not outcome.done():
+                outcome.set_exception(
+                    WriteTimeout(
+                        f"the write waited {timeout:g} s for the writer (another writer holds it, e.g. a long "
+                        f"import); nothing was written — retry"
+                    )
+                )
+
+        def settle(task: asyncio.Task[CommitResult[T]]) -> None:
+            self._writes.discard(task)
+            timer.cancel()
+            if task.cancelled():
+                if not outcome.done():
+                    outcome.cancel()
+                return
+            error = task.exception()  # also marks it retrieved when the answer has already gone out
+            if outcome.done():
+                return
+            if error is not None:
+                outcome.set_exception(error)
+            else:
+                outcome.set_result(task.result())
+
+        timer = loop.call_later(timeout, expire)
+        task = loop.create_task(self.db.awrite(guarded, origin))
+        self._writes.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(settle)
+        return await outcome
+
+    # ------------------------------------------------------------------ query text → vector
+
+    def embed_text(self, plane: str, prop: str, text: str) -> Vector:
+        """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread."""
+        if not text.strip():
+            raise UsageError("the query text is empty")
+        return self.embedder_for(plane, prop).embed([text])[0]  # type: ignore[no-any-return]
+
+    def embedder_for(self, plane: str, prop: str) -> Any:
+        """The embedder for ``prop``'s vector space in ``plane``.
+
+        The operator's (`serve --embed`, `[digest] embed_provider`), else the one the plane
+        recorded for ``prop`` (rebuilt from its preset; keys from the server's environment), else
+        the local model. A request never chooses a provider, a URL or a key."""
+        recorded = recorded_embedder(self.db, plane, prop)
+        choice, dims = self.config.embed, None
+        if not choice.explicit and recorded is not None:
+            name, _, model = recorded.partition(":")
+            model, _, dim_text = model.partition("@")
+            if name == "local":
+                choice = EmbedChoice("local")
+            elif name in _REMOTE:
+                choice, dims = EmbedChoice(name, model or None), int(dim_text) if dim_text.isdigit() else None
+            else:
+                raise UsageError(
+                    f"{prop!r} in plane {plane!r} holds vectors from {recorded}; start the server with "
+                    f"`serve --embed …` naming that service to search it by text, or send a vector"
+                )
+        embedder = self._embedder(choice, dims)
+        if recorded is not None and recorded != embedder.identity():
+            raise UsageError(
+                f"{prop!r} in plane {plane!r} holds vectors from {recorded}, but this server embeds with "
+                f"{embedder.identity()}; send a vector instead, or restart the server with the matching --embed"
+            )
+        return embedder
+
+    def _embedder(self, choice: EmbedChoice, dims: int | None) -> Any:
+        from drsg.models.embedders import get_embedder
+
+        key = (choice, dims)
+        with self._embed_lock:
+            embedder = self._embedders.get(key)
+            if embedder is None:
+                embedder = get_embedder(
+                    choice.name, choice.model, choice.url, choice.key_env, self.config.settings, dimensions=dims
+                )
+                self._embedders[key] = embedder
+                log.info("embedder ready", embedder=embedder.identity())
+            return embedder
