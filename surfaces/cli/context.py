@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,10 +51,9 @@ class Context:
         db.close()
 
 
-def emit_json(obj: Any, *, pretty: bool = False) -> None:
-    click.echo(
-        json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))
-    )
+def emit_json(obj: Any, *, pretty: bool = False, default: Callable[[Any], Any] | None = None) -> None:
+    indent, separators = (2, None) if pretty else (None, (",", ":"))
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators, default=default))
 
 
 def fail(error: DrsgError) -> None:
