@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -60,7 +59,3 @@ def fail(error: DrsgError) -> None:
     """Print a one-line error and exit with the error's code."""
     click.echo(f"error: {error.message}", err=True)
     sys.exit(error.exit_code)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")
