@@ -1,37 +1,117 @@
-"""One declarative registry of settings, feeding CLI flags, ``drsg.toml`` and ``DRSG_*`` variables.
+"""The one registry of settings and the one loader: CLI flags, ``DRSG_*`` variables and ``drsg.toml``.
 
-Precedence (highest first): a command-line flag, the environment (``DRSG_<SECTION>_<NAME>``), the
-config file (``--config``, else ``$DRSG_CONFIG``, else ``./drsg.toml`` when present), the default.
-``drsg config`` prints every setting with its source, and docs/settings in the README come from here.
+Precedence (highest first): a command-line flag, the environment, the config file (``--config``,
+else ``$DRSG_CONFIG``, else ``./drsg.toml`` when present), the default. A setting's variable is
+``DRSG_<SECTION>_<KEY>`` unless upstream named it (``DRSG_TOKEN``, ``DRSG_ALLOWED_ORIGINS``); an
+empty variable counts as unset. The file is read once, here, and every section is checked here:
+
+- ``[store]``, ``[index]``, ``[logging]``, ``[digest]``, ``[server]``, ``[fetch]``, ``[plugins]``:
+  the keys declared in :data:`REGISTRY`; any other key is refused, naming the nearest valid one.
+- ``[llm]``: free ``NAME = "secret"`` pairs (API keys; the environment wins), kept in
+  :attr:`Settings.llm` and never printed.
+- ``[plugins.<name>]``: a plugin's own table, passed through uninterpreted (:attr:`Settings.plugin_tables`).
+
+A ``DRSG_<SECTION>_…`` variable that names no setting is refused the same way; other ``DRSG_*``
+variables (``DRSG_DB``, ``DRSG_CONFIG``, the test suite's) are not settings and are left alone.
+``drsg config`` prints :meth:`Settings.entries`; the README's Configuration tables are held to this registry.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import ipaddress
+import math
 import os
+import re
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime, time
+from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from drsg.kernel.errors import ConfigError
 
+#: a value as tomllib reads it
+Toml: TypeAlias = "str | int | float | bool | datetime | date | time | list[Toml] | dict[str, Toml]"
+#: a setting's parsed value
+Value: TypeAlias = "str | int | float | bool | tuple[str, ...] | dict[str, str] | None"
+Parser: TypeAlias = Callable[[object], Value]
 
-def _size(value: Any) -> int:
-    """Bytes, or a number with a K/M/G/T suffix (powers of 1024)."""
+# ----------------------------------------------------------------------------------------- parsers
+# Each takes what the file holds or the text of a variable, and raises ValueError saying what is wrong.
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not text; write it in quotes")
+    return value
+
+
+def _integer(value: object) -> int:
+    if isinstance(value, int | str) and not isinstance(value, bool):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ValueError(f"{value!r} is not a whole number")
+
+
+def _at_least(low: int) -> Callable[[object], int]:
+    def parse(value: object) -> int:
+        number = _integer(value)
+        if number < low:
+            raise ValueError(f"must be {low} or more")
+        return number
+
+    return parse
+
+
+_positive = _at_least(1)
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:([KMGT])I?)?B?")
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _size(value: object) -> int:
+    """Bytes, or a number with a K/M/G/T suffix (powers of 1024; ``64M``, ``1.5G``, ``8GiB``)."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    text = str(value).strip().upper().removesuffix("B").removesuffix("I")
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+        number = value
+    elif isinstance(value, str) and (match := _SIZE.fullmatch(value.strip().upper())):
+        number = int(Fraction(match[1]) * _UNITS.get(match[2] or "", 1))  # exact: no float rounding
+    else:
+        raise ValueError(f"{value!r} is not a size; write bytes or a number with K, M, G or T, e.g. 64M")
+    if number < 1:
+        raise ValueError("must be 1 byte or more")
+    return number
 
 
-def _bool(value: Any) -> bool:
+def _seconds(value: object) -> float | None:
+    """Seconds; 0 means no limit (None)."""
+    seconds = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
+            seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"{value!r} is not a number of seconds")
+    if seconds < 0:
+        raise ValueError("must be 0 (no limit) or more")
+    return None if seconds == 0 else seconds
+
+
+def _count_or_auto(value: object) -> int | None:
+    """A count; 0 means "one per CPU core" (None)."""
+    number = _integer(value)
+    if number < 0:
+        raise ValueError("must be 0 (one per CPU core) or more")
+    return number or None
+
+
+def _bool(value: object) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower()
+    text = value.strip().lower() if isinstance(value, str) else ""
     if text in ("1", "true", "yes", "on"):
         return True
     if text in ("0", "false", "no", "off"):
@@ -39,126 +119,273 @@ def _bool(value: Any) -> bool:
     raise ValueError(f"{value!r} is not true or false")
 
 
-def _positive(value: Any) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(f"{value!r} is not a positive number")
-    return number
+def _choice(*options: str) -> Callable[[object], str]:
+    def parse(value: object) -> str:
+        text = _text(value).strip().lower()
+        if text not in options:
+            raise ValueError(f"{value!r} is not {', '.join(options[:-1])} or {options[-1]}")
+        return text
+
+    return parse
 
 
-def _digest_mode(value: Any) -> str:
-    if value not in ("coarse", "fine", "super"):
-        raise ValueError(f"{value!r} is not coarse, fine or super")
-    return str(value)
+def _strings(value: object) -> tuple[str, ...]:
+    """A list of strings (a variable: comma-separated)."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{value!r} is not a list of strings (in a variable: comma-separated)")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def _origins(value: object) -> tuple[str, ...]:
+    return tuple(origin.rstrip("/") for origin in _strings(value))
+
+
+def _networks(value: object) -> tuple[str, ...]:
+    networks = _strings(value)
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ValueError(f"{network!r} is not a CIDR range or an IP address, e.g. 10.0.0.0/8") from None
+    return networks
+
+
+def _tls(value: object) -> dict[str, str]:
+    """``{}`` (plain HTTP), or both PEM files: ``{cert = "…", key = "…"}``."""
+    if not isinstance(value, dict) or set(value) - {"cert", "key"} or len(value) == 1:
+        raise ValueError("[server.tls] takes both `cert` and `key` (PEM file paths)")
+    files = {key: path for key, path in value.items() if isinstance(path, str) and path}
+    if len(files) != len(value):
+        raise ValueError("[server.tls] `cert` and `key` are PEM file paths, in quotes")
+    return files
+
+
+# ---------------------------------------------------------------------------------------- registry
+
+_DERIVED = "DRSG_<SECTION>_<KEY>"
 
 
 @dataclass(frozen=True)
 class Setting:
     name: str  # "section.key"
-    default: Any
-    parse: Callable[[Any], Any]
+    default: Value
+    parse: Parser
     help: str
+    env_name: str | None = _DERIVED  # None: the file only
+    secret: bool = False  # never printed
 
     @property
-    def env(self) -> str:
-        return "DRSG_" + self.name.replace(".", "_").upper()
+    def section(self) -> str:
+        return self.name.split(".", 1)[0]
 
+    @property
+    def key(self) -> str:
+        return self.name.split(".", 1)[1]
+
+    @property
+    def env(self) -> str | None:
+        if self.env_name == _DERIVED:
+            return "DRSG_" + self.name.replace(".", "_").upper()
+        return self.env_name
+
+
+_CRAWLER = "; for the URL crawler (not built yet)"
+_PLUGIN_HOST = "; for the plugin host (not built yet)"
 
 REGISTRY: tuple[Setting, ...] = (
     Setting("store.map_size", 64 << 20, _size, "initial LMDB map size; it doubles whenever a write fills it"),
     Setting("store.max_map_size", 1 << 40, _size, "ceiling for map growth; a write past it fails cleanly"),
-    Setting("store.group_max", 1000, int, "most commits batched into one LMDB transaction"),
-    Setting("store.import_commit_lines", 10_000, int, "JSONL lines per commit during `drsg import`"),
-    Setting("index.ef_search", 64, int, "HNSW search breadth (≥ 64; higher = better recall, slower queries)"),
-    Setting("logging.level", "warning", str, "log level: debug, info, warning or error"),
-    Setting("logging.format", "auto", str, "log format: json, console, or auto (console on a terminal)"),
-    Setting("digest.chat", "openai", str, "chat provider for `digest`: openai, deepseek, qwen, ollama, url or a URL"),
-    Setting("digest.model", "", str, "chat model for `digest` (empty: the provider's default)"),
-    Setting("digest.mode", "fine", _digest_mode, "clean-up passes: coarse, fine or super"),
+    Setting("store.group_max", 1000, _positive, "most commits batched into one LMDB transaction"),
+    Setting("store.import_commit_lines", 10_000, _positive, "JSONL lines per commit during `drsg import`"),
+    Setting("index.ef_search", 64, _at_least(64), "HNSW search breadth (≥ 64; higher = better recall, slower)"),
+    Setting("logging.level", "warning", _choice("debug", "info", "warning", "error"), "debug, info, warning, error"),
+    Setting("logging.format", "auto", _choice("json", "console", "auto"), "json, console, or auto (console on a tty)"),
+    Setting("digest.chat", "openai", _text, "chat provider for `digest`: openai, deepseek, qwen, ollama, url or a URL"),
+    Setting("digest.model", "", _text, "chat model for `digest` (empty: the provider's default)"),
+    Setting("digest.mode", "fine", _choice("coarse", "fine", "super"), "clean-up passes: coarse, fine or super"),
     Setting("digest.concurrency", 8, _positive, "chat calls a digest makes at once"),
     Setting("digest.chunk_chars", 4000, _positive, "characters per chunk a digest extracts from"),
-    Setting("digest.embed_provider", "local", str, "embedder for digested entities: local, openai, qwen, ollama, url"),
-    Setting("digest.embed_model", "", str, "embedding model for `digest` (empty: the provider's default)"),
-    Setting("digest.embed_key_env", "", str, "variable holding the digest embedder's key (empty: the provider's)"),
+    Setting("digest.embed_provider", "local", _text, "embedder for digested entities and the server's text queries"),
+    Setting("digest.embed_model", "", _text, "embedding model for `digest` (empty: the provider's default)"),
+    Setting("digest.embed_key_env", "", _text, "variable holding the digest embedder's key (empty: the provider's)"),
+    Setting("server.addr", "127.0.0.1:7700", _text, "HOST:PORT to listen on (loopback unless a token is set)"),
+    Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
+    Setting("server.write_timeout_secs", 30, _seconds, "how long a write waits for the writer (0 = forever; -32002)"),
+    Setting("server.query_timeout_secs", 60, _seconds, "longest a read may run (0 = no limit; then -32000)"),
+    Setting("server.max_queries", 0, _count_or_auto, "searches run at once; more wait their turn (0 = one per core)"),
+    Setting("server.max_request_bytes", 8 << 20, _size, "largest request body accepted (bigger: HTTP 413)"),
+    Setting("server.max_batch", 1000, _positive, "most calls in one JSON-RPC batch"),
+    Setting("server.shutdown_timeout_secs", 30, _seconds, "on SIGTERM, how long in-flight requests may take"),
+    Setting("server.token", "", _text, "bearer token every call must carry", env_name="DRSG_TOKEN", secret=True),
+    Setting("server.allowed_origins", (), _origins, "browser origins allowed (CORS)", env_name="DRSG_ALLOWED_ORIGINS"),
+    Setting("server.tls", {}, _tls, "{cert = …, key = …} PEM files: serve HTTPS", env_name=None),
+    Setting("server.source_root", "", _text, "upstream's key, accepted so its files load; unused here", env_name=None),
+    Setting("fetch.enabled", True, _bool, "whether URLs may be fetched at all" + _CRAWLER),
+    Setting("fetch.max_pages", 10, _positive, "most pages one crawl reads (the root included)" + _CRAWLER),
+    Setting("fetch.max_depth", 3, _at_least(0), "deepest link level a crawl may follow (0 = the root)" + _CRAWLER),
+    Setting("fetch.concurrency", 4, _positive, "pages fetched at once across all hosts" + _CRAWLER),
+    Setting("fetch.allow_private", (), _networks, "private ranges that may be fetched (CIDRs)" + _CRAWLER),
+    Setting("plugins.fuel", 200_000_000_000, _at_least(0), "instructions per plugin call (0 = off)" + _PLUGIN_HOST),
+    Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB" + _PLUGIN_HOST),
+    Setting("plugins.store_dir", "", _text, "installed plugins (empty: $XDG_DATA_HOME/drsg/plugins)" + _PLUGIN_HOST),
 )
-_BY_NAME = {s.name: s for s in REGISTRY}
+_BY_NAME = {setting.name: setting for setting in REGISTRY}
+#: every section of drsg.toml; [llm] holds free NAME = "secret" pairs
+SECTIONS: tuple[str, ...] = (*dict.fromkeys(setting.section for setting in REGISTRY), "llm")
+_VARIABLES = frozenset(setting.env for setting in REGISTRY if setting.env)
+#: a variable under one of these prefixes is meant as a setting (DRSG_DB, DRSG_CONFIG are not)
+_VARIABLE_PREFIXES = tuple(f"DRSG_{section.upper()}_" for section in SECTIONS if section != "llm")
+
+
+# ---------------------------------------------------------------------------------------- settings
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of `drsg config`: a secret's value is masked."""
+
+    name: str
+    env: str | None
+    value: Value | Toml
+    source: str
+    help: str
+
+
+MASK = "***"
 
 
 @dataclass(frozen=True)
 class Settings:
-    values: Mapping[str, Any]
-    sources: Mapping[str, str]
+    values: Mapping[str, Value]
+    sources: Mapping[str, str]  # "flag", "env NAME", "config PATH" or "default"; [llm] names too
     config_path: Path | None
+    llm: Mapping[str, str] = field(default_factory=dict)  # [llm] NAME = "secret"
+    plugin_tables: Mapping[str, Mapping[str, Toml]] = field(default_factory=dict)  # [plugins.<name>], as written
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> Any:  # Any: the value's type depends on the name
         return self.values[name]
 
+    def with_flags(self, flags: Mapping[str, object]) -> Settings:
+        """These settings with command-line flags (by setting name; None = not given) on top."""
+        given = {name: raw for name, raw in flags.items() if raw is not None}
+        if not given:
+            return self
+        values, sources = dict(self.values), dict(self.sources)
+        for name, raw in given.items():
+            values[name], sources[name] = _parsed(_BY_NAME[name], raw, "flag"), "flag"
+        return replace(self, values=values, sources=sources)
 
-def config_file(explicit: str | None) -> Path | None:
+    def entries(self) -> list[Entry]:
+        """Every setting with its value and source, then each [llm] name and [plugins.<name>] key."""
+        listed = []
+        for setting in REGISTRY:
+            value = self.values[setting.name]
+            shown = MASK if setting.secret and value else value
+            listed.append(Entry(setting.name, setting.env, shown, self.sources[setting.name], setting.help))
+        listed += [
+            Entry(f"llm.{var}", var, MASK, self.sources[f"llm.{var}"], "API key for a service that names it")
+            for var in self.llm
+        ]
+        listed += [
+            Entry(f"plugins.{plugin}.{key}", None, value, f"config {self.config_path}", f"for plugin {plugin}, as is")
+            for plugin, table in self.plugin_tables.items()
+            for key, value in table.items()
+        ]
+        return listed
+
+
+def config_file(explicit: str | None, environ: Mapping[str, str] | None = None) -> Path | None:
     if explicit:
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist; fix --config or DRSG_CONFIG")
         return path
-    env = os.environ.get("DRSG_CONFIG")
+    env = (os.environ if environ is None else environ).get("DRSG_CONFIG")
     if env:
         return config_file(env)
     local = Path("drsg.toml")
     return local if local.is_file() else None
 
 
-def load(config: str | None = None, overrides: Mapping[str, Any] | None = None) -> Settings:
-    path = config_file(config)
-    table: dict[str, Any] = {}
+def load(
+    config: str | None = None,
+    flags: Mapping[str, object] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Read the config file once, check every section and variable, and resolve every setting."""
+    env = os.environ if environ is None else environ
+    path = config_file(config, env)
+    table: dict[str, Toml] = {}
     if path is not None:
         try:
             table = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from None
-    values, sources = resolve(REGISTRY, table, path, os.environ, overrides)
-    _reject_unknown(table, path)
-    return Settings(values, sources, path)
-
-
-def resolve(
-    registry: Sequence[Setting],
-    table: Mapping[str, Any],
-    path: Path | None,
-    environ: Mapping[str, str],
-    overrides: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Each setting's value and where it came from: a flag (``overrides`` by setting name) beats the
-    environment, which beats drsg.toml (``table``, read from ``path``), which beats the default."""
-    values: dict[str, Any] = {}
+    _check_file(table, str(path))
+    _check_environment(env)
+    values: dict[str, Value] = {}
     sources: dict[str, str] = {}
-    for setting in registry:
-        section, key = setting.name.split(".", 1)
-        raw, source = setting.default, "default"
-        if isinstance(table.get(section), dict) and key in table[section]:
-            raw, source = table[section][key], f"config {path}"
-        if setting.env in environ:
-            raw, source = environ[setting.env], f"env {setting.env}"
-        if overrides and overrides.get(setting.name) is not None:
-            raw, source = overrides[setting.name], "flag"
-        try:
-            values[setting.name] = setting.parse(raw)
-        except (TypeError, ValueError, KeyError) as exc:
-            raise ConfigError(f"setting {setting.name} ({source}) is invalid: {exc}") from None
-        sources[setting.name] = source
-    return values, sources
+    for setting in REGISTRY:
+        raw: object = setting.default
+        source = "default"
+        body = table.get(setting.section)
+        if isinstance(body, dict) and setting.key in body:
+            raw, source = body[setting.key], f"config {path}"
+        if setting.env and env.get(setting.env):
+            raw, source = env[setting.env], f"env {setting.env}"
+        values[setting.name], sources[setting.name] = _parsed(setting, raw, source), source
+    llm = _table(table, "llm")
+    secrets = {var: secret for var, secret in llm.items() if isinstance(secret, str)}  # _check_file: all of them
+    sources.update({f"llm.{var}": f"env {var}" if env.get(var) else f"config {path}" for var in secrets})
+    plugins = {name: body for name, body in _table(table, "plugins").items() if isinstance(body, dict)}
+    return Settings(values, sources, path, secrets, plugins).with_flags(flags or {})
 
 
-# Sections owned by later features; their keys are checked by those features.
-_OPEN_SECTIONS = {"server", "llm", "fetch", "plugins"}
+def _table(table: Mapping[str, Toml], section: str) -> dict[str, Toml]:
+    body = table.get(section, {})
+    return body if isinstance(body, dict) else {}
 
 
-def _reject_unknown(table: Mapping[str, Any], path: Path | None) -> None:
+def _parsed(setting: Setting, raw: object, source: str) -> Value:
+    try:
+        return setting.parse(raw)
+    except ValueError as exc:
+        raise ConfigError(f"setting {setting.name} ({source}) is invalid: {exc}") from None
+
+
+def _check_file(table: Mapping[str, Toml], where: str) -> None:
+    """Refuse, in one line naming the nearest valid name, any section or key drsg does not know."""
     for section, body in table.items():
-        if section in _OPEN_SECTIONS:
-            continue
+        if not isinstance(body, dict) and section in SECTIONS:
+            raise ConfigError(f"{where}: {section} must be a [{section}] table")
         if not isinstance(body, dict):
-            raise ConfigError(f"{path}: top-level key {section!r} is not a [section]")
-        for key in body:
-            if f"{section}.{key}" not in _BY_NAME:
-                known = ", ".join(sorted(_BY_NAME))
-                raise ConfigError(f"{path}: unknown setting {section}.{key}; known settings: {known}")
+            guess = _nearest(section, {s.key: s.name for s in REGISTRY})
+            raise ConfigError(f"{where}: {section} is outside any [section]{guess}")
+        if section not in SECTIONS:
+            guess = _nearest(section, {name: f"[{name}]" for name in SECTIONS})
+            raise ConfigError(f"{where}: unknown section [{section}]{guess}")
+        for key, value in body.items():
+            name = f"{section}.{key}"
+            if section == "llm" and not isinstance(value, str):
+                raise ConfigError(f'{where}: [llm] {key} must be a string: {key} = "the secret"')
+            if section == "llm" or name in _BY_NAME or (section == "plugins" and isinstance(value, dict)):
+                continue  # [llm] keys are free; [plugins.<name>] is that plugin's own table
+            known = {s.name: s.name for s in REGISTRY}
+            raise ConfigError(f"{where}: unknown setting {name}{_nearest(name, known, section)}")
+
+
+def _check_environment(environ: Mapping[str, str]) -> None:
+    for var in sorted(environ):
+        if var.startswith(_VARIABLE_PREFIXES) and var not in _VARIABLES:
+            guess = _nearest(var, {known: known for known in _VARIABLES}) or "; it names no setting"
+            raise ConfigError(f"environment: unknown setting variable {var}{guess} (see `drsg config`)")
+
+
+def _nearest(word: str, choices: Mapping[str, str], section: str | None = None) -> str:
+    """``"; did you mean X?"`` for the closest choice, else the section's keys (if one is given)."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    if close:
+        return f"; did you mean {choices[close[0]]}?"
+    keys = [setting.key for setting in REGISTRY if setting.section == section]
+    return f"; [{section}] takes {', '.join(keys)}" if keys else ""

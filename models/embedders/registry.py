@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from drsg.kernel.errors import ConfigError
-from drsg.kernel.settings import Settings, config_file
+from drsg.kernel.settings import Settings, load
 from drsg.models.embedders.base import Embedder
 from drsg.models.embedders.local import ALIASES, MODEL_NAME, LocalEmbedder
 from drsg.models.embedders.remote import RemoteEmbedder, RetryPolicy
@@ -137,24 +135,10 @@ def check_env_name(var: str) -> str:
 
 
 def secret(var: str, settings: Settings | None = None) -> str | None:
-    """The value of ``var``: the environment first, then ``[llm]`` in the config file."""
+    """The value of ``var``: the environment first, then ``[llm]`` of the loaded settings (without
+    them, of the drsg.toml the loader finds: ``$DRSG_CONFIG``, else ``./drsg.toml``)."""
     value = os.environ.get(var)
     if value:
         return value
-    found = llm_table(settings).get(var)
-    return found if isinstance(found, str) and found else None
-
-
-def llm_table(settings: Settings | None = None) -> dict[str, Any]:
-    """The ``[llm]`` table of ``drsg.toml`` (``{}`` when there is no config file or no table)."""
-    path = settings.config_path if settings is not None else config_file(None)
-    if path is None:
-        return {}
-    try:
-        table = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from None
-    llm = table.get("llm", {})
-    if not isinstance(llm, dict):
-        raise ConfigError(f'{path}: [llm] must be a table of NAME = "secret" pairs')
-    return llm
+    found = (settings if settings is not None else load()).llm.get(var)
+    return found or None

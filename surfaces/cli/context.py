@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,17 +50,12 @@ class Context:
         db.close()
 
 
-def emit_json(obj: Any, *, pretty: bool = False) -> None:
-    click.echo(
-        json.dumps(obj, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))
-    )
+def emit_json(obj: Any, *, pretty: bool = False, default: Callable[[Any], Any] | None = None) -> None:
+    indent, separators = (2, None) if pretty else (None, (",", ":"))
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=indent, separators=separators, default=default))
 
 
 def fail(error: DrsgError) -> None:
     """Print a one-line error and exit with the error's code."""
     click.echo(f"error: {error.message}", err=True)
     sys.exit(error.exit_code)
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").lower() in ("1", "true", "yes")

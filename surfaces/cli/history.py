@@ -7,7 +7,6 @@ from collections import Counter
 import click
 
 from drsg.kernel.asof import format_ms
-from drsg.kernel.settings import REGISTRY
 from drsg.store.log import Commit
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import json_option
@@ -88,24 +87,15 @@ def rebuild(obj: Context) -> None:
 @json_option
 @click.pass_obj
 def config(obj: Context, as_json: bool) -> None:
-    """Show every setting, its value and where it came from (flag, env, drsg.toml, default);
-    `drsg serve`'s [server] settings after the others."""
-    from drsg.surfaces.server.config import describe  # the server package loads only when asked
-
-    listed = [(s, obj.settings[s.name], obj.settings.sources[s.name]) for s in REGISTRY]
-    for setting, value, source in [*listed, *describe(obj.settings)]:
+    """Show every setting of every drsg.toml section, its value and where it came from (flag, env,
+    drsg.toml, default); secrets masked."""
+    for entry in obj.settings.entries():
         if as_json:
-            emit_json(
-                {
-                    "name": setting.name,
-                    "env": setting.env,
-                    "value": value,
-                    "source": source,
-                    "help": setting.help,
-                }
-            )
+            record = {"name": entry.name, "env": entry.env, "value": entry.value, "source": entry.source}
+            emit_json({**record, "help": entry.help}, default=str)  # str: a TOML date in a plugin's table
         else:
-            click.echo(f"{setting.name} = {value!r}\t({source}; env {setting.env}) — {setting.help}")
+            env = f"env {entry.env}" if entry.env else "drsg.toml only"
+            click.echo(f"{entry.name} = {entry.value!r}\t({entry.source}; {env}) — {entry.help}")
 
 
 COMMANDS = [log_cmd, stats, check, rebuild, config]

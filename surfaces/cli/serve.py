@@ -41,9 +41,9 @@ def serve(
     """
     from drsg.surfaces.server.app import route_library_logs
     from drsg.surfaces.server.app import serve as run
-    from drsg.surfaces.server.config import EmbedChoice, load
+    from drsg.surfaces.server.config import EmbedChoice, server_config
 
-    config = load(obj.settings, addr, EmbedChoice(embed, embed_model, embed_url, embed_key_env))
+    config = server_config(obj.settings, addr, EmbedChoice(embed, embed_model, embed_url, embed_key_env))
     if not config.loopback and not config.token:
         where = addr or f"{config.host}:{config.port}"
         raise ConfigError(f"refusing to serve on {where} without a token; set DRSG_TOKEN, or bind 127.0.0.1")

@@ -8,24 +8,29 @@ import pytest
 
 import drsg
 from drsg.kernel.errors import ConfigError
-from drsg.surfaces.server.config import load
+from drsg.kernel.settings import load
+from drsg.surfaces.server.config import ServerConfig, server_config
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.search import cores
 
 
+def served(environ: dict[str, str]) -> ServerConfig:
+    return server_config(load(environ=environ))
+
+
 def test_max_queries_from_the_environment_with_zero_meaning_one_per_core() -> None:
-    assert load(None, environ={}).max_queries is None
-    assert load(None, environ={"DRSG_SERVER_MAX_QUERIES": "0"}).max_queries is None
-    assert load(None, environ={"DRSG_SERVER_MAX_QUERIES": "3"}).max_queries == 3
+    assert served({}).max_queries is None
+    assert served({"DRSG_SERVER_MAX_QUERIES": "0"}).max_queries is None
+    assert served({"DRSG_SERVER_MAX_QUERIES": "3"}).max_queries == 3
     with pytest.raises(ConfigError, match=r"server.max_queries \(env DRSG_SERVER_MAX_QUERIES\) is invalid: must be 0"):
-        load(None, environ={"DRSG_SERVER_MAX_QUERIES": "-1"})
+        served({"DRSG_SERVER_MAX_QUERIES": "-1"})
 
 
 def test_the_server_searcher_runs_that_many(tmp_path: Path) -> None:
     db = drsg.open(tmp_path / "g.drsg")
     try:
         for setting, limit in (("2", 2), ("0", cores())):
-            state = ServerState(db, load(None, environ={"DRSG_SERVER_MAX_QUERIES": setting}))
+            state = ServerState(db, served({"DRSG_SERVER_MAX_QUERIES": setting}))
             assert state.searcher._running._limit == limit
             state.reads.shutdown()
     finally:
