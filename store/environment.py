@@ -158,18 +158,25 @@ class Environment:
         self.gate = Gate()
         self.closed = False
         self.env = self._open()
-        self.dbs: dict[str, Any] = {}
-        if self.options.readonly:
-            for n in DB_NAMES:
-                try:
-                    self.dbs[n] = self.env.open_db(n.encode(), create=False)
-                except lmdb.NotFoundError:
-                    raise DatabaseUnavailable(
-                        f"{self.path} is not a drsg database (no '{n}' table); check --db"
-                    ) from None
-        else:
-            for n in DB_NAMES:
-                self.dbs[n] = self.env.open_db(n.encode())
+        self.dbs: dict[str, Any] = self._open_dbs()
+
+    def _open_dbs(self) -> dict[str, Any]:
+        """Open every named database. Another process may grow the map between our open and these
+        (MDB_MAP_RESIZED): nothing of ours is open yet, so adopting its size and trying again is safe."""
+        for _ in range(10):
+            try:
+                return {n: self._open_db(n) for n in DB_NAMES}
+            except lmdb.MapResizedError:
+                self.env.set_mapsize(0)
+            except lmdb.Error as exc:
+                raise _unavailable(self.path, exc) from None
+        raise StoreError(f"{self.path}: the map kept being resized by another process while opening; retry")
+
+    def _open_db(self, name: str) -> Any:
+        try:
+            return self.env.open_db(name.encode(), create=not self.options.readonly)
+        except lmdb.NotFoundError:
+            raise DatabaseUnavailable(f"{self.path} is not a drsg database (no '{name}' table); check --db") from None
 
     def _open(self) -> lmdb.Environment:
         opts = self.options
