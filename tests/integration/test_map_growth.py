@@ -2,10 +2,10 @@
 adopts the new size and carries on (MDB_MAP_RESIZED never reaches the caller).
 
 Every process starts with a 1 MiB map. One grower writes 4 KiB nodes 200 to a commit, as `drsg
-import` does, so the map doubles inside its long write transactions (which the others wait for); three more processes each open the database afresh for every write (the open is
-where another process's growth used to surface: ``open_db`` begins a transaction of its own), and a
-fourth reads while all of it happens. Every process must finish cleanly and every acknowledged node
-must be in the file.
+import` does, so the map doubles inside its long write transactions, which the others wait for.
+Three more processes each open the database afresh for every write (the open is where another
+process's growth used to surface: ``open_db`` begins a transaction of its own), and a fourth reads
+while all of it happens. Every process must finish cleanly and every acknowledged node must be in the file.
 """
 
 from __future__ import annotations
