@@ -233,5 +233,14 @@ def pack(obj: Any) -> bytes:
         raise BadValue("an integer does not fit in 64 bits; store it as a string") from None
 
 
+class Undecodable(ValueError):
+    """Bytes that are not a value this codec wrote: a damaged record (the store reports it as one)."""
+
+
 def unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    try:
+        return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    except Undecodable:
+        raise
+    except (ValueError, TypeError, BadValue, msgpack.UnpackException) as exc:  # msgpack raises the first and last
+        raise Undecodable(f"a stored value does not decode: {exc}") from None

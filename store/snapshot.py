@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from drsg.kernel.errors import NotFound
+from drsg.kernel.errors import DamagedDatabase, NotFound
 from drsg.kernel.values import unpack
 from drsg.store import keys
 from drsg.store.environment import Txn
@@ -70,6 +70,8 @@ class Snapshot:
             if value:
                 yield group, value
             ok = cur.set_range(group + _SKIP_GROUP)
+            if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
+                raise _out_of_order(db)
 
     def versions(self, db: str, group: bytes) -> Iterator[tuple[int, bytes | None]]:
         """Every version of one group with seq <= at, oldest first."""
@@ -82,6 +84,8 @@ class Snapshot:
                 break
             found.append((keys.seq_of(key), cur.value() or None))
             ok = cur.next()
+            if ok and cur.key() <= key:
+                raise _out_of_order(db)
         return reversed(found)
 
     # ------------------------------------------------------------------ planes
@@ -241,4 +245,13 @@ class Snapshot:
                 break
             out[key[len(prefix) : -1].decode()] = keys.read_u64(cur.value())
             ok = cur.next()
+            if ok and cur.key() <= key:
+                raise _out_of_order("tally")
         return out
+
+
+def _out_of_order(table: str) -> DamagedDatabase:
+    return DamagedDatabase(
+        f"table {table} is damaged (its keys do not advance); run `drsg check` to see the damage, then "
+        "`drsg rebuild` to rebuild the projection from the log"
+    )

@@ -12,6 +12,7 @@ from drsg import __version__
 from drsg.kernel import logs, settings
 from drsg.kernel.errors import DrsgError
 from drsg.surfaces.cli.context import Context, fail
+from drsg.surfaces.cli.supervise import run_supervised
 
 
 class DrsgGroup(click.Group):
@@ -78,4 +79,4 @@ _register()
 
 
 def main() -> None:
-    cli(prog_name="drsg")
+    run_supervised(lambda: cli(prog_name="drsg"))
