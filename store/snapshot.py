@@ -171,6 +171,14 @@ class Snapshot:
         for _, _, value in self._adjacent(plane, node_id, direction, edge_type):
             yield keys.read_u64(value)
 
+    def parallel_edges(self, plane: int, src: int, edge_type: str, dst: int) -> list[int]:
+        """Ids of the live edges ``src -[edge_type]-> dst``, lowest first (from the adjacency alone)."""
+        return [
+            keys.read_u64(group, len(group) - 8)
+            for _, group, value in self._adjacent(plane, src, "out", edge_type)
+            if keys.read_u64(value) == dst
+        ]
+
     def _adjacent(
         self, plane: int, node_id: int, direction: str, edge_type: str | None
     ) -> Iterator[tuple[str, bytes, bytes]]:
