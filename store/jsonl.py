@@ -92,8 +92,10 @@ def import_jsonl(
     if on_conflict not in ON_CONFLICT:
         raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     source = Path(path)
-    if not source.is_file():
+    if not source.exists():
         raise UsageError(f"cannot read {source}: no such file; check the path")
+    if source.is_dir():
+        raise UsageError(f"cannot import {source}: it is a folder; name a JSONL file")
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
@@ -173,6 +175,8 @@ class _Importer:
                 obj = json.loads(raw)
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
+            except RecursionError:
+                raise BadImportLine(line_no, "lists and maps nest too deeply to read; flatten the value") from None
             if not isinstance(obj, dict):
                 raise BadImportLine(line_no, "a line must be a JSON object (a node or an edge)")
             if "type" in obj:

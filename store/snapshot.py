@@ -111,6 +111,8 @@ class Snapshot:
     # ------------------------------------------------------------------ nodes
 
     def node(self, plane: int, node_id: int) -> Node | None:
+        if not 0 <= node_id <= keys.MAX_ID:
+            return None  # an id no record can have (a caller's -1 or 10^23): not found, not a crash
         value = self.version("nodes", keys.node_group(plane, node_id))
         return None if value is None else Node(plane, node_id, *unpack(value))
 
@@ -147,6 +149,8 @@ class Snapshot:
     # ------------------------------------------------------------------ edges
 
     def edge(self, plane: int, edge_id: int) -> Edge | None:
+        if not 0 <= edge_id <= keys.MAX_ID:
+            return None
         value = self.version("edges", keys.edge_group(plane, edge_id))
         return None if value is None else Edge(plane, edge_id, *unpack(value))
 
