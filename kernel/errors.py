@@ -10,6 +10,7 @@
     ├── StoreError               the database itself cannot do what was asked
     │   ├── StoreFull            the map reached its configured ceiling, or the disk is full
     │   ├── CorruptRecord        a log record whose checksum or format is wrong (carries its seq)
+    │   ├── DamagedDatabase      the file itself is damaged (truncated, bad header, a table out of order)
     │   └── DatabaseUnavailable  missing file, read-only path, lock trouble
     ├── ConfigError              drsg.toml or DRSG_* settings are invalid, a key is missing (exit 2)
     ├── EmbedderError            an embedder could not produce vectors
@@ -84,6 +85,11 @@ class CorruptRecord(StoreError):
             f"restore the database file from a backup"
         )
         self.seq = seq
+
+
+class DamagedDatabase(StoreError):
+    """The database file is damaged below the log's records: found before LMDB maps it, or by a
+    table walk that does not advance, or reported by LMDB itself."""
 
 
 class DatabaseUnavailable(StoreError):

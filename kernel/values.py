@@ -72,7 +72,17 @@ class Described:
 # --------------------------------------------------------------------------- validation
 
 
-def check_value(value: Any, where: str = "value") -> Any:
+#: How deeply lists and maps may nest (msgpack's own limit is 512; Python's recursion, about 1000).
+MAX_DEPTH = 100
+
+
+def _nested(where: str, depth: int) -> int:
+    if depth >= MAX_DEPTH:
+        raise BadValue(f"{where}: lists and maps nest deeper than {MAX_DEPTH} levels; flatten the value")
+    return depth + 1
+
+
+def check_value(value: Any, where: str = "value", _depth: int = 0) -> Any:
     """Return ``value`` if it is inside the data model, else raise :class:`BadValue`."""
     if isinstance(value, str):
         _check_utf8(value, where)
@@ -88,21 +98,23 @@ def check_value(value: Any, where: str = "value") -> Any:
             raise BadValue(f"{where}: {value} is not a finite number; store null instead")
         return value
     if isinstance(value, list):
+        depth = _nested(where, _depth)
         for item in value:
-            check_value(item, where)
+            check_value(item, where, depth)
         return value
     if isinstance(value, dict):
+        depth = _nested(where, _depth)
         for k, item in value.items():
             if not isinstance(k, str):
                 raise BadValue(f"{where}: map keys must be strings, got {type(k).__name__}")
             _check_utf8(k, where)
-            check_value(item, where)
+            check_value(item, where, depth)
         return value
     if isinstance(value, Described):
         if not isinstance(value.description, str):
             raise BadValue(f"{where}: a description must be a string")
         _check_utf8(value.description, where)
-        check_value(value.value, where)
+        check_value(value.value, where, _nested(where, _depth))
         return value
     raise BadValue(f"{where}: {type(value).__name__} is not a storable value")
 
@@ -122,9 +134,7 @@ def check_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
         raise BadValue("properties must be a JSON object")
     out: dict[str, Any] = {}
     for name, value in props.items():
-        if not isinstance(name, str) or not name:
-            raise BadValue("property names must be non-empty strings")
-        _check_utf8(name, "a property name")
+        check_name("a property name", name)  # the same rule the index commands apply
         out[name] = check_value(value, f"property {name!r}")
     return out
 
@@ -144,9 +154,10 @@ def check_name(kind: str, name: Any) -> str:
 # --------------------------------------------------------------------------- JSON dialect
 
 
-def from_json(value: Any, where: str = "value") -> Any:
+def from_json(value: Any, where: str = "value", _depth: int = 0) -> Any:
     """Decode the upstream JSON dialect into values (validating as it goes)."""
     if isinstance(value, dict):
+        depth = _nested(where, _depth)
         if "$vector" in value:
             if len(value) != 1:
                 raise BadValue(f"{where}: a $vector object has no other fields")
@@ -164,11 +175,12 @@ def from_json(value: Any, where: str = "value") -> Any:
         if "$desc" in value or "$value" in value:
             if set(value) != {"$desc", "$value"} or not isinstance(value["$desc"], str):
                 raise BadValue(f'{where}: a described value is {{"$desc": "text", "$value": ...}}')
-            return Described(value["$desc"], from_json(value["$value"], where))
-        return {k: from_json(v, where) for k, v in value.items()}
+            return Described(value["$desc"], from_json(value["$value"], where, depth))
+        return {k: from_json(v, where, depth) for k, v in value.items()}
     if isinstance(value, list):
-        return [from_json(v, where) for v in value]
-    return check_value(value, where)
+        depth = _nested(where, _depth)
+        return [from_json(v, where, depth) for v in value]
+    return check_value(value, where, _depth)
 
 
 def to_json(value: Any) -> Any:
@@ -233,5 +245,14 @@ def pack(obj: Any) -> bytes:
         raise BadValue("an integer does not fit in 64 bits; store it as a string") from None
 
 
+class Undecodable(ValueError):
+    """Bytes that are not a value this codec wrote: a damaged record (the store reports it as one)."""
+
+
 def unpack(data: bytes) -> Any:
-    return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    try:
+        return msgpack.unpackb(data, ext_hook=_ext_hook, raw=False, strict_map_key=False)
+    except Undecodable:
+        raise
+    except (ValueError, TypeError, BadValue, msgpack.UnpackException) as exc:  # msgpack raises the first and last
+        raise Undecodable(f"a stored value does not decode: {exc}") from None

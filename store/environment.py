@@ -22,7 +22,9 @@ from typing import Any
 import lmdb
 import structlog
 
-from drsg.kernel.errors import DatabaseUnavailable, StoreError, StoreFull
+from drsg.kernel.errors import DamagedDatabase, DatabaseUnavailable, StoreError, StoreFull
+from drsg.kernel.values import Undecodable
+from drsg.store.filecheck import check_file
 
 #: The named databases; see store/keys.py for their key layouts.
 DB_NAMES = (
@@ -41,6 +43,9 @@ DB_NAMES = (
     "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
 )
 
+#: What reading a damaged file raises: LMDB's own errors, and records that no longer decode. Our own
+#: reads fail in no other way, so these are converted to one DamagedDatabase at the boundary.
+READ_DAMAGE = (lmdb.Error, Undecodable)
 MiB = 1 << 20
 CLOSE_WAIT = 30.0  # seconds close() waits for this process's running transactions
 log = structlog.get_logger("drsg.store")
@@ -158,18 +163,25 @@ class Environment:
         self.gate = Gate()
         self.closed = False
         self.env = self._open()
-        self.dbs: dict[str, Any] = {}
-        if self.options.readonly:
-            for n in DB_NAMES:
-                try:
-                    self.dbs[n] = self.env.open_db(n.encode(), create=False)
-                except lmdb.NotFoundError:
-                    raise DatabaseUnavailable(
-                        f"{self.path} is not a drsg database (no '{n}' table); check --db"
-                    ) from None
-        else:
-            for n in DB_NAMES:
-                self.dbs[n] = self.env.open_db(n.encode())
+        self.dbs: dict[str, Any] = self._open_dbs()
+
+    def _open_dbs(self) -> dict[str, Any]:
+        """Open every named database. Another process may grow the map between our open and these
+        (MDB_MAP_RESIZED): nothing of ours is open yet, so adopting its size and trying again is safe."""
+        for _ in range(10):
+            try:
+                return {n: self._open_db(n) for n in DB_NAMES}
+            except lmdb.MapResizedError:
+                self.env.set_mapsize(0)
+            except lmdb.Error as exc:
+                raise _unavailable(self.path, exc) from None
+        raise StoreError(f"{self.path}: the map kept being resized by another process while opening; retry")
+
+    def _open_db(self, name: str) -> Any:
+        try:
+            return self.env.open_db(name.encode(), create=not self.options.readonly)
+        except lmdb.NotFoundError:
+            raise DatabaseUnavailable(f"{self.path} is not a drsg database (no '{name}' table); check --db") from None
 
     def _open(self) -> lmdb.Environment:
         opts = self.options
@@ -185,6 +197,7 @@ class Environment:
                 )
         if self.path.is_dir():
             raise DatabaseUnavailable(f"{self.path} is a directory; point --db at a database file")
+        check_file(self.path)  # before LMDB maps it: a truncated file would be a SIGBUS, not an error
         size = max(opts.map_size, _rounded(self.path.stat().st_size * 2) if self.path.exists() else 0)
         try:
             return self._lmdb_open(min(size, opts.max_map_size), lock=True)
@@ -224,6 +237,8 @@ class Environment:
                 if txn is not None:
                     try:
                         yield txn
+                    except READ_DAMAGE as exc:
+                        raise damaged(self.path, exc) from None
                     finally:
                         txn.abort()
                     return
@@ -319,6 +334,15 @@ class Environment:
                 raise StoreError(f"{self.path}: cannot close while {reason}; close it after they end")
             self.closed = True
             self.env.close()
+
+
+def damaged(path: Path, exc: BaseException | str) -> DamagedDatabase:
+    """The one message for a file found damaged while reading it."""
+    what = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return DamagedDatabase(
+        f"{path} is damaged ({what}); run `drsg --db {path} check` to find where, then `drsg rebuild` "
+        "if only the projection is hurt, else restore it from a backup"
+    )
 
 
 def _is_read_only_fs(exc: lmdb.Error) -> bool:

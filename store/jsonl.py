@@ -36,6 +36,8 @@ class ImportReport:
     nodes_updated: int = 0
     nodes_skipped: int = 0
     edges_created: int = 0
+    edges_updated: int = 0
+    edges_skipped: int = 0
     first_seq: int | None = None
     last_seq: int | None = None
 
@@ -51,10 +53,15 @@ class ImportReport:
         if self.nodes_skipped:
             parts.append(f"{self.nodes_skipped} skipped")
         seqs = f" (seq {self.first_seq}..{self.last_seq})" if self.commits else ""
-        return (
-            f"imported {nodes} node(s) ({', '.join(parts)}), {self.edges_created} edge(s) "
-            f"in {self.commits} commit(s){seqs}"
-        )
+        edges = f"{self.edges_created + self.edges_updated} edge(s)"
+        if self.edges_updated or self.edges_skipped:
+            edge_parts = [
+                f"{self.edges_created} created",
+                f"{self.edges_updated} updated",
+                f"{self.edges_skipped} skipped",
+            ]
+            edges += f" ({', '.join(p for p in edge_parts if not p.startswith('0 ') or p.endswith('created'))})"
+        return f"imported {nodes} node(s) ({', '.join(parts)}), {edges} in {self.commits} commit(s){seqs}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +70,8 @@ class ImportReport:
             "nodes_updated": self.nodes_updated,
             "nodes_skipped": self.nodes_skipped,
             "edges_created": self.edges_created,
+            "edges_updated": self.edges_updated,
+            "edges_skipped": self.edges_skipped,
             "commits": self.commits,
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
@@ -83,8 +92,10 @@ def import_jsonl(
     if on_conflict not in ON_CONFLICT:
         raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     source = Path(path)
-    if not source.is_file():
+    if not source.exists():
         raise UsageError(f"cannot read {source}: no such file; check the path")
+    if source.is_dir():
+        raise UsageError(f"cannot import {source}: it is a folder; name a JSONL file")
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
@@ -117,6 +128,10 @@ class _Importer:
         self.progress = progress
         self.report = ImportReport()
         self.file_ids: dict[int, int] = {}  # the file's "id" of a keyless node -> its new id
+        # Nodes and edges with ids from these on were made by this import: an edge line conflicts only
+        # with an edge that was there before (parallel edges within one file are a multigraph's right).
+        self.new_nodes_from, self.new_edges_from = tx.ids.node, tx.ids.edge
+        self.matched: dict[tuple[int, str, int], int] = {}  # parallel old edges matched so far
         self.collisions: list[str] = []
         self.bad_lines: list[str] = []
 
@@ -143,7 +158,7 @@ class _Importer:
             shown = ", ".join(self.collisions[:_MAX_REPORTED])
             more = f" and {len(self.collisions) - _MAX_REPORTED} more" if len(self.collisions) > _MAX_REPORTED else ""
             raise Conflict(
-                f"{len(self.collisions)} key(s) already exist in plane {self.plane.name!r}: {shown}{more}; "
+                f"{len(self.collisions)} key(s) or edge(s) already exist in plane {self.plane.name!r}: {shown}{more}; "
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
             )
         if self.progress is not None:
@@ -160,6 +175,8 @@ class _Importer:
                 obj = json.loads(raw)
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
+            except RecursionError:
+                raise BadImportLine(line_no, "lists and maps nest too deeply to read; flatten the value") from None
             if not isinstance(obj, dict):
                 raise BadImportLine(line_no, "a line must be a JSON object (a node or an edge)")
             if "type" in obj:
@@ -211,8 +228,30 @@ class _Importer:
         dst = self._endpoint(line_no, obj, "dst")
         if self.bad_lines or self.collisions:
             return
-        self.tx.create_edge(self.plane, src, dst, edge_type, props)
-        self.report.edges_created += 1
+        existing = self._existing_edge(src, edge_type, dst)
+        if existing is None:
+            self.tx.create_edge(self.plane, src, dst, edge_type, props)
+            self.report.edges_created += 1
+        elif self.on_conflict == "error":
+            self.collisions.append(f"edge {obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}")
+        elif self.on_conflict == "skip":
+            self.report.edges_skipped += 1
+        else:
+            old = self.tx.edge(self.plane, existing)
+            self.tx.update_edge(self.plane, existing, props, unset=set(old.props) - set(props))
+            self.report.edges_updated += 1
+
+    def _existing_edge(self, src: int, edge_type: str, dst: int) -> int | None:
+        """The edge that was there before this import with the same ends and type: the line states it
+        again. Several parallel ones are matched in id order, one per line."""
+        if src >= self.new_nodes_from or dst >= self.new_nodes_from:
+            return None  # an end this import created has no old edges
+        old = [e for e in self.tx.view.parallel_edges(self.plane.id, src, edge_type, dst) if e < self.new_edges_from]
+        if len(old) <= 1:
+            return old[0] if old else None
+        used = self.matched.get((src, edge_type, dst), 0)
+        self.matched[(src, edge_type, dst)] = used + 1
+        return old[used] if used < len(old) else None
 
     def _endpoint(self, line_no: int, obj: dict[str, Any], end: str) -> int:
         if f"{end}_key" in obj:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from drsg.kernel.errors import NotFound
+from drsg.kernel.errors import DamagedDatabase, NotFound
 from drsg.kernel.values import unpack
 from drsg.store import keys
 from drsg.store.environment import Txn
@@ -70,6 +70,8 @@ class Snapshot:
             if value:
                 yield group, value
             ok = cur.set_range(group + _SKIP_GROUP)
+            if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
+                raise _out_of_order(db)
 
     def versions(self, db: str, group: bytes) -> Iterator[tuple[int, bytes | None]]:
         """Every version of one group with seq <= at, oldest first."""
@@ -82,6 +84,8 @@ class Snapshot:
                 break
             found.append((keys.seq_of(key), cur.value() or None))
             ok = cur.next()
+            if ok and cur.key() <= key:
+                raise _out_of_order(db)
         return reversed(found)
 
     # ------------------------------------------------------------------ planes
@@ -107,6 +111,8 @@ class Snapshot:
     # ------------------------------------------------------------------ nodes
 
     def node(self, plane: int, node_id: int) -> Node | None:
+        if not 0 <= node_id <= keys.MAX_ID:
+            return None  # an id no record can have (a caller's -1 or 10^23): not found, not a crash
         value = self.version("nodes", keys.node_group(plane, node_id))
         return None if value is None else Node(plane, node_id, *unpack(value))
 
@@ -143,6 +149,8 @@ class Snapshot:
     # ------------------------------------------------------------------ edges
 
     def edge(self, plane: int, edge_id: int) -> Edge | None:
+        if not 0 <= edge_id <= keys.MAX_ID:
+            return None
         value = self.version("edges", keys.edge_group(plane, edge_id))
         return None if value is None else Edge(plane, edge_id, *unpack(value))
 
@@ -166,6 +174,14 @@ class Snapshot:
         record is read (an edge and its two adjacency entries are written, and deleted, together)."""
         for _, _, value in self._adjacent(plane, node_id, direction, edge_type):
             yield keys.read_u64(value)
+
+    def parallel_edges(self, plane: int, src: int, edge_type: str, dst: int) -> list[int]:
+        """Ids of the live edges ``src -[edge_type]-> dst``, lowest first (from the adjacency alone)."""
+        return [
+            keys.read_u64(group, len(group) - 8)
+            for _, group, value in self._adjacent(plane, src, "out", edge_type)
+            if keys.read_u64(value) == dst
+        ]
 
     def _adjacent(
         self, plane: int, node_id: int, direction: str, edge_type: str | None
@@ -241,4 +257,13 @@ class Snapshot:
                 break
             out[key[len(prefix) : -1].decode()] = keys.read_u64(cur.value())
             ok = cur.next()
+            if ok and cur.key() <= key:
+                raise _out_of_order("tally")
         return out
+
+
+def _out_of_order(table: str) -> DamagedDatabase:
+    return DamagedDatabase(
+        f"table {table} is damaged (its keys do not advance); run `drsg check` to see the damage, then "
+        "`drsg rebuild` to rebuild the projection from the log"
+    )

@@ -26,7 +26,7 @@ import lmdb
 
 from drsg.kernel.errors import DrsgError, StoreError, StoreFull, UsageError
 from drsg.store import keys
-from drsg.store.environment import Environment, Txn
+from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged
 from drsg.store.log import encode
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -255,6 +255,8 @@ class Writer:
             raise
         except BaseException as exc:  # the caller's error: undo only this request
             child.abort()
+            if isinstance(exc, READ_DAMAGE):  # met while reading the file inside the write
+                exc = damaged(self.env.path, exc)
             state.head, state.ts, state.ids = saved.head, saved.ts, saved.ids
             request.error, request.seqs, request.ts = exc, [], None
             return

@@ -12,10 +12,33 @@ from drsg import __version__
 from drsg.kernel import logs, settings
 from drsg.kernel.errors import DrsgError
 from drsg.surfaces.cli.context import Context, fail
+from drsg.surfaces.cli.supervise import run_supervised
 
 
 class DrsgGroup(click.Group):
     """Turns drsg errors into one line and the documented exit code (0 ok, 1 runtime, 2 usage)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """click's own usage errors (a missing argument, an unknown option, a bad choice) are one
+        line too, naming the help to read, instead of click's usage block."""
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except click.exceptions.NoArgsIsHelpError as exc:  # `drsg`, `drsg node`: the help is the answer
+            click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message(), err=True)
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "drsg"
+            click.echo(f"error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("aborted; nothing more was written", err=True)
+            sys.exit(1)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -78,4 +101,4 @@ _register()
 
 
 def main() -> None:
-    cli(prog_name="drsg")
+    run_supervised(lambda: cli(prog_name="drsg"))

@@ -67,7 +67,7 @@ def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any
     if props_json is not None:
         try:
             obj = json.loads(props_json)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BadValue(f"--props is not valid JSON ({exc}); pass an object like '{{\"a\": 1}}'") from None
         if not isinstance(obj, dict):
             raise BadValue("--props must be a JSON object like '{\"a\": 1}'")
@@ -80,12 +80,23 @@ def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any
             out[name] = json.loads(text)
         except ValueError:
             out[name] = text
+        except RecursionError:
+            raise BadValue(f"--prop {name}: lists and maps nest too deeply to read; flatten the value") from None
     return {k: from_json(v, f"property {k!r}") for k, v in out.items()}
 
 
 def node_ref(text: str) -> int | str:
     """``42`` is an id, ``@ada`` (or any non-number) a key."""
-    return int(text) if text.isdigit() else text
+    return record_id(text, "node") if text.isdigit() else text
+
+
+def record_id(text: str | int, what: str) -> int:
+    """A node or edge id as typed: a whole number that fits the store's 64-bit ids."""
+    number = int(text)
+    if not 0 <= number < 1 << 64:
+        hint = f"; for a key, write @{text}" if what == "node" else ""
+        raise BadValue(f"{what} id {text} is out of range (ids are 0 to 2^64-1){hint}")
+    return number
 
 
 def embed_options(fn: F) -> F:

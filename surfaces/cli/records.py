@@ -12,7 +12,15 @@ from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
-from drsg.surfaces.cli.options import as_of_option, json_option, node_ref, parse_props, plane_option, prop_options
+from drsg.surfaces.cli.options import (
+    as_of_option,
+    json_option,
+    node_ref,
+    parse_props,
+    plane_option,
+    prop_options,
+    record_id,
+)
 
 
 def _find(snap: Snapshot, plane: str, ref: str) -> Node:
@@ -192,6 +200,7 @@ def edge_put(
 def edge_delete(obj: Context, edge_id: int, plane: str) -> None:
     """Delete one edge by id."""
     with obj.open(write=True) as db:
+        edge_id = record_id(edge_id, "edge")
         result = db.write(lambda tx: tx.delete_edge(tx.plane(plane), edge_id), {"via": "cli"})
     click.echo(f"deleted edge #{edge_id} (seq {result.seq})")
 

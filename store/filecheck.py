@@ -1,0 +1,89 @@
+"""What can be checked of a database file before LMDB maps it.
+
+LMDB trusts its file: a page it needs past the end of a truncated file is a SIGBUS, and a damaged
+header can send it anywhere. So before opening, we read the two meta pages ourselves (LMDB 0.9's
+layout, 64-bit) and refuse, with one line naming the file and the fix, a file that is empty, too
+short, not LMDB, of another format version, of an impossible page size, or shorter than the pages
+its newest header says it uses.
+
+    page header (16 bytes) | meta: magic u32, version u32, address u64, mapsize u64,
+                                   free db (48 bytes: pad=page size u32, …, root u64), main db (48),
+                                   last page u64, txnid u64
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from drsg.kernel.errors import DamagedDatabase, DatabaseUnavailable
+
+MAGIC = 0xBEEFC0DE
+DATA_VERSION = 1
+_PAGE_HEADER = 16
+_META = struct.Struct("<IIQQ")  # magic, version, address, mapsize
+_DB = struct.Struct("<IHHQQQQQ")  # pad (page size in the free db), flags, depth, branch, leaf, overflow, entries, root
+_TAIL = struct.Struct("<QQ")  # last page, txnid
+_META_SIZE = _META.size + 2 * _DB.size + _TAIL.size
+_NO_PAGE = (1 << 64) - 1  # an empty tree's root
+_FIX = "restore it from a backup"
+
+
+@dataclass(frozen=True)
+class Meta:
+    page: int
+    page_size: int
+    last_page: int
+    txnid: int
+    roots: tuple[int, int]
+
+
+def check_file(path: Path) -> None:
+    """Refuse a file LMDB could crash on; a missing file is not this function's business."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(2 * 65536 + _PAGE_HEADER + _META_SIZE)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise DatabaseUnavailable(f"cannot read {path}: {reason}; check the path and its permissions") from None
+    if size == 0:
+        raise DamagedDatabase(f"{path} is empty (0 bytes), not a drsg database; delete it to start a new one there")
+    first = _meta(path, head, 0, None)
+    if size < 2 * first.page_size:
+        raise DamagedDatabase(f"{path} is {size} bytes, too short for a drsg database: it is truncated; {_FIX}")
+    second = _meta(path, head, 1, first.page_size)
+    newest = max(first, second, key=lambda m: m.txnid)
+    needed = (newest.last_page + 1) * newest.page_size
+    if size < needed:
+        raise DamagedDatabase(
+            f"{path} is truncated: it holds {size} bytes but its header says it uses {needed} "
+            f"({newest.last_page + 1} pages); {_FIX}"
+        )
+    for meta in (first, second):
+        for root in meta.roots:
+            if root != _NO_PAGE and root > meta.last_page:
+                raise DamagedDatabase(f"{path}: header page {meta.page} points past the file's last page; {_FIX}")
+
+
+def _meta(path: Path, head: bytes, page: int, page_size: int | None) -> Meta:
+    offset = (page_size or 0) * page + _PAGE_HEADER
+    if len(head) < offset + _META_SIZE:
+        raise DamagedDatabase(f"{path} is {len(head)} bytes, too short for a drsg database: it is truncated; {_FIX}")
+    magic, version, _address, _mapsize = _META.unpack_from(head, offset)
+    if magic != MAGIC:
+        if page == 0:
+            raise DamagedDatabase(f"{path} is not a drsg database (not an LMDB file); check --db")
+        raise DamagedDatabase(f"{path}: header page 1 is damaged; {_FIX}")
+    if version != DATA_VERSION:
+        raise DamagedDatabase(f"{path} has LMDB format {version}; this drsg reads format {DATA_VERSION}")
+    free = _DB.unpack_from(head, offset + _META.size)
+    main = _DB.unpack_from(head, offset + _META.size + _DB.size)
+    last_page, txnid = _TAIL.unpack_from(head, offset + _META.size + 2 * _DB.size)
+    size = free[0]
+    if size < 512 or size > 65536 or size & (size - 1) or (page_size is not None and size != page_size):
+        raise DamagedDatabase(f"{path}: header page {page} gives an impossible page size ({size}); {_FIX}")
+    return Meta(page, size, last_page, txnid, (free[-1], main[-1]))

@@ -1,0 +1,71 @@
+"""A user's mistake is one line saying what was wrong and how to fix it, exit code 2, nothing written
+— click's own usage errors included. (The internal errors these used to be are named per case.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+HUGE = "99999999999999999999999"  # past 64 bits: struct.error before
+DEEP = "[" * 600 + "]" * 600  # RecursionError / msgpack's nesting limit before
+
+
+@pytest.fixture
+def seeded(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0
+    assert drsg("node", "put", "a", "--plane", "p").code == 0
+
+
+CASES = {
+    "get a huge id": (("get", HUGE, "--plane", "p"), "node id 99999999999999999999999 is out of range"),
+    "neighbors of a huge id": (("neighbors", HUGE, "--plane", "p"), "out of range"),
+    "delete a huge id": (("node", "delete", HUGE, "--plane", "p"), "out of range"),
+    "an edge to a huge id": (("edge", "put", "@a", HUGE, "X", "--plane", "p"), "out of range"),
+    "delete a huge edge id": (("edge", "delete", HUGE, "--plane", "p"), "edge id 99999999999999999999999"),
+    "a property nested 600 deep": (("node", "put", "b", "--plane", "p", "-P", f"x={DEEP}"), "nest"),
+    "--props nested 600 deep": (("node", "put", "b", "--plane", "p", "--props", f'{{"x": {DEEP}}}'), "nest"),
+    "a property name past 400 bytes": (("node", "put", "b", "--plane", "p", "-P", "n" * 401 + "=1"), "400 bytes"),
+    "an unknown command": (("nosuch",), "No such command 'nosuch'; see `"),
+    "an unknown option": (("node", "put", "--bogus"), "No such option '--bogus'; see `"),
+    "a missing argument": (("search",), "Missing argument 'STATEMENT'; see `"),
+    "a bad choice": (("hybrid", "x", "--plane", "p", "--fusion", "zz"), "'zz' is not one of"),
+    "a folder to import": (("import", "/tmp", "--plane", "p"), "is a directory"),
+}
+
+
+@pytest.mark.parametrize(("args", "says"), CASES.values(), ids=list(CASES))
+def test_a_mistake_is_one_line_and_exit_2_and_writes_nothing(
+    drsg, seeded: None, args: tuple[str, ...], says: str
+) -> None:  # type: ignore[no-untyped-def]
+    before = drsg("log", "--json").out
+    ran = drsg(*args)
+    assert ran.code == 2, ran.err
+    assert says in ran.err
+    assert len(ran.err.strip().splitlines()) == 1 and ran.err.startswith("error: "), ran.err
+    assert "internal error" not in ran.err
+    assert drsg("log", "--json").out == before
+
+
+def test_a_deeply_nested_import_line_is_a_bad_line(drsg, seeded: None, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source = tmp_path / "deep.jsonl"
+    source.write_text('{"labels": ["X"], "properties": {"a": ' + "[" * 5000 + "]" * 5000 + "}}\n")
+    ran = drsg("import", str(source), "--plane", "p")
+    assert ran.code == 2 and "line 1: lists and maps nest too deeply to read" in ran.err
+    source.with_name("shallower.jsonl").write_text('{"labels": ["X"], "properties": {"a": ' + DEEP + "}}\n")
+    ran = drsg("import", str(source.with_name("shallower.jsonl")), "--plane", "p")
+    assert ran.code == 2 and "nest deeper than 100 levels" in ran.err
+
+
+def test_import_reads_a_device_or_a_pipe(drsg, seeded: None) -> None:  # type: ignore[no-untyped-def]
+    ran = drsg("import", "/dev/null", "--plane", "p")
+    assert ran.code == 0 and "imported 0 node(s)" in ran.out  # it said "no such file" before
+
+
+def test_an_empty_file_is_refused_not_made_a_new_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    empty = tmp_path / "empty.drsg"
+    empty.write_bytes(b"")
+    for args in (("check",), ("rebuild",), ("stats",), ("node", "put", "x")):
+        ran = drsg(*args, db=empty)
+        assert ran.code == 1 and "is empty (0 bytes), not a drsg database" in ran.err, (args, ran.err)
+    assert empty.stat().st_size == 0  # rebuild used to report success and make an empty database of it
