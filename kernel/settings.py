@@ -137,6 +137,16 @@ def _strings(value: object) -> tuple[str, ...]:
     return tuple(item.strip() for item in items if item.strip())
 
 
+def _token(value: object) -> str:
+    """A bearer token: empty (none), or a secret that can be sent in a header exactly as it is."""
+    token = _text(value)
+    if token and (token != token.strip() or not token.isprintable()):
+        raise ValueError(
+            "a token is not blank, has no spaces at its ends and no control characters; use a long random string"
+        )
+    return token
+
+
 def _origins(value: object) -> tuple[str, ...]:
     return tuple(origin.rstrip("/") for origin in _strings(value))
 
@@ -217,7 +227,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("server.max_request_bytes", 8 << 20, _size, "largest request body accepted (bigger: HTTP 413)"),
     Setting("server.max_batch", 1000, _positive, "most calls in one JSON-RPC batch"),
     Setting("server.shutdown_timeout_secs", 30, _seconds, "on SIGTERM, how long in-flight requests may take"),
-    Setting("server.token", "", _text, "bearer token every call must carry", env_name="DRSG_TOKEN", secret=True),
+    Setting("server.token", "", _token, "bearer token every call must carry", env_name="DRSG_TOKEN", secret=True),
     Setting("server.allowed_origins", (), _origins, "browser origins allowed (CORS)", env_name="DRSG_ALLOWED_ORIGINS"),
     Setting("server.tls", {}, _tls, "{cert = …, key = …} PEM files: serve HTTPS", env_name=None),
     Setting("server.source_root", "", _text, "upstream's key, accepted so its files load; unused here", env_name=None),

@@ -124,6 +124,13 @@ def test_an_empty_variable_counts_as_unset(here: Path) -> None:
     assert settings["server.token"] == "from-file" and settings.sources["store.map_size"] == "default"
 
 
+@pytest.mark.parametrize("token", [" ", "  \t", " secret", "secret ", "sec\nret"])
+def test_a_blank_or_padded_token_is_refused(here: Path, token: str) -> None:
+    """A token of spaces protected a public bind before (it is no secret, and a header could not carry it)."""
+    with pytest.raises(ConfigError, match=r"^setting server.token \(env DRSG_TOKEN\) is invalid: a token is not blank"):
+        load_toml("", {"DRSG_TOKEN": token})
+
+
 def test_the_servers_special_keys(here: Path) -> None:
     text = '[server]\ntoken = "t-file"\nallowed_origins = ["http://a:1/", "http://b:2"]\nsource_root = "/src"\n'
     text += '[server.tls]\ncert = "c.pem"\nkey = "k.pem"\n'
