@@ -345,6 +345,25 @@ def damaged(path: Path, exc: BaseException | str) -> DamagedDatabase:
     )
 
 
+def write_failed(path: Path, exc: lmdb.Error) -> StoreError:
+    """The one message for a commit LMDB could not write. A full disk does not always say ENOSPC:
+    on some file systems the failed page write comes back as EIO, so the free space decides."""
+    full = _unavailable(path, exc)
+    if isinstance(full, StoreFull):
+        return full
+    try:
+        usage = os.statvfs(path.parent)
+        free = usage.f_bavail * usage.f_frsize
+    except OSError:
+        free = None
+    if free is not None and free < _NEARLY_FULL:
+        return StoreFull(f"cannot write {path}: the disk is full ({free // 1024} KiB free); free space and retry")
+    return StoreError(f"{path}: write failed ({exc}); nothing was written")
+
+
+_NEARLY_FULL = 64 * MiB
+
+
 def _is_read_only_fs(exc: lmdb.Error) -> bool:
     return "Read-only file system" in str(exc) or getattr(exc, "errno", None) == errno.EROFS
 

@@ -24,9 +24,9 @@ from typing import Any, Generic, TypeVar
 
 import lmdb
 
-from drsg.kernel.errors import DrsgError, StoreError, StoreFull, UsageError
+from drsg.kernel.errors import DrsgError, StoreFull, UsageError
 from drsg.store import keys
-from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged
+from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged, write_failed
 from drsg.store.log import encode
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -210,7 +210,7 @@ class Writer:
         except DrsgError as exc:
             _fail(group, exc)
         except lmdb.Error as exc:
-            _fail(group, StoreError(f"{self.env.path}: write failed ({exc}); nothing was written"))
+            _fail(group, write_failed(self.env.path, exc))
 
     def _commit_group(self, group: list[_Request]) -> None:
         env = self.env
