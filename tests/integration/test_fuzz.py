@@ -122,10 +122,12 @@ def test_fuzz_jsonl_import(tmp_path: Path, lines: list[str], on_conflict: str) -
 def fuzzed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     workdir = tmp_path_factory.mktemp("fuzz-serve")
     running = start_server(workdir / "graph.drsg", workdir, env={"DRSG_SERVER_MAX_REQUEST_BYTES": "1M"})
-    running.call("plane.create", {"name": "p"})
-    running.call("node.create", {"plane": "p", "labels": ["Doc"], "key": "a", "properties": {"body": "graph store"}})
-    yield running
-    assert running.stop() == 0
+    try:
+        running.call("plane.create", {"name": "p"})
+        running.call("node.create", {"plane": "p", "labels": ["Doc"], "key": "a", "properties": {"body": "graph store"}})
+        yield running
+    finally:
+        assert running.stop() == 0
 
 
 _params = st.one_of(
