@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drsg.kernel.asof import AsOf, parse_as_of
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import QuerySyntaxError, UsageError
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -29,10 +29,6 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 METRIC_NAMES = {"cosine": "Cosine", "dot": "Dot", "l2": "L2"}
-
-
-class QuerySyntaxError(UsageError):
-    pass
 
 
 @dataclass

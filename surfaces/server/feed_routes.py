@@ -63,18 +63,18 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from drsg.feed.changes import OPS
 from drsg.feed.subscription import Message, Subscription
 from drsg.feed.watcher import HeadWatcher
-from drsg.kernel.errors import BadValue, DrsgError, NotFound
-from drsg.surfaces.server import methods
-from drsg.surfaces.server.rpc import (
+from drsg.kernel.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
-    Dispatcher,
+    BadValue,
+    DrsgError,
+    NotFound,
     RpcError,
-    dumps,
-    error_body,
 )
+from drsg.surfaces.server import methods
+from drsg.surfaces.server.rpc import Dispatcher, dumps, error_body
 from drsg.surfaces.server.state import ServerState
 
 log = structlog.get_logger("drsg.surfaces.server")
@@ -343,7 +343,7 @@ class WatchSocket:
                 subscription = await _open(self.hub, plane, from_seq, options)  # a failed watch changes nothing
                 result = {"watching": plane, **shown, "from_seq": subscription.from_seq}
         except RpcError as exc:
-            return None if notification else error_body(rid, exc.code, exc.message, exc.data)
+            return None if notification else error_body(rid, exc.rpc_code, exc.message, exc.data)
         await _cancel(self.pump)
         self.pump = None
         if not notification:
@@ -544,7 +544,9 @@ class EventStream:
 
 
 def _http_error(status: int, exc: RpcError) -> web.Response:
-    return web.Response(status=status, text=error_body(None, exc.code, exc.message), content_type="application/json")
+    return web.Response(
+        status=status, text=error_body(None, exc.rpc_code, exc.message), content_type="application/json"
+    )
 
 
 async def feed_events(request: web.Request) -> web.StreamResponse:

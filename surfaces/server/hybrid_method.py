@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.methods import Params, as_of, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.hybrid import (
     DEFAULT_CANDIDATES,

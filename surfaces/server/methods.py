@@ -12,13 +12,12 @@ from typing import Any
 
 from drsg import __version__
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import NotFound
+from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
 from drsg.kernel.values import props_from_json, to_json
 from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.schema import discover
 from drsg.surfaces.server.state import ServerState
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector
 from drsg.plan.query import Plan
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.surfaces.server.methods import Params, as_of, need_node, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.search import Hit
 

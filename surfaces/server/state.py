@@ -17,14 +17,13 @@ from typing import Any, TypeVar
 
 import structlog
 
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import QueryTimeout, UsageError, WriteTimeout
 from drsg.kernel.values import Vector
 from drsg.pipeline.vectorize import recorded_embedder
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.config import EmbedChoice, ServerConfig
-from drsg.surfaces.server.rpc import QueryTimeout, WriteTimeout
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 
