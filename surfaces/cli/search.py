@@ -12,8 +12,9 @@ import click
 import structlog
 
 from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import parse_query
+from drsg.plan.hybrid import parse_query, text_property
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.store.database import Database
 from drsg.store.records import indexes_json
@@ -23,8 +24,8 @@ from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import embed_options, json_option, plane_option
 from drsg.workers.analysis import LANGUAGES, canonical_language
 from drsg.workers.manager import IndexSet
+from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit, Searcher
-from drsg.workers.vector import METRICS, check_metric
 
 log = structlog.get_logger("drsg.surfaces.cli")
 
@@ -225,25 +226,17 @@ def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-def _text_property(plan: Plan) -> str | None:
-    """The vector property a plan's text query must be embedded for, if it has one."""
-    if not isinstance(plan.source, dict):
-        return None
-    vector = plan.source.get("VectorTopK") or (plan.source.get("Hybrid") or {}).get("vector") or {}
-    return str(vector.get("property", "embedding")) if "query_text" in vector else None
-
-
 def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
     with obj.open(write=False) as db, open_indexes(db) as indexes:
         embed_text = None
-        prop = _text_property(plan)
+        prop = text_property(plan)
         if prop is not None:
             embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
 
             def embed_text(text: str) -> Vector:
                 return embedder.embed([text])[0]  # type: ignore[no-any-return]
 
-        hits = Searcher(db, indexes).run(plane, plan, embed_text)
+        hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
     _print_hits(hits, as_json)
 
 

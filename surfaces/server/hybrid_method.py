@@ -14,21 +14,21 @@ from dataclasses import replace
 from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
-from drsg.surfaces.server.methods import Params, as_of, vectors
-from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
-from drsg.surfaces.server.state import ServerState
-from drsg.workers.hybrid import (
+from drsg.plan.hybrid import (
+    CHANNELS,
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
     DEFAULT_K,
     DEFAULT_WEIGHTS,
     GraphPart,
-    HybridHit,
     HybridSpec,
     KeywordPart,
     VectorPart,
-    hybrid,
 )
+from drsg.surfaces.server.methods import Params, as_of, vectors
+from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
+from drsg.surfaces.server.state import ServerState
+from drsg.workers.hybrid import HybridHit, hybrid
 
 MAX_HOPS = 64
 MAX_K = 10_000  # as plane.search (queries.py is not imported: it imports methods.py, which imports this)
@@ -67,7 +67,7 @@ def _spec(p: Params) -> HybridSpec:
         vector=None if vector_prop is None else VectorPart(str(vector_prop), q, metric),
         keyword=None if keyword_prop is None else KeywordPart(str(keyword_prop), q),
         graph=None if hops is None else GraphPart(int(hops), decay),
-        weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in ("vector", "keyword", "graph")},
+        weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in CHANNELS},
         candidates=_bounded(p, "candidates", DEFAULT_CANDIDATES),
         k=_bounded(p, "k", DEFAULT_K),
     ).check()

@@ -13,12 +13,14 @@ from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector
+from drsg.plan.hybrid import text_property
 from drsg.plan.query import Plan
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.surfaces.server.methods import Params, as_of, need_node, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
 from drsg.surfaces.server.state import ServerState
+from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit
 
 MAX_K = 10_000
@@ -88,13 +90,11 @@ async def plane_query(ctx: ServerState, p: Params) -> Any:
     if not isinstance(steps, list):
         raise RpcError(INVALID_PARAMS, 'plane.query: the plan\'s "steps" must be a list')
     plan = Plan(body["source"], steps, as_of(p))
-    source = body["source"]
-    prop = "embedding"
-    if isinstance(source, dict) and isinstance(source.get("VectorTopK"), dict):
-        prop = str(source["VectorTopK"].get("property") or "embedding")
+    prop = text_property(plan)  # a VectorTopK's or a Hybrid's query text: embedded for its property
 
     def run() -> list[Hit]:
-        return ctx.searcher.run(p["plane"], plan, lambda text: ctx.embed_text(p["plane"], prop, text))
+        embed = None if prop is None else lambda text: ctx.embed_text(p["plane"], prop, text)
+        return run_plan(ctx.searcher, p["plane"], plan, embed)
 
     try:
         hits = await ctx.read(run)
