@@ -176,21 +176,20 @@ def query_embedder(obj: Context, db: Database, plane: str, prop: str, embed: Emb
     """The embedder for a text query on ``prop``: the one recorded with its vectors unless
     --embed names one; a different one is an error (two vector spaces do not compare)."""
     from drsg.models.embedders import get_embedder
+    from drsg.models.embedders.registry import recorded_preset
     from drsg.pipeline.vectorize import recorded_embedder
 
     recorded = recorded_embedder(db, plane, prop)
     name, model, url, key_env = embed
     if recorded and name is None and model is None and url is None:
-        recorded_name, _, rest = recorded.partition(":")
-        recorded_model, _, dims = rest.partition("@")
-        embedder = get_embedder(
-            recorded_name,
-            recorded_model or None,
-            None,
-            key_env,
-            obj.settings,
-            dimensions=int(dims) if dims.isdigit() else None,
-        )
+        preset = recorded_preset(recorded)
+        if preset is None:
+            raise UsageError(
+                f"{prop!r} in plane {plane!r} holds vectors from {recorded}; name that service with "
+                f"--embed url --embed-url URL --embed-model MODEL to search it by text, or query with a vector"
+            )
+        recorded_name, recorded_model, dims = preset
+        embedder = get_embedder(recorded_name, recorded_model, None, key_env, obj.settings, dimensions=dims)
     else:
         embedder = make_embedder(obj, embed)
     if recorded and embedder.identity() != recorded:
