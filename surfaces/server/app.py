@@ -38,7 +38,9 @@ from aiohttp import web
 from drsg import __version__
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
 from drsg.store.database import Database
-from drsg.surfaces.server import feed_routes, methods, queries  # noqa: F401  (importing them registers the methods)
+
+# importing the method modules registers their methods
+from drsg.surfaces.server import digest_method, feed_routes, hybrid_method, methods, queries  # noqa: F401
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import Call, Dispatcher, error_body

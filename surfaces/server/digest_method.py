@@ -26,7 +26,7 @@ from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import Document
-from drsg.surfaces.server.methods import Params
+from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
 from drsg.surfaces.server.state import ServerState
 
