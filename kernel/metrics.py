@@ -12,7 +12,6 @@ from drsg.kernel.errors import BadValue
 #: Metric name (as flags, settings and index declarations spell it) -> its spelling in plan JSON.
 PLAN_NAMES: dict[str, str] = {"cosine": "Cosine", "dot": "Dot", "l2": "L2"}
 METRICS: tuple[str, ...] = tuple(PLAN_NAMES)
-DEFAULT_METRIC = "cosine"
 
 
 def check_metric(metric: str) -> str:
