@@ -2,5 +2,5 @@
 
 The one error tree (``errors``), the settings registry and loader (``settings``), the data model's
 values and their JSON dialect (``values``), AS OF parsing (``asof``), analyser language names
-(``languages``) and logging setup (``logs``).
+(``languages``), vector metric names (``metrics``) and logging setup (``logs``).
 """

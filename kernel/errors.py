@@ -1,30 +1,67 @@
 """Every error drsg raises on purpose, in one tree.
 
-    DrsgError                    base; ``exit_code`` 1 (runtime) unless a subclass says 2
-    ├── UsageError               the caller asked for something malformed (exit 2)
-    │   ├── BadValue             a value outside the data model (NaN, NUL in a key, huge int, …)
-    │   ├── BadAsOf              an AS OF that names no commit (future seq, time before the log)
-    │   └── BadImportLine        a JSONL line that cannot be imported (carries the line number)
-    ├── NotFound                 a plane, node or edge that does not exist
-    ├── Conflict                 a write that collides with existing state (duplicate key, …)
-    ├── StoreError               the database itself cannot do what was asked
-    │   ├── StoreFull            the map reached its configured ceiling, or the disk is full
-    │   ├── CorruptRecord        a log record whose checksum or format is wrong (carries its seq)
-    │   ├── DamagedDatabase      the file itself is damaged (truncated, bad header, a table out of order)
-    │   └── DatabaseUnavailable  missing file, read-only path, lock trouble
-    ├── ConfigError              drsg.toml or DRSG_* settings are invalid, a key is missing (exit 2)
-    ├── EmbedderError            an embedder could not produce vectors
-    │   ├── ModelFileError       the local model files are missing or fail their SHA-256 check
-    │   ├── EmbedderUnavailable  the service kept failing (429/5xx/timeouts) past the retry budget
-    │   └── BadEmbeddingResponse the service answered, but not with one finite vector per text
-    └── ChatError                a chat model could not answer
-        └── ChatUnavailable      the service kept failing (429/5xx/timeouts) past the retry budget
+Each class with its exit code (``drsg`` exits 1 on a runtime error, 2 on a usage error) and the
+JSON-RPC code it answers with when it crosses the RPC boundary (upstream's codes: -32602 bad
+params, -32000 application error, -32002 write timed out, -32603 internal error)::
 
-Library errors (lmdb, msgpack, json) are converted at the boundary where they occur, so callers
-only ever catch ``DrsgError``. Messages are one line and say how to fix the problem.
+    class                        exit   rpc     raised when
+    DrsgError                     1   -32000   base of every deliberate drsg error
+    ├── UsageError                2   -32602   the caller asked for something malformed
+    │   ├── BadValue              2   -32602   a value outside the data model (NaN, NUL in a key, huge int, …)
+    │   ├── BadAsOf               2   -32602   an AS OF that names no commit (future seq, time before the log)
+    │   ├── BadImportLine         2   -32602   a JSONL line that cannot be imported (carries the line number)
+    │   ├── QuerySyntaxError      2   -32602   a SEARCH or HYBRID statement that does not parse
+    │   └── ConversionError       2   -32602   a document that cannot be turned into Markdown (unsupported,
+    │                                          damaged, encrypted, empty or too big; the message names the file)
+    ├── NotFound                  1   -32602   a plane, node or edge that does not exist
+    ├── Conflict                  1   -32000   a write that collides with existing state (duplicate key, …)
+    ├── StoreError                1   -32000   the database itself cannot do what was asked
+    │   ├── StoreFull             1   -32000   the map reached its configured ceiling, or the disk is full
+    │   ├── CorruptRecord         1   -32000   a log record whose checksum or format is wrong (carries its seq)
+    │   ├── DamagedDatabase       1   -32000   the file itself is damaged (truncated, a bad header, a table out
+    │                                          of order, a record that does not decode)
+    │   └── DatabaseUnavailable   1   -32000   missing file, read-only path, lock trouble
+    ├── ConfigError               2   -32000   drsg.toml or DRSG_* settings are invalid, a key is missing
+    ├── EmbedderError             1   -32000   an embedder could not produce vectors
+    │   ├── ModelFileError        1   -32000   the local model files are missing or fail their SHA-256 check
+    │   ├── EmbedderUnavailable   1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
+    │   └── BadEmbeddingResponse  1   -32000   the service answered, but not with one finite vector per text
+    ├── ChatError                 1   -32000   a chat model could not answer
+    │   └── ChatUnavailable       1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
+    ├── ServeError                1   -32000   `drsg serve` could not start (the address is taken, a TLS file
+    │                                          is unreadable, …)
+    ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
+    │                                          nothing was written (the one error worth retrying unchanged)
+    ├── QueryTimeout              1   -32000   an RPC read ran past query_timeout_secs
+    └── RpcError                  1   given    a JSON-RPC error answered as-is, with the code it is raised with
+                                               (-32700 parse, -32600 request, -32601 method, -32602 params,
+                                               -32603 internal), a one-line message and optional data
+
+Library errors (lmdb, msgpack, json, converters' libraries) are converted at the boundary where
+they occur, so callers only ever catch ``DrsgError``. Messages are one line and say how to fix the
+problem. ``tests/unit/test_errors.py`` holds this drawing to the classes: every subclass of
+``DrsgError`` anywhere in drsg is drawn, under its parent, with its codes.
+
+Two exceptions are internal signals, not errors, and stay out of the tree: ``MalformedAnswer``
+(``drsg.pipeline.digest.schema``: a chat answer that is not the JSON asked for; the caller asks
+again or notes it) and ``SidecarInvalid`` (``drsg.workers.sidecar``: an index sidecar that cannot
+be trusted; the worker rebuilds from the log). Both are caught where they are raised and never
+reach a user.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+# JSON-RPC 2.0 error codes (upstream's; ``openrpc.json`` ``x-error-codes``)
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+APP_ERROR = -32000
+UNAUTHORIZED = -32001
+TIMEOUT = -32002
 
 
 class DrsgError(Exception):
@@ -32,7 +69,7 @@ class DrsgError(Exception):
 
     exit_code = 1
     #: JSON-RPC error code used when this error crosses the RPC boundary.
-    rpc_code = -32000
+    rpc_code = APP_ERROR
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -44,7 +81,7 @@ class DrsgError(Exception):
 
 class UsageError(DrsgError):
     exit_code = 2
-    rpc_code = -32602
+    rpc_code = INVALID_PARAMS
 
 
 class BadValue(UsageError):
@@ -62,8 +99,16 @@ class BadImportLine(UsageError):
         self.problem = problem
 
 
+class QuerySyntaxError(UsageError):
+    """A SEARCH or HYBRID statement that does not parse; the message points at the problem."""
+
+
+class ConversionError(UsageError):
+    """A document could not be converted to Markdown; the message names the file, says why and how to fix it."""
+
+
 class NotFound(DrsgError):
-    rpc_code = -32602
+    rpc_code = INVALID_PARAMS
 
 
 class Conflict(DrsgError):
@@ -122,3 +167,29 @@ class ChatError(DrsgError):
 
 class ChatUnavailable(ChatError):
     """The chat service kept failing (rate limits, server errors, timeouts) past the retry budget."""
+
+
+class ServeError(DrsgError):
+    """The server could not start (the address is taken, a TLS file is unreadable, …)."""
+
+
+class WriteTimeout(DrsgError):
+    """A write waited out ``write_timeout_secs`` for the writer; nothing was written (retry it)."""
+
+    rpc_code = TIMEOUT
+
+
+class QueryTimeout(DrsgError):
+    """A read ran past ``query_timeout_secs``."""
+
+
+class RpcError(DrsgError):
+    """A JSON-RPC error answered as-is: the code it is raised with, a one-line message, optional data.
+
+    The server raises it where the JSON-RPC code is the point (-32602 naming a bad param, -32601 an
+    unknown method); every other DrsgError is answered with its class's ``rpc_code``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.rpc_code = code
+        self.data = data

@@ -1,4 +1,4 @@
-"""The HYBRID query form and the ``Hybrid`` plan source it compiles to (pure).
+"""The hybrid query: its spec, defaults and validation, the HYBRID form, and the ``Hybrid`` plan source (pure).
 
     HYBRID (d[:Label]) [VECTOR [ON prop] NEAR <"text" | [1.0, 2.0] | $param> [METRIC m] [WEIGHT w]]
         [KEYWORD ON prop MATCHING "text" [WEIGHT w]] [GRAPH HOPS n [DECAY d] [SEEDS s] [WEIGHT w]]
@@ -6,43 +6,195 @@
 
 Parts come in any order, each at most once, with at least one of VECTOR or KEYWORD; KEYWORD needs
 a label. Defaults (upstream's): CANDIDATES 100, TOPK 10, DECAY 0.5, SEEDS 10, weights vector 1.0,
-keyword 1.0, graph 0.5. The source follows upstream's serde shape::
+keyword 1.0, graph 0.5. :class:`HybridSpec` is the one description of a hybrid query, whichever
+surface made it (this form, CLI flags, RPC params, plan JSON); drsg.workers.hybrid runs it. Its
+plan source follows upstream's serde shape::
 
     {"Hybrid": {"label", "vector": {"property", "query"|"query_text", "metric"} | null,
                 "keyword": {"property", "query"} | null, "graph": {"hops", "decay", "seeds"} | null,
                 "weights": {"vector", "keyword", "graph"}, "candidates", "k"}}
 
-plus ``"fusion"`` (and ``"rrf_k"``) when a FUSION other than minmax is asked for. ``drsg.plan.query``
-does not import this module; a surface dispatches on the leading word (see :func:`parse_query`).
+plus ``"fusion"`` (and ``"rrf_k"``) when a fusion other than minmax is asked for, and
+``"graph_norm"`` when it is not ``range``. The plan owns the fusions' names; their maths is in
+drsg.workers.fusion. ``drsg.plan.query`` does not import this module; a surface dispatches on the
+leading word (see :func:`parse_query`).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.plan.query import METRIC_NAMES, Plan, QuerySyntaxError, _Parser, parse_search
+from drsg.kernel.errors import QuerySyntaxError, UsageError
+from drsg.kernel.metrics import check_metric, plan_metric
+from drsg.kernel.values import Vector
+from drsg.plan.query import Plan, _Parser, parse_search
 
-DEFAULTS = {"candidates": 100, "k": 10, "decay": 0.5, "seeds": 10}
+DEFAULT_CANDIDATES = 100
+DEFAULT_K = 10
+DEFAULT_SEEDS = 10
+DEFAULT_DECAY = 0.5
 DEFAULT_WEIGHTS = {"vector": 1.0, "keyword": 1.0, "graph": 0.5}
+CHANNELS = ("vector", "keyword", "graph")
 FUSIONS = ("minmax", "rrf", "dbsf")
+DEFAULT_RRF_K = 60
+#: How the graph channel's decay^hops is normalised: by its range [0, 1], or min-max (upstream's).
+GRAPH_NORMS = ("range", "minmax")
+
+
+@dataclass(frozen=True)
+class VectorPart:
+    prop: str
+    query: Vector | str  # a string is embedded by the caller's embedder
+    metric: str = "cosine"
+
+
+@dataclass(frozen=True)
+class KeywordPart:
+    prop: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GraphPart:
+    hops: int
+    decay: float = DEFAULT_DECAY
+    seeds: int = DEFAULT_SEEDS
+
+
+@dataclass(frozen=True)
+class HybridSpec:
+    """One hybrid query; ``Hybrid`` plan-source JSON in and out (upstream's shape, plus
+    ``fusion``, ``rrf_k`` and ``graph_norm``, and ``query_text`` for a text vector query)."""
+
+    label: str | None = None
+    vector: VectorPart | None = None
+    keyword: KeywordPart | None = None
+    graph: GraphPart | None = None
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    candidates: int = DEFAULT_CANDIDATES
+    k: int = DEFAULT_K
+    fusion: str = "minmax"
+    rrf_k: int = DEFAULT_RRF_K
+    graph_norm: str = "range"
+
+    def check(self) -> HybridSpec:
+        """Raise a one-line UsageError for a query that cannot run."""
+        if self.vector is None and self.keyword is None:
+            raise UsageError("hybrid needs a vector or a keyword channel: name --vector PROP and/or --keyword PROP")
+        if self.keyword is not None and not self.label:
+            raise UsageError("the keyword channel needs a label (--label L): a BM25 index is declared per label")
+        if self.vector is not None:
+            check_metric(self.vector.metric)
+        if self.graph is not None:
+            if self.graph.hops < 0:
+                raise UsageError("graph hops must be ≥ 0")
+            if not 0.0 <= self.graph.decay <= 1.0:
+                raise UsageError(f"graph decay must be in [0, 1], not {self.graph.decay}")
+            if self.graph.seeds < 1:
+                raise UsageError("graph seeds must be ≥ 1")
+        if self.candidates < 1:
+            raise UsageError("candidates must be ≥ 1")
+        if self.k < 0:
+            raise UsageError("k must be ≥ 0")
+        if self.fusion not in FUSIONS:
+            raise UsageError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
+        if self.graph_norm not in GRAPH_NORMS:
+            raise UsageError(f"unknown graph normalisation {self.graph_norm!r}; use one of {', '.join(GRAPH_NORMS)}")
+        if self.rrf_k < 0:
+            raise UsageError("rrf k must be ≥ 0")
+        for name in CHANNELS:
+            w = self.weights.get(name, DEFAULT_WEIGHTS[name])
+            if not isinstance(w, (int, float)) or w != w or w in (float("inf"), float("-inf")):
+                raise UsageError(f"the {name} weight must be a finite number")
+        return self
+
+    def weight(self, name: str) -> float:
+        return float(self.weights.get(name, DEFAULT_WEIGHTS[name]))
+
+    def to_plan_json(self) -> dict[str, Any]:
+        vector: dict[str, Any] | None = None
+        if self.vector is not None:
+            vector = {"property": self.vector.prop, "metric": plan_metric(self.vector.metric)}
+            if isinstance(self.vector.query, Vector):
+                vector["query"] = self.vector.query.tolist()
+            else:
+                vector["query_text"] = self.vector.query
+        body: dict[str, Any] = {
+            "label": self.label,
+            "vector": vector,
+            "keyword": None if self.keyword is None else {"property": self.keyword.prop, "query": self.keyword.text},
+            "graph": None
+            if self.graph is None
+            else {"hops": self.graph.hops, "decay": self.graph.decay, "seeds": self.graph.seeds},
+            "weights": {name: self.weight(name) for name in CHANNELS},
+            "candidates": self.candidates,
+            "k": self.k,
+        }
+        if self.fusion != "minmax":
+            body["fusion"] = self.fusion
+            if self.fusion == "rrf":
+                body["rrf_k"] = self.rrf_k
+        if self.graph_norm != "range":
+            body["graph_norm"] = self.graph_norm
+        return {"Hybrid": body}
+
+    @classmethod
+    def from_plan_json(cls, body: dict[str, Any]) -> HybridSpec:
+        """Read a ``Hybrid`` source body (the value under ``"Hybrid"``)."""
+        if not isinstance(body, dict):
+            raise UsageError("a Hybrid source is an object with vector, keyword, graph, weights, candidates, k")
+        try:
+            v, kw, g = body.get("vector"), body.get("keyword"), body.get("graph")
+            vector = None
+            if v is not None:
+                if "query" in v:
+                    query: Vector | str = Vector.of(v["query"])
+                elif "query_text" in v:
+                    query = str(v["query_text"])
+                else:
+                    raise UsageError('the Hybrid vector channel needs "query" (numbers) or "query_text"')
+                vector = VectorPart(str(v.get("property", "embedding")), query, str(v.get("metric", "Cosine")).lower())
+            keyword = None if kw is None else KeywordPart(str(kw["property"]), str(kw["query"]))
+            graph = None
+            if g is not None:
+                graph = GraphPart(
+                    int(g["hops"]), float(g.get("decay", DEFAULT_DECAY)), int(g.get("seeds", DEFAULT_SEEDS))
+                )
+            weights = dict(DEFAULT_WEIGHTS)
+            weights.update({str(n): float(w) for n, w in (body.get("weights") or {}).items()})
+            spec = cls(
+                label=body.get("label"),
+                vector=vector,
+                keyword=keyword,
+                graph=graph,
+                weights=weights,
+                candidates=int(body.get("candidates", DEFAULT_CANDIDATES)),
+                k=int(body.get("k", DEFAULT_K)),
+                fusion=str(body.get("fusion", "minmax")),
+                rrf_k=int(body.get("rrf_k", DEFAULT_RRF_K)),
+                graph_norm=str(body.get("graph_norm", "range")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"bad Hybrid source ({exc.__class__.__name__}: {exc})") from None
+        return spec.check()
 
 
 class _HybridParser(_Parser):
-    def weight(self, part: str) -> float | None:
-        if not self.peek("WEIGHT"):
-            return None
-        self.take("WEIGHT")
-        return float(self.take(kind="number", what=f"a number after {part} WEIGHT").text)
+    def weight(self, channel: str, weights: dict[str, float]) -> None:
+        """An optional ``WEIGHT w`` after a channel's part: ``weights[channel] = w``."""
+        if self.peek("WEIGHT"):
+            self.take("WEIGHT")
+            weights[channel] = float(self.take(kind="number", what=f"a number after {channel.upper()} WEIGHT").text)
 
     def hybrid(self) -> Plan:
+        """The statement as a checked :class:`HybridSpec`, written out as its plan source. The
+        checks here word a problem in the statement's own terms; :meth:`HybridSpec.check` does the rest."""
         var, label = self.node_pattern("HYBRID")
-        body: dict[str, Any] = {"label": label, "vector": None, "keyword": None, "graph": None}
+        parts: dict[str, Any] = {"label": label}  # HybridSpec's fields, as the statement gives them
         weights = dict(DEFAULT_WEIGHTS)
         seen: set[str] = set()
-        candidates, k = DEFAULTS["candidates"], DEFAULTS["k"]
-        fusion: str | None = None
-        rrf_k: int | None = None
         while True:
             tok = self.peek()
             word = tok.text.upper() if tok is not None and tok.kind == "word" else None
@@ -58,64 +210,48 @@ class _HybridParser(_Parser):
                     self.take("ON")
                     prop = self.take(kind="word", what="a property name").text
                 self.take("NEAR", what="NEAR after VECTOR")
-                vector: dict[str, Any] = {"property": prop, **self._near_value(), "metric": "Cosine"}
-                if self.peek("METRIC"):
-                    self.take("METRIC")
-                    name = self.take(kind="word", what="a metric").text.lower()
-                    if name not in METRIC_NAMES:
-                        raise QuerySyntaxError(f"unknown metric {name!r}; use cosine, dot or l2")
-                    vector["metric"] = METRIC_NAMES[name]
-                w = self.weight("VECTOR")
-                if w is not None:
-                    weights["vector"] = w
-                body["vector"] = vector
+                near = self._near_value()
+                metric = self.metric() if self.peek("METRIC") else "cosine"
+                parts["vector"] = VectorPart(prop, near if isinstance(near, str) else Vector.of(near), metric)
+                self.weight("vector", weights)
             elif word == "KEYWORD":
                 self.take("ON", what="ON after KEYWORD")
                 prop = self.take(kind="word", what="a property name").text
                 self.take("MATCHING", what="MATCHING")
                 text = json.loads(self.take(kind="string", what="a quoted string after MATCHING").text)
-                w = self.weight("KEYWORD")
-                if w is not None:
-                    weights["keyword"] = w
-                body["keyword"] = {"property": prop, "query": text}
+                parts["keyword"] = KeywordPart(prop, text)
+                self.weight("keyword", weights)
             elif word == "GRAPH":
                 self.take("HOPS", what="HOPS after GRAPH")
-                graph: dict[str, Any] = {"hops": self.number("HOPS"), "decay": DEFAULTS["decay"]}
-                graph["seeds"] = DEFAULTS["seeds"]
+                hops, decay, seeds = self.number("HOPS"), DEFAULT_DECAY, DEFAULT_SEEDS
                 if self.peek("DECAY"):
                     self.take("DECAY")
-                    graph["decay"] = float(self.take(kind="number", what="a number after DECAY").text)
-                    if not 0.0 <= graph["decay"] <= 1.0:
-                        raise QuerySyntaxError(f"DECAY must be in [0, 1], not {graph['decay']}")
+                    decay = float(self.take(kind="number", what="a number after DECAY").text)
+                    if not 0.0 <= decay <= 1.0:
+                        raise QuerySyntaxError(f"DECAY must be in [0, 1], not {decay}")
                 if self.peek("SEEDS"):
                     self.take("SEEDS")
-                    graph["seeds"] = self.number("SEEDS")
-                w = self.weight("GRAPH")
-                if w is not None:
-                    weights["graph"] = w
-                body["graph"] = graph
+                    seeds = self.number("SEEDS")
+                parts["graph"] = GraphPart(hops, decay, seeds)
+                self.weight("graph", weights)
             elif word == "CANDIDATES":
-                candidates = max(1, self.number("CANDIDATES"))  # upstream clamps to ≥ 1
+                parts["candidates"] = max(1, self.number("CANDIDATES"))  # upstream clamps to ≥ 1
             elif word == "TOPK":
-                k = self.number("TOPK")
+                parts["k"] = self.number("TOPK")
             else:
                 name = self.take(kind="word", what="minmax, rrf or dbsf").text.lower()
                 if name not in FUSIONS:
                     raise QuerySyntaxError(f"unknown FUSION {name!r}; use minmax, rrf or dbsf")
-                fusion = name
+                parts["fusion"] = name
                 if self.peek("K"):
                     self.take("K")
-                    rrf_k = self.number("FUSION … K")
-        if body["vector"] is None and body["keyword"] is None:
+                    parts["rrf_k"] = self.number("FUSION … K")
+        if "vector" not in parts and "keyword" not in parts:
             raise QuerySyntaxError("HYBRID needs VECTOR … NEAR … and/or KEYWORD ON … MATCHING …")
-        if body["keyword"] is not None and label is None:
+        if "keyword" in parts and label is None:
             raise QuerySyntaxError('HYBRID KEYWORD needs a label: HYBRID (d:Doc) KEYWORD ON body MATCHING "…"')
-        body.update(weights=weights, candidates=candidates, k=k)
-        if fusion is not None and fusion != "minmax":
-            body["fusion"] = fusion
-            if fusion == "rrf":
-                body["rrf_k"] = 60 if rrf_k is None else rrf_k
-        return self._tail(var, {"Hybrid": body})
+        spec = HybridSpec(**parts, weights=weights).check()
+        return self._tail(var, spec.to_plan_json())
 
 
 def parse_hybrid(text: str, params: dict[str, Any] | None = None) -> Plan:
@@ -124,6 +260,18 @@ def parse_hybrid(text: str, params: dict[str, Any] | None = None) -> Plan:
     if parser.peek("HYBRID") is None:
         raise QuerySyntaxError('a hybrid query starts with HYBRID, e.g. HYBRID (d:Doc) KEYWORD ON body MATCHING "x"')
     return parser.hybrid()
+
+
+def text_property(plan: Plan) -> str | None:
+    """The vector property whose embedder must embed the plan's query text (a ``VectorTopK`` or
+    ``Hybrid`` source with ``query_text``), or None when the plan has no text to embed."""
+    source = plan.source if isinstance(plan.source, dict) else {}
+    vector = source.get("VectorTopK")
+    if vector is None and isinstance(source.get("Hybrid"), dict):
+        vector = source["Hybrid"].get("vector")
+    if not isinstance(vector, dict) or "query_text" not in vector:
+        return None
+    return str(vector.get("property") or "embedding")
 
 
 def parse_query(text: str, params: dict[str, Any] | None = None) -> Plan:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drsg.kernel.asof import AsOf, parse_as_of
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
+from drsg.kernel.metrics import check_metric, plan_metric
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -28,11 +29,6 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
-METRIC_NAMES = {"cosine": "Cosine", "dot": "Dot", "l2": "L2"}
-
-
-class QuerySyntaxError(UsageError):
-    pass
 
 
 @dataclass
@@ -115,6 +111,15 @@ class _Parser:
         self.take(")", what="')'")
         return var, label
 
+    def metric(self) -> str:
+        """``METRIC name`` → the metric's name (``cosine``, ``dot``, ``l2``)."""
+        self.take("METRIC")
+        name = self.take(kind="word", what="a metric").text
+        try:
+            return check_metric(name)
+        except BadValue as exc:
+            raise QuerySyntaxError(exc.message) from None
+
     # grammar
     def search(self) -> Plan:
         var, label = self.node_pattern("SEARCH")
@@ -130,11 +135,7 @@ class _Parser:
         k = 10
         while True:
             if self.peek("METRIC"):
-                self.take("METRIC")
-                name = self.take(kind="word", what="a metric").text.lower()
-                if name not in METRIC_NAMES:
-                    raise QuerySyntaxError(f"unknown metric {name!r}; use cosine, dot or l2")
-                metric = name
+                metric = self.metric()
             elif self.peek("TOPK"):
                 self.take("TOPK")
                 k = self.number("TOPK")
@@ -143,10 +144,10 @@ class _Parser:
         source: dict[str, Any] = {
             "label": label,
             "property": prop or "embedding",
-            "metric": METRIC_NAMES[metric],
+            "metric": plan_metric(metric),
             "k": k,
         }
-        source.update(query)
+        source["query_text" if isinstance(query, str) else "query"] = query
         return self._tail(var, {"VectorTopK": source})
 
     def _keyword(self, var: str, label: str | None, prop: str | None) -> Plan:
@@ -160,22 +161,21 @@ class _Parser:
             k = self.number("TOPK")
         return self._tail(var, {"KeywordTopK": {"label": label, "property": prop, "query": text, "k": k}})
 
-    def _near_value(self) -> dict[str, Any]:
+    def _near_value(self) -> str | list[float]:
+        """What NEAR is followed by: a text to embed, or a vector's numbers."""
         tok = self.peek()
         if tok is None:
             raise QuerySyntaxError('NEAR needs a "text", a [vector] or a $param')
         if tok.kind == "string":
             self.i += 1
-            return {"query_text": json.loads(tok.text)}
+            return str(json.loads(tok.text))
         if tok.kind == "param":
             self.i += 1
             name = tok.text[1:]
             if name not in self.params:
                 raise QuerySyntaxError(f"parameter ${name} has no value; pass it with --param {name}=<json>")
             value = self.params[name]
-            if isinstance(value, str):
-                return {"query_text": value}
-            return {"query": _floats(value, f"${name}")}
+            return value if isinstance(value, str) else _floats(value, f"${name}")
         if tok.text == "[":
             self.i += 1
             values: list[float] = []
@@ -183,7 +183,7 @@ class _Parser:
                 values.append(float(self.take(kind="number", what="a number").text))
                 if self.peek("]"):
                     self.take("]")
-                    return {"query": values}
+                    return values
                 self.take(",", what="',' or ']'")
         raise QuerySyntaxError(f'NEAR needs a "text", a [vector] or a $param, not {tok.text!r}')
 

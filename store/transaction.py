@@ -14,6 +14,7 @@ from typing import Any
 
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
+from drsg.kernel.metrics import METRICS
 from drsg.kernel.values import Vector, check_name, check_props
 from drsg.store.environment import Txn
 from drsg.store.mutations import (
@@ -35,7 +36,6 @@ from drsg.store.snapshot import Snapshot
 
 DEFAULT_PLANE = "startup"
 DEFAULT_PLANE_ID = 0
-METRICS = ("cosine", "dot", "l2")
 
 NodeRef = int | str  # a node id, or "@key" / a bare external key
 

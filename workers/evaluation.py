@@ -18,6 +18,8 @@ from typing import Any
 
 from drsg.kernel.errors import BadValue
 from drsg.kernel.values import Vector
+from drsg.plan.hybrid import KeywordPart, VectorPart
+from drsg.workers.hybrid import hybrid
 
 Qrels = dict[str, dict[str, int]]  # query id → document key → relevance grade
 
@@ -194,8 +196,6 @@ def evaluate_hybrid(
     """Run every query under each channel configuration of ``spec`` (a HybridSpec naming all the
     channels wanted; its vector query is replaced by ``vectors[query id]``, its keyword text by the
     query's text) and score the rankings. Results are ranked to depth ``max(ndcg_k, recall_k)``."""
-    from drsg.workers.hybrid import KeywordPart, VectorPart, hybrid
-
     depth = max(ndcg_k, recall_k, spec.k)
     rows: list[Row] = []
     for config in configs(spec.vector is not None, spec.keyword is not None, spec.graph is not None):

@@ -43,12 +43,11 @@ from typing import cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from drsg.plan.hybrid import DEFAULT_RRF_K, FUSIONS  # the names are the plan language's; the maths is here
 from drsg.workers import _fusion
 
 #: Spans at or below this are "all equal" (upstream compares with f32::EPSILON).
 EPSILON = float(np.finfo(np.float32).eps)
-FUSIONS = ("minmax", "rrf", "dbsf")
-DEFAULT_RRF_K = 60
 
 Ids = NDArray[np.int64]
 Scores = NDArray[np.float64]

@@ -17,12 +17,13 @@ hop) would score every one-hop neighbour 0, so the graph channel could never lif
 With the range, a one-hop neighbour scores ``decay``, a two-hop one ``decay²``. Upstream's
 behaviour stays available as ``graph_norm="minmax"``.
 
-Everything reads one snapshot, so ``AS OF`` runs every channel on that commit.
+Everything reads one snapshot, so ``AS OF`` runs every channel on that commit. The query itself,
+its defaults and its validation are the plan language's (:class:`drsg.plan.hybrid.HybridSpec`);
+this module only runs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,164 +32,15 @@ import structlog
 from numpy.typing import NDArray
 
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import NotFound, UsageError
-from drsg.kernel.values import Vector
+from drsg.kernel.errors import NotFound
+from drsg.kernel.metrics import check_metric
+from drsg.plan.hybrid import CHANNELS, HybridSpec
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS, Channel, Ranking, explain_line
-from drsg.workers.search import Hit, Searcher
-from drsg.workers.vector import check_metric
+from drsg.workers.fusion import Channel, Ranking, explain_line
+from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded
 
 log = structlog.get_logger("drsg.hybrid")
-
-DEFAULT_CANDIDATES = 100
-DEFAULT_K = 10
-DEFAULT_SEEDS = 10
-DEFAULT_DECAY = 0.5
-DEFAULT_WEIGHTS = {"vector": 1.0, "keyword": 1.0, "graph": 0.5}
-GRAPH_NORMS = ("range", "minmax")
-CHANNELS = ("vector", "keyword", "graph")
-_METRIC_TO_PLAN = {"cosine": "Cosine", "dot": "Dot", "l2": "L2"}
-
-TextEmbedder = Callable[[str], Vector]
-
-
-@dataclass(frozen=True)
-class VectorPart:
-    prop: str
-    query: Vector | str  # a string is embedded by the caller's embedder
-    metric: str = "cosine"
-
-
-@dataclass(frozen=True)
-class KeywordPart:
-    prop: str
-    text: str
-
-
-@dataclass(frozen=True)
-class GraphPart:
-    hops: int
-    decay: float = DEFAULT_DECAY
-    seeds: int = DEFAULT_SEEDS
-
-
-@dataclass(frozen=True)
-class HybridSpec:
-    """One hybrid query; ``Hybrid`` plan-source JSON in and out (upstream's shape, plus
-    ``fusion``, ``rrf_k`` and ``graph_norm``, and ``query_text`` for a text vector query)."""
-
-    label: str | None = None
-    vector: VectorPart | None = None
-    keyword: KeywordPart | None = None
-    graph: GraphPart | None = None
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    candidates: int = DEFAULT_CANDIDATES
-    k: int = DEFAULT_K
-    fusion: str = "minmax"
-    rrf_k: int = DEFAULT_RRF_K
-    graph_norm: str = "range"
-
-    def check(self) -> HybridSpec:
-        """Raise a one-line UsageError for a query that cannot run."""
-        if self.vector is None and self.keyword is None:
-            raise UsageError("hybrid needs a vector or a keyword channel: name --vector PROP and/or --keyword PROP")
-        if self.keyword is not None and not self.label:
-            raise UsageError("the keyword channel needs a label (--label L): a BM25 index is declared per label")
-        if self.vector is not None:
-            check_metric(self.vector.metric)
-        if self.graph is not None:
-            if self.graph.hops < 0:
-                raise UsageError("graph hops must be ≥ 0")
-            if not 0.0 <= self.graph.decay <= 1.0:
-                raise UsageError(f"graph decay must be in [0, 1], not {self.graph.decay}")
-            if self.graph.seeds < 1:
-                raise UsageError("graph seeds must be ≥ 1")
-        if self.candidates < 1:
-            raise UsageError("candidates must be ≥ 1")
-        if self.k < 0:
-            raise UsageError("k must be ≥ 0")
-        if self.fusion not in FUSIONS:
-            raise UsageError(f"unknown fusion {self.fusion!r}; use one of {', '.join(FUSIONS)}")
-        if self.graph_norm not in GRAPH_NORMS:
-            raise UsageError(f"unknown graph normalisation {self.graph_norm!r}; use range or minmax")
-        if self.rrf_k < 0:
-            raise UsageError("rrf k must be ≥ 0")
-        for name in CHANNELS:
-            w = self.weights.get(name, DEFAULT_WEIGHTS[name])
-            if not isinstance(w, (int, float)) or w != w or w in (float("inf"), float("-inf")):
-                raise UsageError(f"the {name} weight must be a finite number")
-        return self
-
-    def weight(self, name: str) -> float:
-        return float(self.weights.get(name, DEFAULT_WEIGHTS[name]))
-
-    def to_plan_json(self) -> dict[str, Any]:
-        vector: dict[str, Any] | None = None
-        if self.vector is not None:
-            vector = {"property": self.vector.prop, "metric": _METRIC_TO_PLAN[check_metric(self.vector.metric)]}
-            if isinstance(self.vector.query, Vector):
-                vector["query"] = self.vector.query.tolist()
-            else:
-                vector["query_text"] = self.vector.query
-        body: dict[str, Any] = {
-            "label": self.label,
-            "vector": vector,
-            "keyword": None if self.keyword is None else {"property": self.keyword.prop, "query": self.keyword.text},
-            "graph": None
-            if self.graph is None
-            else {"hops": self.graph.hops, "decay": self.graph.decay, "seeds": self.graph.seeds},
-            "weights": {name: self.weight(name) for name in CHANNELS},
-            "candidates": self.candidates,
-            "k": self.k,
-        }
-        if self.fusion != "minmax":
-            body["fusion"] = self.fusion
-            if self.fusion == "rrf":
-                body["rrf_k"] = self.rrf_k
-        if self.graph_norm != "range":
-            body["graph_norm"] = self.graph_norm
-        return {"Hybrid": body}
-
-    @classmethod
-    def from_plan_json(cls, body: dict[str, Any]) -> HybridSpec:
-        """Read a ``Hybrid`` source body (the value under ``"Hybrid"``)."""
-        if not isinstance(body, dict):
-            raise UsageError("a Hybrid source is an object with vector, keyword, graph, weights, candidates, k")
-        try:
-            v, kw, g = body.get("vector"), body.get("keyword"), body.get("graph")
-            vector = None
-            if v is not None:
-                if "query" in v:
-                    query: Vector | str = Vector.of(v["query"])
-                elif "query_text" in v:
-                    query = str(v["query_text"])
-                else:
-                    raise UsageError('the Hybrid vector channel needs "query" (numbers) or "query_text"')
-                vector = VectorPart(str(v.get("property", "embedding")), query, str(v.get("metric", "Cosine")).lower())
-            keyword = None if kw is None else KeywordPart(str(kw["property"]), str(kw["query"]))
-            graph = None
-            if g is not None:
-                graph = GraphPart(
-                    int(g["hops"]), float(g.get("decay", DEFAULT_DECAY)), int(g.get("seeds", DEFAULT_SEEDS))
-                )
-            weights = dict(DEFAULT_WEIGHTS)
-            weights.update({str(n): float(w) for n, w in (body.get("weights") or {}).items()})
-            spec = cls(
-                label=body.get("label"),
-                vector=vector,
-                keyword=keyword,
-                graph=graph,
-                weights=weights,
-                candidates=int(body.get("candidates", DEFAULT_CANDIDATES)),
-                k=int(body.get("k", DEFAULT_K)),
-                fusion=str(body.get("fusion", "minmax")),
-                rrf_k=int(body.get("rrf_k", DEFAULT_RRF_K)),
-                graph_norm=str(body.get("graph_norm", "range")),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"bad Hybrid source ({exc.__class__.__name__}: {exc})") from None
-        return spec.check()
 
 
 @dataclass(slots=True)
@@ -214,13 +66,9 @@ class HybridHit(Hit):
         return out
 
 
-def distance_from_similarity(metric: str, similarity: float) -> float:
-    """Upstream reports the vector channel as a distance: cosine 1 − cos, dot −dot, l2 ‖a − b‖."""
-    return 1.0 - similarity if metric == "cosine" else -similarity
-
-
 def distances_from_similarities(metric: str, similarities: NDArray[np.float64]) -> NDArray[np.float64]:
-    """:func:`distance_from_similarity` over an array (the same float operation per element)."""
+    """Upstream reports the vector channel as a distance: cosine 1 − cos, dot −dot, l2 ‖a − b‖ (the
+    searches give similarities: cos, dot, −‖a − b‖)."""
     return 1.0 - similarities if metric == "cosine" else -similarities
 
 
@@ -254,7 +102,8 @@ def hybrid_on_snapshot(
     current: bool,
     embed: TextEmbedder | None = None,
 ) -> list[HybridHit]:
-    """Run ``spec`` on one open snapshot (the indexes already caught up, as in Searcher._source)."""
+    """Run ``spec`` on one open snapshot (the indexes already caught up when ``current``; the plan
+    executor's entry, drsg.workers.plans)."""
     return _run(searcher, snap, plane, spec.check(), current, embed)
 
 
@@ -285,12 +134,7 @@ def _vector_pool(
 ) -> Pool:
     """The vector channel's candidates, best first: (node ids, similarities)."""
     assert spec.vector is not None
-    query = spec.vector.query
-    if isinstance(query, str):
-        if embed is None:
-            raise UsageError("this hybrid query has a text vector query: it needs an embedder (--embed)")
-        query = embed(query)
-    metric = check_metric(spec.vector.metric)
+    query, metric = embedded(spec.vector.query, embed), check_metric(spec.vector.metric)
     return searcher.vector_pool(snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current)
 
 
@@ -328,5 +172,5 @@ def hybrid(
 ) -> list[HybridHit]:
     """Run a hybrid query at the head (read-your-writes) or ``as_of`` a commit."""
     spec.check()  # before a snapshot is opened: a bad query costs no transaction
-    with searcher._snapshot(as_of) as snap:
-        return _run(searcher, snap, searcher.plane_id(snap, plane), spec, snap.at == snap.head, embed)
+    with searcher.view(plane, as_of) as (snap, plane_id, current):
+        return _run(searcher, snap, plane_id, spec, current, embed)

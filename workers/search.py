@@ -1,9 +1,10 @@
-"""Running searches and logical plans over a database and its indexes.
+"""The two searches (vector, keyword) over a database and its indexes.
 
 Every query first catches the indexes up with the log (read-your-writes), then reads nodes from a
 snapshot at exactly the seq the indexes reached, so results and records always agree. ``AS OF`` an
 earlier commit searches that snapshot exactly: a brute-force vector scan, or a keyword index built
-in memory over the snapshot.
+in memory over the snapshot. Logical plans run in :mod:`drsg.workers.plans`, hybrid queries in
+:mod:`drsg.workers.hybrid`; both build on :class:`Searcher`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from drsg.kernel.asof import AsOf
+from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import NotFound, UsageError
+from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
-from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.store.environment import Gate
 from drsg.store.records import Node
@@ -27,11 +28,10 @@ from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool, pairs
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
-from drsg.workers.vector import VectorIndex, check_metric
+from drsg.workers.vector import VectorIndex
 
 #: Turns query text into a vector for a (plane, label, property); supplied by the surface.
 TextEmbedder = Callable[[str], Vector]
-_METRIC_FROM_PLAN = {"Cosine": "cosine", "Dot": "dot", "L2": "l2"}
 
 
 @dataclass(slots=True)
@@ -78,12 +78,12 @@ class Searcher:
         self._planes[name] = (snap.at, plane_id)
         return plane_id
 
-    # ------------------------------------------------------------------ plans
-
-    def run(self, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
-        with self._snapshot(plan.as_of) as snap:
-            hits = self._source(snap, self.plane_id(snap, plane), plan.source, snap.at == snap.head, embed)
-        return _steps(hits, plan.steps)
+    @contextmanager
+    def view(self, plane: str, as_of: AsOf | None) -> Iterator[tuple[Snapshot, int, bool]]:
+        """What one query on ``plane`` reads: its snapshot, the plane's id, and whether the snapshot
+        is the head (where the indexes serve it; an earlier commit is searched exactly)."""
+        with self._snapshot(as_of) as snap:
+            yield snap, self.plane_id(snap, plane), snap.at == snap.head
 
     @contextmanager
     def _snapshot(self, as_of: AsOf | None) -> Iterator[Snapshot]:
@@ -99,33 +99,6 @@ class Searcher:
             with self.indexes.reading():
                 yield snap
 
-    def _source(self, snap: Snapshot, plane: int, source: Any, current: bool, embed: TextEmbedder | None) -> list[Hit]:
-        if source == "ScanAll":
-            return [Hit(n) for n in snap.nodes(plane)]
-        if not isinstance(source, dict) or len(source) != 1:
-            raise UsageError(f"unknown plan source {source!r}; see `drsg query --help`")
-        ((kind, body),) = source.items()
-        if kind == "ScanLabel":
-            return [Hit(n) for n in snap.nodes(plane, str(body))]
-        if kind == "SeekIds":
-            return [Hit(n) for n in (snap.node(plane, int(i)) for i in body) if n is not None]
-        if kind == "SeekKeys":
-            return [Hit(n) for n in (snap.node_by_key(plane, str(k)) for k in body) if n is not None]
-        if kind == "VectorTopK":
-            query = _query_vector(body, embed)
-            metric = _METRIC_FROM_PLAN.get(body.get("metric", "Cosine"), str(body.get("metric", "cosine")).lower())
-            label, prop, k = body.get("label"), body.get("property", "embedding"), int(body.get("k", 10))
-            ranked = self.vector_ranked(snap, plane, label, prop, query, check_metric(metric), k, current)
-            return _hydrate(snap, plane, ranked)
-        if kind == "KeywordTopK":
-            label, prop, k = body["label"], body["property"], int(body.get("k", 10))
-            return _hydrate(snap, plane, self.keyword_ranked(snap, plane, label, prop, str(body["query"]), k, current))
-        if kind == "Hybrid":
-            from drsg.workers.hybrid import HybridSpec, hybrid_on_snapshot  # hybrid builds on this module
-
-            return list(hybrid_on_snapshot(self, snap, plane, HybridSpec.from_plan_json(body), current, embed))
-        raise UsageError(f"plan source {kind} is not supported yet; use VectorTopK, KeywordTopK, Hybrid, Scan*, Seek*")
-
     # ------------------------------------------------------------------ the two searches
 
     def vector(
@@ -138,35 +111,20 @@ class Searcher:
         k: int = 10,
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
-        with self._snapshot(_as_of(as_of)) as snap:
-            plane_id, metric = self.plane_id(snap, plane), check_metric(metric)
-            current = snap.at == snap.head
-            return _hydrate(snap, plane_id, self.vector_ranked(snap, plane_id, label, prop, query, metric, k, current))
+        metric = check_metric(metric)
+        with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
+            return hydrate(
+                snap, plane_id, pairs(self.vector_pool(snap, plane_id, label, prop, query, metric, k, current))
+            )
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
-        with self._snapshot(_as_of(as_of)) as snap:
-            plane_id = self.plane_id(snap, plane)
-            current = snap.at == snap.head
-            return _hydrate(snap, plane_id, self.keyword_ranked(snap, plane_id, label, prop, text, k, current))
+        with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
+            return hydrate(snap, plane_id, pairs(self.keyword_pool(snap, plane_id, label, prop, text, k, current)))
 
     # ------------------------------------------------------------------ ranked ids; callers load records
     # (hybrid retrieval combines candidate pools and loads only the winners)
-
-    def vector_ranked(
-        self,
-        snap: Snapshot,
-        plane: int,
-        label: str | None,
-        prop: str,
-        query: Vector,
-        metric: str,
-        k: int,
-        current: bool,
-    ) -> list[tuple[int, float]]:
-        """Top-k ``(node id, similarity)`` from the index when it serves this query, else exactly."""
-        return pairs(self.vector_pool(snap, plane, label, prop, query, metric, k, current))
 
     def vector_pool(
         self,
@@ -179,20 +137,15 @@ class Searcher:
         k: int,
         current: bool,
     ) -> Pool:
-        """As :meth:`vector_ranked`, as arrays (node ids, similarities)."""
+        """Top-k (node ids, similarities), best first: from the index when it serves this query, else exactly."""
         worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
         if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
             return worker.search_arrays(query, k)
         return _pool(exact_vector_search(snap, plane, label, prop, query, metric, k))
 
-    def keyword_ranked(
-        self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool
-    ) -> list[tuple[int, float]]:
-        """Top-k ``(node id, BM25)``; AS OF an earlier commit, over that snapshot's documents exactly."""
-        return pairs(self.keyword_pool(snap, plane, label, prop, text, k, current))
-
     def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:
-        """As :meth:`keyword_ranked`, as arrays (node ids, BM25 scores)."""
+        """Top-k (node ids, BM25 scores), best first; AS OF an earlier commit, over that snapshot's
+        documents exactly. NotFound when no keyword index is declared on (label, prop)."""
         worker = self.indexes.get(plane, "keyword", label, prop) if current else None
         if worker is None:
             decl = snap.index(plane, "keyword", label, prop)
@@ -209,20 +162,16 @@ class Searcher:
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
     if as_of is None or isinstance(as_of, AsOf):
         return as_of
-    from drsg.kernel.asof import parse_as_of
-
     return parse_as_of(as_of)
 
 
-def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
-    if "query" in body:
-        return Vector.of(body["query"])
-    text = body.get("query_text")
-    if text is None:
-        raise UsageError('VectorTopK needs "query" (a list of numbers)')
+def embedded(query: Vector | str, embed: TextEmbedder | None) -> Vector:
+    """A query vector: given, or the query text embedded by ``embed``."""
+    if isinstance(query, Vector):
+        return query
     if embed is None:
-        raise UsageError('this query has NEAR "text": it needs an embedder (--embed)')
-    return embed(str(text))
+        raise UsageError('this query has a text to embed (NEAR "text"): it needs an embedder (--embed)')
+    return embed(query)
 
 
 def _pool(ranked: list[tuple[int, float]]) -> Pool:
@@ -231,26 +180,11 @@ def _pool(ranked: list[tuple[int, float]]) -> Pool:
     return ids, scores
 
 
-def _hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:
+def hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:
+    """Ranked ``(node id, score)`` pairs as hits with their records (a node gone at this snapshot is left out)."""
     hits = []
     for node_id, score in ranked:
         node = snap.node(plane, node_id)
         if node is not None:
             hits.append(Hit(node, score))
-    return hits
-
-
-def _steps(hits: list[Hit], steps: list[Any]) -> list[Hit]:
-    for step in steps:
-        if isinstance(step, dict) and len(step) == 1:
-            ((name, arg),) = step.items()
-            if name == "Limit":
-                hits = hits[: int(arg)]
-                continue
-            if name == "Skip":
-                hits = hits[int(arg) :]
-                continue
-        else:
-            name = step
-        raise UsageError(f"plan step {name} is not supported yet; supported steps: Limit, Skip")
     return hits

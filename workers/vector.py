@@ -17,8 +17,8 @@ import msgpack
 import numpy as np
 
 from drsg.kernel.errors import BadValue
+from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
-from drsg.store.transaction import METRICS
 from drsg.workers.base import IndexWorker, Pool, pairs
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
@@ -89,13 +89,6 @@ class _EfHold:
             share.users -= 1
             if not share.users:
                 share._cond.notify_all()
-
-
-def check_metric(metric: str) -> str:
-    metric = metric.lower()
-    if metric not in METRICS:
-        raise BadValue(f"unknown metric {metric!r}; use one of {', '.join(METRICS)}")
-    return metric
 
 
 def similarity_from_distance(metric: str, distances: np.ndarray) -> np.ndarray:

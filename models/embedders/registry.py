@@ -83,6 +83,20 @@ def get_embedder(
     )
 
 
+def recorded_preset(identity: str) -> tuple[str, str | None, int | None] | None:
+    """``(name, model, dimensions)`` that rebuild, from its preset alone, the embedder whose
+    :meth:`~Embedder.identity` was recorded with a plane's vectors (``name:model``, ``@N`` for
+    N-dim vectors); None when a preset cannot (``url:…`` or an unknown name needs a base URL).
+    The local embedder runs one model, so its model is None."""
+    name, _, rest = identity.partition(":")
+    model, _, dims = rest.partition("@")
+    if name == "local":
+        return name, None, None
+    if name not in PROVIDERS or PROVIDERS[name].base_url is None:
+        return None
+    return name, model or None, int(dims) if dims.isdigit() else None
+
+
 def _local(
     model: str | None, base_url: str | None, model_dir: Path | str | None, batch_size: int | None
 ) -> LocalEmbedder:

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
+from drsg.kernel.errors import ConversionError
 from drsg.pipeline.convert.base import DEFAULT_LIMITS, Limits, Output, Source, human_size, library_warnings
 from drsg.pipeline.convert.detect import EXTENSIONS, SUPPORTED, by_extension, detect_format, extension, sniff
-from drsg.pipeline.convert.errors import ConversionError
 from drsg.pipeline.convert.markdown import tidy
 
 __all__ = [

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from drsg.pipeline.convert.errors import ConversionError
+from drsg.kernel.errors import ConversionError
 
 MiB = 1024 * 1024
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import io
 import zipfile
 
+from drsg.kernel.errors import ConversionError
 from drsg.pipeline.convert.base import Source, human_size
-from drsg.pipeline.convert.errors import ConversionError
 
 _XML_SUFFIXES = (".xml", ".rels", ".opf", ".ncx", ".xhtml", ".html", ".htm", ".svg", ".vml")
 _CHUNK = 1024 * 1024

@@ -9,28 +9,27 @@ from typing import Any, TypeVar
 import click
 
 from drsg.kernel.asof import AsOf
-from drsg.surfaces.cli.context import Context, emit_json
-from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import open_indexes, query_embedder
-from drsg.workers.fusion import DEFAULT_RRF_K, FUSIONS
-from drsg.workers.hybrid import (
+from drsg.kernel.metrics import METRICS
+from drsg.plan.hybrid import (
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
     DEFAULT_K,
+    DEFAULT_RRF_K,
     DEFAULT_SEEDS,
     DEFAULT_WEIGHTS,
+    FUSIONS,
     GRAPH_NORMS,
     GraphPart,
-    HybridHit,
     HybridSpec,
     KeywordPart,
     VectorPart,
 )
-from drsg.workers.hybrid import (
-    hybrid as run_hybrid,
-)
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
+from drsg.surfaces.cli.search import open_indexes, query_embedder
+from drsg.workers.hybrid import HybridHit
+from drsg.workers.hybrid import hybrid as run_hybrid
 from drsg.workers.search import Searcher
-from drsg.workers.vector import METRICS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -60,9 +61,23 @@ def prop_options(fn: F) -> F:
     )(fn)
 
 
-def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any]:
-    import json
+def json_pairs(pairs: tuple[str, ...], flag: str, example: str) -> dict[str, Any]:
+    """``NAME=VALUE`` flags (``--prop``, ``--param``) → {name: value}; a value is JSON, or else the text itself."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise BadValue(f"{flag} {pair!r} is not NAME=VALUE; write e.g. {flag} {example}")
+        try:
+            out[name] = json.loads(text)
+        except ValueError:
+            out[name] = text
+        except RecursionError:
+            raise BadValue(f"{flag} {name}: lists and maps nest too deeply to read; flatten the value") from None
+    return out
 
+
+def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if props_json is not None:
         try:
@@ -72,16 +87,7 @@ def parse_props(pairs: tuple[str, ...], props_json: str | None) -> dict[str, Any
         if not isinstance(obj, dict):
             raise BadValue("--props must be a JSON object like '{\"a\": 1}'")
         out.update(obj)
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep or not name:
-            raise BadValue(f"--prop {pair!r} is not NAME=VALUE; write e.g. --prop born=1815")
-        try:
-            out[name] = json.loads(text)
-        except ValueError:
-            out[name] = text
-        except RecursionError:
-            raise BadValue(f"--prop {name}: lists and maps nest too deeply to read; flatten the value") from None
+    out.update(json_pairs(pairs, "--prop", "born=1815"))
     return {k: from_json(v, f"property {k!r}") for k, v in out.items()}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,20 +10,21 @@ from typing import Any
 import click
 import structlog
 
-from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.errors import UsageError
+from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import parse_query
+from drsg.plan.hybrid import parse_query, text_property
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.store.database import Database
 from drsg.store.records import indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
-from drsg.surfaces.cli.options import embed_options, json_option, plane_option
+from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, plane_option
 from drsg.workers.analysis import LANGUAGES, canonical_language
 from drsg.workers.manager import IndexSet
+from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit, Searcher
-from drsg.workers.vector import METRICS, check_metric
 
 log = structlog.get_logger("drsg.surfaces.cli")
 
@@ -57,6 +57,35 @@ def _pairs(
     return [(label, prop) for label in _labels_carrying(tx.view, plane.id, prop, want)]
 
 
+def _declare(
+    obj: Context,
+    plane: str,
+    names: tuple[str, ...],
+    kind: str,
+    options: dict[str, Any],
+    want: type,
+    default: str | None,
+) -> list[tuple[str, str]]:
+    """Declare a ``kind`` index with ``options`` on each (label, property) that ``names`` stand for
+    (:func:`_pairs`), build it now, and return the pairs; says so when no label carries the property."""
+    if len(names) > 2:
+        raise click.UsageError("at most two names: LABEL PROPERTY")
+
+    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
+        pairs = _pairs(tx, plane, names, want, default)
+        p = tx.plane(plane)
+        for label, prop in pairs:
+            tx.declare_index(p, kind, label, prop, options)
+        return pairs
+
+    with obj.open(write=True) as db:
+        pairs = db.write(ensure, {"via": "cli"}).value
+        _build(db)
+    if not pairs:
+        click.echo(f"no label in plane '{plane}' carries `{names[-1] if names else default}` — nothing to index")
+    return pairs
+
+
 @index.command("ensure")
 @click.argument("names", nargs=-1, metavar="[LABEL] [PROPERTY]")
 @plane_option
@@ -65,26 +94,11 @@ def _pairs(
 def index_ensure(obj: Context, names: tuple[str, ...], plane: str, metric: str) -> None:
     """Declare a vector index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it;
     nothing: `embedding` on every label. Idempotent; a different metric is an error."""
-    if len(names) > 2:
-        raise click.UsageError("at most two names: LABEL PROPERTY")
-
-    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
-        pairs = _pairs(tx, plane, names, Vector, "embedding")
-        p = tx.plane(plane)
+    pairs = _declare(obj, plane, names, "vector", {"metric": check_metric(metric)}, Vector, "embedding")
+    if pairs:
         for label, prop in pairs:
-            tx.declare_index(p, "vector", label, prop, {"metric": check_metric(metric)})
-        return pairs
-
-    with obj.open(write=True) as db:
-        pairs = db.write(ensure, {"via": "cli"}).value
-        _build(db)
-    if not pairs:
-        prop = names[-1] if names else "embedding"
-        click.echo(f"no label in plane '{plane}' carries `{prop}` — nothing to index")
-        return
-    for label, prop in pairs:
-        click.echo(f"ensured vector index on {label}.{prop}")
-    click.echo(f"{len(pairs)} label(s) indexed")
+            click.echo(f"ensured vector index on {label}.{prop}")
+        click.echo(f"{len(pairs)} label(s) indexed")
 
 
 @index.command("keyword")
@@ -94,24 +108,8 @@ def index_ensure(obj: Context, names: tuple[str, ...], plane: str, metric: str) 
 @click.pass_obj
 def index_keyword(obj: Context, names: tuple[str, ...], plane: str, lang: str) -> None:
     """Declare a keyword (BM25) index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it."""
-    if len(names) > 2:
-        raise click.UsageError("at most two names: LABEL PROPERTY")
     language = canonical_language(lang)
-
-    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
-        pairs = _pairs(tx, plane, names, str, None)
-        p = tx.plane(plane)
-        for label, prop in pairs:
-            tx.declare_index(p, "keyword", label, prop, {"language": language})
-        return pairs
-
-    with obj.open(write=True) as db:
-        pairs = db.write(ensure, {"via": "cli"}).value
-        _build(db)
-    if not pairs:
-        click.echo(f"no label in plane '{plane}' carries `{names[-1]}` — nothing to index")
-        return
-    for label, prop in pairs:
+    for label, prop in _declare(obj, plane, names, "keyword", {"language": language}, str, None):
         click.echo(f"ensured keyword index on {label}.{prop} ({language.capitalize()})")
 
 
@@ -175,21 +173,20 @@ def query_embedder(obj: Context, db: Database, plane: str, prop: str, embed: Emb
     """The embedder for a text query on ``prop``: the one recorded with its vectors unless
     --embed names one; a different one is an error (two vector spaces do not compare)."""
     from drsg.models.embedders import get_embedder
+    from drsg.models.embedders.registry import recorded_preset
     from drsg.pipeline.vectorize import recorded_embedder
 
     recorded = recorded_embedder(db, plane, prop)
     name, model, url, key_env = embed
     if recorded and name is None and model is None and url is None:
-        recorded_name, _, rest = recorded.partition(":")
-        recorded_model, _, dims = rest.partition("@")
-        embedder = get_embedder(
-            recorded_name,
-            recorded_model or None,
-            None,
-            key_env,
-            obj.settings,
-            dimensions=int(dims) if dims.isdigit() else None,
-        )
+        preset = recorded_preset(recorded)
+        if preset is None:
+            raise UsageError(
+                f"{prop!r} in plane {plane!r} holds vectors from {recorded}; name that service with "
+                f"--embed url --embed-url URL --embed-model MODEL to search it by text, or query with a vector"
+            )
+        recorded_name, recorded_model, dims = preset
+        embedder = get_embedder(recorded_name, recorded_model, None, key_env, obj.settings, dimensions=dims)
     else:
         embedder = make_embedder(obj, embed)
     if recorded and embedder.identity() != recorded:
@@ -212,38 +209,17 @@ def _print_hits(hits: list[Hit], as_json: bool) -> None:
         click.echo(f"  {score}\t{name}\t[{', '.join(hit.node.labels)}]")
 
 
-def _params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep:
-            raise BadValue(f"--param {pair!r} is not NAME=JSON")
-        try:
-            out[name] = json.loads(text)
-        except ValueError:
-            out[name] = text
-    return out
-
-
-def _text_property(plan: Plan) -> str | None:
-    """The vector property a plan's text query must be embedded for, if it has one."""
-    if not isinstance(plan.source, dict):
-        return None
-    vector = plan.source.get("VectorTopK") or (plan.source.get("Hybrid") or {}).get("vector") or {}
-    return str(vector.get("property", "embedding")) if "query_text" in vector else None
-
-
 def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
     with obj.open(write=False) as db, open_indexes(db) as indexes:
         embed_text = None
-        prop = _text_property(plan)
+        prop = text_property(plan)
         if prop is not None:
             embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
 
             def embed_text(text: str) -> Vector:
                 return embedder.embed([text])[0]  # type: ignore[no-any-return]
 
-        hits = Searcher(db, indexes).run(plane, plan, embed_text)
+        hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
     _print_hits(hits, as_json)
 
 
@@ -272,7 +248,7 @@ def search(
     SEARCH (d:Doc) ON body MATCHING "graph database" TOPK 10 AS OF 42
     HYBRID (d:Doc) VECTOR ON embedding NEAR "time travel" KEYWORD ON body MATCHING "time travel" GRAPH HOPS 1
     """
-    plan = parse_query(statement, _params(params))
+    plan = parse_query(statement, json_pairs(params, "--param", "q='[0.1, 0.2]'"))
     _run(obj, plane, plan, (embed, embed_model, embed_url, embed_key_env), as_json)
 
 

@@ -3,8 +3,12 @@
     app.py       the aiohttp application: routes, auth / size / access-log middleware, graceful stop
     rpc.py       JSON-RPC 2.0: parsing, batches, notifications, param checks, error codes
     registry.py  the method table, described by upstream's OpenRPC entries (plus drsg's additions)
+    params.py    what the handlers share to read their params (as_of, lean, bounded counts)
     methods.py   db.*, plane.*, node.*, edge.*, index.*, rpc.discover
     queries.py   plane.search, plane.query, plane.neighbors, graph.*, *.catalog
+    hybrid_method.py, digest_method.py   plane.hybrid; digest.run, digest.write
+    feed_routes.py   the change feed's routes: feed_socket.py (/ws), feed_sse.py (/feed/{plane}),
+                 feed_hub.py (what both share)
     schema.py    openrpc.json (upstream's, shipped here) and the JSON Schema subset used to check params
     state.py     what the methods share: database, indexes, read pool, deadline-bound writes, embedders
     config.py    [server] settings, DRSG_TOKEN, the address

@@ -36,12 +36,14 @@ import structlog
 from aiohttp import web
 
 from drsg import __version__
-from drsg.kernel.errors import ConfigError, DrsgError
+from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
 from drsg.store.database import Database
-from drsg.surfaces.server import feed_routes, methods, queries  # noqa: F401  (importing them registers the methods)
+
+# importing the method modules registers their methods
+from drsg.surfaces.server import digest_method, feed_routes, hybrid_method, methods, queries  # noqa: F401
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.registry import REGISTRY
-from drsg.surfaces.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, Call, Dispatcher, error_body
+from drsg.surfaces.server.rpc import Call, Dispatcher, error_body
 from drsg.surfaces.server.state import ServerState
 
 log = structlog.get_logger("drsg.surfaces.server")
@@ -49,10 +51,6 @@ STATE = web.AppKey("drsg_state", ServerState)
 DISPATCHER = web.AppKey("drsg_dispatcher", Dispatcher)
 PUBLIC_PATHS = frozenset({"/health"})
 BODY_TIMEOUT = 60.0  # seconds for a request body to arrive, so a stalled client holds nothing for long
-
-
-class ServeError(DrsgError):
-    """The server could not start (the address is taken, a TLS file is unreadable, …)."""
 
 
 def _json_error(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> web.Response:

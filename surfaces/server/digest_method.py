@@ -16,6 +16,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
 from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
 from drsg.models.chat.remote import ChatModel
@@ -25,9 +26,8 @@ from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import Document
-from drsg.surfaces.server.methods import Params
+from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.state import ServerState
 
 MAX_CONCURRENCY = 64

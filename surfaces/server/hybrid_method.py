@@ -13,37 +13,29 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from drsg.surfaces.server.methods import Params, as_of, vectors
-from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
-from drsg.surfaces.server.state import ServerState
-from drsg.workers.hybrid import (
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.plan.hybrid import (
+    CHANNELS,
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
     DEFAULT_K,
     DEFAULT_WEIGHTS,
     GraphPart,
-    HybridHit,
     HybridSpec,
     KeywordPart,
     VectorPart,
-    hybrid,
 )
+from drsg.surfaces.server.params import Params, as_of, bounded, vectors
+from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
+from drsg.surfaces.server.state import ServerState
+from drsg.workers.hybrid import HybridHit, hybrid
 
 MAX_HOPS = 64
-MAX_K = 10_000  # as plane.search (queries.py is not imported: it imports methods.py, which imports this)
 REFUSED = {
     "type": "string",
     "description": "Refused when given: the server embeds `q` with the operator's embedder or the one "
     "recorded with the vectors; a request never chooses a provider, a model, a URL or a key.",
 }
-
-
-def _bounded(p: Params, name: str, default: int) -> int:
-    value = int(p.get(name, default))
-    if not 1 <= value <= MAX_K:
-        raise RpcError(INVALID_PARAMS, f"param {name!r} must be between 1 and {MAX_K}, not {value}")
-    return value
 
 
 def _spec(p: Params) -> HybridSpec:
@@ -67,9 +59,9 @@ def _spec(p: Params) -> HybridSpec:
         vector=None if vector_prop is None else VectorPart(str(vector_prop), q, metric),
         keyword=None if keyword_prop is None else KeywordPart(str(keyword_prop), q),
         graph=None if hops is None else GraphPart(int(hops), decay),
-        weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in ("vector", "keyword", "graph")},
-        candidates=_bounded(p, "candidates", DEFAULT_CANDIDATES),
-        k=_bounded(p, "k", DEFAULT_K),
+        weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in CHANNELS},
+        candidates=bounded(p, "candidates", DEFAULT_CANDIDATES),
+        k=bounded(p, "k", DEFAULT_K),
     ).check()
 
 

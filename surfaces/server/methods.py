@@ -11,34 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from drsg import __version__
-from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import NotFound
+from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
 from drsg.kernel.values import props_from_json, to_json
 from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
+from drsg.surfaces.server.params import Params, as_of, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.schema import discover
 from drsg.surfaces.server.state import ServerState
 
-Params = dict[str, Any]
-
 # --------------------------------------------------------------------------- shared helpers
-
-
-def as_of(p: Params) -> AsOf | None:
-    if p.get("as_of") is not None and p.get("as_of_ms") is not None:
-        raise RpcError(INVALID_PARAMS, "give as_of (a commit seq) or as_of_ms (a time), not both")
-    if p.get("as_of") is not None:
-        return AsOf(seq=int(p["as_of"]))
-    if p.get("as_of_ms") is not None:
-        return AsOf(ms=int(p["as_of_ms"]))
-    return None
-
-
-def vectors(p: Params) -> bool | str:
-    return "lean" if p.get("lean") else True
 
 
 def node_ref(p: Params, method: str) -> int | str:
@@ -364,6 +347,3 @@ async def plane_history(ctx: ServerState, p: Params) -> Any:
         return {"oldest": 1, "latest": latest, "oldest_ms": times.get(1), "latest_ms": times.get(latest)}
 
     return await ctx.read(window)
-
-
-from drsg.surfaces.server import digest_method, hybrid_method  # noqa: E402, F401  (register their methods)

@@ -11,25 +11,18 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector
+from drsg.plan.hybrid import text_property
 from drsg.plan.query import Plan
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.surfaces.server.methods import Params, as_of, need_node, vectors
+from drsg.surfaces.server.methods import need_node
+from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
-from drsg.surfaces.server.rpc import INVALID_PARAMS, RpcError
 from drsg.surfaces.server.state import ServerState
+from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit
-
-MAX_K = 10_000
-MAX_LIMIT = 100_000
-
-
-def _bounded(p: Params, name: str, default: int, ceiling: int) -> int:
-    value = int(p.get(name, default))
-    if not 1 <= value <= ceiling:
-        raise RpcError(INVALID_PARAMS, f"param {name!r} must be between 1 and {ceiling}, not {value}")
-    return value
 
 
 def _hits(hits: list[Hit], p: Params) -> list[dict[str, Any]]:
@@ -59,7 +52,7 @@ SEARCH_KIND = param(
 @rpc("plane.search", add=[SEARCH_KIND, AS_OF, AS_OF_MS, LEAN], replace={"query": SEARCH_QUERY})
 async def plane_search(ctx: ServerState, p: Params) -> Any:
     plane, prop, label, query = p["plane"], p["property"], p.get("label"), p["query"]
-    k = _bounded(p, "k", 10, MAX_K)
+    k = bounded(p, "k", 10)
     at = as_of(p)
     if p.get("kind", "vector") == "keyword":
         if not isinstance(query, str):
@@ -88,13 +81,11 @@ async def plane_query(ctx: ServerState, p: Params) -> Any:
     if not isinstance(steps, list):
         raise RpcError(INVALID_PARAMS, 'plane.query: the plan\'s "steps" must be a list')
     plan = Plan(body["source"], steps, as_of(p))
-    source = body["source"]
-    prop = "embedding"
-    if isinstance(source, dict) and isinstance(source.get("VectorTopK"), dict):
-        prop = str(source["VectorTopK"].get("property") or "embedding")
+    prop = text_property(plan)  # a VectorTopK's or a Hybrid's query text: embedded for its property
 
     def run() -> list[Hit]:
-        return ctx.searcher.run(p["plane"], plan, lambda text: ctx.embed_text(p["plane"], prop, text))
+        embed = None if prop is None else lambda text: ctx.embed_text(p["plane"], prop, text)
+        return run_plan(ctx.searcher, p["plane"], plan, embed)
 
     try:
         hits = await ctx.read(run)
@@ -160,7 +151,7 @@ async def plane_neighbors(ctx: ServerState, p: Params) -> Any:
 
 @rpc("graph.expand", add=[LEAN])
 async def graph_expand(ctx: ServerState, p: Params) -> Any:
-    limit = _bounded(p, "limit", 100, MAX_LIMIT)
+    limit = bounded(p, "limit", 100, MAX_LIMIT)
 
     def expand() -> dict[str, Any]:
         with ctx.db.snapshot(as_of(p)) as snap:
@@ -186,7 +177,7 @@ async def graph_expand(ctx: ServerState, p: Params) -> Any:
 
 @rpc("graph.seed", add=[LEAN], note="`order: pagerank` is not available yet (-32602); `scan` and `degree` are.")
 async def graph_seed(ctx: ServerState, p: Params) -> Any:
-    limit = _bounded(p, "limit", 200, MAX_LIMIT)
+    limit = bounded(p, "limit", 200, MAX_LIMIT)
     order = p.get("order", "scan")
     if order == "pagerank":
         raise RpcError(INVALID_PARAMS, "graph.seed: order pagerank is not available yet; use degree")

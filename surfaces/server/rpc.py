@@ -3,13 +3,9 @@
 Transport-free: :meth:`Dispatcher.handle` takes a request body (bytes) and returns the response
 body (or None when every call was a notification). Whatever arrives, the answer is a JSON-RPC
 response, never an exception: malformed JSON is -32700, a malformed request -32600, an unknown
-method -32601, bad params -32602, a drsg error its ``rpc_code``, and a bug -32603 (logged).
-
-Codes (upstream's, see ``openrpc.json`` ``x-error-codes``)::
-
-    -32700 parse error         -32600 invalid request      -32601 method not found
-    -32602 invalid params      -32603 internal error       -32000 application error
-    -32001 unauthorized        -32002 write timed out waiting for the writer (retryable)
+method -32601, bad params -32602, a drsg error its ``rpc_code``, and a bug -32603 (logged). The
+codes (upstream's, ``openrpc.json`` ``x-error-codes``) and which error answers with which are drawn
+in :mod:`drsg.kernel.errors`.
 """
 
 from __future__ import annotations
@@ -23,41 +19,21 @@ from typing import Any
 
 import structlog
 
-from drsg.kernel.errors import DrsgError
+from drsg.kernel.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    DrsgError,
+    RpcError,
+)
 from drsg.surfaces.server.schema import validate
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-APP_ERROR = -32000
-UNAUTHORIZED = -32001
-TIMEOUT = -32002
 MAX_DEPTH = 64  # nesting of params; deeper is refused before any handler sees it
 
 log = structlog.get_logger("drsg.surfaces.server")
 Handler = Callable[[Any, dict[str, Any]], Awaitable[Any]]
-
-
-class RpcError(Exception):
-    """An error answered as-is: a JSON-RPC code, a one-line message, optional data."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class WriteTimeout(DrsgError):
-    """A write waited out ``write_timeout_secs`` for the writer; nothing was written (retry it)."""
-
-    rpc_code = TIMEOUT
-
-
-class QueryTimeout(DrsgError):
-    """A read ran past ``query_timeout_secs``."""
 
 
 @dataclass(frozen=True)
@@ -212,8 +188,8 @@ class Dispatcher:
                 log.exception("rpc result is not JSON", method=name)
                 raise RpcError(INTERNAL_ERROR, f"internal error in {name} (the result is not JSON)") from None
         except RpcError as exc:
-            call.code = exc.code
-            body = None if notification else error_body(rid, exc.code, exc.message, exc.data)
+            call.code = exc.rpc_code
+            body = None if notification else error_body(rid, exc.rpc_code, exc.message, exc.data)
         return body
 
     async def _invoke(self, name: str, params: Any, ctx: Any) -> Any:

@@ -17,21 +17,19 @@ from typing import Any, TypeVar
 
 import structlog
 
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import QueryTimeout, UsageError, WriteTimeout
 from drsg.kernel.values import Vector
 from drsg.pipeline.vectorize import recorded_embedder
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.config import EmbedChoice, ServerConfig
-from drsg.surfaces.server.rpc import QueryTimeout, WriteTimeout
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 
 T = TypeVar("T")
 log = structlog.get_logger("drsg.surfaces.server")
 READ_THREADS = 8
-_REMOTE = ("openai", "qwen", "ollama")  # recorded identities we can rebuild from presets alone
 
 
 class ServerState:
@@ -168,20 +166,19 @@ class ServerState:
         The operator's (`serve --embed`, `[digest] embed_provider`), else the one the plane
         recorded for ``prop`` (rebuilt from its preset; keys from the server's environment), else
         the local model. A request never chooses a provider, a URL or a key."""
+        from drsg.models.embedders.registry import recorded_preset  # the model clients load on first use
+
         recorded = recorded_embedder(self.db, plane, prop)
         choice, dims = self.config.embed, None
         if not choice.explicit and recorded is not None:
-            name, _, model = recorded.partition(":")
-            model, _, dim_text = model.partition("@")
-            if name == "local":
-                choice = EmbedChoice("local")
-            elif name in _REMOTE:
-                choice, dims = EmbedChoice(name, model or None), int(dim_text) if dim_text.isdigit() else None
-            else:
+            preset = recorded_preset(recorded)
+            if preset is None:
                 raise UsageError(
                     f"{prop!r} in plane {plane!r} holds vectors from {recorded}; start the server with "
                     f"`serve --embed …` naming that service to search it by text, or send a vector"
                 )
+            name, model, dims = preset
+            choice = EmbedChoice(name, model)
         embedder = self._embedder(choice, dims)
         if recorded is not None and recorded != embedder.identity():
             raise UsageError(

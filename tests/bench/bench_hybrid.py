@@ -40,13 +40,14 @@ from click.testing import CliRunner
 from drsg.kernel.values import Vector
 from drsg.models.embedders import get_embedder
 from drsg.pipeline.vectorize import vectorize
+from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.evaluate import hybrid_eval
 from drsg.surfaces.cli.main import cli
 from drsg.workers.analysis import analyze
 from drsg.workers.evaluation import Query, Row, evaluate_hybrid, parse_qrels
-from drsg.workers.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, hybrid
+from drsg.workers.hybrid import hybrid
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from drsg.workers.vector import EF_CONSTRUCTION, M

@@ -179,8 +179,8 @@ def recall(found: list[list[int]], exact: np.ndarray) -> float:
 
 
 def breakdown(db: Database, indexes: IndexSet, ranked: list[list[tuple[int, float]]], rounds: int) -> dict[str, float]:
-    """p50 of each step ``Searcher.run`` adds around the worker's search, over the same queries' hits."""
-    from drsg.workers.search import _hydrate
+    """p50 of each step ``Searcher.vector`` adds around the worker's search, over the same queries' hits."""
+    from drsg.workers.search import hydrate
 
     steps: dict[str, list[float]] = {"catch_up": [], "snapshot": [], "hydrate": []}
     with no_gc():
@@ -192,7 +192,7 @@ def breakdown(db: Database, indexes: IndexSet, ranked: list[list[tuple[int, floa
                 with db.snapshot() as snap:
                     plane = snap.plane(PLANE).id
                     t2 = time.perf_counter()
-                    _hydrate(snap, plane, hits)
+                    hydrate(snap, plane, hits)
                     t3 = time.perf_counter()
                 steps["catch_up"].append(t1 - t0)
                 steps["snapshot"].append(t2 - t1)
@@ -204,7 +204,7 @@ def breakdown_note(parts: dict[str, float], engine50: float, worker50: float) ->
     return (
         f"Where `Searcher` time goes (p50 per query, same run): worker search {us(worker50)}; no-op "
         f"`IndexSet.catch_up` (a read txn for the head) {us(parts['catch_up'])}; `db.snapshot` + plane lookup "
-        f"{us(parts['snapshot'])}; `_hydrate` of the {K} hits (a cursor seek + msgpack decode per node) "
+        f"{us(parts['snapshot'])}; `hydrate` of the {K} hits (a cursor seek + msgpack decode per node) "
         f"{us(parts['hydrate'])}; the rest (plan building, query re-validation, lock) ≈ "
         f"{us(max(0.0, engine50 - worker50 - sum(parts.values())))}."
     )

@@ -124,7 +124,8 @@ def fuzzed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningS
     running = start_server(workdir / "graph.drsg", workdir, env={"DRSG_SERVER_MAX_REQUEST_BYTES": "1M"})
     try:
         running.call("plane.create", {"name": "p"})
-        running.call("node.create", {"plane": "p", "labels": ["Doc"], "key": "a", "properties": {"body": "graph store"}})
+        node = {"plane": "p", "labels": ["Doc"], "key": "a", "properties": {"body": "graph store"}}
+        running.call("node.create", node)
         yield running
     finally:
         assert running.stop() == 0

@@ -16,22 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import parse_hybrid, parse_query
-from drsg.plan.query import Plan, QuerySyntaxError
+from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, parse_hybrid, parse_query
+from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.surfaces.cli.hybrid import COMMANDS
 from drsg.surfaces.cli.main import cli
-from drsg.workers.hybrid import (
-    GraphPart,
-    HybridHit,
-    HybridSpec,
-    KeywordPart,
-    VectorPart,
-    expand,
-    hybrid,
-)
+from drsg.workers.hybrid import HybridHit, expand, hybrid
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from tests.glove import rows
