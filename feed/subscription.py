@@ -53,6 +53,21 @@ BATCH_COMMITS = 256
 BATCH_MUTATIONS = 4096
 
 
+#: the range of ``resolved_every`` a subscriber may ask for: a watermark every 1e-9 s was a flood
+#: (122,590 frames in 3 s from one WebSocket); more than an hour apart is no watermark at all
+RESOLVED_EVERY_RANGE = (0.05, 3600.0)
+
+
+def check_resolved_every(seconds: object) -> None:
+    """BadValue unless ``seconds`` is None (no watermarks) or a number in :data:`RESOLVED_EVERY_RANGE`."""
+    low, high = RESOLVED_EVERY_RANGE
+    number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+    if seconds is not None and not (number and low <= seconds <= high):  # type: ignore[operator]
+        raise BadValue(
+            f"resolved_every is a number of seconds from {low} to {high:g}, or null for none; not {seconds!r:.30}"
+        )
+
+
 class Subscription:
     """Commits of one plane (or of all planes, ``plane=None``) as change messages, from a seq on.
 
@@ -94,6 +109,7 @@ class Subscription:
             raise BadValue(str(exc)) from None
         if poll <= 0:
             raise BadValue("poll must be a positive number of seconds")
+        check_resolved_every(resolved_every)
         if from_seq is not None and from_seq < 1:
             raise BadValue(f"from_seq must be 1 or more, not {from_seq}")
         self.db = db

@@ -22,7 +22,6 @@ leading word (see :func:`parse_query`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +80,8 @@ class HybridSpec:
 
     def check(self) -> HybridSpec:
         """Raise a one-line UsageError for a query that cannot run."""
+        if self.label is not None and (not isinstance(self.label, str) or not self.label):
+            raise UsageError(f"the hybrid label must be a label's name or null, not {self.label!r:.40}")
         if self.vector is None and self.keyword is None:
             raise UsageError("hybrid needs a vector or a keyword channel: name --vector PROP and/or --keyword PROP")
         if self.keyword is not None and not self.label:
@@ -176,7 +177,7 @@ class HybridSpec:
                 rrf_k=int(body.get("rrf_k", DEFAULT_RRF_K)),
                 graph_norm=str(body.get("graph_norm", "range")),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"bad Hybrid source ({exc.__class__.__name__}: {exc})") from None
         return spec.check()
 
@@ -218,7 +219,7 @@ class _HybridParser(_Parser):
                 self.take("ON", what="ON after KEYWORD")
                 prop = self.take(kind="word", what="a property name").text
                 self.take("MATCHING", what="MATCHING")
-                text = json.loads(self.take(kind="string", what="a quoted string after MATCHING").text)
+                text = self.string(self.take(kind="string", what="a quoted string after MATCHING"))
                 parts["keyword"] = KeywordPart(prop, text)
                 self.weight("keyword", weights)
             elif word == "GRAPH":

@@ -93,6 +93,24 @@ class _Parser:
         assert tok is not None
         return tok
 
+    def string(self, tok: _Tok) -> str:
+        """A quoted string's text, with JSON's escapes (``\\"``, ``\\n``, ``\\u00e9``)."""
+        try:
+            return str(json.loads(tok.text))
+        except ValueError as exc:
+            msg = getattr(exc, "msg", str(exc)).lower()
+            problem = (
+                "a backslash escape JSON does not know"
+                if "escape" in msg
+                else "a raw control character (a tab or a line break)"
+                if "control" in msg
+                else msg
+            )
+            raise QuerySyntaxError(
+                f"the string {_excerpt(self.text, tok.pos)} has {problem}; "
+                "escape a backslash as \\\\ and write a tab as \\t"
+            ) from None
+
     def number(self, what: str) -> int:
         tok = self.take(kind="number", what=f"a number after {what}")
         if not tok.text.isdigit():
@@ -152,7 +170,7 @@ class _Parser:
 
     def _keyword(self, var: str, label: str | None, prop: str | None) -> Plan:
         self.take("MATCHING")
-        text = json.loads(self.take(kind="string", what="a quoted string after MATCHING").text)
+        text = self.string(self.take(kind="string", what="a quoted string after MATCHING"))
         if label is None or prop is None:
             raise QuerySyntaxError('a keyword SEARCH needs a label and ON: SEARCH (d:Doc) ON body MATCHING "…"')
         k = 10
@@ -168,7 +186,7 @@ class _Parser:
             raise QuerySyntaxError('NEAR needs a "text", a [vector] or a $param')
         if tok.kind == "string":
             self.i += 1
-            return str(json.loads(tok.text))
+            return self.string(tok)
         if tok.kind == "param":
             self.i += 1
             name = tok.text[1:]
@@ -204,7 +222,7 @@ class _Parser:
             if tok.text.upper() == "TIME":
                 plan.as_of = AsOf(ms=self.number("TIME"))
             elif tok.kind == "string":
-                plan.as_of = parse_as_of(json.loads(tok.text))
+                plan.as_of = parse_as_of(self.string(tok))
             elif tok.kind == "number" and tok.text.isdigit():
                 plan.as_of = parse_as_of(int(tok.text))
             else:
@@ -218,7 +236,11 @@ class _Parser:
 
 
 def _floats(value: Any, what: str) -> list[float]:
-    if not isinstance(value, list) or not value or not all(isinstance(v, (int, float)) for v in value):
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ):
         raise QuerySyntaxError(f"{what} must be a list of numbers or a string")
     return [float(v) for v in value]
 
@@ -235,11 +257,97 @@ def parse_plan_json(text: str) -> Plan:
     """Read upstream's logical-plan JSON (``{"source": …, "steps": […]}``)."""
     try:
         obj = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f'the plan is not valid JSON ({exc}); pass {{"source": …, "steps": […]}}') from None
+    except (ValueError, RecursionError) as exc:
+        reason = "it nests too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise UsageError(f'the plan is not valid JSON ({reason}); pass {{"source": …, "steps": […]}}') from None
+    return plan_from_json(obj)
+
+
+#: most results one search may ask for (k, TOPK, a Limit)
+MAX_K = 10_000
+SOURCES = ("ScanAll", "ScanLabel", "SeekIds", "SeekKeys", "VectorTopK", "KeywordTopK", "Hybrid")
+_TOPK_FIELDS = {
+    "VectorTopK": ({"property", "query", "query_text", "k", "metric", "label"}, ()),
+    "KeywordTopK": ({"property", "query", "k", "label"}, ("label", "property", "query")),
+}
+
+
+def plan_from_json(obj: Any, as_of: AsOf | None = None) -> Plan:
+    """A logical plan from its JSON, checked against upstream's shape: each source with the fields of
+    its kind and their types, ``k`` and step counts in [0, MAX_K]. A malformed plan is one UsageError
+    naming the field, never a failure where the plan runs."""
     if not isinstance(obj, dict) or "source" not in obj:
         raise UsageError('a plan is a JSON object with "source" (and optional "steps")')
+    unknown = set(obj) - {"source", "steps"}
+    if unknown:
+        raise UsageError(f"a plan has only source and steps, not {', '.join(sorted(map(str, unknown)))}")
     steps = obj.get("steps", [])
     if not isinstance(steps, list):
         raise UsageError('"steps" must be a list')
-    return Plan(obj["source"], steps)
+    for step in steps:
+        if not (isinstance(step, dict) and len(step) == 1 and next(iter(step)) in ("Limit", "Skip")):
+            raise UsageError(f'plan step {step!r:.60} is not supported; use {{"Limit": n}} or {{"Skip": n}}')
+        ((name, count),) = step.items()
+        _count(count, f"{name}")
+    return Plan(_source(obj["source"]), steps, as_of)
+
+
+def _source(source: Any) -> Any:
+    if source == "ScanAll":
+        return source
+    if not isinstance(source, dict) or len(source) != 1 or next(iter(source)) not in SOURCES[1:]:
+        raise UsageError(f"unknown plan source {source!r:.80}; use one of {', '.join(SOURCES)}")
+    ((kind, body),) = source.items()
+    if kind == "ScanLabel":
+        _text(body, "ScanLabel's label")
+    elif kind == "SeekIds":
+        if not isinstance(body, list) or not all(_is_int(i) and 0 <= i < 1 << 64 for i in body):
+            raise UsageError("SeekIds takes a list of node ids (whole numbers from 0), e.g. [1, 2]")
+    elif kind == "SeekKeys":
+        if not isinstance(body, list) or not all(isinstance(key, str) for key in body):
+            raise UsageError('SeekKeys takes a list of keys (strings), e.g. ["ada"]')
+    elif kind in _TOPK_FIELDS:
+        _topk(kind, body)
+    # Hybrid: HybridSpec.from_plan_json (drsg.plan.hybrid) checks its body where the plan runs
+    return source
+
+
+def _topk(kind: str, body: Any) -> None:
+    fields, required = _TOPK_FIELDS[kind]
+    if not isinstance(body, dict):
+        raise UsageError(f"{kind} takes an object with {', '.join(sorted(fields))}")
+    unknown = set(body) - fields
+    missing = [name for name in required if name not in body]
+    if unknown or missing:
+        what = f"has no field {sorted(map(str, unknown))[0]!r}" if unknown else f"needs {missing[0]!r}"
+        raise UsageError(f"{kind} {what}; its fields are {', '.join(sorted(fields))}")
+    if body.get("label") is not None or kind == "KeywordTopK":
+        _text(body.get("label"), f"{kind}'s label")
+    _text(body.get("property", "embedding"), f"{kind}'s property")
+    _count(body.get("k", 10), f"{kind}'s k")
+    if kind == "KeywordTopK":
+        _text(body["query"], "KeywordTopK's query")
+        return
+    check_metric(_text(body.get("metric", "Cosine"), "VectorTopK's metric"))
+    if ("query" in body) == ("query_text" in body):
+        raise UsageError('VectorTopK takes "query" (a list of numbers) or "query_text" (text to embed), one of them')
+    if "query" in body:
+        _floats(body["query"], "VectorTopK's query")
+    else:
+        _text(body["query_text"], "VectorTopK's query_text")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _count(value: Any, what: str) -> int:
+    if not _is_int(value) or not 0 <= value <= MAX_K:
+        raise UsageError(f"{what} must be a whole number from 0 to {MAX_K}, not {value!r:.40}")
+    return int(value)
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{what} must be a non-empty string, not {value!r:.40}")
+    return value

@@ -32,6 +32,8 @@ def exact_vector_search(
     snap: Snapshot, plane: int, label: str | None, prop: str, query: Vector, metric: str, k: int
 ) -> list[tuple[int, float]]:
     """Top-k ``(node id, similarity)`` over every node (of ``label``) with a same-size vector."""
+    if k <= 0:
+        return []  # TOPK 0 asks for nothing (the heap below needs room for one)
     q = np.frombuffer(query.data, dtype="<f4")
     best: list[tuple[float, int]] = []  # a min-heap of (score, -id): the k best seen so far
     ids: list[int] = []

@@ -30,15 +30,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import Any
 
 import structlog
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from drsg.feed.changes import OPS
-from drsg.feed.subscription import Subscription
-from drsg.kernel.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError
+from drsg.feed.subscription import Subscription, check_resolved_every
+from drsg.kernel.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, BadValue, RpcError
 from drsg.surfaces.server.feed_hub import (
     CLOSE_TIMEOUT,
     HUB,
@@ -51,7 +50,7 @@ from drsg.surfaces.server.feed_hub import (
     http_error,
     open_subscription,
 )
-from drsg.surfaces.server.rpc import dumps, error_body
+from drsg.surfaces.server.rpc import dumps, error_body, parse_request
 
 log = structlog.get_logger("drsg.surfaces.server")
 
@@ -105,8 +104,10 @@ def watch_options(params: dict[str, Any]) -> tuple[str, int | None, dict[str, An
     if from_seq is not None and (isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 1):
         raise RpcError(INVALID_PARAMS, "plane.watch: from_seq must be a commit seq (an integer, 1 or more)")
     resolved = params.get("resolved_every", RESOLVED_EVERY)
-    if resolved is not None and (isinstance(resolved, bool) or not isinstance(resolved, int | float) or resolved <= 0):
-        raise RpcError(INVALID_PARAMS, "plane.watch: resolved_every must be a positive number of seconds, or null")
+    try:
+        check_resolved_every(resolved)
+    except BadValue as exc:
+        raise RpcError(INVALID_PARAMS, f"plane.watch: {exc}") from None
     options: dict[str, Any] = {
         "labels": labels or None,
         "ops": ops or None,
@@ -210,15 +211,14 @@ class WatchSocket:
             await self.send(body)
 
     async def _answer(self, text: str) -> str | None:
-        try:
-            request = json.loads(text)
-        except ValueError as exc:
-            return error_body(None, PARSE_ERROR, f"parse error: {exc}")
+        request, problem = parse_request(text)
+        if problem is not None:
+            return problem
         if isinstance(request, dict) and request.get("method") in WATCH_METHODS:
             return await self._watch_call(request)
         if isinstance(request, list) and any(isinstance(r, dict) and r.get("method") in WATCH_METHODS for r in request):
             return error_body(None, INVALID_REQUEST, "invalid request: plane.watch and plane.unwatch cannot be batched")
-        return (await self.hub.dispatcher.handle(text.encode(), self.hub.state)).body
+        return (await self.hub.dispatcher.handle_parsed(request, self.hub.state)).body
 
     async def _watch_call(self, request: dict[str, Any]) -> str | None:
         """Answer plane.watch / plane.unwatch. A successful answer is queued here, between stopping

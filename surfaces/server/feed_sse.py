@@ -28,9 +28,9 @@ import structlog
 from aiohttp import web
 
 from drsg.feed.changes import OPS
-from drsg.feed.subscription import Message, Subscription
+from drsg.feed.subscription import RESOLVED_EVERY_RANGE, Message, Subscription, check_resolved_every
 from drsg.feed.watcher import HeadWatcher
-from drsg.kernel.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from drsg.kernel.errors import INVALID_PARAMS, INVALID_REQUEST, BadValue, RpcError
 from drsg.surfaces.server.feed_hub import (
     CLOSE_TIMEOUT,
     HUB,
@@ -89,10 +89,12 @@ def sse_options(request: web.Request) -> tuple[int | None, dict[str, Any]]:
     if request.query.get("resolved"):
         try:
             resolved = float(request.query["resolved"])
-        except ValueError:
-            resolved = -1.0
-        if not 0.05 <= resolved <= 3600:
-            raise RpcError(INVALID_PARAMS, "invalid params: resolved is a number of seconds from 0.05 to 3600")
+            check_resolved_every(resolved)
+        except (ValueError, BadValue):
+            low, high = RESOLVED_EVERY_RANGE
+            raise RpcError(
+                INVALID_PARAMS, f"invalid params: resolved is a number of seconds from {low} to {high:g}"
+            ) from None
     options = {
         "labels": _query_names(request, "label") or None,
         "ops": ops or None,

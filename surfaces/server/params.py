@@ -10,9 +10,9 @@ from typing import Any
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.plan.query import MAX_K  # results a search may ask for: one bound for plans and params
 
 Params = dict[str, Any]
-MAX_K = 10_000  # results a search may ask for
 MAX_LIMIT = 100_000  # records a listing may ask for
 
 

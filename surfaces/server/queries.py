@@ -14,7 +14,7 @@ from typing import Any
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector
 from drsg.plan.hybrid import text_property
-from drsg.plan.query import Plan
+from drsg.plan.query import plan_from_json
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.surfaces.server.methods import need_node
@@ -74,24 +74,14 @@ async def plane_search(ctx: ServerState, p: Params) -> Any:
 
 @rpc("plane.query", add=[LEAN])
 async def plane_query(ctx: ServerState, p: Params) -> Any:
-    body = p["plan"]
-    if "source" not in body:
-        raise RpcError(INVALID_PARAMS, 'plane.query: a plan is {"source": …, "steps": […]}')
-    steps = body.get("steps", [])
-    if not isinstance(steps, list):
-        raise RpcError(INVALID_PARAMS, 'plane.query: the plan\'s "steps" must be a list')
-    plan = Plan(body["source"], steps, as_of(p))
+    plan = plan_from_json(p["plan"], as_of(p))
     prop = text_property(plan)  # a VectorTopK's or a Hybrid's query text: embedded for its property
 
     def run() -> list[Hit]:
         embed = None if prop is None else lambda text: ctx.embed_text(p["plane"], prop, text)
         return run_plan(ctx.searcher, p["plane"], plan, embed)
 
-    try:
-        hits = await ctx.read(run)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise RpcError(INVALID_PARAMS, f"plane.query: the plan is malformed ({type(exc).__name__}: {exc})") from None
-    return _hits(hits, p)
+    return _hits(await ctx.read(run), p)
 
 
 # --------------------------------------------------------------------------- neighbourhoods

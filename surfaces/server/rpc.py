@@ -120,7 +120,26 @@ def _depth(value: Any) -> int:
 
 
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    """JSON text that can be sent as UTF-8. A lone surrogate (a request's "\\ud800", echoed in an id or
+    an error message) cannot be: then every non-ASCII character is escaped instead."""
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return json.dumps(obj, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    return text
+
+
+def parse_request(body: bytes | str) -> tuple[Any, str | None]:
+    """A request body's JSON, or the parse-error answer to send instead (NaN, Infinity, nesting
+    deeper than Python can read, invalid UTF-8 and malformed JSON are all -32700)."""
+    try:
+        return json.loads(body, parse_constant=_reject_constant), None
+    except RecursionError:
+        return None, error_body(None, PARSE_ERROR, "parse error: the JSON nests too deeply")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return None, error_body(None, PARSE_ERROR, f"parse error: {_short(exc)}")
 
 
 def error_body(rid: Any, code: int, message: str, data: Any = None) -> str:
@@ -136,13 +155,13 @@ class Dispatcher:
         self.max_batch = max_batch
         self._slots = asyncio.Semaphore(max_concurrent)
 
-    async def handle(self, body: bytes, ctx: Any) -> Reply:
-        try:
-            request = json.loads(body, parse_constant=_reject_constant)
-        except RecursionError:
-            return Reply(error_body(None, PARSE_ERROR, "parse error: the JSON nests too deeply"))
-        except (ValueError, UnicodeDecodeError) as exc:
-            return Reply(error_body(None, PARSE_ERROR, f"parse error: {_short(exc)}"))
+    async def handle(self, body: bytes | str, ctx: Any) -> Reply:
+        request, problem = parse_request(body)
+        if problem is not None:
+            return Reply(problem)
+        return await self.handle_parsed(request, ctx)
+
+    async def handle_parsed(self, request: Any, ctx: Any) -> Reply:
         reply = Reply(None)
         if isinstance(request, list):
             if not request:

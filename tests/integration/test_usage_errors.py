@@ -31,6 +31,19 @@ CASES = {
     "a missing argument": (("search",), "Missing argument 'STATEMENT'; see `"),
     "a bad choice": (("hybrid", "x", "--plane", "p", "--fusion", "zz"), "'zz' is not one of"),
     "a folder to import": (("import", "/tmp", "--plane", "p"), "is a directory"),
+    # plans and statements: KeyError, TypeError, OverflowError and JSONDecodeError before
+    "SeekIds given an object": (("query", '{"source":{"SeekIds":{"ids":[1]}}}', "-p", "p"), "SeekIds takes a list"),
+    "k given text": (("query", '{"source":{"VectorTopK":{"query":[1],"k":"x"}}}', "-p", "p"), "k must be a whole"),
+    "k of 1e309": (("query", '{"source":{"VectorTopK":{"query":[1],"k":1e309}}}', "-p", "p"), "k must be a whole"),
+    "a null label": (("query", '{"source":{"ScanLabel":null}}', "-p", "p"), "label must be a non-empty string"),
+    "a negative k": (
+        ("query", '{"source":{"KeywordTopK":{"label":"A","property":"b","query":"x","k":-3}}}', "-p", "p"),
+        "k must be a whole number from 0",
+    ),
+    "a Hybrid k of 1e309": (("query", '{"source":{"Hybrid":{"k":1e309}}}', "-p", "p"), "bad Hybrid source"),
+    "a plan nested past reading": (("query", "[" * 3000 + "]" * 3000, "-p", "p"), "nests too deeply"),
+    "an unknown escape": (("search", 'SEARCH (d:A) ON b MATCHING "a\\qb"', "-p", "p"), "escape JSON does not know"),
+    "a raw tab in a string": (("search", 'SEARCH (d:A) ON b MATCHING "a\tb"', "-p", "p"), "raw control character"),
 }
 
 
