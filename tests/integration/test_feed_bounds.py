@@ -33,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 def test_python_subscription_refuses_an_unbounded_rate(tmp_path: Path, seconds: object) -> None:
     db = drsg.open(tmp_path / "g.drsg")
     try:
-        with pytest.raises(drsg.BadValue, match="resolved_every is a number of seconds from 0.05 to 3600"):
+        with pytest.raises(drsg.BadValue, match=r"resolved_every is a number of seconds from 0\.05 to 3600"):
             Subscription(db, "startup", resolved_every=seconds)  # type: ignore[arg-type]
         low, high = RESOLVED_EVERY_RANGE
         for fine in (low, 1, high, None):
