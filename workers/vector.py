@@ -19,7 +19,7 @@ import numpy as np
 from drsg.kernel.errors import BadValue
 from drsg.kernel.values import Vector
 from drsg.store.transaction import METRICS
-from drsg.workers.base import IndexWorker, Pool, pairs
+from drsg.workers.base import IndexWorker, Pool
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 M = 16
@@ -155,12 +155,12 @@ class VectorIndex(IndexWorker):
     def __len__(self) -> int:
         return len(self.live)
 
-    def search(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> list[tuple[int, float]]:
-        """Top-k ``(node id, similarity)``, best first, ties by ascending node id."""
-        return pairs(self.search_arrays(query, k, ef))
+    def node_ids(self) -> set[int]:
+        return set(self.live)
 
     def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
-        """As :meth:`search`, as arrays (node ids, similarities): hybrid fusion works on arrays."""
+        """The ``k`` nearest nodes as arrays (node ids, similarities), best first, ties by ascending
+        node id. ``ef`` replaces the index's ``ef_search`` for this search (never below ``2 k``)."""
         if self.index is None or not self.live or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
         q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
