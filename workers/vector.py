@@ -7,7 +7,6 @@ squared L2), converted here.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,9 @@ from drsg.store.transaction import METRICS
 from drsg.workers.base import IndexWorker, Pool
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
+#: the sidecar's layout, in its meta: bump it when what the files hold changes. Layout 1 could hold
+#: one node in two slots (see upsert); its sidecars no longer match, so they are rebuilt once.
+LAYOUT = 2
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
@@ -118,6 +120,9 @@ class VectorIndex(IndexWorker):
     def accepts(self, value: Any) -> bool:
         return isinstance(value, Vector) and value.dims == self.decl.dims
 
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "layout": LAYOUT}
+
     def reset(self) -> None:
         self.live: set[int] = set()
         self.deleted: set[int] = set()
@@ -135,15 +140,20 @@ class VectorIndex(IndexWorker):
     def upsert(self, node_id: int, value: Any) -> None:
         assert self.index is not None
         vector = np.frombuffer(value.data, dtype="<f4").reshape(1, -1)
+        # A node the index holds (live, or removed with its slot intact) is updated in place; any
+        # other takes a removed node's slot. (Taking one while it still held its own slot would
+        # index it twice: hnswlib does not check that the label already has a slot.)
+        in_place = node_id in self.live
         if node_id in self.deleted:
             self.deleted.discard(node_id)
-            # RuntimeError: its slot was reused by another node, so it is added afresh below.
-            with contextlib.suppress(RuntimeError):
+            try:
                 self.index.unmark_deleted(node_id)
+                in_place = True
+            except RuntimeError:
+                pass  # its slot was reused by another node: it is added afresh below
         if self.index.element_count >= self.index.get_max_elements():
             self.index.resize_index(self.index.get_max_elements() * 2)
-        # A new id may take a deleted node's slot; an existing id is updated in place.
-        self.index.add_items(vector, [node_id], replace_deleted=node_id not in self.live)
+        self.index.add_items(vector, [node_id], replace_deleted=not in_place)
         self.live.add(node_id)
 
     def remove(self, node_id: int) -> None:
