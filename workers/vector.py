@@ -181,20 +181,33 @@ class VectorIndex(IndexWorker):
             )
         k = min(k, len(self.live))
         q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
-        index, share = self.index, self._ef_share
-        assert share is not None  # made with the index
-        try:
-            with share.at(max(ef or self.ef_search, 2 * k)):
-                labels, distances = index.knn_query(q, k=k)
-        except RuntimeError:  # too few reachable live elements for k: ask for what exists
-            with share.at(max(len(self.live), 2 * k)):
-                labels, distances = index.knn_query(q, k=k)
+        ef = max(ef or self.ef_search, 2 * k)
+        # hnswlib cuts ties at the k-th hit arbitrarily: one hit more shows whether nodes tied with
+        # the k-th lie past the cut, and the search goes on through the tie (duplicate vectors,
+        # rare), so the cut keeps the lowest node ids.
+        fetch = min(k + 1, len(self.live))
+        while True:
+            labels, distances = self._knn(q, fetch, ef)
+            if fetch == len(self.live) or distances[0, -1] > distances[0, k - 1]:
+                break
+            fetch = min(2 * fetch, len(self.live))
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
         if not (scores[:-1] > scores[1:]).all():  # hnswlib orders by distance; break ties by id
             order = np.lexsort((ids, -scores))
             ids, scores = ids[order], scores[order]
-        return ids, scores
+        return ids[:k], scores[:k]
+
+    def _knn(self, q: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnswlib's ``count`` nearest (labels, distances), searched at ``ef``."""
+        index, share = self.index, self._ef_share
+        assert index is not None and share is not None  # made together
+        try:
+            with share.at(ef):
+                return index.knn_query(q, k=count)
+        except RuntimeError:  # too few reachable live elements for count: search them all
+            with share.at(max(len(self.live), ef)):
+                return index.knn_query(q, k=count)
 
     # ------------------------------------------------------------------ persistence
 
