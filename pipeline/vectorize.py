@@ -13,20 +13,15 @@ import functools
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
+from drsg.models.embedders.base import Embedder
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 
 MAX_TEXT_BYTES = 6000  # upstream's cap on the text sent for one node
-
-
-class Embedder(Protocol):
-    def embed(self, texts: list[str]) -> list[Vector]: ...
-
-    def identity(self) -> str: ...
 
 
 @dataclass

@@ -37,7 +37,8 @@ def pairs(pool: Pool) -> list[tuple[int, float]]:
 
 
 class IndexWorker(ABC):
-    """Keeps one index in step with the log."""
+    """Keeps one index in step with the log; ``tests/contract/test_index_worker_contract.py`` holds
+    what every backend must do."""
 
     kind: ClassVar[str]  # "vector" or "keyword"
     suffix: ClassVar[str]  # sidecar root beside the database: ".hnsw" or ".bm25"
@@ -65,7 +66,16 @@ class IndexWorker(ABC):
 
     @abstractmethod
     def search_arrays(self, query: Any, k: int) -> Pool:
-        """The ``k`` best nodes for ``query`` (a vector, or text), best first, as arrays."""
+        """The ``k`` best nodes for ``query`` (a vector, or text) as arrays: int64 node ids and
+        float64 scores, higher is better, best first, equal scores by ascending node id."""
+
+    @abstractmethod
+    def node_ids(self) -> set[int]:
+        """The nodes a search can return now (applied and flushed)."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """How many nodes a search can return now."""
 
     @abstractmethod
     def write_files(self, folder: Path) -> None:
@@ -79,6 +89,13 @@ class IndexWorker(ABC):
         """Make applied changes searchable (backends that buffer writes override this)."""
 
     # ------------------------------------------------------------------ shared behaviour
+
+    def search(self, query: Any, k: int) -> list[tuple[int, float]]:
+        """As :meth:`search_arrays`, as ``(node id, score)`` pairs."""
+        return pairs(self.search_arrays(query, k))
+
+    def __bool__(self) -> bool:
+        return True  # an empty index is still an index (``if worker:`` must not mean "has documents")
 
     def accepts(self, value: Any) -> bool:
         """Whether a property value belongs in this index."""

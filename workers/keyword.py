@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -40,7 +41,7 @@ import tantivy
 
 from drsg.store.records import IndexDecl
 from drsg.workers.analysis import ANALYZER_VERSION, analyze, canonical_language
-from drsg.workers.base import IndexWorker, Pool, pairs
+from drsg.workers.base import IndexWorker, Pool
 
 LAYOUT = 1  # the tantivy schema below and the sidecar file; bump when either changes
 DOCS_FILE = "docs.msgpack"
@@ -71,7 +72,7 @@ class KeywordIndex(IndexWorker):
     kind: ClassVar[str] = "keyword"
     suffix: ClassVar[str] = ".bm25"
 
-    def __init__(self, decl: IndexDecl, db_path: Path, db_uuid: str) -> None:
+    def __init__(self, decl: IndexDecl, db_path: str | os.PathLike[str], db_uuid: str) -> None:
         super().__init__(decl, db_path, db_uuid)
         self.language = canonical_language(decl.language)
         self._libraries = _libraries(self.language)
@@ -148,12 +149,9 @@ class KeywordIndex(IndexWorker):
 
     # ------------------------------------------------------------------ queries
 
-    def search(self, query: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best ``(node id, BM25)``: score descending, then node id ascending."""
-        return pairs(self.search_arrays(query, k))
-
     def search_arrays(self, query: str, k: int) -> Pool:
-        """As :meth:`search`, as arrays (node ids, BM25 scores): hybrid fusion works on arrays."""
+        """The ``k`` best nodes by BM25 as arrays (hybrid fusion works on arrays): score descending,
+        then node id ascending."""
         terms = Counter(analyze(query, self.language))
         searcher = self._searcher
         if not terms or k <= 0 or searcher is None or searcher.num_docs == 0:
@@ -177,8 +175,9 @@ class KeywordIndex(IndexWorker):
         searcher = self._searcher
         return 0 if searcher is None else searcher.num_docs
 
-    def __bool__(self) -> bool:
-        return True  # an empty index is still an index (``if worker:`` must not mean "has documents")
+    def node_ids(self) -> set[int]:
+        searcher = self._searcher
+        return set(_ints(searcher.fast_field_values("id", self._addresses(searcher))))
 
     # ------------------------------------------------------------------ internals
 
@@ -220,14 +219,18 @@ class KeywordIndex(IndexWorker):
         digests = _ints(searcher.fast_field_values("hash", addresses))
         return {i: (h, a.segment_ord) for i, h, a in zip(found, digests, addresses, strict=True)}
 
-    def _all_docs(self, searcher: tantivy.Searcher, segments: set[int] | None = None) -> list[tuple[int, str, int]]:
-        """``(id, terms, hash)`` of every document (of the given segments), in id order."""
+    def _addresses(self, searcher: tantivy.Searcher, segments: set[int] | None = None) -> list[Any]:
+        """The address of every document (of the given segments), in id order."""
         if searcher.num_docs == 0:
             return []
         everything = searcher.search(
             tantivy.Query.all_query(), searcher.num_docs, count=False, order_by_field="id", order=tantivy.Order.Asc
         ).hits
-        addresses = [a for _, a in everything if segments is None or a.segment_ord in segments]
+        return [a for _, a in everything if segments is None or a.segment_ord in segments]
+
+    def _all_docs(self, searcher: tantivy.Searcher, segments: set[int] | None = None) -> list[tuple[int, str, int]]:
+        """``(id, terms, hash)`` of every document (of the given segments), in id order."""
+        addresses = self._addresses(searcher, segments)
         ids = _ints(searcher.fast_field_values("id", addresses))
         digests = _ints(searcher.fast_field_values("hash", addresses))
         return [(i, str(searcher.doc(a)["body"][0]), h) for i, h, a in zip(ids, digests, addresses, strict=True)]

@@ -7,7 +7,6 @@ squared L2), converted here.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from pathlib import Path
 from typing import Any
@@ -19,9 +18,12 @@ import numpy as np
 from drsg.kernel.errors import BadValue
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
-from drsg.workers.base import IndexWorker, Pool, pairs
+from drsg.workers.base import IndexWorker, Pool
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
+#: the sidecar's layout, in its meta: bump it when what the files hold changes. Layout 1 could hold
+#: one node in two slots (see upsert); its sidecars no longer match, so they are rebuilt once.
+LAYOUT = 2
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
@@ -111,6 +113,9 @@ class VectorIndex(IndexWorker):
     def accepts(self, value: Any) -> bool:
         return isinstance(value, Vector) and value.dims == self.decl.dims
 
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "layout": LAYOUT}
+
     def reset(self) -> None:
         self.live: set[int] = set()
         self.deleted: set[int] = set()
@@ -128,15 +133,20 @@ class VectorIndex(IndexWorker):
     def upsert(self, node_id: int, value: Any) -> None:
         assert self.index is not None
         vector = np.frombuffer(value.data, dtype="<f4").reshape(1, -1)
+        # A node the index holds (live, or removed with its slot intact) is updated in place; any
+        # other takes a removed node's slot. (Taking one while it still held its own slot would
+        # index it twice: hnswlib does not check that the label already has a slot.)
+        in_place = node_id in self.live
         if node_id in self.deleted:
             self.deleted.discard(node_id)
-            # RuntimeError: its slot was reused by another node, so it is added afresh below.
-            with contextlib.suppress(RuntimeError):
+            try:
                 self.index.unmark_deleted(node_id)
+                in_place = True
+            except RuntimeError:
+                pass  # its slot was reused by another node: it is added afresh below
         if self.index.element_count >= self.index.get_max_elements():
             self.index.resize_index(self.index.get_max_elements() * 2)
-        # A new id may take a deleted node's slot; an existing id is updated in place.
-        self.index.add_items(vector, [node_id], replace_deleted=node_id not in self.live)
+        self.index.add_items(vector, [node_id], replace_deleted=not in_place)
         self.live.add(node_id)
 
     def remove(self, node_id: int) -> None:
@@ -148,12 +158,12 @@ class VectorIndex(IndexWorker):
     def __len__(self) -> int:
         return len(self.live)
 
-    def search(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> list[tuple[int, float]]:
-        """Top-k ``(node id, similarity)``, best first, ties by ascending node id."""
-        return pairs(self.search_arrays(query, k, ef))
+    def node_ids(self) -> set[int]:
+        return set(self.live)
 
     def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
-        """As :meth:`search`, as arrays (node ids, similarities): hybrid fusion works on arrays."""
+        """The ``k`` nearest nodes as arrays (node ids, similarities), best first, ties by ascending
+        node id. ``ef`` replaces the index's ``ef_search`` for this search (never below ``2 k``)."""
         if self.index is None or not self.live or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
         q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
@@ -164,20 +174,33 @@ class VectorIndex(IndexWorker):
             )
         k = min(k, len(self.live))
         q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
-        index, share = self.index, self._ef_share
-        assert share is not None  # made with the index
-        try:
-            with share.at(max(ef or self.ef_search, 2 * k)):
-                labels, distances = index.knn_query(q, k=k)
-        except RuntimeError:  # too few reachable live elements for k: ask for what exists
-            with share.at(max(len(self.live), 2 * k)):
-                labels, distances = index.knn_query(q, k=k)
+        ef = max(ef or self.ef_search, 2 * k)
+        # hnswlib cuts ties at the k-th hit arbitrarily: one hit more shows whether nodes tied with
+        # the k-th lie past the cut, and the search goes on through the tie (duplicate vectors,
+        # rare), so the cut keeps the lowest node ids.
+        fetch = min(k + 1, len(self.live))
+        while True:
+            labels, distances = self._knn(q, fetch, ef)
+            if fetch == len(self.live) or distances[0, -1] > distances[0, k - 1]:
+                break
+            fetch = min(2 * fetch, len(self.live))
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
         if not (scores[:-1] > scores[1:]).all():  # hnswlib orders by distance; break ties by id
             order = np.lexsort((ids, -scores))
             ids, scores = ids[order], scores[order]
-        return ids, scores
+        return ids[:k], scores[:k]
+
+    def _knn(self, q: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
+        """hnswlib's ``count`` nearest (labels, distances), searched at ``ef``."""
+        index, share = self.index, self._ef_share
+        assert index is not None and share is not None  # made together
+        try:
+            with share.at(ef):
+                return index.knn_query(q, k=count)
+        except RuntimeError:  # too few reachable live elements for count: search them all
+            with share.at(max(len(self.live), ef)):
+                return index.knn_query(q, k=count)
 
     # ------------------------------------------------------------------ persistence
 

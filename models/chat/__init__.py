@@ -1,1 +1,1 @@
-"""drsg.models.chat — chat models: an OpenAI-compatible service and its provider presets."""
+"""drsg.models.chat — the chat model port (``base.py``), an OpenAI-compatible backend and its provider presets."""

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
-from drsg.models.chat.remote import ChatModel
+from drsg.models.chat.base import ChatModel
+from drsg.models.chat.remote import RemoteChatModel
 from drsg.models.embedders.registry import provider_name, service_key, service_url
 from drsg.models.service import RetryPolicy
 
@@ -65,4 +66,4 @@ def get_chat(
     """The chat model called ``name`` (``None`` → openai); a bad choice is a one-line ConfigError."""
     preset, url, chosen_model = _choose(name, model, base_url)
     var, api_key = service_key(f"the {preset.name} chat model", key_env, preset.key_env, settings)
-    return ChatModel(preset.name, chosen_model, url, api_key, var, timeout=timeout, retry=retry)
+    return RemoteChatModel(preset.name, chosen_model, url, api_key, var, timeout=timeout, retry=retry)

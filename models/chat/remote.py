@@ -2,40 +2,24 @@
 
 Temperature 0, ``max_tokens`` 8192 by default, retries and key hygiene from
 :class:`drsg.models.service.Service`. The envelope of every answer is checked (JSON, one choice,
-text content); what the model *says* is only text here — callers validate it as data. Token use is
-summed across threads (digest calls the model from a bounded pool).
+text content); what the model *says* is only text here — callers validate it as data. The port
+(``base.py``) counts the tokens every answer cost.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 from drsg.kernel.errors import ChatError, ChatUnavailable
+from drsg.models.chat.base import ChatAnswer, ChatModel, Message
 from drsg.models.service import RetryPolicy, Service
 
-Message = dict[str, str]
+__all__ = ["RemoteChatModel"]
 
 
-@dataclass(frozen=True)
-class ChatAnswer:
-    """One completion: its text, why it stopped ("stop", "length", …) and the tokens it cost."""
-
-    text: str
-    finish_reason: str
-    prompt_tokens: int
-    completion_tokens: int
-
-    @property
-    def cut_off(self) -> bool:
-        """The token limit ended the answer, so its JSON is almost certainly incomplete."""
-        return self.finish_reason == "length"
-
-
-class ChatModel:
-    """One chat model at one service; thread-safe."""
+class RemoteChatModel(ChatModel):
+    """One chat model at one OpenAI-compatible service; thread-safe."""
 
     def __init__(
         self,
@@ -49,8 +33,7 @@ class ChatModel:
         max_tokens: int = 8192,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.name = name
-        self.model = model
+        super().__init__(name, model)
         self.max_tokens = max_tokens
         self._service = Service(
             "chat model",
@@ -64,16 +47,9 @@ class ChatModel:
             unavailable=ChatUnavailable,
             failed=ChatError,
         )
-        self._lock = threading.Lock()
-        self.calls = 0  # answers received (one per request that succeeded)
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
 
     def __repr__(self) -> str:
-        return f"ChatModel({self.identity()} at {self.where})"
-
-    def identity(self) -> str:
-        return f"{self.name}:{self.model}"
+        return f"RemoteChatModel({self.identity()} at {self.where})"
 
     @property
     def where(self) -> str:
@@ -84,8 +60,7 @@ class ChatModel:
         """HTTP requests sent, retries included."""
         return self._service.requests
 
-    def complete(self, messages: list[Message], *, max_tokens: int | None = None) -> ChatAnswer:
-        """The model's answer to ``messages`` (system/user turns), at temperature 0."""
+    def _complete(self, messages: list[Message], max_tokens: int | None) -> ChatAnswer:
         raw = self._service.call(
             lambda client: client.chat.completions.with_raw_response.create(
                 model=self.model,
@@ -94,12 +69,7 @@ class ChatModel:
                 max_tokens=max_tokens or self.max_tokens,
             )
         )
-        answer = self._parse(raw.http_response.content)
-        with self._lock:
-            self.calls += 1
-            self.prompt_tokens += answer.prompt_tokens
-            self.completion_tokens += answer.completion_tokens
-        return answer
+        return self._parse(raw.http_response.content)
 
     def _bad(self, problem: str) -> ChatError:
         return ChatError(f"{self._service.who} {problem}")

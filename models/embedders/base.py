@@ -2,9 +2,10 @@
 
 An embedder turns a batch of texts into one :class:`~drsg.kernel.values.Vector` each, in order. Backends:
 ``local.py`` (all-MiniLM-L6-v2 on onnxruntime, offline, no key) and ``remote.py`` (any
-OpenAI-compatible ``/embeddings`` endpoint through the ``openai`` client). ``registry.py`` picks one
-by name. :meth:`Embedder.identity` names the embedder that produced a property's vectors, so vectors
-from different embedders are never mixed in one index.
+OpenAI-compatible ``/embeddings`` endpoint through the ``openai`` client); ``drsg.models.testing``
+ships an in-memory one for tests. ``registry.py`` picks one by name. :meth:`Embedder.identity`
+names the embedder that produced a property's vectors, so vectors from different embedders are
+never mixed in one index.
 
 Errors (in drsg.kernel.errors' tree)::
 
@@ -18,15 +19,19 @@ Errors (in drsg.kernel.errors' tree)::
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from abc import ABC, abstractmethod
 
 from drsg.kernel.errors import BadEmbeddingResponse, BadValue, EmbedderError, EmbedderUnavailable, ModelFileError
 from drsg.kernel.values import Vector
 
 
-@runtime_checkable
-class Embedder(Protocol):
-    """Texts in, one float32 :class:`Vector` per text out, in order."""
+class Embedder(ABC):
+    """Texts in, one float32 :class:`Vector` per text out, in order.
+
+    A backend sets ``name``, ``model`` and ``dims`` and implements :meth:`_embed`; :meth:`embed`
+    checks the texts first (:func:`check_texts`), so a backend only ever sees a non-empty list of
+    non-blank strings. ``tests/contract/test_embedder_contract.py`` holds what every backend must do.
+    """
 
     #: provider name: "local", "openai", "qwen", "ollama", "url"
     name: str
@@ -36,12 +41,20 @@ class Embedder(Protocol):
     dims: int | None
 
     def embed(self, texts: list[str]) -> list[Vector]:
-        """Embed ``texts`` (batched internally); raises a :class:`DrsgError`, never returns garbage."""
-        ...
+        """Embed ``texts`` (batched internally); raises a :class:`DrsgError`, never returns garbage.
+
+        A text that is not a non-blank string is a :class:`BadValue`; no text, no vector."""
+        texts = check_texts(texts)
+        return self._embed(texts) if texts else []
+
+    @abstractmethod
+    def _embed(self, texts: list[str]) -> list[Vector]:
+        """One vector per text of a checked, non-empty list, in order (what a backend implements)."""
 
     def identity(self) -> str:
-        """``"<name>:<model>"``, recorded beside the vectors this embedder produced."""
-        ...
+        """``"<name>:<model>"``, recorded beside the vectors this embedder produced (a backend whose
+        options change the vector space adds them)."""
+        return f"{self.name}:{self.model}"
 
 
 def check_texts(texts: list[str]) -> list[str]:

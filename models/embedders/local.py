@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from drsg.kernel.values import Vector
-from drsg.models.embedders.base import EmbedderError, ModelFileError, check_texts
+from drsg.models.embedders.base import Embedder, EmbedderError, ModelFileError
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMS = 384
@@ -110,7 +110,7 @@ def _load(files: dict[str, Path], threads: int) -> _Runtime:
         return runtime
 
 
-class LocalEmbedder:
+class LocalEmbedder(Embedder):
     """all-MiniLM-L6-v2 on onnxruntime: 384-dim unit vectors, deterministic, offline.
 
     ``model_dir`` replaces the installed files with a folder holding ``model.onnx`` and
@@ -137,9 +137,6 @@ class LocalEmbedder:
         self._files: dict[str, Path] | None = None
         self.threads = threads
 
-    def identity(self) -> str:
-        return f"{self.name}:{self.model}"
-
     def files(self) -> dict[str, Path]:
         if self._files is None:
             if self.model_dir is None:
@@ -152,10 +149,7 @@ class LocalEmbedder:
         """Load (and verify) the model now instead of on the first :meth:`embed`."""
         _load(self.files(), self.threads)
 
-    def embed(self, texts: list[str]) -> list[Vector]:
-        texts = check_texts(texts)
-        if not texts:
-            return []
+    def _embed(self, texts: list[str]) -> list[Vector]:
         runtime = _load(self.files(), self.threads)
         encodings = runtime.tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])

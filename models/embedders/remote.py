@@ -20,18 +20,13 @@ from typing import Any
 import numpy as np
 
 from drsg.kernel.values import Vector
-from drsg.models.embedders.base import (
-    BadEmbeddingResponse,
-    EmbedderError,
-    EmbedderUnavailable,
-    check_texts,
-)
+from drsg.models.embedders.base import BadEmbeddingResponse, Embedder, EmbedderError, EmbedderUnavailable
 from drsg.models.service import RetryPolicy, Service, retry_after
 
 __all__ = ["RemoteEmbedder", "RetryPolicy", "retry_after"]
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(Embedder):
     """Embeddings from an OpenAI-compatible service, batched, retried and validated."""
 
     def __init__(
@@ -96,8 +91,7 @@ class RemoteEmbedder:
     def where(self) -> str:
         return self._service.where
 
-    def embed(self, texts: list[str]) -> list[Vector]:
-        texts = check_texts(texts)
+    def _embed(self, texts: list[str]) -> list[Vector]:
         out: list[Vector] = []
         for start in range(0, len(texts), self.batch_size):
             matrix = self._embed_batch(texts[start : start + self.batch_size])

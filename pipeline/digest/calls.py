@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drsg.kernel.errors import ConfigError
-from drsg.models.chat.remote import ChatAnswer, ChatModel, Message
+from drsg.models.chat.base import ChatAnswer, ChatModel, Message
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.prompts import cache_key_text
 from drsg.pipeline.digest.schema import MalformedAnswer, json_object

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from drsg.kernel.values import Described, Vector
+from drsg.models.embedders.base import Embedder
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import fold
-from drsg.pipeline.vectorize import Embedder, clip
+from drsg.pipeline.vectorize import clip
 from drsg.store.database import Database
 
 NEIGHBOURS = 8

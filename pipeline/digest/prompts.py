@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from drsg.models.chat.remote import Message
+from drsg.models.chat.base import Message
 
 PROMPT_VERSION = "digest-1"
 

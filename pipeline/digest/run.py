@@ -17,6 +17,7 @@ from typing import Any
 
 from drsg.kernel.errors import ChatError, UsageError
 from drsg.kernel.values import Described, Vector
+from drsg.models.embedders.base import Embedder
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.chunking import chunk_text
 from drsg.pipeline.digest.draft import Draft, Entity
@@ -28,7 +29,6 @@ from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, 
 from drsg.pipeline.digest.refine import refine
 from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.digest.vocabulary import reconcile
-from drsg.pipeline.vectorize import Embedder
 from drsg.store.database import Database
 
 MODES = ("coarse", "fine", "super")

@@ -18,8 +18,8 @@ from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
+from drsg.models.chat.base import ChatModel
 from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
-from drsg.models.chat.remote import ChatModel
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply_in, origin_of

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import drsg
-from drsg.models.chat.remote import ChatModel
+from drsg.models.chat.remote import RemoteChatModel
 from drsg.models.embedders import get_embedder
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.run import DigestOptions, digest
@@ -38,7 +38,7 @@ SOURCES = [
 ]
 
 
-class TimedChat(ChatModel):
+class TimedChat(RemoteChatModel):
     """The real chat client, remembering when each call waited on the model."""
 
     spans: ClassVar[list[tuple[float, float]]] = []

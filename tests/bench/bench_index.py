@@ -226,7 +226,7 @@ def bench_vector(size: Size) -> tuple[Section, Database, IndexSet]:
     searcher = Searcher(db, indexes)
     build_engine = timed(indexes.catch_up)  # the warm-up catch-up: builds the HNSW from the projection
     worker = indexes.get(plane.id, "vector", "Word", "embedding")
-    assert worker is not None and len(worker) == n  # type: ignore[arg-type]
+    assert worker is not None and len(worker) == n
     ef = max(worker.ef_search, 2 * K)  # type: ignore[attr-defined]
 
     raw = hnswlib.Index(space="cosine", dim=base.shape[1])
@@ -265,7 +265,7 @@ def bench_vector(size: Size) -> tuple[Section, Database, IndexSet]:
         for q in qvecs:
             t = time.perf_counter()
             with lock:
-                hits = worker.search(q, K)  # type: ignore[attr-defined]
+                hits = worker.search(q, K)
             lat.append(time.perf_counter() - t)
             out.append([row_of[i] for i, _ in hits])
         return lat, out
@@ -385,7 +385,7 @@ def bench_lag(size: Size, db: Database, indexes: IndexSet, first_row: int) -> Se
                 if worker.seq < seq:
                     continue
                 with indexes.reading():
-                    hits = worker.search(payload[i], 1)  # type: ignore[attr-defined]
+                    hits = worker.search(payload[i], 1)
                 now = time.perf_counter()
                 if hits and hits[0][0] == node_id:
                     found_by_search += 1

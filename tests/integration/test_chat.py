@@ -12,7 +12,7 @@ import pytest
 from drsg.kernel import settings as settings_mod
 from drsg.kernel.errors import ChatError, ChatUnavailable, ConfigError
 from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
-from drsg.models.chat.remote import ChatModel
+from drsg.models.chat.remote import RemoteChatModel
 from drsg.models.service import RetryPolicy
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion, error, malformed
 
@@ -35,8 +35,8 @@ def no_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def chat(fake: FakeOpenAI, **kw: object) -> ChatModel:
-    return ChatModel("url", "fake-chat", fake.base_url, KEY, "MY_CHAT_KEY", retry=kw.pop("retry", FAST), **kw)  # type: ignore[arg-type]
+def chat(fake: FakeOpenAI, **kw: object) -> RemoteChatModel:
+    return RemoteChatModel("url", "fake-chat", fake.base_url, KEY, "MY_CHAT_KEY", retry=kw.pop("retry", FAST), **kw)  # type: ignore[arg-type]
 
 
 def test_presets_match_upstream(no_keys: Path) -> None:

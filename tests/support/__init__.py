@@ -1,4 +1,9 @@
-"""Test doubles shipped with the suite. The only one allowed is the language model: ``fake_openai``."""
+"""Test doubles of the suite: the model services, nothing else.
+
+``fake_openai`` is a scripted OpenAI-compatible server on loopback, for tests of the real ``openai``
+client (remote embedders and chat models, digest end to end); ``scripted_model`` answers digest's
+prompts on it. In-process doubles of the model ports ship in the package: ``drsg.models.testing``.
+"""
 
 from tests.support.fake_openai import (
     FakeOpenAI,

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import socket
 import struct
 import threading
@@ -39,6 +38,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from drsg.models.testing import count_tokens
 
 # --------------------------------------------------------------------------- requests and replies
 
@@ -95,14 +96,6 @@ def endpoint_of(path: str) -> str:
 
 
 # --------------------------------------------------------------------------- helpers for tests
-
-
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
-
-
-def count_tokens(text: str) -> int:
-    """A stand-in tokenizer: words and punctuation marks (close enough for accounting tests)."""
-    return len(_TOKEN.findall(text))
 
 
 def message_tokens(messages: Any) -> int:
