@@ -42,6 +42,11 @@ DEFAULT_RRF_K = 60
 GRAPH_NORMS = ("range", "minmax")
 
 
+#: the largest weight a channel may carry: shares are at most 1 (rrf, min-max) or a few (dbsf), so
+#: three channels at 1e6 stay finite where two at 1e308 made a score of Infinity (not JSON)
+MAX_WEIGHT = 1e6
+
+
 @dataclass(frozen=True)
 class VectorPart:
     prop: str
@@ -107,8 +112,8 @@ class HybridSpec:
             raise UsageError("rrf k must be ≥ 0")
         for name in CHANNELS:
             w = self.weights.get(name, DEFAULT_WEIGHTS[name])
-            if not isinstance(w, (int, float)) or w != w or w in (float("inf"), float("-inf")):
-                raise UsageError(f"the {name} weight must be a finite number")
+            if isinstance(w, bool) or not isinstance(w, int | float) or not -MAX_WEIGHT <= w <= MAX_WEIGHT:
+                raise UsageError(f"the {name} weight must be a number from -{MAX_WEIGHT:,.0f} to {MAX_WEIGHT:,.0f}")
         return self
 
     def weight(self, name: str) -> float:

@@ -34,6 +34,7 @@ from numpy.typing import NDArray
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import NotFound
 from drsg.kernel.metrics import check_metric
+from drsg.kernel.values import Vector
 from drsg.plan.hybrid import CHANNELS, HybridSpec
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool
@@ -108,18 +109,27 @@ def hybrid_on_snapshot(
 
 
 def _run(
-    searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, embed: TextEmbedder | None
+    searcher: Searcher,
+    snap: Snapshot,
+    plane: int,
+    spec: HybridSpec,
+    current: bool,
+    embed: TextEmbedder | None,
+    strict: bool = False,
 ) -> list[HybridHit]:
-    """:func:`hybrid_on_snapshot` for a checked ``spec``."""
+    """:func:`hybrid_on_snapshot` for a checked ``spec``. ``strict``: a channel that cannot run (no
+    keyword index, no vectors in the property) is a NotFound naming the fix, not an empty channel."""
     channels: list[Channel] = []
     best_first: dict[str, Pool] = {}
     if spec.vector is not None:
         ids, similarities = best_first["vector"] = _vector_pool(searcher, snap, plane, spec, current, embed)
+        if strict and not len(ids):
+            _has_vectors(snap, plane, spec)
         distances = distances_from_similarities(check_metric(spec.vector.metric), similarities)
         vector = Channel("vector", (ids, distances), spec.weight("vector"), higher_is_better=False, best_first=True)
         channels.append(vector)
     if spec.keyword is not None:
-        best_first["keyword"] = _keyword_pool(searcher, snap, plane, spec, current)
+        best_first["keyword"] = _keyword_pool(searcher, snap, plane, spec, current, strict)
         channels.append(Channel("keyword", best_first["keyword"], spec.weight("keyword"), best_first=True))
     if spec.graph is not None:
         seeds = [n for pool in best_first.values() for n in pool[0][: spec.graph.seeds].tolist()]
@@ -138,13 +148,30 @@ def _vector_pool(
     return searcher.vector_pool(snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current)
 
 
-def _keyword_pool(searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool) -> Pool:
-    """The keyword channel's candidates, best first: (node ids, BM25); empty without an index."""
+def _has_vectors(snap: Snapshot, plane: int, spec: HybridSpec) -> None:
+    """NotFound when no node (of the label) holds a vector in the vector channel's property."""
+    assert spec.vector is not None
+    prop = spec.vector.prop
+    if not any(isinstance(node.props.get(prop), Vector) for node in snap.nodes(plane, spec.label)):
+        whose = f"{spec.label} node" if spec.label else "node"
+        raise NotFound(
+            f"no {whose} holds a vector in {prop!r}; embed them (`drsg vectorize --from TEXT --into {prop}`) "
+            "or name the property that holds them with --vector"
+        )
+
+
+def _keyword_pool(
+    searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, strict: bool = False
+) -> Pool:
+    """The keyword channel's candidates, best first: (node ids, BM25); empty without an index (as
+    upstream), unless ``strict``."""
     assert spec.keyword is not None and spec.label is not None  # check() saw to it
     label, prop = spec.label, spec.keyword.prop
     try:
         return searcher.keyword_pool(snap, plane, label, prop, spec.keyword.text, spec.candidates, current)
     except NotFound:  # keyword_pool found no index declared (it looked the index up; no second look here)
+        if strict:
+            raise
         log.warning("no keyword index: the keyword channel is empty", label=label, prop=prop)
         return np.empty(0, dtype=np.int64), np.empty(0)
 
@@ -169,8 +196,9 @@ def hybrid(
     spec: HybridSpec,
     embed: TextEmbedder | None = None,
     as_of: AsOf | None = None,
+    strict: bool = False,
 ) -> list[HybridHit]:
-    """Run a hybrid query at the head (read-your-writes) or ``as_of`` a commit."""
+    """Run a hybrid query at the head (read-your-writes) or ``as_of`` a commit; ``strict`` as :func:`_run`."""
     spec.check()  # before a snapshot is opened: a bad query costs no transaction
     with searcher.view(plane, as_of) as (snap, plane_id, current):
-        return _run(searcher, snap, plane_id, spec, current, embed)
+        return _run(searcher, snap, plane_id, spec, current, embed, strict)

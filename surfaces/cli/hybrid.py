@@ -167,7 +167,9 @@ def hybrid(
             vector = embedder.embed([text])[0]
             spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
         with open_indexes(db) as indexes:
-            hits = run_hybrid(Searcher(db, indexes), plane, spec, as_of=as_of)
+            hits = run_hybrid(
+                Searcher(db, indexes), plane, spec, as_of=as_of, strict=True
+            )  # a channel that cannot run is an error here
     print_hits(hits, as_json, explain)
 
 

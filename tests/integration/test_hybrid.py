@@ -5,6 +5,7 @@ real GloVe vectors, and the real local embedder."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -347,6 +348,30 @@ def test_cli_errors(drsg: Run, graph_db: Path) -> None:
     assert nothing.code != 0 and "--vector PROP and/or --keyword PROP" in nothing.err
     bad_decay = drsg("hybrid", "graph", "-p", "docs", "--label", "Doc", "--keyword", "body", "--graph-decay", "2")
     assert bad_decay.code == 2
+
+
+def test_cli_refuses_a_channel_that_cannot_run_as_search_does(drsg: Run, graph_db: Path) -> None:
+    """The API and RPC keep upstream's empty channel (test_keyword_errors_and_missing_index); on the
+    command line a channel named but impossible is an error naming the fix (it printed 0 results)."""
+    no_index = drsg("hybrid", "graph", "-p", "docs", "--label", "Topic", "--keyword", "name")
+    assert no_index.code == 1 and "no keyword index on Topic.name; declare one with `drsg index keyword" in no_index.err
+    no_vectors = drsg("hybrid", "graph", "-p", "docs", "--label", "Doc", "--vector", "nope", "--keyword", "body")
+    assert no_vectors.code == 1 and "no Doc node holds a vector in 'nope'" in no_vectors.err, no_vectors.err
+    assert len(no_index.err.strip().splitlines()) == len(no_vectors.err.strip().splitlines()) == 1
+    # where both channels can run, the same query does
+    ran = drsg("hybrid", "graph", "-p", "docs", "--label", "Doc", "--keyword", "body", "--k", "2")
+    assert ran.code == 0 and "hybrid: 2 results" in ran.out
+
+
+def test_weights_are_bounded_so_no_score_is_infinite(drsg: Run, graph_db: Path) -> None:
+    """Two weights of 1e308 summed to a score of Infinity, which --json printed (not JSON)."""
+    huge = drsg("hybrid", "graph", "-p", "docs", "--label", "Doc", "--keyword", "body", "--w-keyword", "1e308")
+    assert huge.code == 2 and "the keyword weight must be a number from -1,000,000 to 1,000,000" in huge.err
+    top = ("--w-keyword", "1000000", "--w-graph", "1000000", "--graph-hops", "1", "--json")
+    ran = drsg("hybrid", "graph", "-p", "docs", "--label", "Doc", "--keyword", "body", *top)
+    assert ran.code == 0
+    scores = [json.loads(line)["score"] for line in ran.out.splitlines()]  # json.loads accepts Infinity: check it
+    assert scores and all(math.isfinite(s) for s in scores)
 
 
 def test_cli_text_query_uses_the_recorded_embedder(drsg: Run, tmp_path: Path, db_path: Path) -> None:
