@@ -321,7 +321,7 @@ def ms(seconds: float) -> str:
 
 
 def x(engine: float, raw: float) -> str:
-    return f"{common.ratio(engine, raw):.2f}×"
+    return f"{engine / raw:.2f}×" if raw > 0 else "—"  # raw 0: it noticed before the write returned
 
 
 def main(argv: list[str] | None = None) -> None:
