@@ -39,6 +39,7 @@ class Stats:
     edges: int
     labels: int
     edge_types: int
+    indexes: int  # declared search indexes, vector and keyword, over every plane
     commit_seq: int
     file_size: int
 
@@ -50,7 +51,7 @@ class Stats:
             "edges": self.edges,
             "labels": self.labels,
             "edge_types": self.edge_types,
-            "indexes": 0,
+            "indexes": self.indexes,
             "commit_seq": self.commit_seq,
             "commits": self.commit_seq,
             "persistent": True,
@@ -215,7 +216,7 @@ class Database:
     def stats(self) -> Stats:
         with self.snapshot() as snap:
             planes = snap.planes()
-            nodes = edges = 0
+            nodes = edges = indexes = 0
             labels: set[str] = set()
             types: set[str] = set()
             for plane in planes:
@@ -223,7 +224,8 @@ class Database:
                 nodes, edges = nodes + n, edges + e
                 labels.update(snap.tally(plane.id, b"L"))
                 types.update(snap.tally(plane.id, b"T"))
-            return Stats(len(planes), nodes, edges, len(labels), len(types), snap.at, self.env.file_size())
+                indexes += len(snap.indexes(plane.id))
+            return Stats(len(planes), nodes, edges, len(labels), len(types), indexes, snap.at, self.env.file_size())
 
     # ------------------------------------------------------------------ maintenance
 

@@ -83,13 +83,7 @@ async def rpc_discover(ctx: ServerState, p: Params) -> Any:
 
 @rpc("db.stats", note="`indexes` counts declared vector + keyword indexes; `commits` equals commit_seq.")
 async def db_stats(ctx: ServerState, p: Params) -> Any:
-    def stats() -> dict[str, Any]:
-        out = ctx.db.stats().to_json()
-        with ctx.db.snapshot() as snap:
-            out["indexes"] = sum(len(snap.indexes(plane.id)) for plane in snap.planes())
-        return out
-
-    return await ctx.read(stats)
+    return await ctx.read(lambda: ctx.db.stats().to_json())
 
 
 # --------------------------------------------------------------------------- planes

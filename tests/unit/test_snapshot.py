@@ -302,3 +302,18 @@ def test_stats_count_live_records(db: Database) -> None:
     db.write(lambda tx: tx.drop_plane("other"))
     stats = db.stats()
     assert (stats.planes, stats.nodes, stats.edges, stats.labels, stats.edge_types) == (1, 1, 0, 1, 0)
+
+
+def test_stats_count_the_declared_indexes_of_every_plane(db: Database) -> None:
+    assert db.stats().to_json()["indexes"] == 0
+    p = db.plane("startup")
+    db.write(lambda tx: tx.create_plane("other"))
+    o = db.plane("other")
+    db.write(lambda tx: tx.declare_index(p, "vector", "Doc", "embedding", {"metric": "cosine"}))
+    db.write(lambda tx: tx.declare_index(p, "keyword", "Doc", "body", {"language": "english"}))
+    db.write(lambda tx: tx.declare_index(o, "keyword", "Note", "text", {}))
+    assert db.stats().indexes == 3 and db.stats().to_json()["indexes"] == 3
+    db.write(lambda tx: tx.drop_index(p, "keyword", "Doc", "body"))
+    assert db.stats().indexes == 2
+    db.write(lambda tx: tx.drop_plane("other"))
+    assert db.stats().to_json()["indexes"] == 1
