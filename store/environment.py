@@ -38,8 +38,9 @@ DB_NAMES = (
     "in",  # plane dst type edge_id ~seq -> src | tombstone
     "tally",  # plane L|T name -> live nodes with a label / edges of a type; plane C -> [nodes, edges]
     "indexes",  # plane kind label property ~seq -> options | tombstone (search index declarations)
-    "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
 )
+# Databases made before 2026-12 also hold an empty "checkpoints" table nothing ever used (consumers
+# keep their checkpoints in their sidecars): such a file opens as any other; the table is never opened.
 
 MiB = 1 << 20
 CLOSE_WAIT = 30.0  # seconds close() waits for this process's running transactions
