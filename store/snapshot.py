@@ -114,6 +114,15 @@ class Snapshot:
         value = self.version("keys", keys.key_group(plane, key))
         return None if value is None else keys.read_u64(value)
 
+    def key_holder(self, plane: int, key: str) -> int | None:
+        """The node holding ``key`` at ``at``, else the last one that held it: a deleted node's key
+        resolves no more, but its history is still reached by it."""
+        node_id = self.node_id_by_key(plane, key)
+        if node_id is not None:
+            return node_id
+        held = [value for _, value in self.versions("keys", keys.key_group(plane, key)) if value]
+        return keys.read_u64(held[-1]) if held else None
+
     def node_by_key(self, plane: int, key: str) -> Node | None:
         node_id = self.node_id_by_key(plane, key)
         return None if node_id is None else self.node(plane, node_id)

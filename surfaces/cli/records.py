@@ -123,10 +123,7 @@ def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
     with obj.open(write=False) as db, db.snapshot() as snap:
         p = snap.plane(plane)
         target = node_ref(ref)
-        node_id = target if isinstance(target, int) else snap.node_id_by_key(p.id, target.removeprefix("@"))
-        if node_id is None:
-            # A deleted node's key no longer resolves now; find its last holder in the key history.
-            node_id = _last_holder(snap, p.id, str(target).removeprefix("@"))
+        node_id = target if isinstance(target, int) else snap.key_holder(p.id, target.removeprefix("@"))
         versions = snap.node_history(p.id, node_id) if node_id is not None else []
         if not versions:
             raise NotFound(f"node {ref} never existed in plane {plane!r}")
@@ -137,15 +134,6 @@ def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
         else:
             body = "deleted" if record is None else json.dumps(record, ensure_ascii=False)
             click.echo(f"seq {version.seq}\t{format_ms(version.ts)}\t{body}")
-
-
-def _last_holder(snap: Snapshot, plane_id: int, key: str) -> int | None:
-    from drsg.store import keys
-
-    for _seq, value in reversed(list(snap.versions("keys", keys.key_group(plane_id, key)))):
-        if value:
-            return keys.read_u64(value)
-    return None
 
 
 @click.group("edge")

@@ -207,14 +207,9 @@ async def node_history(ctx: ServerState, p: Params) -> Any:
     ref = node_ref(p, "node.history")
 
     def history() -> list[dict[str, Any]]:
-        from drsg.store import keys
-
         with ctx.db.snapshot() as snap:
             plane = snap.plane(p["plane"])
-            node_id = ref if isinstance(ref, int) else snap.node_id_by_key(plane.id, ref)
-            if node_id is None:  # a deleted node's key resolves no more: find its last holder
-                held = [v for _, v in snap.versions("keys", keys.key_group(plane.id, str(ref))) if v]
-                node_id = keys.read_u64(held[-1]) if held else None
+            node_id = ref if isinstance(ref, int) else snap.key_holder(plane.id, ref)
             versions = snap.node_history(plane.id, node_id) if node_id is not None else []
             if not versions:
                 raise NotFound(f"node {ref!r} never existed in plane {plane.name!r}")
