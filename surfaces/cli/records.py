@@ -75,19 +75,9 @@ def node_put(
 ) -> None:
     """Create a node, or update the node with this KEY (labels added, properties merged)."""
     values = parse_props(props, props_json)
-
-    def put(tx: WriteTx) -> tuple[str, Node]:
-        p = tx.plane(plane)
-        existing = None if key is None else tx.view.node_by_key(p.id, key)
-        if existing is None:
-            return "created", tx.create_node(p, key, labels, values)
-        if replace:
-            return "replaced", tx.replace_node(p, existing, labels, values)
-        merged_labels = sorted(set(existing.labels) | set(labels))
-        return "updated", tx.update_node(p, existing.id, values, labels=merged_labels)
-
+    mode = "replace" if replace else "update"
     with obj.open(write=True) as db:
-        result = db.write(put, {"via": "cli"})
+        result = db.write(lambda tx: tx.put_node(tx.plane(plane), key, labels, values, mode=mode), {"via": "cli"})
     verb, written = result.value
     if as_json:
         emit_json({**written.to_json(), "seq": result.seq, "op": verb})

@@ -146,8 +146,8 @@ async def node_get(ctx: ServerState, p: Params) -> Any:
 async def node_create(ctx: ServerState, p: Params) -> Any:
     props = props_from_json(p.get("properties"))
     labels = p.get("labels", [])
-    made = await ctx.write(lambda tx: tx.create_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
-    return made.value.to_json()
+    made = await ctx.write(lambda tx: tx.put_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
+    return made.value.node.to_json()
 
 
 @rpc("node.update")
