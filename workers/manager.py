@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from drsg.store.database import Database
-from drsg.store.environment import Gate
+from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl
 from drsg.workers.base import IndexWorker
 from drsg.workers.vector import VectorIndex
