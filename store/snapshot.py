@@ -97,6 +97,14 @@ class Snapshot:
         value = self.version("plane_names", keys.plane_name_group(name))
         return None if value is None else self.plane_by_id(keys.U32.unpack(value)[0])
 
+    def plane_name_history(self, name: str) -> list[tuple[int, int | None]]:
+        """Which plane bore ``name``, version by version up to ``at``, oldest first: ``(seq, plane
+        id)``, with None from a seq where the name was given up (a rename or a drop)."""
+        return [
+            (seq, None if value is None else int(keys.U32.unpack(value)[0]))
+            for seq, value in self.versions("plane_names", keys.plane_name_group(name))
+        ]
+
     def plane(self, name: str) -> Plane:
         plane = self.find_plane(name)
         if plane is None:

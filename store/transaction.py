@@ -60,6 +60,15 @@ class IdCounters:
     def copy(self) -> IdCounters:
         return IdCounters(self.plane, self.node, self.edge)
 
+    def note(self, mutation: Mutation) -> None:
+        """Move past the id a mutation assigns: ids are never reused."""
+        if isinstance(mutation, PlaneCreate):
+            self.plane = max(self.plane, mutation.plane + 1)
+        elif isinstance(mutation, NodePut):
+            self.node = max(self.node, mutation.id + 1)
+        elif isinstance(mutation, EdgePut):
+            self.edge = max(self.edge, mutation.id + 1)
+
 
 class WriteTx:
     """Operations for one commit (or, for bulk writers, a run of commits in one transaction)."""
@@ -100,6 +109,16 @@ class WriteTx:
     def _emit(self, mutation: Mutation) -> None:
         self.mutations.append(mutation)
         self._projector.apply(mutation)
+
+    def apply(self, mutations: Iterable[Mutation]) -> None:
+        """Add mutations that are resolved facts already (ids assigned, full after-images: a commit
+        appended to the log as it is, see LmdbLog.append), projected like any other; nothing is
+        validated beyond their type, and the id counters move past the ids they use."""
+        for mutation in mutations:
+            if not isinstance(mutation, Mutation):
+                raise BadValue(f"a commit holds mutations, not {type(mutation).__name__}")
+            self.ids.note(mutation)
+            self._emit(mutation)
 
     # ------------------------------------------------------------------ planes
 

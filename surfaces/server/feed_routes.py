@@ -4,9 +4,9 @@ Both read the log through :class:`~drsg.feed.Subscription`, which holds one batc
 frame or event is sent with ``await`` on the transport's drain, so a subscriber that stops reading
 stalls only its own subscription (TCP pushes back, the log is the buffer) and catches up when it
 reads again. Nothing is dropped: ``truncated`` is always false. Commits by other processes (the
-CLI, other writers) are noticed once for every open feed by the hub's
-:class:`~drsg.feed.watcher.HeadWatcher` (inotify on the database file), so they reach subscribers
-within a millisecond or so rather than a poll later.
+CLI, other writers) wake the subscriptions through the database's commit notification
+(store/notify.py: inotify on the database file), so they reach subscribers within a millisecond or
+so rather than a poll later.
 
 **WebSocket** ``GET /ws?token=…`` — JSON-RPC 2.0 text frames. Every RPC method of ``/rpc`` is
 answered here too; in addition::
@@ -62,7 +62,6 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from drsg.feed.changes import OPS
 from drsg.feed.subscription import Message, Subscription
-from drsg.feed.watcher import HeadWatcher
 from drsg.kernel.errors import BadValue, DrsgError, NotFound
 from drsg.surfaces.server import methods
 from drsg.surfaces.server.rpc import (
@@ -84,7 +83,7 @@ STATS_FRESH = 0.5  # seconds one db.stats result serves every socket
 RESOLVED_EVERY = 1.0  # default seconds of quiet between resolved watermarks
 CLOSE_TIMEOUT = 3.0  # seconds a peer has to take the close frame / end of stream on shutdown
 OUTBOX = 8  # frames queued for one socket's sender, at most
-FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the hub's watcher wakes it sooner
+FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the commit notification wakes it sooner
 WATCH_METHODS = ("plane.watch", "plane.unwatch")
 WATCH_PARAMS = (
     "plane",
@@ -106,7 +105,6 @@ class FeedHub:
         self.state = state
         self.dispatcher = dispatcher
         self.open: set[WatchSocket | EventStream] = set()
-        self.watcher = HeadWatcher(state.db)  # other processes' commits, noticed once for every feed
         self.closing = False  # the server is stopping: feeds that open now are closed at once
         self._stats: tuple[float, Any] | None = None  # (when, db.stats result), shared by the sockets
         self._stats_lock = asyncio.Lock()
@@ -357,13 +355,12 @@ class WatchSocket:
 
     async def _pump(self, subscription: Subscription, plane: str) -> None:
         try:
-            with self.hub.watcher.watching():
-                async for message in subscription:
-                    if "resolved" in message:
-                        await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
-                    else:
-                        plane = message["plane"] or plane
-                        await self.notify("plane.change", message)
+            async for message in subscription:
+                if "resolved" in message:
+                    await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
+                else:
+                    plane = message["plane"] or plane
+                    await self.notify("plane.change", message)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -487,13 +484,11 @@ class EventStream:
         response: web.StreamResponse,
         subscription: Subscription,
         plane: str,
-        watcher: HeadWatcher,
     ) -> None:
         self.request = request
         self.response = response
         self.subscription = subscription
         self.plane = plane
-        self.watcher = watcher
         self.pump: asyncio.Task[None] | None = None
         self.closing = False
 
@@ -509,10 +504,9 @@ class EventStream:
     async def _pump(self) -> None:
         try:
             await self.response.write(b"retry: 1000\n\n")
-            with self.watcher.watching():
-                async for message in self.subscription:
-                    event, self.plane = sse_event(message, self.plane)
-                    await self.response.write(event)
+            async for message in self.subscription:
+                event, self.plane = sse_event(message, self.plane)
+                await self.response.write(event)
         except ConnectionError:
             return  # the client went away
         except asyncio.CancelledError:
@@ -565,7 +559,7 @@ async def feed_events(request: web.Request) -> web.StreamResponse:
         }
     )
     await response.prepare(request)
-    stream = EventStream(request, response, subscription, plane, hub.watcher)
+    stream = EventStream(request, response, subscription, plane)
     hub.open.add(stream)
     log.info("feed watch", via="sse", plane=plane, from_seq=subscription.from_seq)
     try:
@@ -583,15 +577,10 @@ ROUTES: list[web.AbstractRouteDef] = [
 ]
 
 
-async def start_watcher(app: web.Application) -> None:
-    app[HUB].watcher.start()
-
-
 async def close_feeds(app: web.Application) -> None:
     """on_shutdown: close every open feed (WS close 1001, SSE end of stream) so the server can stop."""
     hub = app[HUB]
     hub.closing = True
-    await hub.watcher.stop()
     feeds = list(hub.open)
     if feeds:
         log.info("closing feeds", feeds=len(feeds))
@@ -602,7 +591,6 @@ def install(app: web.Application, state: ServerState, dispatcher: Dispatcher) ->
     """Add the feed routes to ``app`` and close the feeds when it shuts down."""
     app[HUB] = FeedHub(state, dispatcher)
     app.add_routes(ROUTES)
-    app.on_startup.append(start_watcher)
     app.on_shutdown.append(close_feeds)
 
 
