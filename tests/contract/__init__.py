@@ -1,0 +1,1 @@
+"""Contract suites: one abstract suite per port, subclassed once per backend."""
