@@ -68,21 +68,12 @@ class Database:
     """One drsg database file (a path, or an ``lmdb://`` URL). Thread-safe; open it once per process
     and share it."""
 
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        *,
-        create: bool = True,
-        readonly: bool = False,
-        map_size: int = 64 << 20,
-        max_map_size: int = 1 << 40,
-        group_max: int = 1000,
-    ) -> None:
+    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+        """``options`` are the LMDB log's (store/lmdb_log.py): ``create``, ``readonly``, ``map_size``,
+        ``max_map_size``, ``group_max``."""
         if not structlog.is_configured():
             logs.configure()  # quiet by default for library users; apps may configure structlog first
-        opened = open_log(
-            path, create=create, readonly=readonly, map_size=map_size, max_map_size=max_map_size, group_max=group_max
-        )
+        opened = open_log(path, **options)
         if not isinstance(opened, LmdbLog):  # the graph is projected inside the LMDB file, beside its log
             opened.close()
             raise ConfigError(f"{path}: a database keeps its graph in an LMDB file; open it by its path")
@@ -90,8 +81,8 @@ class Database:
         self.path = opened.path
         self.env = opened.env
         self.writer = opened.writer
-        self.readonly = readonly
-        if not readonly:
+        self.readonly = opened.readonly
+        if not self.readonly:
             self._bootstrap()
         self._check_format()
 

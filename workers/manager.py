@@ -172,8 +172,9 @@ class IndexSet:
     def stop(self) -> None:
         if self._thread is not None:
             self._stop.set()
-            self.db.log.interrupt()  # wake it from its wait for the next commit
-            self._thread.join()
+            while self._thread.is_alive():  # again until it ends: it may only now start to wait
+                self.db.log.interrupt()  # wake it from its wait for the next commit
+                self._thread.join(0.05)
             self._thread = None
 
     def close(self) -> None:

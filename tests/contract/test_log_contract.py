@@ -202,25 +202,18 @@ class LogContract:
         finally:
             again.close()
 
-    def test_a_corrupt_record_is_refused_after_every_intact_one(self, where: str) -> None:
+    @pytest.mark.parametrize(("damage", "seq", "reason"), [("corrupt", 4, "checksum"), ("drop", 3, "gap")])
+    def test_a_damaged_or_missing_record_is_refused_after_every_intact_one(
+        self, where: str, damage: str, seq: int, reason: str
+    ) -> None:
         log = self.open(where)
         self.fill(log, 5)
         log.close()
-        self.corrupt(where, 4)
+        getattr(self, damage)(where, seq)
         got: list[int] = []
-        with pytest.raises(CorruptRecord) as refused:
+        with pytest.raises(CorruptRecord, match=reason) as refused:
             got.extend(c.seq for c in self.open_and_read(where))
-        assert got == [1, 2, 3] and refused.value.seq == 4
-
-    def test_a_missing_record_is_refused_as_a_gap(self, where: str) -> None:
-        log = self.open(where)
-        self.fill(log, 5)
-        log.close()
-        self.drop(where, 3)
-        got: list[int] = []
-        with pytest.raises(CorruptRecord, match="gap") as refused:
-            got.extend(c.seq for c in self.open_and_read(where))
-        assert got == [1, 2] and refused.value.seq == 3
+        assert got == list(range(1, seq)) and refused.value.seq == seq
 
     def open_and_read(self, url: str) -> Iterator[Commit]:
         log = self.open(url)
