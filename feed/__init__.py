@@ -7,13 +7,11 @@
 
 from drsg.feed.changes import OPS, ChangeOptions, CommitChanges, change_events, commit_changes, touched
 from drsg.feed.subscription import Message, Subscription, subscribe
-from drsg.feed.watcher import HeadWatcher
 
 __all__ = [
     "OPS",
     "ChangeOptions",
     "CommitChanges",
-    "HeadWatcher",
     "Message",
     "Subscription",
     "change_events",

@@ -6,10 +6,9 @@ short read transaction (never held across an ``await`` or a ``yield``), turns th
 (feed/changes.py) and hands them out one by one. A slow consumer therefore costs one batch of
 memory and simply falls behind; nothing is ever dropped, and ``truncated`` is always false.
 
-New commits made in this process wake subscribers at once (the database's commit signal); other
-processes' commits are noticed by polling the head seq (one small read every ``poll`` seconds while
-caught up), so they reach subscribers within about ``poll`` seconds — or at once where a
-:class:`~drsg.feed.watcher.HeadWatcher` publishes them on the commit signal (``drsg serve`` runs one).
+A caught-up subscription waits on the database's commit notification (store/notify.py), which
+wakes it at once for this process's commits and other processes' alike; it reads the head only
+when woken, or after ``poll`` seconds of quiet (a backstop).
 
 Messages::
 
@@ -37,11 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 from drsg.feed.changes import ChangeOptions, commit_changes
 from drsg.kernel.errors import BadValue, NotFound
-from drsg.store import keys
-from drsg.store.log import LogReader
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
-from drsg.store.writer import read_head
 
 if TYPE_CHECKING:
     from drsg.store.database import Database
@@ -75,7 +71,8 @@ class Subscription:
     after this commit (waiting for it if need be). ``follow=False``: stop at the head as it was when
     the subscription started. ``labels`` / ``ops`` filter the changes (commits left with no change
     send nothing, but still advance the ``resolved`` watermark). ``resolved_every``: seconds of
-    quiet between watermarks (None: never send them). ``poll``: seconds between head checks.
+    quiet between watermarks (None: never send them). ``poll``: seconds a caught-up subscription
+    waits at most before it reads the head again (commits wake it sooner).
 
     Iterate it with ``async for`` or plain ``for``; it holds no transaction between messages, so it
     can be abandoned at any point without cleanup.
@@ -93,7 +90,7 @@ class Subscription:
         include_vectors: bool = False,
         include_hidden: bool = False,
         resolved_every: float | None = 1.0,
-        poll: float = 0.02,
+        poll: float = 1.0,
         to_seq: int | None = None,
         follow: bool = True,
     ) -> None:
@@ -115,17 +112,15 @@ class Subscription:
         self.db = db
         self.resolved_every = resolved_every
         self.poll = poll
-        self._dbs = db.env.dbs
-        with db.env.read() as txn:
-            head = read_head(txn, self._dbs["meta"])
+        with db.read() as reader:
+            head = reader.head
             if from_seq is not None and from_seq > head + 1:
                 raise BadValue(
                     f"cannot start at seq {from_seq}: the log ends at seq {head}; start at {head + 1} at most"
                 )
             start = head + 1 if from_seq is None else from_seq
-            before_start = Snapshot(txn, self._dbs, start - 1)
-            self._names: dict[int, str] = {p.id: p.name for p in before_start.planes()}
-            self.plane_id: int | None = None if plane is None else self._resolve(txn, plane, start, head)
+            self._names: dict[int, str] = {p.id: p.name for p in reader.snapshot(start - 1).planes()}
+            self.plane_id: int | None = None if plane is None else _plane_for(reader.snapshot(), plane, start)
         self.plane_name = plane
         self.from_seq = start
         self._next = start  # the first commit not yet read
@@ -135,19 +130,6 @@ class Subscription:
         self._stopped = threading.Event()
         self._last_sent = time.monotonic()
         self._reading: asyncio.Future[None] | None = None  # a batch read running in a worker thread
-
-    def _resolve(self, txn: Any, name: str, start: int, head: int) -> int:
-        """The plane that bore ``name`` where reading starts, else the first to take the name
-        after that: a resume then follows the same plane even if it was renamed or dropped since."""
-        history = list(Snapshot(txn, self._dbs, head).versions("plane_names", keys.plane_name_group(name)))
-        in_force = [value for seq, value in history if seq < start]
-        if in_force and in_force[-1] is not None:
-            return int(keys.U32.unpack(in_force[-1])[0])
-        for seq, value in history:
-            if seq >= start and value is not None:
-                return int(keys.U32.unpack(value)[0])
-        known = ", ".join(sorted(p.name for p in Snapshot(txn, self._dbs, head).planes())) or "none"
-        raise NotFound(f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`")
 
     @property
     def position(self) -> int:
@@ -165,7 +147,7 @@ class Subscription:
         count = mutations = 0
         plane = self.plane_id
         options = self.options
-        with self.db.env.read() as txn:
+        with self.db.read() as reader:
             snaps: dict[int, Snapshot] = {}
 
             def before_at(seq: int) -> Any:
@@ -173,12 +155,12 @@ class Subscription:
                     snap = snaps.get(seq)
                     if snap is None:
                         snaps.clear()
-                        snap = snaps[seq] = Snapshot(txn, self._dbs, seq - 1)
+                        snap = snaps[seq] = reader.snapshot(seq - 1)
                     return snap.node(plane_id, entity) if kind == "node" else snap.edge(plane_id, entity)
 
                 return before
 
-            for commit in LogReader(txn, self._dbs["log"]).iter(self._next, upto):
+            for commit in reader.commits(self._next, upto):
                 result = commit_changes(commit.mutations, before_at(commit.seq), options, self._names, plane)
                 if result.changes or result.dropped:
                     message: Message = {
@@ -202,8 +184,9 @@ class Subscription:
 
     def stop(self) -> None:
         """End the iteration at its next step (safe from a signal handler or another thread): a
-        plain iterator waits at most ``poll`` seconds before it notices."""
+        waiting iteration is woken to notice."""
         self._stopped.set()
+        self.db.log.interrupt()
 
     # ------------------------------------------------------------------ the iteration step
 
@@ -244,7 +227,7 @@ class Subscription:
             elif action == "read":
                 self._read_batch(arg)
             elif action == "wait":
-                self.db.commits_signal.wait(self._next - 1, self._wait_time())
+                self.db.log.wait(self._next - 1, self._wait_time())
             else:
                 return
 
@@ -269,9 +252,23 @@ class Subscription:
             if action == "read":
                 self._reading = asyncio.ensure_future(asyncio.to_thread(self._read_batch, arg))
             elif action == "wait":
-                await self.db.commits_signal.wait_async(self._next - 1, self._wait_time())
+                await self.db.log.wait_async(self._next - 1, self._wait_time())
             else:
                 raise StopAsyncIteration
+
+
+def _plane_for(now: Snapshot, name: str, start: int) -> int:
+    """The plane that bore ``name`` where reading starts, else the first to take the name after
+    that: a resume then follows the same plane even if it was renamed or dropped since."""
+    history = now.plane_name_history(name)
+    in_force = [plane for seq, plane in history if seq < start]
+    if in_force and in_force[-1] is not None:
+        return in_force[-1]
+    for seq, plane in history:
+        if seq >= start and plane is not None:
+            return plane
+    known = ", ".join(sorted(p.name for p in now.planes())) or "none"
+    raise NotFound(f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`")
 
 
 def subscribe(db: Database, plane: str | None, from_seq: int | None = None, **options: Any) -> Subscription:

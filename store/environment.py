@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ import structlog
 from drsg.kernel.errors import DamagedDatabase, DatabaseUnavailable, StoreError, StoreFull
 from drsg.kernel.values import Undecodable
 from drsg.store.filecheck import check_file
+from drsg.store.gate import Gate
 
 #: The named databases; see store/keys.py for their key layouts.
 DB_NAMES = (
@@ -40,8 +38,9 @@ DB_NAMES = (
     "in",  # plane dst type edge_id ~seq -> src | tombstone
     "tally",  # plane L|T name -> live nodes with a label / edges of a type; plane C -> [nodes, edges]
     "indexes",  # plane kind label property ~seq -> options | tombstone (search index declarations)
-    "checkpoints",  # consumer name -> seq, for consumers that keep state inside the database
 )
+# Databases made before 2026-12 also hold an empty "checkpoints" table nothing ever used (consumers
+# keep their checkpoints in their sidecars): such a file opens as any other; the table is never opened.
 
 #: What reading a damaged file raises: LMDB's own errors, and records that no longer decode. Our own
 #: reads fail in no other way, so these are converted to one DamagedDatabase at the boundary.
@@ -53,97 +52,6 @@ log = structlog.get_logger("drsg.store")
 #: An LMDB transaction. Typed loosely on purpose: we always open transactions with
 #: ``buffers=False`` so values are ``bytes``, while lmdb's stubs say ``bytes | memoryview``.
 Txn = Any
-
-
-class Gate:
-    """A shared/exclusive lock: readers share it (at most ``max_readers`` threads at once, when
-    given); one holder takes it alone (here a map resize)."""
-
-    def __init__(self, max_readers: int | None = None) -> None:
-        self._lock = threading.Lock()  # readers take it directly: cheaper than the condition's wrapper
-        self._cond = threading.Condition(self._lock)  # the exclusive holder and readers waiting on it
-        self._slot = threading.Condition(self._lock)  # readers waiting for a free slot: woken one by one
-        self._readers = 0
-        self._limit = max_readers or sys.maxsize
-        self._queued = 0  # readers waiting for a slot
-        self._exclusive = False
-        self._held = threading.local()  # this thread's depth of shared holds
-
-    def shared(self) -> _SharedHold:
-        """Hold the gate shared for a ``with`` block (re-entrant within a thread)."""
-        return _SharedHold(self)
-
-    def held_here(self) -> bool:
-        """Whether this thread is inside a read (it could never see the gate empty)."""
-        return bool(getattr(self._held, "depth", 0))
-
-    @contextmanager
-    def exclusive(self, timeout: float | None = None) -> Iterator[bool]:
-        """Hold the gate alone: yields whether the readers drained within ``timeout`` seconds (None:
-        wait as long as it takes). New readers wait from the start, so a stream of them cannot
-        starve it. False at once when this thread is itself reading (it would wait for itself)."""
-        if self.held_here():
-            yield False
-            return
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def left() -> float | None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-        with self._cond:
-            while self._exclusive:
-                self._cond.wait(left())
-            self._exclusive = True
-        try:  # from here on, however it ends (an interrupted wait too), the gate opens again
-            with self._cond:
-                while self._readers and (deadline is None or time.monotonic() < deadline):
-                    self._cond.wait(left())
-                acquired = self._readers == 0
-            yield acquired
-        finally:
-            with self._cond:
-                self._exclusive = False
-                self._cond.notify_all()
-                self._slot.notify_all()
-
-
-class _SharedHold:
-    """One shared hold on a :class:`Gate`. A class rather than a generator: every read takes one.
-    A thread that already reads re-enters without waiting (nor taking a second slot), so it never
-    queues behind a pending resize that waits for it. Leaving wakes the waiters only when one
-    waits: the exclusive holder once the readers drain, or a reader for a free slot."""
-
-    __slots__ = ("gate", "outer")
-
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
-        self.outer = 0
-
-    def __enter__(self) -> None:
-        gate = self.gate
-        self.outer = depth = getattr(gate._held, "depth", 0)
-        if not depth:
-            with gate._lock:
-                while gate._exclusive or gate._readers >= gate._limit:
-                    if gate._exclusive:
-                        gate._cond.wait()
-                    else:
-                        gate._queued += 1
-                        gate._slot.wait()
-                        gate._queued -= 1
-                gate._readers += 1
-        gate._held.depth = depth + 1
-
-    def __exit__(self, *exc: object) -> None:
-        gate = self.gate
-        gate._held.depth = self.outer
-        if not self.outer:
-            with gate._lock:
-                gate._readers -= 1
-                if gate._readers == 0 and gate._exclusive:
-                    gate._cond.notify_all()
-                if gate._queued:
-                    gate._slot.notify()  # one slot came free: one reader (no herd of wakeups)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
 
 ON_CONFLICT = ("error", "skip", "update")
+_PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
 _MAX_REPORTED = 5
 
 
@@ -124,6 +125,7 @@ class _Importer:
         self.tx = tx
         self.plane = plane
         self.on_conflict = on_conflict
+        self.mode = _PUT_MODE[on_conflict]
         self.commit_lines = max(1, commit_lines)
         self.progress = progress
         self.report = ImportReport()
@@ -201,17 +203,17 @@ class _Importer:
         props = props_from_json(obj.get("properties"))
         if self.bad_lines:
             return  # keep validating the rest of the file, but write nothing more
-        existing = None if key is None else self.tx.view.node_by_key(self.plane.id, key)
-        if existing is not None:
-            if self.on_conflict == "error":
-                self.collisions.append(key)  # type: ignore[arg-type]
-            elif self.on_conflict == "skip":
-                self.report.nodes_skipped += 1
-            else:
-                self.tx.replace_node(self.plane, existing, labels, props)
-                self.report.nodes_updated += 1
+        try:
+            op, node = self.tx.put_node(self.plane, key, labels, props, mode=self.mode)
+        except Conflict:
+            self.collisions.append(key)  # type: ignore[arg-type]  # only a keyed node collides
             return
-        node = self.tx.create_node(self.plane, key, labels, props)
+        if op == "skipped":
+            self.report.nodes_skipped += 1
+            return
+        if op == "replaced":
+            self.report.nodes_updated += 1
+            return
         self.report.nodes_created += 1
         file_id = obj.get("id")
         if key is None and isinstance(file_id, int):

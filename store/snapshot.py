@@ -101,6 +101,14 @@ class Snapshot:
         value = self.version("plane_names", keys.plane_name_group(name))
         return None if value is None else self.plane_by_id(keys.U32.unpack(value)[0])
 
+    def plane_name_history(self, name: str) -> list[tuple[int, int | None]]:
+        """Which plane bore ``name``, version by version up to ``at``, oldest first: ``(seq, plane
+        id)``, with None from a seq where the name was given up (a rename or a drop)."""
+        return [
+            (seq, None if value is None else int(keys.U32.unpack(value)[0]))
+            for seq, value in self.versions("plane_names", keys.plane_name_group(name))
+        ]
+
     def plane(self, name: str) -> Plane:
         plane = self.find_plane(name)
         if plane is None:
@@ -119,6 +127,15 @@ class Snapshot:
     def node_id_by_key(self, plane: int, key: str) -> int | None:
         value = self.version("keys", keys.key_group(plane, key))
         return None if value is None else keys.read_u64(value)
+
+    def key_holder(self, plane: int, key: str) -> int | None:
+        """The node holding ``key`` at ``at``, else the last one that held it: a deleted node's key
+        resolves no more, but its history is still reached by it."""
+        node_id = self.node_id_by_key(plane, key)
+        if node_id is not None:
+            return node_id
+        held = [value for _, value in self.versions("keys", keys.key_group(plane, key)) if value]
+        return keys.read_u64(held[-1]) if held else None
 
     def node_by_key(self, plane: int, key: str) -> Node | None:
         node_id = self.node_id_by_key(plane, key)

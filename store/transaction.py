@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
@@ -39,6 +39,17 @@ DEFAULT_PLANE_ID = 0
 
 NodeRef = int | str  # a node id, or "@key" / a bare external key
 
+#: What :meth:`WriteTx.put_node` does when a node already holds the key (a free key, or none, is
+#: always a new node): ``create`` refuses (Conflict), ``update`` adds the labels and merges the
+#: properties into the node's, ``replace`` gives it exactly these labels and properties, ``skip``
+#: leaves it as it is.
+PUT_MODES = ("create", "update", "replace", "skip")
+
+
+class NodeWrite(NamedTuple):
+    op: str  # "created", "updated", "replaced" or "skipped"
+    node: Node
+
 
 @dataclass
 class IdCounters:
@@ -48,6 +59,15 @@ class IdCounters:
 
     def copy(self) -> IdCounters:
         return IdCounters(self.plane, self.node, self.edge)
+
+    def note(self, mutation: Mutation) -> None:
+        """Move past the id a mutation assigns: ids are never reused."""
+        if isinstance(mutation, PlaneCreate):
+            self.plane = max(self.plane, mutation.plane + 1)
+        elif isinstance(mutation, NodePut):
+            self.node = max(self.node, mutation.id + 1)
+        elif isinstance(mutation, EdgePut):
+            self.edge = max(self.edge, mutation.id + 1)
 
 
 class WriteTx:
@@ -89,6 +109,16 @@ class WriteTx:
     def _emit(self, mutation: Mutation) -> None:
         self.mutations.append(mutation)
         self._projector.apply(mutation)
+
+    def apply(self, mutations: Iterable[Mutation]) -> None:
+        """Add mutations that are resolved facts already (ids assigned, full after-images: a commit
+        appended to the log as it is, see LmdbLog.append), projected like any other; nothing is
+        validated beyond their type, and the id counters move past the ids they use."""
+        for mutation in mutations:
+            if not isinstance(mutation, Mutation):
+                raise BadValue(f"a commit holds mutations, not {type(mutation).__name__}")
+            self.ids.note(mutation)
+            self._emit(mutation)
 
     # ------------------------------------------------------------------ planes
 
@@ -173,8 +203,30 @@ class WriteTx:
         self.ids.node += 1
         return self._put_node(plane, node_id, key, labels, props)
 
-    def replace_node(self, plane: Plane, node: Node, labels: Iterable[str], props: Mapping[str, Any] | None) -> Node:
-        return self._put_node(plane, node.id, node.key, labels, props)
+    def put_node(
+        self,
+        plane: Plane,
+        key: str | None,
+        labels: Iterable[str] = (),
+        props: Mapping[str, Any] | None = None,
+        *,
+        mode: str = "create",
+    ) -> NodeWrite:
+        """Write the node with ``key``: a new node, or what ``mode`` (PUT_MODES) says when a node
+        already holds the key. The one by-key write behind `drsg node put`, JSON-RPC `node.create`
+        and JSONL import."""
+        if mode not in PUT_MODES:
+            raise UsageError(f"unknown put mode {mode!r}; use one of {', '.join(PUT_MODES)}")
+        self._live(plane)
+        existing = None if key is None or mode == "create" else self.view.node_by_key(plane.id, key)
+        if existing is None:
+            return NodeWrite("created", self.create_node(plane, key, labels, props))  # refuses a taken key
+        if mode == "update":
+            merged = [*existing.labels, *_label_list(labels)]
+            return NodeWrite("updated", self.update_node(plane, existing.id, props, labels=merged))
+        if mode == "replace":
+            return NodeWrite("replaced", self._put_node(plane, existing.id, existing.key, labels, props))
+        return NodeWrite("skipped", existing)
 
     def update_node(
         self,
@@ -199,9 +251,7 @@ class WriteTx:
         props: Mapping[str, Any] | None,
     ) -> Node:
         self._live(plane)
-        if isinstance(labels, str):
-            raise BadValue("labels must be a list of strings, not one string")
-        label_list = sorted({check_name("a label", label) for label in labels})
+        label_list = _label_list(labels)
         checked = check_props(props)
         if any(isinstance(v, Vector) for v in checked.values()):
             self._check_vector_dims(plane, label_list, checked)
@@ -327,3 +377,10 @@ class WriteTx:
                     f"index on {decl.label}.{decl.prop} holds {decl.dims}-dim vectors; re-embed it with the "
                     f"same model, or drop the index"
                 )
+
+
+def _label_list(labels: Iterable[str]) -> list[str]:
+    """Labels as a record keeps them: checked, without repeats, sorted."""
+    if isinstance(labels, str):
+        raise BadValue("labels must be a list of strings, not one string")
+    return sorted({check_name("a label", label) for label in labels})

@@ -1,8 +1,9 @@
 """IndexSet: every declared index of a database, consuming the log from its own checkpoint.
 
 Embedded use is read-your-writes: :meth:`IndexSet.catch_up` applies every commit up to the head
-before a query runs. A long-running process calls :meth:`start` to catch up in the background and
-save sidecars periodically, and reads :meth:`lag` to report how far behind the indexes are.
+before a query runs. A long-running process calls :meth:`start` to catch up in the background as
+commits arrive (woken by the database's commit notification, never polling the head) and save
+sidecars periodically, and reads :meth:`lag` to report how far behind the indexes are.
 
 Queries run side by side: each holds :meth:`IndexSet.reading` (shared) while it reads the indexes,
 and applying commits takes that gate alone, so no commit lands under a running query, and once one
@@ -20,12 +21,13 @@ from typing import Any
 import structlog
 
 from drsg.store.database import Database
-from drsg.store.environment import Gate
+from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl
 from drsg.workers.base import IndexWorker
 from drsg.workers.vector import VectorIndex
 
 log = structlog.get_logger("drsg.workers")
+RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
 DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
 
 
@@ -141,22 +143,28 @@ class IndexSet:
                 worker.save()
             return len(dirty)
 
-    def start(self, interval: float = 0.02, save_every: float = 30.0) -> None:
-        """Catch up in a background thread (for `serve`), saving sidecars every ``save_every`` s."""
+    def start(self, save_every: float = 30.0) -> None:
+        """Catch up in a background thread (for `serve`) each time the log moves — the database's
+        commit notification wakes it, for this process's commits and other processes' alike — and
+        save sidecars every ``save_every`` seconds."""
         if self._thread is not None:
             return
         self._stop.clear()
 
         def run() -> None:
-            last_save = time.monotonic()
-            while not self._stop.wait(interval):
+            next_save = time.monotonic() + save_every
+            while not self._stop.is_set():
+                self.db.log.wait(self.applied, max(0.0, next_save - time.monotonic()))
+                if self._stop.is_set():
+                    return
                 try:
                     self.catch_up()
-                    if time.monotonic() - last_save >= save_every:
+                    if time.monotonic() >= next_save:
                         self.save()
-                        last_save = time.monotonic()
-                except Exception:  # keep indexing; the next round retries
+                        next_save = time.monotonic() + save_every
+                except Exception:  # keep indexing; retry after a pause (at once, it would likely fail again)
                     log.exception("index catch-up failed")
+                    self._stop.wait(RETRY_AFTER)
 
         self._thread = threading.Thread(target=run, name="drsg-indexer", daemon=True)
         self._thread.start()
@@ -164,7 +172,9 @@ class IndexSet:
     def stop(self) -> None:
         if self._thread is not None:
             self._stop.set()
-            self._thread.join()
+            while self._thread.is_alive():  # again until it ends: it may only now start to wait
+                self.db.log.interrupt()  # wake it from its wait for the next commit
+                self._thread.join(0.05)
             self._thread = None
 
     def close(self) -> None:

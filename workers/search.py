@@ -22,7 +22,7 @@ from drsg.kernel.errors import NotFound, UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.store.database import Database
-from drsg.store.environment import Gate
+from drsg.store.gate import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool, pairs

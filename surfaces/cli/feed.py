@@ -10,7 +10,6 @@ import click
 
 from drsg.feed.changes import OPS
 from drsg.feed.subscription import Subscription
-from drsg.feed.watcher import HeadWatcher
 from drsg.kernel.asof import format_ms
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import json_option, plane_option
@@ -104,19 +103,18 @@ def feed(
         in_main = threading.current_thread() is threading.main_thread()  # only it may set handlers
         previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM) if in_main}
         try:
-            with HeadWatcher(db).in_thread():  # other processes' commits come out at once, not at a poll
-                for message in subscription:
-                    if as_json:
-                        emit_json(message)
-                    elif "resolved" in message:
-                        click.echo(f"resolved {message['resolved']}")
-                    else:
-                        for change in message["changes"]:
-                            click.echo(_change_line(message["seq"], message["ts"], message["plane"], change))
-                        if message.get("dropped"):
-                            click.echo(
-                                f"seq {message['seq']}\t{format_ms(message['ts'])}\tplane {message['plane']} dropped"
-                            )
+            for message in subscription:
+                if as_json:
+                    emit_json(message)
+                elif "resolved" in message:
+                    click.echo(f"resolved {message['resolved']}")
+                else:
+                    for change in message["changes"]:
+                        click.echo(_change_line(message["seq"], message["ts"], message["plane"], change))
+                    if message.get("dropped"):
+                        click.echo(
+                            f"seq {message['seq']}\t{format_ms(message['ts'])}\tplane {message['plane']} dropped"
+                        )
         except KeyboardInterrupt:  # Ctrl-C before the handler was in place
             return
         finally:

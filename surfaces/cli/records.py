@@ -83,19 +83,9 @@ def node_put(
 ) -> None:
     """Create a node, or update the node with this KEY (labels added, properties merged)."""
     values = parse_props(props, props_json)
-
-    def put(tx: WriteTx) -> tuple[str, Node]:
-        p = tx.plane(plane)
-        existing = None if key is None else tx.view.node_by_key(p.id, key)
-        if existing is None:
-            return "created", tx.create_node(p, key, labels, values)
-        if replace:
-            return "replaced", tx.replace_node(p, existing, labels, values)
-        merged_labels = sorted(set(existing.labels) | set(labels))
-        return "updated", tx.update_node(p, existing.id, values, labels=merged_labels)
-
+    mode = "replace" if replace else "update"
     with obj.open(write=True) as db:
-        result = db.write(put, {"via": "cli"})
+        result = db.write(lambda tx: tx.put_node(tx.plane(plane), key, labels, values, mode=mode), {"via": "cli"})
     verb, written = result.value
     if as_json:
         emit_json({**written.to_json(), "seq": result.seq, "op": verb})
@@ -131,10 +121,7 @@ def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
     with obj.open(write=False) as db, db.snapshot() as snap:
         p = snap.plane(plane)
         target = node_ref(ref)
-        node_id = target if isinstance(target, int) else snap.node_id_by_key(p.id, target.removeprefix("@"))
-        if node_id is None:
-            # A deleted node's key no longer resolves now; find its last holder in the key history.
-            node_id = _last_holder(snap, p.id, str(target).removeprefix("@"))
+        node_id = target if isinstance(target, int) else snap.key_holder(p.id, target.removeprefix("@"))
         versions = snap.node_history(p.id, node_id) if node_id is not None else []
         if not versions:
             raise NotFound(f"node {ref} never existed in plane {plane!r}")
@@ -145,15 +132,6 @@ def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
         else:
             body = "deleted" if record is None else json.dumps(record, ensure_ascii=False)
             click.echo(f"seq {version.seq}\t{format_ms(version.ts)}\t{body}")
-
-
-def _last_holder(snap: Snapshot, plane_id: int, key: str) -> int | None:
-    from drsg.store import keys
-
-    for _seq, value in reversed(list(snap.versions("keys", keys.key_group(plane_id, key)))):
-        if value:
-            return keys.read_u64(value)
-    return None
 
 
 @click.group("edge")

@@ -1,4 +1,4 @@
-"""What the change feed's routes share: the hub (server state, dispatcher, open feeds, the head watcher),
+"""What the change feed's routes share: the hub (server state, dispatcher, open feeds),
 opening a subscription, and the task and transport helpers both transports use.
 
 Both transports (WebSocket ``/ws``, :mod:`~drsg.surfaces.server.feed_socket`; SSE ``/feed/{plane}``,
@@ -6,9 +6,9 @@ Both transports (WebSocket ``/ws``, :mod:`~drsg.surfaces.server.feed_socket`; SS
 holds one batch at most; every frame or event is sent with ``await`` on the transport's drain, so
 a subscriber that stops reading stalls only its own subscription (TCP pushes back, the log is the
 buffer) and catches up when it reads again. Nothing is dropped: ``truncated`` is always false.
-Commits by other processes (the CLI, other writers) are noticed once for every open feed by the
-hub's :class:`~drsg.feed.watcher.HeadWatcher` (inotify on the database file), so they reach
-subscribers within a millisecond or so rather than a poll later.
+Commits by other processes (the CLI, other writers) wake the subscriptions through the database's
+commit notification (store/notify.py: inotify on the database file), so they reach subscribers
+within a millisecond or so rather than a poll later.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from drsg.feed.subscription import Subscription
-from drsg.feed.watcher import HeadWatcher
 from drsg.kernel.errors import INVALID_PARAMS, BadValue, DrsgError, NotFound, RpcError
 from drsg.surfaces.server import methods
 from drsg.surfaces.server.rpc import Dispatcher, error_body
@@ -30,7 +29,7 @@ from drsg.surfaces.server.state import ServerState
 STATS_FRESH = 0.5  # seconds one db.stats result serves every socket
 RESOLVED_EVERY = 1.0  # default seconds of quiet between resolved watermarks
 CLOSE_TIMEOUT = 3.0  # seconds a peer has to take the close frame / end of stream on shutdown
-FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the hub's watcher wakes it sooner
+FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the commit notification wakes it sooner
 
 
 class Feed(Protocol):
@@ -46,7 +45,6 @@ class FeedHub:
         self.state = state
         self.dispatcher = dispatcher
         self.open: set[Feed] = set()
-        self.watcher = HeadWatcher(state.db)  # other processes' commits, noticed once for every feed
         self.closing = False  # the server is stopping: feeds that open now are closed at once
         self._stats: tuple[float, Any] | None = None  # (when, db.stats result), shared by the sockets
         self._stats_lock = asyncio.Lock()

@@ -1,7 +1,7 @@
 """The change feed over the network: its routes, and starting and stopping them with the server.
 
-    feed_hub.py     what both transports share: the hub (state, dispatcher, open feeds, the head
-                    watcher), opening a subscription, task and transport helpers
+    feed_hub.py     what both transports share: the hub (state, dispatcher, open feeds),
+                    opening a subscription, task and transport helpers
     feed_socket.py  WebSocket ``/ws``: JSON-RPC, every ``/rpc`` method plus upstream's ``plane.watch``
     feed_sse.py     server-sent events ``/feed/{plane}``, resumable by ``Last-Event-ID``
 
@@ -30,15 +30,10 @@ ROUTES: list[web.AbstractRouteDef] = [
 ]
 
 
-async def start_watcher(app: web.Application) -> None:
-    app[HUB].watcher.start()
-
-
 async def close_feeds(app: web.Application) -> None:
     """on_shutdown: close every open feed (WS close 1001, SSE end of stream) so the server can stop."""
     hub = app[HUB]
     hub.closing = True
-    await hub.watcher.stop()
     feeds = list(hub.open)
     if feeds:
         log.info("closing feeds", feeds=len(feeds))
@@ -49,7 +44,6 @@ def install(app: web.Application, state: ServerState, dispatcher: Dispatcher) ->
     """Add the feed routes to ``app`` and close the feeds when it shuts down."""
     app[HUB] = FeedHub(state, dispatcher)
     app.add_routes(ROUTES)
-    app.on_startup.append(start_watcher)
     app.on_shutdown.append(close_feeds)
 
 

@@ -260,13 +260,12 @@ class WatchSocket:
 
     async def _pump(self, subscription: Subscription, plane: str) -> None:
         try:
-            with self.hub.watcher.watching():
-                async for message in subscription:
-                    if "resolved" in message:
-                        await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
-                    else:
-                        plane = message["plane"] or plane
-                        await self.notify("plane.change", message)
+            async for message in subscription:
+                if "resolved" in message:
+                    await self.notify("plane.resolved", {"plane": plane, "seq": message["resolved"]})
+                else:
+                    plane = message["plane"] or plane
+                    await self.notify("plane.change", message)
         except asyncio.CancelledError:
             raise
         except Exception:

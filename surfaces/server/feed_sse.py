@@ -29,7 +29,6 @@ from aiohttp import web
 
 from drsg.feed.changes import OPS
 from drsg.feed.subscription import RESOLVED_EVERY_RANGE, Message, Subscription, check_resolved_every
-from drsg.feed.watcher import HeadWatcher
 from drsg.kernel.errors import INVALID_PARAMS, INVALID_REQUEST, BadValue, RpcError
 from drsg.surfaces.server.feed_hub import (
     CLOSE_TIMEOUT,
@@ -125,13 +124,11 @@ class EventStream:
         response: web.StreamResponse,
         subscription: Subscription,
         plane: str,
-        watcher: HeadWatcher,
     ) -> None:
         self.request = request
         self.response = response
         self.subscription = subscription
         self.plane = plane
-        self.watcher = watcher
         self.pump: asyncio.Task[None] | None = None
         self.closing = False
 
@@ -147,10 +144,9 @@ class EventStream:
     async def _pump(self) -> None:
         try:
             await self.response.write(b"retry: 1000\n\n")
-            with self.watcher.watching():
-                async for message in self.subscription:
-                    event, self.plane = sse_event(message, self.plane)
-                    await self.response.write(event)
+            async for message in self.subscription:
+                event, self.plane = sse_event(message, self.plane)
+                await self.response.write(event)
         except ConnectionError:
             return  # the client went away
         except asyncio.CancelledError:
@@ -199,7 +195,7 @@ async def feed_events(request: web.Request) -> web.StreamResponse:
         }
     )
     await response.prepare(request)
-    stream = EventStream(request, response, subscription, plane, hub.watcher)
+    stream = EventStream(request, response, subscription, plane)
     hub.open.add(stream)
     log.info("feed watch", via="sse", plane=plane, from_seq=subscription.from_seq)
     try:

@@ -66,13 +66,7 @@ async def rpc_discover(ctx: ServerState, p: Params) -> Any:
 
 @rpc("db.stats", note="`indexes` counts declared vector + keyword indexes; `commits` equals commit_seq.")
 async def db_stats(ctx: ServerState, p: Params) -> Any:
-    def stats() -> dict[str, Any]:
-        out = ctx.db.stats().to_json()
-        with ctx.db.snapshot() as snap:
-            out["indexes"] = sum(len(snap.indexes(plane.id)) for plane in snap.planes())
-        return out
-
-    return await ctx.read(stats)
+    return await ctx.read(lambda: ctx.db.stats().to_json())
 
 
 # --------------------------------------------------------------------------- planes
@@ -135,8 +129,8 @@ async def node_get(ctx: ServerState, p: Params) -> Any:
 async def node_create(ctx: ServerState, p: Params) -> Any:
     props = props_from_json(p.get("properties"))
     labels = p.get("labels", [])
-    made = await ctx.write(lambda tx: tx.create_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
-    return made.value.to_json()
+    made = await ctx.write(lambda tx: tx.put_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
+    return made.value.node.to_json()
 
 
 @rpc("node.update")
@@ -196,14 +190,9 @@ async def node_history(ctx: ServerState, p: Params) -> Any:
     ref = node_ref(p, "node.history")
 
     def history() -> list[dict[str, Any]]:
-        from drsg.store import keys
-
         with ctx.db.snapshot() as snap:
             plane = snap.plane(p["plane"])
-            node_id = ref if isinstance(ref, int) else snap.node_id_by_key(plane.id, ref)
-            if node_id is None:  # a deleted node's key resolves no more: find its last holder
-                held = [v for _, v in snap.versions("keys", keys.key_group(plane.id, str(ref))) if v]
-                node_id = keys.read_u64(held[-1]) if held else None
+            node_id = ref if isinstance(ref, int) else snap.key_holder(plane.id, ref)
             versions = snap.node_history(plane.id, node_id) if node_id is not None else []
             if not versions:
                 raise NotFound(f"node {ref!r} never existed in plane {plane.name!r}")

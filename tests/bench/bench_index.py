@@ -11,7 +11,7 @@
     index over the very same analysed terms, queried with the same OR query.
     Target: drsg p50 ≤ 1.5× raw, with identical top-10.
 (3) ``lag``: writers commit one ``Word`` node (a precomputed GloVe vector) per commit at a steady
-    1,000 commits/s for ~20 s while ``IndexSet.start(interval=0.005)`` indexes in the background; a
+    1,000 commits/s for ~20 s while ``IndexSet.start()`` indexes in the background; a
     prober times, for every 10th commit, ``db.write`` returning → the worker's ``search`` finding it.
     Target: commit-to-searchable p50 < 50 ms, p99 < 250 ms.
 
@@ -414,7 +414,7 @@ def bench_lag(size: Size, db: Database, indexes: IndexSet, first_row: int) -> Se
         return head
 
     indexes.catch_up = timed_catch_up  # type: ignore[method-assign]  # the background loop calls this
-    indexes.start(interval=0.005, save_every=3600.0)
+    indexes.start(save_every=3600.0)
     threads = [threading.Thread(target=writer, name=f"w{t}") for t in range(size.lag_writers)]
     probe = threading.Thread(target=prober, name="prober")
     cpu0 = time.process_time()
@@ -441,7 +441,7 @@ def bench_lag(size: Size, db: Database, indexes: IndexSet, first_row: int) -> Se
     p50, p99, pmax = common.pct(lags, 50), common.pct(lags, 99), max(lags)
     sec = Section(
         f"Index lag: {total:,} one-node commits at {size.lag_rate:,.0f}/s, {size.lag_writers} writer threads, "
-        f"`IndexSet.start(interval=0.005)`, every {size.lag_sample_every}th commit probed",
+        f"`IndexSet.start()`, every {size.lag_sample_every}th commit probed",
         ("measure", "drsg", "target", "figure / target"),
     )
     sec.rows += [

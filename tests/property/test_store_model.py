@@ -50,6 +50,7 @@ from drsg.store.mutations import (
     PlaneRename,
     PlaneSetProps,
 )
+from drsg.store.transaction import PUT_MODES
 
 STARTUP = "startup"
 PLANE_NAMES = ["alpha", "beta", "gamma", "δέλτα", "e f"]
@@ -161,6 +162,20 @@ def _labels(labels: list[str]) -> tuple[str, ...]:
     return tuple(sorted(set(labels)))
 
 
+PUT_OUTCOMES = {"update": "updated", "replace": "replaced", "skip": "skipped"}
+
+
+def put_outcome(s: State, op: tuple[Any, ...]) -> str:
+    """What ``WriteTx.put_node`` does: a free (or no) key makes a node; a taken one what the mode says."""
+    _, pname, key, _labels, _props, mode = op
+    owner = None if key is None else s.key_owner(s.need_plane(pname), key)
+    if owner is None:
+        return "created"
+    if mode == "create":
+        raise Conflict("model: key exists")
+    return PUT_OUTCOMES[mode]
+
+
 def apply_op(s: State, op: tuple[Any, ...], new_id: int | None) -> bool:
     """Apply one WriteTx call to the model; raise what the store should raise.
 
@@ -203,6 +218,21 @@ def apply_op(s: State, op: tuple[Any, ...], new_id: int | None) -> bool:
         assert new_id is not None
         s.nodes[(pid, new_id)] = (key, _labels(labels), dict(props))
         return True
+    if kind == "put_node":
+        _, pname, key, labels, props, _mode = op
+        outcome, pid = put_outcome(s, op), s.need_plane(pname)
+        if outcome == "created":
+            assert new_id is not None
+            s.nodes[(pid, new_id)] = (key, _labels(labels), dict(props))
+            return True
+        nid = s.key_owner(pid, key)
+        assert nid is not None
+        old_key, old_labels, old_props = s.nodes[(pid, nid)]
+        if outcome == "updated":
+            s.nodes[(pid, nid)] = (old_key, _labels([*old_labels, *labels]), {**old_props, **props})
+        elif outcome == "replaced":
+            s.nodes[(pid, nid)] = (old_key, _labels(labels), dict(props))
+        return outcome != "skipped"
     if kind == "update_node":
         _, pname, ref, set_props, unset, labels = op
         pid = s.need_plane(pname)
@@ -262,6 +292,8 @@ def run_store(tx: Any, op: tuple[Any, ...]) -> Any:
     plane = tx.plane(a[0])
     if kind == "create_node":
         return tx.create_node(plane, a[1], a[2], a[3])
+    if kind == "put_node":
+        return tx.put_node(plane, a[1], a[2], a[3], mode=a[4])
     if kind == "update_node":
         return tx.update_node(plane, a[1], a[2], a[3], a[4])
     if kind == "delete_node":
@@ -590,6 +622,10 @@ class StoreMachine(RuleBasedStateMachine):
         if kind == "create_node":
             key = data.draw(st.sampled_from([None, None, None, *KEYS]), label="key")
             return (kind, pname, key, data.draw(labels_st), data.draw(props_st))
+        if kind == "put_node":
+            key = data.draw(st.sampled_from([None, *KEYS]), label="key")
+            mode = data.draw(st.sampled_from(PUT_MODES), label="mode")
+            return (kind, pname, key, data.draw(labels_st), data.draw(props_st), mode)
         if kind == "update_node":
             ref = self._node_ref(data, pid)
             unset = data.draw(st.lists(st.sampled_from([*PROP_NAMES, "absent"]), max_size=2))
@@ -645,13 +681,17 @@ class StoreMachine(RuleBasedStateMachine):
         new = self.model.copy()
         emitted = False
         for op, res in zip(ops, result.value, strict=True):
-            created = op[0] in ("create_plane", "create_node", "create_edge")
+            if op[0] == "put_node":
+                assert res.op == put_outcome(new, op), f"{op}: the store {res.op} the node"
+                created, record = res.op == "created", res.node
+            else:
+                created, record = op[0] in ("create_plane", "create_node", "create_edge"), res
             if created:
-                used = {"create_plane": self.used_planes, "create_node": self.used_nodes}.get(op[0], self.used_edges)
-                assert res.id not in used, f"{op[0]} reused id {res.id}"
-                used.add(res.id)
-            emitted |= apply_op(new, op, res.id if created else None)
-            self._check_returned(new, op, res)
+                used = {"create_plane": self.used_planes, "create_edge": self.used_edges}.get(op[0], self.used_nodes)
+                assert record.id not in used, f"{op[0]} reused id {record.id}"
+                used.add(record.id)
+            emitted |= apply_op(new, op, record.id if created else None)
+            self._check_returned(new, op, record)
         self.model = new
         if emitted:
             assert result.seqs == (head_before + 1,), (result.seqs, head_before)
@@ -663,7 +703,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _check_returned(self, s: State, op: tuple[Any, ...], res: Any) -> None:
         kind = op[0]
-        if kind in ("create_node", "update_node"):
+        if kind in ("create_node", "put_node", "update_node"):
             key, labels, props = s.nodes[(res.plane, res.id)]
             assert (res.key, tuple(res.labels), canon(res.props)) == (key, labels, canon(props))
         elif kind in ("create_edge", "update_edge"):
@@ -717,6 +757,10 @@ class StoreMachine(RuleBasedStateMachine):
         self._execute([self._draw_op(data, "create_node")])
 
     @rule(data=st.data())
+    def put_node(self, data: Any) -> None:
+        self._execute([self._draw_op(data, "put_node")])
+
+    @rule(data=st.data())
     def update_node(self, data: Any) -> None:
         self._execute([self._draw_op(data, "update_node")])
 
@@ -747,6 +791,7 @@ class StoreMachine(RuleBasedStateMachine):
         "drop_plane",
         "create_node",
         "create_node",
+        "put_node",
         "update_node",
         "delete_node",
         "create_edge",

@@ -141,7 +141,7 @@ PLANTED = {
     "relative, one level up": "from ..feed import subscription\n",
     "relative, by name": "from .. import feed\n",
     "inside a function": "def f():\n    from drsg.surfaces.cli import main\n",
-    "import_module": "import importlib\nMOD = importlib.import_module('drsg.feed.watcher')\n",
+    "import_module": "import importlib\nMOD = importlib.import_module('drsg.feed.subscription')\n",
     "__import__": "MOD = __import__('drsg.feed')\n",
     "a folder name as a top-level module": "from feed import subscription\n",
 }

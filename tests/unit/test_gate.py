@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from drsg.store.environment import Gate
+from drsg.store.gate import Gate
 
 
 def test_an_interrupted_exclusive_wait_opens_the_gate_again() -> None:

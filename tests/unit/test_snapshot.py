@@ -224,6 +224,22 @@ def test_node_history_lists_every_version_with_its_commit_time(db: Database) -> 
         assert [v.seq for v in snap.node_history(p.id, node.id)] == [2, r2.seq]
 
 
+def test_a_key_finds_its_holder_now_else_the_last_node_that_held_it(db: Database) -> None:
+    p = db.plane("startup")
+    first = db.write(lambda tx: tx.create_node(p, "k")).value.id
+    gone = db.write(lambda tx: tx.delete_node(p, "k")).seq
+    second = db.write(lambda tx: tx.create_node(p, "k")).value.id  # the key is taken again
+    db.write(lambda tx: tx.delete_node(p, "k"))
+    with db.snapshot() as snap:
+        assert snap.node_id_by_key(p.id, "k") is None
+        assert snap.key_holder(p.id, "k") == second != first
+        assert snap.key_holder(p.id, "never") is None
+    with db.snapshot(as_of=gone) as snap:
+        assert snap.key_holder(p.id, "k") == first
+    with db.snapshot(as_of=gone + 1) as snap:
+        assert snap.key_holder(p.id, "k") == snap.node_id_by_key(p.id, "k") == second
+
+
 def test_planes_rename_and_drop_as_of(db: Database) -> None:
     db.write(lambda tx: tx.create_plane("work", {"owner": "ada"}))
     work = db.plane("work")
@@ -302,3 +318,18 @@ def test_stats_count_live_records(db: Database) -> None:
     db.write(lambda tx: tx.drop_plane("other"))
     stats = db.stats()
     assert (stats.planes, stats.nodes, stats.edges, stats.labels, stats.edge_types) == (1, 1, 0, 1, 0)
+
+
+def test_stats_count_the_declared_indexes_of_every_plane(db: Database) -> None:
+    assert db.stats().to_json()["indexes"] == 0
+    p = db.plane("startup")
+    db.write(lambda tx: tx.create_plane("other"))
+    o = db.plane("other")
+    db.write(lambda tx: tx.declare_index(p, "vector", "Doc", "embedding", {"metric": "cosine"}))
+    db.write(lambda tx: tx.declare_index(p, "keyword", "Doc", "body", {"language": "english"}))
+    db.write(lambda tx: tx.declare_index(o, "keyword", "Note", "text", {}))
+    assert db.stats().indexes == 3 and db.stats().to_json()["indexes"] == 3
+    db.write(lambda tx: tx.drop_index(p, "keyword", "Doc", "body"))
+    assert db.stats().indexes == 2
+    db.write(lambda tx: tx.drop_plane("other"))
+    assert db.stats().to_json()["indexes"] == 1

@@ -1,0 +1,105 @@
+"""Gate: a shared/exclusive lock for threads of one process.
+
+The environment passes every read through one (a map resize takes it alone: LMDB may resize only
+while this process has no transaction open); the index workers and the searcher use their own (a
+query shares it, applying commits takes it alone; at most N queries at once).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Gate:
+    """A shared/exclusive lock: readers share it (at most ``max_readers`` threads at once, when
+    given); one holder takes it alone (here a map resize)."""
+
+    def __init__(self, max_readers: int | None = None) -> None:
+        self._lock = threading.Lock()  # readers take it directly: cheaper than the condition's wrapper
+        self._cond = threading.Condition(self._lock)  # the exclusive holder and readers waiting on it
+        self._slot = threading.Condition(self._lock)  # readers waiting for a free slot: woken one by one
+        self._readers = 0
+        self._limit = max_readers or sys.maxsize
+        self._queued = 0  # readers waiting for a slot
+        self._exclusive = False
+        self._held = threading.local()  # this thread's depth of shared holds
+
+    def shared(self) -> _SharedHold:
+        """Hold the gate shared for a ``with`` block (re-entrant within a thread)."""
+        return _SharedHold(self)
+
+    def held_here(self) -> bool:
+        """Whether this thread is inside a read (it could never see the gate empty)."""
+        return bool(getattr(self._held, "depth", 0))
+
+    @contextmanager
+    def exclusive(self, timeout: float | None = None) -> Iterator[bool]:
+        """Hold the gate alone: yields whether the readers drained within ``timeout`` seconds (None:
+        wait as long as it takes). New readers wait from the start, so a stream of them cannot
+        starve it. False at once when this thread is itself reading (it would wait for itself)."""
+        if self.held_here():
+            yield False
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def left() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait(left())
+            self._exclusive = True
+        try:  # from here on, however it ends (an interrupted wait too), the gate opens again
+            with self._cond:
+                while self._readers and (deadline is None or time.monotonic() < deadline):
+                    self._cond.wait(left())
+                acquired = self._readers == 0
+            yield acquired
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+                self._slot.notify_all()
+
+
+class _SharedHold:
+    """One shared hold on a :class:`Gate`. A class rather than a generator: every read takes one.
+    A thread that already reads re-enters without waiting (nor taking a second slot), so it never
+    queues behind a pending resize that waits for it. Leaving wakes the waiters only when one
+    waits: the exclusive holder once the readers drain, or a reader for a free slot."""
+
+    __slots__ = ("gate", "outer")
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        self.outer = 0
+
+    def __enter__(self) -> None:
+        gate = self.gate
+        self.outer = depth = getattr(gate._held, "depth", 0)
+        if not depth:
+            with gate._lock:
+                while gate._exclusive or gate._readers >= gate._limit:
+                    if gate._exclusive:
+                        gate._cond.wait()
+                    else:
+                        gate._queued += 1
+                        gate._slot.wait()
+                        gate._queued -= 1
+                gate._readers += 1
+        gate._held.depth = depth + 1
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self.gate
+        gate._held.depth = self.outer
+        if not self.outer:
+            with gate._lock:
+                gate._readers -= 1
+                if gate._readers == 0 and gate._exclusive:
+                    gate._cond.notify_all()
+                if gate._queued:
+                    gate._slot.notify()  # one slot came free: one reader (no herd of wakeups)

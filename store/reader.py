@@ -1,0 +1,55 @@
+"""Reader: one short read of a database — its head, the graph as of any seq up to it, and the log.
+
+``with db.read() as reader:`` is the public way to read several things from one consistent state,
+as the change feed does (a batch of commits, and the graph just before each). Hold it briefly: it
+pins an LMDB read transaction, and never across an ``await`` or a ``yield`` to a consumer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from drsg.kernel.asof import AsOf, format_ms, parse_as_of
+from drsg.kernel.errors import BadAsOf
+from drsg.store.environment import Txn
+from drsg.store.log import Commit, LogReader
+from drsg.store.snapshot import Snapshot
+from drsg.store.writer import read_head
+
+
+class Reader:
+    def __init__(self, txn: Txn, dbs: dict[str, Any]) -> None:
+        self._txn = txn
+        self._dbs = dbs
+        self._log = LogReader(txn, dbs["log"])
+        self.head = read_head(txn, dbs["meta"])  # the newest commit this read sees
+
+    def snapshot(self, at: int | None = None) -> Snapshot:
+        """The graph as of commit ``at`` (0 … head; default: the head)."""
+        if at is None:
+            at = self.head
+        elif not 0 <= at <= self.head:
+            raise BadAsOf(f"seq {at} is beyond the head of the log ({self.head}); use 0..{self.head}")
+        return Snapshot(self._txn, self._dbs, at, self.head)
+
+    def commits(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
+        """Commits ``from_seq..to_seq`` (default: to the head) in order; CorruptRecord on a gap or
+        a damaged record."""
+        return self._log.iter(from_seq, to_seq)
+
+    def resolve(self, as_of: AsOf | str | int) -> int:
+        """The commit an AS OF names: a seq up to the head, or the last commit at or before a time."""
+        target = as_of if isinstance(as_of, AsOf) else parse_as_of(as_of)
+        if target.seq is not None:
+            if target.seq > self.head:
+                raise BadAsOf(f"AS OF seq {target.seq} is beyond the head of the log ({self.head}); use 1..{self.head}")
+            return target.seq
+        seq = self._log.last_seq_at_or_before(target.ms or 0, self.head)
+        if seq == 0:
+            first = self._log.ts(1)
+            first_text = format_ms(first) if first is not None else "never"
+            raise BadAsOf(
+                f"AS OF {format_ms(target.ms or 0)} is before the first commit ({first_text}); pick a later time"
+            )
+        return seq
