@@ -50,6 +50,7 @@ lint: setup
 	rm -rf $(TYPES) && mkdir -p $(TYPES)/drsg
 	for path in drsg/* $(LAYERS); do ln -s "$(CURDIR)/$$path" $(TYPES)/drsg/; done
 	MYPYPATH=$(TYPES) $(BIN)/mypy -p drsg
+	MYPYPATH=$(TYPES) $(BIN)/mypy --strict -p drsg.kernel -p drsg.store  # the layers everything stands on
 
 # The whole test suite (what CI runs).
 test: lint

@@ -17,7 +17,7 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgpack
 
@@ -66,7 +66,15 @@ class Described:
     """A property value carrying a human description (upstream ``PropDesc``)."""
 
     description: str
-    value: Any
+    value: Value
+
+
+#: A property value inside the data model (what :func:`check_value` admits).
+Value: TypeAlias = "bool | int | float | str | bytes | Vector | Described | list[Value] | dict[str, Value] | None"
+#: The properties of a node, an edge or a plane.
+Props: TypeAlias = "dict[str, Value]"
+#: Plain JSON, as :func:`to_json` gives it (upstream's dialect) and as commit origins hold it.
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
 
 
 # --------------------------------------------------------------------------- validation
@@ -127,12 +135,12 @@ def _check_utf8(text: str, where: str) -> None:
         raise BadValue(f"{where}: {text!r} is not valid Unicode (a lone surrogate); fix the text") from None
 
 
-def check_props(props: Mapping[str, Any] | None) -> dict[str, Any]:
+def check_props(props: Mapping[str, Any] | None) -> Props:
     if props is None:
         return {}
     if not isinstance(props, Mapping):
         raise BadValue("properties must be a JSON object")
-    out: dict[str, Any] = {}
+    out: Props = {}
     for name, value in props.items():
         check_name("a property name", name)  # the same rule the index commands apply
         out[name] = check_value(value, f"property {name!r}")
@@ -154,7 +162,7 @@ def check_name(kind: str, name: Any) -> str:
 # --------------------------------------------------------------------------- JSON dialect
 
 
-def from_json(value: Any, where: str = "value", _depth: int = 0) -> Any:
+def from_json(value: Any, where: str = "value", _depth: int = 0) -> Value:
     """Decode the upstream JSON dialect into values (validating as it goes)."""
     if isinstance(value, dict):
         depth = _nested(where, _depth)
@@ -180,15 +188,16 @@ def from_json(value: Any, where: str = "value", _depth: int = 0) -> Any:
     if isinstance(value, list):
         depth = _nested(where, _depth)
         return [from_json(v, where, depth) for v in value]
-    return check_value(value, where, _depth)
+    checked: Value = check_value(value, where, _depth)
+    return checked
 
 
-def to_json(value: Any) -> Any:
+def to_json(value: Value) -> Json:
     """Encode values into the upstream JSON dialect."""
     if isinstance(value, Vector):
-        return {"$vector": value.tolist()}
+        return {"$vector": [*value.tolist()]}
     if isinstance(value, bytes):
-        return {"$bytes": list(value)}
+        return {"$bytes": [*value]}
     if isinstance(value, Described):
         return {"$desc": value.description, "$value": to_json(value.value)}
     if isinstance(value, dict):
@@ -198,7 +207,12 @@ def to_json(value: Any) -> Any:
     return value
 
 
-def props_from_json(props: Any, where: str = "properties") -> dict[str, Any]:
+def props_to_json(props: Mapping[str, Value]) -> dict[str, Json]:
+    """Properties in the JSON dialect (an object, where :func:`to_json` of any value may be anything)."""
+    return {name: to_json(value) for name, value in props.items()}
+
+
+def props_from_json(props: Any, where: str = "properties") -> Props:
     if props is None:
         return {}
     if not isinstance(props, dict):
@@ -206,11 +220,11 @@ def props_from_json(props: Any, where: str = "properties") -> dict[str, Any]:
     return check_props({k: from_json(v, f"property {k!r}") for k, v in props.items()})
 
 
-def strip_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
+def strip_vectors(props: Mapping[str, Value]) -> Props:
     return {k: v for k, v in props.items() if not isinstance(v, Vector)}
 
 
-def lean_vectors(props: Mapping[str, Any]) -> dict[str, Any]:
+def lean_vectors(props: Mapping[str, Value]) -> Props:
     """Vectors replaced by upstream's placeholder ``$vector(N dims, omitted)`` (its ``lean`` output)."""
     return {k: f"$vector({v.dims} dims, omitted)" if isinstance(v, Vector) else v for k, v in props.items()}
 

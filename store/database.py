@@ -12,17 +12,18 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 import structlog
 
 from drsg.kernel import logs
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import ConfigError, DatabaseUnavailable
+from drsg.kernel.values import Json
 from drsg.store import keys
-from drsg.store.lmdb_log import LmdbLog
+from drsg.store.backends import open_log
+from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
-from drsg.store.logport import open_log
 from drsg.store.projection import rebuild
 from drsg.store.reader import Reader
 from drsg.store.records import Plane
@@ -48,7 +49,7 @@ class Stats:
     commit_seq: int
     file_size: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         """Upstream's ``db.stats`` shape (DbStats), plus what this store knows."""
         return {
             "planes": self.planes,
@@ -68,7 +69,7 @@ class Database:
     """One drsg database file (a path, or an ``lmdb://`` URL). Thread-safe; open it once per process
     and share it."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Any) -> None:
+    def __init__(self, path: str | os.PathLike[str], **options: Unpack[LmdbOptions]) -> None:
         """``options`` are the LMDB log's (store/lmdb_log.py): ``create``, ``readonly``, ``map_size``,
         ``max_map_size``, ``group_max``."""
         if not structlog.is_configured():
@@ -129,12 +130,12 @@ class Database:
 
     # ------------------------------------------------------------------ writing
 
-    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """Run ``fn`` as one commit (group-committed with concurrent writers); durable on return."""
         self.log.check_writable()
         return self.writer.write(fn, origin)
 
-    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """As :meth:`write`, for asyncio callers: waits without holding a thread."""
         self.log.check_writable()
         return await self.writer.awrite(fn, origin)

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol, TypeAlias
 
 import lmdb
 import structlog
@@ -49,9 +49,35 @@ MiB = 1 << 20
 CLOSE_WAIT = 30.0  # seconds close() waits for this process's running transactions
 log = structlog.get_logger("drsg.store")
 
-#: An LMDB transaction. Typed loosely on purpose: we always open transactions with
-#: ``buffers=False`` so values are ``bytes``, while lmdb's stubs say ``bytes | memoryview``.
-Txn = Any
+#: A named database's handle (py-lmdb's ``_Database``): opaque, passed back as ``db=``.
+DbHandle: TypeAlias = object
+#: The named databases of one environment, by name.
+Dbs: TypeAlias = dict[str, DbHandle]
+
+
+class Cursor(Protocol):
+    """What drsg uses of an LMDB cursor (keys and values are ``bytes``: transactions are opened
+    with ``buffers=False``)."""
+
+    def set_range(self, key: bytes) -> bool: ...
+    def set_key(self, key: bytes) -> bool: ...
+    def key(self) -> bytes: ...
+    def value(self) -> bytes: ...
+    def next(self) -> bool: ...
+    def delete(self) -> bool: ...
+    def __iter__(self) -> Iterator[tuple[bytes, bytes]]: ...
+
+
+class Txn(Protocol):
+    """What drsg uses of an LMDB transaction (py-lmdb ships no types for it)."""
+
+    def get(self, key: bytes, default: None = None, db: DbHandle | None = None) -> bytes | None: ...
+    def put(self, key: bytes, value: bytes, *, db: DbHandle | None = None, append: bool = False) -> bool: ...
+    def delete(self, key: bytes, value: bytes = b"", db: DbHandle | None = None) -> bool: ...
+    def cursor(self, db: DbHandle | None = None) -> Cursor: ...
+    def drop(self, db: DbHandle, delete: bool = True) -> None: ...
+    def commit(self) -> None: ...
+    def abort(self) -> None: ...
 
 
 @dataclass
@@ -71,9 +97,9 @@ class Environment:
         self.gate = Gate()
         self.closed = False
         self.env = self._open()
-        self.dbs: dict[str, Any] = self._open_dbs()
+        self.dbs: Dbs = self._open_dbs()
 
-    def _open_dbs(self) -> dict[str, Any]:
+    def _open_dbs(self) -> Dbs:
         """Open every named database. Another process may grow the map between our open and these
         (MDB_MAP_RESIZED): nothing of ours is open yet, so adopting its size and trying again is safe."""
         for _ in range(10):
@@ -85,7 +111,7 @@ class Environment:
                 raise _unavailable(self.path, exc) from None
         raise StoreError(f"{self.path}: the map kept being resized by another process while opening; retry")
 
-    def _open_db(self, name: str) -> Any:
+    def _open_db(self, name: str) -> DbHandle:
         try:
             return self.env.open_db(name.encode(), create=not self.options.readonly)
         except lmdb.NotFoundError:

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
-from drsg.kernel.values import check_name, props_from_json, to_json
+from drsg.kernel.values import Json, check_name, props_from_json, props_to_json
 from drsg.store.database import Database
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
@@ -64,7 +64,7 @@ class ImportReport:
             edges += f" ({', '.join(p for p in edge_parts if not p.startswith('0 ') or p.endswith('created'))})"
         return f"imported {nodes} node(s) ({', '.join(parts)}), {edges} in {self.commits} commit(s){seqs}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {
             "lines": self.lines,
             "nodes_created": self.nodes_created,
@@ -286,7 +286,7 @@ def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None =
             line["labels"] = node.labels
             if node.key is not None:
                 line["external_key"] = node.key
-            line["properties"] = to_json(node.props)
+            line["properties"] = props_to_json(node.props)
             yield _dumps(line)
         for edge in snap.edges(plane.id):
             out: dict[str, Any] = {"type": edge.type}
@@ -296,7 +296,7 @@ def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None =
                     out[f"{end}_key"] = end_node.key
                 else:
                     out[end] = node_id
-            out["properties"] = to_json(edge.props)
+            out["properties"] = props_to_json(edge.props)
             yield _dumps(out)
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 from drsg.kernel.errors import CorruptRecord, DatabaseUnavailable, UsageError
+from drsg.kernel.values import Json
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.log import Commit, LogReader
 from drsg.store.logport import Log
@@ -22,6 +23,17 @@ from drsg.store.notify import CommitNotifier
 from drsg.store.writer import Writer, read_head
 
 READ_BATCH = 512  # commits per read transaction in read(): none is held for long
+
+
+class LmdbOptions(TypedDict, total=False):
+    """The LMDB log's options (drsg.store.lmdb_log.LmdbLog takes them as keywords)."""
+
+    create: bool
+    readonly: bool
+    map_size: int
+    max_map_size: int
+    group_max: int
+    clock: Callable[[], float]
 
 
 class LmdbLog(Log):
@@ -58,7 +70,7 @@ class LmdbLog(Log):
         if self.readonly:
             raise DatabaseUnavailable(f"{self.path} is open read-only; reopen it for writing")
 
-    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Any] | None = None) -> Commit:
+    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Json] | None = None) -> Commit:
         self.check_writable()
         if not mutations:
             raise UsageError("a commit needs at least one mutation")

@@ -11,12 +11,11 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from drsg.kernel.errors import CorruptRecord
-from drsg.kernel.values import pack, to_json, unpack
+from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
-from drsg.store.environment import Txn
+from drsg.store.environment import DbHandle, Txn
 from drsg.store.mutations import Mutation, from_wire
 
 FORMAT = 1
@@ -28,18 +27,18 @@ class Commit:
     seq: int
     ts: int  # unix milliseconds, UTC; never decreases with seq
     mutations: list[Mutation]
-    origin: dict[str, Any] = field(default_factory=dict)
+    origin: dict[str, Json] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Json]:
         return {
             "seq": self.seq,
             "ts": self.ts,
-            "origin": to_json(self.origin),
+            "origin": self.origin,
             "mutations": [m.to_json() for m in self.mutations],
         }
 
 
-def encode(ts: int, origin: dict[str, Any], mutations: list[Mutation]) -> bytes:
+def encode(ts: int, origin: dict[str, Json], mutations: list[Mutation]) -> bytes:
     body = pack([origin, [m.to_wire() for m in mutations]])
     ts_bytes = keys.U64.pack(ts)
     crc = zlib.crc32(body, zlib.crc32(ts_bytes))
@@ -74,7 +73,7 @@ def decode(seq: int, record: bytes) -> Commit:
 class LogReader:
     """Reads commits from one transaction (read or write)."""
 
-    def __init__(self, txn: Txn, log_db: Any) -> None:
+    def __init__(self, txn: Txn, log_db: DbHandle) -> None:
         self.txn = txn
         self.db = log_db
 

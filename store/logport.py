@@ -8,25 +8,19 @@ What its users need of it, and nothing more:
 - whoever closes it and opens it again by its URL finds every commit as it was, and a damaged
   record is refused (CorruptRecord), never handed out.
 
-A backend is chosen by URL: ``lmdb:///path/graph.drsg``, or a plain path, is the LMDB file
-(store/lmdb_log.py), the one backend today; a later one (Kafka) adds its scheme to ``SCHEMES`` and
-``open_log``. ``tests/contract/test_log_contract.py`` is the contract every backend passes.
+A backend is chosen by URL (store/backends.py): ``lmdb:///path/graph.drsg``, or a plain path, is
+the LMDB file (store/lmdb_log.py), the one backend today; a later one (Kafka) adds its scheme there.
+``tests/contract/test_log_contract.py`` is the contract every backend passes.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
 
-from drsg.kernel.errors import ConfigError
+from drsg.kernel.values import Json
 from drsg.store.log import Commit
 from drsg.store.mutations import Mutation
-
-SCHEMES = ("lmdb",)
-_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 
 
 class Log(ABC):
@@ -42,7 +36,7 @@ class Log(ABC):
         """The seq of the newest commit; 0 while there is none."""
 
     @abstractmethod
-    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Any] | None = None) -> Commit:
+    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Json] | None = None) -> Commit:
         """Append one commit of resolved mutations, durable on return: its seq is the head + 1, its
         timestamp no earlier than the previous commit's."""
 
@@ -67,26 +61,3 @@ class Log(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release the log; waits end, and later calls fail with DatabaseUnavailable."""
-
-
-def split_url(url: str | os.PathLike[str]) -> tuple[str, str]:
-    """``(scheme, location)`` of a log URL; a plain path is an LMDB file."""
-    text = os.fspath(url)
-    match = _URL.fullmatch(text)
-    if match is None:
-        return "lmdb", text
-    scheme, location = match.group(1).lower(), match.group(2)
-    if scheme not in SCHEMES:
-        known = ", ".join(f"{s}://" for s in SCHEMES)
-        raise ConfigError(f"unknown log URL scheme {scheme!r} in {text!r}; use {known} or a plain path")
-    if not location:
-        raise ConfigError(f"{text!r} names no file; write lmdb:///path/to/graph.drsg or a plain path")
-    return scheme, location
-
-
-def open_log(url: str | os.PathLike[str], **options: Any) -> Log:
-    """Open the log at ``url`` with its backend's ``options`` (LMDB: create, readonly, map_size, …)."""
-    _scheme, location = split_url(url)  # the one scheme today: lmdb
-    from drsg.store.lmdb_log import LmdbLog  # a backend loads only when its scheme is asked for
-
-    return LmdbLog(location, **options)

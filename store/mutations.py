@@ -8,20 +8,20 @@ list ``[op, field, …]`` in field order; in JSON it is ``{"op": …, field: …
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from drsg.kernel.values import to_json
+from drsg.kernel.values import Json, Props, Value, to_json
 
 
 @dataclass(frozen=True, slots=True)
 class Mutation:
     op: ClassVar[str] = ""
 
-    def to_wire(self) -> list[Any]:
+    def to_wire(self) -> list[Value]:
         return [self.op, *(getattr(self, f.name) for f in fields(self))]
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": self.op}
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"op": self.op}
         for f in fields(self):
             out[f.name] = to_json(getattr(self, f.name))
         return out
@@ -32,7 +32,7 @@ class PlaneCreate(Mutation):
     op: ClassVar[str] = "plane.create"
     plane: int
     name: str
-    props: dict[str, Any] = field(default_factory=dict)
+    props: Props = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class PlaneRename(Mutation):
 class PlaneSetProps(Mutation):
     op: ClassVar[str] = "plane.set_props"
     plane: int
-    props: dict[str, Any]
+    props: Props
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ class NodePut(Mutation):
     id: int
     key: str | None
     labels: list[str]
-    props: dict[str, Any]
+    props: Props
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class EdgePut(Mutation):
     src: int
     dst: int
     type: str
-    props: dict[str, Any]
+    props: Props
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,7 @@ class IndexDeclare(Mutation):
     kind: str
     label: str
     property: str
-    options: dict[str, Any]
+    options: dict[str, Json]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +133,8 @@ _BY_OP: dict[str, type[Mutation]] = {
 }
 
 
-def from_wire(wire: list[Any]) -> Mutation:
-    cls = _BY_OP.get(wire[0])
+def from_wire(wire: list[Value]) -> Mutation:
+    cls = _BY_OP.get(wire[0]) if wire and isinstance(wire[0], str) else None
     if cls is None:
-        raise ValueError(f"unknown mutation op {wire[0]!r}")
+        raise ValueError(f"unknown mutation op {wire[0] if wire else None!r}")
     return cls(*wire[1:])

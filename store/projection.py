@@ -12,7 +12,7 @@ from typing import Any
 
 from drsg.kernel.values import pack, unpack
 from drsg.store import keys
-from drsg.store.environment import Txn
+from drsg.store.environment import Dbs, Txn
 from drsg.store.log import LogReader
 from drsg.store.mutations import (
     EdgeDelete,
@@ -36,7 +36,7 @@ _TOMBSTONE = b""
 class Projector:
     """Writes mutations of commit ``seq`` through ``txn``."""
 
-    def __init__(self, txn: Txn, dbs: dict[str, Any], seq: int, view: Snapshot | None = None) -> None:
+    def __init__(self, txn: Txn, dbs: Dbs, seq: int, view: Snapshot | None = None) -> None:
         self.txn = txn
         self.dbs = dbs
         self.seq = seq
@@ -174,7 +174,7 @@ class Projector:
         self._tally(plane, b"T", edge_type, -1)
 
 
-def rebuild(txn: Txn, dbs: dict[str, Any]) -> int:
+def rebuild(txn: Txn, dbs: Dbs) -> int:
     """Clear the projection and replay the whole log into it; returns the head seq."""
     for name in ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally", "indexes"):
         txn.drop(dbs[name], delete=False)

@@ -8,18 +8,17 @@ pins an LMDB read transaction, and never across an ``await`` or a ``yield`` to a
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from drsg.kernel.asof import AsOf, format_ms, parse_as_of
 from drsg.kernel.errors import BadAsOf
-from drsg.store.environment import Txn
+from drsg.store.environment import Dbs, Txn
 from drsg.store.log import Commit, LogReader
 from drsg.store.snapshot import Snapshot
 from drsg.store.writer import read_head
 
 
 class Reader:
-    def __init__(self, txn: Txn, dbs: dict[str, Any]) -> None:
+    def __init__(self, txn: Txn, dbs: Dbs) -> None:
         self._txn = txn
         self._dbs = dbs
         self._log = LogReader(txn, dbs["log"])

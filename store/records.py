@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.kernel.values import lean_vectors, strip_vectors, to_json
+from drsg.kernel.values import Json, Props, lean_vectors, props_to_json, strip_vectors
 
 
-def _visible(props: dict[str, Any], vectors: bool | str, hidden: bool) -> dict[str, Any]:
+def _visible(props: Props, vectors: bool | str, hidden: bool) -> dict[str, Any]:
     """``vectors``: True keeps them, False drops them, "lean" shows upstream's placeholder."""
     if vectors == "lean":
         out = lean_vectors(props)
@@ -23,10 +23,10 @@ def _visible(props: dict[str, Any], vectors: bool | str, hidden: bool) -> dict[s
 class Plane:
     id: int
     name: str
-    props: dict[str, Any] = field(default_factory=dict)
+    props: Props = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "properties": to_json(self.props)}
+    def to_json(self) -> dict[str, Json]:
+        return {"id": self.id, "name": self.name, "properties": props_to_json(self.props)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +35,15 @@ class Node:
     id: int
     key: str | None
     labels: list[str]
-    props: dict[str, Any]
+    props: Props
 
-    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Any]:
+    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Json]:
         """Upstream's NodeRecord: ``{"id", "external_key", "labels", "properties"}``."""
         return {
             "id": self.id,
             "external_key": self.key,
             "labels": list(self.labels),
-            "properties": to_json(_visible(self.props, vectors, hidden)),
+            "properties": props_to_json(_visible(self.props, vectors, hidden)),
         }
 
 
@@ -54,16 +54,16 @@ class Edge:
     src: int
     dst: int
     type: str
-    props: dict[str, Any]
+    props: Props
 
-    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Any]:
+    def to_json(self, *, vectors: bool | str = True, hidden: bool = True) -> dict[str, Json]:
         """Upstream's EdgeRecord: ``{"id", "src", "dst", "type", "properties"}``."""
         return {
             "id": self.id,
             "src": self.src,
             "dst": self.dst,
             "type": self.type,
-            "properties": to_json(_visible(self.props, vectors, hidden)),
+            "properties": props_to_json(_visible(self.props, vectors, hidden)),
         }
 
 
@@ -91,7 +91,7 @@ class IndexDecl:
     kind: str
     label: str
     prop: str
-    options: dict[str, Any]
+    options: dict[str, Json]
     since: int = 0  # the commit that declared (or last restated) it
 
     @property
@@ -101,19 +101,19 @@ class IndexDecl:
     @property
     def dims(self) -> int | None:
         dims = self.options.get("dims")
-        return int(dims) if dims is not None else None
+        return dims if isinstance(dims, int) else None
 
     @property
     def language(self) -> str:
         return str(self.options.get("language", "english"))
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "label": self.label, "property": self.prop}
+    def to_json(self) -> dict[str, Json]:
+        out: dict[str, Json] = {"kind": self.kind, "label": self.label, "property": self.prop}
         out.update(self.options)
         return out
 
 
-def indexes_json(decls: list[IndexDecl]) -> dict[str, Any]:
+def indexes_json(decls: list[IndexDecl]) -> dict[str, Json]:
     """Upstream's ``plane.indexes`` shape: ``{vector: [{label, property, metric}], keyword: [...]}``."""
     return {
         "vector": [

@@ -8,12 +8,11 @@ Nothing here replays the log.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from drsg.kernel.errors import DamagedDatabase, NotFound
 from drsg.kernel.values import unpack
 from drsg.store import keys
-from drsg.store.environment import Txn
+from drsg.store.environment import Cursor, Dbs, Txn
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version
 
@@ -23,15 +22,15 @@ _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (
 class Snapshot:
     """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
 
-    def __init__(self, txn: Txn, dbs: dict[str, Any], at: int, head: int | None = None) -> None:
+    def __init__(self, txn: Txn, dbs: Dbs, at: int, head: int | None = None) -> None:
         self.txn = txn
         self.dbs = dbs
         self.at = at
         self.head = at if head is None else head  # the newest commit this transaction can see
         self._inv_at = keys.inv(at)
-        self._cursors: dict[str, Any] = {}
+        self._cursors: dict[str, Cursor] = {}
 
-    def _cursor(self, db: str) -> Any:
+    def _cursor(self, db: str) -> Cursor:
         cur = self._cursors.get(db)
         if cur is None:
             cur = self._cursors[db] = self.txn.cursor(db=self.dbs[db])
@@ -246,7 +245,10 @@ class Snapshot:
         walking the snapshot (the counters are kept for the current state only)."""
         if self.at == self.head:
             value = self.txn.get(keys.counts_key(plane), db=self.dbs["tally"])
-            return (0, 0) if value is None else tuple(unpack(value))  # type: ignore[return-value]
+            if value is None:
+                return 0, 0
+            nodes, edges = unpack(value)  # the projection keeps [nodes, edges]
+            return int(nodes), int(edges)
         return sum(1 for _ in self.nodes(plane)), sum(1 for _ in self.edges(plane))
 
     def labels_and_types(self, plane: int) -> tuple[dict[str, int], dict[str, int]]:

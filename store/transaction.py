@@ -8,15 +8,15 @@ the writer seals the mutations into a commit record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
 from drsg.kernel.metrics import METRICS
-from drsg.kernel.values import Vector, check_name, check_props
-from drsg.store.environment import Txn
+from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props
+from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
@@ -76,10 +76,10 @@ class WriteTx:
     def __init__(
         self,
         txn: Txn,
-        dbs: dict[str, Any],
+        dbs: Dbs,
         seq: int,
         ids: IdCounters,
-        seal: Any,
+        seal: Callable[[WriteTx], int],
     ) -> None:
         self.txn = txn
         self.dbs = dbs
@@ -125,7 +125,7 @@ class WriteTx:
     def plane(self, name: str) -> Plane:
         return self.view.plane(name)
 
-    def create_plane(self, name: str, props: Mapping[str, Any] | None = None) -> Plane:
+    def create_plane(self, name: str, props: Mapping[str, Value] | None = None) -> Plane:
         check_name("a plane name", name)
         if self.view.find_plane(name) is not None:
             raise Conflict(f"plane {name!r} already exists; pick another name or use it as it is")
@@ -146,7 +146,7 @@ class WriteTx:
             self._emit(PlaneRename(plane.id, to))
         return Plane(plane.id, to, plane.props)
 
-    def set_plane_props(self, name: str, props: Mapping[str, Any], unset: Iterable[str] = ()) -> Plane:
+    def set_plane_props(self, name: str, props: Mapping[str, Value], unset: Iterable[str] = ()) -> Plane:
         plane = self.view.plane(name)
         merged = {**plane.props, **check_props(props)}
         for prop in unset:
@@ -190,7 +190,7 @@ class WriteTx:
         plane: Plane,
         key: str | None = None,
         labels: Iterable[str] = (),
-        props: Mapping[str, Any] | None = None,
+        props: Mapping[str, Value] | None = None,
     ) -> Node:
         if key is not None:
             check_name("a node key", key)
@@ -208,7 +208,7 @@ class WriteTx:
         plane: Plane,
         key: str | None,
         labels: Iterable[str] = (),
-        props: Mapping[str, Any] | None = None,
+        props: Mapping[str, Value] | None = None,
         *,
         mode: str = "create",
     ) -> NodeWrite:
@@ -232,7 +232,7 @@ class WriteTx:
         self,
         plane: Plane,
         ref: NodeRef,
-        set_props: Mapping[str, Any] | None = None,
+        set_props: Mapping[str, Value] | None = None,
         unset: Iterable[str] = (),
         labels: Iterable[str] | None = None,
     ) -> Node:
@@ -248,7 +248,7 @@ class WriteTx:
         node_id: int,
         key: str | None,
         labels: Iterable[str],
-        props: Mapping[str, Any] | None,
+        props: Mapping[str, Value] | None,
     ) -> Node:
         self._live(plane)
         label_list = _label_list(labels)
@@ -277,7 +277,7 @@ class WriteTx:
         src: NodeRef,
         dst: NodeRef,
         edge_type: str,
-        props: Mapping[str, Any] | None = None,
+        props: Mapping[str, Value] | None = None,
     ) -> Edge:
         check_name("an edge type", edge_type)
         src_id = self.resolve(plane, src).id
@@ -299,7 +299,7 @@ class WriteTx:
         self,
         plane: Plane,
         edge_id: int,
-        set_props: Mapping[str, Any] | None = None,
+        set_props: Mapping[str, Value] | None = None,
         unset: Iterable[str] = (),
         edge_type: str | None = None,
     ) -> Edge:
@@ -318,7 +318,7 @@ class WriteTx:
 
     # ------------------------------------------------------------------ index declarations
 
-    def declare_index(self, plane: Plane, kind: str, label: str, prop: str, options: Mapping[str, Any]) -> IndexDecl:
+    def declare_index(self, plane: Plane, kind: str, label: str, prop: str, options: Mapping[str, Json]) -> IndexDecl:
         """Declare a search index; idempotent. ``options`` that identify the index (a vector
         index's ``metric``, a keyword index's ``language``) may not change on re-declaration."""
         self._live(plane)
@@ -361,7 +361,7 @@ class WriteTx:
                 return value.dims
         return None
 
-    def _check_vector_dims(self, plane: Plane, labels: list[str], props: dict[str, Any]) -> None:
+    def _check_vector_dims(self, plane: Plane, labels: list[str], props: Props) -> None:
         """Reject a vector whose size differs from its index's, at write time, not search time."""
         for decl in self.view.indexes(plane.id, "vector"):
             value = props.get(decl.prop)

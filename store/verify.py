@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import CorruptRecord, StoreError
-from drsg.store.environment import DB_NAMES, Environment, EnvOptions, MiB
+from drsg.store.environment import DB_NAMES, Dbs, Environment, EnvOptions, MiB, Txn
 from drsg.store.log import LogReader
 from drsg.store.projection import rebuild
 from drsg.store.writer import read_state
@@ -59,7 +59,7 @@ def verify(env: Environment, progress: Callable[[str], None] = lambda table: Non
     return report
 
 
-def _walk(txn: Any, db: Any, name: str, problems: list[str]) -> int:
+def _walk(txn: Txn, db: object, name: str, problems: list[str]) -> int:
     walk, seek = txn.cursor(db=db), txn.cursor(db=db)
     previous: bytes | None = None
     count = 0
@@ -75,7 +75,7 @@ def _walk(txn: Any, db: Any, name: str, problems: list[str]) -> int:
     return count
 
 
-def _log(txn: Any, dbs: dict[str, Any], problems: list[str]) -> int:
+def _log(txn: Txn, dbs: Dbs, problems: list[str]) -> int:
     commits = 0
     try:
         for commit in LogReader(txn, dbs["log"]).iter():
@@ -89,7 +89,7 @@ def _log(txn: Any, dbs: dict[str, Any], problems: list[str]) -> int:
     return commits
 
 
-def _compare_with_replay(env: Environment, txn: Any, problems: list[str]) -> None:
+def _compare_with_replay(env: Environment, txn: Txn, problems: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="drsg-check-") as scratch:
         size = max(64 * MiB, 4 * env.file_size())
         replay = Environment(Path(scratch) / "replay.drsg", EnvOptions(map_size=size, max_map_size=size))

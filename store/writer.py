@@ -25,8 +25,9 @@ from typing import Any, Generic, TypeVar
 import lmdb
 
 from drsg.kernel.errors import DrsgError, StoreFull, UsageError
+from drsg.kernel.values import Json
 from drsg.store import keys
-from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged, write_failed
+from drsg.store.environment import READ_DAMAGE, DbHandle, Environment, Txn, damaged, write_failed
 from drsg.store.log import encode
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -57,7 +58,7 @@ class LogState:
     ids: IdCounters = field(default_factory=IdCounters)
 
 
-def read_state(txn: Txn, meta: Any) -> LogState:
+def read_state(txn: Txn, meta: DbHandle) -> LogState:
     raw = txn.get(META_STATE, db=meta)
     if raw is None:
         return LogState()
@@ -65,12 +66,12 @@ def read_state(txn: Txn, meta: Any) -> LogState:
     return LogState(head, ts, IdCounters(plane, node, edge))
 
 
-def write_state(txn: Txn, meta: Any, state: LogState) -> None:
+def write_state(txn: Txn, meta: DbHandle, state: LogState) -> None:
     ids = state.ids
     txn.put(META_STATE, _STATE.pack(state.head, state.ts, ids.plane, ids.node, ids.edge), db=meta)
 
 
-def read_head(txn: Txn, meta: Any) -> int:
+def read_head(txn: Txn, meta: DbHandle) -> int:
     raw = txn.get(META_STATE, db=meta)
     return 0 if raw is None else keys.read_u64(raw)
 
@@ -78,7 +79,7 @@ def read_head(txn: Txn, meta: Any) -> int:
 @dataclass(slots=True, eq=False)
 class _Request:
     fn: Callable[[WriteTx], Any]
-    origin: dict[str, Any]
+    origin: dict[str, Json]
     finished: threading.Event = field(default_factory=threading.Event)
     on_finish: Callable[[], None] | None = None
     value: Any = None
@@ -114,7 +115,7 @@ class Writer:
 
     # ------------------------------------------------------------------ callers
 
-    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         request = self._submit(fn, origin)
         if self._leader.acquire(blocking=False):
             try:
@@ -126,7 +127,7 @@ class Writer:
         request.finished.wait()
         return request.result()
 
-    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Any] | None = None) -> CommitResult[T]:
+    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         loop = asyncio.get_running_loop()
         done = loop.create_future()
 
@@ -143,7 +144,7 @@ class Writer:
         return request.result()
 
     def _submit(
-        self, fn: Callable[[WriteTx], Any], origin: dict[str, Any] | None, on_finish: Callable[[], None] | None = None
+        self, fn: Callable[[WriteTx], Any], origin: dict[str, Json] | None, on_finish: Callable[[], None] | None = None
     ) -> _Request:
         if getattr(self._local, "inside", False):
             raise UsageError("a commit function cannot start another write; do both in one function")

@@ -95,6 +95,8 @@ def contributed(db: Database, plane: str, source: str) -> Touched:
     if found is None or not isinstance(seqs, list):
         return nodes, edges
     for seq in seqs:
+        if not isinstance(seq, int):
+            continue  # the ledger records commit seqs; anything else was written by hand
         for commit in db.commits(seq, seq):
             for mutation in commit.mutations:
                 if isinstance(mutation, NodePut) and mutation.plane == found.id:

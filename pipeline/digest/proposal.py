@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import UsageError
-from drsg.kernel.values import from_json, lean_vectors, to_json
+from drsg.kernel.values import lean_vectors, props_from_json, to_json
 
 FORMAT = 1
 
@@ -85,8 +85,8 @@ class Proposal:
             data["model"],
             data["fingerprint"],
             data["embedder"],
-            [ProposedNode(n["key"], n["label"], from_json(n["properties"]), n["linked"]) for n in data["nodes"]],
-            [ProposedEdge(e["src"], e["type"], e["dst"], from_json(e["properties"])) for e in data["edges"]],
+            [ProposedNode(n["key"], n["label"], props_from_json(n["properties"]), n["linked"]) for n in data["nodes"]],
+            [ProposedEdge(e["src"], e["type"], e["dst"], props_from_json(e["properties"])) for e in data["edges"]],
             data["report"],
             data["notes"],
         )

@@ -259,7 +259,9 @@ def _list(obj: Context, plane: str, as_json: bool) -> None:
     prefix = digest_prop("")
     with obj.open(write=False) as db, db.snapshot() as snap:
         props = snap.plane(plane).props
-    sources = {name[len(prefix) :]: seqs for name, seqs in props.items() if name.startswith(prefix)}
+    sources = {  # the ledger keeps each source's commit seqs in a plane property
+        name[len(prefix) :]: seqs for name, seqs in props.items() if name.startswith(prefix) and isinstance(seqs, list)
+    }
     if as_json:
         for name, seqs in sorted(sources.items()):
             emit_json({"source": name, "commits": seqs})
@@ -267,7 +269,7 @@ def _list(obj: Context, plane: str, as_json: bool) -> None:
     if not sources:
         click.echo(f"no digests applied to plane '{plane}'")
     for name, seqs in sorted(sources.items()):
-        click.echo(f"{name}  (commits {', '.join(map(str, seqs))})")
+        click.echo(f"{name}  (commits {', '.join(str(seq) for seq in seqs)})")
 
 
 COMMANDS = [digest_cmd]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from drsg.kernel.asof import AsOf
-from drsg.kernel.values import to_json
+from drsg.kernel.values import props_to_json
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, json_option, parse_props, prop_options
 
@@ -31,7 +31,7 @@ def plane_list(obj: Context, as_json: bool, as_of: AsOf | None) -> None:
                         "name": p.name,
                         "nodes": nodes,
                         "edges": edges,
-                        "properties": to_json(p.props),
+                        "properties": props_to_json(p.props),
                     }
                 )
             else:
@@ -68,7 +68,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
             "edges": edges,
             "labels": labels,
             "edge_types": types,
-            "properties": to_json(p.props),
+            "properties": props_to_json(p.props),
             "seq": snap.at,
         }
     if as_json:
@@ -79,7 +79,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
         click.echo(f"  :{label}\t{count}")
     for edge_type, count in sorted(types.items()):
         click.echo(f"  -[{edge_type}]->\t{count}")
-    for key, value in to_json(p.props).items():
+    for key, value in props_to_json(p.props).items():
         click.echo(f"  {key} = {value}")
 
 

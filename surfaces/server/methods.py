@@ -12,7 +12,7 @@ from typing import Any
 
 from drsg import __version__
 from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
-from drsg.kernel.values import props_from_json, to_json
+from drsg.kernel.values import props_from_json, props_to_json
 from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
@@ -49,7 +49,13 @@ def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") 
 
 def plane_card(snap: Snapshot, plane: Plane) -> dict[str, Any]:
     nodes, edges = snap.counts(plane.id)
-    return {"id": plane.id, "name": plane.name, "nodes": nodes, "edges": edges, "properties": to_json(plane.props)}
+    return {
+        "id": plane.id,
+        "name": plane.name,
+        "nodes": nodes,
+        "edges": edges,
+        "properties": props_to_json(plane.props),
+    }
 
 
 # --------------------------------------------------------------------------- discovery and stats

@@ -21,15 +21,16 @@ import pytest
 
 from drsg.kernel.errors import ConfigError, CorruptRecord, DrsgError, UsageError
 from drsg.store import keys
+from drsg.store.backends import open_log, split_url
 from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import Commit
-from drsg.store.logport import Log, open_log, split_url
+from drsg.store.logport import Log
 from drsg.store.mutations import Mutation, NodePut, PlaneCreate
 
 PROMPT = 1.0  # seconds within which a wake-up must arrive (the waits themselves allow 10 s)
 
 APPEND_ELSEWHERE = (
-    "import sys; from drsg.store.logport import open_log; from drsg.store.mutations import NodePut; "
+    "import sys; from drsg.store.backends import open_log; from drsg.store.mutations import NodePut; "
     "log = open_log(sys.argv[1]); log.append([NodePut(1, int(sys.argv[2]), None, ['X'], {})], {'via': 'other'}); "
     "log.close()"
 )
