@@ -1,7 +1,8 @@
 """`drsg serve`'s `[server]` settings that README promises, each against a real server process:
 `query_timeout_secs` (-32000), `max_concurrent` (the call past it waits its turn),
-`shutdown_timeout_secs` (on SIGTERM the call in flight finishes, then the server exits) and `tls`
-(HTTPS with the configured certificate).
+`shutdown_timeout_secs` (on SIGTERM the call in flight finishes, then the server exits), `tls`
+(HTTPS with the configured certificate) and `allowed_origins` (that origin gets in, with the CORS
+headers a browser needs; another does not).
 
 A call is kept in flight without any sleep: a text search makes the server embed its query with the
 operator's remote embedder — here the scripted OpenAI-compatible server — which holds its answer
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_server import RunningServer, cli, start_server
+from tests.integration.test_server import Response, RunningServer, cli, start_server
 from tests.support.fake_openai import FakeOpenAI, Reply, Request, embeddings_body
 from tests.support.waiting import wait_until
 
@@ -243,3 +244,54 @@ def test_server_tls_serves_https_with_the_configured_certificate(tmp_path: Path)
     assert ran.returncode == 2 and len(errors) == 1, ran.stderr
     assert errors[0].startswith("error: cannot load [server.tls] cert/key: ") and "No such file" in errors[0]
     assert not (tmp_path / "fresh.drsg").exists()  # a failed start writes nothing
+
+
+# --------------------------------------------------------------------------- browser origins
+
+
+def send(running: RunningServer, method: str, headers: dict[str, str], body: str | None = None) -> Response:
+    conn = running.connect(timeout=30)
+    try:
+        conn.request(method, "/rpc", body=body, headers=headers)
+        resp = conn.getresponse()
+        return Response(resp.status, dict(resp.getheaders()), resp.read())
+    finally:
+        conn.close()
+
+
+PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
+
+
+def test_allowed_origins_get_in_with_cors_headers_and_others_do_not(tmp_path: Path) -> None:
+    env = {"DRSG_ALLOWED_ORIGINS": "https://app.example, http://localhost:5173/"}
+    running = start_server(tmp_path / "g.drsg", tmp_path, name="origins", env=env)
+    try:
+        for origin in ("https://app.example", "http://localhost:5173"):
+            # The browser first asks whether it may send a JSON POST with a token (a preflight).
+            asked = send(running, "OPTIONS", {"Origin": origin, **PREFLIGHT})
+            assert asked.status in (200, 204), (origin, asked.status, asked.body)
+            assert asked.headers["Access-Control-Allow-Origin"] == origin
+            assert "POST" in asked.headers["Access-Control-Allow-Methods"]
+            allowed_headers = asked.headers["Access-Control-Allow-Headers"].lower()
+            assert "authorization" in allowed_headers and "content-type" in allowed_headers
+            answered = running.post(STATS, headers={"Origin": origin})
+            assert answered.status == 200 and answered.json()["result"]["planes"] == 1, origin
+            assert answered.headers["Access-Control-Allow-Origin"] == origin  # the page may read the answer
+        for origin in ("https://evil.example", "https://app.example.evil", "http://localhost:5174"):
+            refused = running.post(STATS, headers={"Origin": origin})
+            assert refused.status == 403 and refused.json()["error"]["code"] == -32001, origin
+            assert "Access-Control-Allow-Origin" not in refused.headers
+            asked = send(running, "OPTIONS", {"Origin": origin, **PREFLIGHT})
+            assert asked.status == 403 and "Access-Control-Allow-Origin" not in asked.headers, origin
+        plain = running.post(STATS)  # no Origin: not a browser, no CORS headers
+        assert plain.status == 200 and "Access-Control-Allow-Origin" not in plain.headers
+    finally:
+        assert running.stop() == 0
+
+    (tmp_path / "drsg.toml").write_text('[server]\nallowed_origins = ["https://app.example"]\n')  # the list form
+    listed = start_server(tmp_path / "g.drsg", tmp_path, name="listed")
+    try:
+        assert listed.post(STATS, headers={"Origin": "https://app.example"}).status == 200
+        assert listed.post(STATS, headers={"Origin": "http://localhost:5173"}).status == 403
+    finally:
+        assert listed.stop() == 0
