@@ -15,8 +15,9 @@ one item passed as ``extra_routes``. Every route except ``/health`` is behind th
   and an undeclared (chunked) one is cut off at the limit.
 
 Shutdown (SIGTERM or SIGINT): stop listening, let in-flight requests finish (up to
-``shutdown_timeout_secs``), then stop the indexer and save the index sidecars. A second Ctrl-C exits
-at once (a repeated SIGTERM does not: supervisors repeat themselves).
+``shutdown_timeout_secs``, then they are cut off), then stop the indexer, save the index sidecars and
+exit, without waiting for reads the cut-off calls left running. A second Ctrl-C exits at once (a
+repeated SIGTERM does not: supervisors repeat themselves).
 """
 
 from __future__ import annotations
@@ -306,6 +307,11 @@ async def serve(db: Database, config: ServerConfig, announce: Callable[[str], No
     loop.add_signal_handler(signal.SIGTERM, lambda: log.info("already stopping", in_flight=state.in_flight))
     log.info("stopping", in_flight=state.in_flight)
     await runner.cleanup()
+    if state.reading:
+        # Reads the calls cut off left running (a stuck embedder, a long scan): the interpreter would
+        # wait for their threads at exit, past shutdown_timeout_secs. Every commit is on disk already.
+        log.warning("stopped", abandoned_reads=state.reading)
+        os._exit(0)
     log.info("stopped")
 
 

@@ -183,6 +183,22 @@ def test_sigterm_lets_the_call_in_flight_finish_then_exits(tmp_path: Path, held:
         running.stop()
 
 
+def test_a_call_outlasting_shutdown_timeout_secs_is_cut_off(tmp_path: Path, held: HeldEmbedder) -> None:
+    running = held_server(tmp_path, held, "impatient", DRSG_SERVER_SHUTDOWN_TIMEOUT_SECS="1")
+    try:
+        call = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+        held.wait_for(1)
+        signalled = time.monotonic()
+        running.proc.send_signal(signal.SIGTERM)
+        code = running.proc.wait(30)  # the embedder still holds the call: only the timeout lets the server go
+        assert time.monotonic() - signalled >= 1
+        assert code == 0 and logged(running, "stopped") is not None
+        assert call.done.wait(30) and call.failure is not None  # its connection closed without an answer
+    finally:
+        held.release.set()
+        running.stop()
+
+
 # --------------------------------------------------------------------------- TLS
 
 
