@@ -15,6 +15,7 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -386,11 +387,15 @@ def test_resolved_watermarks_appear_when_quiet_and_never_run_ahead(db: Database)
     async def watch() -> None:
         writer = asyncio.create_task(asyncio.to_thread(trickle))
         subscription = Subscription(db, PLANE, 1, labels="Person", resolved_every=0.05)
-        deadline = time.monotonic() + 1.2
+        deadline = time.monotonic() + 120  # only a hang gets there
+        quiet_marks = 0  # watermarks after the last write
         async for message in subscription:
             events.append({**message, "at": time.monotonic()})
-            if time.monotonic() > deadline:
+            if writer.done() and "resolved" in message:
+                quiet_marks += 1
+            if quiet_marks >= 6:
                 break
+            assert time.monotonic() < deadline, f"{quiet_marks} watermarks in 120 s after the writes"
         await writer
 
     asyncio.run(watch())
@@ -408,8 +413,8 @@ def test_resolved_watermarks_appear_when_quiet_and_never_run_ahead(db: Database)
     assert [m["resolved"] for m in marks] == sorted(m["resolved"] for m in marks)
     assert marks[-1]["resolved"] == db.head()
     assert len(marks) >= 5
-    gaps = [b["at"] - a["at"] for a, b in itertools.pairwise(marks[-5:])]
-    assert all(0.02 < g < 0.5 for g in gaps), gaps  # periodic while idle
+    gaps = [b["at"] - a["at"] for a, b in itertools.pairwise(marks[-5:])]  # all after the writes
+    assert min(gaps) > 0.02 and statistics.median(gaps) < 0.5, gaps  # periodic while idle (one stall allowed)
 
     # Catching up through commits none of which match: watermarks show the progress.
     progress = []

@@ -115,14 +115,6 @@ def logged(running: RunningServer, event: str) -> dict[str, Any] | None:
     return None
 
 
-def listening(running: RunningServer) -> bool:
-    try:
-        socket.create_connection((running.host, running.port), timeout=5).close()
-    except OSError:
-        return False
-    return True
-
-
 # --------------------------------------------------------------------------- time and load limits
 
 
@@ -171,7 +163,7 @@ def test_sigterm_lets_the_call_in_flight_finish_then_exits(tmp_path: Path, held:
         running.proc.send_signal(signal.SIGTERM)
         stopping = wait_until(lambda: logged(running, "stopping"), "the server to log that it is stopping")
         assert stopping["in_flight"] == 1
-        wait_until(lambda: not listening(running), "the server to stop listening")
+        wait_until(lambda: not running.listening(), "the server to stop listening")
         assert not call.done.wait(1.0), "the call in flight was cut off long before shutdown_timeout_secs"
         assert running.proc.poll() is None  # still waiting for it
         held.release.set()
