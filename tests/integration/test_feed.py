@@ -35,6 +35,7 @@ from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.transaction import WriteTx
+from drsg.surfaces.cli.main import cli
 
 PLANE = "feed"
 ROOT = Path(__file__).resolve().parents[2]
@@ -511,15 +512,6 @@ def test_start_points_and_errors(db: Database) -> None:
 # ---------------------------------------------------------------------- the CLI
 
 
-def _cli() -> Any:
-    from drsg.surfaces.cli.feed import feed
-    from drsg.surfaces.cli.main import cli
-
-    if "feed" not in cli.commands:
-        cli.add_command(feed)
-    return cli
-
-
 def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     path = tmp_path / "cli.drsg"
     with drsg.open(path) as db:
@@ -531,7 +523,7 @@ def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     runner = CliRunner()
 
     def run(*args: str) -> Any:
-        return runner.invoke(_cli(), ["--db", str(path), "feed", "--plane", PLANE, *args], catch_exceptions=False)
+        return runner.invoke(cli, ["--db", str(path), "feed", "--plane", PLANE, *args], catch_exceptions=False)
 
     result = run("--from", "1", "--json", "--no-follow")
     assert result.exit_code == 0, result.output
@@ -548,27 +540,19 @@ def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stdout.count("\n") == 1
     assert "\tfeed\tdeleted node #2 @b [Person]" in result.stdout and result.stdout.startswith(f"seq {head}\t")
 
-    result = runner.invoke(_cli(), ["--db", str(path), "feed", "--plane", "nope"])
+    result = runner.invoke(cli, ["--db", str(path), "feed", "--plane", "nope"])
     assert result.exit_code == 1 and "no plane named 'nope'" in result.stderr
-    result = runner.invoke(_cli(), ["--db", str(path), "feed", "--from", str(head + 5)])
+    result = runner.invoke(cli, ["--db", str(path), "feed", "--from", str(head + 5)])
     assert result.exit_code == 2 and "log ends at seq" in result.stderr
-
-
-FEED_PROCESS = r"""
-import sys
-from drsg.surfaces.cli.feed import feed
-from drsg.surfaces.cli.main import cli
-cli.add_command(feed)
-cli(["--db", sys.argv[1], "feed", "--plane", "feed", "--json"], prog_name="drsg")
-"""
 
 
 def test_cli_feed_follows_another_process_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     path = tmp_path / "follow.drsg"
     with drsg.open(path) as db:
         db.write(lambda tx: tx.create_plane(PLANE))
+    feed = ["--db", str(path), "feed", "--plane", PLANE, "--json"]  # the real `drsg` command, as installed
     proc = subprocess.Popen(  # faulthandler: a hang is answered with every thread's stack (see below)
-        [sys.executable, "-X", "faulthandler", "-c", FEED_PROCESS, str(path)],
+        [sys.executable, "-X", "faulthandler", "-m", "drsg.surfaces.cli", *feed],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,
