@@ -79,9 +79,19 @@ class RunningServer:
         sent = {"Content-Type": "application/json", **(headers or {})}
         if token is not None:
             sent["Authorization"] = f"Bearer {token}"
-        conn = self.connect(timeout=60)
+        return self.request("POST", path, body.encode() if isinstance(body, str) else body, sent)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 60,
+    ) -> Response:
+        conn = self.connect(timeout)
         try:
-            conn.request("POST", path, body=body.encode() if isinstance(body, str) else body, headers=sent)
+            conn.request(method, path, body=body, headers=headers or {})
             resp = conn.getresponse()
             return Response(resp.status, dict(resp.getheaders()), resp.read())
         finally:
@@ -95,14 +105,8 @@ class RunningServer:
             return False
         return True
 
-    def get(self, path: str, headers: dict[str, str] | None = None) -> Response:
-        conn = self.connect(timeout=30)
-        try:
-            conn.request("GET", path, headers=headers or {})
-            resp = conn.getresponse()
-            return Response(resp.status, dict(resp.getheaders()), resp.read())
-        finally:
-            conn.close()
+    def get(self, path: str) -> Response:
+        return self.request("GET", path, timeout=30)
 
     def rpc(self, method: str, params: Any = None, *, rid: Any = 1, token: Any = _DEFAULT) -> dict[str, Any]:
         request: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}

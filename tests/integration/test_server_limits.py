@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_server import Response, RunningServer, cli, start_server
+from tests.integration.test_server import RunningServer, cli, start_server
 from tests.support.fake_openai import FakeOpenAI, Reply, Request, embeddings_body
 from tests.support.waiting import wait_until
 
@@ -78,7 +78,7 @@ class InFlight:
 
 
 @pytest.fixture
-def held(tmp_path: Path) -> Iterator[HeldEmbedder]:
+def held() -> Iterator[HeldEmbedder]:
     with FakeOpenAI(dims=DIMS) as fake:
         embedder = HeldEmbedder(fake)
         try:
@@ -87,20 +87,34 @@ def held(tmp_path: Path) -> Iterator[HeldEmbedder]:
             embedder.release.set()
 
 
-def held_server(tmp_path: Path, held: HeldEmbedder, name: str, **env: str) -> RunningServer:
-    """A server whose text queries are embedded by ``held``, with a plane of three 8-dim nodes."""
-    running = start_server(
-        tmp_path / f"{name}.drsg",
-        tmp_path,
-        name=name,
-        env=env,
-        args=["--embed", held.fake.base_url, "--embed-model", "held-embedding"],
-    )
-    running.call("plane.create", {"name": "docs"})
-    for i in range(3):
-        vector = [1.0 if d == i else 0.0 for d in range(DIMS)]
-        running.call("node.create", {"plane": "docs", "key": f"d{i}", "properties": {"v": {"$vector": vector}}})
-    return running
+Serve = Callable[..., RunningServer]
+
+
+@pytest.fixture
+def held_server(tmp_path: Path, held: HeldEmbedder) -> Iterator[Serve]:
+    """Starts servers whose text queries ``held`` embeds, each with a plane of three 8-dim nodes;
+    afterwards releases the embedder and stops whatever still runs."""
+    started: list[RunningServer] = []
+
+    def start(name: str, **env: str) -> RunningServer:
+        running = start_server(
+            tmp_path / f"{name}.drsg",
+            tmp_path,
+            name=name,
+            env=env,
+            args=["--embed", held.fake.base_url, "--embed-model", "held-embedding"],
+        )
+        started.append(running)
+        running.call("plane.create", {"name": "docs"})
+        for i in range(3):
+            vector = [1.0 if d == i else 0.0 for d in range(DIMS)]
+            running.call("node.create", {"plane": "docs", "key": f"d{i}", "properties": {"v": {"$vector": vector}}})
+        return running
+
+    yield start
+    held.release.set()
+    for running in started:
+        running.stop()
 
 
 def logged(running: RunningServer, event: str) -> dict[str, Any] | None:
@@ -118,77 +132,63 @@ def logged(running: RunningServer, event: str) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- time and load limits
 
 
-def test_a_read_past_query_timeout_secs_answers_32000(tmp_path: Path, held: HeldEmbedder) -> None:
-    running = held_server(tmp_path, held, "timeout", DRSG_SERVER_QUERY_TIMEOUT_SECS="2")
-    try:
-        started = time.monotonic()
-        slow = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
-        error = slow.result()["error"]  # the embedder still holds its answer: only the timeout ends it
-        assert time.monotonic() - started >= 2
-        assert error["code"] == -32000 and error["data"] == {"error": "QueryTimeout"}
-        assert "query_timeout_secs (2 s)" in error["message"]
-        vector = [0.0, 1.0, *[0.0] * (DIMS - 2)]
-        quick = running.call("plane.search", {**TEXT_SEARCH, "query": vector})  # a read within the limit
-        assert quick[0]["external_key"] == "d1"
-        held.release.set()
-        assert len(running.call("plane.search", TEXT_SEARCH)) == 2  # the embedder answers now: so does the query
-    finally:
-        held.release.set()
-        assert running.stop() == 0
+def test_a_read_past_query_timeout_secs_answers_32000(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("timeout", DRSG_SERVER_QUERY_TIMEOUT_SECS="2")
+    started = time.monotonic()
+    slow = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+    error = slow.result()["error"]  # the embedder still holds its answer: only the timeout ends it
+    assert time.monotonic() - started >= 2
+    assert error["code"] == -32000 and error["data"] == {"error": "QueryTimeout"}
+    assert "query_timeout_secs (2 s)" in error["message"]
+    vector = [0.0, 1.0, *[0.0] * (DIMS - 2)]
+    quick = running.call("plane.search", {**TEXT_SEARCH, "query": vector})  # a read within the limit
+    assert quick[0]["external_key"] == "d1"
+    held.release.set()
+    assert len(running.call("plane.search", TEXT_SEARCH)) == 2  # the embedder answers now: so does the query
+    assert running.stop() == 0
 
 
-def test_the_call_past_max_concurrent_waits_its_turn(tmp_path: Path, held: HeldEmbedder) -> None:
-    running = held_server(tmp_path, held, "concurrent", DRSG_SERVER_MAX_CONCURRENT="2")
-    try:
-        first = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
-        held.wait_for(1)
-        assert "result" in running.rpc("db.stats")  # one of the two slots is taken: the other serves at once
-        second = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
-        held.wait_for(2)
-        third = InFlight(lambda: running.rpc("db.stats"))
-        assert not third.done.wait(1.0), "a third call ran while two calls held both slots"
-        held.release.set()
-        assert first.result()["result"] == second.result()["result"]  # the same query, answered in full
-        assert third.result()["result"]["planes"] == 2
-    finally:
-        held.release.set()
-        assert running.stop() == 0
+def test_the_call_past_max_concurrent_waits_its_turn(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("concurrent", DRSG_SERVER_MAX_CONCURRENT="2")
+    first = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+    held.wait_for(1)
+    assert "result" in running.rpc("db.stats")  # one of the two slots is taken: the other serves at once
+    second = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+    held.wait_for(2)
+    third = InFlight(lambda: running.rpc("db.stats"))
+    assert not third.done.wait(1.0), "a third call ran while two calls held both slots"
+    held.release.set()
+    assert first.result()["result"] == second.result()["result"]  # the same query, answered in full
+    assert third.result()["result"]["planes"] == 2
+    assert running.stop() == 0
 
 
-def test_sigterm_lets_the_call_in_flight_finish_then_exits(tmp_path: Path, held: HeldEmbedder) -> None:
-    running = held_server(tmp_path, held, "graceful", DRSG_SERVER_SHUTDOWN_TIMEOUT_SECS="60")
-    try:
-        call = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
-        held.wait_for(1)
-        running.proc.send_signal(signal.SIGTERM)
-        stopping = wait_until(lambda: logged(running, "stopping"), "the server to log that it is stopping")
-        assert stopping["in_flight"] == 1
-        wait_until(lambda: not running.listening(), "the server to stop listening")
-        assert not call.done.wait(1.0), "the call in flight was cut off long before shutdown_timeout_secs"
-        assert running.proc.poll() is None  # still waiting for it
-        held.release.set()
-        assert len(call.result()["result"]) == 2  # answered in full
-        assert running.proc.wait(60) == 0
-        assert logged(running, "stopped") is not None
-    finally:
-        held.release.set()
-        running.stop()
+def test_sigterm_lets_the_call_in_flight_finish_then_exits(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("graceful", DRSG_SERVER_SHUTDOWN_TIMEOUT_SECS="60")
+    call = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+    held.wait_for(1)
+    running.proc.send_signal(signal.SIGTERM)
+    stopping = wait_until(lambda: logged(running, "stopping"), "the server to log that it is stopping")
+    assert stopping["in_flight"] == 1
+    wait_until(lambda: not running.listening(), "the server to stop listening")
+    assert not call.done.wait(1.0), "the call in flight was cut off long before shutdown_timeout_secs"
+    assert running.proc.poll() is None  # still waiting for it
+    held.release.set()
+    assert len(call.result()["result"]) == 2  # answered in full
+    assert running.proc.wait(60) == 0
+    assert logged(running, "stopped") is not None
 
 
-def test_a_call_outlasting_shutdown_timeout_secs_is_cut_off(tmp_path: Path, held: HeldEmbedder) -> None:
-    running = held_server(tmp_path, held, "impatient", DRSG_SERVER_SHUTDOWN_TIMEOUT_SECS="1")
-    try:
-        call = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
-        held.wait_for(1)
-        signalled = time.monotonic()
-        running.proc.send_signal(signal.SIGTERM)
-        code = running.proc.wait(30)  # the embedder still holds the call: only the timeout lets the server go
-        assert time.monotonic() - signalled >= 1
-        assert code == 0 and logged(running, "stopped") is not None
-        assert call.done.wait(30) and call.failure is not None  # its connection closed without an answer
-    finally:
-        held.release.set()
-        running.stop()
+def test_a_call_outlasting_shutdown_timeout_secs_is_cut_off(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("impatient", DRSG_SERVER_SHUTDOWN_TIMEOUT_SECS="1")
+    call = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
+    held.wait_for(1)
+    signalled = time.monotonic()
+    running.proc.send_signal(signal.SIGTERM)
+    code = running.proc.wait(30)  # the embedder still holds the call: only the timeout lets the server go
+    assert time.monotonic() - signalled >= 1
+    assert code == 0 and logged(running, "stopped") is not None
+    assert call.done.wait(30) and call.failure is not None  # its connection closed without an answer
 
 
 # --------------------------------------------------------------------------- TLS
@@ -257,16 +257,6 @@ def test_server_tls_serves_https_with_the_configured_certificate(tmp_path: Path)
 # --------------------------------------------------------------------------- browser origins
 
 
-def send(running: RunningServer, method: str, headers: dict[str, str], body: str | None = None) -> Response:
-    conn = running.connect(timeout=30)
-    try:
-        conn.request(method, "/rpc", body=body, headers=headers)
-        resp = conn.getresponse()
-        return Response(resp.status, dict(resp.getheaders()), resp.read())
-    finally:
-        conn.close()
-
-
 PREFLIGHT = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"}
 
 
@@ -276,7 +266,7 @@ def test_allowed_origins_get_in_with_cors_headers_and_others_do_not(tmp_path: Pa
     try:
         for origin in ("https://app.example", "http://localhost:5173"):
             # The browser first asks whether it may send a JSON POST with a token (a preflight).
-            asked = send(running, "OPTIONS", {"Origin": origin, **PREFLIGHT})
+            asked = running.request("OPTIONS", "/rpc", headers={"Origin": origin, **PREFLIGHT})
             assert asked.status in (200, 204), (origin, asked.status, asked.body)
             assert asked.headers["Access-Control-Allow-Origin"] == origin
             assert "POST" in asked.headers["Access-Control-Allow-Methods"]
@@ -289,7 +279,7 @@ def test_allowed_origins_get_in_with_cors_headers_and_others_do_not(tmp_path: Pa
             refused = running.post(STATS, headers={"Origin": origin})
             assert refused.status == 403 and refused.json()["error"]["code"] == -32001, origin
             assert "Access-Control-Allow-Origin" not in refused.headers
-            asked = send(running, "OPTIONS", {"Origin": origin, **PREFLIGHT})
+            asked = running.request("OPTIONS", "/rpc", headers={"Origin": origin, **PREFLIGHT})
             assert asked.status == 403 and "Access-Control-Allow-Origin" not in asked.headers, origin
         plain = running.post(STATS)  # no Origin: not a browser, no CORS headers
         assert plain.status == 200 and "Access-Control-Allow-Origin" not in plain.headers
