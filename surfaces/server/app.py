@@ -8,14 +8,16 @@ one item passed as ``extra_routes``. Every route except ``/health`` is behind th
   -32001: in an HTTP 200 answer to the call on ``/rpc`` (as upstream, whose SDKs read the code from
   the body), HTTP 401 on the feeds;
 * a browser request from another origin is refused (HTTP 403, -32001) unless the origin is listed
-  in ``DRSG_ALLOWED_ORIGINS``; with no token, the Host header must be a loopback name too, so a
-  DNS-rebound page cannot reach a token-less server;
+  in ``DRSG_ALLOWED_ORIGINS``: a listed origin's preflight is answered (it carries no token) and
+  every answer to it carries the CORS headers its page needs to read it; with no token, the Host
+  header must be a loopback name too, so a DNS-rebound page cannot reach a token-less server;
 * a body declared larger than ``max_request_bytes`` is refused (HTTP 413, -32600) before it is read,
   and an undeclared (chunked) one is cut off at the limit.
 
 Shutdown (SIGTERM or SIGINT): stop listening, let in-flight requests finish (up to
-``shutdown_timeout_secs``), then stop the indexer and save the index sidecars. A second Ctrl-C exits
-at once (a repeated SIGTERM does not: supervisors repeat themselves).
+``shutdown_timeout_secs``, then they are cut off), then stop the indexer, save the index sidecars and
+exit, without waiting for reads the cut-off calls left running. A second Ctrl-C exits at once (a
+repeated SIGTERM does not: supervisors repeat themselves).
 """
 
 from __future__ import annotations
@@ -111,11 +113,33 @@ def _presented_token(request: web.Request) -> str | None:
     return None
 
 
+#: What a listed origin's page may send: its browser asks first (a preflight) before a JSON POST with a token.
+CORS_PREFLIGHT = {
+    "Access-Control-Allow-Methods": "GET, POST",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type, Last-Event-ID",
+    "Access-Control-Max-Age": "600",
+}
+
+
+def _listed_origin(request: web.Request, config: ServerConfig) -> str | None:
+    """The request's Origin when DRSG_ALLOWED_ORIGINS lists it."""
+    origin = request.headers.get("Origin")
+    return origin if origin is not None and origin.rstrip("/") in config.allowed_origins else None
+
+
+async def _cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Without this header a browser hides the answer from the page of a listed origin."""
+    origin = _listed_origin(request, request.app[STATE].config)
+    if origin is not None:
+        response.headers["Access-Control-Allow-Origin"] = origin
+        response.headers["Vary"] = "Origin"
+
+
 def _auth_problem(request: web.Request, config: ServerConfig) -> tuple[int, str] | None:
     origin = request.headers.get("Origin")
     if origin is not None:
         own = f"{request.scheme}://{request.host}"
-        if origin.rstrip("/") != own and origin.rstrip("/") not in config.allowed_origins:
+        if origin.rstrip("/") != own and _listed_origin(request, config) is None:
             return 403, f"unauthorized: requests from origin {origin} are refused; list it in DRSG_ALLOWED_ORIGINS"
     if config.token is None:
         host = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
@@ -157,6 +181,8 @@ async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable
     if request.path in PUBLIC_PATHS:
         return await handler(request)
     state = request.app[STATE]
+    if request.method == "OPTIONS" and _listed_origin(request, state.config) is not None:
+        return web.Response(status=204, headers=CORS_PREFLIGHT)
     problem = _auth_problem(request, state.config)
     if problem is not None:
         status, message = problem
@@ -231,6 +257,7 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
         await asyncio.get_running_loop().run_in_executor(None, state.close)
 
     app.on_startup.append(start)
+    app.on_response_prepare.append(_cors_headers)
     app.on_shutdown.append(stopping)
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
@@ -278,6 +305,11 @@ async def serve(db: Database, config: ServerConfig, announce: Callable[[str], No
     loop.add_signal_handler(signal.SIGTERM, lambda: log.info("already stopping", in_flight=state.in_flight))
     log.info("stopping", in_flight=state.in_flight)
     await runner.cleanup()
+    if state.reading:
+        # Reads the calls cut off left running (a stuck embedder, a long scan): the interpreter would
+        # wait for their threads at exit, past shutdown_timeout_secs. Every commit is on disk already.
+        log.warning("stopped", abandoned_reads=state.reading)
+        os._exit(0)
     log.info("stopped")
 
 

@@ -39,6 +39,8 @@ class ServerState:
         self.indexes = IndexSet(db, ef_search=config.ef_search)
         self.searcher = Searcher(db, self.indexes, max_queries=config.max_queries)
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="drsg-read")
+        self.reading = 0  # reads running in the pool, those a timeout gave up on included
+        self._reading_lock = threading.Lock()
         self.stopping = False
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
         self.started_at = time.time()
@@ -52,14 +54,15 @@ class ServerState:
         self.indexes.start()
 
     def close(self) -> None:
-        """Stop indexing, save the sidecars, let the read threads finish. The database stays open."""
+        """Stop indexing, save the sidecars, stop the read pool. The database stays open. Reads still
+        running belong to calls already answered or cut off (see :attr:`reading`): not waited for."""
         self.indexes.stop()
         try:
             saved = self.indexes.save()
             log.info("index sidecars saved", indexes=saved)
         except OSError as exc:
             log.warning("could not save index sidecars; the next start catches up from the log", reason=str(exc))
-        self.reads.shutdown(wait=True)
+        self.reads.shutdown(wait=False, cancel_futures=True)
 
     # ------------------------------------------------------------------ reading and writing
 
@@ -67,7 +70,7 @@ class ServerState:
         """Run ``fn`` in the read pool, answering -32000 once it passes ``query_timeout_secs``
         (unless not ``limited``: building an index must finish, however long it takes)."""
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.reads, fn, *args)
+        future = loop.run_in_executor(self.reads, self._counted, fn, *args)
         timeout = self.config.query_timeout
         if timeout is None or not limited:
             return await future
@@ -89,6 +92,15 @@ class ServerState:
             ) from None
         finally:
             timer.cancel()
+
+    def _counted(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._reading_lock:
+            self.reading += 1
+        try:
+            return fn(*args)
+        finally:
+            with self._reading_lock:
+                self.reading -= 1
 
     def read_inline(self, fn: Callable[[], T]) -> T:
         """Run a tiny read (a few key seeks) on the event loop itself: cheaper than a thread hop."""

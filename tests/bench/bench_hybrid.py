@@ -43,7 +43,6 @@ from drsg.pipeline.vectorize import vectorize
 from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
-from drsg.surfaces.cli.evaluate import hybrid_eval
 from drsg.surfaces.cli.main import cli
 from drsg.workers.analysis import analyze
 from drsg.workers.evaluation import Query, Row, evaluate_hybrid, parse_qrels
@@ -123,8 +122,6 @@ def quality(size: int, n_queries: int, embedder: Any) -> list[str]:
     db.close()
 
     # 1. the command itself, default weights, graph 1 hop
-    if "hybrid-eval" not in cli.commands:
-        cli.add_command(hybrid_eval)
     argv = ["--db", str(out / "graph.drsg"), "hybrid-eval", str(qrels_path), "--queries", str(queries_path)]
     argv += ["-p", PLANE, "--label", LABEL, "--vector", "embedding", "--keyword", "gloss", "--graph-hops", "1"]
     start = time.perf_counter()

@@ -222,51 +222,62 @@ def test_failed_write_to_a_new_database_leaves_no_file(drsg, tmp_path: Path) -> 
     assert not fresh.exists() and not Path(f"{fresh}-lock").exists()
 
 
-def test_read_only_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Reads work where the user may not write; writes fail with one line and change nothing.
+def _run_unable_to_write(folder: Path, db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`drsg --db DB ARGS…` in a real process that cannot write in ``folder``. Root (as in CI) writes
+    through file modes, so for root the folder is a read-only bind mount in a private mount
+    namespace (a real read-only file system); other users get the modes the caller set."""
+    command = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db), *args]
+    if os.geteuid() == 0:
+        where = shlex.quote(str(folder))
+        script = f"mount --bind {where} {where} && mount -o remount,bind,ro {where} && exec {shlex.join(command)}"
+        command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
 
-    As root (CI) file modes do not stop writes, so the folder is made a read-only bind mount in a
-    private mount namespace instead; otherwise the file is made read-only."""
-    _seed(drsg)
-    folder = tmp_path
-    db = folder / "graph.drsg"
-    exe = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db)]
 
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [*exe, *args]
-        if os.geteuid() == 0:
-            script = (
-                f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
-                f"mount -o remount,bind,ro {shlex.quote(str(folder))} && exec {shlex.join(command)}"
-            )
-            command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script]
-        return subprocess.run(command, capture_output=True, text=True)
-
-    if os.geteuid() != 0:
-        db.chmod(0o444)
-    before = db.read_bytes()
-    read = run("get", "@ada", "-p", "social", "--json")
-    assert read.returncode == 0, read.stderr
-    assert json.loads(read.stdout)["external_key"] == "ada"
-    write = run("node", "put", "y", "-p", "social")
+def _assert_one_line_write_refusal(write: subprocess.CompletedProcess[str]) -> None:
     assert write.returncode == 1, write.stderr
     assert ("read-only file system" in write.stderr) or ("permission denied" in write.stderr), write.stderr
     assert len(write.stderr.strip().splitlines()) == 1
+
+
+def test_read_only_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Reads work where the user may not write; writes fail with one line and change nothing."""
+    _seed(drsg)
+    db = tmp_path / "graph.drsg"
+    if os.geteuid() != 0:
+        db.chmod(0o444)
+    before = db.read_bytes()
+    read = _run_unable_to_write(tmp_path, db, "get", "@ada", "-p", "social", "--json")
+    assert read.returncode == 0, read.stderr
+    assert json.loads(read.stdout)["external_key"] == "ada"
+    _assert_one_line_write_refusal(_run_unable_to_write(tmp_path, db, "node", "put", "y", "-p", "social"))
     assert db.read_bytes() == before
 
 
 def test_read_only_database_folder_as_root_too(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A read-only mount is read-only for root as well: writes fail with one line, reads work."""
+    """A database copied into a read-only folder (a mounted backup: no lock file beside it) is
+    read-only for root as well: reads work, a write fails with one line, and nothing in the folder
+    changes or appears — no lock file either. A file there that is not LMDB is named as such."""
     _seed(drsg)
-    snapshot_dir = tmp_path / "ro"
-    snapshot_dir.mkdir()
-    ro = snapshot_dir / "graph.drsg"
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    ro = folder / "graph.drsg"
     ro.write_bytes((tmp_path / "graph.drsg").read_bytes())
-    not_a_db = snapshot_dir / "notes.drsg"
+    not_a_db = folder / "notes.drsg"
     not_a_db.write_text("hello, I am not LMDB\n" * 100)
-    ran = drsg("stats", db=not_a_db)
-    assert ran.code == 1 and "not a drsg database" in ran.err
-    assert drsg("get", "@ada", "-p", "social", db=ro).code == 0
+    before = {path.name: path.read_bytes() for path in folder.iterdir()}
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+    try:
+        read = _run_unable_to_write(folder, ro, "get", "@ada", "-p", "social", "--json")
+        assert read.returncode == 0, read.stderr
+        assert json.loads(read.stdout)["properties"] == {"born": 1815}
+        _assert_one_line_write_refusal(_run_unable_to_write(folder, ro, "node", "put", "y", "-p", "social"))
+        garbage = _run_unable_to_write(folder, not_a_db, "stats")
+        assert garbage.returncode == 1 and "not a drsg database" in garbage.stderr, garbage.stderr
+    finally:
+        folder.chmod(0o755)
+    assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
 def test_full_map_is_a_clean_error(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

@@ -28,6 +28,7 @@ from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from drsg.workers.vector import _EfShare
 from tests.glove import rows
+from tests.support.waiting import wait_until
 
 N = 3000
 PLANE = "words"
@@ -85,7 +86,8 @@ def test_readers_share_and_the_indexer_waits_for_them(db: Database) -> None:
 
     head = db.write(lambda tx: tx.create_node(tx.plane(PLANE), "late", ["Word"], {"text": "late arrival"})).seq
     _, caught_up = started(indexes.catch_up)
-    time.sleep(0.3)
+    wait_until(lambda: indexes._gate._exclusive, "the catch-up to wait for the queries")
+    time.sleep(0.3)  # a window for what must not happen (load can only hide it, never fake it)
     assert not caught_up.is_set(), "a commit was applied under a running query"
     c, _ = started(lambda: query(c_in))  # arrives while the catch-up waits: queues behind it
     time.sleep(0.3)
@@ -186,7 +188,8 @@ def test_ef_share_runs_one_ef_at_a_time_and_a_waiting_ef_is_not_starved() -> Non
     a, _ = started(lambda: search(64, a_release, a_in))
     assert a_in.wait(20)
     b, b_done = started(lambda: search(200))  # another ef: must wait for A
-    time.sleep(0.2)
+    wait_until(lambda: share.claim == 200, "B to claim the next ef switch")
+    time.sleep(0.2)  # a window for what must not happen (load can only hide it, never fake it)
     assert not b_done.is_set()
     c, c_done = started(lambda: search(64))  # A's ef, but behind B's claim
     time.sleep(0.2)

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -34,6 +35,7 @@ from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.transaction import WriteTx
+from drsg.surfaces.cli.main import cli
 
 PLANE = "feed"
 ROOT = Path(__file__).resolve().parents[2]
@@ -386,11 +388,15 @@ def test_resolved_watermarks_appear_when_quiet_and_never_run_ahead(db: Database)
     async def watch() -> None:
         writer = asyncio.create_task(asyncio.to_thread(trickle))
         subscription = Subscription(db, PLANE, 1, labels="Person", resolved_every=0.05)
-        deadline = time.monotonic() + 1.2
+        deadline = time.monotonic() + 120  # only a hang gets there
+        quiet_marks = 0  # watermarks after the last write
         async for message in subscription:
             events.append({**message, "at": time.monotonic()})
-            if time.monotonic() > deadline:
+            if writer.done() and "resolved" in message:
+                quiet_marks += 1
+            if quiet_marks >= 6:
                 break
+            assert time.monotonic() < deadline, f"{quiet_marks} watermarks in 120 s after the writes"
         await writer
 
     asyncio.run(watch())
@@ -408,8 +414,8 @@ def test_resolved_watermarks_appear_when_quiet_and_never_run_ahead(db: Database)
     assert [m["resolved"] for m in marks] == sorted(m["resolved"] for m in marks)
     assert marks[-1]["resolved"] == db.head()
     assert len(marks) >= 5
-    gaps = [b["at"] - a["at"] for a, b in itertools.pairwise(marks[-5:])]
-    assert all(0.02 < g < 0.5 for g in gaps), gaps  # periodic while idle
+    gaps = [b["at"] - a["at"] for a, b in itertools.pairwise(marks[-5:])]  # all after the writes
+    assert min(gaps) > 0.02 and statistics.median(gaps) < 0.5, gaps  # periodic while idle (one stall allowed)
 
     # Catching up through commits none of which match: watermarks show the progress.
     progress = []
@@ -506,15 +512,6 @@ def test_start_points_and_errors(db: Database) -> None:
 # ---------------------------------------------------------------------- the CLI
 
 
-def _cli() -> Any:
-    from drsg.surfaces.cli.feed import feed
-    from drsg.surfaces.cli.main import cli
-
-    if "feed" not in cli.commands:
-        cli.add_command(feed)
-    return cli
-
-
 def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     path = tmp_path / "cli.drsg"
     with drsg.open(path) as db:
@@ -526,7 +523,7 @@ def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     runner = CliRunner()
 
     def run(*args: str) -> Any:
-        return runner.invoke(_cli(), ["--db", str(path), "feed", "--plane", PLANE, *args], catch_exceptions=False)
+        return runner.invoke(cli, ["--db", str(path), "feed", "--plane", PLANE, *args], catch_exceptions=False)
 
     result = run("--from", "1", "--json", "--no-follow")
     assert result.exit_code == 0, result.output
@@ -543,27 +540,19 @@ def test_cli_feed_prints_one_json_object_per_commit(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.stdout.count("\n") == 1
     assert "\tfeed\tdeleted node #2 @b [Person]" in result.stdout and result.stdout.startswith(f"seq {head}\t")
 
-    result = runner.invoke(_cli(), ["--db", str(path), "feed", "--plane", "nope"])
+    result = runner.invoke(cli, ["--db", str(path), "feed", "--plane", "nope"])
     assert result.exit_code == 1 and "no plane named 'nope'" in result.stderr
-    result = runner.invoke(_cli(), ["--db", str(path), "feed", "--from", str(head + 5)])
+    result = runner.invoke(cli, ["--db", str(path), "feed", "--from", str(head + 5)])
     assert result.exit_code == 2 and "log ends at seq" in result.stderr
-
-
-FEED_PROCESS = r"""
-import sys
-from drsg.surfaces.cli.feed import feed
-from drsg.surfaces.cli.main import cli
-cli.add_command(feed)
-cli(["--db", sys.argv[1], "feed", "--plane", "feed", "--json"], prog_name="drsg")
-"""
 
 
 def test_cli_feed_follows_another_process_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     path = tmp_path / "follow.drsg"
     with drsg.open(path) as db:
         db.write(lambda tx: tx.create_plane(PLANE))
+    feed = ["--db", str(path), "feed", "--plane", PLANE, "--json"]  # the real `drsg` command, as installed
     proc = subprocess.Popen(  # faulthandler: a hang is answered with every thread's stack (see below)
-        [sys.executable, "-X", "faulthandler", "-c", FEED_PROCESS, str(path)],
+        [sys.executable, "-X", "faulthandler", "-m", "drsg.surfaces.cli", *feed],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=ROOT,

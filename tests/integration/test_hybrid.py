@@ -22,16 +22,10 @@ from drsg.kernel.values import Vector
 from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, parse_hybrid, parse_query
 from drsg.plan.query import Plan
 from drsg.store.database import Database
-from drsg.surfaces.cli.hybrid import COMMANDS
-from drsg.surfaces.cli.main import cli
 from drsg.workers.hybrid import HybridHit, expand, hybrid
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from tests.glove import rows
-
-for _command in COMMANDS:  # until the lead registers `hybrid` in drsg.surfaces.cli.main
-    if _command.name not in cli.commands:
-        cli.add_command(_command)
 
 SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
 PARAGRAPHS = [p.strip() for p in SEED.read_text().split("\n\n") if len(p.strip()) > 40][:30]

@@ -117,11 +117,6 @@ def test_configs_cover_each_channel_and_the_fusion() -> None:
 
 @pytest.fixture
 def evaluated(drsg: Callable[..., object], tmp_path: Path, db_path: Path) -> tuple[Callable[..., object], Path, Path]:
-    from drsg.surfaces.cli.evaluate import hybrid_eval
-    from drsg.surfaces.cli.main import cli
-
-    if "hybrid-eval" not in cli.commands:  # until surfaces/cli/main.py registers it
-        cli.add_command(hybrid_eval)
     instruments.build(db_path)
     queries = tmp_path / "queries.jsonl"
     queries.write_text(
