@@ -296,7 +296,7 @@ def _source(source: Any) -> Any:
     if source == "ScanAll":
         return source
     if not isinstance(source, dict) or len(source) != 1 or next(iter(source)) not in SOURCES[1:]:
-        raise UsageError(f"unknown plan source {source!r:.80}; use one of {', '.join(SOURCES)}")
+        raise UsageError(f"plan source {source!r:.80} is not supported; use one of {', '.join(SOURCES)}")
     ((kind, body),) = source.items()
     if kind == "ScanLabel":
         _text(body, "ScanLabel's label")

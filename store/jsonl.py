@@ -28,6 +28,7 @@ from drsg.store.transaction import WriteTx
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
 _MAX_REPORTED = 5
+_EDGE_COLLISION = "edge "  # how a colliding edge line is named among the colliding keys
 
 
 @dataclass
@@ -159,8 +160,10 @@ class _Importer:
         if self.collisions:
             shown = ", ".join(self.collisions[:_MAX_REPORTED])
             more = f" and {len(self.collisions) - _MAX_REPORTED} more" if len(self.collisions) > _MAX_REPORTED else ""
+            edges = sum(1 for c in self.collisions if c.startswith(_EDGE_COLLISION))
+            what = " or ".join(w for n, w in ((len(self.collisions) - edges, "key(s)"), (edges, "edge(s)")) if n)
             raise Conflict(
-                f"{len(self.collisions)} key(s) or edge(s) already exist in plane {self.plane.name!r}: {shown}{more}; "
+                f"{len(self.collisions)} {what} already exist in plane {self.plane.name!r}: {shown}{more}; "
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
             )
         if self.progress is not None:
@@ -235,7 +238,9 @@ class _Importer:
             self.tx.create_edge(self.plane, src, dst, edge_type, props)
             self.report.edges_created += 1
         elif self.on_conflict == "error":
-            self.collisions.append(f"edge {obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}")
+            self.collisions.append(
+                f"{_EDGE_COLLISION}{obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}"
+            )
         elif self.on_conflict == "skip":
             self.report.edges_skipped += 1
         else:

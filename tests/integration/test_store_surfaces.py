@@ -57,6 +57,8 @@ def test_import_on_conflict_error_skip_and_update(drsg: Callable[..., Any], tmp_
             "nodes_updated": 1,
             "nodes_skipped": 0,
             "edges_created": 0,
+            "edges_updated": 0,  # an edge line matching an old edge is a conflict too (test_import_conflicts)
+            "edges_skipped": 0,
             "commits": 1,
             "first_seq": 5,
             "last_seq": 5,
