@@ -79,6 +79,7 @@ class Database:
             opened.close()
             raise ConfigError(f"{path}: a database keeps its graph in an LMDB file; open it by its path")
         self.log = opened
+        self._on_close: list[Callable[[], None]] = []
         self.path = opened.path
         self.env = opened.env
         self.writer = opened.writer
@@ -119,7 +120,15 @@ class Database:
             raw = txn.get(META_UUID, db=self.env.dbs["meta"])
         return "" if raw is None else bytes(raw).decode()
 
+    def on_close(self, stop: Callable[[], None]) -> None:
+        """Run ``stop`` when the database closes, before the file does. A consumer that reads in a
+        thread of its own (the index workers under `serve`) registers its stop here: py-lmdb frees a
+        transaction of a closed environment twice, so such a thread must end before the close."""
+        self._on_close.append(stop)
+
     def close(self) -> None:
+        while self._on_close:
+            self._on_close.pop()()
         self.log.close()
 
     def __enter__(self) -> Database:

@@ -150,6 +150,7 @@ class IndexSet:
         if self._thread is not None:
             return
         self._stop.clear()
+        self.db.on_close(self.stop)  # a database closed under this thread would crash the process
 
         def run() -> None:
             next_save = time.monotonic() + save_every

@@ -277,15 +277,18 @@ def _ssl_context(config: ServerConfig) -> ssl.SSLContext | None:
 
 async def serve(db: Database, config: ServerConfig, announce: Callable[[str], None]) -> None:
     """Serve until SIGTERM/SIGINT, then stop gracefully. ``announce`` gets the startup line."""
+    ssl_context = _ssl_context(config)  # before anything starts: a bad TLS file leaves nothing running
     state = ServerState(db, config)
     app = create_app(state)
     runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=config.shutdown_timeout)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, ssl_context=_ssl_context(config), reuse_address=True)
+    site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl_context, reuse_address=True)
     try:
         await site.start()
-    except OSError as exc:
+    except BaseException as exc:  # the index workers started with the app: stop them before the database closes
         await runner.cleanup()
+        if not isinstance(exc, OSError):
+            raise
         reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
         raise ServeError(f"cannot listen on {config.host}:{config.port}: {reason}") from None
     port = next((int(addr[1]) for addr in runner.addresses if isinstance(addr, tuple)), config.port)
