@@ -13,7 +13,9 @@ its newest header says it uses.
 
 from __future__ import annotations
 
+import os
 import struct
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,11 +42,22 @@ class Meta:
 
 
 def check_file(path: Path) -> None:
-    """Refuse a file LMDB could crash on; a missing file is not this function's business."""
+    """Refuse a file LMDB could crash on; a missing file is not this function's business. A file
+    that fails is read once more: another process's commit can rewrite a meta page under our read."""
     try:
-        size = path.stat().st_size
+        _check(path)
+    except DamagedDatabase:
+        time.sleep(0.05)
+        _check(path)
+
+
+def _check(path: Path) -> None:
+    try:
         with path.open("rb") as f:
             head = f.read(2 * 65536 + _PAGE_HEADER + _META_SIZE)
+            # The size after the header: another process may commit meanwhile, and LMDB writes a
+            # commit's pages before the meta page naming them, so a size read later covers them.
+            size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
         return
     except OSError as exc:
