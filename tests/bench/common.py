@@ -83,6 +83,13 @@ def words(limit: int = 50_000) -> list[str]:
     return list(out)
 
 
+def command() -> str:
+    """How to rerun this benchmark, as a module from the repository root (no path of this machine)."""
+    script = Path(sys.argv[0])
+    module = f"tests.bench.{script.stem}" if script.suffix == ".py" else script.name
+    return " ".join(["python", "-m", module, *sys.argv[1:]])
+
+
 def machine() -> str:
     cpu = "unknown CPU"
     try:
@@ -118,7 +125,7 @@ def record(title: str, rows: list[tuple[str, str, str, str]], notes: list[str] |
     lines = [
         f"## {title} — {when}",
         "",
-        f"Machine: {machine()}. Command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+        f"Machine: {machine()}. Command: `{command()}`",
         "",
         "| measure | drsg | raw py-lmdb | drsg / raw |",
         "|---|---|---|---|",
