@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
-from drsg.kernel.metrics import METRICS
+from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props
 from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
@@ -329,9 +329,7 @@ class WriteTx:
         if kind == "keyword":
             wanted["language"] = canonical_language(str(wanted.get("language", "english")))
         elif kind == "vector":
-            wanted["metric"] = str(wanted.get("metric", "cosine")).lower()
-            if wanted["metric"] not in METRICS:
-                raise BadValue(f"unknown metric {wanted['metric']!r}; use one of {', '.join(METRICS)}")
+            wanted["metric"] = check_metric(str(wanted.get("metric", "cosine")))
         else:
             raise BadValue(f"unknown index kind {kind!r}; use vector or keyword")
         if existing is not None:
