@@ -28,7 +28,6 @@ from drsg.store.transaction import WriteTx
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
 _MAX_REPORTED = 5
-_EDGE_COLLISION = "edge "  # how a colliding edge line is named among the colliding keys
 
 
 @dataclass
@@ -48,22 +47,13 @@ class ImportReport:
         return 0 if self.first_seq is None or self.last_seq is None else self.last_seq - self.first_seq + 1
 
     def summary(self) -> str:
-        nodes = self.nodes_created + self.nodes_updated
-        parts = [f"{self.nodes_created} created"]
-        if self.nodes_updated:
-            parts.append(f"{self.nodes_updated} updated")
-        if self.nodes_skipped:
-            parts.append(f"{self.nodes_skipped} skipped")
-        seqs = f" (seq {self.first_seq}..{self.last_seq})" if self.commits else ""
+        nodes = f"{self.nodes_created + self.nodes_updated} node(s) "
+        nodes += f"({_breakdown(self.nodes_created, self.nodes_updated, self.nodes_skipped)})"
         edges = f"{self.edges_created + self.edges_updated} edge(s)"
-        if self.edges_updated or self.edges_skipped:
-            edge_parts = [
-                f"{self.edges_created} created",
-                f"{self.edges_updated} updated",
-                f"{self.edges_skipped} skipped",
-            ]
-            edges += f" ({', '.join(p for p in edge_parts if not p.startswith('0 ') or p.endswith('created'))})"
-        return f"imported {nodes} node(s) ({', '.join(parts)}), {edges} in {self.commits} commit(s){seqs}"
+        if self.edges_updated or self.edges_skipped:  # edges only ever created: upstream's line as it was
+            edges += f" ({_breakdown(self.edges_created, self.edges_updated, self.edges_skipped)})"
+        seqs = f" (seq {self.first_seq}..{self.last_seq})" if self.commits else ""
+        return f"imported {nodes}, {edges} in {self.commits} commit(s){seqs}"
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -78,6 +68,12 @@ class ImportReport:
             "first_seq": self.first_seq,
             "last_seq": self.last_seq,
         }
+
+
+def _breakdown(created: int, updated: int, skipped: int) -> str:
+    """``3 created, 1 updated, 2 skipped``: the created count always, the others when there are any."""
+    counts = [f"{created} created"] + [f"{n} {what}" for n, what in ((updated, "updated"), (skipped, "skipped")) if n]
+    return ", ".join(counts)
 
 
 def import_jsonl(
@@ -135,7 +131,8 @@ class _Importer:
         # with an edge that was there before (parallel edges within one file are a multigraph's right).
         self.new_nodes_from, self.new_edges_from = tx.ids.node, tx.ids.edge
         self.matched: dict[tuple[int, str, int], int] = {}  # parallel old edges matched so far
-        self.collisions: list[str] = []
+        self.collisions: list[str] = []  # colliding keys and edges, as the refusal names them
+        self.edge_collisions = 0  # how many of them are edges
         self.bad_lines: list[str] = []
 
     def run(self, source: Path) -> ImportReport:
@@ -160,8 +157,8 @@ class _Importer:
         if self.collisions:
             shown = ", ".join(self.collisions[:_MAX_REPORTED])
             more = f" and {len(self.collisions) - _MAX_REPORTED} more" if len(self.collisions) > _MAX_REPORTED else ""
-            edges = sum(1 for c in self.collisions if c.startswith(_EDGE_COLLISION))
-            what = " or ".join(w for n, w in ((len(self.collisions) - edges, "key(s)"), (edges, "edge(s)")) if n)
+            keys, edges = len(self.collisions) - self.edge_collisions, self.edge_collisions
+            what = " or ".join(word for n, word in ((keys, "key(s)"), (edges, "edge(s)")) if n)
             raise Conflict(
                 f"{len(self.collisions)} {what} already exist in plane {self.plane.name!r}: {shown}{more}; "
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
@@ -238,9 +235,8 @@ class _Importer:
             self.tx.create_edge(self.plane, src, dst, edge_type, props)
             self.report.edges_created += 1
         elif self.on_conflict == "error":
-            self.collisions.append(
-                f"{_EDGE_COLLISION}{obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}"
-            )
+            self.collisions.append(f"edge {obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}")
+            self.edge_collisions += 1
         elif self.on_conflict == "skip":
             self.report.edges_skipped += 1
         else:
