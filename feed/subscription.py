@@ -56,9 +56,10 @@ RESOLVED_EVERY_RANGE = (0.05, 3600.0)
 
 def check_resolved_every(seconds: object) -> None:
     """BadValue unless ``seconds`` is None (no watermarks) or a number in :data:`RESOLVED_EVERY_RANGE`."""
+    if seconds is None:
+        return
     low, high = RESOLVED_EVERY_RANGE
-    number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
-    if seconds is not None and not (number and low <= seconds <= high):  # type: ignore[operator]
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not low <= seconds <= high:
         raise BadValue(
             f"resolved_every is a number of seconds from {low} to {high:g}, or null for none; not {seconds!r:.30}"
         )

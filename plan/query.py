@@ -288,7 +288,7 @@ def plan_from_json(obj: Any, as_of: AsOf | None = None) -> Plan:
         if not (isinstance(step, dict) and len(step) == 1 and next(iter(step)) in ("Limit", "Skip")):
             raise UsageError(f'plan step {step!r:.60} is not supported; use {{"Limit": n}} or {{"Skip": n}}')
         ((name, count),) = step.items()
-        _count(count, f"{name}")
+        _count(count, name)
     return Plan(_source(obj["source"]), steps, as_of)
 
 
