@@ -14,13 +14,11 @@ from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.plan.hybrid import HybridSpec
-from drsg.plan.query import Plan
+from drsg.plan.query import SOURCES, Plan
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import pairs
 from drsg.workers.hybrid import hybrid_on_snapshot
 from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate
-
-SOURCES = "ScanAll, ScanLabel, SeekIds, SeekKeys, VectorTopK, KeywordTopK, Hybrid"
 
 
 def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
@@ -55,7 +53,7 @@ def run_source(
         return hydrate(snap, plane, pairs(searcher.keyword_pool(snap, plane, label, prop, text, k, current)))
     if kind == "Hybrid":
         return list(hybrid_on_snapshot(searcher, snap, plane, HybridSpec.from_plan_json(body), current, embed))
-    raise UsageError(f"plan source {kind} is not supported yet; use one of {SOURCES}")
+    raise UsageError(f"plan source {kind} is not supported yet; use one of {', '.join(SOURCES)}")
 
 
 def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
