@@ -23,6 +23,8 @@ import msgpack
 
 from drsg.kernel.errors import BadValue
 
+#: the largest node or edge id: ids are unsigned 64-bit (the store's keys hold them so)
+MAX_ID = (1 << 64) - 1
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
 _EXT_VECTOR = 1

@@ -18,6 +18,7 @@ from typing import Any
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
+from drsg.kernel.values import MAX_ID
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -301,7 +302,7 @@ def _source(source: Any) -> Any:
     if kind == "ScanLabel":
         _text(body, "ScanLabel's label")
     elif kind == "SeekIds":
-        if not isinstance(body, list) or not all(_is_int(i) and 0 <= i < 1 << 64 for i in body):
+        if not isinstance(body, list) or not all(_is_int(i) and 0 <= i <= MAX_ID for i in body):
             raise UsageError("SeekIds takes a list of node ids (whole numbers from 0), e.g. [1, 2]")
     elif kind == "SeekKeys":
         if not isinstance(body, list) or not all(isinstance(key, str) for key in body):

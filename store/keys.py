@@ -13,7 +13,6 @@ import struct
 
 U32 = struct.Struct(">I")
 U64 = struct.Struct(">Q")
-MAX_ID = (1 << 64) - 1  # ids are unsigned 64-bit in every key
 _MAX64 = 2**64 - 1
 SEQ_WIDTH = 8
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from drsg.kernel.errors import DamagedDatabase, NotFound
-from drsg.kernel.values import unpack
+from drsg.kernel.values import MAX_ID, unpack
 from drsg.store import keys
 from drsg.store.environment import Cursor, Dbs, Txn
 from drsg.store.log import LogReader
@@ -118,7 +118,7 @@ class Snapshot:
     # ------------------------------------------------------------------ nodes
 
     def node(self, plane: int, node_id: int) -> Node | None:
-        if not 0 <= node_id <= keys.MAX_ID:
+        if not 0 <= node_id <= MAX_ID:
             return None  # an id no record can have (a caller's -1 or 10^23): not found, not a crash
         value = self.version("nodes", keys.node_group(plane, node_id))
         return None if value is None else Node(plane, node_id, *unpack(value))
@@ -165,7 +165,7 @@ class Snapshot:
     # ------------------------------------------------------------------ edges
 
     def edge(self, plane: int, edge_id: int) -> Edge | None:
-        if not 0 <= edge_id <= keys.MAX_ID:
+        if not 0 <= edge_id <= MAX_ID:
             return None
         value = self.version("edges", keys.edge_group(plane, edge_id))
         return None if value is None else Edge(plane, edge_id, *unpack(value))

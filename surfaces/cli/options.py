@@ -10,7 +10,7 @@ import click
 
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, DrsgError
-from drsg.kernel.values import from_json
+from drsg.kernel.values import MAX_ID, from_json
 from drsg.store.transaction import DEFAULT_PLANE
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -99,7 +99,7 @@ def node_ref(text: str) -> int | str:
 def record_id(text: str | int, what: str) -> int:
     """A node or edge id as typed: a whole number that fits the store's 64-bit ids."""
     number = int(text)
-    if not 0 <= number < 1 << 64:
+    if not 0 <= number <= MAX_ID:
         hint = f"; for a key, write @{text}" if what == "node" else ""
         raise BadValue(f"{what} id {text} is out of range (ids are 0 to 2^64-1){hint}")
     return number
