@@ -27,21 +27,90 @@ from drsg.store.mutations import (
     PlaneRename,
     PlaneSetProps,
 )
+from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 
+_NEVER = 1 << 65  # past every id: no id counts as fresh
 _PRESENT = b"\x01"
 _TOMBSTONE = b""
 
 
-class Projector:
-    """Writes mutations of commit ``seq`` through ``txn``."""
+class Tallies:
+    """Changes to the unversioned tallies (live nodes per label, edges per type, a plane's node and
+    edge counts), summed in memory and written by :meth:`flush`: the writer flushes once per commit
+    (one read and one write per tally touched, not per mutation), a staged write once when it
+    finishes, so that its commits show in no tally before they show in the graph."""
 
-    def __init__(self, txn: Txn, dbs: Dbs, seq: int, view: Snapshot | None = None) -> None:
+    def __init__(self) -> None:
+        self.deltas: dict[bytes, int] = {}  # tally key -> change
+        self.counts: dict[int, list[int]] = {}  # plane -> [node change, edge change]
+
+    def add(self, key: bytes, delta: int) -> None:
+        self.deltas[key] = self.deltas.get(key, 0) + delta
+
+    def count(self, plane: int, nodes: int = 0, edges: int = 0) -> None:
+        change = self.counts.get(plane)
+        if change is None:
+            change = self.counts[plane] = [0, 0]
+        change[0] += nodes
+        change[1] += edges
+
+    def forget_plane(self, plane: int) -> None:
+        """A dropped plane's tallies are deleted outright: pending changes to them must not return."""
+        prefix = keys.plane_group(plane)
+        self.deltas = {k: d for k, d in self.deltas.items() if not k.startswith(prefix)}
+        self.counts.pop(plane, None)
+
+    def copy(self) -> Tallies:
+        twin = Tallies()
+        twin.deltas = dict(self.deltas)
+        twin.counts = {plane: list(change) for plane, change in self.counts.items()}
+        return twin
+
+    def flush(self, txn: Txn, dbs: Dbs) -> None:
+        db = dbs["tally"]
+        for key, delta in self.deltas.items():
+            raw = txn.get(key, db=db)
+            count = (0 if raw is None else keys.read_u64(raw)) + delta
+            if count > 0:
+                txn.put(key, keys.u64(count), db=db)
+            elif raw is not None:
+                txn.delete(key, db=db)
+        for plane, (nodes, edges) in self.counts.items():
+            key = keys.counts_key(plane)  # beside the plane's label tallies: the same page
+            raw = txn.get(key, db=db)
+            n, e = (0, 0) if raw is None else unpack(raw)
+            txn.put(key, pack([n + nodes, e + edges]), db=db)
+        self.deltas.clear()
+        self.counts.clear()
+
+
+class Projector:
+    """Writes mutations of commit ``seq`` through ``txn``.
+
+    ``fresh``: the node and edge id counters when the commit began. Every id ever written is below
+    them, so a record with an id at or past them that this commit has not written yet has no
+    earlier version, and its write skips reading one. Without it (a replay) every write reads.
+    """
+
+    def __init__(
+        self,
+        txn: Txn,
+        dbs: Dbs,
+        seq: int,
+        view: Snapshot | None = None,
+        tallies: Tallies | None = None,
+        fresh: tuple[int, int] | None = None,
+    ) -> None:
         self.txn = txn
         self.dbs = dbs
         self.seq = seq
         self.view = view or Snapshot(txn, dbs, seq)  # reads see this commit's own writes
+        self.tallies = Tallies() if tallies is None else tallies
         self._inv = keys.inv(seq)
+        self._fresh_node, self._fresh_edge = fresh or (_NEVER, _NEVER)
+        self._made_nodes: set[int] = set()
+        self._made_edges: set[int] = set()
 
     def apply(self, mutation: Mutation) -> None:
         _HANDLERS[type(mutation)](self, mutation)
@@ -52,21 +121,22 @@ class Projector:
         self.txn.put(group + self._inv, value, db=self.dbs[db])
 
     def _count(self, plane: int, nodes: int = 0, edges: int = 0) -> None:
-        db = self.dbs["tally"]  # beside the plane's label tallies: the same page, one write less
-        key = keys.counts_key(plane)
-        raw = self.txn.get(key, db=db)
-        n, e = (0, 0) if raw is None else unpack(raw)
-        self.txn.put(key, pack([n + nodes, e + edges]), db=db)
+        self.tallies.count(plane, nodes, edges)
 
     def _tally(self, plane: int, kind: bytes, name: str, delta: int) -> None:
-        db = self.dbs["tally"]
-        key = keys.tally_key(plane, kind, name)
-        raw = self.txn.get(key, db=db)
-        count = (0 if raw is None else keys.read_u64(raw)) + delta
-        if count > 0:
-            self.txn.put(key, keys.u64(count), db=db)
-        elif raw is not None:
-            self.txn.delete(key, db=db)
+        self.tallies.add(keys.tally_key(plane, kind, name), delta)
+
+    def _node_before(self, plane: int, node_id: int) -> Node | None:
+        if node_id >= self._fresh_node and node_id not in self._made_nodes:
+            self._made_nodes.add(node_id)
+            return None
+        return self.view.node(plane, node_id)
+
+    def _edge_before(self, plane: int, edge_id: int) -> Edge | None:
+        if edge_id >= self._fresh_edge and edge_id not in self._made_edges:
+            self._made_edges.add(edge_id)
+            return None
+        return self.view.edge(plane, edge_id)
 
     # ------------------------------------------------------------------ planes
 
@@ -96,6 +166,7 @@ class Projector:
             return
         self._put("planes", keys.plane_group(m.plane), _TOMBSTONE)
         self._put("plane_names", keys.plane_name_group(old.name), _TOMBSTONE)
+        self.tallies.forget_plane(m.plane)
         cur = self.txn.cursor(db=self.dbs["tally"])
         prefix = keys.plane_group(m.plane)
         while cur.set_range(prefix) and cur.key().startswith(prefix):
@@ -105,7 +176,7 @@ class Projector:
 
     def _node_put(self, m: NodePut) -> None:
         plane, node_id = m.plane, m.id
-        prev = self.view.node(plane, node_id)
+        prev = self._node_before(plane, node_id)
         self._put("nodes", keys.node_group(plane, node_id), pack([m.key, m.labels, m.props]))
         prev_key = prev.key if prev else None
         if prev_key != m.key:
@@ -140,7 +211,7 @@ class Projector:
 
     def _edge_put(self, m: EdgePut) -> None:
         plane = m.plane
-        prev = self.view.edge(plane, m.id)
+        prev = self._edge_before(plane, m.id)
         self._put("edges", keys.edge_group(plane, m.id), pack([m.src, m.dst, m.type, m.props]))
         if prev is not None and (prev.src, prev.dst, prev.type) == (m.src, m.dst, m.type):
             return
@@ -183,6 +254,7 @@ def rebuild(txn: Txn, dbs: Dbs) -> int:
         projector = Projector(txn, dbs, commit.seq)
         for mutation in commit.mutations:
             projector.apply(mutation)
+        projector.tallies.flush(txn, dbs)
         head = commit.seq
     return head
 

@@ -30,7 +30,7 @@ from drsg.store.mutations import (
     PlaneRename,
     PlaneSetProps,
 )
-from drsg.store.projection import Projector
+from drsg.store.projection import Projector, Tallies
 from drsg.store.records import Edge, IndexDecl, Node, Plane
 from drsg.store.snapshot import Snapshot
 
@@ -80,10 +80,13 @@ class WriteTx:
         seq: int,
         ids: IdCounters,
         seal: Callable[[WriteTx], int],
+        tallies: Tallies | None = None,
     ) -> None:
         self.txn = txn
         self.dbs = dbs
         self.ids = ids
+        # Written by whoever seals (the writer: per commit; a staged write: when it finishes).
+        self.tallies = Tallies() if tallies is None else tallies
         self.mutations: list[Mutation] = []
         self._seal = seal  # callback(tx) that writes the commit record and returns the next seq
         self._live_planes: set[int] = set()  # planes checked alive in this transaction
@@ -92,7 +95,8 @@ class WriteTx:
     def _start(self, seq: int) -> None:
         self.seq = seq
         self.view = Snapshot(self.txn, self.dbs, seq)
-        self._projector = Projector(self.txn, self.dbs, seq, self.view)
+        fresh = (self.ids.node, self.ids.edge)  # ids from these on have never been written
+        self._projector = Projector(self.txn, self.dbs, seq, self.view, self.tallies, fresh)
         self.mutations = []
 
     def commit_point(self) -> int:

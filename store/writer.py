@@ -239,6 +239,7 @@ class Writer:
 
         def seal(tx: WriteTx) -> int:
             if tx.mutations:
+                tx.tallies.flush(child, self.env.dbs)
                 ts = max(int(self.clock() * 1000), state.ts)
                 child.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
                 state.head, state.ts = tx.seq, ts
