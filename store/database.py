@@ -18,18 +18,20 @@ import structlog
 
 from drsg.kernel import logs
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import ConfigError, DatabaseUnavailable
+from drsg.kernel.errors import ConfigError, DatabaseUnavailable, DrsgError
 from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
+from drsg.store.meta import META_FORMAT
 from drsg.store.projection import rebuild
 from drsg.store.reader import Reader
 from drsg.store.records import Plane
 from drsg.store.snapshot import Snapshot
+from drsg.store.staging import StagedWrite
 from drsg.store.transaction import DEFAULT_PLANE, IdCounters, WriteTx
-from drsg.store.writer import META_FORMAT, CommitResult
+from drsg.store.writer import CommitResult
 
 T = TypeVar("T")
 FORMAT_VERSION = 1
@@ -148,6 +150,27 @@ class Database:
         """As :meth:`write`, for asyncio callers: waits without holding a thread."""
         self.log.check_writable()
         return await self.writer.awrite(fn, origin)
+
+    @contextmanager
+    def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
+        """One large write as many transactions, all or nothing (store/staging.py): stage chunks
+        with ``chunk(fn)``, then ``finish()``. Leaving the block unfinished, or on an error, removes
+        everything staged. This process's other writers wait until the block ends; other processes'
+        writers wait until it finishes."""
+        self.log.check_writable()
+        with self.writer.exclusive():
+            stage = StagedWrite(self.env, dict(origin or {}), self.writer.clock, self.writer.on_commit)
+            try:
+                yield stage
+            except BaseException:
+                if not stage.finished:
+                    try:
+                        stage.abandon()
+                    except DrsgError as exc:  # e.g. the disk is still full: the next write removes it
+                        log.warning("a failed staged write stays until the next write", path=self.path, error=str(exc))
+                raise
+            if not stage.finished:
+                stage.abandon()
 
     # ------------------------------------------------------------------ reading
 

@@ -12,6 +12,8 @@ keyed nodes without ``id`` and edges by key, so export → import → export is 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
 from drsg.kernel.values import Json, check_name, props_from_json, props_to_json
 from drsg.store.database import Database
-from drsg.store.records import Plane
+from drsg.store.staging import StagedWrite
 from drsg.store.transaction import WriteTx
 
 ON_CONFLICT = ("error", "skip", "update")
@@ -86,7 +88,11 @@ def import_jsonl(
     progress: Callable[[int], None] | None = None,
     create_plane: bool = False,
 ) -> ImportReport:
-    """Import a JSONL file into a plane; all or nothing. ``progress`` gets bytes read so far."""
+    """Import a JSONL file into a plane; all or nothing. ``progress`` gets bytes read so far.
+
+    The file is staged ``commit_lines`` lines per commit, one LMDB transaction each (memory stays
+    flat whatever the file's size), and appears in the graph at once when the last line is in; an
+    error, or the process dying, leaves the database as it was (store/staging.py)."""
     if on_conflict not in ON_CONFLICT:
         raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     source = Path(path)
@@ -98,57 +104,77 @@ def import_jsonl(
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
         db.plane(plane_name)  # fail fast, before reading anything
-
-    def run(tx: WriteTx) -> ImportReport:
-        plane = tx.ensure_plane(plane_name) if create_plane else tx.plane(plane_name)
-        return _Importer(tx, plane, on_conflict, commit_lines, progress).run(source)
-
-    result = db.write(run, {"via": "import", "source": source.name})
-    report = result.value
-    if result.seqs:
-        report.first_seq, report.last_seq = result.seqs[0], result.seqs[-1]
+    with db.staged({"via": "import", "source": source.name}) as stage, source.open("rb") as fh:
+        importer = _Importer(stage, fh, plane_name, create_plane, on_conflict, commit_lines, progress)
+        report = importer.run(source)
+        seqs = stage.finish()
+    if seqs:
+        report.first_seq, report.last_seq = seqs[0], seqs[-1]
     return report
+
+
+@dataclass(frozen=True)
+class _Rewind:
+    """Where a chunk began, so that running it again (the map grew) starts from the same state."""
+
+    offset: int
+    line_no: int
+    report: ImportReport
+    collisions: int
+    edge_collisions: int
+    bad_lines: int
+    matched: dict[tuple[int, str, int], int]
 
 
 class _Importer:
     def __init__(
         self,
-        tx: WriteTx,
-        plane: Plane,
+        stage: StagedWrite,
+        fh: IO[bytes],
+        plane_name: str,
+        create_plane: bool,
         on_conflict: str,
         commit_lines: int,
         progress: Callable[[int], None] | None,
     ) -> None:
-        self.tx = tx
-        self.plane = plane
+        self.stage = stage
+        self.fh = fh
+        self.plane_name = plane_name
+        self.create_plane = create_plane
         self.on_conflict = on_conflict
         self.mode = _PUT_MODE[on_conflict]
         self.commit_lines = max(1, commit_lines)
         self.progress = progress
         self.report = ImportReport()
+        self.line_no = 0
+        self.done = False
         self.file_ids: dict[int, int] = {}  # the file's "id" of a keyless node -> its new id
+        self.chunk_file_ids: list[tuple[int, int | None]] = []  # this chunk's, with what they replaced
         # Nodes and edges with ids from these on were made by this import: an edge line conflicts only
         # with an edge that was there before (parallel edges within one file are a multigraph's right).
-        self.new_nodes_from, self.new_edges_from = tx.ids.node, tx.ids.edge
+        self.new_nodes_from: int | None = None
+        self.new_edges_from = 0
         self.matched: dict[tuple[int, str, int], int] = {}  # parallel old edges matched so far
         self.collisions: list[str] = []  # colliding keys and edges, as the refusal names them
         self.edge_collisions = 0  # how many of them are edges
         self.bad_lines: list[str] = []
 
     def run(self, source: Path) -> ImportReport:
-        with source.open("rb") as fh:
-            done = 0
-            for line_no, raw in enumerate(fh, start=1):
-                done += len(raw)
-                if raw.strip():
-                    self._line(line_no, raw)
-                    if len(self.bad_lines) >= _MAX_REPORTED:
-                        break
-                if line_no % self.commit_lines == 0:
-                    self._checkpoint()
-                    if self.progress is not None:
-                        self.progress(done)
-            self.report.lines = line_no if done else 0
+        while not self.done:
+            rewind = _Rewind(
+                self.fh.tell(),
+                self.line_no,
+                dataclasses.replace(self.report),
+                len(self.collisions),
+                self.edge_collisions,
+                len(self.bad_lines),
+                dict(self.matched),
+            )
+            self.stage.chunk(functools.partial(self._chunk, rewind=rewind))
+            self.chunk_file_ids = []
+            if self.progress is not None:
+                self.progress(self.fh.tell())
+        self.report.lines = self.line_no
         if self.bad_lines:
             raise UsageError(
                 f"{source}: {len(self.bad_lines)}{'+' if len(self.bad_lines) >= _MAX_REPORTED else ''} "
@@ -160,16 +186,39 @@ class _Importer:
             keys, edges = len(self.collisions) - self.edge_collisions, self.edge_collisions
             what = " or ".join(word for n, word in ((keys, "key(s)"), (edges, "edge(s)")) if n)
             raise Conflict(
-                f"{len(self.collisions)} {what} already exist in plane {self.plane.name!r}: {shown}{more}; "
+                f"{len(self.collisions)} {what} already exist in plane {self.plane_name!r}: {shown}{more}; "
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
             )
-        if self.progress is not None:
-            self.progress(done)
         return self.report
 
-    def _checkpoint(self) -> None:
-        if self.tx.mutations and not self.bad_lines and not self.collisions:
-            self.tx.commit_point()
+    def _chunk(self, tx: WriteTx, rewind: _Rewind) -> None:
+        """Up to ``commit_lines`` lines as one commit, from where ``rewind`` says this chunk began."""
+        self.fh.seek(rewind.offset)
+        self.line_no, self.report = rewind.line_no, dataclasses.replace(rewind.report)
+        del self.collisions[rewind.collisions :], self.bad_lines[rewind.bad_lines :]
+        self.edge_collisions, self.matched = rewind.edge_collisions, dict(rewind.matched)
+        for file_id, before in reversed(self.chunk_file_ids):
+            if before is None:
+                del self.file_ids[file_id]
+            else:
+                self.file_ids[file_id] = before
+        self.chunk_file_ids = []
+        self.tx = tx
+        self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
+        if self.new_nodes_from is None:  # the first chunk: what was there before the import
+            self.new_nodes_from, self.new_edges_from = tx.ids.node, tx.ids.edge
+        for _ in range(self.commit_lines):
+            raw = self.fh.readline()
+            if not raw:
+                self.done = True
+                return
+            self.line_no += 1
+            if raw.strip():
+                self._line(self.line_no, raw)
+                if len(self.bad_lines) >= _MAX_REPORTED:
+                    self.done = True
+                    return
+        self.done = False
 
     def _line(self, line_no: int, raw: bytes) -> None:
         try:
@@ -217,6 +266,7 @@ class _Importer:
         self.report.nodes_created += 1
         file_id = obj.get("id")
         if key is None and isinstance(file_id, int):
+            self.chunk_file_ids.append((file_id, self.file_ids.get(file_id)))
             self.file_ids[file_id] = node.id
 
     def _edge(self, line_no: int, obj: dict[str, Any]) -> None:

@@ -18,9 +18,10 @@ from drsg.kernel.values import Json
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.log import Commit, LogReader
 from drsg.store.logport import Log
+from drsg.store.meta import read_head
 from drsg.store.mutations import Mutation
 from drsg.store.notify import CommitNotifier
-from drsg.store.writer import Writer, read_head
+from drsg.store.writer import Writer
 
 READ_BATCH = 512  # commits per read transaction in read(): none is held for long
 
@@ -84,8 +85,10 @@ class LmdbLog(Log):
             batch: list[Commit] = []
             damage: CorruptRecord | None = None
             with self.env.read() as txn:
+                head = read_head(txn, self.env.dbs["meta"])  # a staged write's commits lie past it
+                last = head if to_seq is None else min(to_seq, head)
                 try:
-                    for commit in LogReader(txn, self.env.dbs["log"]).iter(next_seq, to_seq):
+                    for commit in LogReader(txn, self.env.dbs["log"]).iter(next_seq, last):
                         batch.append(commit)
                         if len(batch) >= READ_BATCH:
                             break

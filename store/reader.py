@@ -13,8 +13,8 @@ from drsg.kernel.asof import AsOf, format_ms, parse_as_of
 from drsg.kernel.errors import BadAsOf
 from drsg.store.environment import Dbs, Txn
 from drsg.store.log import Commit, LogReader
+from drsg.store.meta import read_head
 from drsg.store.snapshot import Snapshot
-from drsg.store.writer import read_head
 
 
 class Reader:
@@ -35,7 +35,7 @@ class Reader:
     def commits(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
         """Commits ``from_seq..to_seq`` (default: to the head) in order; CorruptRecord on a gap or
         a damaged record."""
-        return self._log.iter(from_seq, to_seq)
+        return self._log.iter(from_seq, self.head if to_seq is None else min(to_seq, self.head))
 
     def resolve(self, as_of: AsOf | str | int) -> int:
         """The commit an AS OF names: a seq up to the head, or the last commit at or before a time."""

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -26,16 +25,12 @@ import lmdb
 
 from drsg.kernel.errors import DrsgError, StoreFull, UsageError
 from drsg.kernel.values import Json
-from drsg.store import keys
-from drsg.store.environment import READ_DAMAGE, DbHandle, Environment, Txn, damaged, write_failed
-from drsg.store.log import encode
-from drsg.store.transaction import IdCounters, WriteTx
+from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged, write_failed
+from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_state
+from drsg.store.staging import settle
+from drsg.store.transaction import WriteTx
 
 T = TypeVar("T")
-
-META_STATE = b"state"  # head seq, last timestamp, next plane/node/edge ids
-META_FORMAT = b"format"
-_STATE = struct.Struct(">QQQQQ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,31 +44,6 @@ class CommitResult(Generic[T]):
     @property
     def seq(self) -> int | None:
         return self.seqs[-1] if self.seqs else None
-
-
-@dataclass
-class LogState:
-    head: int = 0
-    ts: int = 0
-    ids: IdCounters = field(default_factory=IdCounters)
-
-
-def read_state(txn: Txn, meta: DbHandle) -> LogState:
-    raw = txn.get(META_STATE, db=meta)
-    if raw is None:
-        return LogState()
-    head, ts, plane, node, edge = _STATE.unpack(raw)
-    return LogState(head, ts, IdCounters(plane, node, edge))
-
-
-def write_state(txn: Txn, meta: DbHandle, state: LogState) -> None:
-    ids = state.ids
-    txn.put(META_STATE, _STATE.pack(state.head, state.ts, ids.plane, ids.node, ids.edge), db=meta)
-
-
-def read_head(txn: Txn, meta: DbHandle) -> int:
-    raw = txn.get(META_STATE, db=meta)
-    return 0 if raw is None else keys.read_u64(raw)
 
 
 @dataclass(slots=True, eq=False)
@@ -143,6 +113,17 @@ class Writer:
         await done
         return request.result()
 
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the writer for a block: no group commits in this process until it ends (a staged
+        write, store/staging.py, runs its own transactions meanwhile). Writers that come meanwhile
+        queue and wait, as behind one long commit."""
+        if getattr(self._local, "inside", False):
+            raise UsageError("a commit function cannot start another write; do both in one function")
+        with self._leader:
+            yield
+        self._hand_off()
+
     def _submit(
         self, fn: Callable[[WriteTx], Any], origin: dict[str, Json] | None, on_finish: Callable[[], None] | None = None
     ) -> _Request:
@@ -202,6 +183,8 @@ class Writer:
                     self.env.grow()  # then run the whole group again from a clean slate
                 except lmdb.MapResizedError:
                     self.env.adopt()  # another process grew the file: take its size, run the group again
+                except _Staged as busy:
+                    settle(self.env, busy.mark)  # wait for its owner, or undo what a dead one left
         except StoreFull as exc:
             if len(group) > 1:  # one oversized commit must not sink the small ones grouped with it
                 for request in group:
@@ -218,6 +201,9 @@ class Writer:
         meta = env.dbs["meta"]
         txn = env.begin_write()
         try:
+            mark = read_mark(txn, meta)
+            if mark is not None:
+                raise _Staged(mark)
             state = read_state(txn, meta)
             for request in group:
                 self._run_request(txn, state, request)
@@ -240,11 +226,8 @@ class Writer:
         def seal(tx: WriteTx) -> int:
             if tx.mutations:
                 tx.tallies.flush(child, self.env.dbs)
-                ts = max(int(self.clock() * 1000), state.ts)
-                child.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
-                state.head, state.ts = tx.seq, ts
+                request.ts = state.append(child, log_db, tx.seq, request.origin, tx.mutations, int(self.clock() * 1000))
                 request.seqs.append(tx.seq)
-                request.ts = ts
             return state.head + 1
 
         self._local.inside = True
@@ -265,6 +248,13 @@ class Writer:
         finally:
             self._local.inside = False
         child.commit()
+
+
+class _Staged(Exception):
+    """A staged write (another process's, or a dead one's) holds the seqs past the head."""
+
+    def __init__(self, mark: StageMark) -> None:
+        self.mark = mark
 
 
 def _fail(group: list[_Request], error: BaseException) -> None:

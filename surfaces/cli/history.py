@@ -72,6 +72,8 @@ def check(obj: Context) -> None:
         for problem in report.problems:
             click.echo(f"damaged: {problem}", err=True)
         raise SystemExit(1)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     with obj.open(write=False) as db, db.snapshot() as snap:  # verified: safe to read in this process
         nodes = sum(sum(1 for _ in snap.nodes(p.id)) for p in snap.planes())
     click.echo(

@@ -1,0 +1,267 @@
+"""Staged writes: one large write (an import) as many LMDB transactions, still all or nothing.
+
+One LMDB transaction holds every page it dirties in memory until it commits, so a write of a whole
+file in one would need memory in proportion to the file. A staged write commits in chunks instead,
+each its own transaction, at seqs past the head where no reader looks: every read is as of the head
+(store/snapshot.py) and log reads stop at it. Only :meth:`StagedWrite.finish` moves the head, with
+the tallies (which are not versioned), in one last small transaction: the whole write appears at
+once, or — on an error, or after ``kill -9`` at any point — not at all.
+
+A mark in the meta table (store/meta.py) names the owner (pid and process start time) and the seqs
+staged so far. A writer that finds it waits while the owner lives; once the owner is gone, the
+writer first removes what it staged (:func:`undo_staged`), newest commit first, one per transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import TypeVar
+
+import lmdb
+import structlog
+
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import Json
+from drsg.store import keys
+from drsg.store.environment import READ_DAMAGE, Dbs, Environment, Txn, damaged, write_failed
+from drsg.store.log import decode
+from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_mark, write_state
+from drsg.store.mutations import (
+    EdgeDelete,
+    EdgePut,
+    IndexDeclare,
+    IndexDrop,
+    Mutation,
+    NodeDelete,
+    NodePut,
+    PlaneCreate,
+)
+from drsg.store.projection import Tallies
+from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import WriteTx
+
+T = TypeVar("T")
+WAIT = 0.05  # seconds between looks at another process's staged write
+log = structlog.get_logger("drsg.store")
+
+#: What a staged commit may hold: changes that touch only versioned records (and deferred tallies),
+#: so that removing a staged commit's keys undoes it exactly.
+STAGEABLE = (PlaneCreate, NodePut, EdgePut, IndexDeclare)
+
+
+def process_start(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks since boot), or None if there is no such process:
+    with the pid it names one process, never a later one that reused the number."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(b")") + 2 :].split()  # after the command name, which may hold spaces
+    return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
+
+
+def owner_alive(mark: StageMark) -> bool:
+    return mark.pid != os.getpid() and process_start(mark.pid) == mark.started
+
+
+def in_write(env: Environment, step: Callable[[Txn], T]) -> T:
+    """Run ``step`` in a write transaction of its own and commit it, growing the map (or adopting
+    another process's growth) and running ``step`` again as the writer does."""
+    while True:
+        try:
+            with env.gate.shared():
+                txn = env.begin_write()
+                try:
+                    value = step(txn)
+                    txn.commit()
+                    return value
+                except BaseException:
+                    txn.abort()
+                    raise
+        except lmdb.MapFullError:
+            env.grow()
+        except lmdb.MapResizedError:
+            env.adopt()
+        except READ_DAMAGE as exc:  # met while reading the file inside the write
+            if isinstance(exc, lmdb.Error) and not isinstance(exc, lmdb.CorruptedError):
+                raise write_failed(env.path, exc) from None
+            raise damaged(env.path, exc) from None
+
+
+def settle(env: Environment, mark: StageMark) -> None:
+    """A writer met ``mark``: wait a moment while its owner lives, else remove what it staged."""
+    if owner_alive(mark):
+        time.sleep(WAIT)
+        return
+    removed = undo_staged(env)
+    log.warning(
+        "removed an unfinished staged write",
+        path=str(env.path),
+        pid=mark.pid,
+        commits=removed,
+        seqs=f"{mark.base + 1}..{mark.top}",
+    )
+
+
+def undo_staged(env: Environment) -> int:
+    """Remove every commit the marked staged write left past the head, newest first and one per
+    transaction (so undoing needs no more memory than staging did), then the mark; returns how many
+    commits were removed. Safe to stop at any point and run again."""
+    removed = 0
+    meta = env.dbs["meta"]
+
+    def step(txn: Txn) -> bool:
+        mark = read_mark(txn, meta)
+        if mark is None:
+            return False
+        if mark.top <= mark.base:
+            write_mark(txn, meta, None)
+            return False
+        _undo_commit(txn, env.dbs, mark.top)
+        write_mark(txn, meta, replace(mark, top=mark.top - 1))
+        return True
+
+    while in_write(env, step):
+        removed += 1
+    return removed
+
+
+def _undo_commit(txn: Txn, dbs: Dbs, seq: int) -> None:
+    record = txn.get(keys.u64(seq), db=dbs["log"])
+    if record is not None:
+        before = Snapshot(txn, dbs, seq - 1)  # commits before this one are all still in place
+        doomed: set[tuple[str, bytes]] = set()
+        for mutation in decode(seq, record).mutations:
+            doomed.update(_groups(mutation, before))
+        suffix = keys.inv(seq)
+        for db, group in doomed:  # every key at this seq was written by this commit
+            txn.delete(group + suffix, db=dbs[db])
+        txn.delete(keys.u64(seq), db=dbs["log"])
+
+
+def _groups(m: Mutation, before: Snapshot) -> Iterator[tuple[str, bytes]]:
+    """Every record group the projection may have written for ``m`` at its seq: those its own fields
+    name and those the record's earlier version names (removing a key that is not there is harmless)."""
+    if isinstance(m, PlaneCreate):
+        yield "planes", keys.plane_group(m.plane)
+        yield "plane_names", keys.plane_name_group(m.name)
+    elif isinstance(m, (NodePut, NodeDelete)):
+        yield "nodes", keys.node_group(m.plane, m.id)
+        prev = before.node(m.plane, m.id)
+        names = {prev.key} if prev is not None else set()
+        labels = set(prev.labels) if prev is not None else set()
+        if isinstance(m, NodePut):
+            names.add(m.key)
+            labels.update(m.labels)
+        for key in names - {None}:
+            yield "keys", keys.key_group(m.plane, key)  # type: ignore[arg-type]
+        for label in labels:
+            yield "labels", keys.label_group(m.plane, label, m.id)
+    elif isinstance(m, (EdgePut, EdgeDelete)):
+        yield "edges", keys.edge_group(m.plane, m.id)
+        prev_edge = before.edge(m.plane, m.id)
+        ends = {(prev_edge.src, prev_edge.dst, prev_edge.type)} if prev_edge is not None else set()
+        if isinstance(m, EdgePut):
+            ends.add((m.src, m.dst, m.type))
+        for src, dst, edge_type in ends:
+            yield "out", keys.adjacency_group(m.plane, src, edge_type, m.id)
+            yield "in", keys.adjacency_group(m.plane, dst, edge_type, m.id)
+    elif isinstance(m, (IndexDeclare, IndexDrop)):
+        yield "indexes", keys.index_group(m.plane, m.kind, m.label, m.property)
+
+
+class StagedWrite:
+    """One staged write (see the module). Use it through ``Database.staged()``, which holds this
+    process's writer for it, so no group commit runs meanwhile."""
+
+    def __init__(
+        self,
+        env: Environment,
+        origin: dict[str, Json],
+        clock: Callable[[], float],
+        publish: Callable[[int], None] | None = None,
+    ) -> None:
+        self.env = env
+        self.origin = origin
+        self.clock = clock
+        self.publish = publish  # told the new head once the write is in the graph
+        self.seqs: list[int] = []
+        self.ts: int | None = None
+        self.finished = False
+        self._tallies = Tallies()
+        self._owner = (os.getpid(), process_start(os.getpid()) or 0)
+        self._state = self._claim()
+        self._base = self._state.head
+
+    def _claim(self) -> LogState:
+        """Put our mark in the meta table, once no other staged write holds it."""
+        meta = self.env.dbs["meta"]
+
+        def step(txn: Txn) -> LogState | StageMark:
+            mark = read_mark(txn, meta)
+            if mark is not None:
+                return mark
+            state = read_state(txn, meta)
+            write_mark(txn, meta, StageMark(*self._owner, state.head, state.head))
+            return state
+
+        while True:
+            found = in_write(self.env, step)
+            if isinstance(found, LogState):
+                return found
+            settle(self.env, found)
+
+    def chunk(self, fn: Callable[[WriteTx], T]) -> T:
+        """Run ``fn`` in a transaction of its own and stage its commits (``fn`` may seal several
+        with ``tx.commit_point()``). If the map must grow, ``fn`` runs again from the same state:
+        it must start over from the same input each time."""
+        meta, log_db = self.env.dbs["meta"], self.env.dbs["log"]
+
+        def step(txn: Txn) -> tuple[T, LogState, Tallies, list[int]]:
+            state, tallies, seqs = self._state.copy(), self._tallies.copy(), []
+
+            def seal(tx: WriteTx) -> int:
+                if tx.mutations:
+                    for mutation in tx.mutations:
+                        if not isinstance(mutation, STAGEABLE):
+                            raise UsageError(f"a staged write cannot hold {mutation.op}; commit it on its own")
+                    state.append(txn, log_db, tx.seq, self.origin, tx.mutations, int(self.clock() * 1000))
+                    seqs.append(tx.seq)
+                return state.head + 1
+
+            tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids, seal, tallies)
+            value = fn(tx)
+            seal(tx)
+            write_mark(txn, meta, StageMark(*self._owner, self._base, state.head))
+            return value, state, tallies, seqs
+
+        value, self._state, self._tallies, seqs = in_write(self.env, step)
+        self.seqs.extend(seqs)
+        return value
+
+    def finish(self) -> tuple[int, ...]:
+        """Move the head past every staged commit and write the tallies: the write is in the graph,
+        durable. Returns the seqs it committed."""
+        meta = self.env.dbs["meta"]
+
+        def step(txn: Txn) -> None:
+            self._tallies.flush(txn, self.env.dbs)
+            write_state(txn, meta, self._state)
+            write_mark(txn, meta, None)
+
+        in_write(self.env, step)
+        self.finished = True
+        if self.seqs:
+            self.ts = self._state.ts
+            if self.publish is not None:
+                self.publish(self._state.head)
+        return tuple(self.seqs)
+
+    def abandon(self) -> None:
+        """Remove everything staged so far: the database is as it was before the write began."""
+        self.finished = True
+        undo_staged(self.env)
