@@ -1,0 +1,201 @@
+"""`kill -9` of `drsg import` at any point leaves all of the file or none of it (#14).
+
+The import is staged (store/staging.py): chunks of lines committed past the head, made visible by
+one last transaction. Here the real command is killed at 24 points spread over its whole run —
+before staging starts, between and inside chunks, around the final commit, after it — and after
+each kill the database must read exactly as before the import or exactly as after a complete one,
+pass `drsg check`, and take the next write (which removes a dead import's staged commits). Every
+fourth time, that next write is killed too, while it removes them. Both must have happened at
+least a few times, or the kills did not land where they should.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import drsg
+from drsg.store.jsonl import export_lines, import_jsonl
+from drsg.store.meta import read_mark
+
+KILLS = 24
+EXE = Path(sys.executable).parent / "drsg"
+ENV = {**os.environ, "DRSG_STORE_IMPORT_COMMIT_LINES": "400"}
+
+
+def _source(path: Path) -> Path:
+    with path.open("w") as out:
+        for i in range(6_000):
+            out.write(json.dumps({"labels": ["W"], "external_key": f"w{i}", "properties": {"n": i}}) + "\n")
+        for i in range(5_999):
+            out.write(json.dumps({"src_key": f"w{i}", "dst_key": f"w{i + 1}", "type": "NEXT"}) + "\n")
+        out.write(json.dumps({"src_key": "old0", "dst_key": "w0", "type": "NEXT"}) + "\n")
+    return path
+
+
+def _state(path: Path) -> tuple[int, list[str], tuple[int, int]]:
+    with drsg.open(path, readonly=True) as db:
+        stats = db.stats()
+        return db.head(), list(export_lines(db, "p")), (stats.nodes, stats.edges)
+
+
+def _staged(path: Path) -> bool:
+    with drsg.open(path, readonly=True) as db, db.env.read() as txn:
+        mark = read_mark(txn, db.env.dbs["meta"])
+        return mark is not None and mark.top > mark.base
+
+
+def _wait_gone(path: Path) -> None:
+    """The command's supervised child dies with its parent (PR_SET_PDEATHSIG), a moment later."""
+    needle = str(path).encode()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        alive = False
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    alive = alive or needle in (entry / "cmdline").read_bytes()
+                except OSError:
+                    continue
+        if not alive:
+            return
+        time.sleep(0.02)
+    raise AssertionError("a killed drsg process is still running")
+
+
+def _kill_after(cmd: list[str], delay: float, path: Path) -> None:
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    _wait_gone(path)
+
+
+@pytest.mark.slow
+def test_a_killed_import_leaves_all_of_the_file_or_none(tmp_path: Path) -> None:
+    source = _source(tmp_path / "words.jsonl")
+    path = tmp_path / "g.drsg"
+    with drsg.open(path) as db:  # something already there, which the import's edge reaches
+        db.write(lambda tx: tx.create_node(tx.ensure_plane("p"), "old0", ["Old"], {"n": -1}))
+    pristine = tmp_path / "before.drsg"
+    shutil.copy(path, pristine)
+    before = _state(path)
+
+    complete = tmp_path / "complete.drsg"
+    shutil.copy(path, complete)
+    # A complete run, watched: when do its first and last chunks land?
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [str(EXE), "--db", str(complete), "import", str(source), "--plane", "p"], env=ENV, stderr=subprocess.PIPE
+    )
+    first = last = None
+    while proc.poll() is None:
+        if _staged(complete):
+            first = first or time.monotonic() - started
+            last = time.monotonic() - started
+        time.sleep(0.002)
+    assert proc.returncode == 0 and first is not None and last is not None, proc.stderr.read() if proc.stderr else ""
+    took = time.monotonic() - started
+    after = _state(complete)
+    assert after[2] == (6_001, 6_000) and after[0] > before[0] + 20  # many commits: many chunks to land in
+    # Most kills while chunks are being staged; the first few before, the last few around the end.
+    window = last - first
+    delays = [first * f for f in (0.5, 0.9)]
+    delays += [first + window * i / (KILLS - 5) for i in range(KILLS - 4)]
+    delays += [last + (took - last) * f for f in (0.5, 1.5)]
+
+    outcomes = {"none": 0, "none, staged commits left": 0, "all": 0, "undo killed": 0}
+    for kill, delay in enumerate(delays):
+        _kill_after([str(EXE), "--db", str(path), "import", str(source), "--plane", "p"], delay, path)
+        staged = _staged(path)
+        state = _state(path)
+        assert state in (before, after), f"kill {kill} at {delay:.2f}s left a partial import: {state[2]}"
+        assert subprocess.run([str(EXE), "--db", str(path), "check"], env=ENV, capture_output=True).returncode == 0
+        if state == after:
+            outcomes["all"] += 1
+            shutil.copy(pristine, path)  # start the next kill from before the import again
+            before = _state(path)
+            continue
+        outcomes["none, staged commits left" if staged else "none"] += 1
+        if staged and kill % 4 == 1:  # kill the write that removes them, too
+            _kill_after([str(EXE), "--db", str(path), "plane", "create", f"q{kill}"], 0.45, path)
+            outcomes["undo killed"] += 1
+            assert _state(path) == before
+        with drsg.open(path) as db:
+            db.write(lambda tx: None)  # any write removes what the dead import staged
+            assert db.head() >= before[0]  # (a killed `plane create` may have landed)
+            with db.env.read() as txn:
+                assert read_mark(txn, db.env.dbs["meta"]) is None
+                assert txn.get((db.head() + 1).to_bytes(8, "big"), db=db.env.dbs["log"]) is None
+        before = _state(path)  # (a landed `plane create` is part of "before" from now on)
+    print(f"\nimport kills: {outcomes} (import took {took:.2f}s)")
+    assert outcomes["none, staged commits left"] >= 8, outcomes
+    assert outcomes["all"] >= 1, outcomes
+
+    # And the import still goes through on the file that was killed so often.
+    with drsg.open(path) as db:
+        report = import_jsonl(db, source, "p")
+        assert report.nodes_created == 6_000 and report.edges_created == 6_000
+    assert _state(path)[2] == after[2]
+
+
+def test_a_staged_import_is_invisible_until_it_finishes(db_path: Path, tmp_path: Path) -> None:
+    """In-process: while chunks are staged, readers (and the log) see none of them; an error removes them."""
+    source = _source(tmp_path / "words.jsonl")
+    with drsg.open(db_path) as db:
+        db.write(lambda tx: tx.create_node(tx.ensure_plane("p"), "old0", [], {}))
+        head = db.head()
+        seen: list[tuple[int, int, int]] = []
+
+        def peek(done: int) -> None:
+            with db.read() as reader:
+                snap = reader.snapshot()
+                staged = sum(1 for _ in reader.commits(head + 1))
+                seen.append((reader.head, sum(1 for _ in snap.nodes(snap.plane("p").id)), staged))
+
+        import_jsonl(db, source, "p", commit_lines=1_000, progress=peek)
+        assert len(seen) > 5 and all(s == (head, 1, 0) for s in seen[:-1]), seen
+        imported = db.head()
+        assert imported > head + 5
+
+        with pytest.raises(drsg.UsageError):  # a bad last line: everything staged before it goes
+            bad = tmp_path / "bad.jsonl"
+            bad.write_text(source.read_text().replace("w", "x") + "{not json\n")
+            import_jsonl(db, bad, "p", commit_lines=1_000)
+        assert db.head() == imported
+        with db.env.read() as txn:
+            assert read_mark(txn, db.env.dbs["meta"]) is None
+            cur = txn.cursor(db=db.env.dbs["log"])
+            assert cur.last() and int.from_bytes(cur.key(), "big") == db.head()
+
+
+def test_another_process_waits_for_a_live_import(db_path: Path, tmp_path: Path) -> None:
+    """A writer in another process sees the mark of a live import and waits for it to finish."""
+    with drsg.open(db_path) as db:
+        db.write(lambda tx: tx.ensure_plane("p"))
+    lines = tmp_path / "nodes.jsonl"
+    lines.write_text("".join(json.dumps({"external_key": f"k{i}"}) + "\n" for i in range(30_000)))
+    importer = subprocess.Popen(
+        [str(EXE), "--db", str(db_path), "import", str(lines), "--plane", "p"], env=ENV, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while not _staged(db_path):  # wait until it is part-way through
+        assert time.monotonic() < deadline and importer.poll() is None, "the import never staged a chunk"
+        time.sleep(0.005)
+    wrote = subprocess.run(
+        [str(EXE), "--db", str(db_path), "node", "put", "after", "--plane", "p"], env=ENV, capture_output=True
+    )
+    assert wrote.returncode == 0, wrote.stderr
+    assert importer.wait(60) == 0
+    with drsg.open(db_path, readonly=True) as db, db.snapshot() as snap:
+        plane = snap.plane("p").id
+        after, first = snap.node_by_key(plane, "after"), snap.node_by_key(plane, "k0")
+        assert after is not None and first is not None and after.id > first.id  # it waited: written later
