@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
 from drsg.kernel.values import Json, check_name, props_from_json, props_to_json
@@ -223,7 +225,7 @@ class _Importer:
     def _line(self, line_no: int, raw: bytes) -> None:
         try:
             try:
-                obj = json.loads(raw)
+                obj = _parse(raw)
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
             except RecursionError:
@@ -324,6 +326,15 @@ class _Importer:
         if self.tx.view.node(self.plane.id, node_id) is None:
             raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}")
         return node_id
+
+
+def _parse(raw: bytes) -> Any:
+    """One line's JSON: orjson's speed for a line it takes; the json module (its wording, and what it
+    admits and we check later: NaN, integers past 64 bits, lone surrogates) for any other."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(raw)
 
 
 def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None = None) -> Iterator[str]:

@@ -7,7 +7,9 @@ list ``[op, field, …]`` in field order; in JSON it is ``{"op": …, field: …
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import ClassVar
 
 from drsg.kernel.values import Json, Props, Value, to_json
@@ -18,7 +20,7 @@ class Mutation:
     op: ClassVar[str] = ""
 
     def to_wire(self) -> list[Value]:
-        return [self.op, *(getattr(self, f.name) for f in fields(self))]
+        return [self.op, *_FIELDS[type(self)](self)]
 
     def to_json(self) -> dict[str, Json]:
         out: dict[str, Json] = {"op": self.op}
@@ -131,6 +133,16 @@ _BY_OP: dict[str, type[Mutation]] = {
         IndexDrop,
     )
 }
+
+
+def _field_reader(cls: type[Mutation]) -> Callable[[Mutation], tuple[Value, ...]]:
+    """A mutation's field values in order, read at once (dataclasses.fields() per call cost ~1 µs)."""
+    names = [f.name for f in fields(cls)]
+    get = attrgetter(*names)
+    return get if len(names) > 1 else lambda m: (get(m),)
+
+
+_FIELDS = {cls: _field_reader(cls) for cls in _BY_OP.values()}
 
 
 def from_wire(wire: list[Value]) -> Mutation:

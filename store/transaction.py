@@ -15,7 +15,8 @@ from typing import NamedTuple
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
 from drsg.kernel.metrics import check_metric
-from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props
+from drsg.kernel.values import MAX_ID, Json, Props, Value, Vector, check_name, check_props
+from drsg.store import keys
 from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
     EdgeDelete,
@@ -189,6 +190,22 @@ class WriteTx:
             raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
         return node
 
+    def _node_id(self, plane: Plane, ref: NodeRef) -> int:
+        """:meth:`resolve`'s node id, without decoding the node: a key names a live node, and an id
+        needs only its record to be there."""
+        if isinstance(ref, int) and not isinstance(ref, bool):
+            self._live(plane)
+            if 0 <= ref <= MAX_ID and self.view.version("nodes", keys.node_group(plane.id, ref)) is not None:
+                return ref
+            raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
+        if isinstance(ref, str):
+            self._live(plane)
+            node_id = self.view.node_id_by_key(plane.id, ref[1:] if ref.startswith("@") else ref)
+            if node_id is not None:
+                return node_id
+            raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
+        return self.resolve(plane, ref).id  # its error for a reference of the wrong type
+
     def create_node(
         self,
         plane: Plane,
@@ -284,8 +301,8 @@ class WriteTx:
         props: Mapping[str, Value] | None = None,
     ) -> Edge:
         check_name("an edge type", edge_type)
-        src_id = self.resolve(plane, src).id
-        dst_id = self.resolve(plane, dst).id
+        src_id = self._node_id(plane, src)
+        dst_id = self._node_id(plane, dst)
         edge_id = self.ids.edge
         self.ids.edge += 1
         checked = check_props(props)
