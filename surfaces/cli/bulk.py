@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -35,6 +36,7 @@ def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_pl
     ("src"/"dst" name a node id, or the "id" of a keyless node earlier in the file.)
     """
     size = file.stat().st_size if file.is_file() else 0
+    started = time.perf_counter()
     with obj.open(write=True) as db:
         if sys.stderr.isatty() and size > 0:
             with click.progressbar(length=size, label="importing", file=sys.stderr) as bar:
@@ -62,10 +64,13 @@ def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_pl
                 create_plane=create_plane,
                 commit_lines=obj.settings["store.import_commit_lines"],
             )
+    secs = time.perf_counter() - started
+    rate = report.lines / secs if secs > 0 else 0.0
     if as_json:
         emit_json(report.to_json())
     else:
         click.echo(report.summary())
+    click.echo(f"{report.lines:,} line(s) in {secs:.1f} s: {rate:,.0f} lines/s", err=True)  # beside any progress bar
 
 
 @click.command("export")
