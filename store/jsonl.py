@@ -284,7 +284,7 @@ class _Importer:
             return
         existing = self._existing_edge(src, edge_type, dst)
         if existing is None:
-            self.tx.create_edge(self.plane, src, dst, edge_type, props)
+            self.tx.link(self.plane, src, dst, edge_type, props)  # both ends looked up just now
             self.report.edges_created += 1
         elif self.on_conflict == "error":
             self.collisions.append(f"edge {obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}")
@@ -322,10 +322,10 @@ class _Importer:
         ref = obj.get(end)
         if not isinstance(ref, int) or isinstance(ref, bool):
             raise BadImportLine(line_no, f'an edge needs "{end}_key" (a key) or "{end}" (a node id)')
-        node_id = self.file_ids.get(ref, ref)
-        if self.tx.view.node(self.plane.id, node_id) is None:
-            raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}")
-        return node_id
+        try:
+            return self.tx.node_id(self.plane, self.file_ids.get(ref, ref))
+        except NotFound:
+            raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}") from None
 
 
 def _parse(raw: bytes) -> Any:

@@ -190,7 +190,7 @@ class WriteTx:
             raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
         return node
 
-    def _node_id(self, plane: Plane, ref: NodeRef) -> int:
+    def node_id(self, plane: Plane, ref: NodeRef) -> int:
         """:meth:`resolve`'s node id, without decoding the node: a key names a live node, and an id
         needs only its record to be there."""
         if isinstance(ref, int) and not isinstance(ref, bool):
@@ -301,13 +301,16 @@ class WriteTx:
         props: Mapping[str, Value] | None = None,
     ) -> Edge:
         check_name("an edge type", edge_type)
-        src_id = self._node_id(plane, src)
-        dst_id = self._node_id(plane, dst)
+        return self.link(plane, self.node_id(plane, src), self.node_id(plane, dst), edge_type, props)
+
+    def link(self, plane: Plane, src: int, dst: int, edge_type: str, props: Mapping[str, Value] | None = None) -> Edge:
+        """:meth:`create_edge` between ends the caller has just resolved in this transaction
+        (:meth:`node_id`), with a checked edge type: a bulk writer (import) looks each end up once."""
         edge_id = self.ids.edge
         self.ids.edge += 1
         checked = check_props(props)
-        self._emit(EdgePut(plane.id, edge_id, src_id, dst_id, edge_type, checked))
-        return Edge(plane.id, edge_id, src_id, dst_id, edge_type, checked)
+        self._emit(EdgePut(plane.id, edge_id, src, dst, edge_type, checked))
+        return Edge(plane.id, edge_id, src, dst, edge_type, checked)
 
     def edge(self, plane: Plane, edge_id: int) -> Edge:
         self._live(plane)
