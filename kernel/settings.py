@@ -207,7 +207,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("store.map_size", 64 << 20, _size, "initial LMDB map size; it doubles whenever a write fills it"),
     Setting("store.max_map_size", 1 << 40, _size, "ceiling for map growth; a write past it fails cleanly"),
     Setting("store.group_max", 1000, _positive, "most commits batched into one LMDB transaction"),
-    Setting("store.import_commit_lines", 10_000, _positive, "JSONL lines per commit during `drsg import`"),
+    Setting(
+        "store.import_commit_lines",
+        10_000,
+        _positive,
+        "JSONL lines per commit during `drsg import`, each its own LMDB transaction (what it holds in memory)",
+    ),
     Setting("index.ef_search", 64, _at_least(64), "HNSW search breadth (≥ 64; higher = better recall, slower)"),
     Setting("logging.level", "warning", _choice("debug", "info", "warning", "error"), "debug, info, warning, error"),
     Setting("logging.format", "auto", _choice("json", "console", "auto"), "json, console, or auto (console on a tty)"),
