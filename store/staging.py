@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
 import lmdb
@@ -64,8 +65,15 @@ def process_start(pid: int) -> int | None:
     return int(fields[19])  # field 22 of proc(5); fields[0] is field 3
 
 
-def owner_alive(mark: StageMark) -> bool:
-    return mark.pid != os.getpid() and process_start(mark.pid) == mark.started
+#: Files this process is staging a write to right now (a second Database of the same file in this
+#: process must not take our own mark for a dead process's).
+_staging_here: set[str] = set()
+
+
+def owner_alive(mark: StageMark, path: Path) -> bool:
+    if mark.pid == os.getpid():
+        return str(path) in _staging_here
+    return process_start(mark.pid) == mark.started
 
 
 def in_write(env: Environment, step: Callable[[Txn], T]) -> T:
@@ -94,7 +102,7 @@ def in_write(env: Environment, step: Callable[[Txn], T]) -> T:
 
 def settle(env: Environment, mark: StageMark) -> None:
     """A writer met ``mark``: wait a moment while its owner lives, else remove what it staged."""
-    if owner_alive(mark):
+    if owner_alive(mark, env.path):
         time.sleep(WAIT)
         return
     removed = undo_staged(env)
@@ -196,6 +204,7 @@ class StagedWrite:
         self._owner = (os.getpid(), process_start(os.getpid()) or 0)
         self._state = self._claim()
         self._base = self._state.head
+        _staging_here.add(str(env.path))
 
     def _claim(self) -> LogState:
         """Put our mark in the meta table, once no other staged write holds it."""
@@ -254,7 +263,7 @@ class StagedWrite:
             write_mark(txn, meta, None)
 
         in_write(self.env, step)
-        self.finished = True
+        self._done()
         if self.seqs:
             self.ts = self._state.ts
             if self.publish is not None:
@@ -263,5 +272,9 @@ class StagedWrite:
 
     def abandon(self) -> None:
         """Remove everything staged so far: the database is as it was before the write began."""
-        self.finished = True
+        self._done()
         undo_staged(self.env)
+
+    def _done(self) -> None:
+        self.finished = True
+        _staging_here.discard(str(self.env.path))

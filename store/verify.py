@@ -57,7 +57,8 @@ def verify(env: Environment, progress: Callable[[str], None] = lambda table: Non
         mark = read_mark(txn, env.dbs["meta"])
         report.commits = _log(txn, env.dbs, mark, report.problems)
         if mark is not None and mark.top > mark.base:
-            who = f"pid {mark.pid}, still running" if owner_alive(mark) else f"pid {mark.pid}, which ended first"
+            state = "still running" if owner_alive(mark, env.path) else "which ended first"
+            who = f"pid {mark.pid}, {state}"
             report.notes.append(
                 f"an unfinished import ({who}) staged commits {mark.base + 1}..{mark.top} past the head: no "
                 "reader sees them, and the next write removes them unless the import finishes"
