@@ -178,13 +178,20 @@ class Projector:
         plane, node_id = m.plane, m.id
         prev = self._node_before(plane, node_id)
         self._put("nodes", keys.node_group(plane, node_id), pack([m.key, m.labels, m.props]))
-        prev_key = prev.key if prev else None
-        if prev_key != m.key:
-            if prev_key is not None:
-                self._put("keys", keys.key_group(plane, prev_key), _TOMBSTONE)
+        if prev is None:  # a new node (the common case, and every line of a fresh import)
             if m.key is not None:
                 self._put("keys", keys.key_group(plane, m.key), keys.u64(node_id))
-        prev_labels = set(prev.labels) if prev else set()
+            for label in dict.fromkeys(m.labels):  # (a log's mutation may repeat a label)
+                self._put("labels", keys.label_group(plane, label, node_id), _PRESENT)
+                self._tally(plane, b"L", label, +1)
+            self._count(plane, nodes=+1)
+            return
+        if prev.key != m.key:
+            if prev.key is not None:
+                self._put("keys", keys.key_group(plane, prev.key), _TOMBSTONE)
+            if m.key is not None:
+                self._put("keys", keys.key_group(plane, m.key), keys.u64(node_id))
+        prev_labels = set(prev.labels)
         new_labels = set(m.labels)
         for label in new_labels - prev_labels:
             self._put("labels", keys.label_group(plane, label, node_id), _PRESENT)
@@ -192,8 +199,6 @@ class Projector:
         for label in prev_labels - new_labels:
             self._put("labels", keys.label_group(plane, label, node_id), _TOMBSTONE)
             self._tally(plane, b"L", label, -1)
-        if prev is None:
-            self._count(plane, nodes=+1)
 
     def _node_delete(self, m: NodeDelete) -> None:
         prev = self.view.node(m.plane, m.id)

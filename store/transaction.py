@@ -274,8 +274,10 @@ class WriteTx:
         self._live(plane)
         label_list = _label_list(labels)
         checked = check_props(props)
-        if any(isinstance(v, Vector) for v in checked.values()):
-            self._check_vector_dims(plane, label_list, checked)
+        for value in checked.values():
+            if isinstance(value, Vector):
+                self._check_vector_dims(plane, label_list, checked)
+                break
         self._emit(NodePut(plane.id, node_id, key, label_list, checked))
         return Node(plane.id, node_id, key, label_list, checked)
 
