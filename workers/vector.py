@@ -28,6 +28,7 @@ LAYOUT = 2
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
+_FEW = 32  # scores checked in Python below this many, in numpy above
 
 
 class _EfShare:
@@ -191,8 +192,12 @@ class VectorIndex(IndexWorker):
             fetch = min(2 * fetch, len(self.live))
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
-        listed = scores.tolist()  # a dozen numbers: compared in Python at a third of numpy's cost
-        if not all(map(operator.gt, listed, listed[1:])):  # hnswlib orders by distance; break ties by id
+        if len(scores) <= _FEW:  # a dozen numbers compare in Python at a third of numpy's cost
+            listed = scores.tolist()
+            ordered = all(map(operator.gt, listed, listed[1:]))
+        else:
+            ordered = bool((scores[:-1] > scores[1:]).all())
+        if not ordered:  # hnswlib orders by distance; break ties by id
             order = np.lexsort((ids, -scores))
             ids, scores = ids[order], scores[order]
         return ids[:k], scores[:k]
