@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
         [
             f"## hybrid retrieval on WordNet: quality and latency — {when}",
             "",
-            f"Machine: {common.machine()}. Command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+            f"Machine: {common.machine()}. Command: `{common.command()}`",
             "",
             *lines,
             "",
