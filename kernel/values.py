@@ -250,9 +250,15 @@ def _ext_default(obj: Any) -> msgpack.ExtType:
     raise BadValue(f"{type(obj).__name__} is not a storable value")
 
 
+_new_vector = object.__new__
+_set_vector_data = Vector.__dict__["data"].__set__  # the slot itself: Vector(data) pays frozen __setattr__
+
+
 def _ext_hook(code: int, data: bytes) -> Any:
-    if code == _EXT_VECTOR:
-        return Vector(data)
+    if code == _EXT_VECTOR:  # a vector per node read: built without the dataclass __init__
+        vector = _new_vector(Vector)
+        _set_vector_data(vector, data)
+        return vector
     if code == _EXT_DESCRIBED:
         description, value = unpack(data)
         return Described(description, value)

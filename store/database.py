@@ -24,7 +24,7 @@ from drsg.store import keys
 from drsg.store.backends import open_log
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
-from drsg.store.meta import META_FORMAT
+from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.projection import rebuild
 from drsg.store.reader import Reader
 from drsg.store.records import Plane
@@ -86,9 +86,13 @@ class Database:
         self.env = opened.env
         self.writer = opened.writer
         self.readonly = opened.readonly
-        if not self.readonly:
-            self._bootstrap()
-        self._check_format()
+        try:
+            if not self.readonly:
+                self._bootstrap()
+            self._check_format()
+        except BaseException:
+            opened.close()  # a refused file is closed again, its writer stopped
+            raise
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -107,13 +111,22 @@ class Database:
         log.info("created database", path=self.path)
 
     def _check_format(self) -> None:
+        """Refuse a file of any other format: this drsg reads and writes its own layout only. A file
+        with commits but no format recorded is not one this drsg made either."""
         with self.env.read() as txn:
             raw = txn.get(META_FORMAT, db=self.env.dbs["meta"])
-        if raw is not None and keys.U32.unpack(raw)[0] > FORMAT_VERSION:
-            raise DatabaseUnavailable(
-                f"{self.path} uses format {keys.U32.unpack(raw)[0]}, newer than this drsg "
-                f"(format {FORMAT_VERSION}); upgrade drsg"
-            )
+            head = read_head(txn, self.env.dbs["meta"])
+        if raw is None and head == 0:
+            return  # a new file opened read-only: nothing is in it yet
+        found = keys.U32.unpack(raw)[0] if raw is not None and len(raw) == keys.U32.size else None
+        if found == FORMAT_VERSION:
+            return
+        what = "records no format version" if found is None else f"is format {found}"
+        raise DatabaseUnavailable(
+            f"{self.path} {what}; this drsg reads format {FORMAT_VERSION} only: with the drsg that made it, "
+            f"export each plane (`drsg --db {self.path} export --plane NAME -o NAME.jsonl`), then import them "
+            "into a new database with this one (`drsg --db NEW import NAME.jsonl --plane NAME --create-plane`)"
+        )
 
     @property
     def uuid(self) -> str:

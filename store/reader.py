@@ -21,8 +21,12 @@ class Reader:
     def __init__(self, txn: Txn, dbs: Dbs) -> None:
         self._txn = txn
         self._dbs = dbs
-        self._log = LogReader(txn, dbs["log"])
         self.head = read_head(txn, dbs["meta"])  # the newest commit this read sees
+
+    @property
+    def _log(self) -> LogReader:
+        """The log, for the reads that look at it (most reads of the graph never do)."""
+        return LogReader(self._txn, self._dbs["log"])
 
     def snapshot(self, at: int | None = None) -> Snapshot:
         """The graph as of commit ``at`` (0 … head; default: the head)."""

@@ -25,6 +25,7 @@ this module only runs it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -177,16 +178,19 @@ def _keyword_pool(
 
 
 def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
-    """The fused top ``k``, records loaded for those only."""
+    """The fused top ``k``, records loaded for those only (read together, as many as are missing:
+    a node gone at this snapshot, an edge's far end, is skipped and the next one read)."""
     out: list[HybridHit] = []
     ranking = Ranking(channels, spec.fusion, spec.rrf_k, checked=True)  # spec.check() did
-    for node_id, score, raw, norm in ranking.entries(CHANNELS):
-        if len(out) >= spec.k:
+    entries = ranking.entries(CHANNELS)
+    while len(out) < spec.k:
+        batch = list(islice(entries, spec.k - len(out)))
+        if not batch:
             break
-        node = snap.node(plane, node_id)
-        if node is None:  # an edge's far end that is gone at this snapshot
-            continue
-        out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking))
+        nodes = snap.nodes_at(plane, [entry[0] for entry in batch])
+        for (_, score, raw, norm), node in zip(batch, nodes, strict=True):
+            if node is not None:
+                out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking))
     return out
 
 

@@ -16,9 +16,8 @@ from drsg.kernel.values import Vector
 from drsg.plan.hybrid import HybridSpec
 from drsg.plan.query import SOURCES, Plan
 from drsg.store.snapshot import Snapshot
-from drsg.workers.base import pairs
 from drsg.workers.hybrid import hybrid_on_snapshot
-from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate
+from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
 
 
 def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
@@ -41,16 +40,16 @@ def run_source(
     if kind == "ScanLabel":
         return [Hit(n) for n in snap.nodes(plane, str(body))]
     if kind == "SeekIds":
-        return [Hit(n) for n in (snap.node(plane, int(i)) for i in body) if n is not None]
+        return [Hit(n) for n in snap.nodes_at(plane, [int(i) for i in body]) if n is not None]
     if kind == "SeekKeys":
         return [Hit(n) for n in (snap.node_by_key(plane, str(k)) for k in body) if n is not None]
     if kind == "VectorTopK":
         query, metric = _query_vector(body, embed), check_metric(str(body.get("metric", "cosine")))
         label, prop, k = body.get("label"), body.get("property", "embedding"), int(body.get("k", 10))
-        return hydrate(snap, plane, pairs(searcher.vector_pool(snap, plane, label, prop, query, metric, k, current)))
+        return hydrate_pool(snap, plane, searcher.vector_pool(snap, plane, label, prop, query, metric, k, current))
     if kind == "KeywordTopK":
         label, prop, text, k = body["label"], body["property"], str(body["query"]), int(body.get("k", 10))
-        return hydrate(snap, plane, pairs(searcher.keyword_pool(snap, plane, label, prop, text, k, current)))
+        return hydrate_pool(snap, plane, searcher.keyword_pool(snap, plane, label, prop, text, k, current))
     if kind == "Hybrid":
         return list(hybrid_on_snapshot(searcher, snap, plane, HybridSpec.from_plan_json(body), current, embed))
     raise UsageError(f"plan source {kind} is not supported yet; use one of {', '.join(SOURCES)}")

@@ -23,9 +23,10 @@ from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.gate import Gate
+from drsg.store.reader import Reader
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.base import Pool, pairs
+from drsg.workers.base import Pool
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
 from drsg.workers.vector import VectorIndex
@@ -81,23 +82,28 @@ class Searcher:
     @contextmanager
     def view(self, plane: str, as_of: AsOf | None) -> Iterator[tuple[Snapshot, int, bool]]:
         """What one query on ``plane`` reads: its snapshot, the plane's id, and whether the snapshot
-        is the head (where the indexes serve it; an earlier commit is searched exactly)."""
-        with self._snapshot(as_of) as snap:
-            yield snap, self.plane_id(snap, plane), snap.at == snap.head
+        is the head (where the indexes serve it; an earlier commit is searched exactly).
 
-    @contextmanager
-    def _snapshot(self, as_of: AsOf | None) -> Iterator[Snapshot]:
-        """One read transaction per query. At the head, the indexes are caught up to it and hold
-        still (``reading``) while the query runs, so index hits and node records agree. An earlier
-        commit reads the snapshot alone (never the indexes): it neither waits for them nor holds
-        them up, however long its exact scan takes."""
-        with self._running.shared(), self.db.snapshot(as_of) as snap:
-            if snap.at != snap.head:
-                yield snap
+        One read transaction per query. At the head, the indexes are caught up to it and hold still
+        (``reading``) while the query runs, so index hits and node records agree. An earlier commit
+        reads the snapshot alone (never the indexes): it neither waits for them nor holds them up,
+        however long its exact scan takes. (The head's read opens its transaction directly, not
+        through ``db.snapshot()``'s layers of context managers: each costs a query a microsecond.)"""
+        with self._running.shared():
+            if as_of is None:
+                with self.db.env.read() as txn:
+                    snap = Reader(txn, self.db.env.dbs).snapshot()
+                    self.indexes.catch_up(snap.head)
+                    with self.indexes.reading():
+                        yield snap, self.plane_id(snap, plane), True
                 return
-            self.indexes.catch_up(snap.head)
-            with self.indexes.reading():
-                yield snap
+            with self.db.snapshot(as_of) as snap:
+                if snap.at != snap.head:
+                    yield snap, self.plane_id(snap, plane), False
+                    return
+                self.indexes.catch_up(snap.head)
+                with self.indexes.reading():
+                    yield snap, self.plane_id(snap, plane), True
 
     # ------------------------------------------------------------------ the two searches
 
@@ -113,15 +119,15 @@ class Searcher:
     ) -> list[Hit]:
         metric = check_metric(metric)
         with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
-            return hydrate(
-                snap, plane_id, pairs(self.vector_pool(snap, plane_id, label, prop, query, metric, k, current))
+            return hydrate_pool(
+                snap, plane_id, self.vector_pool(snap, plane_id, label, prop, query, metric, k, current)
             )
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
         with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
-            return hydrate(snap, plane_id, pairs(self.keyword_pool(snap, plane_id, label, prop, text, k, current)))
+            return hydrate_pool(snap, plane_id, self.keyword_pool(snap, plane_id, label, prop, text, k, current))
 
     # ------------------------------------------------------------------ ranked ids; callers load records
     # (hybrid retrieval combines candidate pools and loads only the winners)
@@ -182,9 +188,12 @@ def _pool(ranked: list[tuple[int, float]]) -> Pool:
 
 def hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:
     """Ranked ``(node id, score)`` pairs as hits with their records (a node gone at this snapshot is left out)."""
-    hits = []
-    for node_id, score in ranked:
-        node = snap.node(plane, node_id)
-        if node is not None:
-            hits.append(Hit(node, score))
-    return hits
+    nodes = snap.nodes_at(plane, [node_id for node_id, _ in ranked])
+    return [Hit(node, score) for node, (_, score) in zip(nodes, ranked, strict=True) if node is not None]
+
+
+def hydrate_pool(snap: Snapshot, plane: int, pool: Pool) -> list[Hit]:
+    """:func:`hydrate` for a search's arrays (node ids best first, scores)."""
+    ids, scores = pool
+    nodes = snap.nodes_at(plane, ids.tolist())
+    return [Hit(node, score) for node, score in zip(nodes, scores.tolist(), strict=True) if node is not None]

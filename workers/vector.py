@@ -7,6 +7,7 @@ squared L2), converted here.
 
 from __future__ import annotations
 
+import operator
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ LAYOUT = 2
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
+_FEW = 32  # scores checked in Python below this many, in numpy above
 
 
 class _EfShare:
@@ -36,7 +38,7 @@ class _EfShare:
     stream of searches at one ef cannot starve another. One claim at a time: a third ef claims
     once the first is served. Enter with :meth:`at`."""
 
-    __slots__ = ("_cond", "_lock", "claim", "ef", "index", "users")
+    __slots__ = ("_cond", "_lock", "claim", "ef", "index", "users", "waiting")
 
     def __init__(self, index: hnswlib.Index, ef: int) -> None:
         self.index = index
@@ -45,6 +47,7 @@ class _EfShare:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self.users = 0  # searches running at self.ef
+        self.waiting = 0  # searches waiting on the condition (leaving wakes them only when there are some)
         self.claim: int | None = None  # the ef a waiting search needs next
 
     def at(self, ef: int) -> _EfHold:
@@ -76,6 +79,7 @@ class _EfHold:
                     break
                 if share.claim is None:
                     share.claim, claimed = want, True
+                share.waiting += 1
                 try:
                     share._cond.wait()
                 except BaseException:  # interrupted while waiting: leave no claim nobody will serve
@@ -83,13 +87,15 @@ class _EfHold:
                         share.claim = None
                         share._cond.notify_all()
                     raise
+                finally:
+                    share.waiting -= 1
             share.users += 1
 
     def __exit__(self, *exc: object) -> None:
         share = self.share
         with share._lock:
             share.users -= 1
-            if not share.users:
+            if not share.users and share.waiting:
                 share._cond.notify_all()
 
 
@@ -186,7 +192,12 @@ class VectorIndex(IndexWorker):
             fetch = min(2 * fetch, len(self.live))
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
-        if not (scores[:-1] > scores[1:]).all():  # hnswlib orders by distance; break ties by id
+        if len(scores) <= _FEW:  # a dozen numbers compare in Python at a third of numpy's cost
+            listed = scores.tolist()
+            ordered = all(map(operator.gt, listed, listed[1:]))
+        else:
+            ordered = bool((scores[:-1] > scores[1:]).all())
+        if not ordered:  # hnswlib orders by distance; break ties by id
             order = np.lexsort((ids, -scores))
             ids, scores = ids[order], scores[order]
         return ids[:k], scores[:k]

@@ -12,7 +12,7 @@ Latency: a 20,000-synset plane (breadth-first under ``entity``), query vectors e
 k-NN (same M, ef_construction, ef, k = 100) and a raw ``tantivy`` BM25 top-100 (keyword.py's
 schema) for the same query in the same run. Targets: p50 ≤ 2 ms, p99 ≤ 5 ms, p50 ≤ 1.3× the raw sum.
 
-    python -m tests.bench.bench_hybrid [--quick] [--no-latency]
+    python -m tests.bench.bench_hybrid [--quick] [--no-latency | --no-quality]
 
 Needs ``apt-get install -y wordnet-base``.
 """
@@ -393,6 +393,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="A small corpus and few queries (a smoke run).")
     parser.add_argument("--no-latency", action="store_true", help="Skip the 20k-node latency part.")
+    parser.add_argument("--no-quality", action="store_true", help="Skip the judged-quality part (latency only).")
     parser.add_argument("--no-record", action="store_true", help="Print only; do not append to RESULTS.md.")
     args = parser.parse_args(argv)
     if not wordnet_corpus.available():
@@ -400,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     embedder = get_embedder(None)
     started = dt.datetime.now(dt.UTC)
-    lines = quality(800 if args.quick else 4000, 60 if args.quick else 500, embedder)
+    lines = [] if args.no_quality else quality(800 if args.quick else 4000, 60 if args.quick else 500, embedder)
     print("\n".join(lines), flush=True)
     if not args.no_latency:
         lat = latency(3000 if args.quick else 20_000, 50 if args.quick else 200, embedder, 1 if args.quick else 3)
@@ -411,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
         [
             f"## hybrid retrieval on WordNet: quality and latency — {when}",
             "",
-            f"Machine: {common.machine()}. Command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+            f"Machine: {common.machine()}. Command: `{common.command()}`",
             "",
             *lines,
             "",

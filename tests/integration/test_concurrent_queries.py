@@ -106,7 +106,7 @@ def test_at_most_max_queries_run_at_once(db: Database) -> None:
     inside: list[int] = []
 
     def query(entered: threading.Event) -> None:
-        with searcher._snapshot(None), searcher._snapshot(None):  # re-entering takes no second slot
+        with searcher.view(PLANE, None), searcher.view(PLANE, None):  # re-entering takes no second slot
             inside.append(1)
             entered.set()
             assert release.wait(60)
