@@ -34,7 +34,7 @@ from drsg.store.transaction import DEFAULT_PLANE, IdCounters, WriteTx
 from drsg.store.writer import CommitResult
 
 T = TypeVar("T")
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a staged import may leave commits past the head, which format 1 read as logged
 META_UUID = b"uuid"
 FOLLOW_WAIT = 1.0  # seconds follow() waits between looks at the log (a commit wakes it at once)
 log = structlog.get_logger("drsg.store")

@@ -11,7 +11,7 @@ import pytest
 from drsg.kernel.errors import DatabaseUnavailable
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, Database
-from drsg.store.writer import META_FORMAT
+from drsg.store.meta import META_FORMAT
 
 
 def _set_format(path: Path, version: int | None) -> None:
