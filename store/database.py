@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar, Unpack
+from typing import Generic, TypeVar, Unpack
 
 import structlog
 
@@ -22,6 +22,7 @@ from drsg.kernel.errors import ConfigError, DatabaseUnavailable, DrsgError
 from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
+from drsg.store.environment import Environment
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
 from drsg.store.meta import META_FORMAT, read_head
@@ -190,17 +191,15 @@ class Database:
     def head(self) -> int:
         return self.log.head()
 
-    @contextmanager
-    def read(self) -> Iterator[Reader]:
+    def read(self) -> _ReadHold[Reader]:
         """One consistent read: the head, snapshots at any seq up to it, the commits. Hold it briefly."""
-        with self.env.read() as txn:
-            yield Reader(txn, self.env.dbs)
+        return _ReadHold(self.env, lambda reader: reader)
 
-    @contextmanager
-    def snapshot(self, as_of: AsOf | str | int | None = None) -> Iterator[Snapshot]:
+    def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
-        with self.read() as reader:
-            yield reader.snapshot(None if as_of is None else reader.resolve(as_of))
+        if as_of is None:
+            return _ReadHold(self.env, Reader.snapshot)
+        return _ReadHold(self.env, lambda reader: reader.snapshot(reader.resolve(as_of)))
 
     def resolve_as_of(self, as_of: AsOf | str | int) -> int:
         with self.read() as reader:
@@ -257,3 +256,29 @@ class Database:
         head = self.write(replay, {"via": "rebuild"}).value
         log.info("rebuilt projection", path=self.path, commits=head)
         return head
+
+
+R = TypeVar("R")
+
+
+class _ReadHold(Generic[R]):
+    """A read transaction for a ``with`` block, seen as what ``view`` makes of its Reader (the
+    Reader itself, or a Snapshot). A class, like the environment's read: reads are frequent."""
+
+    __slots__ = ("env", "read", "view")
+
+    def __init__(self, env: Environment, view: Callable[[Reader], R]) -> None:
+        self.env = env
+        self.view = view
+
+    def __enter__(self) -> R:
+        self.read = read = self.env.read()
+        txn = read.__enter__()
+        try:
+            return self.view(Reader(txn, self.env.dbs))
+        except BaseException as exc:
+            read.__exit__(type(exc), exc, exc.__traceback__)  # raises damage as DamagedDatabase
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        self.read.__exit__(kind, exc, tb)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from drsg.kernel.values import Json, Props, Value, to_json
 
@@ -138,8 +138,10 @@ _BY_OP: dict[str, type[Mutation]] = {
 def _field_reader(cls: type[Mutation]) -> Callable[[Mutation], tuple[Value, ...]]:
     """A mutation's field values in order, read at once (dataclasses.fields() per call cost ~1 µs)."""
     names = [f.name for f in fields(cls)]
-    get = attrgetter(*names)
-    return get if len(names) > 1 else lambda m: (get(m),)
+    if len(names) == 1:
+        name = names[0]
+        return lambda m: (getattr(m, name),)
+    return cast(Callable[[Mutation], tuple[Value, ...]], attrgetter(*names))
 
 
 _FIELDS = {cls: _field_reader(cls) for cls in _BY_OP.values()}
