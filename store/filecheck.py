@@ -71,7 +71,7 @@ def _check(path: Path) -> None:
     second = _meta(path, head, 1, first.page_size)
     newest = max(first, second, key=lambda m: m.txnid)
     needed = (newest.last_page + 1) * newest.page_size
-    if size < needed:
+    if size < needed and not _only_free_pages_missing(path, newest, size):
         raise DamagedDatabase(
             f"{path} is truncated: it holds {size} bytes but its header says it uses {needed} "
             f"({newest.last_page + 1} pages); {_FIX}"
@@ -80,6 +80,67 @@ def _check(path: Path) -> None:
         for root in meta.roots:
             if root != _NO_PAGE and root > meta.last_page:
                 raise DamagedDatabase(f"{path}: header page {meta.page} points past the file's last page; {_FIX}")
+
+
+# LMDB 0.9 pages (64-bit, little-endian): pgno u64, pad u16, flags u16, lower u16, upper u16, then
+# the u16 offsets of its nodes. A node: lo u16, hi u16, flags u16, key size u16, key, data.
+_PAGE = struct.Struct("<QHHHH")
+_NODE = struct.Struct("<HHHH")
+_BRANCH, _LEAF, _OVERFLOW = 0x01, 0x02, 0x04
+_BIGDATA = 0x01
+_MAX_FREE_PAGES = 1 << 16  # a free-page tree walk this long is not worth making before an open
+
+
+def _only_free_pages_missing(path: Path, meta: Meta, size: int) -> bool:
+    """Whether every page past the end of the file is a free one. LMDB counts a page it allocated
+    and freed within one transaction (a "loose" page) in the header's last page, and puts it on the
+    free list without ever writing it: the file is then shorter than the header says, and healthy.
+    Walks the free-page tree (its root is in the header); any page of it that is missing or does
+    not parse means the file is damaged after all."""
+    psize, root = meta.page_size, meta.roots[0]
+    missing = set(range(size // psize, meta.last_page + 1))
+    if root == _NO_PAGE or len(missing) > _MAX_FREE_PAGES:
+        return False
+    try:
+        with path.open("rb") as f:
+
+            def page(pgno: int) -> bytes:
+                if pgno * psize + psize > size:
+                    raise ValueError("a page of the free list is past the end")
+                f.seek(pgno * psize)
+                return f.read(psize)
+
+            todo, walked = [root], 0
+            while todo and missing:
+                walked += 1
+                if walked > _MAX_FREE_PAGES:
+                    return False
+                data = page(todo.pop())
+                _pgno, _pad, flags, lower, _upper = _PAGE.unpack_from(data)
+                for i in range((lower - _PAGE.size) // 2):
+                    (at,) = struct.unpack_from("<H", data, _PAGE.size + 2 * i)
+                    lo, hi, node_flags, ksize = _NODE.unpack_from(data, at)
+                    if flags & _BRANCH:
+                        todo.append(lo | hi << 16 | node_flags << 32)
+                        continue
+                    if not flags & _LEAF:
+                        return False
+                    body = at + _NODE.size + ksize
+                    if node_flags & _BIGDATA:  # the page list is in overflow pages of its own
+                        (first,) = struct.unpack_from("<Q", data, body)
+                        _, _, overflow, low, high = _PAGE.unpack_from(page(first))
+                        if not overflow & _OVERFLOW:
+                            return False
+                        pages = low | high << 16  # an overflow page's count of pages
+                        f.seek(first * psize + _PAGE.size)
+                        ids = f.read(min(pages * psize, size - first * psize) - _PAGE.size)
+                    else:
+                        ids = data[body : body + (lo | hi << 16)]
+                    (count,) = struct.unpack_from("<Q", ids)
+                    missing.difference_update(struct.unpack_from(f"<{count}Q", ids, 8))
+    except (ValueError, struct.error, OSError):
+        return False
+    return not missing
 
 
 def _meta(path: Path, head: bytes, page: int, page_size: int | None) -> Meta:
