@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import struct
 import threading
 import time
+from _thread import allocate_lock as _allocate_lock
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +38,7 @@ T = TypeVar("T")
 META_STATE = b"state"  # head seq, last timestamp, next plane/node/edge ids
 META_FORMAT = b"format"
 _STATE = struct.Struct(">QQQQQ")
+GATHER_WAIT = 0.0005  # seconds the drainer waits at most for the last group's callers to queue again
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,28 +79,75 @@ def read_head(txn: Txn, meta: DbHandle) -> int:
     return 0 if raw is None else keys.read_u64(raw)
 
 
-@dataclass(slots=True, eq=False)
 class _Request:
-    fn: Callable[[WriteTx], Any]
-    origin: dict[str, Json]
-    finished: threading.Event = field(default_factory=threading.Event)
-    on_finish: Callable[[], None] | None = None
-    value: Any = None
-    error: BaseException | None = None
-    seqs: list[int] = field(default_factory=list)
-    ts: int | None = None
+    """One caller's commit function and, once its group is durable, its outcome. A thread waits on
+    its own plain lock (``_baton``, taken at birth): the cheapest thing to block on and be woken from.
+    The waiters of a group are woken one after the other, each by the one before it (:func:`_wake`),
+    so they do not all wake at once to fight over the interpreter while the leader works."""
 
-    def finish(self) -> None:
-        self.finished.set()
-        if self.on_finish is not None:
-            # RuntimeError: the caller's event loop has closed; nobody is waiting any more.
-            with contextlib.suppress(RuntimeError):
-                self.on_finish()
+    __slots__ = (
+        "_baton",
+        "abandoned",
+        "done",
+        "error",
+        "fn",
+        "handed",
+        "next",
+        "on_finish",
+        "origin",
+        "seqs",
+        "ts",
+        "value",
+    )
+
+    def __init__(
+        self, fn: Callable[[WriteTx], Any], origin: dict[str, Json], on_finish: Callable[[], None] | None = None
+    ) -> None:
+        self.fn = fn
+        self.origin = origin
+        self.on_finish = on_finish  # an asyncio caller's wake-up; None for a thread
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.seqs: list[int] = []
+        self.ts: int | None = None
+        self.done = False  # the outcome is final (set by the leader before anyone is woken)
+        self.next: _Request | None = None  # the waiter this one wakes once it is awake itself
+        self.handed = False  # its baton was released (under _HAND_OFF)
+        self.abandoned = False  # its thread stopped waiting (interrupted): skipped when waking
+        self._baton = _allocate_lock()
+        self._baton.acquire()
+
+    def wait(self) -> None:
+        """Block until the group is durable, then wake the next waiter of the group."""
+        try:
+            self._baton.acquire()
+        except BaseException:  # interrupted (KeyboardInterrupt): pass the wake-up on whenever it comes
+            with _HAND_OFF:
+                self.abandoned = True
+                handed = self.handed
+            if handed:
+                _wake(self.next)
+            raise
+        _wake(self.next)
 
     def result(self) -> CommitResult[Any]:
         if self.error is not None:
             raise self.error
         return CommitResult(self.value, tuple(self.seqs), self.ts)
+
+
+_HAND_OFF = threading.Lock()  # makes "wake the next waiter" and "stop waiting" exclusive
+
+
+def _wake(request: _Request | None) -> None:
+    """Release the first waiter from ``request`` on that still waits (it wakes the rest in turn)."""
+    with _HAND_OFF:
+        while request is not None and request.abandoned:
+            request = request.next
+        if request is None:
+            return
+        request.handed = True
+    request._baton.release()
 
 
 class Writer:
@@ -109,6 +159,9 @@ class Writer:
         self._queue_lock = threading.Lock()
         self._leader = threading.Lock()
         self._drainer_running = False
+        self._want = 0  # the drainer waits for this many queued requests (0: it does not wait)
+        self._filled = _allocate_lock()  # held; released by the submit that brings the queue to _want
+        self._filled.acquire()
         self._local = threading.local()
         self.groups_committed = 0
         self.on_commit: Callable[[int], None] | None = None  # told the new head after each durable group
@@ -119,12 +172,13 @@ class Writer:
         request = self._submit(fn, origin)
         if self._leader.acquire(blocking=False):
             try:
-                while not request.finished.is_set():
-                    self._lead_one_group()
+                while not request.done:
+                    self._lead_one_group(request)
             finally:
                 self._leader.release()
             self._hand_off()
-        request.finished.wait()
+            return request.result()
+        request.wait()
         return request.result()
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
@@ -148,9 +202,12 @@ class Writer:
     ) -> _Request:
         if getattr(self._local, "inside", False):
             raise UsageError("a commit function cannot start another write; do both in one function")
-        request = _Request(fn, origin or {}, on_finish=on_finish)
+        request = _Request(fn, origin or {}, on_finish)
         with self._queue_lock:
             self._queue.append(request)
+            if self._want and len(self._queue) >= self._want:
+                self._want = 0
+                self._filled.release()
         return request
 
     def _hand_off(self) -> None:
@@ -165,8 +222,12 @@ class Writer:
         try:
             while True:
                 with self._leader:
-                    while self._queue:
-                        self._lead_one_group()
+                    last = 0
+                    while True:
+                        self._gather(last)
+                        if not self._queue:
+                            break
+                        last = self._lead_one_group()
                 with self._queue_lock:
                     if not self._queue:
                         self._drainer_running = False
@@ -176,18 +237,36 @@ class Writer:
                 self._drainer_running = False
             raise
 
+    def _gather(self, last: int) -> None:
+        """Before the next group, give the callers of the last one a moment to queue again. Without
+        it, T closed-loop callers split into two halves that take turns (one half is being woken
+        while the other commits), so each fsync is shared by T/2 commits rather than T. The wait
+        ends as soon as the last group's callers and those already queued are all in the queue, and
+        lasts at most ``GATHER_WAIT``; after a group of one (a lone caller) there is none."""
+        with self._queue_lock:
+            want = min(last + len(self._queue), self.max_group)
+            if last <= 1 or len(self._queue) >= want:
+                return
+            self._want = want
+        self._filled.acquire(timeout=GATHER_WAIT)
+        with self._queue_lock:
+            self._want = 0
+            self._filled.acquire(blocking=False)  # held again whether or not a submit released it
+
     # ------------------------------------------------------------------ the leader's work
 
-    def _lead_one_group(self) -> None:
+    def _lead_one_group(self, own: _Request | None = None) -> int:
+        """Commit the next group and wake its callers (``own``: the leading caller's request, which
+        needs no waking); returns the group's size."""
         with self._queue_lock:
             group = [self._queue.popleft() for _ in range(min(self.max_group, len(self._queue)))]
         if not group:
-            return
+            return 0
         try:
             self._run_group(group)
         finally:
-            for request in group:
-                request.finish()
+            _finish(group, own)
+        return len(group)
 
     def _run_group(self, group: list[_Request]) -> None:
         """Commit a group, growing the map as needed; errors land on the requests, never raise."""
@@ -214,36 +293,61 @@ class Writer:
             _fail(group, write_failed(self.env.path, exc))
 
     def _commit_group(self, group: list[_Request]) -> None:
+        """Run the group's functions in one transaction and commit it. Optimistically they all run
+        in the group's own transaction (a nested one each costs ~5 µs, a sixth of a small commit);
+        when one fails, the transaction is abandoned and the others run again from a clean slate,
+        each in a nested transaction now, so a second failure cannot send them round again. A
+        commit function may run more than once (as after a full map): only its last run counts."""
         env = self.env
         meta = env.dbs["meta"]
-        txn = env.begin_write()
-        try:
-            state = read_state(txn, meta)
-            for request in group:
-                self._run_request(txn, state, request)
-            write_state(txn, meta, state)
-            txn.commit()  # durable: the environment syncs on commit
-            self.groups_committed += 1
-            if self.on_commit is not None:
-                self.on_commit(state.head)
-        except BaseException:
-            txn.abort()
-            raise
+        todo = group
+        nested = False
+        while todo:
+            txn = env.begin_write()
+            try:
+                state = read_state(txn, meta)
+                failed: _Request | None = None
+                succeeded = 0
+                for request in todo:
+                    if self._run_request(txn, state, request, nested):
+                        succeeded += 1
+                    elif not nested:
+                        failed = request
+                        break
+                if failed is None and succeeded:
+                    write_state(txn, meta, state)
+                    txn.commit()  # durable: the environment syncs on commit
+                    self.groups_committed += 1
+                    if self.on_commit is not None:
+                        self.on_commit(state.head)
+                    return
+            except BaseException:
+                txn.abort()
+                raise
+            txn.abort()  # nothing of this attempt stays
+            if failed is None:
+                return  # every function failed: nothing to commit
+            todo = [request for request in todo if request is not failed]
+            nested = True
 
-    def _run_request(self, txn: Txn, state: LogState, request: _Request) -> None:
-        """Run one commit function in a nested transaction; on its error, undo only it."""
+    def _run_request(self, txn: Txn, state: LogState, request: _Request, nested: bool) -> bool:
+        """Run one commit function, in ``txn`` itself or in a transaction nested in it; on its error
+        undo what it did to ``state`` (and, when nested, to the file: otherwise the caller abandons
+        ``txn``). Returns whether it succeeded."""
         request.error, request.value, request.seqs, request.ts = None, None, [], None
-        child = self.env.env.begin(write=True, parent=txn, buffers=False)
-        saved = LogState(state.head, state.ts, state.ids.copy())
+        child = self.env.env.begin(write=True, parent=txn, buffers=False) if nested else txn
+        head, ts, ids = state.head, state.ts, state.ids.copy()
         log_db = self.env.dbs["log"]
+        origin = request.origin
+        clock = self.clock
 
         def seal(tx: WriteTx) -> int:
             if tx.mutations:
-                ts = max(int(self.clock() * 1000), state.ts)
-                child.put(keys.u64(tx.seq), encode(ts, request.origin, tx.mutations), db=log_db, append=True)
-                state.head, state.ts = tx.seq, ts
+                now = max(int(clock() * 1000), state.ts)
+                child.put(keys.u64(tx.seq), encode(now, origin, tx.mutations), db=log_db, append=True)
+                state.head, state.ts = tx.seq, now
                 request.seqs.append(tx.seq)
-                request.ts = ts
+                request.ts = now
             return state.head + 1
 
         self._local.inside = True
@@ -252,18 +356,40 @@ class Writer:
             request.value = request.fn(tx)
             seal(tx)
         except lmdb.MapFullError:
-            child.abort()
+            if nested:
+                child.abort()
             raise
         except BaseException as exc:  # the caller's error: undo only this request
-            child.abort()
+            if nested:
+                child.abort()
             if isinstance(exc, READ_DAMAGE):  # met while reading the file inside the write
                 exc = damaged(self.env.path, exc)
-            state.head, state.ts, state.ids = saved.head, saved.ts, saved.ids
-            request.error, request.seqs, request.ts = exc, [], None
-            return
+            state.head, state.ts, state.ids = head, ts, ids
+            request.error, request.value, request.seqs, request.ts = exc, None, [], None
+            return False
         finally:
             self._local.inside = False
-        child.commit()
+        if nested:
+            child.commit()
+        return True
+
+
+def _finish(group: list[_Request], own: _Request | None) -> None:
+    """The group's outcome is final: wake its callers. Asyncio callers are told at once; threads are
+    chained (each wakes the next once awake), and the leading caller's own request needs no waking."""
+    waiters: list[_Request] = []
+    for request in group:
+        request.done = True
+        if request.on_finish is not None:
+            # RuntimeError: the caller's event loop has closed; nobody is waiting any more.
+            with contextlib.suppress(RuntimeError):
+                request.on_finish()
+        elif request is not own:
+            waiters.append(request)
+    for before, after in itertools.pairwise(waiters):
+        before.next = after
+    if waiters:
+        _wake(waiters[0])
 
 
 def _fail(group: list[_Request], error: BaseException) -> None:
