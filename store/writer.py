@@ -119,16 +119,18 @@ class _Request:
 
     def wait(self) -> None:
         """Block until the group is durable, then wake the next waiter of the group."""
-        try:
-            self._baton.acquire()
-        except BaseException:  # interrupted (KeyboardInterrupt): pass the wake-up on whenever it comes
-            with _HAND_OFF:
-                self.abandoned = True
-                handed = self.handed
-            if handed:
-                _wake(self.next)
-            raise
+        self._baton.acquire()
         _wake(self.next)
+
+    def abandon(self) -> None:
+        """Its caller stopped waiting (KeyboardInterrupt, say) before or while it waited: the wake-up
+        it would have passed on is passed on anyway, now if it came already, else by whoever wakes
+        it (:func:`_wake` skips it). Passing it on twice is harmless."""
+        with _HAND_OFF:
+            self.abandoned = True
+            handed = self.handed
+        if handed:
+            _wake(self.next)
 
     def result(self) -> CommitResult[Any]:
         if self.error is not None:
@@ -140,11 +142,12 @@ _HAND_OFF = threading.Lock()  # makes "wake the next waiter" and "stop waiting" 
 
 
 def _wake(request: _Request | None) -> None:
-    """Release the first waiter from ``request`` on that still waits (it wakes the rest in turn)."""
+    """Release the first waiter from ``request`` on whose caller still waits; it wakes the rest in
+    turn. A waiter is released once, however often it is woken."""
     with _HAND_OFF:
         while request is not None and request.abandoned:
             request = request.next
-        if request is None:
+        if request is None or request.handed:
             return
         request.handed = True
     request._baton.release()
@@ -170,15 +173,19 @@ class Writer:
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         request = self._submit(fn, origin)
-        if self._leader.acquire(blocking=False):
-            try:
-                while not request.done:
-                    self._lead_one_group(request)
-            finally:
-                self._leader.release()
-            self._hand_off()
-            return request.result()
-        request.wait()
+        try:
+            if self._leader.acquire(blocking=False):
+                try:
+                    while not request.done:
+                        self._lead_one_group(request)
+                finally:
+                    self._leader.release()
+                self._hand_off()
+            else:
+                request.wait()
+        except BaseException:  # interrupted: the waiters chained behind this one must still wake
+            request.abandon()
+            raise
         return request.result()
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
