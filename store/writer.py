@@ -39,6 +39,7 @@ META_STATE = b"state"  # head seq, last timestamp, next plane/node/edge ids
 META_FORMAT = b"format"
 _STATE = struct.Struct(">QQQQQ")
 GATHER_WAIT = 0.0005  # seconds the drainer waits at most for the last group's callers to queue again
+GATHER_SKIP = 8  # groups that start without waiting after a wait that ran out (see Writer._gather)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +164,7 @@ class Writer:
         self._leader = threading.Lock()
         self._drainer_running = False
         self._want = 0  # the drainer waits for this many queued requests (0: it does not wait)
+        self._skip_gathers = 0  # groups to start without gathering (after a gather that ran out)
         self._filled = _allocate_lock()  # held; released by the submit that brings the queue to _want
         self._filled.acquire()
         self._local = threading.local()
@@ -219,6 +221,8 @@ class Writer:
 
     def _hand_off(self) -> None:
         """Make sure queued work has a leader: start a drainer unless one is running."""
+        if not self._queue or self._drainer_running:  # read unlocked: each is rechecked under the lock
+            return
         with self._queue_lock:
             if not self._queue or self._drainer_running:
                 return
@@ -249,24 +253,37 @@ class Writer:
         it, T closed-loop callers split into two halves that take turns (one half is being woken
         while the other commits), so each fsync is shared by T/2 commits rather than T. The wait
         ends as soon as the last group's callers and those already queued are all in the queue, and
-        lasts at most ``GATHER_WAIT``; after a group of one (a lone caller) there is none."""
+        lasts at most ``GATHER_WAIT``; after a group of one (a lone caller) there is none. Callers
+        that do not come straight back (a server's, between requests) make the wait run out: when
+        not even half of them came, the next ``GATHER_SKIP`` groups start without one, so such
+        callers pay for it at most once in ``GATHER_SKIP + 1`` groups."""
         with self._queue_lock:
             want = min(last + len(self._queue), self.max_group)
             if last <= 1 or len(self._queue) >= want:
                 return
+            if self._skip_gathers:
+                self._skip_gathers -= 1
+                return
             self._want = want
-        self._filled.acquire(timeout=GATHER_WAIT)
+            before = len(self._queue)
+        filled = self._filled.acquire(timeout=GATHER_WAIT)
         with self._queue_lock:
             self._want = 0
             self._filled.acquire(blocking=False)  # held again whether or not a submit released it
+            if not filled and 2 * (len(self._queue) - before) < want - before:  # not even half came
+                self._skip_gathers = GATHER_SKIP
 
     # ------------------------------------------------------------------ the leader's work
 
     def _lead_one_group(self, own: _Request | None = None) -> int:
         """Commit the next group and wake its callers (``own``: the leading caller's request, which
         needs no waking); returns the group's size."""
+        queue = self._queue
         with self._queue_lock:
-            group = [self._queue.popleft() for _ in range(min(self.max_group, len(self._queue)))]
+            if len(queue) == 1:  # a lone caller's: no comprehension for it
+                group = [queue.popleft()]
+            else:
+                group = [queue.popleft() for _ in range(min(self.max_group, len(queue)))]
         if not group:
             return 0
         try:
@@ -315,12 +332,16 @@ class Writer:
                 state = read_state(txn, meta)
                 failed: _Request | None = None
                 succeeded = 0
-                for request in todo:
-                    if self._run_request(txn, state, request, nested):
-                        succeeded += 1
-                    elif not nested:
-                        failed = request
-                        break
+                self._local.inside = True  # a commit function that starts a write is refused
+                try:
+                    for request in todo:
+                        if self._run_request(txn, state, request, nested):
+                            succeeded += 1
+                        elif not nested:
+                            failed = request
+                            break
+                finally:
+                    self._local.inside = False
                 if failed is None and succeeded:
                     write_state(txn, meta, state)
                     txn.commit()  # durable: the environment syncs on commit
@@ -339,11 +360,14 @@ class Writer:
 
     def _run_request(self, txn: Txn, state: LogState, request: _Request, nested: bool) -> bool:
         """Run one commit function, in ``txn`` itself or in a transaction nested in it; on its error
-        undo what it did to ``state`` (and, when nested, to the file: otherwise the caller abandons
-        ``txn``). Returns whether it succeeded."""
+        undo what it did to the file and to ``state`` when nested (otherwise the caller abandons
+        ``txn`` and ``state`` with it). Returns whether it succeeded."""
         request.error, request.value, request.seqs, request.ts = None, None, [], None
-        child = self.env.env.begin(write=True, parent=txn, buffers=False) if nested else txn
-        head, ts, ids = state.head, state.ts, state.ids.copy()
+        if nested:
+            child = self.env.env.begin(write=True, parent=txn, buffers=False)
+            saved = (state.head, state.ts, state.ids.copy())
+        else:
+            child = txn
         log_db = self.env.dbs["log"]
         origin = request.origin
         clock = self.clock
@@ -357,7 +381,6 @@ class Writer:
                 request.ts = now
             return state.head + 1
 
-        self._local.inside = True
         try:
             tx = WriteTx(child, self.env.dbs, state.head + 1, state.ids, seal)
             request.value = request.fn(tx)
@@ -371,11 +394,10 @@ class Writer:
                 child.abort()
             if isinstance(exc, READ_DAMAGE):  # met while reading the file inside the write
                 exc = damaged(self.env.path, exc)
-            state.head, state.ts, state.ids = head, ts, ids
+            if nested:
+                state.head, state.ts, state.ids = saved
             request.error, request.value, request.seqs, request.ts = exc, None, [], None
             return False
-        finally:
-            self._local.inside = False
         if nested:
             child.commit()
         return True

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import drsg
+from drsg.store import writer as writer_module
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 
@@ -194,3 +195,42 @@ def test_a_waiter_that_stops_waiting_does_not_hold_up_the_rest_of_its_group(db: 
     assert done["behind"] is not None
     with db.snapshot() as snap:
         assert sorted(n.key for n in snap.nodes(plane.id)) == ["behind", "interrupted"]  # type: ignore[type-var]
+
+
+def test_callers_that_do_not_come_straight_back_seldom_wait_for_a_gathering(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After a group, the drainer waits a moment for that group's callers to queue again. Callers
+    # that think for longer than that wait (here 30 ms against 10 ms) make it run out each time:
+    # after one that gathered not even half of them, the next GATHER_SKIP groups do not wait.
+    monkeypatch.setattr(writer_module, "GATHER_WAIT", 0.01)
+    plane = db.plane("startup")
+    timed_waits = 0
+    real = db.writer._filled
+
+    class Counting:
+        def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+            nonlocal timed_waits
+            timed_waits += timeout > 0
+            return real.acquire(blocking, timeout)
+
+        def release(self) -> None:
+            real.release()
+
+    monkeypatch.setattr(db.writer, "_filled", Counting())
+    threads, rounds = 4, 20
+    barrier = threading.Barrier(threads)
+    groups = db.writer.groups_committed
+
+    def caller(t: int) -> None:
+        barrier.wait()
+        for i in range(rounds):
+            db.write(lambda tx, i=i: tx.create_node(plane, f"{t}-{i}"))
+            time.sleep(0.03)
+
+    pool = [threading.Thread(target=caller, args=(t,)) for t in range(threads)]
+    _start_all(pool)
+    _join_all(pool)
+    assert db.head() == 1 + threads * rounds
+    made = db.writer.groups_committed - groups
+    assert timed_waits <= 2 + made // (writer_module.GATHER_SKIP + 1), (timed_waits, made)
