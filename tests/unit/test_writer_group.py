@@ -202,7 +202,7 @@ def test_callers_that_do_not_come_straight_back_seldom_wait_for_a_gathering(
 ) -> None:
     # After a group, the drainer waits a moment for that group's callers to queue again. Callers
     # that think for longer than that wait (here 30 ms against 10 ms) make it run out each time:
-    # after one that gathered not even half of them, the next GATHER_SKIP groups do not wait.
+    # after one that gathered none of them, the next GATHER_SKIP groups do not wait.
     monkeypatch.setattr(writer_module, "GATHER_WAIT", 0.01)
     plane = db.plane("startup")
     timed_waits = 0
