@@ -3,11 +3,14 @@
 Callers hand a commit function to :meth:`Writer.write` (threads) or :meth:`Writer.awrite`
 (asyncio) and wait. A caller that finds the writer idle becomes the *leader* and runs the queue
 itself, so a lone writer pays no thread hand-off. Under load, whoever releases the writer with work
-still queued starts a *drainer* thread that keeps leading until the queue is empty; the other
-callers just wait for their own request. Each group runs inside one LMDB transaction — every
-request in its own nested transaction, so a failing function leaves no trace while the others still
-commit — and each request keeps its own commit and seq, learned only once the group is durable.
-The leader is always the thread that opened the transaction, as LMDB requires.
+still queued starts a *drainer* thread that keeps leading until the queue is empty, giving the
+callers of each group a moment to queue again before the next (:meth:`Writer._gather`); the other
+callers just wait for their own request, each on a plain lock, and a durable group's callers are
+woken one after another, each by the one before it. Each group runs inside one LMDB transaction:
+its functions run in it directly, and when one fails the transaction is abandoned and the others
+run again, each in its own nested transaction, so a failing function leaves no trace while the
+others still commit. Each request keeps its own commit and seq, learned only once the group is
+durable. The leader is always the thread that opened the transaction, as LMDB requires.
 """
 
 from __future__ import annotations
