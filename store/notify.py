@@ -84,6 +84,8 @@ class CommitNotifier:
             if head <= self._head:
                 return
             self._head = head
+            if not self._waiting:  # nobody to wake (the idle watcher waits for a waiter, not a head)
+                return
             self._cond.notify_all()
             futures = list(self._futures)
         _resolve(futures)

@@ -4,8 +4,9 @@ py-lmdb 2.0 and later make the abort of a write transaction wait until no other 
 flight anywhere in the environment. With two or more threads reading back to back that moment never
 comes, and the writer hung: 30 commits took more than five minutes (drsg pins ``lmdb<2``, which has
 no such wait; the store's own gate already keeps a map resize away from open transactions). The
-writer aborts a transaction whenever a commit function fails (the caller's error undoes only its
-own nested transaction) and whenever the map is full (it grows the map and runs the group again),
+writer aborts a transaction whenever a commit function fails (the group's transaction, then the
+failed one's own nested one once the others run again nested) and whenever the map is full (it grows
+the map and runs the group again),
 so both happen here while three threads read without pause.
 
 py-lmdb 1.x in turn does not wait for other threads when the environment is closed: closing while a
