@@ -146,6 +146,10 @@ class Snapshot:
             out.append(node)
         return out
 
+    def has_node(self, plane: int, node_id: int) -> bool:
+        """Whether the node is there, without decoding its record."""
+        return 0 <= node_id <= MAX_ID and self.version("nodes", keys.node_group(plane, node_id)) is not None
+
     def node_id_by_key(self, plane: int, key: str) -> int | None:
         value = self.version("keys", keys.key_group(plane, key))
         return None if value is None else keys.read_u64(value)

@@ -15,8 +15,7 @@ from typing import NamedTuple
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
 from drsg.kernel.metrics import check_metric
-from drsg.kernel.values import MAX_ID, Json, Props, Value, Vector, check_name, check_props
-from drsg.store import keys
+from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props
 from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
     EdgeDelete,
@@ -177,34 +176,24 @@ class WriteTx:
             self._live_planes.add(plane.id)
 
     def resolve(self, plane: Plane, ref: NodeRef) -> Node:
-        """A node by id, ``@key`` or bare key; NotFound names the plane."""
-        self._live(plane)
-        node = None
-        if isinstance(ref, int) and not isinstance(ref, bool):
-            node = self.view.node(plane.id, ref)
-        elif isinstance(ref, str):
-            node = self.view.node_by_key(plane.id, ref[1:] if ref.startswith("@") else ref)
-        else:
-            raise BadValue(f"a node reference is an id or a key, not {type(ref).__name__}")
-        if node is None:
-            raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
+        """The node ``ref`` names (see :meth:`node_id`)."""
+        node = self.view.node(plane.id, self.node_id(plane, ref))
+        assert node is not None  # node_id found its record in this same transaction
         return node
 
     def node_id(self, plane: Plane, ref: NodeRef) -> int:
-        """:meth:`resolve`'s node id, without decoding the node: a key names a live node, and an id
-        needs only its record to be there."""
+        """The id of the node ``ref`` names — an id, ``@key`` or a bare key — without decoding the
+        node (a key names a live node); NotFound names the plane."""
+        self._live(plane)
         if isinstance(ref, int) and not isinstance(ref, bool):
-            self._live(plane)
-            if 0 <= ref <= MAX_ID and self.view.version("nodes", keys.node_group(plane.id, ref)) is not None:
-                return ref
+            found = ref if self.view.has_node(plane.id, ref) else None
+        elif isinstance(ref, str):
+            found = self.view.node_id_by_key(plane.id, ref[1:] if ref.startswith("@") else ref)
+        else:
+            raise BadValue(f"a node reference is an id or a key, not {type(ref).__name__}")
+        if found is None:
             raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
-        if isinstance(ref, str):
-            self._live(plane)
-            node_id = self.view.node_id_by_key(plane.id, ref[1:] if ref.startswith("@") else ref)
-            if node_id is not None:
-                return node_id
-            raise NotFound(f"no node {ref!r} in plane {plane.name!r}")
-        return self.resolve(plane, ref).id  # its error for a reference of the wrong type
+        return found
 
     def create_node(
         self,
