@@ -154,8 +154,7 @@ class _Importer:
         self.chunk_file_ids: list[tuple[int, int | None]] = []  # this chunk's, with what they replaced
         # Nodes and edges with ids from these on were made by this import: an edge line conflicts only
         # with an edge that was there before (parallel edges within one file are a multigraph's right).
-        self.new_nodes_from = self.new_edges_from = 0
-        self.started = False
+        self.new_nodes_from, self.new_edges_from = stage.ids_before.node, stage.ids_before.edge
         self.matched: dict[tuple[int, str, int], int] = {}  # parallel old edges matched so far
         self.collisions: list[str] = []  # colliding keys and edges, as the refusal names them
         self.edge_collisions = 0  # how many of them are edges
@@ -207,9 +206,6 @@ class _Importer:
         self.chunk_file_ids = []
         self.tx = tx
         self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
-        if not self.started:  # the first chunk: what was there before the import
-            self.new_nodes_from, self.new_edges_from = tx.ids.node, tx.ids.edge
-            self.started = True
         for _ in range(self.commit_lines):
             raw = self.fh.readline()
             if not raw:

@@ -204,6 +204,7 @@ class StagedWrite:
         self._owner = (os.getpid(), process_start(os.getpid()) or 0)
         self._state = self._claim()
         self._base = self._state.head
+        self.ids_before = self._state.ids.copy()  # the id counters before anything was staged
         _staging_here.add(str(env.path))
 
     def _claim(self) -> LogState:
