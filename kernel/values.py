@@ -275,10 +275,7 @@ def pack(obj: Any) -> bytes:
     packer = getattr(_packers, "packer", None)
     if packer is None:
         packer = _packers.packer = msgpack.Packer(**_packer_opts)
-    try:
-        return packer.pack(obj)  # type: ignore[no-any-return]
-    except OverflowError:
-        raise BadValue("an integer does not fit in 64 bits; store it as a string") from None
+    return packer.pack(obj)  # type: ignore[no-any-return]  # (an integer past 64 bits: see _ext_default)
 
 
 class Undecodable(ValueError):
