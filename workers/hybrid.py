@@ -184,7 +184,8 @@ def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel])
     ranking = Ranking(channels, spec.fusion, spec.rrf_k, checked=True)  # spec.check() did
     entries = ranking.entries(CHANNELS)
     while len(out) < spec.k:
-        batch = list(islice(entries, spec.k - len(out)))
+        # (never more than the ranking holds: k may be any size, islice takes at most sys.maxsize)
+        batch = list(islice(entries, min(spec.k - len(out), len(ranking))))
         if not batch:
             break
         nodes = snap.nodes_at(plane, [entry[0] for entry in batch])

@@ -236,6 +236,14 @@ def test_candidates_limit_each_channel_and_weights_reorder(searcher: Searcher) -
     assert [h.node.id for h in zero] == sorted(h.node.id for h in zero)  # ties: node id ascending
 
 
+def test_any_k_returns_every_hit_there_is(searcher: Searcher) -> None:
+    """k past sys.maxsize (a fuzzer's TOPK 99999999999999999999) is just "all of them", never a crash."""
+    base = {"label": "Doc", "vector": VectorPart("embedding", _vec(0)), "keyword": KeywordPart("body", "graph")}
+    everything = hybrid(searcher, "docs", HybridSpec(**base, k=10_000))  # type: ignore[arg-type]
+    huge = hybrid(searcher, "docs", HybridSpec(**base, k=10**20))  # type: ignore[arg-type]
+    assert _keys(searcher, huge) == _keys(searcher, everything) and everything
+
+
 def test_alternative_fusions(searcher: Searcher) -> None:
     base = dict(label="Doc", vector=VectorPart("embedding", _vec(5)), keyword=KeywordPart("body", "vector index"), k=5)
     rrf = hybrid(searcher, "docs", HybridSpec(**base, fusion="rrf"))  # type: ignore[arg-type]
