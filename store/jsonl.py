@@ -154,7 +154,7 @@ class _Importer:
         self.chunk_file_ids: list[tuple[int, int | None]] = []  # this chunk's, with what they replaced
         # Nodes and edges with ids from these on were made by this import: an edge line conflicts only
         # with an edge that was there before (parallel edges within one file are a multigraph's right).
-        self.new_nodes_from, self.new_edges_from = stage.ids_before.node, stage.ids_before.edge
+        self.new_nodes_from, self.new_edges_from = stage.before.ids.node, stage.before.ids.edge
         self.matched: dict[tuple[int, str, int], int] = {}  # parallel old edges matched so far
         self.collisions: list[str] = []  # colliding keys and edges, as the refusal names them
         self.edge_collisions = 0  # how many of them are edges

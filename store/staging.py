@@ -30,16 +30,7 @@ from drsg.store import keys
 from drsg.store.environment import READ_DAMAGE, Dbs, Environment, Txn, damaged, write_failed
 from drsg.store.log import decode
 from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_mark, write_state
-from drsg.store.mutations import (
-    EdgeDelete,
-    EdgePut,
-    IndexDeclare,
-    IndexDrop,
-    Mutation,
-    NodeDelete,
-    NodePut,
-    PlaneCreate,
-)
+from drsg.store.mutations import EdgePut, IndexDeclare, Mutation, NodePut, PlaneCreate
 from drsg.store.projection import Tallies
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
@@ -152,33 +143,33 @@ def _undo_commit(txn: Txn, dbs: Dbs, seq: int) -> None:
 
 
 def _groups(m: Mutation, before: Snapshot) -> Iterator[tuple[str, bytes]]:
-    """Every record group the projection may have written for ``m`` at its seq: those its own fields
-    name and those the record's earlier version names (removing a key that is not there is harmless)."""
+    """Every record group the projection may have written for ``m`` (one of STAGEABLE) at its seq:
+    those its own fields name and those the record's earlier version names (removing a key that is
+    not there is harmless)."""
     if isinstance(m, PlaneCreate):
         yield "planes", keys.plane_group(m.plane)
         yield "plane_names", keys.plane_name_group(m.name)
-    elif isinstance(m, (NodePut, NodeDelete)):
+    elif isinstance(m, NodePut):
         yield "nodes", keys.node_group(m.plane, m.id)
         prev = before.node(m.plane, m.id)
-        names = {prev.key} if prev is not None else set()
-        labels = set(prev.labels) if prev is not None else set()
-        if isinstance(m, NodePut):
-            names.add(m.key)
-            labels.update(m.labels)
+        names, labels = {m.key}, set(m.labels)
+        if prev is not None:
+            names.add(prev.key)
+            labels.update(prev.labels)
         for key in names - {None}:
             yield "keys", keys.key_group(m.plane, key)  # type: ignore[arg-type]
         for label in labels:
             yield "labels", keys.label_group(m.plane, label, m.id)
-    elif isinstance(m, (EdgePut, EdgeDelete)):
+    elif isinstance(m, EdgePut):
         yield "edges", keys.edge_group(m.plane, m.id)
         prev_edge = before.edge(m.plane, m.id)
-        ends = {(prev_edge.src, prev_edge.dst, prev_edge.type)} if prev_edge is not None else set()
-        if isinstance(m, EdgePut):
-            ends.add((m.src, m.dst, m.type))
+        ends = {(m.src, m.dst, m.type)}
+        if prev_edge is not None:
+            ends.add((prev_edge.src, prev_edge.dst, prev_edge.type))
         for src, dst, edge_type in ends:
             yield "out", keys.adjacency_group(m.plane, src, edge_type, m.id)
             yield "in", keys.adjacency_group(m.plane, dst, edge_type, m.id)
-    elif isinstance(m, (IndexDeclare, IndexDrop)):
+    elif isinstance(m, IndexDeclare):
         yield "indexes", keys.index_group(m.plane, m.kind, m.label, m.property)
 
 
@@ -198,13 +189,11 @@ class StagedWrite:
         self.clock = clock
         self.publish = publish  # told the new head once the write is in the graph
         self.seqs: list[int] = []
-        self.ts: int | None = None
         self.finished = False
         self._tallies = Tallies()
         self._owner = (os.getpid(), process_start(os.getpid()) or 0)
         self._state = self._claim()
-        self._base = self._state.head
-        self.ids_before = self._state.ids.copy()  # the id counters before anything was staged
+        self.before = self._state.copy()  # the head and id counters before anything was staged
         _staging_here.add(str(env.path))
 
     def _claim(self) -> LogState:
@@ -246,7 +235,7 @@ class StagedWrite:
             tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids, seal, tallies)
             value = fn(tx)
             seal(tx)
-            write_mark(txn, meta, StageMark(*self._owner, self._base, state.head))
+            write_mark(txn, meta, StageMark(*self._owner, self.before.head, state.head))
             return value, state, tallies, seqs
 
         value, self._state, self._tallies, seqs = in_write(self.env, step)
@@ -265,10 +254,8 @@ class StagedWrite:
 
         in_write(self.env, step)
         self._done()
-        if self.seqs:
-            self.ts = self._state.ts
-            if self.publish is not None:
-                self.publish(self._state.head)
+        if self.seqs and self.publish is not None:
+            self.publish(self._state.head)
         return tuple(self.seqs)
 
     def abandon(self) -> None:
