@@ -28,6 +28,9 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     │   └── BadEmbeddingResponse  1   -32000   the service answered, but not with one finite vector per text
     ├── ChatError                 1   -32000   a chat model could not answer
     │   └── ChatUnavailable       1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
+    ├── PluginError               1   -32000   a parser plugin was refused (a forbidden import, a bad name, a
+    │   │                                      changed artifact) or failed (a trap, output that breaks the contract)
+    │   └── PluginBudget          1   -32000   a plugin call ran out of fuel, memory or time (names the setting)
     ├── ServeError                1   -32000   `drsg serve` could not start (the address is taken, a TLS file
     │                                          is unreadable, …)
     ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
@@ -167,6 +170,14 @@ class ChatError(DrsgError):
 
 class ChatUnavailable(ChatError):
     """The chat service kept failing (rate limits, server errors, timeouts) past the retry budget."""
+
+
+class PluginError(DrsgError):
+    """A parser plugin was refused at install or load, or failed while it ran; the message names it."""
+
+
+class PluginBudget(PluginError):
+    """A plugin call exhausted a budget (fuel, memory or time); the message names the setting to raise."""
 
 
 class ServeError(DrsgError):

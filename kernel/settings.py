@@ -147,6 +147,18 @@ def _token(value: object) -> str:
     return token
 
 
+IGNORE_FILES = ("gitignore", "dockerignore")
+
+
+def _ignore_files(value: object) -> tuple[str, ...]:
+    """Which ignore files a code walk honours (an empty list or text: none)."""
+    names = tuple(name.strip().lower() for name in _strings(value) if name.strip())
+    for name in names:
+        if name not in IGNORE_FILES:
+            raise ValueError(f"{name!r} is not gitignore or dockerignore")
+    return tuple(dict.fromkeys(names))
+
+
 def _origins(value: object) -> tuple[str, ...]:
     return tuple(origin.rstrip("/") for origin in _strings(value))
 
@@ -201,7 +213,6 @@ class Setting:
 
 
 _CRAWLER = "; for the URL crawler (not built yet)"
-_PLUGIN_HOST = "; for the plugin host (not built yet)"
 
 REGISTRY: tuple[Setting, ...] = (
     Setting("store.map_size", 64 << 20, _size, "initial LMDB map size; it doubles whenever a write fills it"),
@@ -223,6 +234,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("digest.chunk_chars", 4000, _positive, "characters per chunk a digest extracts from"),
     Setting("digest.embed_provider", "local", _text, "embedder for digested entities and the server's text queries"),
     Setting("digest.embed_model", "", _text, "embedding model for `digest` (empty: the provider's default)"),
+    Setting(
+        "digest.ignore_files",
+        ("gitignore", "dockerignore"),
+        _ignore_files,
+        "ignore files a code digest honours: gitignore, dockerignore (empty: none)",
+    ),
     Setting("digest.embed_key_env", "", _text, "variable holding the digest embedder's key (empty: the provider's)"),
     Setting("server.addr", "127.0.0.1:7700", _text, "HOST:PORT to listen on (loopback unless a token is set)"),
     Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
@@ -241,9 +258,10 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("fetch.max_depth", 3, _at_least(0), "deepest link level a crawl may follow (0 = the root)" + _CRAWLER),
     Setting("fetch.concurrency", 4, _positive, "pages fetched at once across all hosts" + _CRAWLER),
     Setting("fetch.allow_private", (), _networks, "private ranges that may be fetched (CIDRs)" + _CRAWLER),
-    Setting("plugins.fuel", 200_000_000_000, _at_least(0), "instructions per plugin call (0 = off)" + _PLUGIN_HOST),
-    Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB" + _PLUGIN_HOST),
-    Setting("plugins.store_dir", "", _text, "installed plugins (empty: $XDG_DATA_HOME/drsg/plugins)" + _PLUGIN_HOST),
+    Setting("plugins.fuel", 200_000_000_000, _at_least(0), "instructions per plugin call (0 = off)"),
+    Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB"),
+    Setting("plugins.store_dir", "", _text, "installed plugins (empty: $XDG_DATA_HOME/drsg/plugins)"),
+    Setting("plugins.timeout_s", 60, _seconds, "wall-clock seconds per plugin call, host calls included (0 = off)"),
 )
 _BY_NAME = {setting.name: setting for setting in REGISTRY}
 #: every section of drsg.toml; [llm] holds free NAME = "secret" pairs
