@@ -146,6 +146,7 @@ class Handler(ABC):
 
     def close(self) -> None:
         """Release what the handler holds (a compiled component); the default holds nothing."""
+        return None
 
 
 # ------------------------------------------------------------------------------- checking the wire
