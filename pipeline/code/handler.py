@@ -24,6 +24,8 @@ from typing import Any
 
 from drsg.kernel.errors import PluginError
 
+#: the property every parsed fact carries: the handler's ``name@version``, stamped by the host
+GENERATED_BY = "_generated_by"
 #: options a handler receives: its ``[plugins.<name>]`` table as string pairs, in the table's order
 Options = Sequence[tuple[str, str]]
 
@@ -131,6 +133,9 @@ class SourceTree:
 
 class Handler(ABC):
     """Reads files of the extensions it claims into facts (see the module docstring)."""
+
+    #: whether ``parse`` calls may run at once in threads (a plugin: each in its own instance)
+    concurrent: bool = False
 
     @property
     @abstractmethod

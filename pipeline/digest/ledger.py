@@ -25,6 +25,7 @@ from typing import Any
 
 from drsg.kernel.errors import NotFound
 from drsg.kernel.values import Described
+from drsg.pipeline.code.handler import GENERATED_BY
 from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
@@ -131,7 +132,7 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
         stated.add((src, edge.type, dst))
         found = _find_edge(tx, plane.id, src, edge.type, dst)
         if found is None:
-            props = {**edge.props, **_provenance(proposal), LEDGER: {source: _statement(edge.props)}}
+            props = {**edge.props, **_provenance(proposal, edge.props), LEDGER: {source: _statement(edge.props)}}
             tx.create_edge(plane, src, dst, edge.type, props)
             out.edges_created += 1
             wrote = True
@@ -147,10 +148,12 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
         if not proposal.nodes and not proposal.edges:  # forgotten: nothing of it is left to find
             tx.set_plane_props(plane.name, {}, unset=[digest_prop(source)])
         else:
-            marks: dict[str, Any] = {digest_prop(source): [*earlier, tx.seq]}
+            marks: dict[str, Any] = {digest_prop(source): [*earlier, tx.seq], **proposal.plane_props}
             if proposal.embedder is not None and any("embedding" in n.props for n in proposal.nodes):
                 marks[embedder_prop("embedding")] = proposal.embedder  # so text queries embed the same way
             tx.set_plane_props(plane.name, marks)
+    elif any(plane.props.get(name) != value for name, value in proposal.plane_props.items()):
+        tx.set_plane_props(plane.name, proposal.plane_props)  # the same graph, read from another commit
     return out, created
 
 
@@ -159,8 +162,8 @@ def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNo
     source = proposal.source
     node = tx.view.node_by_key(plane.id, item.key)
     if node is None:
-        props = {**item.props, **_provenance(proposal), LEDGER: {source: _statement(item.props)}}
-        tx.create_node(plane, item.key, [item.label], props)
+        props = {**item.props, **_provenance(proposal, item.props), LEDGER: {source: _statement(item.props)}}
+        tx.create_node(plane, item.key, [item.label, *item.extra_labels], props)
         out.nodes_created += 1
         return True
     gaps = {k: v for k, v in item.props.items() if k == EMBEDDING and k not in node.props}
@@ -265,9 +268,14 @@ def _find_edge(tx: WriteTx, plane: int, src: int, edge_type: str, dst: int) -> E
     return None
 
 
-def _provenance(proposal: Proposal) -> dict[str, Any]:
+def _provenance(proposal: Proposal, props: dict[str, Any]) -> dict[str, Any]:
+    """Where a record came from. A parsed fact names its handler (``_generated_by``) instead of a
+    model and a run: it is what the tree says, so the same tree writes the same record."""
+    source = {"_source": Described(PROVENANCE_DESCRIPTION, proposal.source)}
+    if GENERATED_BY in props:
+        return source
     return {
-        "_source": Described(PROVENANCE_DESCRIPTION, proposal.source),
+        **source,
         "_model": Described(PROVENANCE_DESCRIPTION, proposal.model),
         "_run": Described(PROVENANCE_DESCRIPTION, proposal.run),
     }

@@ -20,7 +20,7 @@ from typing import Any
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import lean_vectors, props_from_json, to_json
 
-FORMAT = 1
+FORMAT = 2  # 2: extra labels and plane properties (a code digest's)
 
 
 @dataclass
@@ -29,6 +29,7 @@ class ProposedNode:
     label: str
     props: dict[str, Any]
     linked: bool = False  # the key is already in the plane
+    extra_labels: tuple[str, ...] = ()  # a parsed fact's further labels (``External``)
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Proposal:
     edges: list[ProposedEdge] = field(default_factory=list)
     report: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    plane_props: dict[str, Any] = field(default_factory=dict)  # set on the plane when applied (drift)
 
     def to_json(self, *, lean: bool = False) -> dict[str, Any]:
         """The proposal in the JSON dialect; ``lean`` shows vectors as upstream's placeholder."""
@@ -68,8 +70,16 @@ class Proposal:
             "embedder": self.embedder,
             "report": self.report,
             "notes": self.notes,
+            "plane_props": to_json(self.plane_props),
             "nodes": [
-                {"key": n.key, "label": n.label, "linked": n.linked, "properties": props(n.props)} for n in self.nodes
+                {
+                    "key": n.key,
+                    "label": n.label,
+                    "extra_labels": list(n.extra_labels),
+                    "linked": n.linked,
+                    "properties": props(n.props),
+                }
+                for n in self.nodes
             ],
             "edges": [{"src": e.src, "type": e.type, "dst": e.dst, "properties": props(e.props)} for e in self.edges],
         }
@@ -85,10 +95,16 @@ class Proposal:
             data["model"],
             data["fingerprint"],
             data["embedder"],
-            [ProposedNode(n["key"], n["label"], props_from_json(n["properties"]), n["linked"]) for n in data["nodes"]],
+            [
+                ProposedNode(
+                    n["key"], n["label"], props_from_json(n["properties"]), n["linked"], tuple(n["extra_labels"])
+                )
+                for n in data["nodes"]
+            ],
             [ProposedEdge(e["src"], e["type"], e["dst"], props_from_json(e["properties"])) for e in data["edges"]],
             data["report"],
             data["notes"],
+            props_from_json(data["plane_props"]),
         )
 
 

@@ -25,6 +25,7 @@ from drsg.pipeline.digest.extract import extract_all
 from drsg.pipeline.digest.identity import resolve
 from drsg.pipeline.digest.linking import PlaneVectors, contexts, entity_text, plane_candidates
 from drsg.pipeline.digest.prompts import PROMPT_VERSION
+from drsg.pipeline.code.handler import FactNode
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, fingerprint
 from drsg.pipeline.digest.refine import refine
 from drsg.pipeline.digest.sources import Document
@@ -63,6 +64,7 @@ def decided_by(doc: Document, options: DigestOptions, model: str, embedder: Embe
     """The fingerprint of a run: a saved preview with the same one can be applied as it is."""
     return fingerprint(
         doc.text,
+        facts=doc.facts_digest(),
         prompts=PROMPT_VERSION,
         mode=options.mode,
         chunk_chars=options.chunk_chars,
@@ -87,11 +89,14 @@ def digest(
     if embedder is not None and options.embed:
         proposal.embedder = embedder.identity()
     proposal.notes.extend(doc.notes)
+    proposal.plane_props = dict(doc.plane_props)
+    parsed = _parsed_facts(doc)
     chunks = chunk_text(doc.text, options.chunk_chars)
     start = _usage(calls, embedder)
     if not chunks:
         proposal.notes.append(NO_PROSE)
         proposal.report = _report(0, start, _usage(calls, embedder), {})
+        _add_facts(db, plane, doc, proposal, parsed)
         return proposal
     # The plane's embedded nodes, read once: they feed the EXISTING ENTITIES context and identity's pairs.
     known = PlaneVectors(db, plane) if embedder is not None and options.link else None
@@ -121,7 +126,7 @@ def digest(
     if options.mode == "super":
         ticks = (lambda done, total: progress("refining", done, total)) if progress else None
         passes["refined"] = refine(draft, chunks, calls, options.concurrency, ticks).to_json()
-    dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None)
+    dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None, set(parsed))
     proposal.report = _report(len(chunks), start, _usage(calls, embedder), passes)
     proposal.report.update(
         entities=sum(1 for n in proposal.nodes if not n.linked),
@@ -131,7 +136,42 @@ def digest(
         merged_relations=merged,
         dropped_items=draft.dropped_items,
     )
+    _add_facts(db, plane, doc, proposal, parsed)
     return proposal
+
+
+def _parsed_facts(doc: Document) -> dict[str, FactNode]:
+    if doc.reading is None:
+        return {}
+    return {node.key: node for result in doc.reading.results for node in result.output.nodes}
+
+
+def _add_facts(db: Database, plane: str, doc: Document, proposal: Proposal, parsed: dict[str, FactNode]) -> None:
+    """The parsers' facts join the proposal; where the model named a parsed key, the parser wins."""
+    if doc.reading is None:
+        return
+    before = len(proposal.nodes)
+    proposal.nodes = [node for node in proposal.nodes if node.key not in parsed]
+    if len(proposal.nodes) < before:
+        dropped = before - len(proposal.nodes)
+        proposal.notes.append(
+            f"{dropped} model entit{'y' if dropped == 1 else 'ies'} dropped for a parsed fact of the same key"
+        )
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        known = {key for key in parsed if found is not None and snap.node_id_by_key(found.id, key) is not None}
+    for node in parsed.values():
+        proposal.nodes.append(
+            ProposedNode(node.key, node.label, dict(node.properties), node.key in known, node.extra_labels)
+        )
+    for result in doc.reading.results:
+        for edge in result.output.edges:
+            proposal.edges.append(ProposedEdge(edge.src, edge.type, edge.dst, dict(edge.properties)))
+    proposal.report["facts"] = doc.reading.facts
+    proposal.report["preprocessed"] = [
+        {"handler": r.handler.manifest.ident, "facts": len(r.output.nodes) + len(r.output.edges), "files": len(r.files)}
+        for r in doc.reading.results
+    ]
 
 
 def _vocabulary(db: Database, plane: str) -> tuple[list[str], list[str]]:
@@ -144,8 +184,12 @@ def _vocabulary(db: Database, plane: str) -> tuple[list[str], list[str]]:
     return list(labels), list(types)
 
 
-def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedder: Embedder | None) -> int:
-    """Fill in the proposal's nodes and edges; returns how many relations were dangling."""
+def _propose(
+    db: Database, plane: str, draft: Draft, proposal: Proposal, embedder: Embedder | None, parsed: set[str]
+) -> int:
+    """Fill in the proposal's nodes and edges; returns how many relations were dangling.
+
+    A relation may end at a parsed fact's key: the facts are applied with the model's entities."""
     with db.snapshot() as snap:
         found = snap.find_plane(plane)
         in_plane = {
@@ -163,7 +207,7 @@ def _propose(db: Database, plane: str, draft: Draft, proposal: Proposal, embedde
         proposal.nodes.append(ProposedNode(key, label, _node_props(entity), linked=key in in_plane))
     dropped = 0
     for rel in draft.relations:
-        if all(k in draft.entities or endpoint_known.get(k) for k in (rel.src, rel.dst)):
+        if all(k in draft.entities or k in parsed or endpoint_known.get(k) for k in (rel.src, rel.dst)):
             props: dict[str, Any] = dict(rel.props)
             if rel.description:
                 props["description"] = Described(DESCRIPTION, rel.description)

@@ -1,18 +1,26 @@
-"""Reading what to digest: one file, or a directory tree, as Markdown prose.
+"""Reading what to digest: one file as Markdown prose, or a directory tree as facts and prose.
 
-A file is converted to Markdown (``drsg.pipeline.convert``). A directory is walked in sorted order
-(hidden entries skipped); every file a converter reads joins the prose behind a
-``<!-- drsg:source <path> -->`` paragraph, so no chunk mixes two files; the others are skipped
-with a note. A source's name — what provenance and the contribution ledger call it — is its
-canonical absolute path, so the same document is the same source from any working directory.
+A file is converted to Markdown (``drsg.pipeline.convert``). A directory is walked
+(``drsg.pipeline.code.walk``: drsg's floor, then the ignore files chosen) and read
+(``drsg.pipeline.code.read``): each file a handler claims is parsed into facts, and every other
+file a converter (or plain UTF-8) reads joins the prose behind a ``<!-- drsg:source <path> -->``
+paragraph, so no chunk mixes two files. A source's name — what provenance and the contribution
+ledger call it — is its canonical absolute path, so the same document is the same source from any
+working directory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from drsg.kernel.errors import UsageError
+from drsg.kernel.settings import Settings
+from drsg.pipeline.code.read import Progress, Reading
 from drsg.pipeline.digest.chunking import source_marker
 
 
@@ -22,6 +30,33 @@ class Document:
     text: str
     notes: list[str] = field(default_factory=list)
     files: int = 0
+    reading: Reading | None = None  # a directory's: the parsed facts and the account of every file
+    plane_props: dict[str, Any] = field(default_factory=dict)  # a directory's drift, set on the plane
+
+    def facts_digest(self) -> str:
+        """What the parsers said, as a hash: it decides a digest as much as the prose does."""
+        if self.reading is None:
+            return ""
+        digest = hashlib.sha256()
+        for result in self.reading.results:
+            for node in result.output.nodes:
+                digest.update(
+                    json.dumps([node.key, node.label, node.extra_labels, node.properties], sort_keys=True).encode()
+                )
+            for edge in result.output.edges:
+                digest.update(json.dumps([edge.src, edge.type, edge.dst, edge.properties], sort_keys=True).encode())
+        return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class TreeOptions:
+    """How a directory is read (``--ignore-files``, ``--tracked-only``, ``--code-only``, ``--handler``)."""
+
+    ignore_files: tuple[str, ...] = ("gitignore",)
+    tracked_only: bool = False
+    code_only: bool = False
+    handler: str | None = None
+    skip: tuple[Path, ...] = ()  # the database and its sidecars when they sit inside the tree
 
 
 def source_name(path: str) -> str:
@@ -30,8 +65,13 @@ def source_name(path: str) -> str:
     return str(Path(path).expanduser().resolve())
 
 
-def read_source(path: str) -> Document:
-    from drsg.pipeline.convert import ConversionError, to_markdown
+def read_source(
+    path: str,
+    tree: TreeOptions | None = None,
+    settings: Settings | None = None,
+    progress: Progress | None = None,
+) -> Document:
+    from drsg.pipeline.convert import to_markdown
 
     if path.startswith(("http://", "https://")):
         raise UsageError(
@@ -45,29 +85,38 @@ def read_source(path: str) -> Document:
     if root.is_file():
         converted = to_markdown(root)
         return Document(name, converted.markdown, [f"{root.name}: {n}" for n in converted.notes], 1)
-    doc = Document(name, "")
-    parts: list[str] = []
-    skipped: list[str] = []
-    for file in sorted(p for p in root.rglob("*") if p.is_file() and not _hidden(p.relative_to(root))):
-        try:
-            converted = to_markdown(file)
-        except ConversionError as exc:
-            skipped.append(f"{file.relative_to(root)} ({exc})")
-            continue
-        if converted.markdown.strip():
-            parts.append(f"{source_marker(str(file.relative_to(root)))}\n\n{converted.markdown}")
-            doc.files += 1
-    if skipped:
-        doc.notes.append(
-            f"{len(skipped)} file(s) skipped: " + "; ".join(skipped[:5]) + (" …" if len(skipped) > 5 else "")
+    return read_tree_source(root, name, tree or TreeOptions(), settings, progress)
+
+
+def read_tree_source(
+    root: Path, name: str, options: TreeOptions, settings: Settings | None, progress: Progress | None
+) -> Document:
+    from drsg.pipeline.code.drift import drift
+    from drsg.pipeline.code.handlers import load_handlers, plugin_options
+    from drsg.pipeline.code.read import read_tree
+    from drsg.pipeline.code.walk import walk
+
+    found = walk(root, options.ignore_files, options.tracked_only, options.skip)
+    handlers = load_handlers(settings)
+    try:
+        reading = read_tree(
+            found,
+            handlers,
+            forced=options.handler,
+            code_only=options.code_only,
+            options={h.manifest.name: plugin_options(settings, h.manifest.name) for h in handlers},
+            progress=progress,
         )
-    doc.text = "\n\n".join(parts)
+    finally:
+        for handler in handlers:
+            handler.close()
+    parts = [f"{source_marker(path)}\n\n{text}" for path, text in reading.prose]
+    doc = Document(name, "\n\n".join(parts), list(reading.notes), len(reading.read_by), reading, drift(found.root))
+    if reading.skipped:
+        doc.notes.append(_skipped_note(reading.skipped))
     return doc
 
 
-_DRSG_FILES = (".drsg", ".drsg-lock", ".drsg.hnsw", ".drsg.bm25", ".drsg.digest", ".drsg.jsonl")
-
-
-def _hidden(relative: Path) -> bool:
-    """Hidden entries, and drsg's own database files and sidecars (a digest of `.` skips them)."""
-    return any(part.startswith(".") or part.endswith(_DRSG_FILES) for part in relative.parts)
+def _skipped_note(skipped: Iterable[tuple[str, str]]) -> str:
+    items = [f"{path} ({why})" for path, why in skipped]
+    return f"{len(items)} file(s) skipped: " + "; ".join(items[:5]) + (" …" if len(items) > 5 else "")

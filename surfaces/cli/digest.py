@@ -45,12 +45,30 @@ SHOWN_NODES = 12
     "--forget", is_flag=True, help="Remove exactly SOURCE's applied contribution from the plane (one commit)."
 )
 @click.option("--list", "list_sources", is_flag=True, help="List the sources applied to the plane.")
+@click.option(
+    "--handler", default=None, metavar="NAME", help="Force one handler for a directory's code (`drsg plugin list`)."
+)
+@click.option(
+    "--ignore-files",
+    default=None,
+    metavar="LIST",
+    help="Ignore files a directory honours: gitignore (default), dockerignore, both comma-separated, or '' for none.",
+)
+@click.option("--tracked-only", is_flag=True, default=None, help="Read only what git tracks (one `git ls-files`).")
+@click.option("--code-only", is_flag=True, default=None, help="Read only files a handler claims: no prose, no model.")
+@click.option(
+    "-v", "--verbose", "accounting", count=True, help="-v: what was read; -vv: + each file withheld; -vvv: + each read."
+)
 @json_option
 @click.pass_obj
 def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any) -> None:
     """Read SOURCE (a file or a directory, default `.`: Markdown, text, Word, PowerPoint, Excel,
     OpenDocument, RTF, EPUB, CSV, PDF, saved web pages) with a chat model into entities and typed relations, clean
-    them up, and print what would be written. `--apply` writes it in one commit."""
+    them up, and print what would be written. `--apply` writes it in one commit.
+
+    A directory is walked (its .gitignore honoured; dotfiles, build and dependency folders and drsg's own
+    files always skipped) and each file routed by extension: code a handler claims (Python built in; parser
+    plugins from `drsg plugin install`) is parsed into facts with no model call, the rest is prose."""
     from drsg.pipeline.digest.run import check_mode
 
     if flags["list_sources"]:
@@ -101,8 +119,10 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
     options = DigestOptions(
         flags["mode"], flags["chunk_chars"], flags["concurrency"], not flags["no_embed"], not flags["no_link"]
     )
-    doc = read_source(source)
+    with _progress() as progress:
+        doc = read_source(source, _tree_options(obj, flags), obj.settings, progress)
     if not flags["as_json"]:
+        _print_reading(doc, flags["accounting"] + obj.verbose)
         for note in doc.notes:
             click.echo(f"  note: {note}")
     folder = Path(f"{obj.db_path}.digest")
@@ -136,6 +156,60 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
     _print_applied(proposal, applied, created, flags["as_json"])
 
 
+def _tree_options(obj: Context, flags: dict[str, Any]) -> Any:
+    """How a directory is read: each flag turns its setting on; not passing one leaves the file's word."""
+    from drsg.kernel.settings import IGNORE_FILES
+    from drsg.pipeline.digest.sources import TreeOptions
+
+    settings = obj.settings
+    ignore = settings["digest.ignore_files"]
+    if flags["ignore_files"] is not None:
+        ignore = tuple(dict.fromkeys(n.strip().lower() for n in flags["ignore_files"].split(",") if n.strip()))
+        for name in ignore:
+            if name not in IGNORE_FILES:
+                raise click.UsageError(f"--ignore-files: {name!r} is not gitignore or dockerignore (or '' for none)")
+    db = Path(obj.db_path)
+    store = [db, *(db.with_name(db.name + suffix) for suffix in ("-lock", ".hnsw", ".bm25", ".digest"))]
+    return TreeOptions(
+        ignore_files=tuple(ignore),
+        tracked_only=bool(flags["tracked_only"]) or settings["digest.tracked_only"],
+        code_only=bool(flags["code_only"]) or settings["digest.code_only"],
+        handler=flags["handler"],
+        skip=tuple(store),
+    )
+
+
+def _print_reading(doc: Any, verbosity: int) -> None:
+    """What a directory read gave: each handler's facts, the >50 % warning, and -v … -vvv accounting."""
+    reading = doc.reading
+    if reading is None:
+        return
+    for result in reading.results:
+        facts = len(result.output.nodes) + len(result.output.edges)
+        click.echo(f"preprocessed by {result.handler.manifest.ident} ({facts} facts)")
+    walk = reading.walk
+    warning = walk.warning()
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    if verbosity < 1:
+        return
+    read = len(reading.read_by)
+    share = f" ({100 * read / walk.seen:.1f}%)" if walk.seen else ""
+    click.echo(f"read {read} of {walk.seen} files{share}")
+    if reading.not_claimed:
+        click.echo(f"  {len(reading.not_claimed)} not claimed by any handler, left out by --code-only")
+    if verbosity >= 2:
+        for item in walk.withheld:
+            click.echo(f"  withheld {item.path}  ({item.source}: {item.rule})")
+        for path in reading.not_claimed:
+            click.echo(f"  withheld {path}  (--code-only: no handler claims it)")
+        for path, why in reading.skipped:
+            click.echo(f"  skipped {path}  ({why})")
+    if verbosity >= 3:
+        for path, by in sorted(reading.read_by.items()):
+            click.echo(f"  read {path}  ({by})")
+
+
 class _progress:
     """A bar on a terminal while chunks are extracted; nothing otherwise."""
 
@@ -159,14 +233,17 @@ class _progress:
 
 
 def _summary(proposal: Any) -> list[str]:
+    from drsg.pipeline.digest.run import NO_PROSE
+
     r = proposal.report
-    lines = [
+    lines = [] if r["chunks"] else [NO_PROSE]
+    lines += [
         f"digest: {r['chunks']} chunks → {r['entities']} new entities ({r['linked']} linked to existing), "
         f"{r['relations']} relations ({r['dropped_relations']} dangling dropped)",
         f"  {r['chat_requests']} chat request(s); tokens {r['input_tokens']} in / {r['output_tokens']} out / "
         f"{r['embed_tokens']} embed",
     ]
-    lines.extend(f"  note: {note}" for note in proposal.notes)
+    lines.extend(f"  note: {note}" for note in proposal.notes if note != NO_PROSE)
     return lines
 
 
@@ -231,7 +308,7 @@ def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) ->
         n = len(applied.untouched)
         names = ", ".join(applied.untouched[:10]) + (" …" if n > 10 else "")
         click.echo(f"  {n} entit{'y' if n == 1 else 'ies'} already in the plane, left untouched: {names}")
-    if proposal.embedder and applied.nodes_created:
+    if proposal.embedder and applied.nodes_created and any("embedding" in n.props for n in proposal.nodes):
         labels = sorted({n.label for n in proposal.nodes if not n.linked})
         click.echo(f"  to search them by meaning: drsg index ensure {labels[0]} embedding --plane {proposal.plane}")
 

@@ -1,0 +1,793 @@
+"""The built-in Python handler: Python's own ``ast`` (compiler-grade), the same contract as a plugin.
+
+Vocabulary (``drsg plugin show py`` prints it; upstream's py plugin, reference §6):
+
+- Keys are dotted module paths as the import system sees them: walk up from a file while the
+  directory holds an ``__init__.py``; the first one without is the import root (a loose script is
+  its file stem). When the tree's root is itself a package, its name is the tree's ``label``.
+- Nodes: ``Module`` (``path``, ``imports``), ``Class`` (``fields``), ``Function`` / ``Method``
+  (``signature``, ``is_async``), ``Const`` (an ALL_CAPS module name) / ``Var`` (``signature`` = its
+  annotation, ``value`` as written), ``TypeAlias``; all with ``file``, ``line``, ``visibility``
+  (``exported`` per ``__all__``, else no leading underscore) and ``doc_comment`` when there is one.
+  What the tree imports or extends from outside stands in as ``Package`` / ``Class`` with the extra
+  label ``External``.
+- Edges, all with ``line``: ``CONTAINS``, ``IMPORTS``, ``EXTENDS``, ``CALLS`` (decorators count),
+  ``REFERENCES`` (a function used as a value). Calls carry ``_resolved_by`` (name, chain,
+  self-class, super, self-attr, receiver, class, star), ``_confidence`` (high, medium) and ``_ref``
+  (the callee as written).
+
+Nothing is guessed: a call into another package or the standard library is counted, not an edge;
+a method called on a receiver whose class is not known here is counted, not matched by name; a
+name that two star imports define equally is left alone and counted.
+
+``parse`` turns each file into a partial (JSON: the file's definitions, its import bindings and its
+call sites as written); ``assemble`` resolves calls across all partials, so where the chunk
+boundaries fell cannot change the answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import io
+import json
+import tokenize
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from drsg.kernel.errors import PluginError
+from drsg.pipeline.code.handler import (
+    Doc,
+    FactEdge,
+    FactNode,
+    Handler,
+    Manifest,
+    Options,
+    Output,
+    Report,
+    SourceTree,
+    Subject,
+)
+
+MANIFEST = Manifest("py", "1.0.0", (".py", ".pyi", ".pyw"))
+VOCABULARY = {
+    "labels": ["Module", "Class", "Function", "Method", "Const", "Var", "TypeAlias", "Package", "External"],
+    "edge_types": ["CONTAINS", "IMPORTS", "EXTENDS", "CALLS", "REFERENCES"],
+    "properties": {
+        "Module": ["path", "imports", "doc_comment"],
+        "Class": ["fields"],
+        "Function": ["signature", "is_async"],
+        "Method": ["signature", "is_async"],
+        "Const": ["signature", "value"],
+        "Var": ["signature", "value"],
+        "every definition": ["file", "line", "visibility", "doc_comment", "_code (include_source)"],
+        "every edge": ["line"],
+        "CALLS": ["_resolved_by", "_confidence", "_ref"],
+    },
+}
+PARTIAL_FORMAT = 1
+MAX_VALUE_CHARS = 200  # a Var's value as written, cut here: it names the value, it is not a copy
+MAX_DOC_CHARS = 2000
+_BUILTINS = frozenset(dir(builtins))
+
+
+class PythonHandler(Handler):
+    """Reads ``.py``/``.pyi``/``.pyw`` files with ``ast`` (see the module docstring)."""
+
+    @property
+    def manifest(self) -> Manifest:
+        return MANIFEST
+
+    def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
+        if isinstance(subject, Doc):
+            raise PluginError("the py handler reads files of a tree, not a document on its own")
+        packages = _package_dirs(tree)
+        files = [_read_module(tree, path, packages, _flag(options, "include_source")) for path in subject]
+        return json.dumps({"format": PARTIAL_FORMAT, "files": files}, ensure_ascii=False).encode()
+
+    def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
+        files: list[dict[str, Any]] = []
+        for partial in partials:
+            data = json.loads(partial)
+            if data.get("format") != PARTIAL_FORMAT:
+                raise PluginError("a py partial of another format: parse and assemble must be the same version")
+            files.extend(data["files"])
+        return _Assembly(files).output()
+
+
+def _flag(options: Options, name: str) -> bool:
+    return any(key == name and value.strip().lower() in ("true", "1", "yes", "on") for key, value in options)
+
+
+# ------------------------------------------------------------------------------------------ parse
+
+
+def _package_dirs(tree: SourceTree) -> frozenset[str]:
+    """Root-relative directories holding an ``__init__.py`` ("" is the root itself)."""
+    return frozenset(
+        path.rpartition("/")[0] for path in tree.list("__init__.py") if path.rsplit("/", 1)[-1] == "__init__.py"
+    )
+
+
+def module_key(path: str, packages: frozenset[str], label: str | None) -> tuple[str, bool]:
+    """The dotted module path of a root-relative file, and whether it is a package's ``__init__``."""
+    folder, _, name = path.rpartition("/")
+    stem = name.split(".", 1)[0]
+    is_package = stem == "__init__"
+    parts = [] if is_package else [stem]
+    while folder in packages:
+        if folder == "":
+            parts.append(label or stem)
+            break
+        folder, _, part = folder.rpartition("/")
+        parts.append(part)
+    if not parts:  # an __init__.py whose folder is not a package of this tree cannot happen; be safe
+        parts.append(stem)
+    return ".".join(reversed(parts)), is_package
+
+
+def _decode(data: bytes) -> str:
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode("utf-8-sig" if encoding == "utf-8-sig" else encoding)
+
+
+def _read_module(tree: SourceTree, path: str, packages: frozenset[str], include_source: bool) -> dict[str, Any]:
+    key, is_package = module_key(path, packages, tree.label())
+    record: dict[str, Any] = {"path": path, "module": key, "package": is_package}
+    try:
+        text = _decode(tree.read(path))
+        module = ast.parse(text, filename=path, type_comments=False)
+    except (ValueError, SyntaxError, UnicodeDecodeError, LookupError, RecursionError, MemoryError) as exc:
+        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        record["skipped"] = f"{path}: {reason}".replace("\n", " ")[:300]
+        return record
+    reader = _ModuleReader(key, is_package, path, text, include_source)
+    reader.read(module)
+    record.update(reader.result())
+    return record
+
+
+@dataclass
+class _Scope:
+    key: str  # the def's key ("" for none)
+    kind: str  # Module, Class, Function, Method
+    names: dict[str, str] = field(default_factory=dict)  # local name -> key of a def in this file
+    types: dict[str, str] = field(default_factory=dict)  # local variable -> callee as written (x = Foo())
+
+
+class _ModuleReader:
+    """One file's facts as written: definitions, bindings, bases and call sites (nothing resolved)."""
+
+    def __init__(self, key: str, is_package: bool, path: str, text: str, include_source: bool) -> None:
+        self.key, self.is_package, self.path, self.text = key, is_package, path, text
+        self.lines = text.splitlines(keepends=True)
+        self.include_source = include_source
+        self.defs: list[dict[str, Any]] = []
+        self.defined: set[str] = set()
+        self.duplicates: list[str] = []
+        self.imports: dict[str, str] = {}  # module-level name -> absolute dotted target
+        self.import_edges: list[list[Any]] = []  # [target module, line]
+        self.stars: list[str] = []  # modules imported with *
+        self.sites: list[dict[str, Any]] = []
+        self.exported: set[str] | None = None
+
+    # -- the walk
+
+    def read(self, module: ast.Module) -> None:
+        self.exported = _dunder_all(module)
+        doc = _doc(module)
+        props: dict[str, Any] = {"path": self.path, "file": self.path, "line": 1}
+        if doc:
+            props["doc_comment"] = doc
+        self.defs.append({"key": self.key, "label": "Module", "parent": None, "line": 1, "props": props})
+        self.defined.add(self.key)
+        scope = _Scope(self.key, "Module")
+        self._bind_module_names(module, scope)
+        self._body(module.body, [scope])
+        self.defs[0]["props"]["imports"] = sorted(set(self.imports.values()) | set(self.stars))
+
+    def _bind_module_names(self, module: ast.Module, scope: _Scope) -> None:
+        """Module names are bound before the walk: a function may call one defined below it."""
+        for statement in _flat(module.body):
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                scope.names.setdefault(statement.name, f"{self.key}.{statement.name}")
+            elif isinstance(statement, ast.Import | ast.ImportFrom):
+                self._import(statement)
+
+    def _body(self, body: list[ast.stmt], scopes: list[_Scope]) -> None:
+        for statement in body:
+            self._statement(statement, scopes)
+
+    def _statement(self, node: ast.stmt, scopes: list[_Scope]) -> None:
+        scope = scopes[-1]
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            self._function(node, scopes)
+        elif isinstance(node, ast.ClassDef):
+            self._class(node, scopes)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if scope.kind != "Module":
+                self._import(node, local=scope)
+        else:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and scope.kind in ("Module", "Function", "Method"):
+                self._assignment(node, scopes)
+            self._children(node, scopes)
+
+    def _children(self, node: ast.AST, scopes: list[_Scope]) -> None:
+        """A statement's parts: statements are walked as such (an except block, a match case)."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self._statement(child, scopes)
+            elif isinstance(child, ast.expr):
+                self._expression(child, scopes)
+            else:
+                self._children(child, scopes)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scopes: list[_Scope]) -> None:
+        parent = scopes[-1]
+        key = f"{parent.key}.{node.name}"
+        label = "Method" if parent.kind == "Class" else "Function"
+        parent.names.setdefault(node.name, key)
+        prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+        signature = f"{prefix} {node.name}({ast.unparse(node.args)})"
+        if node.returns is not None:
+            signature += f" -> {ast.unparse(node.returns)}"
+        props = {"signature": signature, "is_async": isinstance(node, ast.AsyncFunctionDef)}
+        self._define(key, label, parent.key, node, props)
+        scope = _Scope(key, label)
+        for decorator in node.decorator_list:
+            self._expression(decorator, scopes, caller=key, decorator=True)
+        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self._expression(default, scopes)
+        for statement in _flat(node.body):  # local defs are visible throughout the body
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                scope.names.setdefault(statement.name, f"{key}.{statement.name}")
+        self._body(node.body, [*scopes, scope])
+
+    def _class(self, node: ast.ClassDef, scopes: list[_Scope]) -> None:
+        parent = scopes[-1]
+        key = f"{parent.key}.{node.name}"
+        parent.names.setdefault(node.name, key)
+        fields: list[str] = []
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                fields.append(statement.target.id)
+            elif isinstance(statement, ast.Assign):
+                fields.extend(t.id for t in statement.targets if isinstance(t, ast.Name))
+        bases = []
+        for base in node.bases:
+            written = _dotted(base.value if isinstance(base, ast.Subscript) else base)
+            if written is not None:
+                bases.append([written, base.lineno, self._local_target(written, scopes)])
+        self._define(key, "Class", parent.key, node, {"fields": list(dict.fromkeys(fields))}, bases=bases)
+        for decorator in node.decorator_list:
+            self._expression(decorator, scopes, caller=key, decorator=True)
+        for keyword in node.keywords:
+            self._expression(keyword.value, scopes)
+        scope = _Scope(key, "Class")
+        for statement in node.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                scope.names.setdefault(statement.name, f"{key}.{statement.name}")
+        # Class-body names are not visible inside its methods (Python's scoping): methods see the
+        # enclosing scopes, so the class scope is pushed for the body's own statements only.
+        for statement in node.body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._function(statement, [*scopes, scope])
+                if statement.name == "__init__":
+                    self._self_attributes(statement, key, [*scopes, scope])
+            else:
+                self._statement(statement, [*scopes, scope])
+
+    def _self_attributes(
+        self, init: ast.FunctionDef | ast.AsyncFunctionDef, class_key: str, scopes: list[_Scope]
+    ) -> None:
+        """``self.x = Foo(...)`` in ``__init__``: x's class, as written, for ``self.x.m()`` calls."""
+        for node in ast.walk(init):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                callee = _dotted(node.value.func)
+                for target in node.targets:
+                    if (
+                        callee is not None
+                        and isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                    ):
+                        self._class_def(class_key).setdefault("self_attrs", {}).setdefault(
+                            target.attr, [callee, self._local_target(callee, scopes)]
+                        )
+
+    def _class_def(self, key: str) -> dict[str, Any]:
+        return next(d for d in self.defs if d["key"] == key)
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign, scopes: list[_Scope]) -> None:
+        scope = scopes[-1]
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [n for t in targets for n in _target_names(t)]
+        if scope.kind != "Module":  # a local: remember what class it holds, for x.method() calls
+            callee = _dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            for name in names:
+                if callee is not None:
+                    scope.types[name] = callee
+                else:
+                    scope.types.pop(name, None)
+            return
+        for name in names:
+            if name == "__all__" or (name.startswith("__") and name.endswith("__")):
+                continue
+            key = f"{self.key}.{name}"
+            if key in self.defined or name in scope.names:
+                continue  # a rebinding, or a placeholder for a def elsewhere in the module: not a Var
+            annotation = node.annotation if isinstance(node, ast.AnnAssign) else None
+            alias = annotation is not None and _dotted(annotation) in ("TypeAlias", "typing.TypeAlias")
+            label = "TypeAlias" if alias else ("Const" if name.isupper() else "Var")
+            props: dict[str, Any] = {}
+            if annotation is not None and not alias:
+                props["signature"] = ast.unparse(annotation)
+            if node.value is not None:
+                props["value"] = _cut(self._segment(node.value) or ast.unparse(node.value))
+            self._define(key, label, self.key, node, props)
+
+    def _import(self, node: ast.Import | ast.ImportFrom, local: _Scope | None = None) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound, target = alias.asname, alias.name
+                else:  # `import a.b` binds a; a.b.f() is then read as a chain from a
+                    bound = target = alias.name.split(".", 1)[0]
+                self._bind(bound, target, local)
+                self.import_edges.append([alias.name, node.lineno])
+            return
+        base = self._absolute(node.module, node.level)
+        if base is None:
+            return  # a relative import climbing past the tree's root: nothing here to point at
+        for alias in node.names:
+            if alias.name == "*":
+                self.stars.append(base)
+                continue
+            self._bind(alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name, local)
+        self.import_edges.append([base, node.lineno, [a.name for a in node.names]])
+
+    def _bind(self, name: str, target: str, local: _Scope | None) -> None:
+        if local is not None:
+            local.types.pop(name, None)
+            local.names[name] = "@" + target  # an import binding, resolved when assembling
+        else:
+            self.imports.setdefault(name, target)
+
+    def _absolute(self, module: str | None, level: int) -> str | None:
+        if level == 0:
+            return module
+        parts = self.key.split(".")
+        keep = len(parts) - level + (1 if self.is_package else 0)
+        if keep < 1:
+            return None
+        return ".".join(parts[:keep] + ([module] if module else []))
+
+    def _define(self, key: str, label: str, parent: str, node: ast.AST, props: dict[str, Any], **extra: Any) -> None:
+        if key in self.defined:
+            self.duplicates.append(key)
+            return
+        self.defined.add(key)
+        line = getattr(node, "lineno", 1)
+        props = {**props, "file": self.path, "line": line}
+        name = key.rsplit(".", 1)[-1]
+        props["visibility"] = "exported" if _exported(name, parent == self.key, self.exported) else "private"
+        doc = _doc(node) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else None
+        if doc:
+            props["doc_comment"] = doc
+        if self.include_source and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = min([line, *(d.lineno for d in node.decorator_list)])
+            props["_code"] = "".join(self.lines[first - 1 : node.end_lineno])
+        self.defs.append({"key": key, "label": label, "parent": parent, "line": line, "props": props, **extra})
+
+    # -- call sites and references
+
+    def _expression(
+        self, node: ast.AST, scopes: list[_Scope], caller: str | None = None, decorator: bool = False
+    ) -> None:
+        caller = caller or _caller(scopes)
+        if decorator:
+            func = node.func if isinstance(node, ast.Call) else node
+            self._site("CALLS", func, scopes, caller)
+            if isinstance(node, ast.Call):
+                for argument in [*node.args, *(k.value for k in node.keywords)]:
+                    self._expression(argument, scopes, caller)
+            return
+        for child in _walk_expression(node):
+            if isinstance(child, ast.Call):
+                self._site("CALLS", child.func, scopes, caller)
+            elif (
+                isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and not getattr(child, "_callee", False)
+            ):
+                self._site("REFERENCES", child, scopes, caller)
+
+    def _site(self, kind: str, func: ast.AST, scopes: list[_Scope], caller: str) -> None:
+        line = getattr(func, "lineno", 0)
+        written = self._segment(func) or ast.unparse(func)
+        site: dict[str, Any] = {"kind": kind, "caller": caller, "line": line, "ref": _cut(written)}
+        method_scope = next((s for s in reversed(scopes) if s.kind == "Method"), None)
+        class_key = method_scope.key.rsplit(".", 1)[0] if method_scope is not None else None
+        dotted = _dotted(func)
+        if isinstance(func, ast.Attribute) and _is_super_call(func.value):
+            if class_key is None:
+                return
+            site.update(form="super", name=func.attr, cls=class_key)
+        elif dotted is None:
+            return  # a call of a call's result, a subscript, a lambda: nothing written to resolve
+        elif dotted.startswith("self.") and class_key is not None and method_scope is not None:
+            rest = dotted.split(".")[1:]
+            if len(rest) == 1:
+                site.update(form="self", name=rest[0], cls=class_key)
+            elif len(rest) == 2:
+                site.update(form="self-attr", attr=rest[0], name=rest[1], cls=class_key)
+            else:
+                site.update(form="unknown-receiver")
+        else:
+            head, _, rest = dotted.partition(".")
+            local_type = next((s.types[head] for s in reversed(scopes) if head in s.types), None)
+            if local_type is not None and rest and "." not in rest:
+                site.update(
+                    form="receiver", type=local_type, type_target=self._local_target(local_type, scopes), name=rest
+                )
+            elif local_type is not None:
+                site.update(form="unknown-receiver")
+            else:
+                target = self._local_target(dotted, scopes)
+                if target is None:
+                    if kind == "REFERENCES":
+                        return  # a plain variable read, not a reference to anything defined
+                    site.update(
+                        form="external" if head in _BUILTINS or head in self.imports else "unbound", name=dotted
+                    )
+                    if self.stars and head not in _BUILTINS:
+                        site.update(form="star", name=dotted, stars=list(self.stars))
+                else:
+                    site.update(form="name" if not rest else "chain", target=target)
+        self.sites.append(site)
+
+    def _local_target(self, dotted: str, scopes: list[_Scope]) -> str | None:
+        """What a dotted name written here refers to, as an absolute dotted path (None: unbound)."""
+        head, _, rest = dotted.partition(".")
+        for scope in reversed(scopes):
+            if scope.kind == "Class" and scope is not scopes[-1]:
+                continue  # an enclosing class's names are not in scope for nested code
+            bound = scope.names.get(head)
+            if bound is not None:
+                base = bound[1:] if bound.startswith("@") else bound
+                return f"{base}.{rest}" if rest else base
+        target = self.imports.get(head)
+        if target is not None:
+            return f"{target}.{rest}" if rest else target
+        return None
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """The node's source as written (``ast.get_source_segment`` re-splits the whole file per call)."""
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        start, end = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None or last - first > 20:
+            return None
+        lines = [line.encode() for line in self.lines[first - 1 : last]]  # offsets count UTF-8 bytes
+        if not lines:
+            return None
+        if len(lines) == 1:
+            return lines[0][start:end].decode(errors="replace")
+        return b"".join([lines[0][start:], *lines[1:-1], lines[-1][:end]]).decode(errors="replace")
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "defs": self.defs,
+            "imports": self.import_edges,
+            "bindings": self.imports,
+            "stars": self.stars,
+            "sites": self.sites,
+            "duplicates": self.duplicates,
+        }
+
+
+def _walk_expression(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node of an expression, marking each call's callee so it is not also a reference.
+
+    A lambda's or a comprehension's body is read as part of the enclosing scope: its calls are the
+    enclosing definition's calls."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call):
+            for part in ast.walk(child.func):
+                part._callee = True  # type: ignore[attr-defined]
+        yield child
+
+
+def _caller(scopes: list[_Scope]) -> str:
+    """The innermost def whose code this is (a class body's calls belong to the class)."""
+    return scopes[-1].key
+
+
+def _flat(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of a body, looking into if/try/with blocks (conditional definitions count)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.If | ast.Try | ast.With | ast.AsyncWith | ast.For | ast.While):
+            for name in ("body", "orelse", "finalbody"):
+                yield from _flat(getattr(statement, name, []))
+            for handler in getattr(statement, "handlers", []):
+                yield from _flat(handler.body)
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, ast.Tuple | ast.List):
+        for element in target.elts:
+            yield from _target_names(element)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _is_super_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _dunder_all(module: ast.Module) -> set[str] | None:
+    for statement in module.body:
+        if isinstance(statement, ast.Assign | ast.AnnAssign):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and isinstance(
+                statement.value, ast.List | ast.Tuple
+            ):
+                return {
+                    e.value for e in statement.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                }
+    return None
+
+
+def _exported(name: str, top_level: bool, exported: set[str] | None) -> bool:
+    if top_level and exported is not None:
+        return name in exported
+    return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
+
+
+def _doc(node: ast.AST) -> str | None:
+    try:
+        doc = ast.get_docstring(node, clean=False)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    return _cut(inspect.cleandoc(doc), MAX_DOC_CHARS) if doc else None
+
+
+def _cut(text: str, limit: int = MAX_VALUE_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------- assemble
+
+
+class _Assembly:
+    """All files' partials resolved into facts: definitions first, then edges, then stand-ins."""
+
+    def __init__(self, files: list[dict[str, Any]]) -> None:
+        self.files = files
+        self.nodes: dict[str, FactNode] = {}
+        self.edges: list[FactEdge] = []
+        self.edge_seen: set[tuple[str, str, str]] = set()
+        self.external: dict[str, str] = {}  # stand-in key -> label
+        self.bindings: dict[str, dict[str, str]] = {}  # module -> its import bindings
+        self.stars: dict[str, list[str]] = {}
+        self.bases: dict[str, list[str]] = {}  # class key -> base class keys in this tree
+        self.self_attrs: dict[str, dict[str, list[Any]]] = {}
+        self.notes: list[str] = []
+        self.counts = {"external": 0, "receiver": 0, "ambiguous": 0, "duplicates": 0, "skipped": 0}
+        self.modules: set[str] = set()
+
+    def output(self) -> Output:
+        stamp = {"_generated_by": MANIFEST.ident}
+        claimed: list[str] = []
+        for record in self.files:
+            if "skipped" in record:
+                self.counts["skipped"] += 1
+                self.notes.append(f"skipped {record['skipped']}")
+                continue
+            if record["module"] in self.modules:
+                claimed.append(f"{record['module']} ({record['path']})")
+                continue
+            self.modules.add(record["module"])
+            self.bindings[record["module"]] = record["bindings"]
+            self.stars[record["module"]] = record["stars"]
+            self.counts["duplicates"] += len(record["duplicates"])
+            for definition in record["defs"]:
+                if definition["key"] in self.nodes:
+                    claimed.append(definition["key"])
+                    continue
+                self.nodes[definition["key"]] = FactNode(
+                    definition["key"], definition["label"], (), {**definition["props"], **stamp}
+                )
+                if "self_attrs" in definition:
+                    self.self_attrs[definition["key"]] = definition["self_attrs"]
+        active = [r for r in self.files if "skipped" not in r and r["module"] in self.modules]
+        for record in active:
+            for definition in record["defs"]:
+                if definition["parent"] is not None and definition["key"] in self.nodes:
+                    self._edge(definition["parent"], definition["key"], "CONTAINS", definition["line"])
+        for record in active:
+            for definition in record["defs"]:
+                for written, line, local in definition.get("bases", ()):
+                    self._extends(definition["key"], written, local, line)
+        for record in active:
+            self._imports(record)
+        for record in active:
+            for site in record["sites"]:
+                self._resolve_site(site)
+        for key in sorted(self.external):
+            self.nodes.setdefault(key, FactNode(key, self.external[key], ("External",), dict(stamp)))
+        for edge in self.edges:
+            edge.properties.update(stamp)
+        self._write_notes(claimed)
+        report = Report(facts=len(self.nodes) + len(self.edges), skipped=self.counts["skipped"], notes=self.notes)
+        return Output(list(self.nodes.values()), self.edges, "", report)
+
+    # -- edges
+
+    def _edge(self, src: str, dst: str, kind: str, line: int, **props: Any) -> None:
+        """One edge per (src, type, dst), at its first line: a graph edge is a fact, not an occurrence."""
+        marker = (src, kind, dst)
+        if src == dst and kind != "CALLS" or marker in self.edge_seen:
+            return
+        self.edge_seen.add(marker)
+        self.edges.append(FactEdge(src, dst, kind, {"line": line, **props}))
+
+    def _imports(self, record: dict[str, Any]) -> None:
+        module = record["module"]
+        for entry in record["imports"]:
+            target, line = entry[0], entry[1]
+            names = entry[2] if len(entry) > 2 else []
+            found = False
+            for name in names:  # `from pkg import mod`: an edge to each submodule named
+                if f"{target}.{name}" in self.modules:
+                    self._edge(module, f"{target}.{name}", "IMPORTS", line)
+                    found = True
+            if found:
+                continue
+            if target == module:
+                continue  # `from . import name` in a package's own __init__
+            if target in self.modules:
+                self._edge(module, target, "IMPORTS", line)
+            elif target:
+                self.external.setdefault(target, "Package")
+                self._edge(module, target, "IMPORTS", line)
+
+    def _extends(self, key: str, written: str, local: str | None, line: int) -> None:
+        target = self._definition(local) if local is not None else None
+        if target is not None and self.nodes[target].label == "Class":
+            self.bases.setdefault(key, []).append(target)
+            self._edge(key, target, "EXTENDS", line, _resolved_by="name" if "." not in written else "chain")
+            return
+        outside = local if local is not None else (f"builtins.{written}" if written in _BUILTINS else None)
+        if outside is not None and not self._in_tree(outside):
+            self.external.setdefault(outside, "Class")
+            self._edge(key, outside, "EXTENDS", line)
+
+    def _in_tree(self, dotted: str) -> bool:
+        return any(dotted == m or dotted.startswith(m + ".") for m in self.modules)
+
+    def _definition(self, dotted: str, depth: int = 0) -> str | None:
+        """The key of the definition a dotted path names, following re-exports (``from .x import f``)."""
+        if dotted in self.nodes and self.nodes[dotted].label != "Package":
+            return dotted
+        if depth > 8:
+            return None
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):  # the longest module prefix
+            module = ".".join(parts[:cut])
+            if module not in self.modules:
+                continue
+            bound = self.bindings.get(module, {}).get(parts[cut])
+            if bound is not None:
+                return self._definition(".".join([bound, *parts[cut + 1 :]]), depth + 1)
+            return None
+        return None
+
+    def _resolve_site(self, site: dict[str, Any]) -> None:
+        form, kind, caller = site.get("form"), site["kind"], site["caller"]
+        if caller not in self.nodes:
+            return
+        stamp = {"_ref": site["ref"]}
+        if form in ("name", "chain"):
+            target = self._definition(site["target"])
+            if target is None:
+                if kind == "CALLS":
+                    self.counts["external"] += 1
+                return
+            label = self.nodes[target].label
+            if kind == "REFERENCES":
+                if label in ("Function", "Method"):
+                    self._edge(
+                        caller, target, "REFERENCES", site["line"], _resolved_by="fn-ref", _confidence="high", **stamp
+                    )
+                return
+            if label not in ("Function", "Method", "Class"):
+                self.counts["external"] += 1  # a call of a variable's value: what it holds is not known
+                return
+            how = "class" if label == "Class" else form
+            self._edge(caller, target, "CALLS", site["line"], _resolved_by=how, _confidence="high", **stamp)
+        elif form in ("self", "super"):
+            start = [site["cls"]] if form == "self" else self.bases.get(site["cls"], [])
+            target = self._method(start, site["name"])
+            if target is None:
+                self.counts["receiver"] += 1
+                return
+            how = "self-class" if form == "self" else "super"
+            self._edge(caller, target, "CALLS", site["line"], _resolved_by=how, _confidence="high", **stamp)
+        elif form in ("self-attr", "receiver"):
+            if form == "self-attr":
+                held = self.self_attrs.get(site["cls"], {}).get(site["attr"])
+                cls = self._definition(held[1]) if held is not None and held[1] is not None else None
+            else:
+                cls = self._definition(site["type_target"]) if site.get("type_target") else None
+            target = self._method([cls], site["name"]) if cls is not None and self.nodes[cls].label == "Class" else None
+            if target is None:
+                self.counts["receiver"] += 1
+                return
+            self._edge(caller, target, "CALLS", site["line"], _resolved_by=form, _confidence="medium", **stamp)
+        elif form == "star":
+            found = {t for star in site["stars"] if (t := self._definition(f"{star}.{site['name']}")) is not None}
+            if len(found) == 1:
+                (target,) = found
+                if self.nodes[target].label in ("Function", "Method", "Class"):
+                    self._edge(
+                        caller, target, "CALLS", site["line"], _resolved_by="star", _confidence="medium", **stamp
+                    )
+                    return
+            if len(found) > 1:
+                self.counts["ambiguous"] += 1
+            else:
+                self.counts["external"] += 1
+        elif kind == "CALLS" and form in ("external", "unbound"):
+            self.counts["external"] += 1
+        elif kind == "CALLS" and form == "unknown-receiver":
+            self.counts["receiver"] += 1
+
+    def _method(self, classes: list[str | None], name: str) -> str | None:
+        """``name`` looked up along the classes' bases in this tree, depth first, left to right."""
+        seen: set[str] = set()
+        todo = [c for c in classes if c is not None]
+        while todo:
+            cls = todo.pop(0)
+            if cls in seen:
+                continue
+            seen.add(cls)
+            candidate = f"{cls}.{name}"
+            if candidate in self.nodes and self.nodes[candidate].label == "Method":
+                return candidate
+            todo[0:0] = self.bases.get(cls, [])
+        return None
+
+    def _write_notes(self, claimed: list[str]) -> None:
+        counts = self.counts
+        if counts["external"]:
+            self.notes.append(
+                f"{counts['external']} call(s) named nothing defined here — calls into other packages and the "
+                "standard library are not edges"
+            )
+        if counts["receiver"]:
+            self.notes.append(
+                f"{counts['receiver']} method call(s) on a receiver whose class is not known here were left "
+                "unresolved (never matched by name alone)"
+            )
+        if counts["ambiguous"]:
+            self.notes.append(
+                f"{counts['ambiguous']} call(s) matched definitions in two star imports equally — left alone"
+            )
+        if claimed or counts["duplicates"]:
+            shown = ", ".join(claimed[:5]) + (f" and {len(claimed) - 5} more" if len(claimed) > 5 else "")
+            total = len(claimed) + counts["duplicates"]
+            self.notes.append(
+                f"{total} name(s) defined twice: the first definition is the node" + (f" ({shown})" if shown else "")
+            )

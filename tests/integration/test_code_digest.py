@@ -1,0 +1,230 @@
+"""Reading a codebase with the built-in Python handler, checked against an independent ``ast`` walk.
+
+Ground truth: this repository's own ``store/`` and a real third-party package installed from PyPI
+by the test. Every module, class, function and method the oracle finds must be a node with the
+right key, label and line; every edge's ends must exist; a second run must export byte for byte the
+same graph; ``--code-only`` of a pure-code tree makes no chat call and needs no key.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import drsg as drsg_api
+from tests.conftest import Ran
+from tests.support.fake_openai import FakeOpenAI
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "sk-code-test"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeOpenAI(dims=8, api_key=KEY) as server:
+        yield server
+
+
+# ------------------------------------------------------------------------------- the oracle
+
+
+def oracle(root: Path) -> dict[str, tuple[str, int]]:
+    """key -> (label, line) of every module, class, function and method, by a walk of its own.
+
+    Keys follow the import system: climb while the folder holds an __init__.py; a root that is a
+    package is named after the root (its parent when the root is called src). The first definition
+    of a key in source order is the one that counts."""
+    found: dict[str, tuple[str, int]] = {}
+    label = root.parent.name if root.name == "src" else root.name
+    for file in sorted(root.rglob("*.py")):
+        relative = file.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in relative.parts):
+            continue
+        parts = [] if file.stem == "__init__" else [file.stem]
+        folder = file.parent
+        while (folder / "__init__.py").exists() and folder.is_relative_to(root):
+            parts.append(label if folder == root else folder.name)
+            if folder == root:
+                break
+            folder = folder.parent
+        module = ".".join(reversed(parts))
+        if module in found:
+            continue
+        found[module] = ("Module", 1)
+        tree = ast.parse(file.read_bytes())
+
+        def visit(body: list[ast.stmt], prefix: str, in_class: bool) -> None:
+            for node in body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    key = f"{prefix}.{node.name}"
+                    kind = "Class" if isinstance(node, ast.ClassDef) else ("Method" if in_class else "Function")
+                    found.setdefault(key, (kind, node.lineno))
+                    visit(node.body, key, isinstance(node, ast.ClassDef))
+                else:  # definitions inside if / try / with / for / while / match blocks count
+                    for name in ("body", "orelse", "finalbody"):
+                        visit(getattr(node, name, []), prefix, in_class)
+                    for name in ("handlers", "cases"):
+                        for part in getattr(node, name, []):
+                            visit(part.body, prefix, in_class)
+
+        visit(tree.body, module, False)
+    return found
+
+
+def export(drsg: Callable[..., Ran], plane: str) -> list[dict]:  # type: ignore[type-arg]
+    ran = drsg("export", "--plane", plane)
+    assert ran.code == 0, ran.err
+    return [json.loads(line) for line in ran.out.splitlines()]
+
+
+def check_against_oracle(records: list[dict], root: Path) -> None:  # type: ignore[type-arg]
+    nodes = {r["external_key"]: r for r in records if "external_key" in r}
+    expected = oracle(root)
+    assert len(expected) > 20
+    for key, (label, line) in expected.items():
+        assert key in nodes, f"{key} ({label}) is not a node"
+        assert label in nodes[key]["labels"], (key, nodes[key]["labels"])
+        assert nodes[key]["properties"]["line"] == line, key
+        assert nodes[key]["properties"]["_generated_by"] == "py@1.0.0"
+    edges = [r for r in records if "src_key" in r]
+    assert edges
+    for edge in edges:
+        assert edge["src_key"] in nodes and edge["dst_key"] in nodes, edge
+        assert isinstance(edge["properties"]["line"], int)
+        assert edge["properties"]["_generated_by"] == "py@1.0.0"
+
+
+def test_this_repository_store_layer_digests_to_what_ast_finds(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "store"
+    shutil.copytree(REPO / "store", root, ignore=shutil.ignore_patterns("__pycache__"))
+    ran = drsg(
+        "digest", str(root), "--code-only", "--apply", "--chat-url", fake.base_url, "--chat-key-env", "NO_SUCH_KEY"
+    )
+    assert ran.code == 0, ran.err
+    assert any(line.startswith("preprocessed by py@1.0.0 (") for line in ran.lines())
+    assert "no prose left to read — digested without a model call" in ran.lines()
+    assert "  0 chat request(s); tokens 0 in / 0 out / 0 embed" in ran.lines()
+    assert fake.requests == []
+    first = export(drsg, "store")
+    check_against_oracle(first, root)
+    again = drsg("digest", str(root), "--code-only", "--apply")
+    assert again.code == 0, again.err
+    assert "applied: wrote 0 nodes, 0 edges" in again.lines()
+    assert export(drsg, "store") == first
+
+
+def test_a_package_from_pypi_digests_to_what_ast_finds(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import click
+
+    target = tmp_path / "site"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            f"click=={click.__version__}",
+        ],
+        check=True,
+        timeout=300,
+    )
+    root = target / "click"
+    ran = drsg("digest", str(root), "--code-only", "--apply", "-p", "click")
+    assert ran.code == 0, ran.err
+    assert fake.requests == []
+    records = export(drsg, "click")
+    check_against_oracle(records, root)
+    nodes = {r["external_key"]: r for r in records if "external_key" in r}
+    # a few facts of click's that a reader can check by eye
+    assert nodes["click.core.Command.main"]["labels"] == ["Method"]
+    assert "External" in nodes["typing"]["labels"] or "External" in nodes["collections.abc"]["labels"]
+    calls = [r for r in records if r.get("type") == "CALLS"]
+    by = {c["properties"]["_resolved_by"] for c in calls}
+    assert {"name", "self-class", "class"} <= by
+    assert all(c["properties"]["_confidence"] in ("high", "medium") for c in calls)
+    assert any(
+        line.endswith("calls into other packages and the standard library are not edges") for line in ran.lines()
+    )
+
+
+def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text("def run():\n    return 1\n")
+    (root / "README.md").write_text("# proj\n\nIt runs things.\n")
+    ran = drsg("digest", str(root), "--code-only", "-v")
+    assert ran.code == 0, ran.err
+    assert "read 2 of 3 files (66.7%)" in ran.lines()
+    assert "  1 not claimed by any handler, left out by --code-only" in ran.lines()
+    assert fake.requests == []
+    prose = drsg("digest", str(root), "--chat-url", fake.base_url, "--chat-key-env", "NO_SUCH_KEY", "--no-embed")
+    assert prose.code == 2 and "NO_SUCH_KEY" in prose.err  # the README is prose: it needs the model and a key
+
+
+def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "mylib" / "src"
+    (root / "mylib").mkdir(parents=True)
+    (root / "mylib" / "__init__.py").write_text("from .a import f\n")
+    (root / "mylib" / "a.py").write_text("def f():\n    pass\n")
+    (root / "tool").mkdir()
+    (root / "tool" / "script").write_text("def main():\n    pass\n")  # no extension: only --handler reads it
+    ran = drsg("digest", str(root), "--code-only", "--apply", "-p", "lib")
+    assert ran.code == 0, ran.err
+    keys = {r["external_key"] for r in export(drsg, "lib") if "external_key" in r}
+    assert {"mylib", "mylib.a", "mylib.a.f"} <= keys and "script.main" not in keys
+    forced = drsg("digest", str(root), "--code-only", "--apply", "-p", "forced", "--handler", "py")
+    assert forced.code == 0, forced.err
+    assert "script.main" in {r["external_key"] for r in export(drsg, "forced") if "external_key" in r}
+    unknown = drsg("digest", str(root), "--handler", "cobol")
+    assert unknown.code == 2 and "no handler named 'cobol'; the known handlers are: py" in unknown.err
+
+
+def test_the_plane_records_its_commit_and_drift(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "repo"
+    root.mkdir()
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.py").write_text("def a():\n    pass\n")
+    (root / "b.py").write_text("def b():\n    a()\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
+    with drsg_api.open(db_path) as db, db.snapshot() as snap:
+        props = snap.plane("r").props
+    assert props["synced_commit"] == head and props["synced_modified"] == 0 and props["synced_untracked"] == 0
+    (root / "a.py").write_text("def a():\n    return 2\n")
+    (root / "c.py").write_text("X = 1\n")
+    assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
+    from drsg.pipeline.code.drift import synced_line
+
+    with drsg_api.open(db_path) as db, db.snapshot() as snap:
+        props = snap.plane("r").props
+    assert synced_line(props) == (
+        f"synced: commit {head[:12]} — parsed from a working tree with 1 modified and 1 untracked, so the graph "
+        "holds what that commit does not"
+    )
+    assert synced_line({}) is None  # a plane that never measured says nothing
+
+
+def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "loose"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    ran = drsg("digest", str(root), "--tracked-only", "--apply")
+    assert ran.code == 2
+    assert "--tracked-only reads what git tracks, but" in ran.err and "is not inside a git repository" in ran.err
+    assert not db_path.exists()
