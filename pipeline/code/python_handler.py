@@ -638,7 +638,7 @@ class _Assembly:
     def _edge(self, src: str, dst: str, kind: str, line: int, **props: Any) -> None:
         """One edge per (src, type, dst), at its first line: a graph edge is a fact, not an occurrence."""
         marker = (src, kind, dst)
-        if src == dst and kind != "CALLS" or marker in self.edge_seen:
+        if (src == dst and kind != "CALLS") or marker in self.edge_seen:
             return
         self.edge_seen.add(marker)
         self.edges.append(FactEdge(src, dst, kind, {"line": line, **props}))
