@@ -155,6 +155,7 @@ class _Scope:
     kind: str  # Module, Class, Function, Method
     names: dict[str, str] = field(default_factory=dict)  # local name -> key of a def in this file
     types: dict[str, str] = field(default_factory=dict)  # local variable -> callee as written (x = Foo())
+    locals: set[str] = field(default_factory=set)  # parameters and assigned names of a function
 
 
 class _ModuleReader:
@@ -236,6 +237,9 @@ class _ModuleReader:
         props = {"signature": signature, "is_async": isinstance(node, ast.AsyncFunctionDef)}
         self._define(key, label, parent.key, node, props)
         scope = _Scope(key, label)
+        arguments = node.args
+        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+        scope.locals.update(arg.arg for arg in every if arg is not None)
         for decorator in node.decorator_list:
             self._expression(decorator, scopes, caller=key, decorator=True)
         for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
@@ -306,6 +310,7 @@ class _ModuleReader:
         names = [n for t in targets for n in _target_names(t)]
         if scope.kind != "Module":  # a local: remember what class it holds, for x.method() calls
             callee = _dotted(node.value.func) if isinstance(node.value, ast.Call) else None
+            scope.locals.update(names)
             for name in names:
                 if callee is not None:
                     scope.types[name] = callee
@@ -398,6 +403,14 @@ class _ModuleReader:
             if isinstance(child, ast.Call):
                 self._site("CALLS", child.func, scopes, caller)
             elif (
+                isinstance(child, ast.Attribute)
+                and isinstance(child.ctx, ast.Load)
+                and not getattr(child, "_callee", False)
+            ):
+                for part in ast.walk(child):
+                    part._callee = True  # type: ignore[attr-defined]  # read as one dotted name
+                self._site("REFERENCES", child, scopes, caller)
+            elif (
                 isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and not getattr(child, "_callee", False)
             ):
                 self._site("REFERENCES", child, scopes, caller)
@@ -430,8 +443,8 @@ class _ModuleReader:
                 site.update(
                     form="receiver", type=local_type, type_target=self._local_target(local_type, scopes), name=rest
                 )
-            elif local_type is not None:
-                site.update(form="unknown-receiver")
+            elif local_type is not None or (rest and any(head in s.locals for s in scopes)):
+                site.update(form="unknown-receiver")  # a parameter's or a local's method: its class is not known
             else:
                 target = self._local_target(dotted, scopes)
                 if target is None:
@@ -695,64 +708,58 @@ class _Assembly:
         return None
 
     def _resolve_site(self, site: dict[str, Any]) -> None:
-        form, kind, caller = site.get("form"), site["kind"], site["caller"]
+        """A call site (or a function used as a value) becomes an edge when its target is proven."""
+        kind, caller = site["kind"], site["caller"]
         if caller not in self.nodes:
             return
-        stamp = {"_ref": site["ref"]}
+        target, how, confidence, miss = self._target(site)
+        if target is None:
+            if kind == "CALLS" and miss is not None:
+                self.counts[miss] += 1
+            return
+        label = self.nodes[target].label
+        if kind == "REFERENCES":
+            if label in ("Function", "Method"):  # a class named as a value is a type, not a reference
+                self._edge(
+                    caller,
+                    target,
+                    "REFERENCES",
+                    site["line"],
+                    _resolved_by="fn-ref",
+                    _confidence=confidence,
+                    _ref=site["ref"],
+                )
+            return
+        if label not in ("Function", "Method", "Class"):
+            self.counts["external"] += 1  # a call of a variable's value: what it holds is not known
+            return
+        how = "class" if label == "Class" and how in ("name", "chain") else how
+        self._edge(caller, target, "CALLS", site["line"], _resolved_by=how, _confidence=confidence, _ref=site["ref"])
+
+    def _target(self, site: dict[str, Any]) -> tuple[str | None, str, str, str | None]:
+        """(target key, how, confidence, what to count when there is none)."""
+        form = site.get("form")
         if form in ("name", "chain"):
-            target = self._definition(site["target"])
-            if target is None:
-                if kind == "CALLS":
-                    self.counts["external"] += 1
-                return
-            label = self.nodes[target].label
-            if kind == "REFERENCES":
-                if label in ("Function", "Method"):
-                    self._edge(
-                        caller, target, "REFERENCES", site["line"], _resolved_by="fn-ref", _confidence="high", **stamp
-                    )
-                return
-            if label not in ("Function", "Method", "Class"):
-                self.counts["external"] += 1  # a call of a variable's value: what it holds is not known
-                return
-            how = "class" if label == "Class" else form
-            self._edge(caller, target, "CALLS", site["line"], _resolved_by=how, _confidence="high", **stamp)
-        elif form in ("self", "super"):
+            return self._definition(site["target"]), form, "high", "external"
+        if form in ("self", "super"):
             start = [site["cls"]] if form == "self" else self.bases.get(site["cls"], [])
-            target = self._method(start, site["name"])
-            if target is None:
-                self.counts["receiver"] += 1
-                return
-            how = "self-class" if form == "self" else "super"
-            self._edge(caller, target, "CALLS", site["line"], _resolved_by=how, _confidence="high", **stamp)
-        elif form in ("self-attr", "receiver"):
+            return self._method(start, site["name"]), "self-class" if form == "self" else "super", "high", "receiver"
+        if form in ("self-attr", "receiver"):
             if form == "self-attr":
                 held = self.self_attrs.get(site["cls"], {}).get(site["attr"])
                 cls = self._definition(held[1]) if held is not None and held[1] is not None else None
             else:
                 cls = self._definition(site["type_target"]) if site.get("type_target") else None
-            target = self._method([cls], site["name"]) if cls is not None and self.nodes[cls].label == "Class" else None
-            if target is None:
-                self.counts["receiver"] += 1
-                return
-            self._edge(caller, target, "CALLS", site["line"], _resolved_by=form, _confidence="medium", **stamp)
-        elif form == "star":
+            proven = cls is not None and self.nodes[cls].label == "Class"
+            return (self._method([cls], site["name"]) if proven else None), form, "medium", "receiver"
+        if form == "star":
             found = {t for star in site["stars"] if (t := self._definition(f"{star}.{site['name']}")) is not None}
             if len(found) == 1:
-                (target,) = found
-                if self.nodes[target].label in ("Function", "Method", "Class"):
-                    self._edge(
-                        caller, target, "CALLS", site["line"], _resolved_by="star", _confidence="medium", **stamp
-                    )
-                    return
-            if len(found) > 1:
-                self.counts["ambiguous"] += 1
-            else:
-                self.counts["external"] += 1
-        elif kind == "CALLS" and form in ("external", "unbound"):
-            self.counts["external"] += 1
-        elif kind == "CALLS" and form == "unknown-receiver":
-            self.counts["receiver"] += 1
+                return found.pop(), "star", "medium", None
+            return None, "star", "none", "ambiguous" if found else "external"
+        if form == "unknown-receiver":
+            return None, "", "none", "receiver"
+        return None, "", "none", "external"  # builtins, other packages, names bound nowhere here
 
     def _method(self, classes: list[str | None], name: str) -> str | None:
         """``name`` looked up along the classes' bases in this tree, depth first, left to right."""

@@ -11,7 +11,8 @@ Then the project's own word on what is derived, each chosen by ``--ignore-files`
   directories above it up to the repository's root, and ``.git/info/exclude`` — git's rules, through
   ``pathspec``'s gitignore-exact matcher (a deeper file overrides a shallower one, the last matching
   line of a file wins, nothing under an ignored directory comes back).
-- ``dockerignore``: the root's ``.dockerignore``, its patterns anchored at the root as Docker reads them.
+- ``dockerignore``: the root's ``.dockerignore``, its patterns anchored at the root and each file
+  matched on its own, as Docker reads them (so ``!notes/deep`` brings back a file under ``notes``).
 
 ``--tracked-only`` keeps only what git tracks (one ``git ls-files``; a tracked file with edits is
 read as it stands). Every file withheld is recorded with the rule that withheld it.
@@ -90,9 +91,12 @@ class _Rules:
     source: str
     spec: pathspec.GitIgnoreSpec
     lines: tuple[str, ...]
+    per_file: bool = False  # Docker's way: each file is matched on its own, no folder is pruned
 
     def check(self, relative: str, is_dir: bool) -> tuple[bool, str] | None:
         """(ignored?, the deciding pattern) or None when no pattern of this file matches."""
+        if self.per_file and is_dir:
+            return None  # a later `!` line may bring back a file under a matched folder
         if self.prefix:
             path = f"{self.prefix}/{relative}"
         elif not self.base:
@@ -114,7 +118,7 @@ def _read_rules(file: Path, source: str, base: str = "", prefix: str = "", ancho
         return None
     lines = tuple(line.rstrip("\r") for line in text.splitlines())
     patterns = [_anchor(line) for line in lines] if anchored else list(lines)
-    return _Rules(base, prefix, source, pathspec.GitIgnoreSpec.from_lines(patterns), lines)
+    return _Rules(base, prefix, source, pathspec.GitIgnoreSpec.from_lines(patterns), lines, per_file=anchored)
 
 
 def _anchor(line: str) -> str:
