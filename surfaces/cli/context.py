@@ -25,6 +25,15 @@ class Context:
     settings: settings_mod.Settings
     _db: Database | None = field(default=None, repr=False)
 
+    def say_synced(self, db: Database, plane: str, as_json: bool) -> None:
+        """A plane read out of a source tree says which commit and how far the tree had drifted:
+        first on the answer, or on stderr beside a JSON answer (which stays one JSON document)."""
+        from drsg.surfaces.drift import synced_of
+
+        line = synced_of(db, plane)
+        if line is not None:
+            click.echo(line, err=as_json)
+
     @contextmanager
     def open(self, *, write: bool) -> Iterator[Database]:
         """The database; read commands never create it. A write command that created the file

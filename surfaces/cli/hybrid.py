@@ -170,6 +170,7 @@ def hybrid(
             hits = run_hybrid(
                 Searcher(db, indexes), plane, spec, as_of=as_of, strict=True
             )  # a channel that cannot run is an error here
+        obj.say_synced(db, plane, as_json)
     print_hits(hits, as_json, explain)
 
 

@@ -59,6 +59,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
     """Show a plane: counts, labels, edge types, properties."""
     with obj.open(write=False) as db, db.snapshot(as_of) as snap:
         p = snap.plane(name)
+        obj.say_synced(db, name, as_json)
         nodes, edges = snap.counts(p.id)
         labels, types = snap.labels_and_types(p.id)
         card = {

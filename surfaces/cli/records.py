@@ -52,7 +52,9 @@ def _describe_node(node: Node) -> str:
 def get(obj: Context, ref: str, plane: str, as_of: AsOf | None, as_json: bool) -> None:
     """Print one node by id or @external-key, now or --as-of an earlier commit."""
     with obj.open(write=False) as db, db.snapshot(as_of) as snap:
-        _show_node(_find(snap, plane, ref), as_json)
+        node = _find(snap, plane, ref)
+        obj.say_synced(db, plane, as_json)
+        _show_node(node, as_json)
 
 
 @click.group("node")
@@ -120,6 +122,7 @@ def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
     """Every version of one node, oldest first (a deletion shows as `deleted`)."""
     with obj.open(write=False) as db, db.snapshot() as snap:
         p = snap.plane(plane)
+        obj.say_synced(db, plane, as_json)
         target = node_ref(ref)
         node_id = target if isinstance(target, int) else snap.key_holder(p.id, target.removeprefix("@"))
         versions = snap.node_history(p.id, node_id) if node_id is not None else []
@@ -203,6 +206,7 @@ def neighbors(
     """A node's edges and the nodes at their other ends, now or --as-of an earlier commit."""
     with obj.open(write=False) as db, db.snapshot(as_of) as snap:
         center = _find(snap, plane, ref)
+        obj.say_synced(db, plane, as_json)
         for hop in snap.neighbors(center.plane, center.id, direction, edge_type):
             other = snap.node(center.plane, hop.node)
             if as_json:

@@ -121,6 +121,7 @@ def index_list(obj: Context, plane: str, as_json: bool) -> None:
     """List the plane's declared indexes (upstream's plane.indexes shape with --json)."""
     with obj.open(write=False) as db, db.snapshot() as snap:
         decls = snap.indexes(snap.plane(plane).id)
+        obj.say_synced(db, plane, as_json)
     if as_json:
         emit_json(indexes_json(decls))
         return
@@ -220,6 +221,7 @@ def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool
                 return embedder.embed([text])[0]  # type: ignore[no-any-return]
 
         hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
+        obj.say_synced(db, plane, as_json)
     _print_hits(hits, as_json)
 
 

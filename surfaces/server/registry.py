@@ -12,7 +12,8 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from drsg.surfaces.server.rpc import Handler, Method
+from drsg.surfaces.drift import synced_of
+from drsg.surfaces.server.rpc import Handler, Method, WithMembers
 from drsg.surfaces.server.schema import upstream, upstream_method
 
 REGISTRY: dict[str, Method] = {}
@@ -72,10 +73,56 @@ def rpc(
             schema["result"] = {**copy.deepcopy(dict(result)), "x-drsg": True}
         if note:
             schema["x-drsg-note"] = note
-        REGISTRY[name] = Method(name, handler, schema)
+        served = handler
+        if name in PLANE_READS:
+            served = _synced(handler)
+            schema["x-drsg-synced"] = SYNCED_NOTE
+        REGISTRY[name] = Method(name, served, schema)
         return handler
 
     return register
+
+
+#: the reads whose answer comes from one plane, so they say what the plane was read from
+PLANE_READS = frozenset(
+    {
+        "node.get",
+        "plane.neighbors",
+        "plane.history",
+        "plane.search",
+        "plane.query",
+        "plane.cypher",
+        "plane.find",
+        "plane.algo",
+        "plane.hybrid",
+        "plane.ask",
+        "plane.indexes",
+        "graph.seed",
+        "graph.expand",
+        "edge.get",
+    }
+)
+SYNCED_NOTE = (
+    "An answer from a plane read out of a source tree also carries `synced`: the commit it was read beside "
+    "and the working tree's drift, as `drsg digest` recorded them (absent for a plane that never measured) — "
+    "inside an object result, or beside an array result in the response object."
+)
+
+
+def _synced(handler: Handler) -> Handler:
+    async def served(ctx: Any, p: Mapping[str, Any]) -> Any:
+        result = await handler(ctx, p)
+        plane = p.get("plane")
+        if not isinstance(plane, str):
+            return result
+        line = ctx.read_inline(lambda: synced_of(ctx.db, plane))
+        if line is None:
+            return result
+        if isinstance(result, dict):
+            return {**result, "synced": line}
+        return WithMembers(result, {"synced": line})  # an array keeps its shape
+
+    return served
 
 
 def ordered() -> list[Method]:

@@ -201,8 +201,11 @@ class Dispatcher:
         notification = "id" not in request
         try:
             result = await self._invoke(str(name), request.get("params", {}), ctx)
+            members = {}
+            if isinstance(result, WithMembers):
+                result, members = result.result, result.members
             try:
-                body = None if notification else dumps({"jsonrpc": "2.0", "id": rid, "result": result})
+                body = None if notification else dumps({"jsonrpc": "2.0", "id": rid, "result": result, **members})
             except (TypeError, ValueError):
                 log.exception("rpc result is not JSON", method=name)
                 raise RpcError(INTERNAL_ERROR, f"internal error in {name} (the result is not JSON)") from None
@@ -235,6 +238,15 @@ class Dispatcher:
             raise RpcError(
                 INTERNAL_ERROR, f"internal error in {name} ({type(exc).__name__}); the server logged it"
             ) from None
+
+
+@dataclass(frozen=True)
+class WithMembers:
+    """A result that must keep upstream's shape (an array) with more to say: ``members`` go beside
+    ``result`` in the response object (JSON-RPC clients ignore members they do not know)."""
+
+    result: Any
+    members: dict[str, Any]
 
 
 def _short(exc: BaseException) -> str:

@@ -228,3 +228,29 @@ def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg, tmp_pa
     assert ran.code == 2
     assert "--tracked-only reads what git tracks, but" in ran.err and "is not inside a git repository" in ran.err
     assert not db_path.exists()
+
+
+def test_every_answer_from_a_measured_plane_says_what_it_was_read_from(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "repo"
+    root.mkdir()
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.py").write_text("def a():\n    pass\n\ndef b():\n    a()\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (root / "new.py").write_text("Y = 2\n")
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
+    line = (
+        f"synced: commit {head[:12]} — parsed from a working tree with 0 modified and 1 untracked, so the graph "
+        "holds what that commit does not"
+    )
+    for args in (("get", "@a.b"), ("neighbors", "@a.b"), ("plane", "show", "r"), ("node", "history", "@a.a")):
+        ran = drsg(*args, *(("-p", "r") if args[0] != "plane" else ()))
+        assert ran.code == 0, (args, ran.err)
+        assert ran.out.splitlines()[0] == line, args
+        as_json = drsg(*args, *(("-p", "r") if args[0] != "plane" else ()), "--json")
+        assert line in as_json.err.splitlines() and line not in as_json.out, args
+    assert drsg("node", "put", "n").code == 0
+    quiet = drsg("get", "@n")
+    assert "synced" not in quiet.out + quiet.err  # a plane that never measured says nothing

@@ -81,3 +81,37 @@ def test_requests_cannot_choose_urls_keys_or_embedders(served: RunningServer, mo
     for bad in ({"plane": "x", "nodes": ["ada"]}, {"plane": "x", "nodes": [{"key": ""}]}, {"plane": "x"}):
         assert served.error("digest.write", bad)["code"] == -32602
     assert len(fake.requests) == before
+
+
+def test_reading_a_directory_is_local_only_and_plane_reads_say_what_they_were_read_from(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "a.py").write_text("def a():\n    pass\n\ndef b():\n    a()\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    (root / "a.py").write_text("def a():\n    return 1\n\ndef b():\n    a()\n")
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    db = tmp_path / "graph.drsg"
+    cli = [str(Path(sys.executable).with_name("drsg")), "--db", str(db)]
+    subprocess.run([*cli, "digest", str(root), "--code-only", "--apply", "-p", "code"], check=True, capture_output=True)
+    running = start_server(db, tmp_path)
+    try:
+        line = (
+            f"synced: commit {head[:12]} — parsed from a working tree with 1 modified and 0 untracked, so the "
+            "graph holds what that commit does not"
+        )
+        node = running.call("node.get", {"plane": "code", "key": "a.b"})
+        assert node["synced"] == line
+        neighbors = running.rpc("plane.neighbors", {"plane": "code", "id": node["id"]})
+        assert isinstance(neighbors["result"], list) and neighbors["synced"] == line  # the array keeps its shape
+        assert "synced" not in running.call("db.stats", {})
+        for name in ("path", "dir"):
+            error = running.error("digest.run", {"plane": "code", "text": "x", name: str(root)})
+            assert error["code"] == -32602 and f"has no param {name!r}" in error["message"]
+    finally:
+        assert running.stop() == 0
