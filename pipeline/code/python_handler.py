@@ -31,11 +31,13 @@ import ast
 import builtins
 import inspect
 import io
-import json
 import tokenize
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+import msgspec
 
 from drsg.kernel.errors import PluginError
 from drsg.pipeline.code.handler import (
@@ -76,6 +78,9 @@ _BUILTINS = frozenset(dir(builtins))
 class PythonHandler(Handler):
     """Reads ``.py``/``.pyi``/``.pyw`` files with ``ast`` (see the module docstring)."""
 
+    def __init__(self) -> None:
+        self._packages: weakref.WeakKeyDictionary[SourceTree, frozenset[str]] = weakref.WeakKeyDictionary()
+
     @property
     def manifest(self) -> Manifest:
         return MANIFEST
@@ -83,14 +88,16 @@ class PythonHandler(Handler):
     def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
         if isinstance(subject, Doc):
             raise PluginError("the py handler reads files of a tree, not a document on its own")
-        packages = _package_dirs(tree)
+        packages = self._packages.get(tree)
+        if packages is None:  # one listing per tree, not one per file
+            packages = self._packages[tree] = _package_dirs(tree)
         files = [_read_module(tree, path, packages, _flag(options, "include_source")) for path in subject]
-        return json.dumps({"format": PARTIAL_FORMAT, "files": files}, ensure_ascii=False).encode()
+        return msgspec.json.encode({"format": PARTIAL_FORMAT, "files": files})
 
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
         files: list[dict[str, Any]] = []
         for partial in partials:
-            data = json.loads(partial)
+            data = msgspec.json.decode(partial)
             if data.get("format") != PARTIAL_FORMAT:
                 raise PluginError("a py partial of another format: parse and assemble must be the same version")
             files.extend(data["files"])
@@ -399,29 +406,39 @@ class _ModuleReader:
                 for argument in [*node.args, *(k.value for k in node.keywords)]:
                     self._expression(argument, scopes, caller)
             return
-        for child in _walk_expression(node):
-            if isinstance(child, ast.Call):
-                self._site("CALLS", child.func, scopes, caller)
-            elif (
-                isinstance(child, ast.Attribute)
-                and isinstance(child.ctx, ast.Load)
-                and not getattr(child, "_callee", False)
-            ):
-                for part in ast.walk(child):
-                    part._callee = True  # type: ignore[attr-defined]  # read as one dotted name
-                self._site("REFERENCES", child, scopes, caller)
-            elif (
-                isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load) and not getattr(child, "_callee", False)
-            ):
-                self._site("REFERENCES", child, scopes, caller)
+        # One pass, in source order: a call's callee is one site, a dotted name is read as one
+        # name (not also as each of its parts), a lambda's or a comprehension's body is read with
+        # the enclosing definition (its calls are that definition's calls).
+        stack: list[ast.AST] = [node]
+        while stack:
+            current = stack.pop()
+            kind = type(current)
+            if kind is ast.Call:
+                call = cast(ast.Call, current)
+                self._site("CALLS", call.func, scopes, caller)
+                children: list[ast.AST] = [*call.args, *(k.value for k in call.keywords)]
+                if _dotted(call.func) is None:
+                    children.insert(0, call.func)  # f()(x), a[0](), (lambda: g())(): read inside
+                stack.extend(reversed(children))
+            elif kind is ast.Name:
+                if type(cast(ast.Name, current).ctx) is ast.Load:
+                    self._site("REFERENCES", current, scopes, caller)
+            elif kind is ast.Attribute and _dotted(current) is not None:
+                if type(cast(ast.Attribute, current).ctx) is ast.Load:
+                    self._site("REFERENCES", current, scopes, caller)
+            else:
+                stack.extend(reversed(list(ast.iter_child_nodes(current))))
 
     def _site(self, kind: str, func: ast.AST, scopes: list[_Scope], caller: str) -> None:
+        dotted = _dotted(func)
+        if kind == "REFERENCES" and dotted is not None:
+            head = dotted.partition(".")[0]
+            if dotted == "self" or (head != "self" and any(head in s.locals or head in s.types for s in scopes)):
+                return  # a local's value: most names read are these, and none names a definition
         line = getattr(func, "lineno", 0)
-        written = self._segment(func) or ast.unparse(func)
-        site: dict[str, Any] = {"kind": kind, "caller": caller, "line": line, "ref": _cut(written)}
+        site: dict[str, Any] = {"kind": kind, "caller": caller, "line": line, "ref": ""}
         method_scope = next((s for s in reversed(scopes) if s.kind == "Method"), None)
         class_key = method_scope.key.rsplit(".", 1)[0] if method_scope is not None else None
-        dotted = _dotted(func)
         if isinstance(func, ast.Attribute) and _is_super_call(func.value):
             if class_key is None:
                 return
@@ -457,6 +474,7 @@ class _ModuleReader:
                         site.update(form="star", name=dotted, stars=list(self.stars))
                 else:
                     site.update(form="name" if not rest else "chain", target=target)
+        site["ref"] = _cut(self._segment(func) or ast.unparse(func))
         self.sites.append(site)
 
     def _local_target(self, dotted: str, scopes: list[_Scope]) -> str | None:
@@ -496,18 +514,6 @@ class _ModuleReader:
             "sites": self.sites,
             "duplicates": self.duplicates,
         }
-
-
-def _walk_expression(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node of an expression, marking each call's callee so it is not also a reference.
-
-    A lambda's or a comprehension's body is read as part of the enclosing scope: its calls are the
-    enclosing definition's calls."""
-    for child in ast.walk(node):
-        if isinstance(child, ast.Call):
-            for part in ast.walk(child.func):
-                part._callee = True  # type: ignore[attr-defined]
-        yield child
 
 
 def _caller(scopes: list[_Scope]) -> str:
@@ -688,7 +694,8 @@ class _Assembly:
             self._edge(key, outside, "EXTENDS", line)
 
     def _in_tree(self, dotted: str) -> bool:
-        return any(dotted == m or dotted.startswith(m + ".") for m in self.modules)
+        parts = dotted.split(".")
+        return any(".".join(parts[:cut]) in self.modules for cut in range(1, len(parts) + 1))
 
     def _definition(self, dotted: str, depth: int = 0) -> str | None:
         """The key of the definition a dotted path names, following re-exports (``from .x import f``)."""

@@ -124,16 +124,21 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
     for item in proposal.nodes:
         wrote |= _assert_node(tx, plane, proposal, item, out)
     stated: set[tuple[int, str, int]] = set()
+    ids: dict[str, int | None] = {}
+    existing: dict[tuple[int, str], dict[int, Edge]] = {}  # (src, type) -> dst -> edge, read once per pair
     for edge in proposal.edges:
-        src = tx.view.node_id_by_key(plane.id, edge.src)
-        dst = tx.view.node_id_by_key(plane.id, edge.dst)
+        src = ids[edge.src] if edge.src in ids else ids.setdefault(edge.src, tx.view.node_id_by_key(plane.id, edge.src))
+        dst = ids[edge.dst] if edge.dst in ids else ids.setdefault(edge.dst, tx.view.node_id_by_key(plane.id, edge.dst))
         if src is None or dst is None:
             continue  # an endpoint deleted since the preview: nothing to attach the edge to
         stated.add((src, edge.type, dst))
-        found = _find_edge(tx, plane.id, src, edge.type, dst)
+        out_edges = existing.get((src, edge.type))
+        if out_edges is None:
+            out_edges = existing[(src, edge.type)] = _out_edges(tx, plane.id, src, edge.type)
+        found = out_edges.get(dst)
         if found is None:
             props = {**edge.props, **_provenance(proposal, edge.props), LEDGER: {source: _statement(edge.props)}}
-            tx.create_edge(plane, src, dst, edge.type, props)
+            out_edges[dst] = tx.create_edge(plane, src, dst, edge.type, props)
             out.edges_created += 1
             wrote = True
             continue
@@ -261,11 +266,13 @@ def _restate(
     return False, set_props, unset
 
 
-def _find_edge(tx: WriteTx, plane: int, src: int, edge_type: str, dst: int) -> Edge | None:
+def _out_edges(tx: WriteTx, plane: int, src: int, edge_type: str) -> dict[int, Edge]:
+    """A node's outgoing edges of one type by target (the first of parallel edges): one walk per node
+    and type, not one per edge stated — a module with a thousand definitions has a thousand CONTAINS."""
+    found: dict[int, Edge] = {}
     for neighbor in tx.view.neighbors(plane, src, "out", edge_type):
-        if neighbor.edge.dst == dst:
-            return neighbor.edge
-    return None
+        found.setdefault(neighbor.edge.dst, neighbor.edge)
+    return found
 
 
 def _provenance(proposal: Proposal, props: dict[str, Any]) -> dict[str, Any]:
