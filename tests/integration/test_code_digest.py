@@ -254,3 +254,96 @@ def test_every_answer_from_a_measured_plane_says_what_it_was_read_from(drsg, tmp
     assert drsg("node", "put", "n").code == 0
     quiet = drsg("get", "@n")
     assert "synced" not in quiet.out + quiet.err  # a plane that never measured says nothing
+
+
+# ------------------------------------------------------------------ every flag combination
+
+
+def _accounting_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "acct"
+    files = {
+        "app/main.py": "def main():\n    pass\n",
+        "app/gen.py": "X = 1\n",  # .gitignore
+        "web/index.py": "Y = 2\n",  # .dockerignore
+        "docs/guide.md": "# Guide\n\nHow to run it.\n",
+        "notes.txt": "loose notes\n",  # untracked
+        "tools/new.py": "Z = 3\n",  # untracked
+    }
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    (root / ".gitignore").write_text("app/gen.py\n")
+    (root / ".dockerignore").write_text("web\n")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(
+        [*git, "add", ".gitignore", ".dockerignore", "app/main.py", "web/index.py", "docs/guide.md"], check=True
+    )
+    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    return root
+
+
+ALL = {"app/main.py", "app/gen.py", "web/index.py", "docs/guide.md", "notes.txt", "tools/new.py"}
+CODE = {"app/main.py", "app/gen.py", "web/index.py", "tools/new.py"}
+TRACKED = {"app/main.py", "web/index.py", "docs/guide.md"}
+
+
+@pytest.mark.parametrize("ignore", [None, "gitignore,dockerignore", "dockerignore", ""])
+@pytest.mark.parametrize("tracked_only", [False, True])
+@pytest.mark.parametrize("code_only", [False, True])
+def test_every_flag_combination_reads_what_the_rules_say(drsg, tmp_path, ignore, tracked_only, code_only) -> None:  # type: ignore[no-untyped-def]
+    root = _accounting_tree(tmp_path)
+    args = ["digest", str(root), "-vvv", "--chat-key-env", "NO_SUCH_KEY", "--no-embed"]
+    if ignore is not None:
+        args += ["--ignore-files", ignore]
+    args += ["--tracked-only"] * tracked_only + ["--code-only"] * code_only
+    chosen = {"gitignore"} if ignore is None else {n for n in ignore.split(",") if n}
+    admitted = set(ALL)
+    if "gitignore" in chosen:
+        admitted -= {"app/gen.py"}
+    if "dockerignore" in chosen:
+        admitted -= {"web/index.py"}
+    seen = len(ALL)  # what the floor left is the denominator: every file here
+    if tracked_only:
+        admitted &= TRACKED
+    expected = admitted & CODE if code_only else admitted
+    ran = drsg(*args)
+    read = {line.split()[1] for line in ran.lines() if line.startswith("  read ")}
+    assert read == expected, (ran.out, ran.err)
+    share = f"{100 * len(expected) / seen:.1f}%"
+    assert f"read {len(expected)} of {seen} files ({share})" in ran.lines()
+    withheld = {line.split()[1] for line in ran.lines() if line.startswith("  withheld ")}
+    assert withheld == ALL - expected
+    prose = expected - CODE
+    if prose:  # prose needs the model, whose key is not set: refused before any call, nothing written
+        assert ran.code == 2 and "NO_SUCH_KEY" in ran.err
+    else:
+        assert ran.code == 0, ran.err
+
+
+def test_a_dockerignore_withholding_most_of_the_tree_warns_and_config_sets_the_flags(
+    drsg, tmp_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "front"
+    for i in range(5):
+        (root / "src").mkdir(parents=True, exist_ok=True)
+        (root / "src" / f"m{i}.py").write_text(f"V{i} = {i}\n")
+    (root / "main.py").write_text("def main():\n    pass\n")
+    (root / "setup.py").write_text("NAME = 'front'\n")
+    (root / ".dockerignore").write_text("src\n")
+    quiet = drsg("digest", str(root), "--code-only")
+    assert quiet.code == 0 and "warning" not in quiet.err  # .gitignore alone, the default
+    warned = drsg("digest", str(root), "--code-only", "--ignore-files", "gitignore,dockerignore")
+    assert warned.code == 0, warned.err
+    assert (
+        "warning: 5 of 7 files were withheld by ignore rules — .dockerignore (5). If that is not what you meant, "
+        "`--ignore-files` chooses which of them apply." in warned.err
+    )
+    config = tmp_path / "drsg.toml"
+    config.write_text('[digest]\nignore_files = ["dockerignore"]\ncode_only = true\n')
+    monkeypatch.setenv("DRSG_CONFIG", str(config))
+    from_file = drsg("digest", str(root), "-v")
+    assert from_file.code == 0, from_file.err
+    assert "read 2 of 7 files (28.6%)" in from_file.lines() and "withheld by ignore rules" in from_file.err
+    bad = drsg("digest", str(root), "--ignore-files", "npmignore")
+    assert bad.code == 2 and "'npmignore' is not gitignore or dockerignore" in bad.err
