@@ -167,7 +167,15 @@ def _add_facts(db: Database, plane: str, doc: Document, proposal: Proposal, pars
     for result in doc.reading.results:
         for edge in result.output.edges:
             proposal.edges.append(ProposedEdge(edge.src, edge.type, edge.dst, dict(edge.properties)))
-    proposal.report["facts"] = doc.reading.facts
+    reading = doc.reading
+    proposal.report["files"] = {
+        "seen": reading.walk.seen,  # what drsg's floor left: the denominator
+        "read": len(reading.read_by),
+        "withheld": len(reading.walk.withheld),
+        "not_claimed": len(reading.not_claimed),
+        "skipped": len(reading.skipped),
+    }
+    proposal.report["facts"] = reading.facts
     proposal.report["preprocessed"] = [
         {"handler": r.handler.manifest.ident, "facts": len(r.output.nodes) + len(r.output.edges), "files": len(r.files)}
         for r in doc.reading.results

@@ -170,6 +170,11 @@ def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg, fake, tm
     assert "read 2 of 3 files (66.7%)" in ran.lines()
     assert "  1 not claimed by any handler, left out by --code-only" in ran.lines()
     assert fake.requests == []
+    as_json = json.loads(drsg("digest", str(root), "--code-only", "--json").out)
+    assert as_json["report"]["files"] == {"seen": 3, "read": 2, "withheld": 0, "not_claimed": 1, "skipped": 0}
+    assert as_json["report"]["preprocessed"] == [
+        {"handler": "py@1.0.0", "facts": as_json["report"]["facts"], "files": 2}
+    ]
     prose = drsg("digest", str(root), "--chat-url", fake.base_url, "--chat-key-env", "NO_SUCH_KEY", "--no-embed")
     assert prose.code == 2 and "NO_SUCH_KEY" in prose.err  # the README is prose: it needs the model and a key
 
