@@ -352,3 +352,34 @@ def test_a_dockerignore_withholding_most_of_the_tree_warns_and_config_sets_the_f
     assert "read 2 of 7 files (28.6%)" in from_file.lines() and "withheld by ignore rules" in from_file.err
     bad = drsg("digest", str(root), "--ignore-files", "npmignore")
     assert bad.code == 2 and "'npmignore' is not gitignore or dockerignore" in bad.err
+
+
+def test_where_a_parser_and_the_model_claim_one_key_the_parser_wins(drsg, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from tests.support.scripted_model import ScriptedModel, World, WorldEntity, WorldRelation
+
+    root = tmp_path / "proj"
+    (root / "app").mkdir(parents=True)
+    (root / "app" / "__init__.py").write_text("")
+    (root / "app" / "core.py").write_text("class Engine:\n    def run(self):\n        pass\n")
+    (root / "README.md").write_text("# proj\n\nThe app.core.Engine class was first run at Bletchley Park.\n")
+    world = World(
+        entities=[WorldEntity(["app.core.Engine"], ["Component"]), WorldEntity(["Bletchley Park"], ["Place"])],
+        relations=[WorldRelation("app.core.Engine", "Bletchley Park", ["FIRST_RUN_AT"])],
+    )
+    monkeypatch.setenv("MY_CHAT_KEY", KEY)
+    with FakeOpenAI(dims=8, api_key=KEY) as fake:
+        ScriptedModel(world).install(fake)
+        chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "MY_CHAT_KEY", "--no-embed")
+        ran = drsg("digest", str(root), "-p", "proj", "--apply", *chat)
+        assert ran.code == 0, ran.err
+        assert fake.requests_to("/chat/completions")  # the README is prose: the model read it
+    assert "  note: 1 model entity dropped for a parsed fact of the same key" in ran.lines()
+    records = export(drsg, "proj")
+    nodes = {r["external_key"]: r for r in records if "external_key" in r}
+    engine = nodes["app.core.Engine"]
+    assert engine["labels"] == ["Class"] and engine["properties"]["_generated_by"] == "py@1.0.0"
+    assert "_model" not in engine["properties"]
+    assert nodes["Bletchley Park"]["labels"] == ["Place"] and "_model" in nodes["Bletchley Park"]["properties"]
+    edges = {(r["src_key"], r["type"], r["dst_key"]) for r in records if "src_key" in r}
+    assert ("app.core.Engine", "FIRST_RUN_AT", "Bletchley Park") in edges  # the model's edge, at the parsed node
+    assert ("app.core.Engine", "CONTAINS", "app.core.Engine.run") in edges
