@@ -446,11 +446,11 @@ class _ModuleReader:
         elif dotted is None:
             return  # a call of a call's result, a subscript, a lambda: nothing written to resolve
         elif dotted.startswith("self.") and class_key is not None and method_scope is not None:
-            rest = dotted.split(".")[1:]
-            if len(rest) == 1:
-                site.update(form="self", name=rest[0], cls=class_key)
-            elif len(rest) == 2:
-                site.update(form="self-attr", attr=rest[0], name=rest[1], cls=class_key)
+            after_self = dotted.split(".")[1:]
+            if len(after_self) == 1:
+                site.update(form="self", name=after_self[0], cls=class_key)
+            elif len(after_self) == 2:
+                site.update(form="self-attr", attr=after_self[0], name=after_self[1], cls=class_key)
             else:
                 site.update(form="unknown-receiver")
         else:
@@ -749,7 +749,7 @@ class _Assembly:
         if form in ("name", "chain"):
             return self._definition(site["target"]), form, "high", "external"
         if form in ("self", "super"):
-            start = [site["cls"]] if form == "self" else self.bases.get(site["cls"], [])
+            start: list[str | None] = [site["cls"]] if form == "self" else list(self.bases.get(site["cls"], []))
             return self._method(start, site["name"]), "self-class" if form == "self" else "super", "high", "receiver"
         if form in ("self-attr", "receiver"):
             if form == "self-attr":

@@ -184,6 +184,7 @@ def _read_prose(root: Path, files: Sequence[str], reading: Reading) -> None:
 
     for path in files:
         file = root / path
+        text: str | None
         try:
             converted = to_markdown(file)
             text = converted.markdown

@@ -110,7 +110,7 @@ SYNCED_NOTE = (
 
 
 def _synced(handler: Handler) -> Handler:
-    async def served(ctx: Any, p: Mapping[str, Any]) -> Any:
+    async def served(ctx: Any, p: dict[str, Any]) -> Any:
         result = await handler(ctx, p)
         plane = p.get("plane")
         if not isinstance(plane, str):
