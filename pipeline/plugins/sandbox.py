@@ -1,0 +1,325 @@
+"""The sandbox a parser plugin runs in: one engine, its epoch watchdog, the compile cache, what may be imported.
+
+A plugin is a WebAssembly component of the ``drsg:preprocess@1.0.0`` world. It gets exactly what the
+world imports (``drsg:preprocess/host``) plus deterministic stand-ins for the few WASI interfaces a
+toolchain's runtime pulls in: both clocks frozen, and secure and insecure randomness that answer the
+fixed bytes ``drsg`` repeated (upstream's). Nothing else: no files, sockets, environment or
+arguments — ``add_wasip2`` is never called, since it has no clock control and hands out the rest.
+:func:`check_imports` refuses, in one line naming it, any import outside that list.
+
+Compiling is the slow part (seconds for a real parser), so a component is compiled once per process
+and its compiled form cached on disk, keyed by the artifact's SHA-256 and the wasmtime version.
+A cached file starts with the SHA-256 of what follows, so a truncated or altered file is discarded
+and recompiled instead of being handed to ``deserialize`` (which trusts its input completely).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+from wasmtime import component as wc
+
+from drsg.kernel.errors import PluginError
+
+HOST = "drsg:preprocess/host@1.0.0"
+PREPROCESSOR = "drsg:preprocess/preprocessor@1.0.0"
+HOST_FUNCS = frozenset({"list", "read", "label"})
+EXPORTS = ("describe", "parse", "assemble")
+
+#: the watchdog's tick: an over-long call traps within about one tick of its timeout
+TICK_S = 0.02
+#: what the frozen clocks answer (the epoch, with a 1 ns resolution) and the fixed entropy
+FROZEN_SECONDS = 0
+ENTROPY = b"drsg"
+#: most fixed bytes one random call answers (a plugin cannot hold more than its memory anyway)
+MAX_RANDOM_BYTES = 64 << 20
+
+#: refused by name: what each would hand a plugin that reads source files
+FORBIDDEN = (
+    ("wasi:filesystem/", "it would reach the file system; a plugin reads files only through drsg:preprocess/host"),
+    ("wasi:sockets/", "it would reach the network; plugins may not make connections"),
+    ("wasi:cli/environment", "it would read the environment (API keys live there); plugins get none"),
+)
+_WASI_02 = re.compile(
+    r"wasi:(clocks/wall-clock|clocks/monotonic-clock|random/random|random/insecure|random/insecure-seed)@0\.2\.\d+"
+)
+#: the functions each provided WASI interface defines (subscribe-* would need wasi:io/poll, not provided)
+WASI_FUNCS = {
+    "clocks/wall-clock": frozenset({"now", "resolution"}),
+    "clocks/monotonic-clock": frozenset({"now", "resolution"}),
+    "random/random": frozenset({"get-random-bytes", "get-random-u64"}),
+    "random/insecure": frozenset({"get-insecure-random-bytes", "get-insecure-random-u64"}),
+    "random/insecure-seed": frozenset({"insecure-seed"}),
+}
+
+
+# ------------------------------------------------------------------------------------- the engine
+
+_engine: wasmtime.Engine | None = None
+_engine_lock = threading.Lock()
+
+
+def engine() -> wasmtime.Engine:
+    """The process's one engine: fuel metering and epoch interruption on, and its watchdog ticking."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            config = wasmtime.Config()
+            config.wasm_component_model = True
+            config.consume_fuel = True
+            config.epoch_interruption = True
+            _engine = wasmtime.Engine(config)
+            threading.Thread(target=_tick, args=(_engine,), name="drsg-plugin-epoch", daemon=True).start()
+        return _engine
+
+
+def _tick(engine: wasmtime.Engine) -> None:
+    while True:
+        time.sleep(TICK_S)
+        engine.increment_epoch()
+
+
+def deadline_ticks(timeout_s: float | None) -> int:
+    """The epoch deadline for a call of ``timeout_s`` seconds (None: one that never comes)."""
+    if timeout_s is None:
+        return 1 << 62
+    return max(1, int(timeout_s / TICK_S + 0.999)) + 1  # +1: the tick under way when the call starts
+
+
+WASMTIME_VERSION = metadata.version("wasmtime")
+#: bumped when the engine's configuration changes, so old compiled files are not reused
+ENGINE_TAG = "fuel-epoch-1"
+
+
+# ---------------------------------------------------------------------------------- compile cache
+
+
+@dataclass
+class CompileStats:
+    """How components were obtained in this process (tests and ``plugin show`` read it)."""
+
+    compiled: int = 0
+    from_disk: int = 0
+    from_memory: int = 0
+
+
+STATS = CompileStats()
+_compiled: dict[str, wc.Component] = {}
+_compile_lock = threading.Lock()
+
+
+def compile_component(data: bytes, name: str, cache_dir: Path | None) -> wc.Component:
+    """The compiled component for ``data``: from this process, else the disk cache, else compiled now."""
+    digest = hashlib.sha256(data).hexdigest()
+    with _compile_lock:
+        cached = _compiled.get(digest)
+        if cached is not None:
+            STATS.from_memory += 1
+            return cached
+        component = _from_disk(cache_dir, digest) if cache_dir is not None else None
+        if component is not None:
+            STATS.from_disk += 1
+        else:
+            try:
+                component = wc.Component(engine(), data)
+            except wasmtime.WasmtimeError as exc:
+                raise PluginError(f"plugin {name} is not a WebAssembly component: {_first(exc)}") from None
+            STATS.compiled += 1
+            if cache_dir is not None:
+                _to_disk(cache_dir, digest, component)
+        _compiled[digest] = component
+        return component
+
+
+def cache_path(cache_dir: Path, digest: str) -> Path:
+    return cache_dir / f"{digest}-wasmtime-{WASMTIME_VERSION}-{ENGINE_TAG}.cwasm"
+
+
+def _from_disk(cache_dir: Path, digest: str) -> wc.Component | None:
+    path = cache_path(cache_dir, digest)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    check, body = raw[:32], raw[32:]
+    if hashlib.sha256(body).digest() != check:
+        path.unlink(missing_ok=True)  # truncated or altered: never handed to deserialize
+        return None
+    try:
+        return wc.Component.deserialize(engine(), body)
+    except wasmtime.WasmtimeError:
+        path.unlink(missing_ok=True)  # another engine's or version's: recompile
+        return None
+
+
+def _to_disk(cache_dir: Path, digest: str, component: wc.Component) -> None:
+    """Best effort: a cache that cannot be written only costs the next process a compile."""
+    with contextlib.suppress(OSError):
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        body = bytes(component.serialize())
+        write_atomic(cache_path(cache_dir, digest), hashlib.sha256(body).digest() + body)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` via a temporary file in the same directory and a rename."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------- import policy
+
+
+def imported_functions(component: wc.Component) -> dict[str, frozenset[str]]:
+    """Each imported interface with the functions the component imports from it."""
+    out: dict[str, frozenset[str]] = {}
+    for name, item in component.type.imports(engine()).items():
+        ty = item.ty
+        exports = ty.exports(engine()) if isinstance(ty, wc.ComponentInstanceType) else {}
+        out[name] = frozenset(exports)
+    return out
+
+
+def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str]]:
+    """The component's imports, if the host provides every one; else a PluginError naming the first."""
+    imports = imported_functions(component)
+    for interface, funcs in sorted(imports.items()):
+        for prefix, why in FORBIDDEN:
+            if interface.startswith(prefix):
+                raise PluginError(f"plugin {name} imports {interface}, which is refused: {why}")
+        if interface == HOST:
+            known = HOST_FUNCS
+        elif match := _WASI_02.fullmatch(interface):
+            known = WASI_FUNCS[match[1]]
+        else:
+            raise PluginError(
+                f"plugin {name} imports {interface}, which this host does not provide (it offers {HOST}, "
+                "frozen wasi:clocks and fixed wasi:random @0.2.x only)"
+            )
+        unknown = sorted(funcs - known)
+        if unknown:
+            why = "it needs wasi:io/poll, which is not provided" if "subscribe" in unknown[0] else "not provided"
+            raise PluginError(f"plugin {name} imports {interface}/{unknown[0]}, which is refused: {why}")
+    return imports
+
+
+def check_exports(component: wc.Component, name: str) -> None:
+    exports = component.type.exports(engine())
+    item = exports.get(PREPROCESSOR)
+    funcs = item.ty.exports(engine()) if item is not None and isinstance(item.ty, wc.ComponentInstanceType) else {}
+    missing = [func for func in EXPORTS if func not in funcs]
+    if missing:
+        raise PluginError(f"plugin {name} does not export {PREPROCESSOR} with {', '.join(missing)} (wrong world?)")
+
+
+# --------------------------------------------------------------------------------------- linking
+
+
+class HostCalls:
+    """What the host functions answer during one call; set by the caller, per thread (see host.py)."""
+
+    def list(self, suffix: str) -> list[str] | str:
+        raise NotImplementedError
+
+    def read(self, path: str) -> bytes | str:
+        raise NotImplementedError
+
+    def label(self) -> str | None:
+        raise NotImplementedError
+
+    def random(self, length: int) -> bytes:
+        raise NotImplementedError
+
+
+def _fixed(length: int) -> bytes:
+    return (ENTROPY * (length // len(ENTROPY) + 1))[:length]
+
+
+def fixed_bytes(length: int) -> bytes:
+    if length > MAX_RANDOM_BYTES:
+        raise PluginError(f"asked for {length} random bytes, over the {MAX_RANDOM_BYTES}-byte limit")
+    return _fixed(length)
+
+
+FIXED_U64 = int.from_bytes(_fixed(8), "little")
+
+
+def linker(imports: dict[str, frozenset[str]], current: Callable[[], HostCalls]) -> wc.Linker:
+    """A linker defining exactly the interfaces ``imports`` names (already checked), each function
+    answering through ``current()``: the host calls of the call running on this thread."""
+    link = wc.Linker(engine())
+    with link.root() as root:
+        for interface in sorted(imports):
+            with root.add_instance(interface) as instance:
+                for func, body in _bodies(interface, current).items():
+                    instance.add_func(func, body)
+    return link
+
+
+def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Callable[..., Any]]:
+    def datetime() -> wc.Record:
+        record = wc.Record()
+        record.seconds, record.nanoseconds = FROZEN_SECONDS, 0
+        return record
+
+    def resolution() -> wc.Record:
+        record = wc.Record()
+        record.seconds, record.nanoseconds = 0, 1
+        return record
+
+    if interface == HOST:
+        return {
+            "list": lambda _store, suffix: current().list(suffix),
+            "read": lambda _store, path: current().read(path),
+            "label": lambda _store: current().label(),
+        }
+    family = interface.split(":", 1)[1].split("@", 1)[0]
+    return {
+        "clocks/wall-clock": {"now": lambda _store: datetime(), "resolution": lambda _store: resolution()},
+        "clocks/monotonic-clock": {"now": lambda _store: 0, "resolution": lambda _store: 1},
+        "random/random": {
+            "get-random-bytes": lambda _store, length: current().random(length),
+            "get-random-u64": lambda _store: FIXED_U64,
+        },
+        "random/insecure": {
+            "get-insecure-random-bytes": lambda _store, length: current().random(length),
+            "get-insecure-random-u64": lambda _store: FIXED_U64,
+        },
+        "random/insecure-seed": {"insecure-seed": lambda _store: (FIXED_U64, FIXED_U64)},
+    }[family]
+
+
+@contextlib.contextmanager
+def timing() -> Iterator[list[float]]:
+    """``with timing() as took:`` — seconds in ``took[0]`` afterwards."""
+    took = [0.0]
+    start = time.perf_counter()
+    try:
+        yield took
+    finally:
+        took[0] = time.perf_counter() - start
