@@ -35,10 +35,13 @@ from typing import Any
 
 from drsg.kernel.errors import NotFound, PluginError
 from drsg.kernel.settings import Settings
+from drsg.pipeline.fetch.guard import Network, download
 from drsg.pipeline.plugins import sandbox
 from drsg.pipeline.plugins.host import Budget, PluginHandler
 
 REGISTRY_FILE = "registry.toml"
+#: the largest plugin artifact downloaded (upstream's cap)
+MAX_DOWNLOAD = 256 << 20
 CACHE_DIR = "cache"
 NAME = re.compile(r"[a-z0-9_-]+")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")  # it becomes part of a file name
@@ -57,6 +60,10 @@ def store_dir(settings: Settings, environ: dict[str, str] | None = None) -> Path
     env = os.environ if environ is None else environ
     base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "drsg" / "plugins"
+
+
+def is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
 
 
 @dataclass(frozen=True)
@@ -213,6 +220,10 @@ class Registry:
         else:
             first = f"installed {manifest.ident} (replacing {old.version})  {short}"
         return Installed(entry, old, [first, f"  handles: {' '.join(manifest.extensions)}"])
+
+    def install_url(self, url: str, allow_private: tuple[Network, ...] = ()) -> Installed:
+        """Download ``url`` through the fetch guard (http(s), the address policy, the size cap), then install."""
+        return self.install(download(url, max_bytes=MAX_DOWNLOAD, allow_private=allow_private).body, url)
 
     def remove(self, name: str) -> Entry:
         with self._locked():

@@ -8,24 +8,10 @@ from typing import Any
 import click
 
 from drsg.kernel.errors import PluginError
-from drsg.kernel.settings import Settings
-from drsg.pipeline.fetch.guard import download, networks
-from drsg.pipeline.plugins.registry import Entry, Installed, Registry
+from drsg.pipeline.fetch.guard import networks
+from drsg.pipeline.plugins.registry import Entry, Registry, is_url
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import json_option
-
-#: the largest plugin artifact downloaded (upstream's cap)
-MAX_PLUGIN_BYTES = 256 << 20
-
-
-def is_url(source: str) -> bool:
-    return source.startswith(("http://", "https://"))
-
-
-def install_from_url(settings: Settings, url: str) -> Installed:
-    """Download ``url`` through the fetch guard (``[fetch] allow_private``) and install it."""
-    fetched = download(url, max_bytes=MAX_PLUGIN_BYTES, allow_private=networks(settings["fetch.allow_private"]))
-    return Registry.from_settings(settings).install(fetched.body, url)
 
 
 @click.group("plugin")
@@ -42,15 +28,16 @@ def plugin() -> None:
 @click.pass_obj
 def plugin_install(obj: Context, source: str) -> None:
     """Install a plugin from a .wasm file or an http(s) URL (same name: an upgrade)."""
+    registry = Registry.from_settings(obj.settings)
     if is_url(source):
-        installed = install_from_url(obj.settings, source)
+        installed = registry.install_url(source, networks(obj.settings["fetch.allow_private"]))
     else:
         path = Path(source)
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise PluginError(f"cannot read {path}: {exc.strerror or exc}") from None
-        installed = Registry.from_settings(obj.settings).install(data, str(path.resolve()))
+        installed = registry.install(data, str(path.resolve()))
     for line in installed.lines:
         click.echo(line)
 
