@@ -10,8 +10,10 @@ the call's budgets (``[plugins]`` settings):
 - ``timeout_s`` of wall-clock time (0 = off), host calls included: the epoch watchdog traps the wasm,
   and a host call (a slow ``read``) waits at most for what is left of the call, then ends it.
 
-What the plugin answers is data to check (``output_from_wire``), with one more bound here: a partial
-larger than :data:`MAX_PARTIAL` is refused, naming the limit.
+What the plugin answers is data to check (``output_from_wire``). Bytes crossing the boundary are
+bounded by :data:`MAX_TRANSFER` (a partial, a file ``read`` answers, all partials ``assemble``
+gets), below wasmtime's own limit on what one host call may copy (its "hostcall fuel": about 3 MiB
+of ``list<u8>`` through wasmtime-py's dynamic values); past it the error names the limit.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, Handler, Manifest, Options, Output, SourceTree, Subject, output_from_wire
 from drsg.pipeline.plugins import sandbox
 
-#: the largest partial one parse may answer (they are held in memory until assemble)
-MAX_PARTIAL = 8 << 20
+#: the most bytes one list<u8> crossing the boundary may hold: a partial, a file read, assemble's partials
+#: together. wasmtime refuses to copy more than about 3 MiB of list<u8> in one call, so this stays below.
+MAX_TRANSFER = 2 << 20
 #: a wasm32 memory cannot exceed 4 GiB whatever memory_mb says
 WASM32_MAX_MB = 4096
 U64_MAX = (1 << 64) - 1
@@ -121,11 +124,14 @@ class _Call(sandbox.HostCalls):
     def read(self, path: str) -> bytes | str:
         tree = self._tree()
         try:
-            return self._bounded("read", lambda: tree.read(path))
+            data = self._bounded("read", lambda: tree.read(path))
         except ValueError as exc:  # outside the root, not admitted, too big: the WIT's error string
             return str(exc)
         except OSError as exc:
             return f"{path!r} cannot be read: {exc.strerror or exc}"
+        if len(data) > MAX_TRANSFER:
+            return f"{path!r} is {len(data)} bytes, over the {MAX_TRANSFER} bytes a plugin can be handed at once"
+        return data
 
     def label(self) -> str | None:
         tree = self._tree()
@@ -177,6 +183,11 @@ class PluginHandler(Handler):
 
     def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
         if isinstance(subject, Doc):
+            if len(subject.data) > MAX_TRANSFER:
+                raise PluginError(
+                    f"{subject.name} is {len(subject.data)} bytes, over the {MAX_TRANSFER} bytes plugin "
+                    f"{self.name} can be handed at once"
+                )
             wire: Any = wc.Record()
             wire.name, wire.bytes = subject.name, bytes(subject.data)
         else:
@@ -185,14 +196,20 @@ class PluginHandler(Handler):
         partial = self._result(answer, "parse")
         if not isinstance(partial, bytes):
             raise PluginError(f"plugin {self.name} answered parse with {type(partial).__name__}, not bytes")
-        if len(partial) > MAX_PARTIAL:
+        if len(partial) > MAX_TRANSFER:
             raise PluginError(
-                f"plugin {self.name} answered a {len(partial)}-byte partial, over the {MAX_PARTIAL}-byte "
+                f"plugin {self.name} answered a {len(partial)}-byte partial, over the {MAX_TRANSFER}-byte "
                 "limit per parse call; a plugin should keep partials compact"
             )
         return partial
 
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
+        total = sum(len(p) for p in partials)
+        if total > MAX_TRANSFER:
+            raise PluginError(
+                f"plugin {self.name}'s partials come to {total} bytes, over the {MAX_TRANSFER} bytes one assemble "
+                "call can be given (wasmtime's host-call copy limit); the plugin must keep partials smaller"
+            )
         answer = self._call("assemble", tree, [bytes(p) for p in partials], [tuple(pair) for pair in options])
         output = self._result(answer, "assemble")
         try:
@@ -271,6 +288,11 @@ class PluginHandler(Handler):
             return _timed_out(self.name, self.budget, where)
         if "exceeds memory limits" in text or "memory minimum size" in text:
             return self._memory(where)
+        if "too much data is being copied" in text:
+            return PluginError(
+                f"plugin {self.name} passed more data across the host boundary in {where} than wasmtime copies in "
+                f"one call (about 3 MiB); drsg takes at most {MAX_TRANSFER} bytes per partial or file"
+            )
         if isinstance(exc, wasmtime.WasmtimeError | wasmtime.Trap):
             line = _first_line(text)
             # a failed memory.grow is -1, not a trap: an allocator then aborts with `unreachable`,

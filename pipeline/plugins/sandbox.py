@@ -32,6 +32,7 @@ import wasmtime
 from wasmtime import component as wc
 
 from drsg.kernel.errors import PluginError
+from drsg.pipeline.plugins import fastbytes
 
 HOST = "drsg:preprocess/host@1.0.0"
 PREPROCESSOR = "drsg:preprocess/preprocessor@1.0.0"
@@ -76,6 +77,7 @@ def engine() -> wasmtime.Engine:
     global _engine
     with _engine_lock:
         if _engine is None:
+            fastbytes.install()
             config = wasmtime.Config()
             config.wasm_component_model = True
             config.consume_fuel = True
@@ -201,8 +203,13 @@ def imported_functions(component: wc.Component) -> dict[str, frozenset[str]]:
     for name, item in component.type.imports(engine()).items():
         ty = item.ty
         exports = ty.exports(engine()) if isinstance(ty, wc.ComponentInstanceType) else {}
-        out[name] = frozenset(exports)
+        # types (a record the functions use) need no definition; resources would, and are refused below
+        out[name] = frozenset(n for n, e in exports.items() if not _is_plain_type(e))
     return out
+
+
+def _is_plain_type(item: wc.ComponentExtern) -> bool:
+    return isinstance(item.ty, wc.ValType)
 
 
 def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str]]:
