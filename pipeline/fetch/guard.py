@@ -96,9 +96,8 @@ def refusal(address: str | Address, allow_private: Sequence[Network] = ()) -> st
         return None
     if ip.is_multicast:
         return "a multicast address"
-    for net in _V4_REFUSED:
-        if ip in net:
-            return "a private, loopback, link-local, shared or reserved address"
+    if any(ip in v4 for v4 in _V4_REFUSED):
+        return "a private, loopback, link-local, shared or reserved address"
     if not ip.is_global:
         return "not a global address"
     return None

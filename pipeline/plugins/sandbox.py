@@ -22,7 +22,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -208,7 +208,7 @@ def imported_functions(component: wc.Component) -> dict[str, frozenset[str]]:
     return out
 
 
-def _is_plain_type(item: wc.ComponentExtern) -> bool:
+def _is_plain_type(item: Any) -> bool:  # a wasmtime.component ComponentExtern
     return isinstance(item.ty, wc.ValType)
 
 
@@ -289,14 +289,9 @@ def linker(imports: dict[str, frozenset[str]], current: Callable[[], HostCalls])
 
 
 def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Callable[..., Any]]:
-    def datetime() -> wc.Record:
+    def instant(seconds: int, nanoseconds: int) -> wc.Record:  # wall-clock's datetime record
         record = wc.Record()
-        record.seconds, record.nanoseconds = FROZEN_SECONDS, 0
-        return record
-
-    def resolution() -> wc.Record:
-        record = wc.Record()
-        record.seconds, record.nanoseconds = 0, 1
+        vars(record).update(seconds=seconds, nanoseconds=nanoseconds)
         return record
 
     if interface == HOST:
@@ -306,8 +301,11 @@ def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Calla
             "label": lambda _store: current().label(),
         }
     family = interface.split(":", 1)[1].split("@", 1)[0]
-    return {
-        "clocks/wall-clock": {"now": lambda _store: datetime(), "resolution": lambda _store: resolution()},
+    bodies: dict[str, dict[str, Callable[..., Any]]] = {
+        "clocks/wall-clock": {
+            "now": lambda _store: instant(FROZEN_SECONDS, 0),
+            "resolution": lambda _store: instant(0, 1),
+        },
         "clocks/monotonic-clock": {"now": lambda _store: 0, "resolution": lambda _store: 1},
         "random/random": {
             "get-random-bytes": lambda _store, length: current().random(length),
@@ -318,15 +316,5 @@ def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Calla
             "get-insecure-random-u64": lambda _store: FIXED_U64,
         },
         "random/insecure-seed": {"insecure-seed": lambda _store: (FIXED_U64, FIXED_U64)},
-    }[family]
-
-
-@contextlib.contextmanager
-def timing() -> Iterator[list[float]]:
-    """``with timing() as took:`` — seconds in ``took[0]`` afterwards."""
-    took = [0.0]
-    start = time.perf_counter()
-    try:
-        yield took
-    finally:
-        took[0] = time.perf_counter() - start
+    }
+    return bodies[family]
