@@ -5,8 +5,9 @@ a trap never leaves a half-run instance behind and parallel parse calls share no
 the call's budgets (``[plugins]`` settings):
 
 - ``fuel`` instructions (0 = off): machine-independent, so a plugin stops at the same place everywhere;
-- ``memory_mb`` of linear memory: a ``memory.grow`` past it fails, and the call that then traps is
-  reported as having hit the limit (``PluginBudget`` naming ``[plugins] memory_mb``);
+- ``memory_mb`` of linear memory: a ``memory.grow`` past it fails (-1, as wasm says) and is noted
+  (``memory.py`` allocates plugin memory), so the trap that follows — an allocator aborting — is
+  reported as the budget it hit (``PluginBudget`` naming ``[plugins] memory_mb``);
 - ``timeout_s`` of wall-clock time (0 = off), host calls included: the epoch watchdog traps the wasm,
   and a host call (a slow ``read``) waits at most for what is left of the call, then ends it.
 
@@ -18,11 +19,12 @@ of ``list<u8>`` through wasmtime-py's dynamic values); past it the error names t
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import wasmtime
 from wasmtime import component as wc
@@ -30,7 +32,7 @@ from wasmtime import component as wc
 from drsg.kernel.errors import PluginBudget, PluginError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, Handler, Manifest, Options, Output, SourceTree, Subject, output_from_wire
-from drsg.pipeline.plugins import sandbox
+from drsg.pipeline.plugins import memory, sandbox
 
 #: the most bytes one list<u8> crossing the boundary may hold: a partial, a file read, assemble's partials
 #: together. wasmtime refuses to copy more than about 3 MiB of list<u8> in one call, so this stays below.
@@ -79,6 +81,7 @@ class _Call(sandbox.HostCalls):
         self.tree, self.name, self.budget = tree, name, budget
         self.deadline = None if budget.timeout_s is None else time.monotonic() + budget.timeout_s
         self.failure: PluginError | None = None
+        self.limit = memory.Limit(budget.memory_mb << 20)
 
     def _fail(self, error: PluginError) -> Exception:
         self.failure = error
@@ -89,25 +92,12 @@ class _Call(sandbox.HostCalls):
         if self.deadline is None:
             return fn()
         left = self.deadline - time.monotonic()
-        if left <= 0:
+        done, value = _HOST_WORKERS.run(fn, left) if left > 0 else (False, None)
+        if not done:  # still blocked (a FIFO, a hung mount): its worker is left to it, the call ends
             raise self._fail(_timed_out(self.name, self.budget, f"host {what}"))
-        box: list[Any] = []
-
-        def run() -> None:
-            try:
-                box.append((True, fn()))
-            except BaseException as exc:  # handed back to the calling thread below
-                box.append((False, exc))
-
-        worker = threading.Thread(target=run, name="drsg-plugin-host-call", daemon=True)
-        worker.start()
-        worker.join(left)
-        if not box:  # still blocked (a FIFO, a hung mount): the thread is abandoned, the call ends
-            raise self._fail(_timed_out(self.name, self.budget, f"host {what}"))
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value  # type: ignore[no-any-return]
+        if isinstance(value, _Raised):
+            raise value.error
+        return cast(T, value)
 
     def _tree(self) -> SourceTree:
         if self.tree is None:
@@ -142,6 +132,51 @@ class _Call(sandbox.HostCalls):
             return sandbox.fixed_bytes(length)
         except PluginError as exc:
             raise self._fail(PluginError(f"plugin {self.name} {exc.message}")) from None
+
+
+@dataclass
+class _Raised:
+    error: BaseException
+
+
+class _Workers:
+    """Daemon threads that run host calls for calls with a deadline, so a call can stop waiting.
+
+    A thread per host call cost 2–3 ms inside a wasm callback; handing the call to a waiting worker
+    costs about 0.3 ms. A worker stuck for good (a FIFO nobody writes) is left behind: with all of
+    them stuck, later host calls wait in the queue and time out — bounded, never hung. Daemon
+    threads, so a stuck one never holds up the process's exit.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.tasks: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
+        self.started = 0
+        self.lock = threading.Lock()
+
+    def run(self, fn: Callable[[], Any], timeout: float) -> tuple[bool, Any]:
+        with self.lock:
+            while self.started < self.size:
+                threading.Thread(target=self._work, name="drsg-plugin-host-call", daemon=True).start()
+                self.started += 1
+        box: list[Any] = []
+        finished = threading.Event()
+        self.tasks.put((fn, box, finished))
+        if not finished.wait(timeout):
+            return False, None
+        return True, box[0]
+
+    def _work(self) -> None:
+        while True:
+            fn, box, finished = self.tasks.get()
+            try:
+                box.append(fn())
+            except BaseException as exc:  # handed back to the calling thread
+                box.append(_Raised(exc))
+            finished.set()
+
+
+_HOST_WORKERS = _Workers(8)
 
 
 def _timed_out(name: str, budget: Budget, where: str) -> PluginBudget:
@@ -247,11 +282,12 @@ class PluginHandler(Handler):
         call = _Call(tree, self.name, self.budget)
         store = wasmtime.Store(sandbox.engine())
         store.set_fuel(self.budget.fuel or U64_MAX)
-        memory_bytes = min(self.budget.memory_mb, WASM32_MAX_MB) << 20
-        store.set_limits(memory_size=memory_bytes)
+        call.limit = memory.Limit(min(self.budget.memory_mb, WASM32_MAX_MB) << 20)
+        if not sandbox.memory_watched:  # wasmtime's limiter then: the limit holds, unseen
+            store.set_limits(memory_size=call.limit.max_bytes)
         store.set_epoch_deadline(sandbox.deadline_ticks(self.budget.timeout_s))
-        previous = getattr(_current, "call", None)
-        _current.call = call
+        previous, previous_limit = getattr(_current, "call", None), getattr(memory.current, "limit", None)
+        _current.call, memory.current.limit = call, call.limit
         try:
             try:
                 instance = self._linker.instantiate(store, self.component)
@@ -270,7 +306,7 @@ class PluginHandler(Handler):
                 raise call.failure
             return answer  # the store (and instance) go with it: no post_return needed
         finally:
-            _current.call = previous
+            _current.call, memory.current.limit = previous, previous_limit
 
     def _trap(self, exc: BaseException, call: _Call, store: wasmtime.Store, where: str) -> PluginError:
         if call.failure is not None:
@@ -286,7 +322,7 @@ class PluginHandler(Handler):
             )
         if code == wasmtime.TrapCode.INTERRUPT or "wasm trap: interrupt" in text:
             return _timed_out(self.name, self.budget, where)
-        if "exceeds memory limits" in text or "memory minimum size" in text:
+        if call.limit.hit or "exceeds memory limits" in text or "memory minimum size" in text:
             return self._memory(where)
         if "too much data is being copied" in text:
             return PluginError(
@@ -294,15 +330,7 @@ class PluginHandler(Handler):
                 f"one call (about 3 MiB); drsg takes at most {MAX_TRANSFER} bytes per partial or file"
             )
         if isinstance(exc, wasmtime.WasmtimeError | wasmtime.Trap):
-            line = _first_line(text)
-            # a failed memory.grow is -1, not a trap: an allocator then aborts with `unreachable`,
-            # and wasmtime's C API does not say whether the limit was hit, so the hint names it
-            hint = (
-                f"; if it ran out of memory, raise [plugins] memory_mb (now {self.budget.memory_mb})"
-                if "unreachable" in line
-                else ""
-            )
-            return PluginError(f"plugin {self.name} trapped in {where}: {line}{hint}")
+            return PluginError(f"plugin {self.name} trapped in {where}: {_first_line(text)}")
         return PluginError(f"plugin {self.name} failed in {where}: {type(exc).__name__}: {_first_line(text)}")
 
     def _memory(self, where: str) -> PluginBudget:

@@ -32,7 +32,7 @@ import wasmtime
 from wasmtime import component as wc
 
 from drsg.kernel.errors import PluginError
-from drsg.pipeline.plugins import fastbytes
+from drsg.pipeline.plugins import fastbytes, memory
 
 HOST = "drsg:preprocess/host@1.0.0"
 PREPROCESSOR = "drsg:preprocess/preprocessor@1.0.0"
@@ -70,11 +70,13 @@ WASI_FUNCS = {
 
 _engine: wasmtime.Engine | None = None
 _engine_lock = threading.Lock()
+#: whether the engine allocates linear memory through drsg.pipeline.plugins.memory (set with the engine)
+memory_watched = False
 
 
 def engine() -> wasmtime.Engine:
     """The process's one engine: fuel metering and epoch interruption on, and its watchdog ticking."""
-    global _engine
+    global _engine, memory_watched
     with _engine_lock:
         if _engine is None:
             fastbytes.install()
@@ -82,6 +84,7 @@ def engine() -> wasmtime.Engine:
             config.wasm_component_model = True
             config.consume_fuel = True
             config.epoch_interruption = True
+            memory_watched = memory.install(config)
             _engine = wasmtime.Engine(config)
             threading.Thread(target=_tick, args=(_engine,), name="drsg-plugin-epoch", daemon=True).start()
         return _engine
@@ -102,7 +105,7 @@ def deadline_ticks(timeout_s: float | None) -> int:
 
 WASMTIME_VERSION = metadata.version("wasmtime")
 #: bumped when the engine's configuration changes, so old compiled files are not reused
-ENGINE_TAG = "fuel-epoch-1"
+ENGINE_TAG = "fuel-epoch-hostmem-1"
 
 
 # ---------------------------------------------------------------------------------- compile cache
