@@ -37,6 +37,9 @@ from drsg.pipeline.plugins import memory, sandbox
 #: the most bytes one list<u8> crossing the boundary may hold: a partial, a file read, assemble's partials
 #: together. wasmtime refuses to copy more than about 3 MiB of list<u8> in one call, so this stays below.
 MAX_TRANSFER = 2 << 20
+#: bounds on what describe() may answer (it goes into registry.toml)
+MAX_EXTENSIONS = 64
+MAX_LOGO = 64 << 10
 #: a wasm32 memory cannot exceed 4 GiB whatever memory_mb says
 WASM32_MAX_MB = 4096
 U64_MAX = (1 << 64) - 1
@@ -266,6 +269,11 @@ class PluginHandler(Handler):
             )
         except AttributeError as exc:
             raise PluginError(f"plugin {self.name} answered describe() with no manifest ({exc})") from None
+        if len(manifest.extensions) > MAX_EXTENSIONS or len(manifest.logo or "") > MAX_LOGO:
+            raise PluginError(
+                f"plugin {manifest.name} describes itself with more than {MAX_EXTENSIONS} extensions or a logo over "
+                f"{MAX_LOGO} characters"
+            )
         for ext in manifest.extensions:
             if not ext.startswith(".") or len(ext) < 2 or ext != ext.lower() or any(c in ext for c in "/\\ \0"):
                 raise PluginError(f"plugin {manifest.name} claims extension {ext!r}; claims are lowercase with a dot")

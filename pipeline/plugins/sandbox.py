@@ -224,6 +224,10 @@ def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str
                 raise PluginError(f"plugin {name} imports {interface}, which is refused: {why}")
         if interface == HOST:
             known = HOST_FUNCS
+            instance = component.type.imports(engine())[HOST].ty
+            for func, item in instance.exports(engine()).items():
+                if func in HOST_SIGNATURES:
+                    _check_signature(name, f"import {HOST}/{func}", item.ty, HOST_SIGNATURES[func])
         elif match := _WASI_02.fullmatch(interface):
             known = WASI_FUNCS[match[1]]
         else:
@@ -239,12 +243,66 @@ def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str
 
 
 def check_exports(component: wc.Component, name: str) -> None:
+    """The preprocessor interface with the contract's three functions, each of the contract's type."""
     exports = component.type.exports(engine())
     item = exports.get(PREPROCESSOR)
     funcs = item.ty.exports(engine()) if item is not None and isinstance(item.ty, wc.ComponentInstanceType) else {}
     missing = [func for func in EXPORTS if func not in funcs]
     if missing:
         raise PluginError(f"plugin {name} does not export {PREPROCESSOR} with {', '.join(missing)} (wrong world?)")
+    for func in EXPORTS:
+        _check_signature(name, f"{PREPROCESSOR}/{func}", funcs[func].ty, EXPORT_SIGNATURES[func])
+
+
+def _check_signature(name: str, where: str, ty: Any, expected: str) -> None:
+    got = signature(ty) if isinstance(ty, wc.FuncType) else type(ty).__name__
+    if got != expected:
+        shown = got if len(got) <= 200 else got[:197] + "..."
+        raise PluginError(f"plugin {name}'s {where} has type {shown}, not the one preprocess.wit gives it")
+
+
+def signature(ty: Any) -> str:
+    """A component type as WIT-like text (record fields by name), to compare with the contract."""
+    if isinstance(ty, wc.FuncType):
+        params = ", ".join(f"{pname}: {signature(pty)}" for pname, pty in ty.params)
+        result = "" if ty.result is None else f" -> {signature(ty.result)}"
+        return f"func({params}){result}"
+    if isinstance(ty, wc.ListType):
+        return f"list<{signature(ty.element)}>"
+    if isinstance(ty, wc.RecordType):
+        return "record{" + ", ".join(f"{fname}: {signature(fty)}" for fname, fty in ty.fields) + "}"
+    if isinstance(ty, wc.TupleType):
+        return "tuple<" + ", ".join(signature(item) for item in ty.elements) + ">"
+    if isinstance(ty, wc.VariantType):
+        cases = (f"{case}({signature(cty)})" if cty is not None else case for case, cty in ty.cases)
+        return "variant{" + ", ".join(cases) + "}"
+    if isinstance(ty, wc.OptionType):
+        return f"option<{signature(ty.payload)}>"
+    if isinstance(ty, wc.ResultType):
+        ok = "_" if ty.ok is None else signature(ty.ok)
+        err = "_" if ty.err is None else signature(ty.err)
+        return f"result<{ok}, {err}>"
+    return type(ty).__name__.lower()  # the primitives: string, u8, u32, u64, …
+
+
+_LIST_STRING = "list<string>"
+_OPTIONS = "list<tuple<string, string>>"
+_NODE = f"record{{key: string, label: string, extra-labels: {_LIST_STRING}, properties: string}}"
+_EDGE = "record{src: string, dst: string, type: string, properties: string}"
+_REPORT = f"record{{facts: u32, prose-chars: u32, skipped: u32, notes: {_LIST_STRING}}}"
+_OUTPUT = f"record{{nodes: list<{_NODE}>, edges: list<{_EDGE}>, prose: string, report: {_REPORT}}}"
+_INPUT = f"variant{{document(record{{name: string, bytes: list<u8>}}), files({_LIST_STRING})}}"
+#: preprocess.wit's functions, as :func:`signature` writes them
+EXPORT_SIGNATURES = {
+    "describe": f"func() -> record{{name: string, version: string, extensions: {_LIST_STRING}, logo: option<string>}}",
+    "parse": f"func(subject: {_INPUT}, options: {_OPTIONS}) -> result<list<u8>, string>",
+    "assemble": f"func(partials: list<list<u8>>, options: {_OPTIONS}) -> result<{_OUTPUT}, string>",
+}
+HOST_SIGNATURES = {
+    "list": f"func(suffix: string) -> result<{_LIST_STRING}, string>",
+    "read": "func(path: string) -> result<list<u8>, string>",
+    "label": "func() -> option<string>",
+}
 
 
 # --------------------------------------------------------------------------------------- linking

@@ -238,3 +238,16 @@ def test_parallel_calls_share_nothing(tree: SourceTree) -> None:
     for thread in threads:
         thread.join()
     assert sorted(map(str, answers)) == sorted(["PluginBudget"] * 4 + [str(b"alpha")] * 4 + [str(b"beta")] * 4)
+
+
+def test_a_function_of_another_type_than_the_contract_is_refused() -> None:
+    contract = (
+        '(func $parse (param "subject" $input) (param "options" $options) (result (result (list u8) (error string)))'
+    )
+    text = (PLUGINS / "loop.wat").read_text()
+    assert contract in text
+    wrong = text.replace(contract, '(func $parse (param "subject" $input) (param "options" $options) (result string)')
+    with pytest.raises(
+        PluginError, match=r"plugin loop's drsg:preprocess/preprocessor@1.0.0/parse has type .* -> string, not"
+    ):
+        load("loop", text=wrong)

@@ -7,6 +7,13 @@
   (type $doc (record (field "name" string) (field "bytes" (list u8))))
   (type $input (variant (case "document" $doc) (case "files" (list string))))
   (type $options (list (tuple string string)))
+  (type $node (record (field "key" string) (field "label" string)
+                      (field "extra-labels" (list string)) (field "properties" string)))
+  (type $edge (record (field "src" string) (field "dst" string) (field "type" string) (field "properties" string)))
+  (type $report (record (field "facts" u32) (field "prose-chars" u32) (field "skipped" u32)
+                        (field "notes" (list string))))
+  (type $output (record (field "nodes" (list $node)) (field "edges" (list $edge))
+                        (field "prose" string) (field "report" $report)))
   (import "wasi:random/random@0.2.3" (instance $random
     (export "get-random-bytes" (func (param "len" u64) (result (list u8))))))
   (import "wasi:clocks/wall-clock@0.2.0" (instance $wall
@@ -37,6 +44,7 @@
     (data (i32.const 256) "\00\00\00\00\04\00\00\00\04\00\00\00\05\00\00\00\00\02\00\00\01\00\00\00\00")
     (data (i32.const 512) "\09\00\00\00\05\00\00\00")
     (func (export "describe") (result i32) (i32.const 256))
+    (func (export "assemble") (param i32 i32 i32 i32) (result i32) unreachable)  ;; never reached in the tests
     (func (export "parse") (param i32 i32 i32 i32 i32 i32 i32) (result i32)
       (call $random (i64.const 8) (i32.const 600))   ;; list<u8> at 600 = (ptr, len)
       (memory.copy (i32.const 2048) (i32.load (i32.const 600)) (i32.const 8))
@@ -53,8 +61,13 @@
     (memory (core memory $libc "memory")) (realloc (core func $libc "realloc"))))
   (func $parse (param "subject" $input) (param "options" $options) (result (result (list u8) (error string)))
     (canon lift (core func $i "parse") (memory (core memory $libc "memory")) (realloc (core func $libc "realloc"))))
+  (func $assemble (param "partials" (list (list u8))) (param "options" $options)
+    (result (result $output (error string)))
+    (canon lift (core func $i "assemble") (memory (core memory $libc "memory")) (realloc (core func $libc "realloc"))))
   (instance $preprocessor
     (export "manifest" (type $manifest)) (export "doc" (type $doc)) (export "input" (type $input))
-    (export "describe" (func $describe)) (export "parse" (func $parse)) (export "assemble" (func $parse)))
+    (export "node" (type $node)) (export "edge" (type $edge)) (export "report" (type $report))
+    (export "output" (type $output))
+    (export "describe" (func $describe)) (export "parse" (func $parse)) (export "assemble" (func $assemble)))
   (export "drsg:preprocess/preprocessor@1.0.0" (instance $preprocessor))
 )
