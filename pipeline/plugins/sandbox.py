@@ -225,6 +225,8 @@ def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str
         if interface == HOST:
             known = HOST_FUNCS
             instance = component.type.imports(engine())[HOST].ty
+            if not isinstance(instance, wc.ComponentInstanceType):
+                raise PluginError(f"plugin {name} imports {HOST} as something other than an interface")
             for func, item in instance.exports(engine()).items():
                 if func in HOST_SIGNATURES:
                     _check_signature(name, f"import {HOST}/{func}", item.ty, HOST_SIGNATURES[func])
