@@ -19,6 +19,7 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
@@ -118,9 +119,12 @@ def download(
     allow_private: Sequence[Network] = (),
     timeout: float = 30.0,
     max_redirects: int = MAX_REDIRECTS,
+    total_timeout: float = 600.0,
 ) -> Fetched:
     """GET ``url`` through the guard: http(s) only, redirects followed by hand (each hop checked),
-    at most ``max_bytes`` of body. A FetchError says what was refused or failed."""
+    at most ``max_bytes`` of body, ``timeout`` per socket operation and ``total_timeout`` in all (a
+    server trickling a byte at a time gains nothing). A FetchError says what was refused or failed."""
+    deadline = time.monotonic() + total_timeout
     current = url
     for _hop in range(max_redirects + 1):
         parts = urlsplit(current)
@@ -143,10 +147,12 @@ def download(
             if length is not None and length.isdigit() and int(length) > max_bytes:
                 raise FetchError(f"{current} is {int(length)} bytes, over the {max_bytes}-byte limit")
             body = bytearray()
-            while chunk := response.read(CHUNK):
+            while chunk := response.read1(CHUNK):
                 body += chunk
                 if len(body) > max_bytes:
                     raise FetchError(f"{current} sent more than the {max_bytes}-byte limit")
+                if time.monotonic() > deadline:
+                    raise FetchError(f"{current} took longer than {total_timeout:g} s to download")
             return Fetched(current, response.status, response.getheader("Content-Type") or "", bytes(body))
         except (OSError, http.client.HTTPException) as exc:
             raise FetchError(f"cannot fetch {current}: {exc}") from None

@@ -45,6 +45,7 @@ MAX_DOWNLOAD = 256 << 20
 CACHE_DIR = "cache"
 NAME = re.compile(r"[a-z0-9_-]+")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")  # it becomes part of a file name
+FILE = re.compile(r"[a-z0-9_-]+-[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\.wasm")
 #: what ``plugin show`` can say of the labels and edge types a plugin emits: a component declares none
 VOCABULARY_NOTE = (
     "not declared: a WebAssembly plugin's labels, edge types and properties are known only from what it "
@@ -136,6 +137,8 @@ class Registry:
                 )
             except (KeyError, TypeError) as exc:
                 raise PluginError(f"the plugin registry {path} has a [[plugin]] #{i + 1} without {exc}") from None
+            if not FILE.fullmatch(out[-1].file):  # it is read, and unlinked on remove: never a path elsewhere
+                raise PluginError(f"the plugin registry {path} names file {out[-1].file!r}, which is not a file name")
         return out
 
     def get(self, name: str) -> Entry:

@@ -4,6 +4,9 @@ real server on loopback, which must be refused unless [fetch] allow_private lets
 from __future__ import annotations
 
 import ipaddress
+import socket
+import threading
+import time
 
 import pytest
 
@@ -118,3 +121,32 @@ def test_the_size_cap() -> None:
 def test_only_http_urls(url: str) -> None:
     with pytest.raises(FetchError, match="not an http"):
         download(url, max_bytes=100)
+
+
+def test_a_trickling_server_is_cut_at_the_total_timeout() -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        conn.recv(1000)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+        try:
+            for _ in range(40):
+                conn.sendall(b"x")
+                time.sleep(0.05)
+        except OSError:
+            pass
+        conn.close()
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    start = time.monotonic()
+    with pytest.raises(FetchError, match=r"took longer than 0\.3 s"):
+        download(
+            f"http://127.0.0.1:{port}/", max_bytes=5000, allow_private=networks(["127.0.0.1/32"]), total_timeout=0.3
+        )
+    assert time.monotonic() - start < 1.5
+    listener.close()

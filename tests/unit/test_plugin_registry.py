@@ -165,3 +165,14 @@ def test_the_compile_cache(registry: Registry, monkeypatch: pytest.MonkeyPatch) 
     registry.load("echo")
     assert stats.compiled == compiled + 2  # recompiled instead of trusting the file
     assert hashlib.sha256(cached.read_bytes()[32:]).digest() == cached.read_bytes()[:32]  # and rewritten
+
+
+def test_a_registry_naming_a_path_elsewhere_is_refused(registry: Registry, tmp_path: Path) -> None:
+    registry.install(ECHO.encode(), "a")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    text = (registry.root / "registry.toml").read_text().replace('"echo-1.0.0.wasm"', '"../victim.txt"')
+    (registry.root / "registry.toml").write_text(text)
+    with pytest.raises(PluginError, match=r"names file '../victim.txt', which is not a file name"):
+        registry.remove("echo")
+    assert victim.read_text() == "keep me"
