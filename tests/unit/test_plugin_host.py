@@ -15,7 +15,7 @@ import pytest
 from drsg.kernel.errors import PluginBudget, PluginError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, SourceTree
-from drsg.pipeline.plugins import memory, sandbox
+from drsg.pipeline.plugins import fastbytes, memory, sandbox
 from drsg.pipeline.plugins.host import MAX_TRANSFER, Budget, PluginHandler, plugin_options
 
 PLUGINS = Path(__file__).resolve().parents[1] / "data" / "plugins"
@@ -251,3 +251,11 @@ def test_a_function_of_another_type_than_the_contract_is_refused() -> None:
         PluginError, match=r"plugin loop's drsg:preprocess/preprocessor@1.0.0/parse has type .* -> string, not"
     ):
         load("loop", text=wrong)
+
+
+def test_bytes_cross_the_boundary_exactly(tree: SourceTree) -> None:
+    """The bulk list<u8> copy (fastbytes) both ways: every byte value, empty, and odd sizes."""
+    assert fastbytes.install()
+    echo = load("echo")
+    for data in (b"", bytes(range(256)) * 3, b"\0" * 7, bytes(range(255, -1, -1)) + b"\xff"):
+        assert echo.parse(tree, Doc("d", data), []) == data
