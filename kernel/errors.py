@@ -31,6 +31,8 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     ├── PluginError               1   -32000   a parser plugin was refused (a forbidden import, a bad name, a
     │   │                                      changed artifact) or failed (a trap, output that breaks the contract)
     │   └── PluginBudget          1   -32000   a plugin call ran out of fuel, memory or time (names the setting)
+    ├── FetchError                1   -32000   a URL could not be fetched, or was refused: not http(s), an address
+    │                                          outside [fetch] allow_private, too many redirects, too big
     ├── ServeError                1   -32000   `drsg serve` could not start (the address is taken, a TLS file
     │                                          is unreadable, …)
     ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
@@ -178,6 +180,10 @@ class PluginError(DrsgError):
 
 class PluginBudget(PluginError):
     """A plugin call exhausted a budget (fuel, memory or time); the message names the setting to raise."""
+
+
+class FetchError(DrsgError):
+    """A URL could not be fetched or was refused by the fetch guard; the message names the URL and why."""
 
 
 class ServeError(DrsgError):

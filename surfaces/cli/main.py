@@ -90,9 +90,21 @@ def cli(ctx: click.Context, db_path: str, config: str | None, verbose: int) -> N
 
 
 def _register() -> None:
-    from drsg.surfaces.cli import bulk, digest, evaluate, feed, history, hybrid, planes, records, search, serve
+    from drsg.surfaces.cli import (
+        bulk,
+        digest,
+        evaluate,
+        feed,
+        history,
+        hybrid,
+        planes,
+        plugins,
+        records,
+        search,
+        serve,
+    )
 
-    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, feed, serve):
+    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, feed, serve, plugins):
         for command in module.COMMANDS:
             cli.add_command(command)
 

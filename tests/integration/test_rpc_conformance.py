@@ -21,6 +21,9 @@ import pytest
 from drsg.surfaces.server.schema import upstream
 from drsg.surfaces.server.schema import validate as drsg_validate
 from tests.integration.test_server import RunningServer, paragraphs, start_server
+from tests.support.static_server import serving
+
+PLUGIN = Path(__file__).resolve().parents[1] / "data" / "plugins" / "echo.wat"
 
 try:
     import jsonschema
@@ -31,10 +34,6 @@ UPSTREAM = upstream()
 UPSTREAM_NAMES = [m["name"] for m in UPSTREAM["methods"]]
 #: upstream methods for features drsg does not have yet (a deliberate, reviewed list)
 NOT_SERVED = {
-    "plugin.list",
-    "plugin.catalog",
-    "plugin.install",
-    "plugin.remove",
     "plane.vectorize",
     "plane.cypher",
     "plane.find",
@@ -56,7 +55,11 @@ def conforms(value: Any, schema: dict[str, Any]) -> str | None:
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, dict[str, Any]]]:
     workdir = tmp_path_factory.mktemp("conformance")
-    server = start_server(workdir / "graph.drsg", workdir)
+    # plugin.install fetches from this loopback server, which only [fetch] allow_private admits
+    artifacts = serving({"/echo.wasm": (200, {}, PLUGIN.read_bytes())})
+    base = artifacts.__enter__()
+    env = {"DRSG_PLUGINS_STORE_DIR": str(workdir / "plugins"), "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32"}
+    server = start_server(workdir / "graph.drsg", workdir, env=env)
     server.call("plane.create", {"name": "conf"})
     texts = paragraphs(3)
     ids: dict[str, Any] = {}
@@ -75,8 +78,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningSe
     server.call("index.ensure", {"plane": "conf", "label": "Doc", "property": "body"})
     server.call("index.ensure", {"plane": "conf", "label": "Doc", "property": "embedding", "kind": "vector"})
     ids["head"] = server.head()
+    ids["plugin_url"] = f"{base}/echo.wasm"
     yield server, ids
     assert server.stop() == 0
+    artifacts.__exit__(None, None, None)
     saved = [line for line in server.logs() if line["event"] == "index sidecars saved"]
     assert saved and saved[-1]["indexes"] >= 2  # the indexes were saved on the way out
     assert (workdir / "graph.drsg.hnsw").is_dir() and (workdir / "graph.drsg.bm25").is_dir()
@@ -161,6 +166,8 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "edges": [{"src": "digested", "type": "CITES", "dst": "b", "properties": {}}],
             "source": "conformance",
         },
+        "plugin.install": {"url": ids["plugin_url"]},
+        "plugin.remove": {"name": "echo"},
     }
 
 
@@ -247,6 +254,10 @@ def test_every_method_answers_in_its_declared_shape(
     call("plane.delete", {"plane": "shapes2"})
     call("digest.run", params["digest.run"])
     call("digest.write", params["digest.write"])
+    assert call("plugin.list") == [] and call("plugin.catalog") == []
+    assert call("plugin.install", params["plugin.install"])["replaced"] is None
+    assert [entry["name"] for entry in call("plugin.list")] == ["echo"]
+    assert call("plugin.remove", params["plugin.remove"])["removed"]["version"] == "1.0.0"
 
     declared = _methods(document)
     assert {m for m, _ in results} == set(declared), "every served method needs a call above"

@@ -1,0 +1,1 @@
+"""drsg.pipeline.fetch: fetching URLs safely (the address policy and a guarded download)."""

@@ -1,0 +1,370 @@
+"""A WebAssembly parser plugin as a :class:`~drsg.pipeline.code.handler.Handler`.
+
+Every call (``describe``, each ``parse``, ``assemble``) runs in a fresh ``Store`` and instance, so
+a trap never leaves a half-run instance behind and parallel parse calls share nothing. Each store has
+the call's budgets (``[plugins]`` settings):
+
+- ``fuel`` instructions (0 = off): machine-independent, so a plugin stops at the same place everywhere;
+- ``memory_mb`` of linear memory: a ``memory.grow`` past it fails (-1, as wasm says) and is noted
+  (``memory.py`` allocates plugin memory), so the trap that follows — an allocator aborting — is
+  reported as the budget it hit (``PluginBudget`` naming ``[plugins] memory_mb``);
+- ``timeout_s`` of wall-clock time (0 = off), host calls included: the epoch watchdog traps the wasm,
+  and a host call (a slow ``read``) waits at most for what is left of the call, then ends it.
+
+What the plugin answers is data to check (``output_from_wire``). Bytes crossing the boundary are
+bounded by :data:`MAX_TRANSFER` (a partial, a file ``read`` answers, all partials ``assemble``
+gets), below wasmtime's own limit on what one host call may copy (its "hostcall fuel": about 3 MiB
+of ``list<u8>`` through wasmtime-py's dynamic values); past it the error names the limit.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
+
+import wasmtime
+from wasmtime import component as wc
+
+from drsg.kernel.errors import PluginBudget, PluginError
+from drsg.kernel.settings import Settings
+from drsg.pipeline.code.handler import Doc, Handler, Manifest, Options, Output, SourceTree, Subject, output_from_wire
+from drsg.pipeline.plugins import memory, sandbox
+
+#: the most bytes one list<u8> crossing the boundary may hold: a partial, a file read, assemble's partials
+#: together. wasmtime refuses to copy more than about 3 MiB of list<u8> in one call, so this stays below.
+MAX_TRANSFER = 2 << 20
+#: bounds on what describe() may answer (it goes into registry.toml)
+MAX_EXTENSIONS = 64
+MAX_LOGO = 64 << 10
+#: a wasm32 memory cannot exceed 4 GiB whatever memory_mb says
+WASM32_MAX_MB = 4096
+U64_MAX = (1 << 64) - 1
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One call's limits; ``fuel`` 0 and ``timeout_s`` None mean off."""
+
+    fuel: int = 200_000_000_000
+    memory_mb: int = 3072
+    timeout_s: float | None = 60.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Budget:
+        return cls(settings["plugins.fuel"], settings["plugins.memory_mb"], settings["plugins.timeout_s"])
+
+
+def plugin_options(settings: Settings, name: str) -> list[tuple[str, str]]:
+    """``[plugins.<name>]`` as the string pairs the plugin receives: text as is, numbers as written,
+    booleans ``true``/``false``; anything else (a list, a table, a date) is refused, naming the key."""
+    pairs = []
+    for key, value in settings.plugin_tables.get(name, {}).items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, int | float | str):
+            text = str(value)
+        else:
+            raise PluginError(
+                f"[plugins.{name}] {key} is a {type(value).__name__}; a plugin option is text, a number or true/false"
+            )
+        pairs.append((key, text))
+    return pairs
+
+
+class _Call(sandbox.HostCalls):
+    """One call's host side: the tree it may read, its deadline, and a failure the host raised."""
+
+    def __init__(self, tree: SourceTree | None, name: str, budget: Budget) -> None:
+        self.tree, self.name, self.budget = tree, name, budget
+        self.deadline = None if budget.timeout_s is None else time.monotonic() + budget.timeout_s
+        self.failure: PluginError | None = None
+        self.limit = memory.Limit(budget.memory_mb << 20)
+
+    def _fail(self, error: PluginError) -> Exception:
+        self.failure = error
+        return error
+
+    def _bounded(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()`` given at most what is left of the call's time; past it the call ends (raises)."""
+        if self.deadline is None:
+            return fn()
+        left = self.deadline - time.monotonic()
+        done, value = _HOST_WORKERS.run(fn, left) if left > 0 else (False, None)
+        if not done:  # still blocked (a FIFO, a hung mount): its worker is left to it, the call ends
+            raise self._fail(_timed_out(self.name, self.budget, f"host {what}"))
+        if isinstance(value, _Raised):
+            raise value.error
+        return cast(T, value)
+
+    def _tree(self) -> SourceTree:
+        if self.tree is None:
+            raise self._fail(PluginError(f"plugin {self.name} called the host during describe(), which has no tree"))
+        return self.tree
+
+    def list(self, suffix: str) -> list[str] | str:
+        tree = self._tree()
+        try:
+            return self._bounded("list", lambda: tree.list(suffix))
+        except ValueError as exc:
+            return str(exc)
+
+    def read(self, path: str) -> bytes | str:
+        tree = self._tree()
+        try:
+            data = self._bounded("read", lambda: tree.read(path))
+        except ValueError as exc:  # outside the root, not admitted, too big: the WIT's error string
+            return str(exc)
+        except OSError as exc:
+            return f"{path!r} cannot be read: {exc.strerror or exc}"
+        if len(data) > MAX_TRANSFER:
+            return f"{path!r} is {len(data)} bytes, over the {MAX_TRANSFER} bytes a plugin can be handed at once"
+        return data
+
+    def label(self) -> str | None:
+        tree = self._tree()
+        return self._bounded("label", tree.label)
+
+    def random(self, length: int) -> bytes:
+        try:
+            return sandbox.fixed_bytes(length)
+        except PluginError as exc:
+            raise self._fail(PluginError(f"plugin {self.name} {exc.message}")) from None
+
+
+@dataclass
+class _Raised:
+    error: BaseException
+
+
+class _Workers:
+    """Daemon threads that run host calls for calls with a deadline, so a call can stop waiting.
+
+    A thread per host call cost 2–3 ms inside a wasm callback; handing the call to a waiting worker
+    costs about 0.3 ms. A worker stuck for good (a FIFO nobody writes) is left behind: with all of
+    them stuck, later host calls wait in the queue and time out — bounded, never hung. Daemon
+    threads, so a stuck one never holds up the process's exit.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.tasks: queue.SimpleQueue[tuple[Callable[[], Any], list[Any], threading.Event]] = queue.SimpleQueue()
+        self.started = 0
+        self.lock = threading.Lock()
+
+    def run(self, fn: Callable[[], Any], timeout: float) -> tuple[bool, Any]:
+        with self.lock:
+            while self.started < self.size:
+                threading.Thread(target=self._work, name="drsg-plugin-host-call", daemon=True).start()
+                self.started += 1
+        box: list[Any] = []
+        finished = threading.Event()
+        self.tasks.put((fn, box, finished))
+        if not finished.wait(timeout):
+            return False, None
+        return True, box[0]
+
+    def _work(self) -> None:
+        while True:
+            fn, box, finished = self.tasks.get()
+            try:
+                box.append(fn())
+            except BaseException as exc:  # handed back to the calling thread
+                box.append(_Raised(exc))
+            finished.set()
+
+
+_HOST_WORKERS = _Workers(8)
+
+
+def _timed_out(name: str, budget: Budget, where: str) -> PluginBudget:
+    return PluginBudget(
+        f"plugin {name} ran past its {budget.timeout_s:g} s (in {where}); raise [plugins] timeout_s "
+        "(DRSG_PLUGINS_TIMEOUT_S; 0 = no limit) if the input is that large"
+    )
+
+
+_current = threading.local()
+
+
+def _current_call() -> sandbox.HostCalls:
+    call = getattr(_current, "call", None)
+    if call is None:  # a host function outside a call: cannot happen through PluginHandler
+        raise RuntimeError("plugin host function called outside a plugin call")
+    return call  # type: ignore[no-any-return]
+
+
+class PluginHandler(Handler):
+    """One compiled component, driven through fresh stores; ``describe()`` is asked once, at construction."""
+
+    def __init__(self, component: wc.Component, name: str, budget: Budget) -> None:
+        """``name`` is what errors call it until describe answers (the registry's name, or the file)."""
+        self.component = component
+        self.name = name
+        self.budget = budget
+        imports = sandbox.check_imports(component, name)
+        sandbox.check_exports(component, name)
+        self._linker = sandbox.linker(imports, _current_call)
+        self._manifest = self._describe()
+        self.name = self._manifest.name
+
+    # ---------------------------------------------------------------------------------- the port
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._manifest
+
+    def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
+        if isinstance(subject, Doc):
+            if len(subject.data) > MAX_TRANSFER:
+                raise PluginError(
+                    f"{subject.name} is {len(subject.data)} bytes, over the {MAX_TRANSFER} bytes plugin "
+                    f"{self.name} can be handed at once"
+                )
+            wire: Any = wc.Record()
+            wire.name, wire.bytes = subject.name, bytes(subject.data)
+        else:
+            wire = list(subject)
+        answer = self._call("parse", tree, wire, [tuple(pair) for pair in options])
+        partial = self._result(answer, "parse")
+        if not isinstance(partial, bytes):
+            raise PluginError(f"plugin {self.name} answered parse with {type(partial).__name__}, not bytes")
+        if len(partial) > MAX_TRANSFER:
+            raise PluginError(
+                f"plugin {self.name} answered a {len(partial)}-byte partial, over the {MAX_TRANSFER}-byte "
+                "limit per parse call; a plugin should keep partials compact"
+            )
+        return partial
+
+    def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
+        total = sum(len(p) for p in partials)
+        if total > MAX_TRANSFER:
+            raise PluginError(
+                f"plugin {self.name}'s partials come to {total} bytes, over the {MAX_TRANSFER} bytes one assemble "
+                "call can be given (wasmtime's host-call copy limit); the plugin must keep partials smaller"
+            )
+        answer = self._call("assemble", tree, [bytes(p) for p in partials], [tuple(pair) for pair in options])
+        output = self._result(answer, "assemble")
+        try:
+            wire = _plain(output)
+            return output_from_wire(wire, self.name)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise PluginError(f"plugin {self.name} answered an output that breaks the contract ({exc})") from None
+
+    # ------------------------------------------------------------------------------- the calling
+
+    def _describe(self) -> Manifest:
+        raw = self._call("describe", None)
+        try:
+            manifest = Manifest(
+                str(raw.name),
+                str(raw.version),
+                tuple(str(ext) for ext in raw.extensions),
+                None if raw.logo is None else str(raw.logo),
+            )
+        except AttributeError as exc:
+            raise PluginError(f"plugin {self.name} answered describe() with no manifest ({exc})") from None
+        if len(manifest.extensions) > MAX_EXTENSIONS or len(manifest.logo or "") > MAX_LOGO:
+            raise PluginError(
+                f"plugin {manifest.name} describes itself with more than {MAX_EXTENSIONS} extensions or a logo over "
+                f"{MAX_LOGO} characters"
+            )
+        for ext in manifest.extensions:
+            if not ext.startswith(".") or len(ext) < 2 or ext != ext.lower() or any(c in ext for c in "/\\ \0"):
+                raise PluginError(f"plugin {manifest.name} claims extension {ext!r}; claims are lowercase with a dot")
+        return manifest
+
+    def _result(self, answer: Any, func: str) -> Any:
+        if isinstance(answer, str):  # the plugin's err(string): its own one line
+            line = answer.strip().splitlines()[0] if answer.strip() else "(no message)"
+            raise PluginError(f"plugin {self.name} {func} failed: {line[:500]}")
+        return answer
+
+    def _call(self, func: str, tree: SourceTree | None, *args: Any) -> Any:
+        """One call in a fresh store and instance, its traps mapped to the budget they hit."""
+        call = _Call(tree, self.name, self.budget)
+        store = wasmtime.Store(sandbox.engine())
+        store.set_fuel(self.budget.fuel or U64_MAX)
+        call.limit = memory.Limit(min(self.budget.memory_mb, WASM32_MAX_MB) << 20)
+        if not sandbox.memory_watched:  # wasmtime's limiter then: the limit holds, unseen
+            store.set_limits(memory_size=call.limit.max_bytes)
+        store.set_epoch_deadline(sandbox.deadline_ticks(self.budget.timeout_s))
+        previous, previous_limit = getattr(_current, "call", None), getattr(memory.current, "limit", None)
+        _current.call, memory.current.limit = call, call.limit
+        try:
+            try:
+                instance = self._linker.instantiate(store, self.component)
+            except wasmtime.WasmtimeError as exc:
+                raise self._trap(exc, call, store, "instantiating it") from None
+            interface = instance.get_export_index(store, sandbox.PREPROCESSOR)
+            index = instance.get_export_index(store, func, interface) if interface is not None else None
+            function = instance.get_func(store, index) if index is not None else None
+            if function is None:
+                raise PluginError(f"plugin {self.name} does not export {sandbox.PREPROCESSOR}/{func}")
+            try:
+                answer = function(store, *args)
+            except Exception as exc:  # a trap (WasmtimeError), or what a host function raised
+                raise self._trap(exc, call, store, f"{func}()") from None
+            if call.failure is not None:
+                raise call.failure
+            return answer  # the store (and instance) go with it: no post_return needed
+        finally:
+            _current.call, memory.current.limit = previous, previous_limit
+
+    def _trap(self, exc: BaseException, call: _Call, store: wasmtime.Store, where: str) -> PluginError:
+        if call.failure is not None:
+            return call.failure
+        if isinstance(exc, PluginError):
+            return exc
+        text = str(exc)
+        code = _trap_code(exc)
+        if code == wasmtime.TrapCode.OUT_OF_FUEL or "all fuel consumed" in text:
+            return PluginBudget(
+                f"plugin {self.name} used all its fuel ({self.budget.fuel} instructions) in {where}; raise "
+                "[plugins] fuel (DRSG_PLUGINS_FUEL; 0 = no limit) if the input is that large"
+            )
+        if code == wasmtime.TrapCode.INTERRUPT or "wasm trap: interrupt" in text:
+            return _timed_out(self.name, self.budget, where)
+        if call.limit.hit or "exceeds memory limits" in text or "memory minimum size" in text:
+            return self._memory(where)
+        if "too much data is being copied" in text:
+            return PluginError(
+                f"plugin {self.name} passed more data across the host boundary in {where} than wasmtime copies in "
+                f"one call (about 3 MiB); drsg takes at most {MAX_TRANSFER} bytes per partial or file"
+            )
+        if isinstance(exc, wasmtime.WasmtimeError | wasmtime.Trap):
+            return PluginError(f"plugin {self.name} trapped in {where}: {_first_line(text)}")
+        return PluginError(f"plugin {self.name} failed in {where}: {type(exc).__name__}: {_first_line(text)}")
+
+    def _memory(self, where: str) -> PluginBudget:
+        return PluginBudget(
+            f"plugin {self.name} needed more than its {self.budget.memory_mb} MiB of memory in {where}; raise "
+            "[plugins] memory_mb (DRSG_PLUGINS_MEMORY_MB; wasm32 stops at 4096)"
+        )
+
+
+def _trap_code(exc: BaseException) -> wasmtime.TrapCode | None:
+    code = getattr(exc, "trap_code", None)
+    return code if isinstance(code, wasmtime.TrapCode) else None
+
+
+def _first_line(text: str) -> str:
+    """The trap's own line: wasmtime puts the backtrace first and the cause after ``Caused by:``."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if "Caused by:" in lines and lines.index("Caused by:") + 1 < len(lines):
+        return lines[lines.index("Caused by:") + 1][:300]
+    return (lines[0] if lines else "(no message)")[:300]
+
+
+def _plain(value: Any) -> Any:
+    """wasmtime's Records and lists as plain dicts and lists (the WIT field names as keys)."""
+    if isinstance(value, wc.Record):
+        return {key: _plain(item) for key, item in vars(value).items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value

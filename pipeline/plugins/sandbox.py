@@ -1,0 +1,383 @@
+"""The sandbox a parser plugin runs in: one engine, its epoch watchdog, the compile cache, what may be imported.
+
+A plugin is a WebAssembly component of the ``drsg:preprocess@1.0.0`` world. It gets exactly what the
+world imports (``drsg:preprocess/host``) plus deterministic stand-ins for the few WASI interfaces a
+toolchain's runtime pulls in: both clocks frozen, and secure and insecure randomness that answer the
+fixed bytes ``drsg`` repeated (upstream's). Nothing else: no files, sockets, environment or
+arguments — ``add_wasip2`` is never called, since it has no clock control and hands out the rest.
+:func:`check_imports` refuses, in one line naming it, any import outside that list.
+
+Compiling is the slow part (seconds for a real parser), so a component is compiled once per process
+and its compiled form cached on disk, keyed by the artifact's SHA-256 and the wasmtime version.
+A cached file starts with the SHA-256 of what follows, so a truncated or altered file is discarded
+and recompiled instead of being handed to ``deserialize`` (which trusts its input completely).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+from wasmtime import component as wc
+
+from drsg.kernel.errors import PluginError
+from drsg.pipeline.plugins import fastbytes, memory
+
+HOST = "drsg:preprocess/host@1.0.0"
+PREPROCESSOR = "drsg:preprocess/preprocessor@1.0.0"
+HOST_FUNCS = frozenset({"list", "read", "label"})
+EXPORTS = ("describe", "parse", "assemble")
+
+#: the watchdog's tick: an over-long call traps within about one tick of its timeout
+TICK_S = 0.02
+#: what the frozen clocks answer (the epoch, with a 1 ns resolution) and the fixed entropy
+FROZEN_SECONDS = 0
+ENTROPY = b"drsg"
+#: most fixed bytes one random call answers (a plugin cannot hold more than its memory anyway)
+MAX_RANDOM_BYTES = 64 << 20
+
+#: refused by name: what each would hand a plugin that reads source files
+FORBIDDEN = (
+    ("wasi:filesystem/", "it would reach the file system; a plugin reads files only through drsg:preprocess/host"),
+    ("wasi:sockets/", "it would reach the network; plugins may not make connections"),
+    ("wasi:cli/environment", "it would read the environment (API keys live there); plugins get none"),
+)
+_WASI_02 = re.compile(
+    r"wasi:(clocks/wall-clock|clocks/monotonic-clock|random/random|random/insecure|random/insecure-seed)@0\.2\.\d+"
+)
+#: the functions each provided WASI interface defines (subscribe-* would need wasi:io/poll, not provided)
+WASI_FUNCS = {
+    "clocks/wall-clock": frozenset({"now", "resolution"}),
+    "clocks/monotonic-clock": frozenset({"now", "resolution"}),
+    "random/random": frozenset({"get-random-bytes", "get-random-u64"}),
+    "random/insecure": frozenset({"get-insecure-random-bytes", "get-insecure-random-u64"}),
+    "random/insecure-seed": frozenset({"insecure-seed"}),
+}
+
+
+# ------------------------------------------------------------------------------------- the engine
+
+_engine: wasmtime.Engine | None = None
+_engine_lock = threading.Lock()
+#: whether the engine allocates linear memory through drsg.pipeline.plugins.memory (set with the engine)
+memory_watched = False
+
+
+def engine() -> wasmtime.Engine:
+    """The process's one engine: fuel metering and epoch interruption on, and its watchdog ticking."""
+    global _engine, memory_watched
+    with _engine_lock:
+        if _engine is None:
+            fastbytes.install()
+            config = wasmtime.Config()
+            config.wasm_component_model = True
+            config.consume_fuel = True
+            config.epoch_interruption = True
+            memory_watched = memory.install(config)
+            _engine = wasmtime.Engine(config)
+            threading.Thread(target=_tick, args=(_engine,), name="drsg-plugin-epoch", daemon=True).start()
+        return _engine
+
+
+def _tick(engine: wasmtime.Engine) -> None:
+    while True:
+        time.sleep(TICK_S)
+        engine.increment_epoch()
+
+
+def deadline_ticks(timeout_s: float | None) -> int:
+    """The epoch deadline for a call of ``timeout_s`` seconds (None: one that never comes)."""
+    if timeout_s is None:
+        return 1 << 62
+    return max(1, int(timeout_s / TICK_S + 0.999)) + 1  # +1: the tick under way when the call starts
+
+
+WASMTIME_VERSION = metadata.version("wasmtime")
+#: bumped when the engine's configuration changes, so old compiled files are not reused
+ENGINE_TAG = "fuel-epoch-hostmem-1"
+
+
+# ---------------------------------------------------------------------------------- compile cache
+
+
+@dataclass
+class CompileStats:
+    """How components were obtained in this process (tests and ``plugin show`` read it)."""
+
+    compiled: int = 0
+    from_disk: int = 0
+    from_memory: int = 0
+
+
+STATS = CompileStats()
+_compiled: dict[str, wc.Component] = {}
+_compile_lock = threading.Lock()
+
+
+def compile_component(data: bytes, name: str, cache_dir: Path | None) -> wc.Component:
+    """The compiled component for ``data``: from this process, else the disk cache, else compiled now."""
+    digest = hashlib.sha256(data).hexdigest()
+    with _compile_lock:
+        cached = _compiled.get(digest)
+        if cached is not None:
+            STATS.from_memory += 1
+            return cached
+        component = _from_disk(cache_dir, digest) if cache_dir is not None else None
+        if component is not None:
+            STATS.from_disk += 1
+        else:
+            try:
+                component = wc.Component(engine(), data)
+            except wasmtime.WasmtimeError as exc:
+                raise PluginError(f"plugin {name} is not a WebAssembly component: {_first(exc)}") from None
+            STATS.compiled += 1
+            if cache_dir is not None:
+                _to_disk(cache_dir, digest, component)
+        _compiled[digest] = component
+        return component
+
+
+def cache_path(cache_dir: Path, digest: str) -> Path:
+    return cache_dir / f"{digest}-wasmtime-{WASMTIME_VERSION}-{ENGINE_TAG}.cwasm"
+
+
+def _from_disk(cache_dir: Path, digest: str) -> wc.Component | None:
+    path = cache_path(cache_dir, digest)
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    check, body = raw[:32], raw[32:]
+    if hashlib.sha256(body).digest() != check:
+        path.unlink(missing_ok=True)  # truncated or altered: never handed to deserialize
+        return None
+    try:
+        return wc.Component.deserialize(engine(), body)
+    except wasmtime.WasmtimeError:
+        path.unlink(missing_ok=True)  # another engine's or version's: recompile
+        return None
+
+
+def _to_disk(cache_dir: Path, digest: str, component: wc.Component) -> None:
+    """Best effort: a cache that cannot be written only costs the next process a compile."""
+    with contextlib.suppress(OSError):
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        body = bytes(component.serialize())
+        write_atomic(cache_path(cache_dir, digest), hashlib.sha256(body).digest() + body)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` via a temporary file in the same directory and a rename."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --------------------------------------------------------------------------------- import policy
+
+
+def imported_functions(component: wc.Component) -> dict[str, frozenset[str]]:
+    """Each imported interface with the functions the component imports from it."""
+    out: dict[str, frozenset[str]] = {}
+    for name, item in component.type.imports(engine()).items():
+        ty = item.ty
+        exports = ty.exports(engine()) if isinstance(ty, wc.ComponentInstanceType) else {}
+        # types (a record the functions use) need no definition; resources would, and are refused below
+        out[name] = frozenset(n for n, e in exports.items() if not _is_plain_type(e))
+    return out
+
+
+def _is_plain_type(item: Any) -> bool:  # a wasmtime.component ComponentExtern
+    return isinstance(item.ty, wc.ValType)
+
+
+def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str]]:
+    """The component's imports, if the host provides every one; else a PluginError naming the first."""
+    imports = imported_functions(component)
+    for interface, funcs in sorted(imports.items()):
+        for prefix, why in FORBIDDEN:
+            if interface.startswith(prefix):
+                raise PluginError(f"plugin {name} imports {interface}, which is refused: {why}")
+        if interface == HOST:
+            known = HOST_FUNCS
+            instance = component.type.imports(engine())[HOST].ty
+            if not isinstance(instance, wc.ComponentInstanceType):
+                raise PluginError(f"plugin {name} imports {HOST} as something other than an interface")
+            for func, item in instance.exports(engine()).items():
+                if func in HOST_SIGNATURES:
+                    _check_signature(name, f"import {HOST}/{func}", item.ty, HOST_SIGNATURES[func])
+        elif match := _WASI_02.fullmatch(interface):
+            known = WASI_FUNCS[match[1]]
+        else:
+            raise PluginError(
+                f"plugin {name} imports {interface}, which this host does not provide (it offers {HOST}, "
+                "frozen wasi:clocks and fixed wasi:random @0.2.x only)"
+            )
+        unknown = sorted(funcs - known)
+        if unknown:
+            why = "it needs wasi:io/poll, which is not provided" if "subscribe" in unknown[0] else "not provided"
+            raise PluginError(f"plugin {name} imports {interface}/{unknown[0]}, which is refused: {why}")
+    return imports
+
+
+def check_exports(component: wc.Component, name: str) -> None:
+    """The preprocessor interface with the contract's three functions, each of the contract's type."""
+    exports = component.type.exports(engine())
+    item = exports.get(PREPROCESSOR)
+    funcs = item.ty.exports(engine()) if item is not None and isinstance(item.ty, wc.ComponentInstanceType) else {}
+    missing = [func for func in EXPORTS if func not in funcs]
+    if missing:
+        raise PluginError(f"plugin {name} does not export {PREPROCESSOR} with {', '.join(missing)} (wrong world?)")
+    for func in EXPORTS:
+        _check_signature(name, f"{PREPROCESSOR}/{func}", funcs[func].ty, EXPORT_SIGNATURES[func])
+
+
+def _check_signature(name: str, where: str, ty: Any, expected: str) -> None:
+    got = signature(ty) if isinstance(ty, wc.FuncType) else type(ty).__name__
+    if got != expected:
+        shown = got if len(got) <= 200 else got[:197] + "..."
+        raise PluginError(f"plugin {name}'s {where} has type {shown}, not the one preprocess.wit gives it")
+
+
+def signature(ty: Any) -> str:
+    """A component type as WIT-like text (record fields by name), to compare with the contract."""
+    if isinstance(ty, wc.FuncType):
+        params = ", ".join(f"{pname}: {signature(pty)}" for pname, pty in ty.params)
+        result = "" if ty.result is None else f" -> {signature(ty.result)}"
+        return f"func({params}){result}"
+    if isinstance(ty, wc.ListType):
+        return f"list<{signature(ty.element)}>"
+    if isinstance(ty, wc.RecordType):
+        return "record{" + ", ".join(f"{fname}: {signature(fty)}" for fname, fty in ty.fields) + "}"
+    if isinstance(ty, wc.TupleType):
+        return "tuple<" + ", ".join(signature(item) for item in ty.elements) + ">"
+    if isinstance(ty, wc.VariantType):
+        cases = (f"{case}({signature(cty)})" if cty is not None else case for case, cty in ty.cases)
+        return "variant{" + ", ".join(cases) + "}"
+    if isinstance(ty, wc.OptionType):
+        return f"option<{signature(ty.payload)}>"
+    if isinstance(ty, wc.ResultType):
+        ok = "_" if ty.ok is None else signature(ty.ok)
+        err = "_" if ty.err is None else signature(ty.err)
+        return f"result<{ok}, {err}>"
+    return type(ty).__name__.lower()  # the primitives: string, u8, u32, u64, …
+
+
+_LIST_STRING = "list<string>"
+_OPTIONS = "list<tuple<string, string>>"
+_NODE = f"record{{key: string, label: string, extra-labels: {_LIST_STRING}, properties: string}}"
+_EDGE = "record{src: string, dst: string, type: string, properties: string}"
+_REPORT = f"record{{facts: u32, prose-chars: u32, skipped: u32, notes: {_LIST_STRING}}}"
+_OUTPUT = f"record{{nodes: list<{_NODE}>, edges: list<{_EDGE}>, prose: string, report: {_REPORT}}}"
+_INPUT = f"variant{{document(record{{name: string, bytes: list<u8>}}), files({_LIST_STRING})}}"
+#: preprocess.wit's functions, as :func:`signature` writes them
+EXPORT_SIGNATURES = {
+    "describe": f"func() -> record{{name: string, version: string, extensions: {_LIST_STRING}, logo: option<string>}}",
+    "parse": f"func(subject: {_INPUT}, options: {_OPTIONS}) -> result<list<u8>, string>",
+    "assemble": f"func(partials: list<list<u8>>, options: {_OPTIONS}) -> result<{_OUTPUT}, string>",
+}
+HOST_SIGNATURES = {
+    "list": f"func(suffix: string) -> result<{_LIST_STRING}, string>",
+    "read": "func(path: string) -> result<list<u8>, string>",
+    "label": "func() -> option<string>",
+}
+
+
+# --------------------------------------------------------------------------------------- linking
+
+
+class HostCalls:
+    """What the host functions answer during one call; set by the caller, per thread (see host.py)."""
+
+    def list(self, suffix: str) -> list[str] | str:
+        raise NotImplementedError
+
+    def read(self, path: str) -> bytes | str:
+        raise NotImplementedError
+
+    def label(self) -> str | None:
+        raise NotImplementedError
+
+    def random(self, length: int) -> bytes:
+        raise NotImplementedError
+
+
+def _fixed(length: int) -> bytes:
+    return (ENTROPY * (length // len(ENTROPY) + 1))[:length]
+
+
+def fixed_bytes(length: int) -> bytes:
+    if length > MAX_RANDOM_BYTES:
+        raise PluginError(f"asked for {length} random bytes, over the {MAX_RANDOM_BYTES}-byte limit")
+    return _fixed(length)
+
+
+FIXED_U64 = int.from_bytes(_fixed(8), "little")
+
+
+def linker(imports: dict[str, frozenset[str]], current: Callable[[], HostCalls]) -> wc.Linker:
+    """A linker defining exactly the interfaces ``imports`` names (already checked), each function
+    answering through ``current()``: the host calls of the call running on this thread."""
+    link = wc.Linker(engine())
+    with link.root() as root:
+        for interface in sorted(imports):
+            with root.add_instance(interface) as instance:
+                for func, body in _bodies(interface, current).items():
+                    instance.add_func(func, body)
+    return link
+
+
+def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Callable[..., Any]]:
+    def instant(seconds: int, nanoseconds: int) -> wc.Record:  # wall-clock's datetime record
+        record = wc.Record()
+        vars(record).update(seconds=seconds, nanoseconds=nanoseconds)
+        return record
+
+    if interface == HOST:
+        return {
+            "list": lambda _store, suffix: current().list(suffix),
+            "read": lambda _store, path: current().read(path),
+            "label": lambda _store: current().label(),
+        }
+    family = interface.split(":", 1)[1].split("@", 1)[0]
+    bodies: dict[str, dict[str, Callable[..., Any]]] = {
+        "clocks/wall-clock": {
+            "now": lambda _store: instant(FROZEN_SECONDS, 0),
+            "resolution": lambda _store: instant(0, 1),
+        },
+        "clocks/monotonic-clock": {"now": lambda _store: 0, "resolution": lambda _store: 1},
+        "random/random": {
+            "get-random-bytes": lambda _store, length: current().random(length),
+            "get-random-u64": lambda _store: FIXED_U64,
+        },
+        "random/insecure": {
+            "get-insecure-random-bytes": lambda _store, length: current().random(length),
+            "get-insecure-random-u64": lambda _store: FIXED_U64,
+        },
+        "random/insecure-seed": {"insecure-seed": lambda _store: (FIXED_U64, FIXED_U64)},
+    }
+    return bodies[family]

@@ -1,0 +1,97 @@
+"""`drsg plugin …`: install, list, show and remove parser plugins (WebAssembly components)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from drsg.kernel.errors import PluginError
+from drsg.pipeline.fetch.guard import networks
+from drsg.pipeline.plugins.registry import Entry, Registry, is_url
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import json_option
+
+
+@click.group("plugin")
+def plugin() -> None:
+    """Parser plugins: WebAssembly components that read a kind of source file into facts.
+
+    Each call runs sandboxed (no files, network or environment; frozen clocks) within the
+    [plugins] budgets: fuel, memory_mb and timeout_s.
+    """
+
+
+@plugin.command("install")
+@click.argument("source", metavar="FILE|URL")
+@click.pass_obj
+def plugin_install(obj: Context, source: str) -> None:
+    """Install a plugin from a .wasm file or an http(s) URL (same name: an upgrade)."""
+    registry = Registry.from_settings(obj.settings)
+    if is_url(source):
+        installed = registry.install_url(source, networks(obj.settings["fetch.allow_private"]))
+    else:
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PluginError(f"cannot read {path}: {exc.strerror or exc}") from None
+        installed = registry.install(data, str(path.resolve()))
+    for line in installed.lines:
+        click.echo(line)
+
+
+@plugin.command("list")
+@json_option
+@click.pass_obj
+def plugin_list(obj: Context, as_json: bool) -> None:
+    """List installed plugins: NAME VERSION EXTENSIONS SHA256 SOURCE."""
+    entries = Registry.from_settings(obj.settings).entries()
+    if as_json:
+        for entry in entries:
+            emit_json(entry.to_json())
+        return
+    if not entries:
+        click.echo("no plugins installed (install one with `drsg plugin install FILE|URL`)")
+        return
+    rows = [("NAME", "VERSION", "EXTENSIONS", "SHA256", "SOURCE"), *(_row(entry) for entry in entries)]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]))
+
+
+def _row(entry: Entry) -> tuple[str, str, str, str, str]:
+    return entry.name, entry.version, " ".join(entry.extensions), entry.sha256[:12], entry.source
+
+
+@plugin.command("show")
+@click.argument("name")
+@json_option
+@click.pass_obj
+def plugin_show(obj: Context, name: str, as_json: bool) -> None:
+    """Show one installed plugin: version, extensions, hash, source, and what it emits if known."""
+    card: dict[str, Any] = Registry.from_settings(obj.settings).show(name)
+    if as_json:
+        emit_json(card)
+        return
+    click.echo(f"{card['name']}@{card['version']}")
+    click.echo(f"  handles:    {' '.join(card['extensions'])}")
+    click.echo(f"  sha256:     {card['sha256']}")
+    click.echo(f"  source:     {card['source']}")
+    click.echo(f"  file:       {card['path']}")
+    if card.get("logo"):
+        click.echo(f"  logo:       {card['logo']}")
+    click.echo(f"  vocabulary: {card['vocabulary_note']}")
+
+
+@plugin.command("remove")
+@click.argument("name")
+@click.pass_obj
+def plugin_remove(obj: Context, name: str) -> None:
+    """Uninstall a plugin: its registry entry and its file."""
+    entry = Registry.from_settings(obj.settings).remove(name)
+    click.echo(f"removed {entry.name}@{entry.version}")
+
+
+COMMANDS = [plugin]
