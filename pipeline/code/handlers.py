@@ -1,10 +1,19 @@
-"""The handlers a digest routes to: installed parser plugins first, then the built-in ones."""
+"""The handlers a digest routes to: installed parser plugins first, then the built-in ones.
+
+An installed plugin claiming an extension wins over a built-in handler claiming it too, so a user
+can replace the Python handler with upstream's plugin. A plugin that fails to load (its file
+changed, a forbidden import) stops the digest with an error naming it: it is never skipped.
+"""
 
 from __future__ import annotations
 
 from drsg.kernel.settings import Settings
-from drsg.pipeline.code.handler import Handler
-from drsg.pipeline.code.python_handler import PythonHandler
+from drsg.pipeline.code.handler import Handler, Options
+from drsg.pipeline.code.python_handler import VOCABULARY, PythonHandler
+from drsg.pipeline.plugins.host import plugin_options as _table_options
+
+#: what each built-in handler emits, for `drsg plugin show NAME`
+BUILTIN_VOCABULARY = {"py": VOCABULARY}
 
 
 def builtin_handlers() -> list[Handler]:
@@ -12,17 +21,22 @@ def builtin_handlers() -> list[Handler]:
 
 
 def load_handlers(settings: Settings | None = None) -> list[Handler]:
-    """Every handler in routing order: an installed plugin claiming an extension wins over a built-in."""
-    return builtin_handlers()
+    """Every handler in routing order (without settings: the built-in ones)."""
+    handlers: list[Handler] = []
+    if settings is not None:
+        from drsg.pipeline.plugins.registry import Registry
+
+        registry = Registry.from_settings(settings)
+        try:
+            for entry in registry.entries():
+                handlers.append(registry.load(entry.name))
+        except BaseException:
+            for handler in handlers:
+                handler.close()
+            raise
+    return [*handlers, *builtin_handlers()]
 
 
-def plugin_options(settings: Settings | None, name: str) -> tuple[tuple[str, str], ...]:
-    """A handler's ``[plugins.<name>]`` table as string pairs, in the table's order (TOML booleans lowercase)."""
-    table = settings.plugin_tables.get(name, {}) if settings is not None else {}
-    return tuple((key, _text(value)) for key, value in table.items())
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def plugin_options(settings: Settings | None, name: str) -> Options:
+    """A handler's ``[plugins.<name>]`` table as the string pairs it receives."""
+    return _table_options(settings, name) if settings is not None else ()

@@ -202,6 +202,8 @@ def _current_call() -> sandbox.HostCalls:
 class PluginHandler(Handler):
     """One compiled component, driven through fresh stores; ``describe()`` is asked once, at construction."""
 
+    concurrent = True  # every call has its own store and instance: parse calls can run at once
+
     def __init__(self, component: wc.Component, name: str, budget: Budget) -> None:
         """``name`` is what errors call it until describe answers (the registry's name, or the file)."""
         self.component = component

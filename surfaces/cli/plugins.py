@@ -54,11 +54,23 @@ def plugin_list(obj: Context, as_json: bool) -> None:
         return
     if not entries:
         click.echo("no plugins installed (install one with `drsg plugin install FILE|URL`)")
+        _builtins()
         return
     rows = [("NAME", "VERSION", "EXTENSIONS", "SHA256", "SOURCE"), *(_row(entry) for entry in entries)]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         click.echo("  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]))
+    _builtins()
+
+
+def _builtins() -> None:
+    from drsg.pipeline.code.handlers import builtin_handlers
+
+    for handler in builtin_handlers():
+        manifest = handler.manifest
+        click.echo(
+            f"built in: {manifest.ident}  handles: {' '.join(manifest.extensions)}  (`drsg plugin show {manifest.name}`)"
+        )
 
 
 def _row(entry: Entry) -> tuple[str, str, str, str, str]:
@@ -70,8 +82,33 @@ def _row(entry: Entry) -> tuple[str, str, str, str, str]:
 @json_option
 @click.pass_obj
 def plugin_show(obj: Context, name: str, as_json: bool) -> None:
-    """Show one installed plugin: version, extensions, hash, source, and what it emits if known."""
-    card: dict[str, Any] = Registry.from_settings(obj.settings).show(name)
+    """Show one installed plugin (version, extensions, hash, source), or a built-in handler and what it emits."""
+    from drsg.pipeline.code.handlers import BUILTIN_VOCABULARY, builtin_handlers
+
+    registry = Registry.from_settings(obj.settings)
+    builtin = {h.manifest.name: h.manifest for h in builtin_handlers()}
+    if name in builtin and name not in {entry.name for entry in registry.entries()}:
+        manifest = builtin[name]
+        vocabulary = BUILTIN_VOCABULARY[name]
+        if as_json:
+            emit_json(
+                {
+                    "name": name,
+                    "version": manifest.version,
+                    "extensions": list(manifest.extensions),
+                    "builtin": True,
+                    "vocabulary": vocabulary,
+                }
+            )
+            return
+        click.echo(f"{manifest.ident} (built in)")
+        click.echo(f"  handles:    {' '.join(manifest.extensions)}")
+        click.echo(f"  labels:     {', '.join(vocabulary['labels'])}")
+        click.echo(f"  edge types: {', '.join(vocabulary['edge_types'])}")
+        for owner, names in vocabulary["properties"].items():
+            click.echo(f"  {owner}: {', '.join(names)}")
+        return
+    card: dict[str, Any] = registry.show(name)
     if as_json:
         emit_json(card)
         return

@@ -26,6 +26,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_install_list_show_remove(drsg: Callable[..., Ran], store: Path) -> None:
     assert drsg("plugin", "list").out.startswith("no plugins installed")
+    assert "built in: py@1.0.0  handles: .py .pyi .pyw" in drsg("plugin", "list").out
     ran = drsg("plugin", "install", str(ECHO))
     assert ran.code == 0
     first, handles = ran.lines()
@@ -33,7 +34,8 @@ def test_install_list_show_remove(drsg: Callable[..., Ran], store: Path) -> None
     assert handles == "  handles: .txt"
     assert drsg("plugin", "install", str(ECHO)).lines()[0].startswith("reinstalled echo@1.0.0")
 
-    header, row = drsg("plugin", "list").lines()
+    header, row, builtin = drsg("plugin", "list").lines()
+    assert builtin.startswith("built in: py@1.0.0")
     assert header.split() == ["NAME", "VERSION", "EXTENSIONS", "SHA256", "SOURCE"]
     assert row.split()[:3] == ["echo", "1.0.0", ".txt"] and row.split()[4] == str(ECHO.resolve())
     [record] = drsg("plugin", "list", "--json").json_lines()
@@ -73,3 +75,37 @@ def test_every_plugin_command_has_help(drsg: Callable[..., Ran]) -> None:
     for command in ("install", "list", "show", "remove"):
         ran = drsg("plugin", command, "--help")
         assert ran.code == 0 and len(ran.out.splitlines()) > 3, command
+
+
+def test_a_built_in_handler_shows_its_vocabulary(drsg: Callable[..., Ran], store: Path) -> None:
+    shown = drsg("plugin", "show", "py")
+    assert shown.code == 0 and shown.lines()[0] == "py@1.0.0 (built in)"
+    assert "  edge types: CONTAINS, IMPORTS, EXTENDS, CALLS, REFERENCES" in shown.lines()
+    card = json.loads(drsg("plugin", "show", "py", "--json").out)
+    assert card["builtin"] is True and "Method" in card["vocabulary"]["labels"]
+
+
+def test_digest_routes_to_an_installed_plugin_and_refuses_a_tampered_one(
+    drsg: Callable[..., Ran], store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.fake_openai import FakeOpenAI
+    from tests.support.scripted_model import ScriptedModel
+
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "note.txt").write_text("Hello")
+    (root / "mod.py").write_text("def f():\n    pass\n")
+    assert drsg("plugin", "install", str(ECHO)).code == 0
+    with FakeOpenAI(dims=8, api_key="k") as fake:
+        ScriptedModel().install(fake)
+        chat = ("--chat", fake.base_url, "--model", "m", "--chat-key-env", "ECHO_KEY", "--no-embed")
+        monkeypatch.setenv("ECHO_KEY", "k")
+        ran = drsg("digest", str(root), "-vvv", *chat)
+    assert ran.code == 0, ran.err
+    assert any(line.startswith("preprocessed by echo@1.0.0 (") for line in ran.lines())
+    assert any(line.startswith("preprocessed by py@1.0.0 (") for line in ran.lines())
+    assert "  read note.txt  (echo@1.0.0)" in ran.lines() and "  read mod.py  (py@1.0.0)" in ran.lines()
+    installed = store / "echo-1.0.0.wasm"
+    installed.write_bytes(installed.read_bytes() + b" ")
+    refused = drsg("digest", str(root), "--code-only")
+    assert refused.code == 1 and "plugin echo's file" in refused.err and "changed since it was installed" in refused.err
