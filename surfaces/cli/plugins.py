@@ -69,7 +69,8 @@ def _builtins() -> None:
     for handler in builtin_handlers():
         manifest = handler.manifest
         click.echo(
-            f"built in: {manifest.ident}  handles: {' '.join(manifest.extensions)}  (`drsg plugin show {manifest.name}`)"
+            f"built in: {manifest.ident}  handles: {' '.join(manifest.extensions)}"
+            f"  (`drsg plugin show {manifest.name}`)"
         )
 
 
