@@ -54,7 +54,7 @@ from drsg.pipeline.code.handler import (
 )
 
 MANIFEST = Manifest("py", "1.0.0", (".py", ".pyi", ".pyw"))
-VOCABULARY = {
+VOCABULARY: dict[str, Any] = {
     "labels": ["Module", "Class", "Function", "Method", "Const", "Var", "TypeAlias", "Package", "External"],
     "edge_types": ["CONTAINS", "IMPORTS", "EXTENDS", "CALLS", "REFERENCES"],
     "properties": {
