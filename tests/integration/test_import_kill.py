@@ -48,9 +48,17 @@ def _state(path: Path) -> tuple[int, list[str], tuple[int, int]]:
 
 
 def _staged(path: Path) -> bool:
-    with drsg.open(path, readonly=True) as db, db.env.read() as txn:
-        mark = read_mark(txn, db.env.dbs["meta"])
-        return mark is not None and mark.top > mark.base
+    return _staged_commits(path) > 0
+
+
+def _staged_commits(path: Path) -> int:
+    """How many commits a running (or dead) import has staged past the head."""
+    try:
+        with drsg.open(path, readonly=True) as db, db.env.read() as txn:
+            mark = read_mark(txn, db.env.dbs["meta"])
+            return mark.top - mark.base if mark is not None else 0
+    except drsg.DrsgError:
+        return 0  # the file is being grown or replaced this instant: ask again
 
 
 def _wait_gone(path: Path) -> None:
@@ -74,6 +82,17 @@ def _wait_gone(path: Path) -> None:
 def _kill_after(cmd: list[str], delay: float, path: Path) -> None:
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    _wait_gone(path)
+
+
+def _kill_when_staged(cmd: list[str], commits: int, path: Path) -> None:
+    """Kill the import once it has staged ``commits`` commits: a point inside staging however fast
+    or slow the machine is today (a kill timed by a clock lands after the end on a quiet machine)."""
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while proc.poll() is None and _staged_commits(path) < commits:
+        time.sleep(0.001)
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
     _wait_gone(path)
@@ -106,18 +125,25 @@ def test_a_killed_import_leaves_all_of_the_file_or_none(tmp_path: Path) -> None:
     took = time.monotonic() - started
     after = _state(complete)
     assert after[2] == (6_001, 6_000) and after[0] > before[0] + 20  # many commits: many chunks to land in
-    # Most kills while chunks are being staged; the first few before, the last few around the end.
-    window = last - first
-    delays = [first * f for f in (0.5, 0.9)]
-    delays += [first + window * i / (KILLS - 5) for i in range(KILLS - 4)]
-    delays += [last + (took - last) * f for f in (0.5, 1.5)]
+    # Most kills while chunks are being staged, each once a given number of commits has been staged
+    # (the last of them as the head moves); the first few by the clock, before staging starts and
+    # after the end.
+    chunks = after[0] - before[0]
+    points: list[float | int] = [first * 0.5, first * 0.9]
+    points += [max(1, round(chunks * i / (KILLS - 5))) for i in range(KILLS - 4)]
+    points += [last + (took - last) * 0.5, took * 1.5]
 
     outcomes = {"none": 0, "none, staged commits left": 0, "all": 0, "undo killed": 0}
-    for kill, delay in enumerate(delays):
-        _kill_after([str(EXE), "--db", str(path), "import", str(source), "--plane", "p"], delay, path)
+    for kill, point in enumerate(points):
+        command = [str(EXE), "--db", str(path), "import", str(source), "--plane", "p"]
+        if isinstance(point, int):
+            _kill_when_staged(command, point, path)
+        else:
+            _kill_after(command, point, path)
+        delay = point
         staged = _staged(path)
         state = _state(path)
-        assert state in (before, after), f"kill {kill} at {delay:.2f}s left a partial import: {state[2]}"
+        assert state in (before, after), f"kill {kill} at {delay} left a partial import: {state[2]}"
         assert subprocess.run([str(EXE), "--db", str(path), "check"], env=ENV, capture_output=True).returncode == 0
         if state == after:
             outcomes["all"] += 1
