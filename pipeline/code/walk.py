@@ -21,9 +21,10 @@ read as it stands). Every file withheld is recorded with the rule that withheld 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,45 +81,99 @@ TRACKED_ONLY = "--tracked-only"
 
 
 @dataclass(frozen=True)
-class _Rules:
-    """One ignore file's patterns, matched relative to the directory holding it.
-
-    A file at or below the walk's root has ``base`` = its directory (root-relative, "" = the root);
-    one above the root has ``prefix`` = the root's path relative to its directory."""
-
-    base: str
-    prefix: str
-    source: str
-    spec: pathspec.GitIgnoreSpec
-    lines: tuple[str, ...]
-    per_file: bool = False  # Docker's way: each file is matched on its own, no folder is pruned
-
-    def check(self, relative: str, is_dir: bool) -> tuple[bool, str] | None:
-        """(ignored?, the deciding pattern) or None when no pattern of this file matches."""
-        if self.per_file and is_dir:
-            return None  # a later `!` line may bring back a file under a matched folder
-        if self.prefix:
-            path = f"{self.prefix}/{relative}"
-        elif not self.base:
-            path = relative
-        elif relative.startswith(self.base + "/"):
-            path = relative[len(self.base) + 1 :]
-        else:
-            return None
-        result = self.spec.check_file(path + "/" if is_dir else path)
-        if result.include is None or result.index is None:
-            return None
-        return bool(result.include), self.lines[result.index]
+class _Rule:
+    source: str  # the ignore file it is written in
+    text: str  # the line as written
 
 
-def _read_rules(file: Path, source: str, base: str = "", prefix: str = "", anchored: bool = False) -> _Rules | None:
+class _GitRules:
+    """Every .gitignore line that applies below one directory, as one list in git's precedence.
+
+    Git lets a deeper file override a shallower one and, within a file, the last matching line
+    win. Each line is rebased onto one coordinate root (the repository's top, or the walk's root
+    outside git) — ``gen/`` in ``pkg/.gitignore`` becomes ``pkg/**/gen/`` — and the files are
+    concatenated shallowest first, so "the last matching line wins" over the concatenation is
+    git's rule. A line is matched against the path itself, as git does: what is under an ignored
+    directory is withheld because the walk does not go in (nothing there comes back, whatever a
+    later ``!`` line says), not because the line matches it. pathspec compiles each line; its
+    matcher also matches a directory's contents, which would let ``!keep.log`` bring back
+    ``keep.log/y.log/a`` — so the compiled expressions are held to the whole path here.
+    """
+
+    def __init__(self, lines: list[tuple[str, _Rule]]) -> None:
+        self.lines = lines
+        self.matchers = [_exact(rebased) for rebased, _ in lines]
+
+    def extended(self, file: Path, source: str, base: str) -> _GitRules:
+        lines = _lines(file)
+        if not lines:
+            return self
+        return _GitRules([*self.lines, *((_rebase(line, base), _Rule(source, line)) for line in lines)])
+
+    def decide(self, path: str, is_dir: bool) -> _Rule | None:
+        """The line that ignores ``path``, or None (no line matches it, or a ``!`` line keeps it)."""
+        target = path + "/" if is_dir else path
+        for (_, rule), matcher in zip(reversed(self.lines), reversed(self.matchers), strict=True):
+            if matcher is not None and matcher[1](path, target):
+                return rule if matcher[0] else None
+        return None
+
+
+Matcher = Callable[[str, str], bool]  # (path, path with a trailing slash when a directory)
+
+
+def _exact(line: str) -> tuple[bool, Matcher] | None:
+    """(ignores?, matcher) for one gitignore line, or None for a comment or a blank line."""
+    patterns = pathspec.GitIgnoreSpec.from_lines([line]).patterns
+    if not patterns or patterns[0].include is None or patterns[0].regex is None:
+        return None
+    include, regex = bool(patterns[0].include), patterns[0].regex
+    body = line.strip().lstrip("!")
+    if regex.pattern == ".":  # `*` and `**`: everything
+        return include, lambda path, target: True
+    if body.endswith("/**"):  # what is inside the folder, at any depth, not the folder itself
+        return include, lambda path, target: regex.match(path) is not None
+    whole = re.compile(regex.pattern + r"\Z")
+    return include, lambda path, target: whole.match(target) is not None
+
+
+def _lines(file: Path) -> list[str]:
     try:
         text = file.read_text(encoding="utf-8", errors="replace")
     except OSError:
+        return []
+    # pathspec makes no pattern of an empty line, so keeping one would shift every index after it
+    return [line.rstrip("\r") for line in text.splitlines() if line.rstrip("\r")]
+
+
+def _rebase(line: str, base: str) -> str:
+    """A line of ``<base>/.gitignore`` as a line of the coordinate root's, by git's anchoring rules."""
+    if not base or not line.strip() or line.startswith("#"):
+        return line
+    negate = line.startswith("!")
+    body = line[1:] if negate else line
+    if body.startswith("/"):
+        body = f"{base}{body}"  # anchored at its file's directory
+    elif "/" in body.rstrip().rstrip("/"):
+        body = f"{base}/{body}"  # a slash inside anchors it too
+    else:
+        body = f"{base}/**/{body}"  # a bare name matches at any depth below
+    return ("!" if negate else "") + body
+
+
+class _DockerRules:
+    """The root's .dockerignore as Docker reads it: every line anchored at the root, each file matched
+    on its own (no folder is pruned, so ``!notes/deep`` brings back a file under an ignored ``notes``)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.spec = pathspec.GitIgnoreSpec.from_lines([_anchor(line) for line in lines])
+
+    def decide(self, path: str) -> _Rule | None:
+        result = self.spec.check_file(path)
+        if result.include and result.index is not None:
+            return _Rule(".dockerignore", self.lines[result.index])
         return None
-    lines = tuple(line.rstrip("\r") for line in text.splitlines())
-    patterns = [_anchor(line) for line in lines] if anchored else list(lines)
-    return _Rules(base, prefix, source, pathspec.GitIgnoreSpec.from_lines(patterns), lines, per_file=anchored)
 
 
 def _anchor(line: str) -> str:
@@ -142,20 +197,16 @@ def git_root(path: Path) -> Path | None:
     return None
 
 
-def _parent_rules(root: Path, top: Path) -> list[_Rules]:
-    """``.git/info/exclude`` and the ``.gitignore`` files from the repository's root down to the walk's."""
+def _parent_rules(root: Path, top: Path) -> tuple[_GitRules, str]:
+    """``.git/info/exclude`` and the ``.gitignore`` files from the repository's top down to the walk's
+    root (its own is read by the walk), with the walk root's path below the top (the coordinates)."""
     inside = root.relative_to(top).as_posix()
     parts = [] if inside == "." else inside.split("/")
-    rules: list[_Rules] = []
-    exclude = top / ".git" / "info" / "exclude"
-    if exclude.is_file() and (found := _read_rules(exclude, ".git/info/exclude", prefix="/".join(parts))):
-        rules.append(found)
-    for depth in range(len(parts)):  # the root's own .gitignore is read by the walk itself
+    rules = _GitRules([]).extended(top / ".git" / "info" / "exclude", ".git/info/exclude", "")
+    for depth in range(len(parts)):
         folder = top.joinpath(*parts[:depth])
-        ignore = folder / ".gitignore"
-        if ignore.is_file() and (found := _read_rules(ignore, str(ignore), prefix="/".join(parts[depth:]))):
-            rules.append(found)
-    return rules
+        rules = rules.extended(folder / ".gitignore", str(folder / ".gitignore"), "/".join(parts[:depth]))
+    return rules, "/".join(parts)
 
 
 def walk(
@@ -170,71 +221,61 @@ def walk(
     unknown = chosen - set(IGNORE_FILE_NAMES)
     if unknown:
         raise UsageError(f"unknown ignore file {sorted(unknown)[0]!r}; choose gitignore, dockerignore, or '' for none")
-    skipped = {p.resolve() for p in skip}
-    top = git_root(root)
-    rules: list[_Rules] = []
-    if "gitignore" in chosen and top is not None:
-        rules.extend(_parent_rules(root, top))
-    if "dockerignore" in chosen and (root / ".dockerignore").is_file():
-        docker = _read_rules(root / ".dockerignore", ".dockerignore", anchored=True)
-        if docker is not None:
-            rules.append(docker)
-    tracked = _tracked(root) if tracked_only else None
-    result = Walk(root)
-    _walk_dir(root, "", rules, "gitignore" in chosen, skipped, tracked, None, result)
-    result.files.sort()
-    result.withheld.sort(key=lambda item: item.path)
-    return result
+    git: _GitRules | None = None
+    prefix = ""
+    if "gitignore" in chosen:
+        top = git_root(root)
+        git, prefix = _parent_rules(root, top) if top is not None else (_GitRules([]), "")
+    docker = None
+    if "dockerignore" in chosen and (lines := _lines(root / ".dockerignore")):
+        docker = _DockerRules(lines)
+    walker = _Walker(Walk(root), docker, {p.resolve() for p in skip}, _tracked(root) if tracked_only else None)
+    walker.dir(root, "", prefix, git, None)
+    walker.result.files.sort()
+    walker.result.withheld.sort(key=lambda item: item.path)
+    return walker.result
 
 
-def _walk_dir(
-    folder: Path,
-    relative: str,
-    rules: list[_Rules],
-    gitignore: bool,
-    skipped: set[Path],
-    tracked: frozenset[str] | None,
-    withheld_by: Withheld | None,
-    result: Walk,
-) -> None:
-    if gitignore and withheld_by is None:
-        own = folder / ".gitignore"
-        if own.is_file() and (found := _read_rules(own, f"{relative}/.gitignore".lstrip("/"), base=relative)):
-            rules = [*rules, found]
-    try:
-        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
-    except OSError:
-        return
-    for entry in entries:
-        path = f"{relative}/{entry.name}" if relative else entry.name
-        if _floor(entry, relative) or Path(entry.path).resolve() in skipped:
-            continue
+@dataclass
+class _Walker:
+    result: Walk
+    docker: _DockerRules | None
+    skipped: set[Path]
+    tracked: frozenset[str] | None
+
+    def dir(self, folder: Path, relative: str, at: str, git: _GitRules | None, under: _Rule | None) -> None:
+        """``at``: this folder's path in the git rules' coordinates; ``under``: the rule that withheld
+        a folder above it (its files are counted as withheld, never read)."""
+        if git is not None and under is None:
+            git = git.extended(folder / ".gitignore", f"{relative}/.gitignore".lstrip("/"), at)
         try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file(follow_symlinks=False)
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
         except OSError:
-            continue
-        if not (is_dir or is_file):
-            continue  # symlinks, sockets, devices: a walk reads regular files only
-        why = withheld_by or _decide(rules, path, is_dir)
-        if is_dir:
-            _walk_dir(Path(entry.path), path, rules, gitignore, skipped, tracked, why, result)
-        elif why is not None:
-            result.withheld.append(Withheld(path, why.source, why.rule))
-        elif tracked is not None and path not in tracked:
-            result.withheld.append(Withheld(path, TRACKED_ONLY, "not tracked by git"))
-        else:
-            result.files.append(path)
-
-
-def _decide(rules: list[_Rules], path: str, is_dir: bool) -> Withheld | None:
-    """The deepest ignore file with a matching line decides (git's precedence)."""
-    for found in reversed(rules):
-        decided = found.check(path, is_dir)
-        if decided is not None:
-            ignored, rule = decided
-            return Withheld(path, found.source, rule) if ignored else None
-    return None
+            return
+        for entry in entries:
+            path = f"{relative}/{entry.name}" if relative else entry.name
+            where = f"{at}/{entry.name}" if at else entry.name
+            if _floor(entry, relative) or Path(entry.path).resolve() in self.skipped:
+                continue
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                is_file = entry.is_file(follow_symlinks=False)
+            except OSError:
+                continue
+            if not (is_dir or is_file):
+                continue  # symlinks, sockets, devices: a walk reads regular files only
+            why = under or (git.decide(where, is_dir) if git is not None else None)
+            if is_dir:
+                self.dir(Path(entry.path), path, where, git, why)
+                continue
+            if why is None and self.docker is not None:
+                why = self.docker.decide(path)
+            if why is not None:
+                self.result.withheld.append(Withheld(path, why.source, why.text))
+            elif self.tracked is not None and path not in self.tracked:
+                self.result.withheld.append(Withheld(path, TRACKED_ONLY, "not tracked by git"))
+            else:
+                self.result.files.append(path)
 
 
 def _floor(entry: os.DirEntry[str], relative: str) -> bool:
