@@ -1,0 +1,488 @@
+/* parse: one file at a time, the tree-sitter C grammar's syntax tree walked into a partial
+ * (c_plugin.h). Definitions are read at file scope, including inside #if/#ifdef branches (all
+ * branches: a parser cannot know which the build takes); calls and value uses inside bodies. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "c_plugin.h"
+#include "json.h"
+#include "tree_sitter/api.h"
+
+const TSLanguage *tree_sitter_c(void);
+
+typedef struct {
+    const char *src;
+    uint32_t len;
+    buf *out;
+    int include_source;
+    int ndefs;
+    uint32_t indirect;
+    /* identifiers already recorded for the current definition (a small open-addressing set) */
+    const char **seen;
+    uint32_t *seen_len;
+    uint32_t seen_cap, seen_n;
+} ctx;
+
+/* --------------------------------------------------------------------------------------- helpers */
+void field_escaped(buf *b, const char *s, size_t len) {
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\t') buf_puts(b, "\\t");
+        else if (c == '\n') buf_puts(b, "\\n");
+        else if (c == '\\') buf_puts(b, "\\\\");
+        else buf_putc(b, c);
+    }
+}
+
+int option_true(const wpair *options, uint32_t n, const char *key) {
+    for (uint32_t i = 0; i < n; i++)
+        if (wstr_eq(options[i].key, key)) return wstr_eq(options[i].value, "true");
+    return 0;
+}
+
+static int is(TSNode n, const char *type) { return !ts_node_is_null(n) && strcmp(ts_node_type(n), type) == 0; }
+static uint32_t line_of(TSNode n) { return ts_node_start_point(n).row + 1; }
+static TSNode field(TSNode n, const char *name) { return ts_node_child_by_field_name(n, name, (uint32_t)strlen(name)); }
+
+static wstr text(ctx *c, TSNode n) {
+    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+    if (b > c->len) b = c->len;
+    if (a > b) a = b;
+    return (wstr){c->src + a, b - a};
+}
+
+/* the bytes from a to b with every run of white space made one space, trimmed */
+static void collapsed(buf *out, const char *s, uint32_t len) {
+    int space = 0, any = 0;
+    for (uint32_t i = 0; i < len; i++) {
+        char ch = s[i];
+        if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v') {
+            space = 1;
+            continue;
+        }
+        if (space && any) buf_putc(out, ' ');
+        space = 0, any = 1;
+        buf_putc(out, ch);
+    }
+}
+
+static void member_collapsed(buf *b, int *first, const char *key, const char *s, uint32_t len) {
+    buf tmp = {0};
+    collapsed(&tmp, s, len);
+    json_member_str(b, first, key, tmp.data ? tmp.data : "", tmp.len);
+}
+
+static int has_keyword(ctx *c, TSNode n, const char *child_type, const char *word) {
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode k = ts_node_named_child(n, i);
+        if (is(k, child_type) && wstr_eq(text(c, k), word)) return 1;
+    }
+    return 0;
+}
+
+/* the name a declarator declares: follow `declarator` fields (through pointers, arrays, functions,
+ * parentheses, attributes) to the identifier. *function says whether the declarator wrapping the name
+ * most closely (parentheses aside) is a function declarator: `*f(void)` is a function, `(*f)(void)` a
+ * pointer to one. */
+static TSNode declared_name(TSNode d, int *function) {
+    const char *closest = "";
+    while (!ts_node_is_null(d)) {
+        const char *t = ts_node_type(d);
+        if (!strcmp(t, "identifier") || !strcmp(t, "type_identifier") || !strcmp(t, "field_identifier")) break;
+        if (!strcmp(t, "parenthesized_declarator")) {
+            d = ts_node_named_child(d, 0);
+            continue;
+        }
+        if (strcmp(t, "attributed_declarator")) closest = t;
+        d = field(d, "declarator");
+    }
+    if (function) *function = !ts_node_is_null(d) && !strcmp(closest, "function_declarator");
+    return d;
+}
+
+/* comments right before a definition (no blank line between, not trailing the line before), joined */
+static void doc_comment(ctx *c, TSNode n, buf *b, int *first) {
+    TSNode prev = ts_node_prev_sibling(n), start = n;
+    uint32_t expect = ts_node_start_point(n).row;
+    while (is(prev, "comment") && ts_node_end_point(prev).row + 1 >= expect && ts_node_end_point(prev).row <= expect) {
+        start = prev;
+        expect = ts_node_start_point(prev).row;
+        prev = ts_node_prev_sibling(prev);
+    }
+    if (!ts_node_is_null(prev) && !ts_node_eq(start, n) && ts_node_end_point(prev).row == ts_node_start_point(start).row)
+        start = ts_node_next_sibling(start); /* `x; // about x` belongs to the line before */
+    if (ts_node_eq(start, n) || !is(start, "comment")) return;
+    uint32_t a = ts_node_start_byte(start), z = a;
+    for (TSNode k = start; is(k, "comment"); k = ts_node_next_sibling(k)) z = ts_node_end_byte(k);
+    json_member_str(b, first, "doc_comment", c->src + a, z - a);
+}
+
+static void seen_reset(ctx *c) {
+    if (c->seen_n) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
+    c->seen_n = 0;
+}
+
+/* 1 when the name is new for this definition (and records it) */
+static int seen_add(ctx *c, wstr s) {
+    if (c->seen_n * 2 >= c->seen_cap) {
+        uint32_t cap = c->seen_cap ? c->seen_cap * 2 : 256;
+        const char **old = c->seen;
+        uint32_t *old_len = c->seen_len, old_cap = c->seen_cap;
+        c->seen = xmalloc(cap * sizeof *c->seen), c->seen_len = xmalloc(cap * sizeof *c->seen_len);
+        memset(c->seen, 0, cap * sizeof *c->seen);
+        c->seen_cap = cap, c->seen_n = 0;
+        for (uint32_t i = 0; i < old_cap; i++)
+            if (old && old[i]) seen_add(c, (wstr){old[i], old_len[i]});
+    }
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < s.len; i++) h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
+    for (uint32_t i = h & (c->seen_cap - 1);; i = (i + 1) & (c->seen_cap - 1)) {
+        if (!c->seen[i]) {
+            c->seen[i] = s.ptr, c->seen_len[i] = s.len, c->seen_n++;
+            return 1;
+        }
+        if (c->seen_len[i] == s.len && memcmp(c->seen[i], s.ptr, s.len) == 0) return 0;
+    }
+}
+
+/* ------------------------------------------------------------------------------------ the records */
+static int begin_def(ctx *c, const char *label, int local, uint32_t line, wstr name) {
+    buf *o = c->out;
+    buf_puts(o, "D\t"), buf_puts(o, label), buf_puts(o, local ? "\t1\t" : "\t0\t");
+    buf_putu(o, line), buf_putc(o, '\t');
+    field_escaped(o, name.ptr, name.len);
+    buf_putc(o, '\t');
+    seen_reset(c);
+    return c->ndefs++;
+}
+
+/* calls and value uses below n, charged to definition def */
+static void uses(ctx *c, TSNode n, int def) {
+    TSTreeCursor cur = ts_tree_cursor_new(n);
+    const char *parents[512];
+    int depth = 0;
+    parents[0] = ts_node_type(n);
+    for (;;) {
+        if (ts_tree_cursor_goto_first_child(&cur)) {
+            depth++;
+        } else {
+            while (!ts_tree_cursor_goto_next_sibling(&cur)) {
+                if (!ts_tree_cursor_goto_parent(&cur) || --depth <= 0) goto done;
+            }
+        }
+        TSNode k = ts_tree_cursor_current_node(&cur);
+        if (depth < 512) parents[depth] = ts_node_type(k);
+        const char *parent = parents[depth - 1 < 511 ? depth - 1 : 511];
+        const char *t = ts_node_type(k);
+        if (!strcmp(t, "call_expression")) {
+            TSNode f = field(k, "function");
+            if (is(f, "identifier")) {
+                wstr name = text(c, f);
+                buf_puts(c->out, "C\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
+                buf_putu(c->out, line_of(f)), buf_putc(c->out, '\t');
+                field_escaped(c->out, name.ptr, name.len), buf_putc(c->out, '\n');
+            } else {
+                c->indirect++;
+            }
+        } else if (!strcmp(t, "identifier")) {
+            const char *f = ts_tree_cursor_current_field_name(&cur);
+            int value = 1;
+            if (f && !strcmp(f, "function") && !strcmp(parent, "call_expression")) value = 0;
+            else if (f && !strcmp(f, "declarator")) value = 0;
+            else if (strstr(parent, "declarator") || !strcmp(parent, "parameter_declaration") ||
+                     !strcmp(parent, "labeled_statement") || !strcmp(parent, "goto_statement") ||
+                     !strncmp(parent, "preproc_", 8))
+                value = 0;
+            wstr name = text(c, k);
+            if (value && seen_add(c, name)) {
+                buf_puts(c->out, "R\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
+                buf_putu(c->out, line_of(k)), buf_putc(c->out, '\t');
+                field_escaped(c->out, name.ptr, name.len), buf_putc(c->out, '\n');
+            }
+        }
+    }
+done:
+    ts_tree_cursor_delete(&cur);
+}
+
+static void end_def(ctx *c) { buf_putc(c->out, '\n'); }
+
+static void function_definition(ctx *c, TSNode n) {
+    int fn = 0;
+    TSNode name = declared_name(field(n, "declarator"), &fn);
+    TSNode body = field(n, "body");
+    if (ts_node_is_null(name) || !fn) return;
+    int local = has_keyword(c, n, "storage_class_specifier", "static");
+    int def = begin_def(c, "Function", local, line_of(n), text(c, name));
+    buf *o = c->out;
+    int first = 1;
+    uint32_t a = ts_node_start_byte(n), z = ts_node_is_null(body) ? ts_node_end_byte(n) : ts_node_start_byte(body);
+    member_collapsed(o, &first, "signature", c->src + a, z - a);
+    json_member_str(o, &first, "visibility", local ? "static" : "exported", local ? 6 : 8);
+    json_member_int(o, &first, "end_line", ts_node_end_point(n).row + 1);
+    doc_comment(c, n, o, &first);
+    if (c->include_source) {
+        wstr code = text(c, n);
+        json_member_str(o, &first, "_code", code.ptr, code.len);
+    }
+    end_def(c);
+    if (!ts_node_is_null(body)) uses(c, body, def);
+}
+
+static void tag(ctx *c, TSNode n, int *emitted) {
+    const char *t = ts_node_type(n), *label;
+    if (!strcmp(t, "struct_specifier")) label = "Struct";
+    else if (!strcmp(t, "union_specifier")) label = "Union";
+    else if (!strcmp(t, "enum_specifier")) label = "Enum";
+    else return;
+    TSNode name = field(n, "name"), body = field(n, "body");
+    if (ts_node_is_null(name) || ts_node_is_null(body)) return;
+    buf key = {0};
+    buf_puts(&key, label[0] == 'S' ? "struct " : label[0] == 'U' ? "union " : "enum ");
+    wstr nm = text(c, name);
+    buf_put(&key, nm.ptr, nm.len);
+    begin_def(c, label, 0, line_of(n), buf_wstr(&key));
+    buf *o = c->out;
+    int first = 1;
+    json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
+    buf_putc(o, '[');
+    int any = 0;
+    uint32_t count = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode k = ts_node_named_child(body, i);
+        if (is(k, "enumerator")) {
+            wstr v = text(c, field(k, "name"));
+            if (any++) buf_putc(o, ',');
+            json_str(o, v.ptr, v.len);
+        } else if (is(k, "field_declaration")) {
+            TSTreeCursor cur = ts_tree_cursor_new(k);
+            if (ts_tree_cursor_goto_first_child(&cur)) do {
+                    const char *f = ts_tree_cursor_current_field_name(&cur);
+                    if (!f || strcmp(f, "declarator")) continue;
+                    TSNode fname = declared_name(ts_tree_cursor_current_node(&cur), 0);
+                    if (ts_node_is_null(fname)) continue;
+                    wstr v = text(c, fname);
+                    if (any++) buf_putc(o, ',');
+                    json_str(o, v.ptr, v.len);
+                } while (ts_tree_cursor_goto_next_sibling(&cur));
+            ts_tree_cursor_delete(&cur);
+        }
+    }
+    buf_putc(o, ']');
+    doc_comment(c, n, o, &first);
+    end_def(c);
+    if (emitted) *emitted = 1;
+}
+
+/* the fields of an anonymous struct/union/enum body, for the typedef that names it */
+static void anonymous_fields(ctx *c, TSNode type, buf *o, int *first) {
+    TSNode body = field(type, "body");
+    if (ts_node_is_null(body) || !ts_node_is_null(field(type, "name"))) return;
+    int is_enum = is(type, "enum_specifier");
+    json_key(o, first, is_enum ? "variants" : "fields");
+    buf_putc(o, '[');
+    int any = 0;
+    uint32_t count = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode k = ts_node_named_child(body, i);
+        TSNode nm = is(k, "enumerator") ? field(k, "name") : is(k, "field_declaration") ? declared_name(field(k, "declarator"), 0) : (TSNode){0};
+        if (ts_node_is_null(nm)) continue;
+        wstr v = text(c, nm);
+        if (any++) buf_putc(o, ',');
+        json_str(o, v.ptr, v.len);
+    }
+    buf_putc(o, ']');
+}
+
+static void type_definition(ctx *c, TSNode n) {
+    TSNode type = field(n, "type");
+    tag(c, type, 0);
+    int has_body = !ts_node_is_null(field(type, "body"));
+    TSTreeCursor cur = ts_tree_cursor_new(n);
+    if (ts_tree_cursor_goto_first_child(&cur)) do {
+            const char *f = ts_tree_cursor_current_field_name(&cur);
+            if (!f || strcmp(f, "declarator")) continue;
+            TSNode d = ts_tree_cursor_current_node(&cur);
+            TSNode name = declared_name(d, 0);
+            if (ts_node_is_null(name)) continue;
+            begin_def(c, "TypeAlias", 0, line_of(n), text(c, name));
+            buf *o = c->out;
+            int first = 1;
+            if (has_body) {
+                /* typedef struct X {…} Y: the body is the Struct's; say what it aliases without it */
+                TSNode tname = field(type, "name");
+                buf what = {0};
+                const char *tt = ts_node_type(type);
+                buf_put(&what, tt, strchr(tt, '_') - tt);
+                if (!ts_node_is_null(tname)) buf_putc(&what, ' '), buf_put(&what, text(c, tname).ptr, text(c, tname).len);
+                else buf_puts(&what, " {…}");
+                json_member_str(o, &first, "aliases", what.data, what.len);
+                anonymous_fields(c, type, o, &first);
+            } else {
+                wstr all = text(c, n);
+                member_collapsed(o, &first, "signature", all.ptr, all.len);
+                wstr tt = text(c, type);
+                member_collapsed(o, &first, "aliases", tt.ptr, tt.len);
+            }
+            doc_comment(c, n, o, &first);
+            end_def(c);
+        } while (ts_tree_cursor_goto_next_sibling(&cur));
+    ts_tree_cursor_delete(&cur);
+}
+
+static void declaration(ctx *c, TSNode n) {
+    tag(c, field(n, "type"), 0);
+    int local = has_keyword(c, n, "storage_class_specifier", "static");
+    int external = has_keyword(c, n, "storage_class_specifier", "extern");
+    int constant = has_keyword(c, n, "type_qualifier", "const");
+    TSTreeCursor cur = ts_tree_cursor_new(n);
+    if (ts_tree_cursor_goto_first_child(&cur)) do {
+            const char *f = ts_tree_cursor_current_field_name(&cur);
+            if (!f || strcmp(f, "declarator")) continue;
+            TSNode d = ts_tree_cursor_current_node(&cur), value = {0};
+            if (is(d, "init_declarator")) value = field(d, "value"), d = field(d, "declarator");
+            int fn = 0;
+            TSNode name = declared_name(d, &fn);
+            if (ts_node_is_null(name)) continue;
+            wstr nm = text(c, name);
+            if (fn) { /* a prototype */
+                buf_puts(c->out, "P\t"), field_escaped(c->out, nm.ptr, nm.len), buf_putc(c->out, '\n');
+                continue;
+            }
+            if (external && ts_node_is_null(value)) continue; /* a declaration, defined elsewhere */
+            int def = begin_def(c, constant ? "Const" : "Var", local, line_of(n), nm);
+            buf *o = c->out;
+            int first = 1;
+            uint32_t a = ts_node_start_byte(n), z = ts_node_end_byte(d);
+            TSNode type = field(n, "type");
+            if (!ts_node_is_null(field(type, "body"))) { /* struct {…} x: the body is the Struct's */
+                buf sig = {0};
+                collapsed(&sig, c->src + a, ts_node_start_byte(field(type, "body")) - a);
+                buf_puts(&sig, " {…} ");
+                wstr dt = text(c, d);
+                collapsed(&sig, dt.ptr, dt.len);
+                json_member_str(o, &first, "signature", sig.data, sig.len);
+            } else {
+                member_collapsed(o, &first, "signature", c->src + a, z - a);
+            }
+            json_member_str(o, &first, "visibility", local ? "static" : "exported", local ? 6 : 8);
+            doc_comment(c, n, o, &first);
+            end_def(c);
+            if (!ts_node_is_null(value)) uses(c, value, def);
+        } while (ts_tree_cursor_goto_next_sibling(&cur));
+    ts_tree_cursor_delete(&cur);
+}
+
+static void include(ctx *c, TSNode n) {
+    TSNode p = field(n, "path");
+    wstr w = text(c, p);
+    char kind;
+    if (is(p, "string_literal") && w.len >= 2) kind = 'q';
+    else if (is(p, "system_lib_string") && w.len >= 2) kind = 's';
+    else return; /* #include MACRO: not followed */
+    buf_puts(c->out, "I\t"), buf_putu(c->out, line_of(n)), buf_putc(c->out, '\t'), buf_putc(c->out, kind);
+    buf_putc(c->out, '\t'), field_escaped(c->out, w.ptr + 1, w.len - 2), buf_putc(c->out, '\n');
+}
+
+static void macro(ctx *c, TSNode n, wstr guard) {
+    TSNode name = field(n, "name"), value = field(n, "value"), params = field(n, "parameters");
+    if (ts_node_is_null(name)) return;
+    wstr nm = text(c, name);
+    if (ts_node_is_null(value) && ts_node_is_null(params) && guard.len == nm.len && !memcmp(guard.ptr, nm.ptr, nm.len))
+        return; /* the include guard */
+    begin_def(c, "Macro", 1, line_of(n), nm);
+    buf *o = c->out;
+    int first = 1;
+    if (!ts_node_is_null(params)) {
+        wstr p = text(c, params);
+        member_collapsed(o, &first, "parameters", p.ptr, p.len);
+    }
+    if (!ts_node_is_null(value)) {
+        wstr v = text(c, value);
+        member_collapsed(o, &first, "value", v.ptr, v.len > 400 ? 400 : v.len);
+    }
+    doc_comment(c, n, o, &first);
+    end_def(c);
+}
+
+static void top_level(ctx *c, TSNode n, wstr guard) {
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode k = ts_node_named_child(n, i);
+        const char *t = ts_node_type(k);
+        if (!strcmp(t, "function_definition")) function_definition(c, k);
+        else if (!strcmp(t, "declaration")) declaration(c, k);
+        else if (!strcmp(t, "type_definition")) type_definition(c, k);
+        else if (!strcmp(t, "struct_specifier") || !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier"))
+            tag(c, k, 0);
+        else if (!strcmp(t, "preproc_include")) include(c, k);
+        else if (!strcmp(t, "preproc_def") || !strcmp(t, "preproc_function_def")) macro(c, k, guard);
+        else if (!strcmp(t, "preproc_ifdef")) {
+            TSNode nm = field(k, "name");
+            top_level(c, k, ts_node_is_null(nm) ? (wstr){0} : text(c, nm));
+        } else if (!strncmp(t, "preproc_", 8) || !strcmp(t, "ERROR") || !strcmp(t, "linkage_specification") ||
+                   !strcmp(t, "declaration_list"))
+            top_level(c, k, (wstr){0});
+    }
+}
+
+static uint32_t count_errors(TSNode root) {
+    if (!ts_node_has_error(root)) return 0;
+    uint32_t errors = 0;
+    TSTreeCursor cur = ts_tree_cursor_new(root);
+    for (;;) {
+        TSNode k = ts_tree_cursor_current_node(&cur);
+        if (ts_node_is_error(k) || ts_node_is_missing(k)) errors++;
+        else if (ts_node_has_error(k) && ts_tree_cursor_goto_first_child(&cur)) continue;
+        while (!ts_tree_cursor_goto_next_sibling(&cur))
+            if (!ts_tree_cursor_goto_parent(&cur)) goto done;
+    }
+done:
+    ts_tree_cursor_delete(&cur);
+    return errors;
+}
+
+static void parse_one(TSParser *parser, wstr path, wstr bytes, int include_source, buf *out) {
+    TSTree *tree = ts_parser_parse_string(parser, 0, bytes.ptr, bytes.len);
+    TSNode root = ts_tree_root_node(tree);
+    buf_puts(out, "F\t"), field_escaped(out, path.ptr, path.len), buf_putc(out, '\t');
+    buf_putu(out, count_errors(root)), buf_putc(out, '\t'), buf_putu(out, bytes.len), buf_putc(out, '\n');
+    ctx c = {.src = bytes.ptr, .len = bytes.len, .out = out, .include_source = include_source};
+    top_level(&c, root, (wstr){0});
+    if (c.indirect) buf_puts(out, "X\t"), buf_putu(out, c.indirect), buf_putc(out, '\n');
+    ts_tree_delete(tree);
+}
+
+void plugin_describe(wmanifest *m) {
+    static wstr extensions[2];
+    extensions[0] = wstr_c(".c"), extensions[1] = wstr_c(".h");
+    m->name = wstr_c(C_PLUGIN_NAME);
+    m->version = wstr_c(C_PLUGIN_VERSION);
+    m->extensions = (wlist){extensions, 2};
+    m->logo_is_some = 0;
+}
+
+int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, uint32_t nfiles, const wpair *options,
+                 uint32_t noptions, buf *partial, buf *error) {
+    (void)error;
+    int include_source = option_true(options, noptions, "include_source");
+    TSParser *parser = ts_parser_new();
+    ts_parser_set_language(parser, tree_sitter_c());
+    if (is_doc) {
+        parse_one(parser, doc_name, doc_bytes, include_source, partial);
+    } else {
+        for (uint32_t i = 0; i < nfiles; i++) {
+            wstr bytes, err;
+            if (host_read(files[i], &bytes, &err)) {
+                buf_puts(partial, "S\t"), field_escaped(partial, files[i].ptr, files[i].len), buf_putc(partial, '\t');
+                field_escaped(partial, err.ptr, err.len), buf_putc(partial, '\n');
+                continue;
+            }
+            parse_one(parser, files[i], bytes, include_source, partial);
+            free((void *)bytes.ptr); /* the host allocated it through cabi_realloc */
+        }
+    }
+    ts_parser_delete(parser);
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* The C parser plugin: shared definitions of its two halves, parse (one file's syntax tree into a
+ * partial) and assemble (all partials into keyed facts, calls resolved across files).
+ *
+ * A partial is text, one record a line, fields split by tabs (tab, newline and backslash escaped as
+ * \t \n \\ inside a field); a property body is JSON object members without the braces.
+ *   F path errors bytes                    a file (then its records)
+ *   S path reason                          a file that could not be read (skipped)
+ *   D label local line name props          a definition (index = its order among the file's D records)
+ *   P name                                 a function prototype at file scope
+ *   I line q|s written                     #include "written" (q) or <written> (s)
+ *   C def line name                        a direct call name(...) inside definition def
+ *   R def line name                        an identifier used as a value inside definition def
+ *   X count                                calls through a pointer or a field (not resolved) */
+#ifndef DRSG_C_PLUGIN_H
+#define DRSG_C_PLUGIN_H
+#include "abi.h"
+
+#define C_PLUGIN_NAME "c"
+#define C_PLUGIN_VERSION "1.0.0"
+#define C_GENERATED_BY C_PLUGIN_NAME "@" C_PLUGIN_VERSION
+
+void field_escaped(buf *b, const char *s, size_t len); /* one partial field */
+int option_true(const wpair *options, uint32_t n, const char *key);
+
+#endif
