@@ -97,6 +97,12 @@ static char *unescaped(const char *s, size_t len) {
     return out;
 }
 
+static char *raw_copy(const char *s, size_t len) {
+    char *out = xmalloc(len + 1);
+    memcpy(out, s, len), out[len] = 0;
+    return out;
+}
+
 /* split one line into at most max fields (the last takes the rest) */
 static int split(const char *line, size_t len, const char **f, size_t *fl, int max) {
     int n = 0;
@@ -136,7 +142,7 @@ static int read_partial(model *m, wstr partial, buf *error) {
         } else if (file >= 0 && kind == 'D' && n == 6) {
             def_t d = {.file = file, .entity = -1};
             d.label = unescaped(f[1], fl[1]), d.local = f[2][0] == '1', d.line = atoi(unescaped(f[3], fl[3]));
-            d.name = unescaped(f[4], fl[4]), d.props = unescaped(f[5], fl[5]);
+            d.name = unescaped(f[4], fl[4]), d.props = raw_copy(f[5], fl[5]); /* JSON: no raw tab or newline */
             PUSH(m->defs, d);
             m->files.at[file].ndefs++;
         } else if (file >= 0 && kind == 'P' && n >= 2) {
@@ -287,6 +293,52 @@ static void notes_add(wstr_vec *notes, uint32_t count, const char *what) {
     PUSH(*notes, buf_wstr(&b));
 }
 
+/* mark f and every file it includes, transitively, with stamp */
+static void mark_visible(model *m, int f, uint32_t *seen, uint32_t stamp, int *stack) {
+    int top = 0;
+    seen[f] = stamp, stack[top++] = f;
+    while (top) {
+        file_t *g = &m->files.at[stack[--top]];
+        for (int j = g->first_inc; j < g->first_inc + g->ninc; j++) {
+            int t = m->incs.at[j].target;
+            if (t >= 0 && seen[t] != stamp) seen[t] = stamp, stack[top++] = t;
+        }
+    }
+}
+
+static int is_word(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+/* 1 when a word of the signature before the name is a macro, visible here, whose value says static
+ * (`#define forceinline static inline …`): clang reads such a function as static, and so do we */
+static int static_by_macro(model *m, def_t *d, smap *macros, int *next_macro, uint32_t *seen, uint32_t stamp) {
+    const char *sig = strstr(d->props, "\"signature\":\"");
+    if (!sig) return 0;
+    sig += 13;
+    const char *end = strstr(sig, d->name);
+    if (!end) return 0;
+    for (const char *p = sig; p < end;) {
+        if (!is_word(*p) || (*p >= '0' && *p <= '9')) {
+            p++;
+            continue;
+        }
+        const char *w = p;
+        while (p < end && is_word(*p)) p++;
+        int *slot = smap_slot(macros, w, (uint32_t)(p - w), 0);
+        for (int k = slot ? *slot : -1; k >= 0; k = next_macro[k]) {
+            def_t *mac = &m->defs.at[k];
+            if (seen[mac->file] != stamp) continue;
+            const char *v = strstr(mac->props, "\"value\":\"");
+            if (!v) continue;
+            v += 9;
+            const char *z = v; /* the value string's closing quote */
+            while (*z && *z != '"') z += *z == '\\' && z[1] ? 2 : 1;
+            for (const char *q = v; q + 6 <= z; q++)
+                if (!memcmp(q, "static", 6) && (q == v || !is_word(q[-1])) && (q + 6 == z || !is_word(q[6]))) return 1;
+        }
+    }
+    return 0;
+}
+
 int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *options, uint32_t noptions, woutput *result,
                     buf *error) {
     (void)options, (void)noptions;
@@ -306,48 +358,6 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         if (*slot >= 0) f->dup = 1;
         else *slot = (int)(f - m.files.at);
         f->stem = stem_of(f->path);
-    }
-
-    /* entities: (file, label, name) */
-    smap entity_index = {0};
-    for (uint32_t i = 0; i < nf; i++) {
-        file_t *f = order[i];
-        if (f->dup) continue;
-        for (int j = f->first_def; j < f->first_def + f->ndefs; j++) {
-            def_t *d = &m.defs.at[j];
-            char *id = cat(cat(f->path, "\x01", d->label), "\x01", d->name);
-            int *slot = smap_slot(&entity_index, id, (uint32_t)strlen(id), 1);
-            if (*slot < 0) {
-                entity_t e = {.file = (int)(f - m.files.at), .first_def = j};
-                *slot = (int)m.entities.n;
-                PUSH(m.entities, e);
-            }
-            d->entity = *slot;
-            PUSH(m.entities.at[*slot].lines, d->line);
-        }
-    }
-
-    /* keys: raise every clashing entity a level until nothing clashes (modules never move) */
-    uint32_t ne = m.entities.n;
-    for (int changed = 1; changed;) {
-        changed = 0;
-        smap keys = {0};
-        for (uint32_t i = 0; i < nf; i++)
-            if (!order[i]->dup) *smap_slot(&keys, order[i]->path, (uint32_t)strlen(order[i]->path), 1) = -2;
-        int *clash = xmalloc((ne + 1) * sizeof *clash);
-        memset(clash, 0, (ne + 1) * sizeof *clash);
-        for (uint32_t i = 0; i < ne; i++) {
-            entity_t *e = &m.entities.at[i];
-            e->key = entity_key(&m, e);
-            int *slot = smap_slot(&keys, e->key, (uint32_t)strlen(e->key), 1);
-            if (*slot == -1) *slot = (int)i;
-            else {
-                clash[i] = 1;
-                if (*slot >= 0) clash[*slot] = 1;
-            }
-        }
-        for (uint32_t i = 0; i < ne; i++)
-            if (clash[i] && m.entities.at[i].level < 2) m.entities.at[i].level++, changed = 1;
     }
 
     /* includes: "x.h" beside the including file, else from the root, else the one file ending in /x.h */
@@ -392,6 +402,86 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
             if (found >= 0 && !many) in->target = found, in->sys = 2; /* 2: found by suffix */
             else if (many) in->sys = 3;                               /* 3: ambiguous */
         }
+    }
+
+    /* functions made static by a macro in their specifiers */
+    uint32_t *seen = xmalloc((nf + 1) * sizeof *seen), stamp = 0;
+    memset(seen, 0, (nf + 1) * sizeof *seen);
+    int *stack = xmalloc((nf + 1) * sizeof *stack);
+    {
+        smap macros = {0};
+        int *next_macro = xmalloc((m.defs.n + 1) * sizeof *next_macro);
+        for (int i = (int)m.defs.n - 1; i >= 0; i--) {
+            def_t *d = &m.defs.at[i];
+            next_macro[i] = -1;
+            if (strcmp(d->label, "Macro") || m.files.at[d->file].dup) continue;
+            int *slot = smap_slot(&macros, d->name, (uint32_t)strlen(d->name), 1);
+            next_macro[i] = *slot;
+            *slot = i;
+        }
+        for (uint32_t i = 0; i < nf; i++) {
+            file_t *f = order[i];
+            if (f->dup) continue;
+            int marked = 0;
+            for (int j = f->first_def; j < f->first_def + f->ndefs; j++) {
+                def_t *d = &m.defs.at[j];
+                if (d->local || strcmp(d->label, "Function")) continue;
+                if (!marked) mark_visible(&m, (int)(f - m.files.at), seen, ++stamp, stack), marked = 1;
+                if (!static_by_macro(&m, d, &macros, next_macro, seen, stamp)) continue;
+                d->local = 1;
+                char *v = strstr(d->props, "\"visibility\":\"exported\"");
+                if (v) {
+                    char *rest = v + strlen("\"visibility\":\"exported\"");
+                    buf nb = {0};
+                    buf_put(&nb, d->props, (size_t)(v - d->props));
+                    buf_puts(&nb, "\"visibility\":\"static\"");
+                    buf_puts(&nb, rest), buf_putc(&nb, 0);
+                    d->props = nb.data;
+                }
+            }
+        }
+    }
+
+    /* entities: (file, label, name) */
+    smap entity_index = {0};
+    for (uint32_t i = 0; i < nf; i++) {
+        file_t *f = order[i];
+        if (f->dup) continue;
+        for (int j = f->first_def; j < f->first_def + f->ndefs; j++) {
+            def_t *d = &m.defs.at[j];
+            char *id = cat(cat(f->path, "\x01", d->label), "\x01", d->name);
+            int *slot = smap_slot(&entity_index, id, (uint32_t)strlen(id), 1);
+            if (*slot < 0) {
+                entity_t e = {.file = (int)(f - m.files.at), .first_def = j};
+                *slot = (int)m.entities.n;
+                PUSH(m.entities, e);
+            }
+            d->entity = *slot;
+            PUSH(m.entities.at[*slot].lines, d->line);
+        }
+    }
+
+    /* keys: raise every clashing entity a level until nothing clashes (modules never move) */
+    uint32_t ne = m.entities.n;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        smap keys = {0};
+        for (uint32_t i = 0; i < nf; i++)
+            if (!order[i]->dup) *smap_slot(&keys, order[i]->path, (uint32_t)strlen(order[i]->path), 1) = -2;
+        int *clash = xmalloc((ne + 1) * sizeof *clash);
+        memset(clash, 0, (ne + 1) * sizeof *clash);
+        for (uint32_t i = 0; i < ne; i++) {
+            entity_t *e = &m.entities.at[i];
+            e->key = entity_key(&m, e);
+            int *slot = smap_slot(&keys, e->key, (uint32_t)strlen(e->key), 1);
+            if (*slot == -1) *slot = (int)i;
+            else {
+                clash[i] = 1;
+                if (*slot >= 0) clash[*slot] = 1;
+            }
+        }
+        for (uint32_t i = 0; i < ne; i++)
+            if (clash[i] && m.entities.at[i].level < 2) m.entities.at[i].level++, changed = 1;
     }
 
     /* modules */
@@ -486,9 +576,6 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         next_proto[i] = *slot;
         *slot = i;
     }
-    uint32_t *seen = xmalloc((nf + 1) * sizeof *seen), stamp = 0;
-    memset(seen, 0, (nf + 1) * sizeof *seen);
-    int *stack = xmalloc((nf + 1) * sizeof *stack);
     uint32_t undefined = 0, invisible = 0, ambiguous = 0, indirect = 0, ambiguous_refs = 0, macro_calls = 0;
     uint32_t parse_errors = 0, files_with_errors = 0;
     for (uint32_t i = 0; i < nf; i++) {
@@ -497,16 +584,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         indirect += f->indirect;
         if (f->errors) parse_errors += f->errors, files_with_errors++;
         /* mark the file and everything it includes, transitively */
-        int fi = (int)(f - m.files.at), top = 0;
-        stamp++;
-        seen[fi] = stamp, stack[top++] = fi;
-        while (top) {
-            file_t *g = &m.files.at[stack[--top]];
-            for (int j = g->first_inc; j < g->first_inc + g->ninc; j++) {
-                int t = m.incs.at[j].target;
-                if (t >= 0 && seen[t] != stamp) seen[t] = stamp, stack[top++] = t;
-            }
-        }
+        mark_visible(&m, (int)(f - m.files.at), seen, ++stamp, stack);
         for (int j = f->first_use; j < f->first_use + f->nuse; j++) {
             use_t *u = &m.uses.at[j];
             char *src = u->def >= 0 ? m.entities.at[m.defs.at[u->def].entity].key : f->path;

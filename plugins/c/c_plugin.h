@@ -2,7 +2,8 @@
  * partial) and assemble (all partials into keyed facts, calls resolved across files).
  *
  * A partial is text, one record a line, fields split by tabs (tab, newline and backslash escaped as
- * \t \n \\ inside a field); a property body is JSON object members without the braces.
+ * \t \n \\ inside a field); a property body is JSON object members without the braces, kept as is
+ * (JSON escapes every control character, so it holds no raw tab or newline).
  *   F path errors bytes                    a file (then its records)
  *   S path reason                          a file that could not be read (skipped)
  *   D label local line name props          a definition (index = its order among the file's D records)
