@@ -588,7 +588,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         for (int j = f->first_use; j < f->first_use + f->nuse; j++) {
             use_t *u = &m.uses.at[j];
             char *src = u->def >= 0 ? m.entities.at[m.defs.at[u->def].entity].key : f->path;
-            int macros = 0, statics = 0, globals = 0, hidden = 0, macro = -1, stat = -1, glob = -1;
+            int macros = 0, statics = 0, globals = 0, hidden = 0, variables = 0, macro = -1, stat = -1, glob = -1;
             buf where = {0};
             for (int k = smap_get(&by_name, u->name); k >= 0; k = next_same[k]) {
                 entity_t *e = &m.entities.at[k];
@@ -600,6 +600,8 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                     if (d->local && visible) statics++, stat = k;
                     else if (d->local) hidden++;
                     else globals++, glob = k;
+                } else if (!strcmp(d->label, "Var") || !strcmp(d->label, "Const")) {
+                    variables++; /* a call through a function pointer held in a variable */
                 }
             }
             if (u->kind == 'R') { /* a function named as a value */
@@ -634,7 +636,8 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                 continue;
             }
             if (!candidates) {
-                if (hidden) invisible++;
+                if (variables) indirect++;
+                else if (hidden) invisible++;
                 else undefined++;
                 continue;
             }

@@ -157,8 +157,20 @@ static int begin_def(ctx *c, const char *label, int local, uint32_t line, wstr n
     return c->ndefs++;
 }
 
-/* calls and value uses below n, charged to definition def */
+static void value_use(ctx *c, TSNode k, int def) {
+    wstr name = text(c, k);
+    if (!seen_add(c, name)) return;
+    buf_puts(c->out, "R\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
+    buf_putu(c->out, line_of(k)), buf_putc(c->out, '\t');
+    field_escaped(c->out, name.ptr, name.len), buf_putc(c->out, '\n');
+}
+
+/* calls and value uses in n (an initializer or a body), charged to definition def */
 static void uses(ctx *c, TSNode n, int def) {
+    if (is(n, "identifier")) { /* int (*f)(int) = g; */
+        value_use(c, n, def);
+        return;
+    }
     TSTreeCursor cur = ts_tree_cursor_new(n);
     const char *parents[512];
     int depth = 0;
@@ -194,12 +206,7 @@ static void uses(ctx *c, TSNode n, int def) {
                      !strcmp(parent, "labeled_statement") || !strcmp(parent, "goto_statement") ||
                      !strncmp(parent, "preproc_", 8))
                 value = 0;
-            wstr name = text(c, k);
-            if (value && seen_add(c, name)) {
-                buf_puts(c->out, "R\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
-                buf_putu(c->out, line_of(k)), buf_putc(c->out, '\t');
-                field_escaped(c->out, name.ptr, name.len), buf_putc(c->out, '\n');
-            }
+            if (value) value_use(c, k, def);
         }
     }
 done:
@@ -230,22 +237,8 @@ static void function_definition(ctx *c, TSNode n) {
     if (!ts_node_is_null(body)) uses(c, body, def);
 }
 
-static void tag(ctx *c, TSNode n, int *emitted) {
-    const char *t = ts_node_type(n), *label;
-    if (!strcmp(t, "struct_specifier")) label = "Struct";
-    else if (!strcmp(t, "union_specifier")) label = "Union";
-    else if (!strcmp(t, "enum_specifier")) label = "Enum";
-    else return;
-    TSNode name = field(n, "name"), body = field(n, "body");
-    if (ts_node_is_null(name) || ts_node_is_null(body)) return;
-    buf key = {0};
-    buf_puts(&key, label[0] == 'S' ? "struct " : label[0] == 'U' ? "union " : "enum ");
-    wstr nm = text(c, name);
-    buf_put(&key, nm.ptr, nm.len);
-    begin_def(c, label, 0, line_of(n), buf_wstr(&key));
-    buf *o = c->out;
-    int first = 1;
-    json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
+/* the member names of a struct/union body or the enumerators of an enum body, as a JSON array */
+static void members(ctx *c, TSNode body, buf *o) {
     buf_putc(o, '[');
     int any = 0;
     uint32_t count = ts_node_named_child_count(body);
@@ -270,29 +263,36 @@ static void tag(ctx *c, TSNode n, int *emitted) {
         }
     }
     buf_putc(o, ']');
-    doc_comment(c, n, o, &first);
-    end_def(c);
-    if (emitted) *emitted = 1;
 }
 
 /* the fields of an anonymous struct/union/enum body, for the typedef that names it */
 static void anonymous_fields(ctx *c, TSNode type, buf *o, int *first) {
     TSNode body = field(type, "body");
     if (ts_node_is_null(body) || !ts_node_is_null(field(type, "name"))) return;
-    int is_enum = is(type, "enum_specifier");
-    json_key(o, first, is_enum ? "variants" : "fields");
-    buf_putc(o, '[');
-    int any = 0;
-    uint32_t count = ts_node_named_child_count(body);
-    for (uint32_t i = 0; i < count; i++) {
-        TSNode k = ts_node_named_child(body, i);
-        TSNode nm = is(k, "enumerator") ? field(k, "name") : is(k, "field_declaration") ? declared_name(field(k, "declarator"), 0) : (TSNode){0};
-        if (ts_node_is_null(nm)) continue;
-        wstr v = text(c, nm);
-        if (any++) buf_putc(o, ',');
-        json_str(o, v.ptr, v.len);
-    }
-    buf_putc(o, ']');
+    json_key(o, first, is(type, "enum_specifier") ? "variants" : "fields");
+    members(c, body, o);
+}
+
+static void tag(ctx *c, TSNode n, int *emitted) {
+    const char *t = ts_node_type(n), *label;
+    if (!strcmp(t, "struct_specifier")) label = "Struct";
+    else if (!strcmp(t, "union_specifier")) label = "Union";
+    else if (!strcmp(t, "enum_specifier")) label = "Enum";
+    else return;
+    TSNode name = field(n, "name"), body = field(n, "body");
+    if (ts_node_is_null(name) || ts_node_is_null(body)) return;
+    buf key = {0};
+    buf_puts(&key, label[0] == 'S' ? "struct " : label[0] == 'U' ? "union " : "enum ");
+    wstr nm = text(c, name);
+    buf_put(&key, nm.ptr, nm.len);
+    begin_def(c, label, 0, line_of(n), buf_wstr(&key));
+    buf *o = c->out;
+    int first = 1;
+    json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
+    members(c, body, o);
+    doc_comment(c, n, o, &first);
+    end_def(c);
+    if (emitted) *emitted = 1;
 }
 
 static void type_definition(ctx *c, TSNode n) {

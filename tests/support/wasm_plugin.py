@@ -87,11 +87,10 @@ class ComponentPlugin:
         def host_label(_store: Any) -> str | None:
             return tree.label() if tree is not None else None
 
-        with linker.root() as root:
-            with root.add_instance(HOST_INTERFACE) as host:
-                host.add_func("list", host_list)
-                host.add_func("read", host_read)
-                host.add_func("label", host_label)
+        with linker.root() as root, root.add_instance(HOST_INTERFACE) as host:
+            host.add_func("list", host_list)
+            host.add_func("read", host_read)
+            host.add_func("label", host_label)
         instance = linker.instantiate(store, self.component)
         self.stats.instantiate_s += time.perf_counter() - started
         return store, instance
@@ -148,7 +147,12 @@ def wire_dict(raw: Any) -> dict[str, Any]:
     """The output record as plain data with the WIT's field names."""
 
     def node(n: Any) -> dict[str, Any]:
-        return {"key": n.key, "label": n.label, "extra-labels": list(getattr(n, "extra-labels")), "properties": n.properties}
+        return {
+            "key": n.key,
+            "label": n.label,
+            "extra-labels": list(getattr(n, "extra-labels")),
+            "properties": n.properties,
+        }
 
     def edge(e: Any) -> dict[str, Any]:
         return {"src": e.src, "dst": e.dst, "type": e.type, "properties": e.properties}
