@@ -83,8 +83,12 @@ typedef struct {
     VEC(char *) skipped;
 } model;
 
+/* the many small strings of one assemble (names, keys, edge ids): bump-allocated, never freed one by
+ * one (the instance is dropped after the call) */
+static arena strings;
+
 static char *unescaped(const char *s, size_t len) {
-    char *out = xmalloc(len + 1), *o = out;
+    char *out = arena_alloc(&strings, len + 1), *o = out;
     for (size_t i = 0; i < len; i++) {
         if (s[i] == '\\' && i + 1 < len) {
             char e = s[++i];
@@ -98,7 +102,7 @@ static char *unescaped(const char *s, size_t len) {
 }
 
 static char *raw_copy(const char *s, size_t len) {
-    char *out = xmalloc(len + 1);
+    char *out = arena_alloc(&strings, len + 1);
     memcpy(out, s, len), out[len] = 0;
     return out;
 }
@@ -182,7 +186,7 @@ typedef struct {
 
 static char *cat(const char *a, const char *sep, const char *b) {
     size_t la = strlen(a), ls = strlen(sep), lb = strlen(b);
-    char *s = xmalloc(la + ls + lb + 1);
+    char *s = arena_alloc(&strings, la + ls + lb + 1);
     memcpy(s, a, la), memcpy(s + la, sep, ls), memcpy(s + la + ls, b, lb), s[la + ls + lb] = 0;
     return s;
 }

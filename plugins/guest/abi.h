@@ -21,6 +21,7 @@ typedef struct { uint8_t is_err; union { wlist ok; wstr err; } v; } wresult_list
 typedef struct { uint8_t is_err; union { woutput ok; wstr err; } v; } wresult_output;
 typedef struct { uint8_t is_some; wstr value; } woption_str;
 
+#ifdef __wasm32__ /* the canonical layouts (a native build, for the benchmark, has 64-bit pointers) */
 _Static_assert(sizeof(wstr) == 8 && sizeof(wlist) == 8 && sizeof(wpair) == 16, "string/list/tuple");
 _Static_assert(sizeof(wnode) == 32 && sizeof(wedge) == 32, "node/edge records");
 _Static_assert(sizeof(wreport) == 20 && offsetof(wreport, notes) == 12, "report record");
@@ -30,6 +31,7 @@ _Static_assert(sizeof(wmanifest) == 36 && offsetof(wmanifest, logo_is_some) == 2
 _Static_assert(sizeof(wresult_list) == 12 && offsetof(wresult_list, v) == 4, "result<list, string>");
 _Static_assert(sizeof(wresult_output) == 48 && offsetof(wresult_output, v) == 4, "result<output, string>");
 _Static_assert(sizeof(woption_str) == 12 && offsetof(woption_str, value) == 4, "option<string>");
+#endif
 
 /* ---- a growable byte buffer (malloc'd; a fresh instance per call, so nothing is ever given back) */
 typedef struct { char *data; uint32_t len, cap; } buf;
