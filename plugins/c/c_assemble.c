@@ -14,6 +14,7 @@
 
 #include "c_plugin.h"
 #include "json.h"
+#include "lz.h"
 
 /* ------------------------------------------------------------------------------ a string → int map */
 typedef struct { const char **keys; uint32_t *lens; int *values; uint32_t cap, n; } smap;
@@ -68,7 +69,7 @@ typedef struct {
     int dup; /* a later copy of a path already read */
 } file_t;
 typedef struct { int file, line, local, entity; char *label, *name, *props; } def_t;
-typedef struct { int file, def, line; char kind; char *name; } use_t;
+typedef struct { int file, def, line, count; char kind; char *name; } use_t;
 typedef struct { int file, line, target; char sys; char *written; } inc_t;
 typedef struct { int file, first_def, level; char *key; VEC(int) lines; } entity_t;
 
@@ -129,7 +130,7 @@ static int read_partial(model *m, wstr partial, buf *error) {
         const char *f[6];
         size_t fl[6];
         char kind = len ? p[0] : 0;
-        int n = split(p, len, f, fl, kind == 'D' ? 6 : kind == 'C' || kind == 'R' || kind == 'I' || kind == 'F' ? 4 : 3);
+        int n = split(p, len, f, fl, kind == 'D' ? 6 : kind == 'C' ? 5 : kind == 'R' || kind == 'I' || kind == 'F' ? 4 : 3);
         if (kind == 'F' && n == 4) {
             file_t fi = {0};
             fi.path = unescaped(f[1], fl[1]);
@@ -157,8 +158,8 @@ static int read_partial(model *m, wstr partial, buf *error) {
             in.line = atoi(unescaped(f[1], fl[1])), in.written = unescaped(f[3], fl[3]);
             PUSH(m->incs, in);
             m->files.at[file].ninc++;
-        } else if (file >= 0 && (kind == 'C' || kind == 'R') && n == 4) {
-            use_t u = {.file = file, .kind = kind};
+        } else if (file >= 0 && ((kind == 'C' && n == 5) || (kind == 'R' && n == 4))) {
+            use_t u = {.file = file, .kind = kind, .count = kind == 'C' ? atoi(unescaped(f[4], fl[4])) : 1};
             int local_def = atoi(unescaped(f[1], fl[1]));
             u.def = local_def < 0 ? -1 : m->files.at[file].first_def + local_def;
             u.line = atoi(unescaped(f[2], fl[2])), u.name = unescaped(f[3], fl[3]);
@@ -211,17 +212,22 @@ static void add_node(facts *out, const char *key, const char *label, const char 
 }
 
 /* one edge per (src, type, dst): the first site's line, and how many sites */
-static void add_edge(facts *out, char *src, char *type, char *dst, int line, char *resolved_by, char *confidence,
-                     char *ref, char *reason) {
+static void add_edge_sites(facts *out, char *src, char *type, char *dst, int line, int sites, char *resolved_by,
+                           char *confidence, char *ref, char *reason) {
     char *id = cat(cat(src, "\x01", type), "\x01", dst);
     int *slot = smap_slot(&out->edge_index, id, (uint32_t)strlen(id), 1);
     if (*slot >= 0) {
-        out->edges.at[*slot].count++;
+        out->edges.at[*slot].count += sites;
         return;
     }
     *slot = (int)out->edges.n;
-    edge_t e = {src, dst, type, resolved_by, confidence, ref, reason, line, 1};
+    edge_t e = {src, dst, type, resolved_by, confidence, ref, reason, line, sites};
     PUSH(out->edges, e);
+}
+
+static void add_edge(facts *out, char *src, char *type, char *dst, int line, char *resolved_by, char *confidence,
+                     char *ref, char *reason) {
+    add_edge_sites(out, src, type, dst, line, 1, resolved_by, confidence, ref, reason);
 }
 
 static void props_begin(buf *b, int *first) {
@@ -347,8 +353,14 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                     buf *error) {
     (void)options, (void)noptions;
     model m = {0};
-    for (uint32_t i = 0; i < npartials; i++)
-        if (read_partial(&m, partials[i], error)) return 1;
+    for (uint32_t i = 0; i < npartials; i++) {
+        buf raw = {0};
+        if (lz_decompress(partials[i].ptr, partials[i].len, &raw)) {
+            buf_puts(error, "c plugin: a partial it did not write (not its compressed form)");
+            return 1;
+        }
+        if (read_partial(&m, buf_wstr(&raw), error)) return 1;
+    }
 
     /* files in path order; a path read twice counts once */
     uint32_t nf = m.files.n;
@@ -617,8 +629,8 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                 continue;
             }
             if (macros == 1) {
-                add_edge(&out, src, "INVOKES", m.entities.at[macro].key, u->line, "macro", "high", u->name, 0);
-                macro_calls++;
+                add_edge_sites(&out, src, "INVOKES", m.entities.at[macro].key, u->line, u->count, "macro", "high", u->name, 0);
+                macro_calls += (uint32_t)u->count;
                 continue;
             }
             int target = -1;
@@ -636,17 +648,17 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                 if (!declared) confidence = "medium";
             } else if (globals > 1) candidates = globals;
             if (target >= 0) {
-                add_edge(&out, src, "CALLS", m.entities.at[target].key, u->line, by, confidence, u->name, 0);
+                add_edge_sites(&out, src, "CALLS", m.entities.at[target].key, u->line, u->count, by, confidence, u->name, 0);
                 continue;
             }
             if (!candidates) {
-                if (variables) indirect++;
-                else if (hidden) invisible++;
-                else undefined++;
+                if (variables) indirect += (uint32_t)u->count;
+                else if (hidden) invisible += (uint32_t)u->count;
+                else undefined += (uint32_t)u->count;
                 continue;
             }
             /* a name that matches more than one definition equally: left unresolved, never guessed */
-            ambiguous++;
+            ambiguous += (uint32_t)u->count;
             char *unresolved = cat(cat("?::", f->path, "::"), "", u->name);
             if (smap_get(&out.node_keys, unresolved) < 0) {
                 buf p = {0};
@@ -661,7 +673,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
             buf_putu(&where, (uint64_t)candidates);
             buf_puts(&where, " definitions of this name");
             buf_putc(&where, 0);
-            add_edge(&out, src, "CALLS", unresolved, u->line, "unresolved", "none", u->name, where.data);
+            add_edge_sites(&out, src, "CALLS", unresolved, u->line, u->count, "unresolved", "none", u->name, where.data);
         }
     }
 

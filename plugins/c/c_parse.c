@@ -6,9 +6,14 @@
 
 #include "c_plugin.h"
 #include "json.h"
+#include "lz.h"
 #include "tree_sitter/api.h"
 
 const TSLanguage *tree_sitter_c(void);
+
+/* a small open-addressing map from names (slices of the source) to ints, reset per definition */
+typedef struct { const char **keys; uint32_t *lens; int *values; uint32_t cap, n; } nameset;
+typedef struct { wstr name; uint32_t line, count; } call_site;
 
 typedef struct {
     const char *src;
@@ -17,10 +22,10 @@ typedef struct {
     int include_source;
     int ndefs;
     uint32_t indirect;
-    /* identifiers already recorded for the current definition (a small open-addressing set) */
-    const char **seen;
-    uint32_t *seen_len;
-    uint32_t seen_cap, seen_n;
+    nameset refs;  /* names of the current definition already recorded as values, or declared locally */
+    nameset calls; /* names the current definition calls → index into call_sites */
+    call_site *sites;
+    uint32_t nsites, sites_cap;
 } ctx;
 
 /* --------------------------------------------------------------------------------------- helpers */
@@ -118,32 +123,44 @@ static void doc_comment(ctx *c, TSNode n, buf *b, int *first) {
     json_member_str(b, first, "doc_comment", c->src + a, z - a);
 }
 
-static void seen_reset(ctx *c) {
-    if (c->seen_n) memset(c->seen, 0, c->seen_cap * sizeof *c->seen);
-    c->seen_n = 0;
+static void nameset_reset(nameset *m) {
+    if (m->n) memset(m->keys, 0, m->cap * sizeof *m->keys);
+    m->n = 0;
+}
+
+/* the value slot for name; *fresh says it was just added (its value then -1) */
+static int *nameset_slot(nameset *m, wstr s, int *fresh) {
+    if ((m->n + 1) * 2 > m->cap) {
+        nameset old = *m;
+        m->cap = old.cap ? old.cap * 2 : 256, m->n = 0;
+        m->keys = xmalloc(m->cap * sizeof *m->keys), m->lens = xmalloc(m->cap * sizeof *m->lens);
+        m->values = xmalloc(m->cap * sizeof *m->values);
+        memset(m->keys, 0, m->cap * sizeof *m->keys);
+        int ignored;
+        for (uint32_t i = 0; i < old.cap; i++)
+            if (old.keys[i]) *nameset_slot(m, (wstr){old.keys[i], old.lens[i]}, &ignored) = old.values[i];
+        free(old.keys), free(old.lens), free(old.values);
+    }
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < s.len; i++) h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
+    for (uint32_t i = h & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->keys[i]) {
+            m->keys[i] = s.ptr, m->lens[i] = s.len, m->values[i] = -1, m->n++;
+            *fresh = 1;
+            return &m->values[i];
+        }
+        if (m->lens[i] == s.len && memcmp(m->keys[i], s.ptr, s.len) == 0) {
+            *fresh = 0;
+            return &m->values[i];
+        }
+    }
 }
 
 /* 1 when the name is new for this definition (and records it) */
 static int seen_add(ctx *c, wstr s) {
-    if (c->seen_n * 2 >= c->seen_cap) {
-        uint32_t cap = c->seen_cap ? c->seen_cap * 2 : 256;
-        const char **old = c->seen;
-        uint32_t *old_len = c->seen_len, old_cap = c->seen_cap;
-        c->seen = xmalloc(cap * sizeof *c->seen), c->seen_len = xmalloc(cap * sizeof *c->seen_len);
-        memset(c->seen, 0, cap * sizeof *c->seen);
-        c->seen_cap = cap, c->seen_n = 0;
-        for (uint32_t i = 0; i < old_cap; i++)
-            if (old && old[i]) seen_add(c, (wstr){old[i], old_len[i]});
-    }
-    uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < s.len; i++) h = (h ^ (unsigned char)s.ptr[i]) * 16777619u;
-    for (uint32_t i = h & (c->seen_cap - 1);; i = (i + 1) & (c->seen_cap - 1)) {
-        if (!c->seen[i]) {
-            c->seen[i] = s.ptr, c->seen_len[i] = s.len, c->seen_n++;
-            return 1;
-        }
-        if (c->seen_len[i] == s.len && memcmp(c->seen[i], s.ptr, s.len) == 0) return 0;
-    }
+    int fresh;
+    nameset_slot(&c->refs, s, &fresh);
+    return fresh;
 }
 
 /* ------------------------------------------------------------------------------------ the records */
@@ -153,7 +170,8 @@ static int begin_def(ctx *c, const char *label, int local, uint32_t line, wstr n
     buf_putu(o, line), buf_putc(o, '\t');
     field_escaped(o, name.ptr, name.len);
     buf_putc(o, '\t');
-    seen_reset(c);
+    nameset_reset(&c->refs), nameset_reset(&c->calls);
+    c->nsites = 0;
     return c->ndefs++;
 }
 
@@ -189,11 +207,17 @@ static void uses(ctx *c, TSNode n, int def) {
         const char *t = ts_node_type(k);
         if (!strcmp(t, "call_expression")) {
             TSNode f = field(k, "function");
-            if (is(f, "identifier")) {
-                wstr name = text(c, f);
-                buf_puts(c->out, "C\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
-                buf_putu(c->out, line_of(f)), buf_putc(c->out, '\t');
-                field_escaped(c->out, name.ptr, name.len), buf_putc(c->out, '\n');
+            if (is(f, "identifier")) { /* one record per callee: its first line and how many sites */
+                int fresh;
+                int *slot = nameset_slot(&c->calls, text(c, f), &fresh);
+                if (fresh) {
+                    if (c->nsites == c->sites_cap)
+                        c->sites_cap = c->sites_cap ? c->sites_cap * 2 : 64,
+                        c->sites = xrealloc(c->sites, c->sites_cap * sizeof *c->sites);
+                    *slot = (int)c->nsites;
+                    c->sites[c->nsites++] = (call_site){text(c, f), line_of(f), 0};
+                }
+                c->sites[*slot].count++;
             } else {
                 c->indirect++;
             }
@@ -207,10 +231,20 @@ static void uses(ctx *c, TSNode n, int def) {
                      !strncmp(parent, "preproc_", 8))
                 value = 0;
             if (value) value_use(c, k, def);
+            else if (!f || strcmp(f, "function")) seen_add(c, text(c, k)); /* declared here: a local */
         }
     }
 done:
     ts_tree_cursor_delete(&cur);
+    for (uint32_t i = 0; i < c->nsites; i++) {
+        call_site *site = &c->sites[i];
+        buf_puts(c->out, "C\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
+        buf_putu(c->out, site->line), buf_putc(c->out, '\t');
+        field_escaped(c->out, site->name.ptr, site->name.len), buf_putc(c->out, '\t');
+        buf_putu(c->out, site->count), buf_putc(c->out, '\n');
+    }
+    c->nsites = 0;
+    nameset_reset(&c->calls);
 }
 
 static void end_def(ctx *c) { buf_putc(c->out, '\n'); }
@@ -234,6 +268,16 @@ static void function_definition(ctx *c, TSNode n) {
         json_member_str(o, &first, "_code", code.ptr, code.len);
     }
     end_def(c);
+    /* parameters are locals: a use of one is not a reference to a function of that name */
+    TSNode d = field(n, "declarator");
+    while (!ts_node_is_null(d) && !is(d, "function_declarator")) d = is(d, "parenthesized_declarator") ? ts_node_named_child(d, 0) : field(d, "declarator");
+    TSNode params = ts_node_is_null(d) ? d : field(d, "parameters");
+    uint32_t count = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        TSNode pname = is(p, "parameter_declaration") ? declared_name(field(p, "declarator"), 0) : (TSNode){0};
+        if (!ts_node_is_null(pname)) seen_add(c, text(c, pname));
+    }
     if (!ts_node_is_null(body)) uses(c, body, def);
 }
 
@@ -484,5 +528,9 @@ int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, u
         }
     }
     ts_parser_delete(parser);
+    buf packed = {0};
+    lz_compress(partial->data ? partial->data : "", partial->len, &packed);
+    free(partial->data);
+    *partial = packed;
     return 0;
 }

@@ -1,7 +1,7 @@
 /* The C parser plugin: shared definitions of its two halves, parse (one file's syntax tree into a
  * partial) and assemble (all partials into keyed facts, calls resolved across files).
  *
- * A partial is text, one record a line, fields split by tabs (tab, newline and backslash escaped as
+ * A partial is text (sent compressed, lz.h), one record a line, fields split by tabs (tab, newline and backslash escaped as
  * \t \n \\ inside a field); a property body is JSON object members without the braces, kept as is
  * (JSON escapes every control character, so it holds no raw tab or newline).
  *   F path errors bytes                    a file (then its records)
@@ -9,8 +9,10 @@
  *   D label local line name props          a definition (index = its order among the file's D records)
  *   P name                                 a function prototype at file scope
  *   I line q|s written                     #include "written" (q) or <written> (s)
- *   C def line name                        a direct call name(...) inside definition def
- *   R def line name                        an identifier used as a value inside definition def
+ *   C def line name count                  direct calls name(...) inside definition def: the first
+ *                                          site's line and how many sites
+ *   R def line name                        an identifier used as a value inside definition def (the
+ *                                          first use; not a parameter or a local declared before it)
  *   X count                                calls through a pointer or a field (not resolved) */
 #ifndef DRSG_C_PLUGIN_H
 #define DRSG_C_PLUGIN_H
