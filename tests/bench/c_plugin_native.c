@@ -68,6 +68,17 @@ int main(int argc, char **argv) {
     double t = now();
     if (plugin_assemble(partials, n, 0, 0, &out, &error)) return 1;
     double assemble_s = now() - t;
+    if (getenv("C_PLUGIN_DUMP")) { /* every fact, one a line, to stderr: for comparing with the component */
+        wnode *nodes = out.nodes.ptr;
+        wedge *edges = out.edges.ptr;
+        for (uint32_t i = 0; i < out.nodes.len; i++)
+            fprintf(stderr, "N\t%.*s\t%.*s\n", (int)nodes[i].key.len, nodes[i].key.ptr, (int)nodes[i].properties.len,
+                    nodes[i].properties.ptr);
+        for (uint32_t i = 0; i < out.edges.len; i++)
+            fprintf(stderr, "E\t%.*s\t%.*s\t%.*s\t%.*s\n", (int)edges[i].src.len, edges[i].src.ptr, (int)edges[i].type.len,
+                    edges[i].type.ptr, (int)edges[i].dst.len, edges[i].dst.ptr, (int)edges[i].properties.len,
+                    edges[i].properties.ptr);
+    }
     printf("{\"files\": %u, \"parse_s\": %.6f, \"assemble_s\": %.6f, \"nodes\": %u, \"edges\": %u, "
            "\"largest_partial\": %u, \"largest_partial_file\": \"%s\"}\n",
            n, parse_s, assemble_s, out.nodes.len, out.edges.len, largest, largest_path);
