@@ -66,7 +66,8 @@ typedef struct {
     uint32_t errors, bytes;
     int first_def, ndefs, first_inc, ninc, first_use, nuse;
     uint32_t indirect;
-    int dup; /* a later copy of a path already read */
+    int trimmed; /* the T record's level: what parse left out to fit the partial limit */
+    int dup;     /* a later copy of a path already read */
 } file_t;
 typedef struct { int file, line, local, entity; char *label, *name, *props; } def_t;
 typedef struct { int file, def, line, count; char kind; char *name; } use_t;
@@ -165,6 +166,8 @@ static int read_partial(model *m, wstr partial, buf *error) {
             u.line = atoi(unescaped(f[2], fl[2])), u.name = unescaped(f[3], fl[3]);
             PUSH(m->uses, u);
             m->files.at[file].nuse++;
+        } else if (file >= 0 && kind == 'T' && n >= 2) {
+            m->files.at[file].trimmed = atoi(unescaped(f[1], fl[1]));
         } else if (file >= 0 && kind == 'X' && n >= 2) {
             m->files.at[file].indirect += (uint32_t)atol(unescaped(f[1], fl[1]));
         } else if (len) {
@@ -512,6 +515,12 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         json_member_int(&p, &first, "line", 1);
         json_member_int(&p, &first, "bytes", f->bytes);
         if (f->errors) json_member_int(&p, &first, "parse_errors", f->errors);
+        if (f->trimmed) {
+            static const char *left_out[] = {"", "_code and value uses", "_code, value uses and calls",
+                                             "_code, value uses, calls and properties"};
+            const char *what = left_out[f->trimmed > 3 ? 3 : f->trimmed];
+            json_member_str(&p, &first, "trimmed", what, strlen(what));
+        }
         json_key(&p, &first, "imports");
         buf_putc(&p, '[');
         for (int j = f->first_inc; j < f->first_inc + f->ninc; j++) {
@@ -593,11 +602,12 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         *slot = i;
     }
     uint32_t undefined = 0, invisible = 0, ambiguous = 0, indirect = 0, ambiguous_refs = 0, macro_calls = 0;
-    uint32_t parse_errors = 0, files_with_errors = 0;
+    uint32_t parse_errors = 0, files_with_errors = 0, trimmed = 0;
     for (uint32_t i = 0; i < nf; i++) {
         file_t *f = order[i];
         if (f->dup) continue;
         indirect += f->indirect;
+        if (f->trimmed) trimmed++;
         if (f->errors) parse_errors += f->errors, files_with_errors++;
         /* mark the file and everything it includes, transitively */
         mark_visible(&m, (int)(f - m.files.at), seen, ++stamp, stack);
@@ -709,6 +719,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         buf_puts(&b, " file(s) (tree-sitter recovered; definitions inside them may be missed)");
         PUSH(notes, buf_wstr(&b));
     }
+    notes_add(&notes, trimmed, " file(s) too large for a whole partial (max_partial_bytes): their modules' `trimmed` says what was left out");
     for (uint32_t i = 0; i < m.skipped.n; i++) PUSH(notes, clean(m.skipped.at[i]));
 
     result->nodes = (wlist){out.nodes.at, out.nodes.n};

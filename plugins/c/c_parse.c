@@ -20,6 +20,8 @@ typedef struct {
     uint32_t len;
     buf *out;
     int include_source;
+    int level;             /* 0 everything; 1 no _code, no value uses; 2 no calls either; 3 no properties */
+    uint32_t props_start;  /* where the current definition's properties began in out */
     int ndefs;
     uint32_t indirect;
     nameset refs;  /* names of the current definition already recorded as values, or declared locally */
@@ -172,10 +174,12 @@ static int begin_def(ctx *c, const char *label, int local, uint32_t line, wstr n
     buf_putc(o, '\t');
     nameset_reset(&c->refs), nameset_reset(&c->calls);
     c->nsites = 0;
+    c->props_start = o->len;
     return c->ndefs++;
 }
 
 static void value_use(ctx *c, TSNode k, int def) {
+    if (c->level >= 1) return;
     wstr name = text(c, k);
     if (!seen_add(c, name)) return;
     buf_puts(c->out, "R\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
@@ -236,7 +240,7 @@ static void uses(ctx *c, TSNode n, int def) {
     }
 done:
     ts_tree_cursor_delete(&cur);
-    for (uint32_t i = 0; i < c->nsites; i++) {
+    for (uint32_t i = 0; i < c->nsites && c->level < 2; i++) {
         call_site *site = &c->sites[i];
         buf_puts(c->out, "C\t"), buf_puti(c->out, def), buf_putc(c->out, '\t');
         buf_putu(c->out, site->line), buf_putc(c->out, '\t');
@@ -247,7 +251,10 @@ done:
     nameset_reset(&c->calls);
 }
 
-static void end_def(ctx *c) { buf_putc(c->out, '\n'); }
+static void end_def(ctx *c) {
+    if (c->level >= 3) c->out->len = c->props_start; /* names and lines only */
+    buf_putc(c->out, '\n');
+}
 
 static void function_definition(ctx *c, TSNode n) {
     int fn = 0;
@@ -263,7 +270,7 @@ static void function_definition(ctx *c, TSNode n) {
     json_member_str(o, &first, "visibility", local ? "static" : "exported", local ? 6 : 8);
     json_member_int(o, &first, "end_line", ts_node_end_point(n).row + 1);
     doc_comment(c, n, o, &first);
-    if (c->include_source) {
+    if (c->include_source && c->level == 0) {
         wstr code = text(c, n);
         json_member_str(o, &first, "_code", code.ptr, code.len);
     }
@@ -487,15 +494,44 @@ done:
     return errors;
 }
 
-static void parse_one(TSParser *parser, wstr path, wstr bytes, int include_source, buf *out) {
+/* one file's records at the richest level whose compressed size fits the limit (the Python host will
+ * not lift a partial much over 2.5 MiB); a file that needed less says so in a T record */
+static void parse_one(TSParser *parser, wstr path, wstr bytes, int include_source, uint32_t limit, buf *out) {
     TSTree *tree = ts_parser_parse_string(parser, 0, bytes.ptr, bytes.len);
     TSNode root = ts_tree_root_node(tree);
-    buf_puts(out, "F\t"), field_escaped(out, path.ptr, path.len), buf_putc(out, '\t');
-    buf_putu(out, count_errors(root)), buf_putc(out, '\t'), buf_putu(out, bytes.len), buf_putc(out, '\n');
-    ctx c = {.src = bytes.ptr, .len = bytes.len, .out = out, .include_source = include_source};
-    top_level(&c, root, (wstr){0});
-    if (c.indirect) buf_puts(out, "X\t"), buf_putu(out, c.indirect), buf_putc(out, '\n');
+    uint32_t errors = count_errors(root);
+    buf records = {0}, packed = {0};
+    for (int level = 0; level <= 3; level++) {
+        records.len = 0;
+        buf_puts(&records, "F\t"), field_escaped(&records, path.ptr, path.len), buf_putc(&records, '\t');
+        buf_putu(&records, errors), buf_putc(&records, '\t'), buf_putu(&records, bytes.len), buf_putc(&records, '\n');
+        if (level) buf_puts(&records, "T\t"), buf_putu(&records, (uint64_t)level), buf_putc(&records, '\n');
+        ctx c = {.src = bytes.ptr, .len = bytes.len, .out = &records, .include_source = include_source, .level = level};
+        top_level(&c, root, (wstr){0});
+        if (c.indirect) buf_puts(&records, "X\t"), buf_putu(&records, c.indirect), buf_putc(&records, '\n');
+        free(c.refs.keys), free(c.refs.lens), free(c.refs.values);
+        free(c.calls.keys), free(c.calls.lens), free(c.calls.values), free(c.sites);
+        packed.len = 0;
+        lz_compress(records.data, records.len, &packed);
+        if (packed.len <= limit) break;
+    }
+    buf_put(out, records.data, records.len);
+    free(records.data), free(packed.data);
     ts_tree_delete(tree);
+}
+
+static uint32_t option_uint(const wpair *options, uint32_t n, const char *key, uint32_t otherwise) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (!wstr_eq(options[i].key, key)) continue;
+        uint64_t v = 0;
+        for (uint32_t k = 0; k < options[i].value.len; k++) {
+            char ch = options[i].value.ptr[k];
+            if (ch < '0' || ch > '9' || v > 0xffffffffu / 10) return otherwise;
+            v = v * 10 + (uint64_t)(ch - '0');
+        }
+        return options[i].value.len ? (uint32_t)v : otherwise;
+    }
+    return otherwise;
 }
 
 void plugin_describe(wmanifest *m) {
@@ -511,10 +547,11 @@ int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, u
                  uint32_t noptions, buf *partial, buf *error) {
     (void)error;
     int include_source = option_true(options, noptions, "include_source");
+    uint32_t limit = option_uint(options, noptions, "max_partial_bytes", 3u << 19); /* 1.5 MiB */
     TSParser *parser = ts_parser_new();
     ts_parser_set_language(parser, tree_sitter_c());
     if (is_doc) {
-        parse_one(parser, doc_name, doc_bytes, include_source, partial);
+        parse_one(parser, doc_name, doc_bytes, include_source, limit, partial);
     } else {
         for (uint32_t i = 0; i < nfiles; i++) {
             wstr bytes, err;
@@ -523,7 +560,7 @@ int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, u
                 field_escaped(partial, err.ptr, err.len), buf_putc(partial, '\n');
                 continue;
             }
-            parse_one(parser, files[i], bytes, include_source, partial);
+            parse_one(parser, files[i], bytes, include_source, limit, partial);
             free((void *)bytes.ptr); /* the host allocated it through cabi_realloc */
         }
     }

@@ -209,3 +209,22 @@ def test_a_file_the_host_refuses_is_skipped_and_named(plugin: ComponentPlugin, t
     assert raw.report.skipped == 1
     assert any(note.startswith("../escape.c: not read (") for note in raw.report.notes)
     assert [n.key for n in raw.nodes] == ["ok.c", "ok"]
+
+
+def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: ComponentPlugin) -> None:
+    """Over max_partial_bytes (compressed), parse leaves out value uses, then calls, then properties —
+    never definitions — and says so."""
+    full, _ = plugin.run(FIXTURE)
+    bare, _ = plugin.run(FIXTURE, options=[("max_partial_bytes", "1")])
+    check_well_formed(bare)
+
+    def definitions_of(out: Output) -> set[tuple[str, str, int]]:
+        return {(n.key, n.label, n.properties["line"]) for n in out.nodes if {"name", "line"} <= n.properties.keys()}
+
+    assert definitions_of(full) == definitions_of(bare)
+    assert not [e for e in bare.edges if e.type in ("CALLS", "INVOKES", "REFERENCES")]
+    nodes = nodes_by_key(bare)
+    assert nodes["src/main.c"].properties["trimmed"] == "_code, value uses, calls and properties"
+    assert "signature" not in nodes["shared"].properties
+    assert any("7 file(s) too large for a whole partial" in note for note in bare.report.notes)
+    assert all("trimmed" not in n.properties for n in full.nodes)
