@@ -704,6 +704,27 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         edges[i] = (wedge){clean(e->src), clean(e->dst), wstr_c(e->type), buf_wstr(&p)};
     }
 
+    /* the host's view of the tree: which claimed files no partial covers (a chunk that failed or never ran) */
+    {
+        uint32_t read = 0, missing = 0;
+        for (uint32_t i = 0; i < nf; i++) read += !order[i]->dup;
+        static const char *suffixes[] = {".c", ".h"};
+        for (int k = 0; k < 2; k++) {
+            wstr *listed, err;
+            uint32_t count;
+            if (host_list(wstr_c(suffixes[k]), &listed, &count, &err)) continue;
+            for (uint32_t i = 0; i < count; i++) {
+                char *path = arena_strndup(&strings, listed[i].ptr, listed[i].len);
+                if (smap_get(&path_index, path) < 0) missing++;
+            }
+        }
+        wstr label;
+        buf b = {0};
+        if (host_label(&label)) utf8_clean(&b, label.ptr, label.len), buf_puts(&b, ": ");
+        buf_putu(&b, read), buf_puts(&b, " file(s) read");
+        PUSH(notes, buf_wstr(&b));
+        notes_add(&notes, missing, " file(s) of the tree had no partial (their parse failed or never ran): their facts are missing");
+    }
     notes_add(&notes, undefined, " call(s) named nothing defined here — calls into other libraries and the C library are not edges");
     notes_add(&notes, invisible, " call(s) named only a static function of a file the caller does not include — not edges");
     notes_add(&notes, ambiguous, " call(s) named more than one definition equally — left unresolved (UnresolvedRef)");

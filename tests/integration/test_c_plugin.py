@@ -172,6 +172,8 @@ def test_calls_resolve_to_the_one_definition_they_can_mean(plugin: ComponentPlug
     callees = {e.dst for e in out.edges if e.src == "main"}
     assert callees == {"bump", "shared", "lib.SQUARE", "main.plat", "undeclared", "?::src/main.c::dup"}
     notes = "\n".join(out.report.notes)
+    assert out.report.notes[0] == "c_fixture: 7 file(s) read"
+    assert "had no partial" not in notes
     assert "2 call(s) named nothing defined here" in notes  # printf, twice
     assert "1 call(s) named only a static function of a file the caller does not include" in notes
     assert "1 call(s) named more than one definition equally" in notes
@@ -202,13 +204,19 @@ def test_include_source_adds_each_definitions_text(plugin: ComponentPlugin) -> N
 def test_a_file_the_host_refuses_is_skipped_and_named(plugin: ComponentPlugin, tmp_path: Path) -> None:
     from drsg.pipeline.code.handler import SourceTree
 
-    (tmp_path / "ok.c").write_text("int ok(void) { return 0; }\n")
-    tree = SourceTree(tmp_path, ["ok.c"])
+    root = tmp_path / "src"  # the host labels a tree called src by its parent's name
+    root.mkdir()
+    (root / "ok.c").write_text("int ok(void) { return 0; }\n")
+    (root / "never.h").write_text("int never(void);\n")
+    tree = SourceTree(root, ["ok.c", "never.h"])
     partials = [plugin.parse(tree, ["ok.c"]), plugin.parse(tree, ["../escape.c"])]
     raw = plugin.assemble(tree, partials)
     assert raw.report.skipped == 1
     assert any(note.startswith("../escape.c: not read (") for note in raw.report.notes)
     assert [n.key for n in raw.nodes] == ["ok.c", "ok"]
+    # assemble asks the host (list, label) what the tree holds: never.h had no partial
+    assert f"{tmp_path.name}: 1 file(s) read" in raw.report.notes
+    assert any(note.startswith("1 file(s) of the tree had no partial") for note in raw.report.notes)
 
 
 def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: ComponentPlugin) -> None:
