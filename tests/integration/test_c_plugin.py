@@ -236,3 +236,16 @@ def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: Componen
     assert "signature" not in nodes["shared"].properties
     assert any("7 file(s) too large for a whole partial" in note for note in bare.report.notes)
     assert all("trimmed" not in n.properties for n in full.nodes)
+
+
+def test_a_document_is_parsed_from_its_bytes(plugin: ComponentPlugin, tmp_path: Path) -> None:
+    """input.document(doc): the variant's other case, whose payload flattens to four words."""
+    from drsg.pipeline.code.handler import SourceTree
+
+    tree = SourceTree(tmp_path, [])
+    name = "docs/ünïcode.c"  # a name is any UTF-8 string
+    partial = plugin.parse_document(tree, name, b"/* \xc3\xa9t\xc3\xa9 */\nstatic int summer(void) { return 1; }\n")
+    out = plugin.assemble(tree, [partial])
+    nodes = {n.key: n for n in out.nodes}
+    assert set(nodes) == {name, "ünïcode.summer"}
+    assert json.loads(nodes["ünïcode.summer"].properties)["doc_comment"] == "/* été */"

@@ -120,6 +120,17 @@ class ComponentPlugin:
             raise RuntimeError(f"parse failed: {result}")
         return bytes(result)
 
+    def parse_document(
+        self, tree: SourceTree | None, name: str, data: bytes, options: Sequence[tuple[str, str]] = ()
+    ) -> bytes:
+        """parse with ``input.document(doc)`` rather than ``input.files``."""
+        doc = cm.Record()
+        doc.name, doc.bytes = name, data
+        result = self._call(tree, "parse", doc, list(options))
+        if isinstance(result, str):
+            raise RuntimeError(f"parse failed: {result}")
+        return bytes(result)
+
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Sequence[tuple[str, str]] = ()) -> Any:
         """The raw ``output`` record (WIT field names)."""
         result = self._call(tree, "assemble", list(partials), list(options))
