@@ -22,6 +22,7 @@ typedef struct {
     int include_source;
     int level;             /* 0 everything; 1 no _code, no value uses; 2 no calls either; 3 no properties */
     uint32_t props_start;  /* where the current definition's properties began in out */
+    const char *cond;      /* the #if conditions around the current item, joined with &&; 0 outside any */
     int ndefs;
     uint32_t indirect;
     nameset refs;  /* names of the current definition already recorded as values, or declared locally */
@@ -256,29 +257,62 @@ static void end_def(ctx *c) {
     buf_putc(c->out, '\n');
 }
 
-static void function_definition(ctx *c, TSNode n) {
+/* the function declarator a definition's declarator chain leads to (through pointers and parentheses) */
+static TSNode function_declarator_of(TSNode d) {
+    while (!ts_node_is_null(d) && !is(d, "function_declarator"))
+        d = is(d, "parenthesized_declarator") ? ts_node_named_child(d, 0) : field(d, "declarator");
+    return d;
+}
+
+static int word_in(const char *s, uint32_t len, const char *word) {
+    size_t n = strlen(word);
+    for (uint32_t i = 0; i + n <= len; i++) {
+        if (memcmp(s + i, word, n)) continue;
+        int before = i == 0 || !(s[i - 1] == '_' || (s[i - 1] | 32) - 'a' < 26u || (unsigned)(s[i - 1] - '0') < 10u);
+        char after_c = i + n < len ? s[i + n] : ' ';
+        int after = !(after_c == '_' || (after_c | 32) - 'a' < 26u || (unsigned)(after_c - '0') < 10u);
+        if (before && after) return 1;
+    }
+    return 0;
+}
+
+/* A function definition from its parts: [start, body) is the signature. Normally the parts of a
+ * function_definition node; in recovery, a run of top-level siblings (see top_level). */
+static void function_parts(ctx *c, TSNode start, TSNode declarator, TSNode body, TSNode end) {
     int fn = 0;
-    TSNode name = declared_name(field(n, "declarator"), &fn);
-    TSNode body = field(n, "body");
+    TSNode name = declared_name(declarator, &fn);
+    TSNode f = function_declarator_of(declarator);
+    if (!ts_node_is_null(f)) {
+        /* `API type name(...)`, where API is a macro the grammar cannot know, parses as a function
+         * declarator named `type` followed by an ERROR holding the real name */
+        uint32_t count = ts_node_named_child_count(f);
+        for (uint32_t i = 0; i < count; i++) {
+            TSNode k = ts_node_named_child(f, i);
+            if (is(k, "ERROR") && ts_node_named_child_count(k) >= 1) {
+                TSNode last = ts_node_named_child(k, ts_node_named_child_count(k) - 1);
+                if (is(last, "identifier")) name = last, fn = 1;
+            }
+        }
+    }
     if (ts_node_is_null(name) || !fn) return;
-    int local = has_keyword(c, n, "storage_class_specifier", "static");
-    int def = begin_def(c, "Function", local, line_of(n), text(c, name));
+    uint32_t a = ts_node_start_byte(start), z = ts_node_is_null(body) ? ts_node_end_byte(end) : ts_node_start_byte(body);
+    if (z > c->len) z = c->len;
+    int local = word_in(c->src + a, ts_node_start_byte(name) - a, "static");
+    int def = begin_def(c, "Function", local, line_of(name), text(c, name));
     buf *o = c->out;
     int first = 1;
-    uint32_t a = ts_node_start_byte(n), z = ts_node_is_null(body) ? ts_node_end_byte(n) : ts_node_start_byte(body);
     member_collapsed(o, &first, "signature", c->src + a, z - a);
     json_member_str(o, &first, "visibility", local ? "static" : "exported", local ? 6 : 8);
-    json_member_int(o, &first, "end_line", ts_node_end_point(n).row + 1);
-    doc_comment(c, n, o, &first);
+    if (line_of(start) != line_of(name)) json_member_int(o, &first, "start_line", line_of(start));
+    json_member_int(o, &first, "end_line", ts_node_end_point(end).row + 1);
+    doc_comment(c, start, o, &first);
     if (c->include_source && c->level == 0) {
-        wstr code = text(c, n);
-        json_member_str(o, &first, "_code", code.ptr, code.len);
+        uint32_t e = ts_node_end_byte(end);
+        json_member_str(o, &first, "_code", c->src + a, (e > c->len ? c->len : e) - a);
     }
     end_def(c);
     /* parameters are locals: a use of one is not a reference to a function of that name */
-    TSNode d = field(n, "declarator");
-    while (!ts_node_is_null(d) && !is(d, "function_declarator")) d = is(d, "parenthesized_declarator") ? ts_node_named_child(d, 0) : field(d, "declarator");
-    TSNode params = ts_node_is_null(d) ? d : field(d, "parameters");
+    TSNode params = ts_node_is_null(f) ? f : field(f, "parameters");
     uint32_t count = ts_node_is_null(params) ? 0 : ts_node_named_child_count(params);
     for (uint32_t i = 0; i < count; i++) {
         TSNode p = ts_node_named_child(params, i);
@@ -286,6 +320,10 @@ static void function_definition(ctx *c, TSNode n) {
         if (!ts_node_is_null(pname)) seen_add(c, text(c, pname));
     }
     if (!ts_node_is_null(body)) uses(c, body, def);
+}
+
+static void function_definition(ctx *c, TSNode n) {
+    function_parts(c, n, field(n, "declarator"), field(n, "body"), n);
 }
 
 /* the member names of a struct/union body or the enumerators of an enum body, as a JSON array */
@@ -336,7 +374,7 @@ static void tag(ctx *c, TSNode n, int *emitted) {
     buf_puts(&key, label[0] == 'S' ? "struct " : label[0] == 'U' ? "union " : "enum ");
     wstr nm = text(c, name);
     buf_put(&key, nm.ptr, nm.len);
-    begin_def(c, label, 0, line_of(n), buf_wstr(&key));
+    begin_def(c, label, 0, line_of(name), buf_wstr(&key));
     buf *o = c->out;
     int first = 1;
     json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
@@ -357,7 +395,7 @@ static void type_definition(ctx *c, TSNode n) {
             TSNode d = ts_tree_cursor_current_node(&cur);
             TSNode name = declared_name(d, 0);
             if (ts_node_is_null(name)) continue;
-            begin_def(c, "TypeAlias", 0, line_of(n), text(c, name));
+            begin_def(c, "TypeAlias", 0, line_of(name), text(c, name));
             buf *o = c->out;
             int first = 1;
             if (has_body) {
@@ -402,7 +440,7 @@ static void declaration(ctx *c, TSNode n) {
                 continue;
             }
             if (external && ts_node_is_null(value)) continue; /* a declaration, defined elsewhere */
-            int def = begin_def(c, constant ? "Const" : "Var", local, line_of(n), nm);
+            int def = begin_def(c, constant ? "Const" : "Var", local, line_of(name), nm);
             buf *o = c->out;
             int first = 1;
             uint32_t a = ts_node_start_byte(n), z = ts_node_end_byte(d);
@@ -442,7 +480,7 @@ static void macro(ctx *c, TSNode n, wstr guard) {
     wstr nm = text(c, name);
     if (ts_node_is_null(value) && ts_node_is_null(params) && guard.len == nm.len && !memcmp(guard.ptr, nm.ptr, nm.len))
         return; /* the include guard */
-    begin_def(c, "Macro", 1, line_of(n), nm);
+    begin_def(c, "Macro", 1, line_of(name), nm);
     buf *o = c->out;
     int first = 1;
     if (!ts_node_is_null(params)) {
@@ -453,30 +491,101 @@ static void macro(ctx *c, TSNode n, wstr guard) {
         wstr v = text(c, value);
         member_collapsed(o, &first, "value", v.ptr, v.len > 400 ? 400 : v.len);
     }
+    if (c->cond) json_member_str(o, &first, "if", c->cond, strlen(c->cond));
     doc_comment(c, n, o, &first);
     end_def(c);
 }
 
-static void top_level(ctx *c, TSNode n, wstr guard) {
+static void top_level(ctx *c, TSNode n, wstr guard);
+static void branch(ctx *c, TSNode n, const char *outer);
+
+/* the i-th named child of n, at file scope (*next: the last child it used) */
+static void top_level_item(ctx *c, TSNode n, uint32_t i, uint32_t *next, wstr guard) {
     uint32_t count = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < count; i++) {
+    {
         TSNode k = ts_node_named_child(n, i);
         const char *t = ts_node_type(k);
-        if (!strcmp(t, "function_definition")) function_definition(c, k);
+        if (!strcmp(t, "function_declarator") && i + 1 < count && is(ts_node_named_child(n, i + 1), "compound_statement")) {
+            /* recovery: `MACRO type\nname(...) {…}` can come apart into loose siblings — type words and
+             * ERRORs on the lines before, the declarator, the body. Put the definition back together. */
+            uint32_t first = i;
+            while (first > 0) {
+                TSNode p = ts_node_named_child(n, first - 1);
+                const char *pt = ts_node_type(p);
+                int specifier = !strcmp(pt, "type_identifier") || !strcmp(pt, "primitive_type") || !strcmp(pt, "ERROR") ||
+                                !strcmp(pt, "storage_class_specifier") || !strcmp(pt, "type_qualifier") ||
+                                !strcmp(pt, "sized_type_specifier");
+                if (!specifier || ts_node_end_point(p).row + 1 < ts_node_start_point(ts_node_named_child(n, first)).row) break;
+                first--;
+            }
+            TSNode body = ts_node_named_child(n, i + 1);
+            function_parts(c, ts_node_named_child(n, first), k, body, body);
+            *next = i + 1;
+        } else if (!strcmp(t, "function_definition")) function_definition(c, k);
         else if (!strcmp(t, "declaration")) declaration(c, k);
         else if (!strcmp(t, "type_definition")) type_definition(c, k);
         else if (!strcmp(t, "struct_specifier") || !strcmp(t, "union_specifier") || !strcmp(t, "enum_specifier"))
             tag(c, k, 0);
         else if (!strcmp(t, "preproc_include")) include(c, k);
         else if (!strcmp(t, "preproc_def") || !strcmp(t, "preproc_function_def")) macro(c, k, guard);
-        else if (!strcmp(t, "preproc_ifdef")) {
-            TSNode nm = field(k, "name");
-            top_level(c, k, ts_node_is_null(nm) ? (wstr){0} : text(c, nm));
-        } else if (!strncmp(t, "preproc_", 8) || !strcmp(t, "ERROR") || !strcmp(t, "linkage_specification") ||
+        else if (!strcmp(t, "preproc_ifdef") || !strcmp(t, "preproc_if")) branch(c, k, c->cond);
+        else if (!strncmp(t, "preproc_", 8) || !strcmp(t, "ERROR") || !strcmp(t, "linkage_specification") ||
                    !strcmp(t, "declaration_list"))
             top_level(c, k, (wstr){0});
     }
 }
+
+static void top_level(ctx *c, TSNode n, wstr guard) {
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; i++) top_level_item(c, n, i, &i, guard);
+}
+
+/* "outer && (this)" as a new string (outer may be 0) */
+static const char *conjoin(const char *outer, const char *a, uint32_t alen, const char *b, uint32_t blen) {
+    buf out = {0};
+    if (outer) buf_puts(&out, outer), buf_puts(&out, " && ");
+    buf_put(&out, a, alen), buf_put(&out, b, blen), buf_putc(&out, 0);
+    return out.data;
+}
+
+/* #if/#ifdef/#elif… and its alternatives: every branch is read, each with its condition (as written,
+ * spaces collapsed; #ifdef X is defined(X), #else the negation of what came before) */
+static void branch(ctx *c, TSNode n, const char *outer) {
+    const char *t = ts_node_type(n);
+    TSNode name = field(n, "name"), condition = field(n, "condition"), alternative = field(n, "alternative");
+    buf test = {0};
+    if (!ts_node_is_null(condition)) {
+        wstr w = text(c, condition);
+        buf_putc(&test, '('), collapsed(&test, w.ptr, w.len), buf_putc(&test, ')');
+    } else if (!ts_node_is_null(name)) {
+        wstr directive = text(c, ts_node_child(n, 0)), nm = text(c, name);
+        int negated = directive.len >= 4 && !memcmp(directive.ptr + directive.len - 4, "ndef", 4);
+        buf_puts(&test, negated ? "!defined(" : "defined("), buf_put(&test, nm.ptr, nm.len), buf_putc(&test, ')');
+    } else {
+        buf_puts(&test, "(?)");
+    }
+    (void)t;
+    const char *saved = c->cond;
+    c->cond = conjoin(outer, test.data, test.len, "", 0);
+    wstr guard = !ts_node_is_null(name) && test.data[0] == '!' ? text(c, name) : (wstr){0};
+    uint32_t count = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode k = ts_node_named_child(n, i);
+        if (ts_node_eq(k, name) || ts_node_eq(k, condition) || ts_node_eq(k, alternative)) continue;
+        top_level_item(c, n, i, &i, guard);
+    }
+    if (!ts_node_is_null(alternative)) {
+        const char *otherwise = conjoin(outer, "!", 1, test.data, test.len);
+        if (is(alternative, "preproc_else")) {
+            c->cond = otherwise;
+            top_level(c, alternative, (wstr){0});
+        } else {
+            branch(c, alternative, otherwise);
+        }
+    }
+    c->cond = saved;
+}
+
 
 static uint32_t count_errors(TSNode root) {
     if (!ts_node_has_error(root)) return 0;

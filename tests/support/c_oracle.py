@@ -1,8 +1,9 @@
 """An independent reading of a C project: clang's own AST (``clang -Xclang -ast-dump=json``), the
 function definitions it finds in the project's files, each with its file, line and whether it is static.
 
-clang sees one configuration (the #if branches its target takes), so every definition it finds must be
-one the plugin finds; the plugin may find more (it reads every branch).
+clang sees one configuration (the #if branches its target takes), so every definition it finds whose
+name is written in the text must be one the plugin finds; the plugin may find more (it reads every
+branch). A name made by a macro (``FN(Histogram)``) is marked: no parser without a preprocessor sees it.
 """
 
 from __future__ import annotations
@@ -19,19 +20,20 @@ from typing import Any
 class Definition:
     path: str  # root-relative, /-separated
     name: str
-    line: int  # where the definition begins (its first token, clang's range.begin)
+    line: int  # where its name is written (clang's loc; for a macro-made name, the expansion's line)
     static: bool
+    macro: bool = False  # its name comes out of a macro expansion (FN(name), DEFINE(x)): not in the text
 
 
 def _walk(node: Any, state: dict[str, Any], out: list[tuple[dict[str, Any], str | None, int | None]]) -> None:
     """Visit nodes in print order, tracking the file and line, which clang's JSON names only when they
     change from the location printed before."""
     if isinstance(node, dict):
-        begin: tuple[str | None, int | None] = (None, None)
+        named: tuple[str | None, int | None] = (None, None)
         for key, value in list(node.items()):
             if key in ("loc", "range"):
-                parts = [("begin", value.get("begin")), ("end", value.get("end"))] if key == "range" else [("", value)]
-                for part, loc in parts:
+                parts = [value.get("begin"), value.get("end")] if key == "range" else [value]
+                for loc in parts:
                     if not isinstance(loc, dict):
                         continue
                     for plain, counts in _plain(loc):
@@ -39,13 +41,13 @@ def _walk(node: Any, state: dict[str, Any], out: list[tuple[dict[str, Any], str 
                             state["file"] = plain["file"]
                         if "line" in plain:
                             state["line"] = plain["line"]
-                        if part == "begin" and counts:
-                            begin = (state["file"], state["line"])
+                        if key == "loc" and counts:
+                            named = (state["file"], state["line"])
             elif key == "inner":
                 for child in value:
                     _walk(child, state, out)
         if node.get("kind") == "FunctionDecl":
-            out.append((node, *begin))
+            out.append((node, *named))
 
 
 def _plain(loc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
@@ -82,5 +84,7 @@ def definitions(root: Path, sources: Sequence[str], include_dirs: Sequence[str] 
                 rel = path.resolve().relative_to(root).as_posix()
             except ValueError:
                 continue  # a system header
-            found.add(Definition(rel, node["name"], line, node.get("storageClass") == "static"))
+            loc = node.get("loc", {})
+            macro = "spellingLoc" in loc or "expansionLoc" in loc
+            found.add(Definition(rel, node["name"], line, node.get("storageClass") == "static", macro))
     return found
