@@ -60,12 +60,14 @@ def _plain(loc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
         yield loc, True
 
 
-def definitions(root: Path, sources: Sequence[str], include_dirs: Sequence[str] = ()) -> set[Definition]:
+def definitions(
+    root: Path, sources: Sequence[str], include_dirs: Sequence[str] = (), extra_flags: Sequence[str] = ()
+) -> set[Definition]:
     """Every function definition clang finds in files under root, from compiling each of sources."""
     root = root.resolve()
     found: set[Definition] = set()
     for source in sources:
-        cmd = ["clang", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-w"]
+        cmd = ["clang", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-w", *extra_flags]
         cmd += [f"-I{root / d}" for d in include_dirs]
         cmd.append(str(root / source))
         dumped = subprocess.run(cmd, capture_output=True, text=True, check=False)
