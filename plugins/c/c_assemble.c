@@ -566,8 +566,8 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
     uint32_t *seen = xmalloc((nf + 1) * sizeof *seen), stamp = 0;
     memset(seen, 0, (nf + 1) * sizeof *seen);
     int *stack = xmalloc((nf + 1) * sizeof *stack);
+    smap macros = {0}; /* macro name → its first definition (others through next_macro) */
     {
-        smap macros = {0};
         int *next_macro = xmalloc((m.defs.n + 1) * sizeof *next_macro);
         for (int i = (int)m.defs.n - 1; i >= 0; i--) {
             def_t *d = &m.defs.at[i];
@@ -617,6 +617,18 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
             d->entity = *slot;
             PUSH(m.entities.at[*slot].lines, d->line);
         }
+    }
+
+    /* a macro entity is live when some definition's branch may be taken, sure when one surely is */
+    uint8_t *macro_state = xmalloc(m.entities.n + 1);
+    memset(macro_state, NO, m.entities.n + 1);
+    for (uint32_t i = 0; i < m.defs.n; i++) {
+        def_t *d = &m.defs.at[i];
+        if (d->entity < 0 || strcmp(d->label, "Macro")) continue;
+        int taken = branch_taken(d, &macros);
+        uint8_t *state = &macro_state[d->entity];
+        if (taken == YES) *state = YES;
+        else if (taken == MAYBE && *state == NO) *state = MAYBE;
     }
 
     /* keys: raise every clashing entity a level until nothing clashes (modules never move) */
@@ -753,14 +765,15 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         for (int j = f->first_use; j < f->first_use + f->nuse; j++) {
             use_t *u = &m.uses.at[j];
             char *src = u->def >= 0 ? m.entities.at[m.defs.at[u->def].entity].key : f->path;
-            int macros = 0, statics = 0, globals = 0, hidden = 0, variables = 0, macro = -1, stat = -1, glob = -1;
+            int macros = 0, sure_macros = 0, statics = 0, globals = 0, hidden = 0, variables = 0;
+            int macro = -1, stat = -1, glob = -1;
             buf where = {0};
             for (int k = smap_get(&by_name, u->name); k >= 0; k = next_same[k]) {
                 entity_t *e = &m.entities.at[k];
                 def_t *d = &m.defs.at[e->first_def];
                 int visible = seen[e->file] == stamp;
                 if (!strcmp(d->label, "Macro")) {
-                    if (visible) macros++, macro = k;
+                    if (visible && macro_state[k] != NO) macros++, macro = k, sure_macros += macro_state[k] == YES;
                 } else if (!strcmp(d->label, "Function")) {
                     if (d->local && visible) statics++, stat = k;
                     else if (d->local) hidden++;
@@ -777,15 +790,20 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                 else if (statics > 1 || (!statics && globals > 1)) ambiguous_refs++;
                 continue;
             }
-            if (macros == 1) {
-                add_edge_sites(&out, src, "INVOKES", m.entities.at[macro].key, u->line, u->count, "macro", "high", u->name, 0);
+            /* a macro that is surely defined wins over a function of its name (the preprocessor runs
+             * first); one defined only in #if branches that may not be taken yields to a function, at
+             * medium confidence */
+            int function_too = statics == 1 || (!statics && globals == 1);
+            if (macros == 1 && (sure_macros || !function_too)) {
+                add_edge_sites(&out, src, "INVOKES", m.entities.at[macro].key, u->line, u->count, "macro",
+                               sure_macros ? "high" : "medium", u->name, 0);
                 macro_calls += (uint32_t)u->count;
                 continue;
             }
             int target = -1;
             char *by = 0, *confidence = "high";
             int candidates = 0;
-            if (macros > 1) candidates = macros;
+            if (macros > 1 && (sure_macros || !function_too)) candidates = macros;
             else if (statics == 1) target = stat, by = "static";
             else if (statics > 1) candidates = statics;
             else if (globals == 1) {
@@ -796,6 +814,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
                     declared = seen[m.proto_file.at[k]] == stamp;
                 if (!declared) confidence = "medium";
             } else if (globals > 1) candidates = globals;
+            if (target >= 0 && macros) confidence = "medium"; /* a conditional macro may stand in its place */
             if (target >= 0) {
                 add_edge_sites(&out, src, "CALLS", m.entities.at[target].key, u->line, u->count, by, confidence, u->name, 0);
                 continue;

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from drsg.pipeline.code.handler import Output
-from tests.support.c_oracle import definitions
+from tests.support.c_oracle import Definition, read
 from tests.support.wasm_plugin import BUILD, ComponentPlugin, built_plugin, wire_dict
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "c_fixture"
@@ -75,12 +75,21 @@ def test_the_component_imports_only_the_host_interface(plugin: ComponentPlugin) 
     assert (manifest.name, manifest.version, manifest.extensions, manifest.logo) == ("c", "1.0.0", (".c", ".h"), None)
 
 
-def test_every_function_clang_defines_in_the_runtime_is_a_node_with_its_key_and_line(
-    plugin: ComponentPlugin, runtime_tree: Path
-) -> None:
+@pytest.fixture(scope="module")
+def runtime_truth(runtime_tree: Path) -> Any:
     sources = sorted(p.relative_to(runtime_tree).as_posix() for p in (runtime_tree / "src").glob("*.c"))
     sources.remove("src/lib.c")  # it #includes every other .c file: the same definitions again
-    truth = definitions(runtime_tree, sources, ["include", "src"])
+    return read(runtime_tree, sources, ["include", "src"])
+
+
+def expected_key(d: Definition) -> str:
+    return f"{Path(d.path).stem}.{d.name}" if d.static else d.name
+
+
+def test_every_function_clang_defines_in_the_runtime_is_a_node_with_its_key_and_line(
+    plugin: ComponentPlugin, runtime_tree: Path, runtime_truth: Any
+) -> None:
+    truth = runtime_truth.definitions
     assert len(truth) > 400  # the runtime really was read
     assert not [d for d in truth if d.macro]  # every name is written out (no FN(name) tricks) in this project
 
@@ -93,7 +102,7 @@ def test_every_function_clang_defines_in_the_runtime_is_a_node_with_its_key_and_
     wrong = []
     for d in sorted(truth, key=lambda d: (d.path, d.line)):
         found = functions.get((d.path, d.name), [])
-        key = f"{Path(d.path).stem}.{d.name}" if d.static else d.name
+        key = expected_key(d)
         if len(found) != 1:
             wrong.append(f"{d}: {len(found)} nodes")
             continue
@@ -112,6 +121,34 @@ def test_every_function_clang_defines_in_the_runtime_is_a_node_with_its_key_and_
     assert len(calls) > 1000
     assert edge(out, "ts_parser_parse", "CALLS", "parser.ts_parser__advance")["_resolved_by"] == "static"
     assert any("named nothing defined here" in note for note in out.report.notes)
+
+
+def test_every_call_clang_sees_in_the_runtime_is_an_edge_to_the_same_definition(
+    plugin: ComponentPlugin, runtime_tree: Path, runtime_truth: Any
+) -> None:
+    """Completeness: each direct call clang finds (written in the text, between the project's own
+    functions) is a CALLS edge to the definition clang binds it to. Precision: where the plugin draws a
+    call clang also sees, it names the same definition (the plugin also reads #if branches clang skips,
+    so its other edges cannot be checked this way)."""
+    out, _ = plugin.run(runtime_tree)
+    extern: dict[str, list[Definition]] = {}
+    for d in runtime_truth.definitions:
+        if not d.static:
+            extern.setdefault(d.name, []).append(d)
+    expected: dict[tuple[str, str], str] = {}
+    for call in runtime_truth.calls:
+        target = call.target or (extern[call.callee][0] if len(extern.get(call.callee, [])) == 1 else None)
+        if target is not None:
+            expected[(expected_key(call.caller), call.callee)] = expected_key(target)
+    assert len(expected) > 700
+    edges = {(e.src, e.properties["_ref"]): e for e in out.edges if e.type == "CALLS"}
+    missing = [f"{src} -> {name}: expected {dst}" for (src, name), dst in expected.items() if (src, name) not in edges]
+    wrong = [
+        f"{src} -> {name}: {edges[(src, name)].dst}, clang binds {dst}"
+        for (src, name), dst in expected.items()
+        if (src, name) in edges and edges[(src, name)].dst != dst
+    ]
+    assert not missing and not wrong, "\n".join(missing + wrong)
 
 
 def test_a_second_run_and_other_chunkings_give_the_same_bytes(plugin: ComponentPlugin, runtime_tree: Path) -> None:

@@ -27,15 +27,18 @@ class Definition:
 
 def _walk(node: Any, state: dict[str, Any], out: list[tuple[dict[str, Any], str | None, int | None]]) -> None:
     """Visit nodes in print order, tracking the file and line, which clang's JSON names only when they
-    change from the location printed before."""
+    change from the location printed before. Collects FunctionDecls (with where their names are) and,
+    in state["calls"], each direct call written in a function's text: (the FunctionDecl, callee name)."""
     if isinstance(node, dict):
         named: tuple[str | None, int | None] = (None, None)
+        in_macro = False
         for key, value in list(node.items()):
             if key in ("loc", "range"):
                 parts = [value.get("begin"), value.get("end")] if key == "range" else [value]
                 for loc in parts:
                     if not isinstance(loc, dict):
                         continue
+                    in_macro = in_macro or "expansionLoc" in loc
                     for plain, counts in _plain(loc):
                         if "file" in plain:
                             state["file"] = plain["file"]
@@ -44,10 +47,29 @@ def _walk(node: Any, state: dict[str, Any], out: list[tuple[dict[str, Any], str 
                         if key == "loc" and counts:
                             named = (state["file"], state["line"])
             elif key == "inner":
+                outer = state.get("function")
+                if node.get("kind") == "FunctionDecl":
+                    state["function"] = node
                 for child in value:
                     _walk(child, state, out)
+                state["function"] = outer
         if node.get("kind") == "FunctionDecl":
             out.append((node, *named))
+        elif node.get("kind") == "CallExpr" and not in_macro and state.get("function") is not None:
+            callee = _callee(node.get("inner", [None])[0])
+            if callee:
+                state["calls"].append((state["function"], callee))
+
+
+def _callee(node: Any) -> str | None:
+    """The function a call's callee expression names directly (f(...), not p->f(...) or (*p)(...))."""
+    while isinstance(node, dict) and node.get("kind") in ("ImplicitCastExpr", "ParenExpr"):
+        node = (node.get("inner") or [None])[0]
+    if isinstance(node, dict) and node.get("kind") == "DeclRefExpr":
+        ref = node.get("referencedDecl", {})
+        if ref.get("kind") == "FunctionDecl":
+            return str(ref.get("name"))
+    return None
 
 
 def _plain(loc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
@@ -60,12 +82,27 @@ def _plain(loc: dict[str, Any]) -> Iterator[tuple[dict[str, Any], bool]]:
         yield loc, True
 
 
-def definitions(
+@dataclass(frozen=True)
+class Call:
+    caller: Definition
+    callee: str
+    target: Definition | None  # the callee's definition in the caller's translation unit, if it has one
+
+
+@dataclass
+class Reading:
+    definitions: set[Definition]
+    calls: set[Call]
+
+
+def read(
     root: Path, sources: Sequence[str], include_dirs: Sequence[str] = (), extra_flags: Sequence[str] = ()
-) -> set[Definition]:
-    """Every function definition clang finds in files under root, from compiling each of sources."""
+) -> Reading:
+    """Every function definition clang finds in files under root, from compiling each of sources, and
+    every direct call written (not made by a macro) in one of them."""
     root = root.resolve()
     found: set[Definition] = set()
+    calls: set[Call] = set()
     for source in sources:
         cmd = ["clang", "-fsyntax-only", "-Xclang", "-ast-dump=json", "-w", *extra_flags]
         cmd += [f"-I{root / d}" for d in include_dirs]
@@ -75,7 +112,11 @@ def definitions(
             raise RuntimeError(f"clang read nothing from {source}: {dumped.stderr[-2000:]}")
         tree = json.loads(dumped.stdout)
         decls: list[tuple[dict[str, Any], str | None, int | None]] = []
-        _walk(tree, {"file": None, "line": None}, decls)
+        state: dict[str, Any] = {"file": None, "line": None, "function": None, "calls": []}
+        _walk(tree, state, decls)
+        static_names = {node["name"] for node, _, _ in decls if node.get("storageClass") == "static"}
+        unit: dict[int, Definition] = {}  # id(FunctionDecl node) → its definition
+        by_name: dict[str, Definition] = {}
         for node, file, line in decls:
             has_body = any(child.get("kind") == "CompoundStmt" for child in node.get("inner", ()))
             if not has_body or file is None or line is None:
@@ -88,5 +129,18 @@ def definitions(
                 continue  # a system header
             loc = node.get("loc", {})
             macro = "spellingLoc" in loc or "expansionLoc" in loc
-            found.add(Definition(rel, node["name"], line, node.get("storageClass") == "static", macro))
-    return found
+            definition = Definition(rel, node["name"], line, node["name"] in static_names, macro)
+            found.add(definition)
+            unit[id(node)] = by_name[node["name"]] = definition
+        for function, callee in state["calls"]:
+            caller = unit.get(id(function))
+            if caller is not None:
+                calls.add(Call(caller, callee, by_name.get(callee)))
+    return Reading(found, calls)
+
+
+def definitions(
+    root: Path, sources: Sequence[str], include_dirs: Sequence[str] = (), extra_flags: Sequence[str] = ()
+) -> set[Definition]:
+    """Every function definition clang finds in files under root, from compiling each of sources."""
+    return read(root, sources, include_dirs, extra_flags).definitions
