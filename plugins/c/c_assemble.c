@@ -323,120 +323,8 @@ static void mark_visible(model *m, int f, uint32_t *seen, uint32_t stamp, int *s
 
 static int is_word(char c) { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
-/* ----------------------------------------------------------- #if conditions, three-valued
- * Whether a macro definition's branch is taken, as far as the text can tell, for the configuration
- * clang reads (Linux, x86-64, a GNU-compatible compiler, C not C++): a macro this target predefines is
- * defined, one it does not (_MSC_VER, _WIN32, __APPLE__, __cplusplus, …) is not, any other is defined
- * only if the tree #defines it somewhere, and then its value is unknown. */
-enum { NO = 0, YES = 1, MAYBE = 2 };
-
-static const char *const predefined[] = {"__GNUC__", "__GNUC_MINOR__", "__clang__", "__linux__", "__linux", "linux",
-                                         "__unix__", "__unix", "unix", "__x86_64__", "__x86_64", "__amd64__",
-                                         "__ELF__", "__STDC__", "__STDC_VERSION__", "__STDC_HOSTED__", "__LP64__",
-                                         "_LP64", "__ORDER_LITTLE_ENDIAN__", "__BYTE_ORDER__", 0};
-static const char *const foreign[] = {"_MSC_VER", "_WIN32", "_WIN64", "WIN32", "_WINDOWS", "__APPLE__", "__MACH__",
-                                      "__MINGW32__", "__MINGW64__", "__CYGWIN__", "__FreeBSD__", "__OpenBSD__",
-                                      "__NetBSD__", "__DragonFly__", "__sun", "__EMSCRIPTEN__", "__wasm__",
-                                      "__ANDROID__", "_M_IX86", "_M_X64", "_M_ARM", "_M_ARM64", "__cplusplus",
-                                      "__i386__", "__aarch64__", "__arm__", "__powerpc__", "__BORLANDC__",
-                                      "__INTEL_COMPILER", "__HAIKU__", "_AIX", 0};
-
-typedef struct { const char *p; smap *tree_macros; } cond_reader;
-
-static void skip_space(cond_reader *r) {
-    while (*r->p == ' ') r->p++;
-}
-
-static int ident(cond_reader *r, const char **start, size_t *len) {
-    skip_space(r);
-    const char *q = r->p;
-    if (!is_word(*q) || (*q >= '0' && *q <= '9')) return 0;
-    while (is_word(*q)) q++;
-    *start = r->p, *len = (size_t)(q - r->p), r->p = q;
-    return 1;
-}
-
-static int known(const char *const *list, const char *s, size_t len) {
-    for (; *list; list++)
-        if (strlen(*list) == len && !memcmp(*list, s, len)) return 1;
-    return 0;
-}
-
-static int defined_value(cond_reader *r, const char *s, size_t len) {
-    if (known(predefined, s, len)) return YES;
-    if (known(foreign, s, len)) return NO;
-    return smap_slot(r->tree_macros, s, (uint32_t)len, 0) ? MAYBE : NO;
-}
-
-static int cond_or(cond_reader *r);
-
-static int cond_primary(cond_reader *r) {
-    skip_space(r);
-    const char *w;
-    size_t len;
-    int v;
-    if (*r->p == '!') {
-        r->p++;
-        v = cond_primary(r);
-        return v == MAYBE ? MAYBE : !v;
-    }
-    if (*r->p == '(') {
-        r->p++;
-        v = cond_or(r);
-        skip_space(r);
-        if (*r->p == ')') r->p++;
-    } else if (ident(r, &w, &len)) {
-        if (len == 7 && !memcmp(w, "defined", 7)) {
-            skip_space(r);
-            int paren = *r->p == '(';
-            if (paren) r->p++;
-            v = ident(r, &w, &len) ? defined_value(r, w, len) : MAYBE;
-            skip_space(r);
-            if (paren && *r->p == ')') r->p++;
-        } else {
-            int d = defined_value(r, w, len);
-            v = d == NO && !known(predefined, w, len) ? NO : MAYBE; /* an undefined name is 0 in #if */
-            if (*r->p == '(') v = MAYBE; /* a function-like macro's value */
-        }
-    } else if (*r->p >= '0' && *r->p <= '9') {
-        const char *q = r->p;
-        while (is_word(*q)) q++;
-        v = (q - r->p == 1) ? (*r->p == '0' ? NO : YES) : MAYBE;
-        if (q - r->p == 1 && *r->p > '1') v = YES;
-        r->p = q;
-    } else {
-        v = MAYBE;
-        if (*r->p && *r->p != ')' && *r->p != '|' && *r->p != '&') r->p++;
-    }
-    /* a comparison or arithmetic after it: the value is unknown */
-    skip_space(r);
-    while (*r->p && strchr("<>=+-*/%^~?:", *r->p)) {
-        while (*r->p && strchr("<>=+-*/%^~?:", *r->p)) r->p++;
-        (void)cond_primary(r);
-        v = MAYBE;
-        skip_space(r);
-    }
-    return v;
-}
-
-static int cond_and(cond_reader *r) {
-    int v = cond_primary(r);
-    for (skip_space(r); r->p[0] == '&' && r->p[1] == '&'; skip_space(r)) {
-        r->p += 2;
-        int w = cond_primary(r);
-        v = (v == NO || w == NO) ? NO : (v == MAYBE || w == MAYBE) ? MAYBE : YES;
-    }
-    return v;
-}
-
-static int cond_or(cond_reader *r) {
-    int v = cond_and(r);
-    for (skip_space(r); r->p[0] == '|' && r->p[1] == '|'; skip_space(r)) {
-        r->p += 2;
-        int w = cond_and(r);
-        v = (v == YES || w == YES) ? YES : (v == MAYBE || w == MAYBE) ? MAYBE : NO;
-    }
-    return v;
+static int macro_in_tree(void *tree, const char *name, size_t len) {
+    return smap_slot(tree, name, (uint32_t)len, 0) != 0;
 }
 
 /* NO when the definition's branch is surely not taken */
@@ -446,9 +334,7 @@ static int branch_taken(const def_t *mac, smap *tree_macros) {
     c += 6;
     const char *z = c;
     while (*z && *z != '"') z += *z == '\\' && z[1] ? 2 : 1;
-    char *expr = arena_strndup(&strings, c, (size_t)(z - c));
-    cond_reader r = {expr, tree_macros};
-    return cond_or(&r);
+    return c_condition(arena_strndup(&strings, c, (size_t)(z - c)), macro_in_tree, tree_macros);
 }
 
 /* 1 when a word of the signature before the name is a macro, visible here, every definition of which

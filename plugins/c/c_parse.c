@@ -551,7 +551,6 @@ static const char *conjoin(const char *outer, const char *a, uint32_t alen, cons
 /* #if/#ifdef/#elif… and its alternatives: every branch is read, each with its condition (as written,
  * spaces collapsed; #ifdef X is defined(X), #else the negation of what came before) */
 static void branch(ctx *c, TSNode n, const char *outer) {
-    const char *t = ts_node_type(n);
     TSNode name = field(n, "name"), condition = field(n, "condition"), alternative = field(n, "alternative");
     buf test = {0};
     if (!ts_node_is_null(condition)) {
@@ -564,7 +563,15 @@ static void branch(ctx *c, TSNode n, const char *outer) {
     } else {
         buf_puts(&test, "(?)");
     }
-    (void)t;
+    /* a branch that holds #error is not the one a working build takes */
+    uint32_t nchildren = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < nchildren; i++) {
+        TSNode k = ts_node_named_child(n, i);
+        if (is(k, "preproc_call") && wstr_eq(text(c, field(k, "directive")), "#error")) {
+            test.len = 0, buf_puts(&test, "0");
+            break;
+        }
+    }
     const char *saved = c->cond;
     c->cond = conjoin(outer, test.data, test.len, "", 0);
     wstr guard = !ts_node_is_null(name) && test.data[0] == '!' ? text(c, name) : (wstr){0};

@@ -27,4 +27,8 @@
 void field_escaped(buf *b, const char *s, size_t len); /* one partial field */
 int option_true(const wpair *options, uint32_t n, const char *key);
 
+/* an #if condition as the plugin writes it (c_cond.c): NO, YES or MAYBE for the target clang reads */
+enum { NO = 0, YES = 1, MAYBE = 2 };
+int c_condition(const char *expr, int (*in_tree)(void *tree, const char *name, size_t len), void *tree);
+
 #endif

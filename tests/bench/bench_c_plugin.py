@@ -79,6 +79,7 @@ def native_binary() -> Path:
         guest / "lz.c",
         plugin / "c_parse.c",
         plugin / "c_assemble.c",
+        plugin / "c_cond.c",
         ts / "src" / "lib.c",
         grammar,
     ]
