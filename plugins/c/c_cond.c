@@ -2,8 +2,8 @@
  * configuration clang reads here (Linux, x86-64, a GNU-compatible compiler, C not C++). A macro this
  * target predefines is defined; a foreign one (_MSC_VER, _WIN32, __APPLE__, __cplusplus, …) is not;
  * any other is defined when the tree #defines it, with no value known. A branch holding #error is
- * never the one a build takes: parse writes its condition as 0 (so `#ifndef Py_PYTHON_H #error`
- * makes the #else surely taken, though <Python.h> is outside the tree). */
+ * never the one a build takes: parse writes its condition as `#error(…)`, false (so `#ifndef
+ * Py_PYTHON_H #error` makes the #else surely taken, though <Python.h> is outside the tree). */
 #include <string.h>
 
 #include "c_plugin.h"
@@ -58,6 +58,12 @@ static int cond_primary(cond_reader *r) {
     const char *w;
     size_t len;
     int v;
+    if (!strncmp(r->p, "#error(", 7)) { /* a branch that holds #error (parse marks it): never taken */
+        int depth = 0;
+        r->p += 6;
+        do depth += *r->p == '(' ? 1 : *r->p == ')' ? -1 : 0; while (*++r->p && depth > 0);
+        return NO;
+    }
     if (*r->p == '!') {
         r->p++;
         v = cond_primary(r);

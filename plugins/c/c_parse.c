@@ -568,7 +568,9 @@ static void branch(ctx *c, TSNode n, const char *outer) {
     for (uint32_t i = 0; i < nchildren; i++) {
         TSNode k = ts_node_named_child(n, i);
         if (is(k, "preproc_call") && wstr_eq(text(c, field(k, "directive")), "#error")) {
-            test.len = 0, buf_puts(&test, "0");
+            buf marked = {0};
+            buf_puts(&marked, "#error("), buf_put(&marked, test.data, test.len), buf_putc(&marked, ')');
+            test = marked;
             break;
         }
     }

@@ -189,6 +189,11 @@ def test_calls_resolve_to_the_one_definition_they_can_mean(plugin: ComponentPlug
     assert nodes["b.helper"].properties["doc_comment"] == "/* not UTF-8: caf\ufffd */"  # the byte 0xE9, replaced
     # one static defined in both #ifdef branches: one node, both lines
     assert nodes["main.plat"].properties["lines"] == [8, 10]
+    # static by a macro, read for the configuration clang reads: not MSVC; EXPOSE_FOR_TESTS is set nowhere
+    assert nodes["cond.hidden_helper"].properties["visibility"] == "static"
+    assert nodes["cond.maybe_hidden"].properties["signature"] == "TESTABLE int maybe_hidden(void)"
+    assert nodes["cond#API"].properties["lines"] == [2, 4]
+    assert nodes["cond#API"].properties["if"] == "defined(_MSC_VER)"  # the first definition's
 
     # each file's static helper is its own
     assert edge(out, "a_entry", "CALLS", "a.helper")["_resolved_by"] == "static"
@@ -210,7 +215,7 @@ def test_calls_resolve_to_the_one_definition_they_can_mean(plugin: ComponentPlug
     callees = {e.dst for e in out.edges if e.src == "main"}
     assert callees == {"bump", "shared", "lib#SQUARE", "main.plat", "undeclared", "?::src/main.c::dup"}
     notes = "\n".join(out.report.notes)
-    assert out.report.notes[0] == "c_fixture: 7 file(s) read"
+    assert out.report.notes[0] == "c_fixture: 8 file(s) read"
     assert "had no partial" not in notes
     assert "2 call(s) named nothing defined here" in notes  # printf, twice
     assert "1 call(s) named only a static function of a file the caller does not include" in notes
@@ -272,7 +277,7 @@ def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: Componen
     nodes = nodes_by_key(bare)
     assert nodes["src/main.c"].properties["trimmed"] == "_code, value uses, calls and properties"
     assert "signature" not in nodes["shared"].properties
-    assert any("7 file(s) too large for a whole partial" in note for note in bare.report.notes)
+    assert any("8 file(s) too large for a whole partial" in note for note in bare.report.notes)
     assert all("trimmed" not in n.properties for n in full.nodes)
 
 
