@@ -554,7 +554,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         if (f->errors) json_member_int(&p, &first, "parse_errors", f->errors);
         if (f->trimmed) {
             static const char *left_out[] = {"", "_code and value uses", "_code, value uses and calls",
-                                             "_code, value uses, calls and properties"};
+                                             "_code, value uses, calls and descriptive properties"};
             const char *what = left_out[f->trimmed > 3 ? 3 : f->trimmed];
             json_member_str(&p, &first, "trimmed", what, strlen(what));
         }

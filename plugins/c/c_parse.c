@@ -20,8 +20,8 @@ typedef struct {
     uint32_t len;
     buf *out;
     int include_source;
-    int level;             /* 0 everything; 1 no _code, no value uses; 2 no calls either; 3 no properties */
-    uint32_t props_start;  /* where the current definition's properties began in out */
+    int level;             /* 0 everything; 1 no _code, no value uses; 2 no calls either; 3 only the
+                              properties keys and resolution need (signature, visibility, value, if) */
     const char *cond;      /* the #if conditions around the current item, joined with &&; 0 outside any */
     int ndefs;
     uint32_t indirect;
@@ -111,6 +111,7 @@ static TSNode declared_name(TSNode d, int *function) {
 
 /* comments right before a definition (no blank line between, not trailing the line before), joined */
 static void doc_comment(ctx *c, TSNode n, buf *b, int *first) {
+    if (c->level >= 3) return;
     TSNode prev = ts_node_prev_sibling(n), start = n;
     uint32_t expect = ts_node_start_point(n).row;
     while (is(prev, "comment") && ts_node_end_point(prev).row + 1 >= expect && ts_node_end_point(prev).row <= expect) {
@@ -175,7 +176,6 @@ static int begin_def(ctx *c, const char *label, int local, uint32_t line, wstr n
     buf_putc(o, '\t');
     nameset_reset(&c->refs), nameset_reset(&c->calls);
     c->nsites = 0;
-    c->props_start = o->len;
     return c->ndefs++;
 }
 
@@ -252,10 +252,7 @@ done:
     nameset_reset(&c->calls);
 }
 
-static void end_def(ctx *c) {
-    if (c->level >= 3) c->out->len = c->props_start; /* names and lines only */
-    buf_putc(c->out, '\n');
-}
+static void end_def(ctx *c) { buf_putc(c->out, '\n'); }
 
 /* the function declarator a definition's declarator chain leads to (through pointers and parentheses) */
 static TSNode function_declarator_of(TSNode d) {
@@ -303,8 +300,8 @@ static void function_parts(ctx *c, TSNode start, TSNode declarator, TSNode body,
     int first = 1;
     member_collapsed(o, &first, "signature", c->src + a, z - a);
     json_member_str(o, &first, "visibility", local ? "static" : "exported", local ? 6 : 8);
-    if (line_of(start) != line_of(name)) json_member_int(o, &first, "start_line", line_of(start));
-    json_member_int(o, &first, "end_line", ts_node_end_point(end).row + 1);
+    if (c->level < 3 && line_of(start) != line_of(name)) json_member_int(o, &first, "start_line", line_of(start));
+    if (c->level < 3) json_member_int(o, &first, "end_line", ts_node_end_point(end).row + 1);
     doc_comment(c, start, o, &first);
     if (c->include_source && c->level == 0) {
         uint32_t e = ts_node_end_byte(end);
@@ -357,7 +354,7 @@ static void members(ctx *c, TSNode body, buf *o) {
 /* the fields of an anonymous struct/union/enum body, for the typedef that names it */
 static void anonymous_fields(ctx *c, TSNode type, buf *o, int *first) {
     TSNode body = field(type, "body");
-    if (ts_node_is_null(body) || !ts_node_is_null(field(type, "name"))) return;
+    if (ts_node_is_null(body) || !ts_node_is_null(field(type, "name")) || c->level >= 3) return;
     json_key(o, first, is(type, "enum_specifier") ? "variants" : "fields");
     members(c, body, o);
 }
@@ -377,8 +374,10 @@ static void tag(ctx *c, TSNode n, int *emitted) {
     begin_def(c, label, 0, line_of(name), buf_wstr(&key));
     buf *o = c->out;
     int first = 1;
-    json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
-    members(c, body, o);
+    if (c->level < 3) {
+        json_key(o, &first, label[0] == 'E' ? "variants" : "fields");
+        members(c, body, o);
+    }
     doc_comment(c, n, o, &first);
     end_def(c);
     if (emitted) *emitted = 1;
@@ -483,7 +482,7 @@ static void macro(ctx *c, TSNode n, wstr guard) {
     begin_def(c, "Macro", 1, line_of(name), nm);
     buf *o = c->out;
     int first = 1;
-    if (!ts_node_is_null(params)) {
+    if (!ts_node_is_null(params) && c->level < 3) {
         wstr p = text(c, params);
         member_collapsed(o, &first, "parameters", p.ptr, p.len);
     }

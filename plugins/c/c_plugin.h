@@ -7,7 +7,8 @@
  *   F path errors bytes                    a file (then its records)
  *   S path reason                          a file that could not be read (skipped)
  *   T level                                the file's records were trimmed to fit (1: no _code or value
- *                                          uses; 2: no calls either; 3: no properties either)
+ *                                          uses; 2: no calls either; 3: only signature, visibility,
+ *                                          value and if either)
  *   D label local line name props          a definition (index = its order among the file's D records)
  *   P name                                 a function prototype at file scope
  *   I line q|s written                     #include "written" (q) or <written> (s)

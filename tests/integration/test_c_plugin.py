@@ -263,8 +263,8 @@ def test_a_file_the_host_refuses_is_skipped_and_named(plugin: ComponentPlugin, t
 
 
 def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: ComponentPlugin) -> None:
-    """Over max_partial_bytes (compressed), parse leaves out value uses, then calls, then properties —
-    never definitions — and says so."""
+    """Over max_partial_bytes (compressed), parse leaves out value uses, then calls, then descriptive
+    properties — never definitions, and no key changes — and says so."""
     full, _ = plugin.run(FIXTURE)
     bare, _ = plugin.run(FIXTURE, options=[("max_partial_bytes", "1")])
     check_well_formed(bare)
@@ -275,8 +275,9 @@ def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: Componen
     assert definitions_of(full) == definitions_of(bare)
     assert not [e for e in bare.edges if e.type in ("CALLS", "INVOKES", "REFERENCES")]
     nodes = nodes_by_key(bare)
-    assert nodes["src/main.c"].properties["trimmed"] == "_code, value uses, calls and properties"
-    assert "signature" not in nodes["shared"].properties
+    assert nodes["src/main.c"].properties["trimmed"] == "_code, value uses, calls and descriptive properties"
+    assert "doc_comment" not in nodes["shared"].properties and "fields" not in nodes["struct counter"].properties
+    assert nodes["shared"].properties["signature"] == "int shared(int n)"  # keys and resolution need it
     assert any("8 file(s) too large for a whole partial" in note for note in bare.report.notes)
     assert all("trimmed" not in n.properties for n in full.nodes)
 
