@@ -66,7 +66,7 @@ typedef struct {
     char *path, *stem;
     uint32_t errors, bytes;
     int first_def, ndefs, first_inc, ninc, first_use, nuse;
-    uint32_t indirect;
+    uint32_t indirect, too_deep;
     int trimmed; /* the T record's level: what parse left out to fit the partial limit */
     int dup;     /* a later copy of a path already read */
 } file_t;
@@ -167,6 +167,8 @@ static int read_partial(model *m, wstr partial, buf *error) {
             u.line = atoi(unescaped(f[2], fl[2])), u.name = unescaped(f[3], fl[3]);
             PUSH(m->uses, u);
             m->files.at[file].nuse++;
+        } else if (file >= 0 && kind == 'K' && n >= 2) {
+            m->files.at[file].too_deep += (uint32_t)atol(unescaped(f[1], fl[1]));
         } else if (file >= 0 && kind == 'T' && n >= 2) {
             m->files.at[file].trimmed = atoi(unescaped(f[1], fl[1]));
         } else if (file >= 0 && kind == 'X' && n >= 2) {
@@ -639,12 +641,13 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         *slot = i;
     }
     uint32_t undefined = 0, invisible = 0, ambiguous = 0, indirect = 0, ambiguous_refs = 0, macro_calls = 0;
-    uint32_t parse_errors = 0, files_with_errors = 0, trimmed = 0;
+    uint32_t parse_errors = 0, files_with_errors = 0, trimmed = 0, too_deep = 0;
     for (uint32_t i = 0; i < nf; i++) {
         file_t *f = order[i];
         if (f->dup) continue;
         indirect += f->indirect;
         if (f->trimmed) trimmed++;
+        too_deep += f->too_deep;
         if (f->errors) parse_errors += f->errors, files_with_errors++;
         /* mark the file and everything it includes, transitively */
         mark_visible(&m, (int)(f - m.files.at), seen, ++stamp, stack);
@@ -784,6 +787,7 @@ int plugin_assemble(const wstr *partials, uint32_t npartials, const wpair *optio
         buf_puts(&b, " file(s) (tree-sitter recovered; definitions inside them may be missed)");
         PUSH(notes, buf_wstr(&b));
     }
+    notes_add(&notes, too_deep, " region(s) nested more than 200 deep (#if within #if, or syntax errors) — not read");
     notes_add(&notes, trimmed, " file(s) too large for a whole partial (max_partial_bytes): their modules' `trimmed` says what was left out");
     for (uint32_t i = 0; i < m.skipped.n; i++) PUSH(notes, clean(m.skipped.at[i]));
 

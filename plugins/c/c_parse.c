@@ -23,6 +23,8 @@ typedef struct {
     int level;             /* 0 everything; 1 no _code, no value uses; 2 no calls either; 3 only the
                               properties keys and resolution need (signature, visibility, value, if) */
     const char *cond;      /* the #if conditions around the current item, joined with &&; 0 outside any */
+    int depth;             /* how deep in #if branches and ERROR regions the walk is */
+    uint32_t too_deep;     /* regions not read: nested deeper than MAX_DEPTH */
     int ndefs;
     uint32_t indirect;
     nameset refs;  /* names of the current definition already recorded as values, or declared locally */
@@ -534,9 +536,18 @@ static void top_level_item(ctx *c, TSNode n, uint32_t i, uint32_t *next, wstr gu
     }
 }
 
+/* nesting the walk follows (#if in #if, ERROR in ERROR); wasmtime's native stack, not ours, is the limit */
+#define MAX_DEPTH 200
+
 static void top_level(ctx *c, TSNode n, wstr guard) {
+    if (c->depth >= MAX_DEPTH) {
+        c->too_deep++;
+        return;
+    }
+    c->depth++;
     uint32_t count = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < count; i++) top_level_item(c, n, i, &i, guard);
+    c->depth--;
 }
 
 /* "outer && (this)" as a new string (outer may be 0) */
@@ -550,6 +561,11 @@ static const char *conjoin(const char *outer, const char *a, uint32_t alen, cons
 /* #if/#ifdef/#elif… and its alternatives: every branch is read, each with its condition (as written,
  * spaces collapsed; #ifdef X is defined(X), #else the negation of what came before) */
 static void branch(ctx *c, TSNode n, const char *outer) {
+    if (c->depth >= MAX_DEPTH) {
+        c->too_deep++;
+        return;
+    }
+    c->depth++;
     TSNode name = field(n, "name"), condition = field(n, "condition"), alternative = field(n, "alternative");
     buf test = {0};
     if (!ts_node_is_null(condition)) {
@@ -592,6 +608,7 @@ static void branch(ctx *c, TSNode n, const char *outer) {
         }
     }
     c->cond = saved;
+    c->depth--;
 }
 
 
@@ -626,6 +643,7 @@ static void parse_one(TSParser *parser, wstr path, wstr bytes, int include_sourc
         ctx c = {.src = bytes.ptr, .len = bytes.len, .out = &records, .include_source = include_source, .level = level};
         top_level(&c, root, (wstr){0});
         if (c.indirect) buf_puts(&records, "X\t"), buf_putu(&records, c.indirect), buf_putc(&records, '\n');
+        if (c.too_deep) buf_puts(&records, "K\t"), buf_putu(&records, c.too_deep), buf_putc(&records, '\n');
         free(c.refs.keys), free(c.refs.lens), free(c.refs.values);
         free(c.calls.keys), free(c.calls.lens), free(c.calls.values), free(c.sites);
         packed.len = 0;

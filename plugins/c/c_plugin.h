@@ -16,7 +16,8 @@
  *                                          site's line and how many sites
  *   R def line name                        an identifier used as a value inside definition def (the
  *                                          first use; not a parameter or a local declared before it)
- *   X count                                calls through a pointer or a field (not resolved) */
+ *   X count                                calls through a pointer or a field (not resolved)
+ *   K count                                regions nested too deep (#if in #if…) to be read */
 #ifndef DRSG_C_PLUGIN_H
 #define DRSG_C_PLUGIN_H
 #include "abi.h"

@@ -293,3 +293,33 @@ def test_a_document_is_parsed_from_its_bytes(plugin: ComponentPlugin, tmp_path: 
     nodes = {n.key: n for n in out.nodes}
     assert set(nodes) == {name, "ünïcode.summer"}
     assert json.loads(nodes["ünïcode.summer"].properties)["doc_comment"] == "/* été */"
+
+
+def test_hostile_files_give_facts_not_traps(plugin: ComponentPlugin, tmp_path: Path) -> None:
+    """Garbage, NUL bytes, deep nesting (expressions, blocks, #if) and a name thousands of bytes long:
+    every file still answers a well-formed Module, and nothing traps."""
+    import random
+
+    rng = random.Random(7)
+    files = {
+        "garbage.c": bytes(rng.randrange(256) for _ in range(20_000)),
+        "nul.c": b"int a(void) { return 0; }\0\0\0 int b(void) { return a(); }\n",
+        "parens.c": b"int deep(void) { return " + b"(" * 20_000 + b"1" + b")" * 20_000 + b"; }\n",
+        "blocks.c": b"void nest(void) " + b"{" * 5_000 + b"}" * 5_000 + b"\n",
+        "ifs.h": b"".join(b"#if defined(L%d)\n" % i for i in range(1_000)) + b"#define DEEP 1\n" + b"#endif\n" * 1_000,
+        "some_ifs.h": b"".join(b"#ifdef M%d\n" % i for i in range(150)) + b"#define DEEPISH 1\n" + b"#endif\n" * 150,
+        "long.c": b"int " + b"x" * 100_000 + b"(void) { return 1; }\n",
+        "unterminated.c": b'/* never closed\nint f(void) { return "never closed; }\n',
+    }
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    out, raw = plugin.run(tmp_path)
+    check_well_formed(out)
+    nodes = nodes_by_key(out)
+    assert set(files) <= set(nodes)
+    assert {"deep", "nest", "x" * 100_000} <= set(nodes)
+    assert nodes["some_ifs#DEEPISH"].properties["if"].count("&&") == 149
+    assert "ifs#DEEP" not in nodes  # 1,000 #ifs deep: past the walk's limit, and said so
+    assert any(note.startswith("1 region(s) nested more than 200 deep") for note in out.report.notes)
+    _, again = plugin.run(tmp_path, chunk=3)
+    assert wire_bytes(raw) == wire_bytes(again)
