@@ -632,6 +632,10 @@ done:
  * not lift a partial much over 2.5 MiB); a file that needed less says so in a T record */
 static void parse_one(TSParser *parser, wstr path, wstr bytes, int include_source, uint32_t limit, buf *out) {
     TSTree *tree = ts_parser_parse_string(parser, 0, bytes.ptr, bytes.len);
+    if (!tree) { /* no timeout or cancellation is ever set, so this is not expected */
+        buf_puts(out, "S\t"), field_escaped(out, path.ptr, path.len), buf_puts(out, "\ttree-sitter gave no tree\n");
+        return;
+    }
     TSNode root = ts_tree_root_node(tree);
     uint32_t errors = count_errors(root);
     buf records = {0}, packed = {0};
