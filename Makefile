@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DRSG := $(BIN)/drsg
 DEMO_DB := demo/graph.drsg
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench clean plugins
 
 # setup.py builds the one C module (workers/_fusion.c) in place: a change to either reinstalls.
 $(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
@@ -52,8 +52,14 @@ lint: setup
 	MYPYPATH=$(TYPES) $(BIN)/mypy -p drsg
 	MYPYPATH=$(TYPES) $(BIN)/mypy --strict -p drsg.kernel -p drsg.store  # the layers everything stands on
 
+# The WebAssembly parser plugins (plugins/README.md): toolchain from Debian when missing, sources from
+# pinned PyPI sdists, jco from the committed npm lockfile; build/plugins/<name>.wasm. Incremental.
+plugins: setup
+	plugins/build/toolchain.sh
+	$(MAKE) --no-print-directory -f plugins/build/Makefile PY=$(CURDIR)/$(BIN)/python
+
 # The whole test suite (what CI runs).
-test: lint
+test: lint plugins
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -1,0 +1,177 @@
+"""The C parser plugin (build/plugins/c.wasm) over a real C tree of more than 1,000 files.
+
+The tree: seven pinned PyPI sdists that carry C sources (Brotli, gevent with libev/libuv/c-ares, lz4,
+pycares with c-ares, pycryptodome, uvloop with libuv, zstandard), downloaded once with pip into
+build/bench/c-tree. The plugin is driven the way the host drives it: one file per parse call, each
+in a fresh store and instance, then one assemble. Printed beside it, from the same run: the same plugin
+code and tree-sitter sources compiled natively (tests/bench/c_plugin_native.c), and the ratio.
+Also: what a call costs before any work (a fresh store + instantiate + describe).
+
+    .venv/bin/python -m tests.bench.bench_c_plugin [--files N]
+
+Results are printed, not recorded (add them to tests/bench/RESULTS.md by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+from drsg.pipeline.code.handler import SourceTree, output_from_wire
+from tests.support import fast_bytes
+from tests.support.wasm_plugin import BUILD, REPO, ComponentPlugin, built_plugin, wire_dict
+
+WORK = REPO / "build" / "bench" / "c-tree"
+SDISTS = {  # name==version: sha256 of the sdist
+    "brotli==1.1.0": ("Brotli-1.1.0.tar.gz", "81de08ac11bcb85841e440c13611c00b67d3bf82698314928d0b676362546724"),
+    "gevent==24.11.1": ("gevent-24.11.1.tar.gz", "8bd1419114e9e4a3ed33a5bad766afff9a3cf765cb440a582a1b3a9bc80c1aca"),
+    "lz4==4.3.3": ("lz4-4.3.3.tar.gz", "01fe674ef2889dbb9899d8a67361e0c4a2c833af5aeb37dd505727cf5d2a131e"),
+    "pycares==4.4.0": ("pycares-4.4.0.tar.gz", "f47579d508f2f56eddd16ce72045782ad3b1b3b678098699e2b6a1b30733e1c2"),
+    "pycryptodome==3.21.0": (
+        "pycryptodome-3.21.0.tar.gz",
+        "f7787e0d469bdae763b876174cf2e6c0f7be79808af26b1da96f1a64bcf47297",
+    ),
+    "uvloop==0.21.0": ("uvloop-0.21.0.tar.gz", "3bf12b0fda68447806a7ad847bfa591613177275d35b6724b1ee573faa3704e3"),
+    "zstandard==0.23.0": (
+        "zstandard-0.23.0.tar.gz",
+        "b2d8c62d08e7255f68f7a740bae85b3c9b8e5466baa9cbf7f57f1cde0ac6bc09",
+    ),
+}
+
+
+def c_tree() -> Path:
+    """build/bench/c-tree/tree: the sdists' contents, each checked against its pinned hash."""
+    sdists, tree = WORK / "sdists", WORK / "tree"
+    sdists.mkdir(parents=True, exist_ok=True)
+    for spec, (filename, sha256) in SDISTS.items():
+        archive = sdists / filename
+        if not archive.exists():
+            pip = [sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps", spec]
+            subprocess.run([*pip, "-d", str(sdists)], check=True)
+        digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+        if digest != sha256:
+            raise SystemExit(f"{archive} has sha256 {digest}, expected {sha256}")
+        target = tree / filename.removesuffix(".tar.gz")
+        if not target.exists():
+            with tarfile.open(archive) as tar:
+                tar.extractall(tree, filter="data")
+    return tree
+
+
+def native_binary() -> Path:
+    """The plugin's code compiled natively (-O2, the same flags but for the target)."""
+    out = WORK / "c_plugin_native"
+    ts = BUILD / "src" / "tree-sitter-0.23.2" / "tree_sitter" / "core" / "lib"
+    grammar = BUILD / "src" / "tree_sitter_c-0.23.4" / "src" / "parser.c"
+    guest, plugin = REPO / "plugins" / "guest", REPO / "plugins" / "c"
+    sources = [
+        REPO / "tests" / "bench" / "c_plugin_native.c",
+        guest / "runtime.c",
+        guest / "json.c",
+        guest / "lz.c",
+        plugin / "c_parse.c",
+        plugin / "c_assemble.c",
+        plugin / "c_cond.c",
+        ts / "src" / "lib.c",
+        grammar,
+    ]
+    if out.exists() and all(out.stat().st_mtime > s.stat().st_mtime for s in sources):
+        return out
+    cmd = ["clang", "-O2", "-DNDEBUG", "-w", f"-I{guest}", f"-I{ts / 'include'}", f"-I{ts / 'src'}"]
+    cmd += [f"-I{BUILD / 'include'}", *map(str, sources), "-o", str(out)]
+    subprocess.run(cmd, check=True)
+    return out
+
+
+def wasm_run(plugin: ComponentPlugin, tree: SourceTree, files: list[str], mib: float, title: str) -> tuple:
+    """One pass the host's way; prints its figures and returns (seconds, facts, parse-call seconds, notes)."""
+    plugin.stats.instantiate_s = plugin.stats.call_s = 0.0
+    started = time.perf_counter()
+    partials = [plugin.parse(tree, [f]) for f in files]
+    parse_s = time.perf_counter() - started
+    instantiate_s, call_s = plugin.stats.instantiate_s, plugin.stats.call_s
+    started = time.perf_counter()
+    raw = plugin.assemble(tree, partials)
+    assemble_s = time.perf_counter() - started
+    out = output_from_wire(wire_dict(raw), "c")
+    facts = len(out.nodes) + len(out.edges)
+    total = parse_s + assemble_s
+    print(f"{title}:")
+    print(
+        f"  parse {parse_s:.2f} s ({instantiate_s:.2f} s of it store + instantiate, {call_s:.2f} s in parse calls), "
+        f"assemble {assemble_s:.2f} s (with lifting the output); partials {sum(map(len, partials)) / (1 << 20):.1f} MiB"
+    )
+    print(
+        f"  {len(files) / total:,.0f} files/s, {mib / total:.2f} MiB/s, {facts / total:,.0f} facts/s "
+        f"({len(out.nodes):,} nodes, {len(out.edges):,} edges)"
+    )
+    return total, facts, call_s, out.report.notes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=0, help="use only the first N files (0: all)")
+    args = parser.parse_args()
+
+    wasm = built_plugin("c")
+    tree_root = c_tree()
+    files = sorted(p.relative_to(tree_root).as_posix() for p in tree_root.rglob("*") if p.suffix in (".c", ".h"))
+    if args.files:
+        files = files[: args.files]
+    size = sum((tree_root / f).stat().st_size for f in files)
+    mib = size / (1 << 20)
+    print(f"tree: {len(files)} files, {mib:.1f} MiB of C ({', '.join(SDISTS)})")
+    print(f"machine: {platform.node()} {platform.machine()}, Python {platform.python_version()}")
+
+    plugin = ComponentPlugin(wasm)
+    # what one call costs with no work: a fresh store, instantiate, describe
+    overhead = []
+    for _ in range(50):
+        started = time.perf_counter()
+        plugin.describe()
+        overhead.append(time.perf_counter() - started)
+    print(
+        f"per call, before any work (store + instantiate + describe): median {statistics.median(overhead) * 1e3:.2f} ms"
+    )
+
+    tree = SourceTree(tree_root, files)
+    stock = wasm_run(plugin, tree, files, mib, "wasm (stock wasmtime-py byte lists)")
+    fast_bytes.install()
+    try:
+        bulk = wasm_run(plugin, tree, files, mib, "wasm (bulk byte-list conversion)")
+    finally:
+        fast_bytes.uninstall()
+    total, facts, call_s, notes = bulk
+
+    native = native_binary()
+    ran = subprocess.run([str(native), str(tree_root)], input="\n".join(files) + "\n", capture_output=True, text=True)
+    figures = json.loads(ran.stdout)
+    native_s = figures["parse_s"] + figures["assemble_s"]
+    native_facts = figures["nodes"] + figures["edges"]
+    print(
+        f"native: parse {figures['parse_s']:.2f} s, assemble {figures['assemble_s']:.2f} s: "
+        f"{len(files) / native_s:,.0f} files/s, {mib / native_s:.2f} MiB/s, {native_facts / native_s:,.0f} facts/s"
+    )
+    same = "equal" if native_facts == facts else "DIFFERENT, though it is the same code"
+    print(f"native facts {native_facts:,} vs wasm {facts:,}: {same}")
+    print(
+        f"largest partial (native, compressed): {figures['largest_partial']:,} bytes, {figures['largest_partial_file']}"
+    )
+    print(
+        f"ratio wasm/native time: stock {stock[0] / native_s:.2f}x, bulk {total / native_s:.2f}x "
+        f"(bulk parse calls alone: {call_s / figures['parse_s']:.2f}x)"
+    )
+    for note in notes:
+        print(f"  note: {note}")
+
+
+if __name__ == "__main__":
+    main()

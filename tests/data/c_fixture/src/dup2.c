@@ -1,0 +1,1 @@
+int dup(void) { return 2; }
