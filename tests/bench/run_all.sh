@@ -21,6 +21,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_hybrid --quick
   $PY -m tests.bench.bench_feed --quick
   $PY -m tests.bench.bench_digest --no-record
+  $PY -m tests.bench.bench_code --no-record
+  $PY -m tests.bench.bench_c_plugin --files 100
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -35,3 +37,5 @@ if [[ "${PROFILE:-0}" == 1 ]]; then
   bash tests/bench/profile.sh
 fi
 $PY -m tests.bench.bench_digest
+$PY -m tests.bench.bench_code
+make -s plugins && $PY -m tests.bench.bench_c_plugin

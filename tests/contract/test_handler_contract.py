@@ -34,6 +34,8 @@ def write_tree(root: Path, files: dict[str, str]) -> list[str]:
 
 class HandlerContract:
     broken: str  # the sample's file that is not valid source
+    broken_note: str  # what the report says of it: its name (skipped) or the syntax error recovered from
+    kept: str  # a key of the sample's valid files, which the broken one must not take down
 
     @pytest.fixture
     def handler(self) -> Handler:
@@ -72,16 +74,24 @@ class HandlerContract:
         assert read(handler, tmp_path, files, 2) == one
         assert read(handler, tmp_path, files, 1) == one
 
-    def test_a_broken_file_is_skipped_and_reported(
+    def test_a_broken_file_is_reported_and_the_rest_still_read(
         self, handler: Handler, sample: dict[str, str], tmp_path: Path
     ) -> None:
         out = read(handler, tmp_path, write_tree(tmp_path, sample))
-        assert out.report.skipped >= 1
-        assert any(self.broken in note for note in out.report.notes)
+        assert any(self.broken_note in note for note in out.report.notes), out.report.notes
+        assert self.kept in {n.key for n in out.nodes}
+        without = read(
+            handler,
+            tmp_path / "clean",
+            write_tree(tmp_path / "clean", {k: v for k, v in sample.items() if k != self.broken}),
+        )
+        assert not any(self.broken_note in note for note in without.report.notes)
 
 
 class TestPythonHandler(HandlerContract):
     broken = "pkg/broken.py"
+    broken_note = "skipped pkg/broken.py"
+    kept = "pkg.a.f"
 
     @pytest.fixture
     def handler(self) -> Handler:
@@ -94,4 +104,27 @@ class TestPythonHandler(HandlerContract):
             "pkg/a.py": "def f():\n    return g()\n\ndef g():\n    return 1\n",
             "pkg/b.py": "from pkg.a import f\n\nclass K:\n    def m(self):\n        return f()\n",
             "pkg/broken.py": "def (:\n",
+        }
+
+
+class TestCPlugin(HandlerContract):
+    """The C plugin built from source (``make plugins``), through drsg's plugin host."""
+
+    broken = "src/broken.c"
+    broken_note = "syntax error region(s) in 1 file(s)"  # tree-sitter recovers: a parser of C never refuses
+    kept = "twice"
+
+    @pytest.fixture
+    def handler(self) -> Handler:
+        from tests.support.wasm_plugin import ComponentPlugin, built_plugin
+
+        return ComponentPlugin(built_plugin("c")).handler
+
+    @pytest.fixture
+    def sample(self) -> dict[str, str]:
+        return {
+            "include/util.h": "int twice(int n);\n",
+            "src/util.c": '#include "util.h"\nint twice(int n) { return helper(n) * 2; }\nstatic int helper(int n) { return n; }\n',
+            "src/main.c": '#include "util.h"\nint main(void) { return twice(21); }\n',
+            "src/broken.c": "int (((( {{{ oops\n",
         }

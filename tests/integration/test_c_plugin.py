@@ -18,7 +18,7 @@ import pytest
 
 from drsg.pipeline.code.handler import Output
 from tests.support.c_oracle import Definition, read
-from tests.support.wasm_plugin import BUILD, ComponentPlugin, built_plugin, wire_dict
+from tests.support.wasm_plugin import BUILD, ComponentPlugin, built_plugin, output_bytes
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "c_fixture"
 RUNTIME = BUILD / "src" / "tree-sitter-0.23.2" / "tree_sitter" / "core" / "lib"
@@ -37,10 +37,6 @@ def runtime_tree(tmp_path_factory: pytest.TempPathFactory, plugin: ComponentPlug
     shutil.copytree(RUNTIME / "include", root / "include")
     shutil.copytree(RUNTIME / "src", root / "src")
     return root
-
-
-def wire_bytes(raw: Any) -> bytes:
-    return json.dumps(wire_dict(raw), ensure_ascii=False, sort_keys=False).encode()
 
 
 def nodes_by_key(out: Output) -> dict[str, Any]:
@@ -93,7 +89,7 @@ def test_every_function_clang_defines_in_the_runtime_is_a_node_with_its_key_and_
     assert len(truth) > 400  # the runtime really was read
     assert not [d for d in truth if d.macro]  # every name is written out (no FN(name) tricks) in this project
 
-    out, _ = plugin.run(runtime_tree)
+    out = plugin.run(runtime_tree)
     check_well_formed(out)
     functions: dict[tuple[str, str], list[Any]] = {}
     for node in out.nodes:
@@ -130,7 +126,7 @@ def test_every_call_clang_sees_in_the_runtime_is_an_edge_to_the_same_definition(
     functions) is a CALLS edge to the definition clang binds it to. Precision: where the plugin draws a
     call clang also sees, it names the same definition (the plugin also reads #if branches clang skips,
     so its other edges cannot be checked this way)."""
-    out, _ = plugin.run(runtime_tree)
+    out = plugin.run(runtime_tree)
     extern: dict[str, list[Definition]] = {}
     for d in runtime_truth.definitions:
         if not d.static:
@@ -152,14 +148,14 @@ def test_every_call_clang_sees_in_the_runtime_is_an_edge_to_the_same_definition(
 
 
 def test_a_second_run_and_other_chunkings_give_the_same_bytes(plugin: ComponentPlugin, runtime_tree: Path) -> None:
-    _, first = plugin.run(runtime_tree)
-    _, second = plugin.run(runtime_tree)
-    _, chunked = plugin.run(runtime_tree, chunk=7)
-    assert wire_bytes(first) == wire_bytes(second) == wire_bytes(chunked)
+    first = plugin.run(runtime_tree)
+    second = plugin.run(runtime_tree)
+    chunked = plugin.run(runtime_tree, chunk=7)
+    assert output_bytes(first) == output_bytes(second) == output_bytes(chunked)
 
 
 def test_calls_resolve_to_the_one_definition_they_can_mean(plugin: ComponentPlugin) -> None:
-    out, _ = plugin.run(FIXTURE)
+    out = plugin.run(FIXTURE)
     check_well_formed(out)
     nodes = nodes_by_key(out)
     # keys: modules by path (main.c's module is not function main), static = stem.name, tags by tag
@@ -233,11 +229,11 @@ def test_calls_resolve_to_the_one_definition_they_can_mean(plugin: ComponentPlug
 
 
 def test_include_source_adds_each_definitions_text(plugin: ComponentPlugin) -> None:
-    out, _ = plugin.run(FIXTURE, options=[("include_source", "true")])
+    out = plugin.run(FIXTURE, options=[("include_source", "true")])
     nodes = nodes_by_key(out)
     assert nodes["shared"].properties["_code"] == "int shared(int n) { return SQUARE(n) + 1; }"
     assert nodes["main"].properties["_code"].startswith("int main(void) {\n")
-    plain, _ = plugin.run(FIXTURE)
+    plain = plugin.run(FIXTURE)
     assert all("_code" not in node.properties for node in plain.nodes)
     # the option changes nothing else
     with_code = [(n.key, {k: v for k, v in n.properties.items() if k != "_code"}) for n in out.nodes]
@@ -265,8 +261,8 @@ def test_a_file_the_host_refuses_is_skipped_and_named(plugin: ComponentPlugin, t
 def test_a_file_too_large_for_one_partial_keeps_its_definitions(plugin: ComponentPlugin) -> None:
     """Over max_partial_bytes (compressed), parse leaves out value uses, then calls, then descriptive
     properties — never definitions, and no key changes — and says so."""
-    full, _ = plugin.run(FIXTURE)
-    bare, _ = plugin.run(FIXTURE, options=[("max_partial_bytes", "1")])
+    full = plugin.run(FIXTURE)
+    bare = plugin.run(FIXTURE, options=[("max_partial_bytes", "1")])
     check_well_formed(bare)
 
     def definitions_of(out: Output) -> set[tuple[str, str, int]]:
@@ -292,7 +288,7 @@ def test_a_document_is_parsed_from_its_bytes(plugin: ComponentPlugin, tmp_path: 
     out = plugin.assemble(tree, [partial])
     nodes = {n.key: n for n in out.nodes}
     assert set(nodes) == {name, "ünïcode.summer"}
-    assert json.loads(nodes["ünïcode.summer"].properties)["doc_comment"] == "/* été */"
+    assert nodes["ünïcode.summer"].properties["doc_comment"] == "/* été */"
 
 
 def test_hostile_files_give_facts_not_traps(plugin: ComponentPlugin, tmp_path: Path) -> None:
@@ -313,7 +309,7 @@ def test_hostile_files_give_facts_not_traps(plugin: ComponentPlugin, tmp_path: P
     }
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
-    out, raw = plugin.run(tmp_path)
+    out = raw = plugin.run(tmp_path)
     check_well_formed(out)
     nodes = nodes_by_key(out)
     assert set(files) <= set(nodes)
@@ -321,5 +317,5 @@ def test_hostile_files_give_facts_not_traps(plugin: ComponentPlugin, tmp_path: P
     assert nodes["some_ifs#DEEPISH"].properties["if"].count("&&") == 149
     assert "ifs#DEEP" not in nodes  # 1,000 #ifs deep: past the walk's limit, and said so
     assert any(note.startswith("1 region(s) nested more than 200 deep") for note in out.report.notes)
-    _, again = plugin.run(tmp_path, chunk=3)
-    assert wire_bytes(raw) == wire_bytes(again)
+    again = plugin.run(tmp_path, chunk=3)
+    assert output_bytes(raw) == output_bytes(again)

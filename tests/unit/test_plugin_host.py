@@ -16,7 +16,7 @@ from drsg.kernel.errors import PluginBudget, PluginError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, SourceTree
 from drsg.pipeline.plugins import fastbytes, memory, sandbox
-from drsg.pipeline.plugins.host import MAX_TRANSFER, Budget, PluginHandler, plugin_options
+from drsg.pipeline.plugins.host import MAX_PARTIAL, Budget, PluginHandler, plugin_options
 
 PLUGINS = Path(__file__).resolve().parents[1] / "data" / "plugins"
 
@@ -210,11 +210,11 @@ def test_properties_that_are_not_json_are_refused(tree: SourceTree) -> None:
 
 def test_a_ten_megabyte_partial_is_refused(tree: SourceTree) -> None:
     start = time.monotonic()
-    with pytest.raises(PluginError, match=rf"plugin bigp .*{MAX_TRANSFER} bytes"):
+    with pytest.raises(PluginError, match=rf"plugin bigp .*{MAX_PARTIAL} bytes"):
         load("bigpartial").parse(tree, ("a.txt",), [])
     assert time.monotonic() - start < 2
-    text = (PLUGINS / "bigpartial.wat").read_text().replace("10485760", str(MAX_TRANSFER + 1))
-    with pytest.raises(PluginError, match=rf"answered a {MAX_TRANSFER + 1}-byte partial, over the {MAX_TRANSFER}"):
+    text = (PLUGINS / "bigpartial.wat").read_text().replace("10485760", str(MAX_PARTIAL + 1))
+    with pytest.raises(PluginError, match=rf"answered a {MAX_PARTIAL + 1}-byte partial, over the {MAX_PARTIAL}"):
         load("bigpartial", text=text).parse(tree, ("a.txt",), [])
     text = (PLUGINS / "bigpartial.wat").read_text().replace("10485760", "1000000")
     assert len(load("bigpartial", text=text).parse(tree, ("a.txt",), [])) == 1_000_000
@@ -259,3 +259,10 @@ def test_bytes_cross_the_boundary_exactly(tree: SourceTree) -> None:
     echo = load("echo")
     for data in (b"", bytes(range(256)) * 3, b"\0" * 7, bytes(range(255, -1, -1)) + b"\xff"):
         assert echo.parse(tree, Doc("d", data), []) == data
+
+
+def test_what_the_host_hands_in_is_not_held_to_the_partial_limit(tree: SourceTree) -> None:
+    """wasmtime's copy limit is on what it lifts out of a component; partials going in are not lifted."""
+    partials = [b"k"] + [bytes(1000)] * 5000  # 5 MB, past the ~3 MiB wasmtime lifts in one call
+    out = load("echo").assemble(tree, partials, [])
+    assert [n.key for n in out.nodes][:1] == ["k"]
