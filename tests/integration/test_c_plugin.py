@@ -9,7 +9,6 @@ change a byte. On a hand-written tree (tests/data/c_fixture): how each call reso
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
