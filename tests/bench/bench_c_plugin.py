@@ -154,10 +154,11 @@ def main() -> None:
         plugin.describe()
         overhead.append(time.perf_counter() - started)
     direct = _direct_call_floor()
+    floor = statistics.median(overhead)
     print(
-        f"per call, before any work (store + instantiate + describe): median {statistics.median(overhead) * 1e3:.2f} ms; "
+        f"per call, before any work (store + instantiate + describe): median {floor * 1e3:.2f} ms; "
         f"a direct Python call of the built-in handler's parse on an empty file: {direct * 1e3:.3f} ms "
-        f"({statistics.median(overhead) / direct:.0f}x)"
+        f"({floor / direct:.0f}x)"
     )
 
     tree = SourceTree(tree_root, files)

@@ -124,7 +124,11 @@ class TestCPlugin(HandlerContract):
     def sample(self) -> dict[str, str]:
         return {
             "include/util.h": "int twice(int n);\n",
-            "src/util.c": '#include "util.h"\nint twice(int n) { return helper(n) * 2; }\nstatic int helper(int n) { return n; }\n',
+            "src/util.c": (
+                '#include "util.h"\n'
+                "int twice(int n) { return helper(n) * 2; }\n"
+                "static int helper(int n) { return n; }\n"
+            ),
             "src/main.c": '#include "util.h"\nint main(void) { return twice(21); }\n',
             "src/broken.c": "int (((( {{{ oops\n",
         }
