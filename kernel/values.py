@@ -96,7 +96,7 @@ def _nested(where: str, depth: int) -> int:
 def check_value(value: Any, where: str = "value", _depth: int = 0) -> Any:
     """Return ``value`` if it is inside the data model, else raise :class:`BadValue`."""
     if isinstance(value, str):
-        _check_utf8(value, where)
+        check_utf8(value, where)
         return value
     if value is None or isinstance(value, (bool, bytes, Vector)):
         return value
@@ -118,19 +118,19 @@ def check_value(value: Any, where: str = "value", _depth: int = 0) -> Any:
         for k, item in value.items():
             if not isinstance(k, str):
                 raise BadValue(f"{where}: map keys must be strings, got {type(k).__name__}")
-            _check_utf8(k, where)
+            check_utf8(k, where)
             check_value(item, where, depth)
         return value
     if isinstance(value, Described):
         if not isinstance(value.description, str):
             raise BadValue(f"{where}: a description must be a string")
-        _check_utf8(value.description, where)
+        check_utf8(value.description, where)
         check_value(value.value, where, _nested(where, _depth))
         return value
     raise BadValue(f"{where}: {type(value).__name__} is not a storable value")
 
 
-def _check_utf8(text: str, where: str) -> None:
+def check_utf8(text: str, where: str) -> None:
     """Lone surrogates (e.g. JSON "\\ud800") are str in Python but cannot be stored as UTF-8."""
     if text.isascii():  # a flag CPython keeps on the string: no need to encode it to know
         return
@@ -158,7 +158,7 @@ def check_name(kind: str, name: Any) -> str:
         raise BadValue(f"{kind} must be a non-empty string")
     if "\x00" in name:
         raise BadValue(f"{kind} {name!r} contains a NUL character; remove it")
-    _check_utf8(name, kind)
+    check_utf8(name, kind)
     if len(name.encode()) > 400:
         raise BadValue(f"{kind} is longer than 400 bytes; shorten it")
     return name
@@ -190,7 +190,7 @@ def from_json(value: Any, where: str = "value", _depth: int = 0) -> Value:
                 raise BadValue(f'{where}: a described value is {{"$desc": "text", "$value": ...}}')
             return Described(value["$desc"], from_json(value["$value"], where, depth))
         for k in value:
-            _check_utf8(k, where)  # (JSON's keys are strings)
+            check_utf8(k, where)  # (JSON's keys are strings)
         return {k: from_json(v, where, depth) for k, v in value.items()}
     if isinstance(value, list):
         depth = _nested(where, _depth)

@@ -18,7 +18,7 @@ from typing import Any
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
-from drsg.kernel.values import MAX_ID
+from drsg.kernel.values import MAX_ID, check_utf8
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -351,4 +351,5 @@ def _count(value: Any, what: str) -> int:
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise UsageError(f"{what} must be a non-empty string, not {value!r:.40}")
+    check_utf8(value, what)  # a JSON "\ud800" is a str, but no key or index can hold it
     return value

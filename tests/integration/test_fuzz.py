@@ -24,7 +24,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 import drsg
@@ -329,6 +329,7 @@ _plans = st.one_of(
 
 @FUZZ
 @given(plan=_plans)
+@example(plan={"source": {"ScanLabel": "\ud800"}})  # found by this test: a lone surrogate crashed the label scan
 def test_fuzz_logical_plans(searcher: Searcher, plan: Any) -> None:
     """Upstream's plan JSON, well and badly shaped: a checked plan that runs, or one DrsgError."""
     try:
