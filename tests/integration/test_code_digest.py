@@ -383,3 +383,15 @@ def test_where_a_parser_and_the_model_claim_one_key_the_parser_wins(drsg, tmp_pa
     edges = {(r["src_key"], r["type"], r["dst_key"]) for r in records if "src_key" in r}
     assert ("app.core.Engine", "FIRST_RUN_AT", "Bletchley Park") in edges  # the model's edge, at the parsed node
     assert ("app.core.Engine", "CONTAINS", "app.core.Engine.run") in edges
+
+
+def test_unclaimed_text_over_256_kib_is_skipped_with_a_note(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "gen"
+    root.mkdir()
+    (root / "a.py").write_text("X = 1\n")
+    (root / "small.cfg").write_text("name = small\n")
+    (root / "dump.sql").write_text("INSERT INTO t VALUES (1);\n" * 12_000)  # 300 KB of text no handler claims
+    ran = drsg("digest", str(root), "-vv", "--chat-key-env", "NO_SUCH_KEY", "--no-embed")
+    assert "  note: 1 file(s) skipped: dump.sql (over 256 KiB)" in ran.lines()
+    assert "  skipped dump.sql  (over 256 KiB)" in ran.lines()
+    assert ran.code == 2 and "NO_SUCH_KEY" in ran.err  # small.cfg is still prose for the model
