@@ -21,6 +21,7 @@ import pytest
 import drsg as drsg_api
 from tests.conftest import Ran
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.git_tree import commit_tree
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-code-test"
@@ -199,14 +200,7 @@ def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no
 
 def test_the_plane_records_its_commit_and_drift(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path / "repo"
-    root.mkdir()
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / "a.py").write_text("def a():\n    pass\n")
-    (root / "b.py").write_text("def b():\n    a()\n")
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "one"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    head = commit_tree(root, {"a.py": "def a():\n    pass\n", "b.py": "def b():\n    a()\n"})
     assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
     with drsg_api.open(db_path) as db, db.snapshot() as snap:
         props = snap.plane("r").props
@@ -237,14 +231,8 @@ def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg, tmp_pa
 
 def test_every_answer_from_a_measured_plane_says_what_it_was_read_from(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path / "repo"
-    root.mkdir()
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / "a.py").write_text("def a():\n    pass\n\ndef b():\n    a()\n")
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = commit_tree(root, {"a.py": "def a():\n    pass\n\ndef b():\n    a()\n"})
     (root / "new.py").write_text("Y = 2\n")
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
     line = (
         f"synced: commit {head[:12]} — parsed from a working tree with 0 modified and 1 untracked, so the graph "
@@ -274,17 +262,9 @@ def _accounting_tree(tmp_path: Path) -> Path:
         "notes.txt": "loose notes\n",  # untracked
         "tools/new.py": "Z = 3\n",  # untracked
     }
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    (root / ".gitignore").write_text("app/gen.py\n")
-    (root / ".dockerignore").write_text("web\n")
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(
-        [*git, "add", ".gitignore", ".dockerignore", "app/main.py", "web/index.py", "docs/guide.md"], check=True
-    )
-    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    files[".gitignore"] = "app/gen.py\n"
+    files[".dockerignore"] = "web\n"
+    commit_tree(root, files, [".gitignore", ".dockerignore", "app/main.py", "web/index.py", "docs/guide.md"])
     return root
 
 

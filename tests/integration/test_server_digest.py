@@ -87,15 +87,11 @@ def test_reading_a_directory_is_local_only_and_plane_reads_say_what_they_were_re
     import subprocess
     import sys
 
+    from tests.support.git_tree import commit_tree
+
     root = tmp_path / "repo"
-    root.mkdir()
-    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    (root / "a.py").write_text("def a():\n    pass\n\ndef b():\n    a()\n")
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "one"], check=True)
+    head = commit_tree(root, {"a.py": "def a():\n    pass\n\ndef b():\n    a()\n"})
     (root / "a.py").write_text("def a():\n    return 1\n\ndef b():\n    a()\n")
-    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     db = tmp_path / "graph.drsg"
     cli = [str(Path(sys.executable).with_name("drsg")), "--db", str(db)]
     subprocess.run([*cli, "digest", str(root), "--code-only", "--apply", "-p", "code"], check=True, capture_output=True)
