@@ -8,9 +8,9 @@ the denominator of every percentage: a ``node_modules/`` of 80,000 files would m
 Then the project's own word on what is derived, each chosen by ``--ignore-files``:
 
 - ``gitignore`` (the default): ``.gitignore`` in every directory of the walk, the ones in the
-  directories above it up to the repository's root, and ``.git/info/exclude`` — git's rules, through
-  ``pathspec``'s gitignore-exact matcher (a deeper file overrides a shallower one, the last matching
-  line of a file wins, nothing under an ignored directory comes back).
+  directories above it up to the repository's root, and ``.git/info/exclude`` — git's rules, each
+  line compiled by ``pathspec`` (a deeper file overrides a shallower one, the last matching line
+  wins, nothing under an ignored directory comes back; see :class:`_GitRules`).
 - ``dockerignore``: the root's ``.dockerignore``, its patterns anchored at the root and each file
   matched on its own, as Docker reads them (so ``!notes/deep`` brings back a file under ``notes``).
 
