@@ -173,7 +173,7 @@ class _ModuleReader:
         self.lines = text.splitlines(keepends=True)
         self.include_source = include_source
         self.defs: list[dict[str, Any]] = []
-        self.defined: set[str] = set()
+        self.defined: dict[str, dict[str, Any]] = {}  # key -> its record in defs (the first binding)
         self.duplicates: list[str] = []
         self.imports: dict[str, str] = {}  # module-level name -> absolute dotted target
         self.import_edges: list[list[Any]] = []  # [target module, line]
@@ -190,7 +190,7 @@ class _ModuleReader:
         if doc:
             props["doc_comment"] = doc
         self.defs.append({"key": self.key, "label": "Module", "parent": None, "line": 1, "props": props})
-        self.defined.add(self.key)
+        self.defined[self.key] = self.defs[-1]
         scope = _Scope(self.key, "Module")
         self._bind_module_names(module, scope)
         self._body(module.body, [scope])
@@ -304,12 +304,9 @@ class _ModuleReader:
                         and isinstance(target.value, ast.Name)
                         and target.value.id == "self"
                     ):
-                        self._class_def(class_key).setdefault("self_attrs", {}).setdefault(
+                        self.defined[class_key].setdefault("self_attrs", {}).setdefault(
                             target.attr, [callee, self._local_target(callee, scopes)]
                         )
-
-    def _class_def(self, key: str) -> dict[str, Any]:
-        return next(d for d in self.defs if d["key"] == key)
 
     def _assignment(self, node: ast.Assign | ast.AnnAssign, scopes: list[_Scope]) -> None:
         scope = scopes[-1]
@@ -380,7 +377,6 @@ class _ModuleReader:
         if key in self.defined:
             self.duplicates.append(key)
             return
-        self.defined.add(key)
         line = getattr(node, "lineno", 1)
         props = {**props, "file": self.path, "line": line}
         name = key.rsplit(".", 1)[-1]
@@ -392,6 +388,7 @@ class _ModuleReader:
             first = min([line, *(d.lineno for d in node.decorator_list)])
             props["_code"] = "".join(self.lines[first - 1 : node.end_lineno])
         self.defs.append({"key": key, "label": label, "parent": parent, "line": line, "props": props, **extra})
+        self.defined[key] = self.defs[-1]
 
     # -- call sites and references
 
