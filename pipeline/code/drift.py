@@ -9,12 +9,11 @@ before this, or read outside git) says nothing: claiming "clean" for it would be
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drsg.pipeline.code.walk import git_root
+from drsg.pipeline.code.walk import git_root, run_git
 
 SYNCED_COMMIT = "synced_commit"
 SYNCED_ROOT = "synced_root"
@@ -27,8 +26,8 @@ def drift(root: Path) -> dict[str, Any]:
     root = root.resolve()
     if git_root(root) is None:
         return {}
-    head = _git(root, "rev-parse", "HEAD")
-    status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+    head = run_git(root, "rev-parse", "HEAD")
+    status = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
     if head is None or status is None:
         return {}  # a repository without a commit yet, or git missing: nothing to name
     modified = untracked = 0
@@ -64,13 +63,3 @@ def synced_line(props: Mapping[str, Any]) -> str | None:
         f"{line} — parsed from a working tree with {modified} modified and {untracked} untracked, so the graph "
         "holds what that commit does not"
     )
-
-
-def _git(root: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout.decode("utf-8", "surrogateescape")

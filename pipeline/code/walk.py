@@ -31,14 +31,21 @@ from pathlib import Path
 import pathspec
 
 from drsg.kernel.errors import UsageError
+from drsg.kernel.settings import IGNORE_FILES
 
 #: directories the floor always skips, wherever they are: build output, dependencies, caches
 #: (dot-directories — .git, .venv, .tox, .mypy_cache — go as dotfiles; so does any virtualenv)
 FLOOR_DIRS = frozenset(
     {"target", "node_modules", "dist", "build", "__pycache__", "vendor", "bower_components", "site-packages", "htmlcov"}
 )
-_DRSG_SUFFIXES = (".drsg", ".drsg-lock", ".drsg.hnsw", ".drsg.bm25", ".drsg.digest", ".drsg.jsonl")
-IGNORE_FILE_NAMES = {"gitignore": ".gitignore", "dockerignore": ".dockerignore"}
+#: what drsg keeps beside a database file: its lock, the index sidecars, the digest cache, an export
+STORE_SIDECARS = ("-lock", ".hnsw", ".bm25", ".digest", ".jsonl")
+_DRSG_SUFFIXES = (".drsg", *(".drsg" + sidecar for sidecar in STORE_SIDECARS))
+
+
+def store_files(db: Path) -> tuple[Path, ...]:
+    """A database and its sidecars: what a walk of a tree holding them leaves out, whatever their name."""
+    return (db, *(db.with_name(db.name + sidecar) for sidecar in STORE_SIDECARS))
 
 
 @dataclass(frozen=True)
@@ -218,7 +225,7 @@ def walk(
     """Walk ``root`` (a directory) in sorted order; ``skip`` names paths to leave out (the store)."""
     root = root.resolve()
     chosen = set(ignore_files)
-    unknown = chosen - set(IGNORE_FILE_NAMES)
+    unknown = chosen - set(IGNORE_FILES)
     if unknown:
         raise UsageError(f"unknown ignore file {sorted(unknown)[0]!r}; choose gitignore, dockerignore, or '' for none")
     git: _GitRules | None = None
@@ -292,15 +299,19 @@ def _floor(entry: os.DirEntry[str], relative: str) -> bool:
     return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # a virtualenv, whatever its name
 
 
+def run_git(root: Path, *args: str) -> str | None:
+    """What ``git -C root ARGS`` prints, or None when it fails (no git, no commit yet, not a repository)."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode("utf-8", "surrogateescape") if done.returncode == 0 else None
+
+
 def _tracked(root: Path) -> frozenset[str]:
     if git_root(root) is None:
         raise UsageError(f"--tracked-only reads what git tracks, but {root} is not inside a git repository")
-    try:
-        listed = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z"],  # paths relative to root, under it only
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError) as exc:
-        raise UsageError(f"--tracked-only: `git ls-files` failed in {root} ({exc}); is git installed?") from None
-    return frozenset(item.decode("utf-8", "surrogateescape") for item in listed.split(b"\0") if item)
+    listed = run_git(root, "ls-files", "-z")  # paths relative to root, under it only
+    if listed is None:
+        raise UsageError(f"--tracked-only: `git ls-files` failed in {root}; is git installed?")
+    return frozenset(item for item in listed.split("\0") if item)

@@ -158,24 +158,22 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
 
 def _tree_options(obj: Context, flags: dict[str, Any]) -> Any:
     """How a directory is read: each flag turns its setting on; not passing one leaves the file's word."""
-    from drsg.kernel.settings import IGNORE_FILES
+    from drsg.pipeline.code.walk import store_files
     from drsg.pipeline.digest.sources import TreeOptions
 
-    settings = obj.settings
-    ignore = settings["digest.ignore_files"]
-    if flags["ignore_files"] is not None:
-        ignore = tuple(dict.fromkeys(n.strip().lower() for n in flags["ignore_files"].split(",") if n.strip()))
-        for name in ignore:
-            if name not in IGNORE_FILES:
-                raise click.UsageError(f"--ignore-files: {name!r} is not gitignore or dockerignore (or '' for none)")
-    db = Path(obj.db_path)
-    store = [db, *(db.with_name(db.name + suffix) for suffix in ("-lock", ".hnsw", ".bm25", ".digest"))]
+    settings = obj.settings.with_flags(  # parsed and checked as drsg.toml's values are
+        {
+            "digest.ignore_files": flags["ignore_files"],
+            "digest.tracked_only": flags["tracked_only"] or None,
+            "digest.code_only": flags["code_only"] or None,
+        }
+    )
     return TreeOptions(
-        ignore_files=tuple(ignore),
-        tracked_only=bool(flags["tracked_only"]) or settings["digest.tracked_only"],
-        code_only=bool(flags["code_only"]) or settings["digest.code_only"],
+        ignore_files=settings["digest.ignore_files"],
+        tracked_only=settings["digest.tracked_only"],
+        code_only=settings["digest.code_only"],
         handler=flags["handler"],
-        skip=tuple(store),
+        skip=store_files(Path(obj.db_path)),
     )
 
 
