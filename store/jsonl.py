@@ -8,6 +8,8 @@ can refer to them by the file's ``id``), and writes it as many commits inside on
 so a failure anywhere — a malformed line, a missing endpoint, a key collision under
 ``--on-conflict error`` — leaves the database exactly as it was. Export writes the same format back:
 keyed nodes without ``id`` and edges by key, so export → import → export is byte-identical.
+A canonical export (``canonical=True``) orders and spells the lines by the graph alone, so two
+planes holding the same graph export the same bytes however and in whatever order it was written.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -24,8 +26,10 @@ import msgspec
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
-from drsg.kernel.values import Json, check_name, props_from_json, props_to_json
+from drsg.kernel.values import Json, Value, check_name, props_from_json, props_to_json, to_json
 from drsg.store.database import Database
+from drsg.store.records import Node
+from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import WriteTx
 
@@ -334,19 +338,21 @@ def _parse(raw: bytes) -> Any:
         return json.loads(raw)
 
 
-def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None = None) -> Iterator[str]:
-    """JSONL lines for a plane: every node, then every edge (id order)."""
+def export_lines(
+    db: Database, plane_name: str, as_of: AsOf | str | int | None = None, *, canonical: bool = False
+) -> Iterator[str]:
+    """JSONL lines for a plane: every node, then every edge (id order).
+
+    ``canonical``: in an order and a spelling that depend on the graph alone, not on the order it
+    was written in or its history, so two planes holding the same graph export the same bytes —
+    for diffing (see :func:`_canonical_lines`)."""
     with db.snapshot(as_of) as snap:
         plane = snap.plane(plane_name)
+        if canonical:
+            yield from _canonical_lines(snap, plane.id)
+            return
         for node in snap.nodes(plane.id):
-            line: dict[str, Any] = {}
-            if node.key is None:
-                line["id"] = node.id
-            line["labels"] = node.labels
-            if node.key is not None:
-                line["external_key"] = node.key
-            line["properties"] = props_to_json(node.props)
-            yield _dumps(line)
+            yield _dumps(_node_line(node, props_to_json(node.props)))
         for edge in snap.edges(plane.id):
             out: dict[str, Any] = {"type": edge.type}
             for end, node_id in (("src", edge.src), ("dst", edge.dst)):
@@ -359,9 +365,84 @@ def export_lines(db: Database, plane_name: str, as_of: AsOf | str | int | None =
             yield _dumps(out)
 
 
-def export_jsonl(db: Database, plane_name: str, out: IO[str], as_of: AsOf | str | int | None = None) -> int:
+def _node_line(node: Node, properties: dict[str, Json]) -> dict[str, Any]:
+    line: dict[str, Any] = {}
+    if node.key is None:
+        line["id"] = node.id
+    line["labels"] = node.labels
+    if node.key is not None:
+        line["external_key"] = node.key
+    line["properties"] = properties
+    return line
+
+
+def _canonical_lines(snap: Snapshot, plane: int) -> Iterator[str]:
+    """The canonical export, streamed: keyed nodes by key (the key index's order, code-point order),
+    then keyless nodes by id (they keep their ``id``); then each node's out-edges, the nodes in the
+    same order, one node's edges sorted at a time by (type, dst key — keyless dsts after, by id —,
+    properties). Property maps are written with their keys sorted, at every depth; labels as stored
+    (a record keeps them sorted). Only keyless nodes' ids depend on how the graph was written."""
+    for _key, node_id in snap.keyed_node_ids(plane):
+        node = snap.node(plane, node_id)
+        if node is not None:
+            yield _dumps(_node_line(node, _sorted_props(node.props)))
+    for node in snap.nodes(plane):
+        if node.key is None:
+            yield _dumps(_node_line(node, _sorted_props(node.props)))
+    for key, node_id in snap.keyed_node_ids(plane):
+        yield from _canonical_out_edges(snap, plane, node_id, key)
+    for node in snap.nodes(plane):
+        if node.key is None:
+            yield from _canonical_out_edges(snap, plane, node.id, None)
+
+
+def _canonical_out_edges(snap: Snapshot, plane: int, node_id: int, key: str | None) -> Iterator[str]:
+    src: dict[str, Any] = {"src": node_id} if key is None else {"src_key": key}
+    dst_keys: dict[int, str | None] = {}  # this node's other ends, each looked up once
+    lines: list[tuple[str, tuple[int, str | int], str, str]] = []
+    for neighbor in snap.neighbors(plane, node_id, "out"):
+        dst = neighbor.node
+        if dst not in dst_keys:
+            end = snap.node(plane, dst)
+            dst_keys[dst] = None if end is None else end.key
+        dst_key = dst_keys[dst]
+        dst_order: tuple[int, str | int]
+        line: dict[str, Any] = {"type": neighbor.edge.type, **src}
+        if dst_key is None:
+            line["dst"], dst_order = dst, (1, dst)
+        else:
+            line["dst_key"], dst_order = dst_key, (0, dst_key)
+        line["properties"] = properties = _sorted_props(neighbor.edge.props)
+        lines.append((neighbor.edge.type, dst_order, _dumps(properties), _dumps(line)))
+    lines.sort()
+    for *_, text in lines:
+        yield text
+
+
+def _sorted_props(props: Mapping[str, Value]) -> dict[str, Json]:
+    """Properties in the JSON dialect with the keys of every map sorted (code-point order)."""
+    return {name: _sorted_json(to_json(props[name])) for name in sorted(props)}
+
+
+def _sorted_json(value: Json) -> Json:
+    """``value`` with the keys of every map in it sorted (code-point order), at every depth."""
+    if isinstance(value, dict):
+        return {k: _sorted_json(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted_json(v) for v in value]
+    return value
+
+
+def export_jsonl(
+    db: Database,
+    plane_name: str,
+    out: IO[str],
+    as_of: AsOf | str | int | None = None,
+    *,
+    canonical: bool = False,
+) -> int:
     count = 0
-    for line in export_lines(db, plane_name, as_of):
+    for line in export_lines(db, plane_name, as_of, canonical=canonical):
         out.write(line)
         out.write("\n")
         count += 1

@@ -154,6 +154,16 @@ class Snapshot:
         value = self.version("keys", keys.key_group(plane, key))
         return None if value is None else keys.read_u64(value)
 
+    def keyed_node_ids(self, plane: int) -> Iterator[tuple[str, int]]:
+        """``(key, node id)`` for every keyed node of a plane, in key order, from the key index alone.
+
+        The index's groups are the key's UTF-8 bytes and a NUL (which no key contains), so they
+        sort as the keys' bytes do, and UTF-8's byte order is code-point order: that of ``sorted``."""
+        prefix = keys.plane_group(plane)
+        start = len(prefix)
+        for group, value in self.groups("keys", prefix):
+            yield group[start:-1].decode(), keys.read_u64(value)
+
     def key_holder(self, plane: int, key: str) -> int | None:
         """The node holding ``key`` at ``at``, else the last one that held it: a deleted node's key
         resolves no more, but its history is still reached by it."""

@@ -86,16 +86,25 @@ def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_pl
     default=None,
     help="Write to this file instead of standard output.",
 )
+@click.option(
+    "--canonical",
+    is_flag=True,
+    help="Nodes by key (keyless ones after, by id), edges by (src key, type, dst key, properties), "
+    "property maps with sorted keys: two planes holding the same graph export the same bytes, whatever "
+    "order it was written in — for diffing.",
+)
 @click.pass_obj
-def export_cmd(obj: Context, plane: str, as_of: AsOf | None, output: Path | None) -> None:
-    """Export a plane as JSONL (the format `import` reads), now or --as-of an earlier commit."""
+def export_cmd(obj: Context, plane: str, as_of: AsOf | None, output: Path | None, canonical: bool) -> None:
+    """Export a plane as JSONL (the format `import` reads), now or --as-of an earlier commit.
+
+    By default in the order the store holds it (ids); --canonical for a byte-comparable export."""
     with obj.open(write=False) as db:
         if output is None:
-            export_jsonl(db, plane, sys.stdout, as_of)
+            export_jsonl(db, plane, sys.stdout, as_of, canonical=canonical)
             return
         tmp = output.with_name(output.name + ".partial")
         with tmp.open("w", encoding="utf-8") as fh:
-            count = export_jsonl(db, plane, fh, as_of)
+            count = export_jsonl(db, plane, fh, as_of, canonical=canonical)
         tmp.replace(output)
     click.echo(f"exported {count} line(s) to {output}", err=True)
 
