@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.store.database import Database
+from drsg.store.records import Node
 from drsg.store.transaction import WriteTx
 
 MAX_TEXT_BYTES = 6000  # upstream's cap on the text sent for one node
@@ -76,6 +77,29 @@ def vectorize(
     """Embed ``source`` into ``into`` for every node (of ``label``) whose text changed."""
     if source == into:
         raise UsageError(f"--from and --into are both {source!r}; the vector needs its own property")
+
+    def text_of(node: Node) -> str | None:
+        text = node.props.get(source)
+        return text if isinstance(text, str) else None
+
+    return embed_nodes(db, embedder, plane, text_of, into, label=label, batch=batch, progress=progress)
+
+
+def embed_nodes(
+    db: Database,
+    embedder: Embedder,
+    plane: str,
+    text_of: Callable[[Node], str | None],
+    into: str = "embedding",
+    *,
+    label: str | None = None,
+    keys: Iterable[str] | None = None,
+    batch: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+    origin: dict[str, Any] | None = None,
+) -> VectorizeReport:
+    """Embed ``text_of(node)`` into ``into`` for the nodes (of ``label``; only ``keys``, when given)
+    whose text changed since they were last embedded by this embedder, one commit per ``batch``."""
     identity = embedder.identity()
     recorded = recorded_embedder(db, plane, into)
     if recorded is not None and recorded != identity:
@@ -87,9 +111,15 @@ def vectorize(
     todo: list[tuple[int, str, str]] = []  # node id, text, stamp
     with db.snapshot() as snap:
         plane_id = snap.plane(plane).id
-        for node in snap.nodes(plane_id, label):
-            text = node.props.get(source)
-            if not isinstance(text, str) or not text.strip():
+        if keys is None:
+            nodes: Iterable[Node | None] = snap.nodes(plane_id, label)
+        else:
+            nodes = (snap.node_by_key(plane_id, key) for key in keys)
+        for node in nodes:
+            if node is None or (label is not None and label not in node.labels):
+                continue
+            text = text_of(node)
+            if text is None or not text.strip():
                 report.skipped_no_text += 1
                 continue
             text = clip(text)
@@ -105,16 +135,16 @@ def vectorize(
         vectors = embedder.embed([text for _, text, _ in chunk])
         result = db.write(
             functools.partial(
-                _write, plane_name=plane, chunk=chunk, vectors=vectors, source=source, into=into, identity=identity
+                _write, plane_name=plane, chunk=chunk, vectors=vectors, text_of=text_of, into=into, identity=identity
             ),
-            {"via": "vectorize", "embedder": identity},
+            origin or {"via": "vectorize", "embedder": identity},
         )
         report.embedded += result.value
         report.seqs.extend(result.seqs)
         if progress is not None:
             progress(min(start + batch, len(todo)), len(todo))
-    if todo:
-        db.write(lambda tx: tx.set_plane_props(plane, {embedder_prop(into): identity}), {"via": "vectorize"})
+    if todo and recorded is None:
+        db.write(lambda tx: tx.set_plane_props(plane, {embedder_prop(into): identity}), origin or {"via": "vectorize"})
     return report
 
 
@@ -123,7 +153,7 @@ def _write(
     plane_name: str,
     chunk: list[tuple[int, str, str]],
     vectors: list[Vector],
-    source: str,
+    text_of: Callable[[Node], str | None],
     into: str,
     identity: str,
 ) -> int:
@@ -131,8 +161,8 @@ def _write(
     written = 0
     for (node_id, _text, stamp), vector in zip(chunk, vectors, strict=True):
         node = tx.view.node(plane.id, node_id)
-        text = node.props.get(source) if node is not None else None
-        if not isinstance(text, str) or text_stamp(clip(text)) != stamp:
+        text = text_of(node) if node is not None else None
+        if text is None or text_stamp(clip(text)) != stamp:
             continue  # deleted or edited while we were embedding: the next run picks it up
         tx.update_node(plane, node_id, {into: vector, "_embedded_from": stamp, "_embedded_by": identity})
         written += 1

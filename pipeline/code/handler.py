@@ -26,6 +26,8 @@ from drsg.kernel.errors import PluginError
 
 #: the property every parsed fact carries: the handler's ``name@version``, stamped by the host
 GENERATED_BY = "_generated_by"
+#: properties the host and the digest ledger write, never a handler: dropped from what one answers
+HOST_OWNED = frozenset({"_contributed_by", "_source", "_model", "_run", "_embedded_from", "_embedded_by", "embedding"})
 #: options a handler receives: its ``[plugins.<name>]`` table as string pairs, in the table's order
 Options = Sequence[tuple[str, str]]
 
@@ -104,13 +106,22 @@ class SourceTree:
         self.root = root.resolve()
         self.files = tuple(sorted(files))
         self._admitted = frozenset(self.files)
+        self._listed: dict[str, list[str]] = {}  # suffix -> answer: a handler may ask once per file
         self.max_read = max_read
 
     def list(self, suffix: str) -> list[str]:
-        return [path for path in self.files if path.endswith(suffix)]
+        answer = self._listed.get(suffix)
+        if answer is None:
+            answer = self._listed[suffix] = [path for path in self.files if path.endswith(suffix)]
+        return list(answer)
+
+    def admits(self, path: str) -> bool:
+        """Whether ``path`` is one of the walk's files (``read`` still checks where it resolves)."""
+        return path in self._admitted
 
     def read(self, path: str) -> bytes:
-        """The file's bytes; a ValueError (the WIT's error string) for anything outside the walk."""
+        """The file's bytes; a ValueError (the WIT's error string) for anything outside the walk, and
+        for a file that vanished or that the file system will not let us read."""
         if not path or "\0" in path or os.path.isabs(path) or path.startswith("\\"):
             raise ValueError(f"{path!r} is not a path relative to the tree's root")
         resolved = (self.root / path).resolve()
@@ -119,10 +130,13 @@ class SourceTree:
         relative = resolved.relative_to(self.root).as_posix()
         if relative not in self._admitted:
             raise ValueError(f"{path!r} is not one of the files this digest reads")
-        size = resolved.stat().st_size
-        if size > self.max_read:
-            raise ValueError(f"{path!r} is {size} bytes, over the {self.max_read}-byte read limit")
-        return resolved.read_bytes()
+        try:
+            size = resolved.stat().st_size
+            if size > self.max_read:
+                raise ValueError(f"{path!r} is {size} bytes, over the {self.max_read}-byte read limit")
+            return resolved.read_bytes()
+        except OSError as exc:  # gone, or not ours to read: the handler hears why, as for any refusal
+            raise ValueError(f"{path!r} cannot be read: {exc.strerror or exc}") from None
 
     def label(self) -> str | None:
         name = self.root.name
@@ -140,6 +154,12 @@ class Handler(ABC):
     @property
     @abstractmethod
     def manifest(self) -> Manifest: ...
+
+    @property
+    def fingerprint(self) -> str:
+        """What decides its answers besides the files: a remembered parse is reused only under the
+        same one (``parsed.py``). A handler whose code can change under one version says more."""
+        return self.manifest.ident
 
     @abstractmethod
     def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:

@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import inspect
 import io
 import tokenize
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 import msgspec
@@ -73,6 +75,8 @@ PARTIAL_FORMAT = 1
 MAX_VALUE_CHARS = 200  # a Var's value as written, cut here: it names the value, it is not a copy
 MAX_DOC_CHARS = 2000
 _BUILTINS = frozenset(dir(builtins))
+#: this module's own source, hashed: an edited handler never reuses a parse of the one before
+_CODE_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 class PythonHandler(Handler):
@@ -84,6 +88,10 @@ class PythonHandler(Handler):
     @property
     def manifest(self) -> Manifest:
         return MANIFEST
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{MANIFEST.ident}#{_CODE_HASH}"
 
     def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
         if isinstance(subject, Doc):

@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from drsg.kernel.errors import ConversionError, UsageError
-from drsg.pipeline.code.handler import GENERATED_BY, Handler, Options, Output, SourceTree
+from drsg.pipeline.code.handler import (
+    GENERATED_BY,
+    HOST_OWNED,
+    FactEdge,
+    FactNode,
+    Handler,
+    Options,
+    Output,
+    SourceTree,
+)
+from drsg.pipeline.code.parsed import ParseMemo
 from drsg.pipeline.code.walk import Walk
 
 MAX_PLAIN_TEXT = 256 << 10  # unclaimed text over this is skipped: a generated file, not prose
@@ -101,8 +111,10 @@ def read_tree(
     code_only: bool = False,
     options: Mapping[str, Options] | None = None,
     progress: Progress | None = None,
+    memo: ParseMemo | None = None,
 ) -> Reading:
-    """Route and read every admitted file of ``walk`` (see the module docstring)."""
+    """Route and read every admitted file of ``walk`` (see the module docstring); ``memo`` reuses
+    the parses of files whose inputs did not change (``parsed.py``)."""
     chosen = pick_handler(forced, handlers) if forced is not None else None
     tree = SourceTree(walk.root, walk.files)
     claimed, unclaimed = route(walk.files, handlers, chosen)
@@ -122,15 +134,15 @@ def read_tree(
             if progress is not None:
                 progress("parsing", base + count, total)
 
-        output = run_handler(handler, tree, files, (options or {}).get(name, ()), tick)
+        output = run_handler(handler, tree, files, (options or {}).get(name, ()), tick, memo)
         done += len(files)
-        _stamp(output, ident)
+        reading.notes.extend(f"{ident}: {note}" for note in _normalise(output, ident))
         kept = []
         for node in output.nodes:
-            if node.key in owner and owner[node.key] != ident:
+            if node.key in owner:
                 twice.append(f"{node.key} ({owner[node.key]}, then {ident})")
                 continue
-            owner.setdefault(node.key, ident)
+            owner[node.key] = ident
             kept.append(node)
         output.nodes = kept
         reading.results.append(HandlerResult(handler, files, output))
@@ -153,29 +165,69 @@ def run_handler(
     files: Sequence[str],
     options: Options,
     tick: Callable[[int], None] | None = None,
+    memo: ParseMemo | None = None,
 ) -> Output:
     """One ``parse`` per file (a few at once for a handler that allows it), then one ``assemble``."""
     workers = min(4, os.cpu_count() or 1) if handler.concurrent else 1
+
+    def parse(path: str) -> bytes:
+        if memo is not None:
+            return memo.parse(handler, tree, (path,), options)
+        return handler.parse(tree, (path,), options)
+
     partials: list[bytes] = []
     if workers == 1:
         for index, path in enumerate(files, 1):
-            partials.append(handler.parse(tree, (path,), options))
+            partials.append(parse(path))
             if tick is not None:
                 tick(index)
     else:
         with ThreadPoolExecutor(workers, thread_name_prefix=f"parse-{handler.manifest.name}") as pool:
-            for index, partial in enumerate(pool.map(lambda p: handler.parse(tree, (p,), options), files), 1):
+            for index, partial in enumerate(pool.map(parse, files), 1):
                 partials.append(partial)
                 if tick is not None:
                     tick(index)
     return handler.assemble(tree, partials, options)
 
 
-def _stamp(output: Output, ident: str) -> None:
+def _normalise(output: Output, ident: str) -> list[str]:
+    """Make ``output`` one statement per fact, in the host's terms; returns notes on what it changed.
+
+    A key or an (src, type, dst) stated twice keeps its first statement (a graph fact is one
+    record, so a second would silently overwrite the first); properties the host and the ledger
+    own (HOST_OWNED) are dropped, as a handler cannot claim provenance; every fact gets the
+    handler's ``_generated_by``."""
+    notes: list[str] = []
+    seen_keys: set[str] = set()
+    nodes = []
     for node in output.nodes:
-        node.properties[GENERATED_BY] = ident
+        if node.key not in seen_keys:
+            seen_keys.add(node.key)
+            nodes.append(node)
+    seen_edges: set[tuple[str, str, str]] = set()
+    edges = []
     for edge in output.edges:
-        edge.properties[GENERATED_BY] = ident
+        triple = (edge.src, edge.type, edge.dst)
+        if triple not in seen_edges:
+            seen_edges.add(triple)
+            edges.append(edge)
+    if len(nodes) < len(output.nodes) or len(edges) < len(output.edges):
+        notes.append(
+            f"{len(output.nodes) - len(nodes)} node(s) and {len(output.edges) - len(edges)} edge(s) stated twice: "
+            "the first statement of each kept"
+        )
+    owned = 0
+    facts: list[FactNode | FactEdge] = [*nodes, *edges]
+    for fact in facts:
+        for name in HOST_OWNED.intersection(fact.properties):
+            del fact.properties[name]
+            owned += 1
+        fact.properties[GENERATED_BY] = ident
+    if owned:
+        what = "property" if owned == 1 else "properties"
+        notes.append(f"{owned} {what} drsg owns (provenance, embeddings) dropped from the facts")
+    output.nodes, output.edges = nodes, edges
+    return notes
 
 
 def _read_prose(root: Path, files: Sequence[str], reading: Reading) -> None:

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from drsg.kernel.files import write_atomic
 from drsg.pipeline.digest.prompts import PROMPT_VERSION
 
 
@@ -46,13 +45,5 @@ class AnswerCache:
         return str(entry["answer"])
 
     def put(self, key: str, answer: str) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump({"key": key, "answer": answer}, out, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        entry = json.dumps({"key": key, "answer": answer}, ensure_ascii=False)
+        write_atomic(self._path(key), entry.encode("utf-8"), durable=False)

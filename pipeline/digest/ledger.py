@@ -20,12 +20,13 @@ created by users are never deleted.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 from drsg.kernel.errors import NotFound
 from drsg.kernel.values import Described
-from drsg.pipeline.code.handler import GENERATED_BY
+from drsg.pipeline.code.handler import GENERATED_BY, HOST_OWNED
 from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
@@ -58,16 +59,83 @@ class Applied:
 Touched = tuple[set[int], set[int]]  # node ids, edge ids
 
 
-def apply(db: Database, proposal: Proposal) -> tuple[Applied, bool]:
+def apply(db: Database, proposal: Proposal, origin: dict[str, Any] | None = None) -> tuple[Applied, bool]:
     """Write ``proposal`` in one commit; returns what was written and whether the plane was created.
 
     The proposal *replaces* what the same source contributed before: facts an earlier version of
     the document stated and this one does not are withdrawn, as ``forget`` would."""
     touched = contributed(db, proposal.plane, proposal.source)
-    result = db.write(lambda tx: apply_in(tx, proposal, touched), origin_of(proposal))
+    result = db.write(lambda tx: apply_in(tx, proposal, touched), origin or origin_of(proposal))
     applied, created = result.value
     applied.seq = result.seqs[-1] if result.seqs else 0
     return applied, created
+
+
+def apply_changes(
+    db: Database, proposal: Proposal, since: Proposal, origin: dict[str, Any] | None = None
+) -> tuple[Applied, bool]:
+    """Write ``proposal`` in one commit, given that the plane holds ``since`` of the same source as
+    it was applied: only what differs is written, so a one-file edit costs a one-file commit.
+
+    The records left are the ones :func:`apply` of the whole proposal leaves (the same rules run,
+    on fewer records): what changed is stated again, what vanished is withdrawn. The caller vouches
+    for ``since``; when the plane may have moved under it (another writer), use :func:`apply`."""
+    delta, gone_keys, gone_edges = changes(since, proposal)
+    return apply_delta(db, delta, gone_keys, gone_edges, origin)
+
+
+def apply_delta(
+    db: Database,
+    delta: Proposal,
+    gone_keys: list[str],
+    gone_edges: list[tuple[str, str, str]],
+    origin: dict[str, Any] | None = None,
+) -> tuple[Applied, bool]:
+    """Write what :func:`changes` found, in one commit: ``delta`` stated, the rest withdrawn."""
+
+    def write(tx: WriteTx) -> tuple[Applied, bool]:
+        found = tx.view.find_plane(delta.plane)
+        nodes: set[int] = set()
+        edges: set[int] = set()
+        if found is not None:
+            for key in gone_keys:
+                node_id = tx.view.node_id_by_key(found.id, key)
+                if node_id is not None:
+                    nodes.add(node_id)
+            for src_key, edge_type, dst_key in gone_edges:
+                src, dst = tx.view.node_id_by_key(found.id, src_key), tx.view.node_id_by_key(found.id, dst_key)
+                if src is not None and dst is not None and (edge := _out_edges(tx, found.id, src, edge_type).get(dst)):
+                    edges.add(edge.id)
+        return apply_in(tx, delta, (nodes, edges))
+
+    result = db.write(write, origin or origin_of(delta))
+    applied, created = result.value
+    applied.seq = result.seqs[-1] if result.seqs else 0
+    return applied, created
+
+
+def changes(since: Proposal, proposal: Proposal) -> tuple[Proposal, list[str], list[tuple[str, str, str]]]:
+    """What ``proposal`` states that ``since`` did not state the same way (a proposal of just
+    those), and the keys and (src, type, dst) that ``since`` stated and ``proposal`` no longer does.
+
+    An edge at a key that is new here is stated again even when unchanged: while its end was
+    missing it could not be written, so it may not be in the plane yet."""
+    before_nodes = {n.key: n for n in since.nodes}
+    delta = dataclasses.replace(proposal, nodes=[], edges=[])
+    created: set[str] = set()
+    for node in proposal.nodes:
+        old = before_nodes.pop(node.key, None)
+        if old is None:
+            created.add(node.key)
+        if old is None or (old.label, old.extra_labels, old.props) != (node.label, node.extra_labels, node.props):
+            delta.nodes.append(node)
+    before_edges = {(e.src, e.type, e.dst): e.props for e in since.edges}
+    for edge in proposal.edges:
+        triple = (edge.src, edge.type, edge.dst)
+        old_props = before_edges.pop(triple, None)
+        if old_props != edge.props or edge.src in created or edge.dst in created:
+            delta.edges.append(edge)
+    return delta, list(before_nodes), list(before_edges)
 
 
 def forget(db: Database, plane: str, source: str) -> Applied:
@@ -173,16 +241,29 @@ def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNo
         return True
     gaps = {k: v for k, v in item.props.items() if k == EMBEDDING and k not in node.props}
     change = _restate(node.props, source, _statement(item.props))
-    if change is None and not gaps:
+    labels = _relabel(node.labels, node.props, item)
+    if change is None and not gaps and labels is None:
         out.untouched.append(item.key)
         return False
     _, set_props, unset = change if change is not None else (False, {}, [])
-    tx.update_node(plane, node.id, {**gaps, **set_props}, unset)
-    if gaps or any(k != LEDGER for k in set_props) or unset:
+    tx.update_node(plane, node.id, {**gaps, **set_props}, unset, labels)
+    if gaps or any(k != LEDGER for k in set_props) or unset or labels is not None:
         out.nodes_updated += 1
     else:
         out.untouched.append(item.key)
     return True
+
+
+def _relabel(labels: list[str], props: dict[str, Any], item: ProposedNode) -> list[str] | None:
+    """A parsed fact's new labels for the node a digest made of it, or None when they stand.
+
+    The parser owns what its facts are (a function became a method: its label changes), so the
+    node keeps its id and its edges, foreign ones too, and takes the fact's labels; a node someone
+    else made and the parser only links to keeps its own."""
+    if GENERATED_BY not in item.props or "_source" not in props:
+        return None
+    stated = sorted({item.label, *item.extra_labels})
+    return None if labels == stated else stated
 
 
 def _withdraw_stale(
@@ -297,7 +378,12 @@ def _ledger(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def _statement(props: dict[str, Any]) -> dict[str, Any]:
-    """What a source states about a record: its visible properties (the embedding is the record's)."""
+    """What a source states about a record: its visible properties (the embedding is the record's).
+
+    A parsed fact states all the handler said, its ``_`` properties too (``_generated_by``, a
+    call's ``_resolved_by``): they are facts of the tree, so they follow it as its text does."""
+    if GENERATED_BY in props:
+        return {k: v for k, v in props.items() if k not in HOST_OWNED}
     return {k: v for k, v in props.items() if not k.startswith("_") and k != EMBEDDING}
 
 

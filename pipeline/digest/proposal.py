@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import UsageError
+from drsg.kernel.files import write_atomic
 from drsg.kernel.values import lean_vectors, props_from_json, to_json
 
 FORMAT = 2  # 2: extra labels and plane properties (a code digest's)
@@ -126,15 +125,7 @@ class PreviewStore:
 
     def save(self, proposal: Proposal) -> Path:
         path = self.path(proposal.plane, proposal.source)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(proposal.to_json(), out, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps(proposal.to_json(), ensure_ascii=False).encode("utf-8"), durable=False)
         return path
 
     def load(self, plane: str, source: str, fingerprint: str) -> Proposal | None:

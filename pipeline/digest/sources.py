@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import UsageError
 from drsg.kernel.settings import Settings
+from drsg.pipeline.code.handler import Handler
+from drsg.pipeline.code.parsed import ParseMemo
 from drsg.pipeline.code.read import Progress, Reading
 from drsg.pipeline.digest.chunking import source_marker
 
@@ -70,6 +72,7 @@ def read_source(
     tree: TreeOptions | None = None,
     settings: Settings | None = None,
     progress: Progress | None = None,
+    memo: ParseMemo | None = None,
 ) -> Document:
     from drsg.pipeline.convert import to_markdown
 
@@ -85,31 +88,41 @@ def read_source(
     if root.is_file():
         converted = to_markdown(root)
         return Document(name, converted.markdown, [f"{root.name}: {n}" for n in converted.notes], 1)
-    return read_tree_source(root, name, tree or TreeOptions(), settings, progress)
+    return read_tree_source(root, name, tree or TreeOptions(), settings, progress, memo)
 
 
 def read_tree_source(
-    root: Path, name: str, options: TreeOptions, settings: Settings | None, progress: Progress | None
+    root: Path,
+    name: str,
+    options: TreeOptions,
+    settings: Settings | None,
+    progress: Progress | None,
+    memo: ParseMemo | None = None,
+    handlers: Sequence[Handler] | None = None,
 ) -> Document:
+    """A directory as a Document. ``handlers`` given (a daemon that keeps them loaded) stay open;
+    else the installed and built-in ones are loaded for this read and closed after it."""
     from drsg.pipeline.code.drift import drift
     from drsg.pipeline.code.handlers import load_handlers, plugin_options
     from drsg.pipeline.code.read import read_tree
     from drsg.pipeline.code.walk import walk
 
     found = walk(root, options.ignore_files, options.tracked_only, options.skip)
-    handlers = load_handlers(settings)
+    loaded = load_handlers(settings) if handlers is None else list(handlers)
     try:
         reading = read_tree(
             found,
-            handlers,
+            loaded,
             forced=options.handler,
             code_only=options.code_only,
-            options={h.manifest.name: plugin_options(settings, h.manifest.name) for h in handlers},
+            options={h.manifest.name: plugin_options(settings, h.manifest.name) for h in loaded},
             progress=progress,
+            memo=memo,
         )
     finally:
-        for handler in handlers:
-            handler.close()
+        if handlers is None:
+            for handler in loaded:
+                handler.close()
     parts = [f"{source_marker(path)}\n\n{text}" for path, text in reading.prose]
     doc = Document(name, "\n\n".join(parts), list(reading.notes), len(reading.read_by), reading, drift(found.root))
     if reading.skipped:

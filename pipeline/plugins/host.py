@@ -120,10 +120,8 @@ class _Call(sandbox.HostCalls):
         tree = self._tree()
         try:
             data = self._bounded("read", lambda: tree.read(path))
-        except ValueError as exc:  # outside the root, not admitted, too big: the WIT's error string
+        except ValueError as exc:  # outside the root, not admitted, too big, unreadable: the WIT's error string
             return str(exc)
-        except OSError as exc:
-            return f"{path!r} cannot be read: {exc.strerror or exc}"
         return data
 
     def label(self) -> str | None:
@@ -204,9 +202,11 @@ class PluginHandler(Handler):
 
     concurrent = True  # every call has its own store and instance: parse calls can run at once
 
-    def __init__(self, component: wc.Component, name: str, budget: Budget) -> None:
-        """``name`` is what errors call it until describe answers (the registry's name, or the file)."""
+    def __init__(self, component: wc.Component, name: str, budget: Budget, sha256: str = "") -> None:
+        """``name`` is what errors call it until describe answers (the registry's name, or the file);
+        ``sha256`` is the component file's, so a rebuilt plugin of the same version is told apart."""
         self.component = component
+        self.sha256 = sha256
         self.name = name
         self.budget = budget
         imports = sandbox.check_imports(component, name)
@@ -220,6 +220,10 @@ class PluginHandler(Handler):
     @property
     def manifest(self) -> Manifest:
         return self._manifest
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self._manifest.ident}#{self.sha256[:16]}"
 
     def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
         if isinstance(subject, Doc):

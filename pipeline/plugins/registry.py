@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import NotFound, PluginError
+from drsg.kernel.files import write_atomic
 from drsg.kernel.settings import Settings
 from drsg.pipeline.fetch.guard import Network, download
 from drsg.pipeline.plugins import sandbox
@@ -173,7 +174,7 @@ class Registry:
                 f"plugin {name}'s file {path} changed since it was installed (sha256 {digest[:12]}, "
                 f"installed {entry.sha256[:12]}); reinstall it with `drsg plugin install {entry.source}`"
             )
-        handler = PluginHandler(sandbox.compile_component(data, name, self.cache_dir), name, self.budget)
+        handler = PluginHandler(sandbox.compile_component(data, name, self.cache_dir), name, self.budget, digest)
         manifest = handler.manifest
         described = (manifest.name, manifest.version, manifest.extensions)
         if described != (entry.name, entry.version, entry.extensions):
@@ -211,7 +212,7 @@ class Registry:
                         f"{other.name}@{other.version}; remove it first with `drsg plugin remove {other.name}`"
                     )
             entry = Entry(name, version, f"{name}-{version}.wasm", digest, source, manifest.extensions, manifest.logo)
-            sandbox.write_atomic(self.root / entry.file, data)
+            write_atomic(self.root / entry.file, data)
             self._write([entry if e.name == name else e for e in entries] if old else [*entries, entry])
             if old is not None and old.file != entry.file:
                 (self.root / old.file).unlink(missing_ok=True)
@@ -247,7 +248,7 @@ class Registry:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     def _write(self, entries: list[Entry]) -> None:
-        sandbox.write_atomic(self.root / REGISTRY_FILE, render(entries).encode("utf-8"))
+        write_atomic(self.root / REGISTRY_FILE, render(entries).encode("utf-8"))
 
 
 def _toml_string(text: str) -> str:

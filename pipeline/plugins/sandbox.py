@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +30,7 @@ import wasmtime
 from wasmtime import component as wc
 
 from drsg.kernel.errors import PluginError
+from drsg.kernel.files import write_atomic
 from drsg.pipeline.plugins import fastbytes, memory
 
 HOST = "drsg:preprocess/host@1.0.0"
@@ -175,21 +174,6 @@ def _to_disk(cache_dir: Path, digest: str, component: wc.Component) -> None:
         cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         body = bytes(component.serialize())
         write_atomic(cache_path(cache_dir, digest), hashlib.sha256(body).digest() + body)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` via a temporary file in the same directory and a rename."""
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
 
 
 def _first(exc: BaseException) -> str:

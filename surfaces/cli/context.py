@@ -34,6 +34,19 @@ class Context:
         if line is not None:
             click.echo(line, err=as_json)
 
+    def daemon_logs(self) -> str:
+        """Set up a daemon's logs (`serve`, `serve watch`): JSON lines unless [logging] format says
+        otherwise, `info` unless [logging] level or -v/-vv say otherwise. Returns the format."""
+        from drsg.kernel import logs
+
+        sources = self.settings.sources
+        fmt = "json" if sources["logging.format"] == "default" else self.settings["logging.format"]
+        level = self.settings["logging.level"] if sources["logging.level"] != "default" else "info"
+        if self.verbose:
+            level = "debug" if self.verbose > 1 else "info"
+        logs.configure(level, fmt)
+        return str(fmt)
+
     @contextmanager
     def open(self, *, write: bool) -> Iterator[Database]:
         """The database; read commands never create it. A write command that created the file

@@ -10,7 +10,7 @@ import click
 
 from drsg.store.transaction import DEFAULT_PLANE
 from drsg.surfaces.cli.context import Context, emit_json
-from drsg.surfaces.cli.options import embed_options, json_option
+from drsg.surfaces.cli.options import chat_options, embed_options, json_option, tree_options
 
 SHOWN_NODES = 12
 
@@ -34,28 +34,13 @@ SHOWN_NODES = 12
 @click.option("--no-embed", is_flag=True, help="Do not embed entities (and do not link chunks by similarity).")
 @click.option("--no-link", is_flag=True, help="Do not offer similar existing entities to the model.")
 @click.option("--no-cache", is_flag=True, help="Ask the model again even for answers already cached.")
-@click.option(
-    "--chat", default=None, metavar="NAME", help="openai (default), deepseek, qwen, ollama, url, or a base URL."
-)
-@click.option("--model", default=None, metavar="MODEL", help="The chat model to ask for.")
-@click.option("--chat-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible chat service.")
-@click.option("--chat-key-env", default=None, metavar="VAR", help="Environment variable holding the chat API key.")
+@chat_options
 @embed_options
 @click.option(
     "--forget", is_flag=True, help="Remove exactly SOURCE's applied contribution from the plane (one commit)."
 )
 @click.option("--list", "list_sources", is_flag=True, help="List the sources applied to the plane.")
-@click.option(
-    "--handler", default=None, metavar="NAME", help="Force one handler for a directory's code (`drsg plugin list`)."
-)
-@click.option(
-    "--ignore-files",
-    default=None,
-    metavar="LIST",
-    help="Ignore files a directory honours: gitignore (default), dockerignore, both comma-separated, or '' for none.",
-)
-@click.option("--tracked-only", is_flag=True, default=None, help="Read only what git tracks (one `git ls-files`).")
-@click.option("--code-only", is_flag=True, default=None, help="Read only files a handler claims: no prose, no model.")
+@tree_options
 @click.option(
     "-v", "--verbose", "accounting", count=True, help="-v: what was read; -vv: + each file withheld; -vvv: + each read."
 )
@@ -100,10 +85,21 @@ def _defaults(obj: Context, flags: dict[str, Any]) -> None:
     if flags["chat"] is None and flags["chat_url"] is None:
         flags["chat"] = settings["digest.chat"]
         flags["model"] = flags["model"] or settings["digest.model"] or None
-    if flags["embed"] is None and flags["embed_url"] is None and settings.sources["digest.embed_provider"] != "default":
-        flags["embed"] = settings["digest.embed_provider"]
-        flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
-        flags["embed_key_env"] = flags["embed_key_env"] or settings["digest.embed_key_env"] or None
+    configured_embedder(obj, flags)
+
+
+def configured_embedder(obj: Context, flags: dict[str, Any]) -> bool:
+    """Fill the --embed… flags from `[digest] embed_provider` when none was given and the setting is
+    set (not left at its default); returns whether an embedder was chosen either way."""
+    settings = obj.settings
+    if flags["embed"] is not None or flags["embed_url"] is not None:
+        return True
+    if settings.sources["digest.embed_provider"] == "default":
+        return False
+    flags["embed"] = settings["digest.embed_provider"]
+    flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
+    flags["embed_key_env"] = flags["embed_key_env"] or settings["digest.embed_key_env"] or None
+    return True
 
 
 def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
@@ -119,13 +115,15 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
     options = DigestOptions(
         flags["mode"], flags["chunk_chars"], flags["concurrency"], not flags["no_embed"], not flags["no_link"]
     )
+    from drsg.pipeline.code.parsed import ParseMemo
+
+    folder = Path(f"{obj.db_path}.digest")
     with _progress() as progress:
-        doc = read_source(source, _tree_options(obj, flags), obj.settings, progress)
+        doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, ParseMemo(folder / "parsed"))
     if not flags["as_json"]:
         _print_reading(doc, flags["accounting"] + obj.verbose)
         for note in doc.notes:
             click.echo(f"  note: {note}")
-    folder = Path(f"{obj.db_path}.digest")
     previews = PreviewStore(folder / "previews")
     model = chat_identity(flags["chat"], flags["model"], flags["chat_url"])
     with obj.open(write=True) as db:
@@ -156,7 +154,7 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
     _print_applied(proposal, applied, created, flags["as_json"])
 
 
-def _tree_options(obj: Context, flags: dict[str, Any]) -> Any:
+def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:
     """How a directory is read: each flag turns its setting on; not passing one leaves the file's word."""
     from drsg.pipeline.code.walk import store_files
     from drsg.pipeline.digest.sources import TreeOptions

@@ -115,3 +115,38 @@ def embed_options(fn: F) -> F:
     return click.option(
         "--embed", default=None, metavar="NAME", help="local (default), openai, qwen, ollama, url, or a base URL."
     )(fn)
+
+
+def tree_options(fn: F) -> F:
+    """How a directory is walked and routed (`digest`, `serve watch`, `init`): --handler,
+    --ignore-files, --tracked-only, --code-only; each unset one leaves `[digest]`'s word."""
+    fn = click.option(
+        "--code-only", is_flag=True, default=None, help="Read only files a handler claims: no prose, no model."
+    )(fn)
+    fn = click.option(
+        "--tracked-only", is_flag=True, default=None, help="Read only what git tracks (one `git ls-files`)."
+    )(fn)
+    fn = click.option(
+        "--ignore-files",
+        default=None,
+        metavar="LIST",
+        help="Ignore files a directory honours: gitignore (default), dockerignore, both comma-separated, "
+        "or '' for none.",
+    )(fn)
+    return click.option(
+        "--handler", default=None, metavar="NAME", help="Force one handler for a directory's code (`drsg plugin list`)."
+    )(fn)
+
+
+def chat_options(fn: F) -> F:
+    """--chat, --model, --chat-url, --chat-key-env: which chat model reads prose."""
+    fn = click.option(
+        "--chat-key-env", default=None, metavar="VAR", help="Environment variable holding the chat API key."
+    )(fn)
+    fn = click.option("--chat-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible chat service.")(
+        fn
+    )
+    fn = click.option("--model", default=None, metavar="MODEL", help="The chat model to ask for.")(fn)
+    return click.option(
+        "--chat", default=None, metavar="NAME", help="openai (default), deepseek, qwen, ollama, url, or a base URL."
+    )(fn)

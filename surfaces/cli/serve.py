@@ -7,13 +7,13 @@ import sys
 
 import click
 
-from drsg.kernel import logs
 from drsg.kernel.errors import ConfigError
 from drsg.surfaces.cli.context import Context
 from drsg.surfaces.cli.options import embed_options
+from drsg.surfaces.cli.watch import watch
 
 
-@click.command("serve")
+@click.group("serve", invoke_without_command=True)
 @click.option(
     "--addr",
     default=None,
@@ -22,9 +22,9 @@ from drsg.surfaces.cli.options import embed_options
     "A non-loopback address needs DRSG_TOKEN.",
 )
 @embed_options
-@click.pass_obj
+@click.pass_context
 def serve(
-    obj: Context,
+    ctx: click.Context,
     addr: str | None,
     embed: str | None,
     embed_model: str | None,
@@ -38,7 +38,15 @@ def serve(
     Text search queries are embedded by the server: --embed…, else [digest] embed_provider, else the
     embedder the plane recorded, else the local model; API keys come from the server's environment.
     Logs are JSON lines on stderr. SIGTERM/Ctrl-C: in-flight requests finish, indexes are saved.
+    `drsg serve watch DIR` is the daemon that keeps a code plane true to a working tree.
     """
+    if ctx.invoked_subcommand is not None:
+        given = [name for name in ("addr", "embed", "embed_model", "embed_url", "embed_key_env") if ctx.params[name]]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise click.UsageError(f"{flag} is the server's; give the watch its own flags after `watch`")
+        return
+    obj: Context = ctx.obj
     from drsg.surfaces.server.app import route_library_logs
     from drsg.surfaces.server.app import serve as run
     from drsg.surfaces.server.config import EmbedChoice, server_config
@@ -47,12 +55,7 @@ def serve(
     if not config.loopback and not config.token:
         where = addr or f"{config.host}:{config.port}"
         raise ConfigError(f"refusing to serve on {where} without a token; set DRSG_TOKEN, or bind 127.0.0.1")
-    sources = obj.settings.sources
-    fmt = "json" if sources["logging.format"] == "default" else obj.settings["logging.format"]
-    level = obj.settings["logging.level"] if sources["logging.level"] != "default" else "info"
-    if obj.verbose:
-        level = "debug" if obj.verbose > 1 else "info"
-    logs.configure(level, fmt)
+    fmt = obj.daemon_logs()
     route_library_logs(fmt == "json" or (fmt == "auto" and not sys.stderr.isatty()))
 
     def announce(line: str) -> None:
@@ -61,5 +64,7 @@ def serve(
     with obj.open(write=True) as db:
         asyncio.run(run(db, config, announce))
 
+
+serve.add_command(watch)
 
 COMMANDS = [serve]

@@ -18,3 +18,9 @@ def commit_tree(root: Path, files: Mapping[str, str], tracked: Iterable[str] | N
     subprocess.run([*git, "add", *(tracked if tracked is not None else ["."])], check=True)
     subprocess.run([*git, "commit", "-qm", "one"], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def git(root: Path, *args: str) -> str:
+    """Run ``git ARGS`` in ``root`` as a throwaway identity; returns what it printed (fails on an error)."""
+    command = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout

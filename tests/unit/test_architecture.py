@@ -23,7 +23,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "store": frozenset({"kernel"}),
     "workers": frozenset({"kernel", "plan", "store"}),
     "pipeline": frozenset({"kernel", "models", "store", "workers"}),
-    "feed": frozenset({"kernel", "store"}),
+    "feed": frozenset({"kernel", "store", "pipeline"}),
     "surfaces": frozenset({"api", "kernel", "plan", "models", "store", "workers", "pipeline", "feed"}),
     "api": frozenset({"kernel", "store"}),
 }

@@ -1,0 +1,166 @@
+"""`serve watch`: a daemon keeping a code plane true to a working tree while people edit it.
+
+OS notifications wake it (``watchfiles``: inotify on Linux), so an idle daemon costs nothing; it
+never polls the tree. A burst — a save, a checkout that rewrites hundreds of files, a rebase — is
+gathered until the tree has been quiet for ``quiet_ms`` (at most ``max_wait_ms`` after the first
+change), then folded into the plane in one commit (``drsg.pipeline.digest.sync``). git's ``HEAD``,
+refs and index are watched as well, so a commit or a branch switch moves the plane's drift record
+(``synced_commit``) even when no file under the tree changed.
+
+Nothing a tree does stops the daemon: a fold that fails is logged in one line and tried again when
+the next change arrives or ``retry_s`` has passed. Changes to drsg's own files (a database inside
+the tree) and to what the walk's floor never reads (dot-directories, ``node_modules``, build
+output) do not wake it. SIGTERM and SIGINT let the fold in progress finish, then stop.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+import watchfiles
+
+from drsg.pipeline.code.walk import FLOOR_DIRS, git_root, run_git
+from drsg.pipeline.digest.sync import FoldReport, TreeSync
+
+log = structlog.get_logger("drsg.feed.watch")
+
+#: what under a git directory says HEAD, a branch or the index moved (objects and logs do not)
+GIT_STATE = ("HEAD", "index", "packed-refs", "ORIG_HEAD", "FETCH_HEAD")
+#: dotfiles that change what the walk admits, so their edits matter
+IGNORE_FILE_NAMES = frozenset({".gitignore", ".dockerignore"})
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    quiet_ms: int = 50  # a burst ends after this long without a change
+    max_wait_ms: int = 1600  # but a steady stream of changes is folded at least this often
+    retry_s: float = 5.0  # a failed fold is tried again after this, even with no new change
+
+
+class Relevance:
+    """Which changed paths wake the daemon (see the module docstring)."""
+
+    def __init__(self, root: Path, git_dirs: Iterable[Path], own: Iterable[Path]) -> None:
+        self.root = root.resolve()
+        self.git_dirs = tuple(d.resolve() for d in git_dirs)
+        self.own = tuple(p.resolve() for p in own)
+
+    def __call__(self, change: Any, path: str) -> bool:
+        file = Path(path)
+        for git_dir in self.git_dirs:
+            if file.is_relative_to(git_dir):
+                inside = file.relative_to(git_dir).as_posix()
+                return inside in GIT_STATE or inside.startswith("refs/")
+        if any(file == own or file.is_relative_to(own) for own in self.own):
+            return False
+        if not file.is_relative_to(self.root):
+            return False
+        parts = file.relative_to(self.root).parts
+        if not parts:
+            return False
+        *folders, name = parts
+        if any(part.startswith(".") or part in FLOOR_DIRS for part in folders):
+            return False
+        return not name.startswith(".") or name in IGNORE_FILE_NAMES
+
+
+def git_dirs(root: Path) -> list[Path]:
+    """The git directories whose state names the tree's commit (a worktree has two), or none."""
+    if git_root(root) is None:
+        return []
+    found = []
+    for flag in ("--absolute-git-dir", "--git-common-dir"):
+        out = run_git(root, "rev-parse", flag)
+        if out and out.strip():
+            path = Path(out.strip())
+            found.append(path if path.is_absolute() else (root / path))
+    return list(dict.fromkeys(p.resolve() for p in found))
+
+
+class Watcher:
+    """Runs ``sync`` on every settled burst of changes until ``stop`` is set."""
+
+    def __init__(
+        self,
+        sync: TreeSync,
+        own: Iterable[Path] = (),
+        options: WatchOptions | None = None,
+        stop: threading.Event | None = None,
+        on_fold: Callable[[FoldReport], None] | None = None,
+    ) -> None:
+        self.sync = sync
+        self.options = options or WatchOptions()
+        self.stop = stop or threading.Event()
+        self.on_fold = on_fold
+        self.gits = git_dirs(sync.root)
+        self.relevant = Relevance(sync.root, self.gits, own)
+        self.failing = False
+
+    def fold(self, why: str) -> FoldReport | None:
+        """One fold, logged; a failure is logged too (one line) and leaves the daemon running."""
+        try:
+            report = self.sync.fold()
+        except Exception as exc:  # the daemon outlives any one tree state: log it, try again later
+            self.failing = True
+            log.error("fold failed", plane=self.sync.plane, why=why, error=f"{type(exc).__name__}: {exc}")
+            return None
+        self.failing = False
+        log.info("folded", plane=self.sync.plane, why=why, **report.fields())
+        for note in report.notes:
+            log.debug("fold note", note=note)
+        if self.on_fold is not None:
+            self.on_fold(report)
+        return report
+
+    def run(self) -> None:
+        """Fold once (the whole tree, so a restart converges), then on every change until stopped."""
+        paths = [self.sync.root, *(d for d in self.gits if not d.is_relative_to(self.sync.root))]
+        log.info("watching", root=str(self.sync.root), plane=self.sync.plane, git=[str(d) for d in self.gits])
+        self.fold("start")
+        last_try = time.monotonic()
+        for changes in watchfiles.watch(
+            *paths,
+            watch_filter=self.relevant,
+            debounce=self.options.max_wait_ms,
+            step=self.options.quiet_ms,
+            stop_event=self.stop,
+            rust_timeout=int(self.options.retry_s * 1000),
+            yield_on_timeout=True,
+            raise_interrupt=False,
+            ignore_permission_denied=True,
+        ):
+            if self.stop.is_set():
+                break
+            if not changes:
+                if self.failing and time.monotonic() - last_try >= self.options.retry_s:
+                    last_try = time.monotonic()
+                    self.fold("retry")
+                continue
+            last_try = time.monotonic()
+            self.fold(_why(changes, self.sync.root))
+        log.info("stopped", plane=self.sync.plane)
+
+
+def _why(changes: set[tuple[Any, str]], root: Path) -> str:
+    paths = sorted({path for _, path in changes})
+    first = Path(paths[0])
+    shown = first.relative_to(root).as_posix() if first.is_relative_to(root) else first.name
+    return shown if len(paths) == 1 else f"{shown} and {len(paths) - 1} more"
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop``: the fold in progress finishes, then the daemon exits."""
+
+    def handle(signum: int, frame: object) -> None:
+        log.info("stopping", signal=signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
