@@ -14,7 +14,7 @@ from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
 from drsg.models.chat.base import ChatModel
 from drsg.models.chat.remote import RemoteChatModel
-from drsg.models.embedders.registry import provider_name, service_key, service_url
+from drsg.models.embedders.registry import provider_name, secret, service_key, service_url
 from drsg.models.service import RetryPolicy
 
 
@@ -39,6 +39,18 @@ def chat_identity(name: str | None = None, model: str | None = None, base_url: s
     """``provider:model`` for a choice, without resolving its key (cache keys and previews need only this)."""
     preset, _url, chosen_model = _choose(name, model, base_url)
     return f"{preset.name}:{chosen_model}"
+
+
+def chat_key(name: str | None = None, settings: Settings | None = None) -> tuple[str | None, bool]:
+    """``(variable, whether it holds a key)`` for the chat provider ``name`` (``None`` → openai), found as
+    :func:`get_chat` finds it (the environment, then ``[llm]``) but without failing: whether prose can
+    be read at all (`drsg init`). ``(None, True)``: the service takes no key (ollama, a base URL) or the
+    name is no preset's (then :func:`get_chat` says why)."""
+    chosen, _url = provider_name(name, "openai", None)
+    preset = CHAT_PRESETS.get(chosen)
+    if preset is None or preset.key_env is None:
+        return None, True
+    return preset.key_env, secret(preset.key_env, settings) is not None
 
 
 def _choose(name: str | None, model: str | None, base_url: str | None) -> tuple[ChatPreset, str, str]:

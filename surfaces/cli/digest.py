@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,15 +64,15 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     if flags["forget"]:
         if source is None:
             raise click.UsageError("name the SOURCE to forget (as it was digested)")
-        _forget(obj, source, _plane_for(source, plane), flags["as_json"])
+        _forget(obj, source, plane_for(source, plane), flags["as_json"])
         return
     source = source or "."  # upstream's default: the current directory
     _defaults(obj, flags)
     check_mode(flags["mode"])  # before any work, as upstream
-    _digest(obj, source, _plane_for(source, plane), flags)
+    _digest(obj, source, plane_for(source, plane), flags)
 
 
-def _plane_for(source: str, plane: str | None) -> str:
+def plane_for(source: str, plane: str | None) -> str:
     """--plane, else upstream's default: a directory's name, `startup` for a file."""
     path = Path(source).resolve()
     return plane or (path.name if path.is_dir() and path.name else DEFAULT_PLANE)
@@ -102,7 +104,48 @@ def configured_embedder(obj: Context, flags: dict[str, Any]) -> bool:
     return True
 
 
+@dataclass
+class Outcome:
+    """What one digest did: its proposal, and what applying it wrote (``applied`` None: a preview, saved)."""
+
+    proposal: Any
+    applied: Any = None
+    created: bool = False
+    saved: Path | None = None
+
+
+def digest_flags(ctx: click.Context, obj: Context, **given: Any) -> dict[str, Any]:
+    """`drsg digest`'s flags as its command line gives them with only ``given`` on it: the others at
+    their defaults, then ``obj``'s `[digest]` settings — for a command that digests as part of its work (`init`)."""
+    from drsg.pipeline.digest.run import check_mode
+
+    with digest_cmd.make_context("digest", [], parent=ctx) as sub:
+        flags = {name: value for name, value in sub.params.items() if name not in ("source", "plane")}
+    flags.update(given)
+    _defaults(obj, flags)
+    check_mode(flags["mode"])
+    return flags
+
+
 def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
+    def show(doc: Any) -> None:
+        if not flags["as_json"]:
+            _print_reading(doc, flags["accounting"] + obj.verbose)
+            for note in doc.notes:
+                click.echo(f"  note: {note}")
+
+    done = run_digest(obj, source, plane, flags, show)
+    if done.saved is not None:
+        _print_preview(done.proposal, done.saved, flags["as_json"])
+    else:
+        _print_applied(done.proposal, done.applied, done.created, flags["as_json"])
+
+
+def run_digest(
+    obj: Context, source: str, plane: str, flags: dict[str, Any], read: Callable[[Any], None] | None = None
+) -> Outcome:
+    """`drsg digest SOURCE`'s work without its printing: read SOURCE (``read`` sees the document before
+    any model call), digest it, and save the preview — or, with ``flags["do_apply"]``, apply it."""
     from drsg.models.chat.providers import chat_identity, get_chat
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
@@ -120,10 +163,8 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
     folder = Path(f"{obj.db_path}.digest")
     with _progress() as progress:
         doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, ParseMemo(folder / "parsed"))
-    if not flags["as_json"]:
-        _print_reading(doc, flags["accounting"] + obj.verbose)
-        for note in doc.notes:
-            click.echo(f"  note: {note}")
+    if read is not None:
+        read(doc)
     previews = PreviewStore(folder / "previews")
     model = chat_identity(flags["chat"], flags["model"], flags["chat_url"])
     with obj.open(write=True) as db:
@@ -146,12 +187,10 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
             with _progress() as progress:
                 proposal = digest(db, doc, plane, options, calls, embedder, progress)
         if not flags["do_apply"]:
-            saved = previews.save(proposal)
-            _print_preview(proposal, saved, flags["as_json"])
-            return
+            return Outcome(proposal, saved=previews.save(proposal))
         applied, created = apply(db, proposal)
         previews.discard(plane, doc.name)
-    _print_applied(proposal, applied, created, flags["as_json"])
+    return Outcome(proposal, applied, created)
 
 
 def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:

@@ -97,6 +97,7 @@ def _register() -> None:
         feed,
         history,
         hybrid,
+        init,
         planes,
         plugins,
         records,
@@ -104,7 +105,7 @@ def _register() -> None:
         serve,
     )
 
-    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, feed, serve, plugins):
+    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, init, feed, serve, plugins):
         for command in module.COMMANDS:
             cli.add_command(command)
 

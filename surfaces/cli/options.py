@@ -117,25 +117,29 @@ def embed_options(fn: F) -> F:
     )(fn)
 
 
-def tree_options(fn: F) -> F:
-    """How a directory is walked and routed (`digest`, `serve watch`, `init`): --handler,
-    --ignore-files, --tracked-only, --code-only; each unset one leaves `[digest]`'s word."""
+def walk_options(fn: F) -> F:
+    """--ignore-files, --tracked-only, --code-only: how a directory is walked (`digest`, `serve watch`,
+    `init`). Each is None when not given, so the `[digest]` setting decides (digest's `tree_options_of`)."""
     fn = click.option(
         "--code-only", is_flag=True, default=None, help="Read only files a handler claims: no prose, no model."
     )(fn)
     fn = click.option(
         "--tracked-only", is_flag=True, default=None, help="Read only what git tracks (one `git ls-files`)."
     )(fn)
-    fn = click.option(
+    return click.option(
         "--ignore-files",
         default=None,
         metavar="LIST",
         help="Ignore files a directory honours: gitignore (default), dockerignore, both comma-separated, "
         "or '' for none.",
     )(fn)
+
+
+def tree_options(fn: F) -> F:
+    """:func:`walk_options` and --handler: how a directory is walked and routed (`digest`, `serve watch`)."""
     return click.option(
         "--handler", default=None, metavar="NAME", help="Force one handler for a directory's code (`drsg plugin list`)."
-    )(fn)
+    )(walk_options(fn))
 
 
 def chat_options(fn: F) -> F:
