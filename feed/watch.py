@@ -15,6 +15,7 @@ output) do not wake it. SIGTERM and SIGINT let the fold in progress finish, then
 
 from __future__ import annotations
 
+import gc
 import signal
 import threading
 import time
@@ -117,6 +118,7 @@ class Watcher:
             log.debug("fold note", note=note)
         if self.on_fold is not None:
             self.on_fold(report)
+        _collect_between_folds()
         return report
 
     def run(self) -> None:
@@ -146,6 +148,18 @@ class Watcher:
             last_try = time.monotonic()
             self.fold(_why(changes, self.sync.root))
         log.info("stopped", plane=self.sync.plane)
+
+
+def _collect_between_folds() -> None:
+    """Collect garbage now, while the tree is quiet, and freeze what survives.
+
+    A daemon holds a big, long-lived heap (the last fold's facts, the remembered parses); a fold
+    allocates tens of thousands of objects, which would trigger full collections that walk that
+    heap in the middle of the next fold (a third of a one-file fold on a 1,500-file tree). Frozen
+    objects are skipped by those; each fold unfreezes them first, so nothing is kept for ever."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 def _why(changes: set[tuple[Any, str]], root: Path) -> str:

@@ -84,6 +84,7 @@ class PythonHandler(Handler):
 
     def __init__(self) -> None:
         self._packages: weakref.WeakKeyDictionary[SourceTree, frozenset[str]] = weakref.WeakKeyDictionary()
+        self._decoded: dict[bytes, list[dict[str, Any]]] = {}  # the last assemble's partials, decoded
 
     @property
     def manifest(self) -> Manifest:
@@ -104,11 +105,19 @@ class PythonHandler(Handler):
 
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
         files: list[dict[str, Any]] = []
+        decoded: dict[bytes, list[dict[str, Any]]] = {}
         for partial in partials:
-            data = msgspec.json.decode(partial)
-            if data.get("format") != PARTIAL_FORMAT:
-                raise PluginError("a py partial of another format: parse and assemble must be the same version")
-            files.extend(data["files"])
+            records = self._decoded.get(partial)
+            if records is None:
+                data = msgspec.json.decode(partial)
+                if data.get("format") != PARTIAL_FORMAT:
+                    raise PluginError("a py partial of another format: parse and assemble must be the same version")
+                records = data["files"]
+            decoded[partial] = records
+            files.extend(records)
+        # A daemon assembles mostly the same partials fold after fold (the remembered parses hand back
+        # the same bytes): keep the last assemble's decoded records. _Assembly only reads them.
+        self._decoded = decoded
         return _Assembly(files).output()
 
 

@@ -250,6 +250,9 @@ class _Walker:
     skipped: set[Path]
     tracked: frozenset[str] | None
 
+    def __post_init__(self) -> None:
+        self.skipped_names = frozenset(path.name for path in self.skipped)  # resolve only what could match
+
     def dir(self, folder: Path, relative: str, at: str, git: _GitRules | None, under: _Rule | None) -> None:
         """``at``: this folder's path in the git rules' coordinates; ``under``: the rule that withheld
         a folder above it (its files are counted as withheld, never read)."""
@@ -262,7 +265,9 @@ class _Walker:
         for entry in entries:
             path = f"{relative}/{entry.name}" if relative else entry.name
             where = f"{at}/{entry.name}" if at else entry.name
-            if _floor(entry, relative) or Path(entry.path).resolve() in self.skipped:
+            if _floor(entry, relative) or (
+                entry.name in self.skipped_names and Path(entry.path).resolve() in self.skipped
+            ):
                 continue
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)

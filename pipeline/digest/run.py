@@ -96,7 +96,7 @@ def digest(
     if not chunks:
         proposal.notes.append(NO_PROSE)
         proposal.report = _report(0, start, _usage(calls, embedder), {})
-        _add_facts(db, plane, doc, proposal, parsed)
+        _add_facts(proposal, doc, parsed, _known(db, plane, parsed))
         return proposal
     # The plane's embedded nodes, read once: they feed the EXISTING ENTITIES context and identity's pairs.
     known = PlaneVectors(db, plane) if embedder is not None and options.link else None
@@ -136,7 +136,7 @@ def digest(
         merged_relations=merged,
         dropped_items=draft.dropped_items,
     )
-    _add_facts(db, plane, doc, proposal, parsed)
+    _add_facts(proposal, doc, parsed, _known(db, plane, parsed))
     return proposal
 
 
@@ -146,7 +146,27 @@ def _parsed_facts(doc: Document) -> dict[str, FactNode]:
     return {node.key: node for result in doc.reading.results for node in result.output.nodes}
 
 
-def _add_facts(db: Database, plane: str, doc: Document, proposal: Proposal, parsed: dict[str, FactNode]) -> None:
+def facts_only(doc: Document, plane: str) -> Proposal:
+    """What :func:`digest` proposes for a tree read without its prose — the parsed facts — with no
+    model, and without asking the plane which keys it holds (a fold's ``linked`` flags go unread):
+    ``serve watch`` builds one per fold."""
+    proposal = Proposal(doc.name, plane, "", "", "")
+    proposal.notes.extend(doc.notes)
+    proposal.plane_props = dict(doc.plane_props)
+    _add_facts(proposal, doc, _parsed_facts(doc), set())
+    return proposal
+
+
+def _known(db: Database, plane: str, parsed: dict[str, FactNode]) -> set[str]:
+    """The parsed keys the plane already holds (a preview says which facts are new)."""
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        if found is None:
+            return set()
+        return {key for key in parsed if snap.node_id_by_key(found.id, key) is not None}
+
+
+def _add_facts(proposal: Proposal, doc: Document, parsed: dict[str, FactNode], known: set[str]) -> None:
     """The parsers' facts join the proposal; where the model named a parsed key, the parser wins."""
     if doc.reading is None:
         return
@@ -157,16 +177,12 @@ def _add_facts(db: Database, plane: str, doc: Document, proposal: Proposal, pars
         proposal.notes.append(
             f"{dropped} model entit{'y' if dropped == 1 else 'ies'} dropped for a parsed fact of the same key"
         )
-    with db.snapshot() as snap:
-        found = snap.find_plane(plane)
-        known = {key for key in parsed if found is not None and snap.node_id_by_key(found.id, key) is not None}
+    # the facts' own property maps: a reading is made for one proposal, and nothing downstream edits them
     for node in parsed.values():
-        proposal.nodes.append(
-            ProposedNode(node.key, node.label, dict(node.properties), node.key in known, node.extra_labels)
-        )
+        proposal.nodes.append(ProposedNode(node.key, node.label, node.properties, node.key in known, node.extra_labels))
     for result in doc.reading.results:
         for edge in result.output.edges:
-            proposal.edges.append(ProposedEdge(edge.src, edge.type, edge.dst, dict(edge.properties)))
+            proposal.edges.append(ProposedEdge(edge.src, edge.type, edge.dst, edge.properties))
     reading = doc.reading
     proposal.report["files"] = {
         "seen": reading.walk.seen,  # what drsg's floor left: the denominator

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
-from drsg.models.chat.base import ChatModel
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.code.handler import Handler
 from drsg.pipeline.code.parsed import ParseMemo
@@ -32,7 +30,7 @@ from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import Applied, apply, apply_delta, changes
 from drsg.pipeline.digest.linking import entity_text
 from drsg.pipeline.digest.proposal import Proposal
-from drsg.pipeline.digest.run import DigestOptions, digest
+from drsg.pipeline.digest.run import DigestOptions, digest, facts_only
 from drsg.pipeline.digest.sources import TreeOptions, read_tree_source, source_name
 from drsg.pipeline.vectorize import embed_nodes
 from drsg.store.database import Database
@@ -75,10 +73,6 @@ class FoldReport:
         }
 
 
-def _no_chat() -> ChatModel:
-    raise ConfigError("serve watch reads prose only with a chat model configured")
-
-
 class TreeSync:
     """Folds ``root`` into ``plane`` of ``db``, one :meth:`fold` per change (see the module docstring).
 
@@ -110,8 +104,7 @@ class TreeSync:
         self.memo = memo
         self.ident = ident
         self.settings = settings
-        self.reads_prose = calls is not None
-        self.calls = calls if calls is not None else ModelCalls("none", _no_chat, None)
+        self.calls = calls
         self.digest_options = digest_options or DigestOptions(embed=False, link=False)
         self.embedder = embedder
         self.since: Proposal | None = None  # what the plane holds of this tree, as last folded
@@ -127,9 +120,10 @@ class TreeSync:
         hits, misses = self.memo.hits, self.memo.misses
         self._look_for_foreign_writes(self.db.head())
         doc = read_tree_source(self.root, self.source, self.options, self.settings, None, self.memo, self.handlers)
-        if not self.reads_prose:
-            doc.text = ""  # a handler's prose waits for a model this daemon does not have
-        proposal = digest(self.db, doc, self.plane, self.digest_options, self.calls, None)
+        if self.calls is not None:
+            proposal = digest(self.db, doc, self.plane, self.digest_options, self.calls, None)
+        else:  # a handler's prose waits for a model this daemon does not have
+            proposal = facts_only(doc, self.plane)
         report = FoldReport(full=self.since is None, notes=list(proposal.notes))
         if self.since is None:
             applied, _ = apply(self.db, proposal, self.origin())
