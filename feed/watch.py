@@ -7,6 +7,10 @@ change), then folded into the plane in one commit (``drsg.pipeline.digest.sync``
 refs and index are watched as well, so a commit or a branch switch moves the plane's drift record
 (``synced_commit``) even when no file under the tree changed.
 
+A commit to the database by anyone else (a user's ``drsg node put``, another daemon) is noticed
+through the database file and read from the log: if it touched the plane, the next fold states the
+whole tree again, so the plane returns to what the tree says.
+
 Nothing a tree does stops the daemon: a fold that fails is logged in one line and tried again when
 the next change arrives or ``retry_s`` has passed. Changes to drsg's own files (a database inside
 the tree) and to what the walk's floor never reads (dot-directories, ``node_modules``, build
@@ -16,6 +20,7 @@ output) do not wake it. SIGTERM and SIGINT let the fold in progress finish, then
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import threading
 import time
@@ -38,6 +43,11 @@ GIT_STATE = ("HEAD", "index", "packed-refs", "ORIG_HEAD", "FETCH_HEAD")
 IGNORE_FILE_NAMES = frozenset({".gitignore", ".dockerignore"})
 
 
+#: how often the quiet loop comes back to Python (to start, and to retry a failed fold): a wake-up
+#: of microseconds, not a look at the tree
+WAKE_MS = 250
+
+
 @dataclass(frozen=True)
 class WatchOptions:
     quiet_ms: int = 50  # a burst ends after this long without a change
@@ -46,15 +56,23 @@ class WatchOptions:
 
 
 class Relevance:
-    """Which changed paths wake the daemon (see the module docstring)."""
+    """Which changed paths wake the daemon (see the module docstring). The database file itself
+    does — not to fold, but to look in the log for another writer (``Watcher.run``)."""
 
-    def __init__(self, root: Path, git_dirs: Iterable[Path], own: Iterable[Path]) -> None:
+    def __init__(self, root: Path, git_dirs: Iterable[Path], own: Iterable[Path], database: Path | None) -> None:
         self.root = root.resolve()
         self.git_dirs = tuple(d.resolve() for d in git_dirs)
         self.own = tuple(p.resolve() for p in own)
+        self.database = database.resolve() if database is not None else None
+
+    def folder(self, path: Path) -> bool:
+        """Whether a folder of the tree is one the walk may read (not a dot-folder, not the floor's)."""
+        return not (path.name.startswith(".") or path.name in FLOOR_DIRS or path in self.own)
 
     def __call__(self, change: Any, path: str) -> bool:
         file = Path(path)
+        if file == self.database:
+            return True
         for git_dir in self.git_dirs:
             if file.is_relative_to(git_dir):
                 inside = file.relative_to(git_dir).as_posix()
@@ -101,8 +119,10 @@ class Watcher:
         self.stop = stop or threading.Event()
         self.on_fold = on_fold
         self.gits = git_dirs(sync.root)
-        self.relevant = Relevance(sync.root, self.gits, own)
+        self.database = Path(sync.db.path).resolve()
+        self.relevant = Relevance(sync.root, self.gits, own, self.database)
         self.failing = False
+        self._unwatched: set[str] = set()  # folders it may not read, logged once each
 
     def fold(self, why: str) -> FoldReport | None:
         """One fold, logged; a failure is logged too (one line) and leaves the daemon running."""
@@ -122,32 +142,87 @@ class Watcher:
         return report
 
     def run(self) -> None:
-        """Fold once (the whole tree, so a restart converges), then on every change until stopped."""
-        paths = [self.sync.root, *(d for d in self.gits if not d.is_relative_to(self.sync.root))]
+        """Fold once (the whole tree, so a restart converges) as soon as the notifications are set
+        up — so nothing between the two is missed — then on every change until stopped.
+
+        Each folder is watched on its own (a recursive watch stops at the first folder it may not
+        read, leaving the rest unwatched). A folder created or removed changes the set: the watch
+        is set up again and the tree folded again, so what happened in between is not missed."""
         log.info("watching", root=str(self.sync.root), plane=self.sync.plane, git=[str(d) for d in self.gits])
-        self.fold("start")
+        why: str | None = "start"
+        while why is not None and not self.stop.is_set():
+            why = self._watch(self.folders(), why)
+        log.info("stopped", plane=self.sync.plane)
+
+    def folders(self) -> list[Path]:
+        """The folders to watch: the tree's (but those the walk's floor never reads, and those this
+        user may not read — each logged once), git's state, and the database file itself."""
+        found: list[Path] = []
+        for top, floor in ((self.sync.root, True), *((git, False) for git in self.gits)):
+            for folder, subfolders, _ in os.walk(top, onerror=self._unreadable):
+                here = Path(folder)
+                if floor:
+                    subfolders[:] = [d for d in subfolders if self.relevant.folder(here / d)]
+                elif here == top:
+                    subfolders[:] = [d for d in subfolders if d == "refs"]  # not objects/, logs/
+                if os.access(here, os.R_OK | os.X_OK):
+                    found.append(here)
+                else:
+                    self._unreadable(PermissionError(13, "Permission denied", str(here)))
+        return [*dict.fromkeys(found), self.database]
+
+    def _unreadable(self, error: OSError) -> None:
+        if error.filename not in self._unwatched:
+            self._unwatched.add(error.filename)
+            log.warning("cannot watch a folder", path=error.filename, error=error.strerror or str(error))
+
+    def _watch(self, folders: list[Path], first: str) -> str | None:
+        """Watch ``folders`` until the set of folders changes (returns why, for the fold that
+        follows) or the daemon stops (None)."""
+        started = False
         last_try = time.monotonic()
+        watched = set(folders)
         for changes in watchfiles.watch(
-            *paths,
+            *folders,
             watch_filter=self.relevant,
             debounce=self.options.max_wait_ms,
             step=self.options.quiet_ms,
             stop_event=self.stop,
-            rust_timeout=int(self.options.retry_s * 1000),
+            rust_timeout=WAKE_MS,
             yield_on_timeout=True,
             raise_interrupt=False,
+            recursive=False,
             ignore_permission_denied=True,
         ):
             if self.stop.is_set():
-                break
+                return None
+            if not started:  # the notifications are set up now: an edit from here on is not missed
+                started = True
+                self.fold(first)
+                last_try = time.monotonic()
+                continue
             if not changes:
                 if self.failing and time.monotonic() - last_try >= self.options.retry_s:
                     last_try = time.monotonic()
                     self.fold("retry")
                 continue
             last_try = time.monotonic()
-            self.fold(_why(changes, self.sync.root))
-        log.info("stopped", plane=self.sync.plane)
+            tree = {(kind, path) for kind, path in changes if Path(path) != self.database}
+            moved = {path for _, path in tree if Path(path) in watched or Path(path).is_dir()}
+            if moved:  # a folder came or went: watch the new set, and fold what it held
+                return _why(tree, self.sync.root)
+            if tree:
+                self.fold(_why(tree, self.sync.root))
+            elif self._written_by_another():
+                self.fold("another writer changed the plane")
+        return None
+
+    def _written_by_another(self) -> bool:
+        try:
+            return self.sync.written_by_another()
+        except Exception as exc:  # a log that cannot be read now is read at the next fold
+            log.error("reading the log failed", plane=self.sync.plane, error=f"{type(exc).__name__}: {exc}")
+            return False
 
 
 def _collect_between_folds() -> None:

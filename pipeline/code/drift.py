@@ -27,7 +27,8 @@ def drift(root: Path) -> dict[str, Any]:
     if git_root(root) is None:
         return {}
     head = run_git(root, "rev-parse", "HEAD")
-    status = run_git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
+    # --no-optional-locks: a status never rewrites the index, which `serve watch` watches for commits
+    status = run_git(root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
     if head is None or status is None:
         return {}  # a repository without a commit yet, or git missing: nothing to name
     modified = untracked = 0

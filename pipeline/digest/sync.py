@@ -146,6 +146,12 @@ class TreeSync:
         report.seconds = time.perf_counter() - started
         return report
 
+    def written_by_another(self) -> bool:
+        """Whether a commit not this daemon's touched the plane since the last look (so the next fold
+        states the whole tree again); cheap: it reads only the commits since then."""
+        self._look_for_foreign_writes(self.db.head())
+        return self.since is None
+
     def _embed(self, keys: list[str]) -> int:
         """Embed the nodes this fold stated whose text changed (a commit of their own, after the fold's)."""
         assert self.embedder is not None
