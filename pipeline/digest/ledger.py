@@ -106,7 +106,7 @@ def apply_delta(
                 src, dst = tx.view.node_id_by_key(found.id, src_key), tx.view.node_id_by_key(found.id, dst_key)
                 if src is not None and dst is not None and (edge := _out_edges(tx, found.id, src, edge_type).get(dst)):
                     edges.add(edge.id)
-        return apply_in(tx, delta, (nodes, edges))
+        return apply_in(tx, delta, (nodes, edges), changes_only=True)
 
     result = db.write(write, origin or origin_of(delta))
     applied, created = result.value
@@ -179,11 +179,14 @@ def origin_of(proposal: Proposal) -> dict[str, Any]:
     return {"via": "digest", "source": proposal.source, "run": proposal.run, "model": proposal.model}
 
 
-def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set())) -> tuple[Applied, bool]:
+def apply_in(
+    tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()), *, changes_only: bool = False
+) -> tuple[Applied, bool]:
     """Apply ``proposal`` inside ``tx`` (for callers that own the write, like the server).
 
     ``touched`` holds the records earlier applies of this source wrote; those it no longer states
-    are withdrawn. An empty proposal therefore forgets the source."""
+    are withdrawn. An empty proposal therefore forgets the source — unless it holds ``changes_only``
+    (:func:`apply_delta`): then an empty one withdraws what vanished, and what stands stays stated."""
     created = tx.view.find_plane(proposal.plane) is None
     plane = tx.ensure_plane(proposal.plane)
     source = proposal.source
@@ -218,7 +221,7 @@ def apply_in(tx: WriteTx, proposal: Proposal, touched: Touched = (set(), set()))
     if wrote:
         seqs = plane.props.get(digest_prop(source))
         earlier = list(seqs) if isinstance(seqs, list) else []
-        if not proposal.nodes and not proposal.edges:  # forgotten: nothing of it is left to find
+        if not proposal.nodes and not proposal.edges and not changes_only:  # forgotten: nothing is left to find
             tx.set_plane_props(plane.name, {}, unset=[digest_prop(source)])
         else:
             marks: dict[str, Any] = {digest_prop(source): [*earlier, tx.seq], **proposal.plane_props}

@@ -9,23 +9,33 @@ signals and kill -9 are in test_watch_daemon.py.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drsg.kernel.values import Vector
+from drsg.models.chat.providers import chat_identity, get_chat
+from drsg.models.embedders.registry import get_embedder
 from drsg.pipeline.code.handlers import builtin_handlers
 from drsg.pipeline.code.parsed import ParseMemo
+from drsg.pipeline.digest.cache import AnswerCache
+from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.digest.run import DigestOptions
 from drsg.pipeline.digest.sources import TreeOptions
 from drsg.pipeline.digest.sync import FoldReport, TreeSync
 from drsg.store.database import Database
 from drsg.store.mutations import EdgePut, NodeDelete, NodePut
 from tests.support.code_planes import canonical, fresh_export
+from tests.support.fake_openai import FakeOpenAI
 from tests.support.git_tree import commit_tree, git
+from tests.support.scripted_model import ScriptedModel
 
 PLANE = "proj"
 
@@ -270,3 +280,98 @@ def _awkward_files(root: Path) -> None:
 @pytest.fixture(autouse=True)
 def _no_config(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DRSG_CONFIG", raising=False)
+
+
+# ------------------------------------------------------------------ prose and vectors: only what changed
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI(dims=8) as server:  # loopback; no api key: the `url` providers send none
+        yield server
+
+
+def test_prose_goes_to_a_model_only_when_one_is_configured_and_only_when_it_changed(tmp_path, fake) -> None:  # type: ignore[no-untyped-def]
+    ScriptedModel().install(fake)
+    root = tmp_path / "proj"
+    commit_tree(root, BASE)
+    with Database(tmp_path / "w.drsg") as db:
+        code_only = _sync(db, root)
+        code_only.fold()
+        assert not fake.requests_to("/chat/completions"), "no model configured: prose is never sent"
+
+    calls = ModelCalls(
+        chat_identity(fake.base_url, "fake-chat"),
+        lambda: get_chat(fake.base_url, "fake-chat"),
+        AnswerCache(tmp_path / "cache"),
+    )
+    with Database(tmp_path / "p.drsg") as db:
+        sync = TreeSync(
+            db,
+            root,
+            PLANE,
+            TreeOptions(),
+            handlers=builtin_handlers(),
+            memo=ParseMemo(),
+            ident="p",
+            calls=calls,
+            digest_options=DigestOptions(mode="coarse", embed=False, link=False),
+        )
+        sync.fold()
+        extracted = _extractions(fake)
+        assert extracted == 1, "the README is one chunk"
+        (root / "pkg/util.py").write_text("def helper(x):\n    return x - 1\n")
+        sync.fold()
+        assert _extractions(fake) == extracted, "a code edit asks the model nothing"
+        (root / "README.md").write_text("# proj\n\nNow Grace Hopper reads the prose too.\n")
+        sync.fold()
+        assert _extractions(fake) == extracted + 1, "changed prose is read again"
+        with db.snapshot() as snap:
+            keys = [node.key for node in snap.nodes(snap.plane(PLANE).id)]
+            assert any("Grace Hopper" in str(key) for key in keys), keys
+
+
+def _extractions(fake: FakeOpenAI) -> int:
+    return sum(b"<document>" in r.body for r in fake.requests_to("/chat/completions"))
+
+
+def test_only_changed_nodes_are_embedded_again_and_only_with_an_embedder(tmp_path, fake) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "proj"
+    commit_tree(root, BASE)
+    embedder = get_embedder("url", "fake-embed", fake.base_url)
+    with Database(tmp_path / "w.drsg") as db:
+        sync = TreeSync(
+            db, root, PLANE, TreeOptions(), handlers=builtin_handlers(), memo=ParseMemo(), ident="e", embedder=embedder
+        )
+        first = sync.fold()
+        texts = _embedded_texts(fake)
+        assert first.embedded == len(texts) == first.nodes_created
+        (root / "pkg/util.py").write_text('def helper(x):\n    """Add two."""\n    return x + 2\n\n\nLIMIT = 3\n')
+        report = sync.fold()
+        again = _embedded_texts(fake)[len(texts) :]
+        assert report.embedded == len(again) == 1 and again[0].startswith("pkg.util.helper (Function)")
+        assert sync.fold().embedded == 0
+        with db.snapshot() as snap:
+            helper = snap.node_by_key(snap.plane(PLANE).id, "pkg.util.helper")
+        assert helper is not None and isinstance(helper.props["embedding"], Vector)
+        _converged_but_vectors(db, root, tmp_path)
+    fake.reset()
+    with Database(tmp_path / "n.drsg") as db:
+        _sync(db, root).fold()
+    assert not fake.requests_to("/embeddings"), "no embedder configured: nothing is embedded"
+
+
+def _embedded_texts(fake: FakeOpenAI) -> list[str]:
+    return [text for request in fake.requests_to("/embeddings") for text in request.inputs]
+
+
+def _converged_but_vectors(db: Database, root: Path, scratch: Path) -> None:
+    """Vectors and their stamps aside (a fresh digest embeds nothing), the plane is a fresh digest's."""
+    vector_props = ("embedding", "_embedded_from", "_embedded_by")
+    stripped = []
+    for line in canonical(db, PLANE):
+        record = json.loads(line)
+        for name in vector_props:
+            record.get("properties", {}).pop(name, None)
+        stripped.append(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+    assert stripped == fresh_export(root, PLANE, scratch)
