@@ -119,15 +119,18 @@ def ratio(engine: float, raw: float) -> float:
     return engine / raw if raw else float("nan")
 
 
-def record(title: str, rows: list[tuple[str, str, str, str]], notes: list[str] | None = None) -> str:
-    """Print a result table and append it, dated and with the machine, to RESULTS.md."""
+def record(
+    title: str, rows: list[tuple[str, str, str, str]], notes: list[str] | None = None, raw: str = "raw py-lmdb"
+) -> str:
+    """Print a result table and append it, dated and with the machine, to RESULTS.md; ``raw`` heads
+    the column of the raw library's figures."""
     when = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"## {title} — {when}",
         "",
         f"Machine: {machine()}. Command: `{command()}`",
         "",
-        "| measure | drsg | raw py-lmdb | drsg / raw |",
+        f"| measure | drsg | {raw} | drsg / raw |",
         "|---|---|---|---|",
         *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
         "",
