@@ -14,14 +14,17 @@ whole tree again, so the plane returns to what the tree says.
 Nothing a tree does stops the daemon: a fold that fails is logged in one line and tried again when
 the next change arrives or ``retry_s`` has passed. Changes to drsg's own files (a database inside
 the tree) and to what the walk's floor never reads (dot-directories, ``node_modules``, build
-output) do not wake it. SIGTERM and SIGINT let the fold in progress finish, then stop.
+output) do not wake it. SIGTERM and SIGINT let the fold in progress finish, then stop. Under
+systemd (``Type=notify``) it reports READY=1 after the first fold and STOPPING=1 on its way out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -152,6 +155,7 @@ class Watcher:
         why: str | None = "start"
         while why is not None and not self.stop.is_set():
             why = self._watch(self.folders(), why)
+        notify_systemd("STOPPING=1")
         log.info("stopped", plane=self.sync.plane)
 
     def folders(self) -> list[Path]:
@@ -199,6 +203,7 @@ class Watcher:
             if not started:  # the notifications are set up now: an edit from here on is not missed
                 started = True
                 self.fold(first)
+                notify_systemd("READY=1")  # Type=notify units start their dependants now
                 last_try = time.monotonic()
                 continue
             if not changes:
@@ -223,6 +228,18 @@ class Watcher:
         except Exception as exc:  # a log that cannot be read now is read at the next fold
             log.error("reading the log failed", plane=self.sync.plane, error=f"{type(exc).__name__}: {exc}")
             return False
+
+
+def notify_systemd(state: str) -> None:
+    """Tell systemd (a ``Type=notify`` unit: ``$NOTIFY_SOCKET``) how the daemon is; elsewhere nothing."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):  # an abstract socket
+        address = "\0" + address[1:]
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(address)
+        sock.sendall(state.encode())
 
 
 def _collect_between_folds() -> None:

@@ -53,6 +53,9 @@ class FoldReport:
     edges_deleted: int = 0
     files: int = 0  # files read (by a handler, or as prose)
     seen: int = 0  # files the floor left
+    withheld: int = 0  # by the ignore rules (or --tracked-only)
+    skipped: int = 0  # binaries, unreadable, too big
+    not_claimed: int = 0  # no handler claims them (prose, when no model reads it)
     parsed: int = 0  # parses run this fold
     reused: int = 0  # parses remembered
     embedded: int = 0  # nodes embedded again (only with an embedder configured)
@@ -66,6 +69,9 @@ class FoldReport:
             "nodes": f"+{self.nodes_created} ~{self.nodes_updated} -{self.nodes_deleted}",
             "edges": f"+{self.edges_created} -{self.edges_deleted}",
             "files": f"{self.files}/{self.seen}",
+            "withheld": self.withheld,
+            "skipped": self.skipped,
+            "not_claimed": self.not_claimed,
             "parsed": self.parsed,
             "reused": self.reused,
             "embedded": self.embedded,
@@ -142,6 +148,8 @@ class TreeSync:
         reading = doc.reading
         if reading is not None:
             report.files, report.seen = len(reading.read_by), reading.walk.seen
+            report.withheld, report.skipped = len(reading.walk.withheld), len(reading.skipped)
+            report.not_claimed = len(reading.not_claimed)
         report.parsed, report.reused = self.memo.misses - misses, self.memo.hits - hits
         report.seconds = time.perf_counter() - started
         return report

@@ -6,12 +6,15 @@ byte). Waits have deadlines and say what they waited for; nothing sleeps and hop
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,14 +41,21 @@ FILES = {
 class Daemon:
     """One `drsg serve watch` process, its JSON log lines read on a thread."""
 
-    def __init__(self, db: Path, root: Path, *flags: str, user: list[str] | None = None) -> None:
+    def __init__(
+        self, db: Path, root: Path, *flags: str, user: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         # a home of its own: no plugins installed, no config — the built-in handlers, as the oracle reads
         home = db.parent / "home"
         home.mkdir(mode=0o777, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DRSG_", "XDG_"))} | {"HOME": str(home)}
+        environ = {k: v for k, v in os.environ.items() if not k.startswith(("DRSG_", "XDG_"))} | {"HOME": str(home)}
         command = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db), "serve", "watch", str(root), *flags]
         self.proc = subprocess.Popen(
-            [*(user or []), *command], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=ROOT, env=env
+            [*(user or []), *command],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
+            env=environ | (env or {}),
         )
         assert self.proc.stderr is not None
         self.log = Lines(self.proc.stderr)
@@ -225,3 +235,69 @@ def _synced(db: Path) -> str | None:
     with Database(db, readonly=True) as reader:
         value = reader.plane(PLANE).props.get("synced_commit")
     return value if isinstance(value, str) else None
+
+
+def test_beside_drsg_serve_the_feed_shows_each_fold_as_one_commit(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+    root, db = tmp_path / "proj", tmp_path / "w.drsg"
+    commit_tree(root, FILES)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DRSG_", "XDG_"))} | {"HOME": str(home)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(db), "serve", "--addr", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        assert server.stdout is not None
+        announced = Lines(server.stdout).until(lambda line: line.startswith("serving "), "drsg serve's address")
+        port = int(next(word for word in announced.split() if "://" in word).rsplit(":", 1)[1])
+        daemon = Daemon(db, root)
+        daemons.append(daemon)
+        first = daemon.event("folded", "the first fold")
+        events: list[dict] = []  # type: ignore[type-arg]
+        reader = threading.Thread(target=_read_sse, args=(port, first["seq"] + 1, events), daemon=True)
+        reader.start()
+        time.sleep(0.5)  # the stream is open before the edit (it would resume from `from` anyway)
+        (root / "pkg/m9.py").write_text("def f9(z=9):\n    return z\n")
+        folded = daemon.event("folded", "the fold of the edit")
+        wait_until(lambda: any(e["seq"] == folded["seq"] for e in events), "the fold's commit on the feed")
+        [commit] = [e for e in events if e["seq"] == folded["seq"]]
+        keys = {(c.get("record") or {}).get("external_key") for c in commit["changes"]}
+        assert "pkg.m9.f9" in keys, keys
+        assert daemon.stop() == 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+
+
+def _read_sse(port: int, start: int, into: list[dict]) -> None:  # type: ignore[type-arg]
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("GET", f"/feed/{PLANE}?from={start}")
+    response = connection.getresponse()
+    assert response.status == 200, response.status
+    event = None
+    for raw in response:
+        line = raw.decode().rstrip("\n")
+        if line.startswith("event: "):
+            event = line[len("event: ") :]
+        elif line.startswith("data: ") and event == "change":
+            into.append(json.loads(line[len("data: ") :]))
+
+
+def test_systemd_hears_ready_after_the_first_fold_and_stopping_at_the_end(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+    root, db = tmp_path / "proj", tmp_path / "w.drsg"
+    commit_tree(root, FILES)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+        listener.bind(str(tmp_path / "notify"))
+        listener.settimeout(60)
+        daemon = Daemon(db, root, env={"NOTIFY_SOCKET": str(tmp_path / "notify")})
+        daemons.append(daemon)
+        assert listener.recv(64) == b"READY=1"
+        assert daemon.event("folded", "the first fold, logged before READY")["why"] == "start"
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert listener.recv(64) == b"STOPPING=1"
+        assert daemon.stop() == 0
