@@ -27,7 +27,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from typing import Any
 import structlog
 import watchfiles
 
-from drsg.pipeline.code.walk import FLOOR_DIRS, git_root, run_git
+from drsg.pipeline.code.walk import floor_folder, git_root, run_git
 from drsg.pipeline.digest.sync import FoldReport, TreeSync
 
 log = structlog.get_logger("drsg.feed.watch")
@@ -62,15 +62,16 @@ class Relevance:
     """Which changed paths wake the daemon (see the module docstring). The database file itself
     does — not to fold, but to look in the log for another writer (``Watcher.run``)."""
 
-    def __init__(self, root: Path, git_dirs: Iterable[Path], own: Iterable[Path], database: Path | None) -> None:
+    def __init__(self, root: Path, git_dirs: Iterable[Path], own: Iterable[Path], database: Path) -> None:
         self.root = root.resolve()
         self.git_dirs = tuple(d.resolve() for d in git_dirs)
         self.own = tuple(p.resolve() for p in own)
-        self.database = database.resolve() if database is not None else None
+        self.database = database.resolve()
 
     def folder(self, path: Path) -> bool:
-        """Whether a folder of the tree is one the walk may read (not a dot-folder, not the floor's)."""
-        return not (path.name.startswith(".") or path.name in FLOOR_DIRS or path in self.own)
+        """Whether a folder of the tree is one the walk goes into (the floor's rule; not drsg's own)."""
+        relative = path.relative_to(self.root).parent.as_posix()
+        return not floor_folder(path, "" if relative == "." else relative) and path.resolve() not in self.own
 
     def __call__(self, change: Any, path: str) -> bool:
         file = Path(path)
@@ -87,10 +88,8 @@ class Relevance:
         parts = file.relative_to(self.root).parts
         if not parts:
             return False
-        *folders, name = parts
-        if any(part.startswith(".") or part in FLOOR_DIRS for part in folders):
-            return False
-        return not name.startswith(".") or name in IGNORE_FILE_NAMES
+        # only folders the walk goes into are watched (``folders``): the name alone decides here
+        return not parts[-1].startswith(".") or parts[-1] in IGNORE_FILE_NAMES
 
 
 def git_dirs(root: Path) -> list[Path]:
@@ -115,12 +114,10 @@ class Watcher:
         own: Iterable[Path] = (),
         options: WatchOptions | None = None,
         stop: threading.Event | None = None,
-        on_fold: Callable[[FoldReport], None] | None = None,
     ) -> None:
         self.sync = sync
         self.options = options or WatchOptions()
         self.stop = stop or threading.Event()
-        self.on_fold = on_fold
         self.gits = git_dirs(sync.root)
         self.database = Path(sync.db.path).resolve()
         self.relevant = Relevance(sync.root, self.gits, own, self.database)
@@ -139,8 +136,6 @@ class Watcher:
         log.info("folded", plane=self.sync.plane, why=why, **report.fields())
         for note in report.notes:
             log.debug("fold note", note=note)
-        if self.on_fold is not None:
-            self.on_fold(report)
         _collect_between_folds()
         return report
 

@@ -299,9 +299,18 @@ def _floor(entry: os.DirEntry[str], relative: str) -> bool:
             return False
     except OSError:
         return True
-    if name in FLOOR_DIRS or name.endswith(".egg-info") or (relative == "" and name == "logs"):
+    return floor_folder(Path(entry.path), relative)
+
+
+def floor_folder(path: Path, relative: str) -> bool:
+    """Whether the floor skips the folder ``path`` (``relative``: the path of the folder holding it,
+    below the walk's root; "" at the root) — what ``serve watch`` does not watch either."""
+    name = path.name
+    if name.startswith(".") or name.endswith(_DRSG_SUFFIXES) or name in FLOOR_DIRS or name.endswith(".egg-info"):
+        return True
+    if relative == "" and name == "logs":
         return True  # a root-level logs/ is drsg serve's, beside the store
-    return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # a virtualenv, whatever its name
+    return os.path.exists(path / "pyvenv.cfg")  # a virtualenv, whatever its name (False when unreadable)
 
 
 def run_git(root: Path, *args: str) -> str | None:

@@ -114,8 +114,9 @@ class TreeSync:
         self.digest_options = digest_options or DigestOptions(embed=False, link=False)
         self.embedder = embedder
         self.since: Proposal | None = None  # what the plane holds of this tree, as last folded
-        self.checked = 0  # commits up to here were looked at for foreign writes
-        self.last: Proposal | None = None
+        # commits up to here were looked at for foreign writes (the first fold states everything anyway)
+        self.checked = db.head()
+        self.unembedded: set[str] = set()  # stated keys whose embedding failed: tried again next fold
 
     def origin(self) -> dict[str, Any]:
         return {"via": "watch", "source": self.source, "daemon": self.ident}
@@ -138,13 +139,16 @@ class TreeSync:
             delta, gone_keys, gone_edges = changes(self.since, proposal)
             applied, _ = apply_delta(self.db, delta, gone_keys, gone_edges, self.origin())
             stated = [node.key for node in delta.nodes]
-        self.since = self.last = proposal
+        self.since = proposal
         if applied.seq:
             self._look_for_foreign_writes(applied.seq - 1)  # a write that slipped in before ours
             self.checked = max(self.checked, applied.seq)
         _count(report, applied)
-        if self.embedder is not None and stated:
-            report.embedded = self._embed(stated)
+        if self.embedder is not None:
+            self.unembedded.update(stated)
+            if self.unembedded:  # an embedder that fails (a 429) fails this fold; the keys wait for the next
+                report.embedded = self._embed(sorted(self.unembedded))
+                self.unembedded.clear()
         reading = doc.reading
         if reading is not None:
             report.files, report.seen = len(reading.read_by), reading.walk.seen

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import Vector
 from drsg.models.chat.providers import chat_identity, get_chat
 from drsg.models.embedders.registry import get_embedder
@@ -33,7 +34,7 @@ from drsg.pipeline.digest.sync import FoldReport, TreeSync
 from drsg.store.database import Database
 from drsg.store.mutations import EdgePut, NodeDelete, NodePut
 from tests.support.code_planes import canonical, fresh_export
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_openai import FakeOpenAI, error
 from tests.support.git_tree import commit_tree, git
 from tests.support.scripted_model import ScriptedModel
 
@@ -351,6 +352,12 @@ def test_only_changed_nodes_are_embedded_again_and_only_with_an_embedder(tmp_pat
         again = _embedded_texts(fake)[len(texts) :]
         assert report.embedded == len(again) == 1 and again[0].startswith("pkg.util.helper (Function)")
         assert sync.fold().embedded == 0
+        fake.script("/embeddings", error(400, "scripted refusal"))  # the embedder fails once
+        (root / "pkg/util.py").write_text('def helper(x):\n    """Add three."""\n    return x + 3\n\n\nLIMIT = 3\n')
+        with pytest.raises(DrsgError):
+            sync.fold()  # the fold's commit is written; its embedding is not
+        retried = sync.fold()
+        assert retried.seq == 0 and retried.embedded == 1, "the next fold embeds what the failed one could not"
         with db.snapshot() as snap:
             helper = snap.node_by_key(snap.plane(PLANE).id, "pkg.util.helper")
         assert helper is not None and isinstance(helper.props["embedding"], Vector)
