@@ -21,6 +21,7 @@ systemd (``Type=notify``) it reports READY=1 after the first fold and STOPPING=1
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 import signal
@@ -35,6 +36,7 @@ from typing import Any
 import structlog
 import watchfiles
 
+from drsg.kernel.errors import ConfigError
 from drsg.pipeline.code.walk import floor_folder, git_root, run_git
 from drsg.pipeline.digest.sync import FoldReport, TreeSync
 
@@ -149,7 +151,12 @@ class Watcher:
         log.info("watching", root=str(self.sync.root), plane=self.sync.plane, git=[str(d) for d in self.gits])
         why: str | None = "start"
         while why is not None and not self.stop.is_set():
-            why = self._watch(self.folders(), why)
+            try:
+                why = self._watch(self.folders(), why)
+            except (FileNotFoundError, PermissionError):  # a folder went, or was closed, since it was listed
+                log.info("a folder changed as the watch was set up; setting it up again", plane=self.sync.plane)
+            except OSError as exc:
+                raise _watch_limit(exc) from exc
         notify_systemd("STOPPING=1")
         log.info("stopped", plane=self.sync.plane)
 
@@ -191,7 +198,7 @@ class Watcher:
             yield_on_timeout=True,
             raise_interrupt=False,
             recursive=False,
-            ignore_permission_denied=True,
+            ignore_permission_denied=False,  # it would hide the OS's watch limit too; folders() checked access
         ):
             if self.stop.is_set():
                 return None
@@ -223,6 +230,17 @@ class Watcher:
         except Exception as exc:  # a log that cannot be read now is read at the next fold
             log.error("reading the log failed", plane=self.sync.plane, error=f"{type(exc).__name__}: {exc}")
             return False
+
+
+def _watch_limit(exc: OSError) -> Exception:
+    """The OS refused another watch: say which limit, and how to raise it (a fix the daemon cannot make)."""
+    text = str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EMFILE) or "limit" in text.lower() or "too many" in text.lower():
+        return ConfigError(
+            f"the OS refused to watch more folders ({text}); raise the inotify limits, e.g. "
+            "`sysctl fs.inotify.max_user_watches=524288 fs.inotify.max_user_instances=1024`, and start again"
+        )
+    return exc
 
 
 def notify_systemd(state: str) -> None:

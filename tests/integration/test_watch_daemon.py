@@ -301,3 +301,18 @@ def test_systemd_hears_ready_after_the_first_fold_and_stopping_at_the_end(tmp_pa
         daemon.proc.send_signal(signal.SIGTERM)
         assert listener.recv(64) == b"STOPPING=1"
         assert daemon.stop() == 0
+
+
+def test_the_os_watch_limit_stops_the_daemon_with_the_fix_named(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+    """Were the OS to refuse the watches, edits would go unseen; the daemon says so and how to fix
+    it instead. The limit is lowered in a user namespace of the test's own (nothing else sees it)."""
+    root, db = tmp_path / "proj", tmp_path / "w.drsg"
+    commit_tree(root, FILES)
+    (root / "pkg/a/b/c").mkdir(parents=True)
+    lower = 'echo 3 > /proc/sys/user/max_inotify_watches && exec "$@"'
+    limited = ["unshare", "--user", "--map-root-user", "sh", "-c", lower, "-"]
+    daemon = Daemon(db, root, user=limited)
+    daemons.append(daemon)
+    line = daemon.log.until(lambda text: text.startswith("error: "), "the daemon's error line")
+    assert "watch limit" in line and "fs.inotify.max_user_watches" in line, line
+    assert daemon.proc.wait(60) != 0
