@@ -11,7 +11,7 @@ DEMO_DB := demo/graph.drsg
 $(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,kafka]'
 	touch $(BIN)/drsg
 
 setup: $(BIN)/drsg

@@ -1,20 +1,33 @@
-"""Choosing a Log backend by URL: ``lmdb:///path/graph.drsg``, or a plain path, is the LMDB file.
+"""Choosing a Log backend by URL: ``lmdb:///path/graph.drsg``, or a plain path, is the LMDB file;
+``kafka://HOST:PORT/TOPIC`` is partition 0 of a topic on a Kafka-protocol broker (store/kafka_log.py).
 
-A later backend (Kafka) adds its scheme to ``SCHEMES`` and a branch to :func:`open_log`; it can load
-its module only when its scheme is asked for (the LMDB backend is always there: the graph lives in it).
+The Kafka backend's module (and kafka-python with it) is loaded only when its scheme is asked for;
+the LMDB backend is always there: the graph lives in it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack, cast
 
 from drsg.kernel.errors import ConfigError
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.logport import Log
 
-SCHEMES = ("lmdb",)
+if TYPE_CHECKING:
+    from drsg.store.kafka_log import KafkaOptions
+
+    class LogOptions(LmdbOptions, KafkaOptions, total=False):
+        """Every backend's options; each backend refuses the ones that are not its own."""
+
+
+SCHEMES = ("lmdb", "kafka")
+_EXAMPLES = {"lmdb": "lmdb:///path/to/graph.drsg or a plain path", "kafka": "kafka://HOST:PORT/TOPIC"}
+_OWN_OPTIONS = {
+    "lmdb": LmdbOptions.__required_keys__ | LmdbOptions.__optional_keys__,
+    "kafka": frozenset({"clock", "timeout"}),
+}
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 
 
@@ -29,11 +42,19 @@ def split_url(url: str | os.PathLike[str]) -> tuple[str, str]:
         known = ", ".join(f"{s}://" for s in SCHEMES)
         raise ConfigError(f"unknown log URL scheme {scheme!r} in {text!r}; use {known} or a plain path")
     if not location:
-        raise ConfigError(f"{text!r} names no file; write lmdb:///path/to/graph.drsg or a plain path")
+        raise ConfigError(f"{text!r} names no {'file' if scheme == 'lmdb' else 'broker'}; write {_EXAMPLES[scheme]}")
     return scheme, location
 
 
-def open_log(url: str | os.PathLike[str], **options: Unpack[LmdbOptions]) -> Log:
-    """Open the log at ``url`` with its backend's ``options`` (LMDB: create, readonly, map_size, …)."""
-    _scheme, location = split_url(url)  # the one scheme today: lmdb
-    return LmdbLog(location, **options)
+def open_log(url: str | os.PathLike[str], **options: Unpack[LogOptions]) -> Log:
+    """Open the log at ``url`` with its backend's ``options`` (LMDB: create, readonly, map_size, …;
+    Kafka: clock, timeout)."""
+    scheme, location = split_url(url)
+    foreign = sorted(set(options) - _OWN_OPTIONS[scheme])
+    if foreign:
+        raise ConfigError(f"{os.fspath(url)}: the {scheme} log takes no option {', '.join(foreign)}")
+    if scheme == "kafka":
+        from drsg.store.kafka_log import KafkaLog  # loaded only when asked for
+
+        return KafkaLog(location, **cast("KafkaOptions", options))
+    return LmdbLog(location, **cast(LmdbOptions, options))

@@ -1,9 +1,9 @@
-"""Shared fixtures: a fresh database path per test, and the CLI run in-process."""
+"""Shared fixtures: a fresh database path per test, the CLI run in-process, and a Kafka broker."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from drsg.surfaces.cli.main import cli
+from tests.support.kafka_broker import Broker
 
 
 @pytest.fixture
@@ -43,3 +44,13 @@ def drsg(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
         return Ran(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[Broker]:
+    """One memory-only tansu broker on a free loopback port for the whole session (started on first use)."""
+    broker = Broker().start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

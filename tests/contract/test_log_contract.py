@@ -2,7 +2,8 @@
 backend's test class subclasses :class:`LogContract` and says how to name a fresh log and how to
 damage one of its records; the tests themselves are the same for all.
 
-Backends: ``TestLmdbLog`` (the LMDB file). A later backend (Kafka) adds one class.
+Backends: ``TestLmdbLog`` (the LMDB file) and ``TestKafkaLog`` (partition 0 of a topic on a real
+tansu broker on loopback, the session's ``kafka_broker``).
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import lmdb
 import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
 
 from drsg.kernel.errors import ConfigError, CorruptRecord, DrsgError, UsageError
 from drsg.store import keys
@@ -26,6 +30,8 @@ from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import Commit
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation, NodePut, PlaneCreate
+from tests.support.kafka_broker import Broker
+from tests.support.waiting import wait_until
 
 PROMPT = 1.0  # seconds within which a wake-up must arrive (the waits themselves allow 10 s)
 
@@ -264,6 +270,74 @@ class TestLmdbLog(LogContract):
         self._edit(url, lambda txn, table: txn.delete(keys.u64(seq), db=table))
 
 
+class TestKafkaLog(LogContract):
+    """A Kafka record cannot be changed or removed in place, so :meth:`corrupt` and :meth:`drop`
+    rebuild the test's own topic as the damage would leave it: the same records at the same offsets,
+    with one record's bytes flipped, or with its offset taken by a transaction's commit marker (the
+    way a real Kafka partition has offsets that no record holds)."""
+
+    @pytest.fixture(autouse=True)
+    def _broker(self, kafka_broker: Broker) -> None:
+        self.broker = kafka_broker
+
+    def url(self, folder: Path) -> str:
+        return self.broker.url(f"drsg-{uuid.uuid4().hex[:16]}")
+
+    def _records(self, topic: str) -> list[bytes]:
+        consumer = KafkaConsumer(bootstrap_servers=self.broker.bootstrap, enable_auto_commit=False)
+        part = TopicPartition(topic, 0)
+        consumer.assign([part])
+        consumer.seek(part, 0)
+        values: list[bytes] = []
+        try:
+            while batch := consumer.poll(timeout_ms=500):
+                values += [record.value for record in batch[part]]
+        finally:
+            consumer.close()
+        return values
+
+    def _rewrite(self, url: str, seq: int, *, flip: bool) -> None:
+        topic = split_url(url)[1].rsplit("/", 1)[1]
+        values = self._records(topic)
+        admin = KafkaAdminClient(bootstrap_servers=self.broker.bootstrap)
+        try:
+            admin.delete_topics([topic])
+            wait_until(lambda: topic not in admin.list_topics(), f"topic {topic} deleted", timeout=10)
+            admin.create_topics([NewTopic(topic, 1, 1)])
+        finally:
+            admin.close()
+        plain = KafkaProducer(bootstrap_servers=self.broker.bootstrap, acks="all")
+        try:
+            if flip:
+                damaged = bytearray(values[seq - 1])
+                damaged[-1] ^= 0xFF  # the body's last byte: the checksum no longer matches
+                values[seq - 1] = bytes(damaged)
+                for value in values:
+                    plain.send(topic, value, partition=0).get(10)
+                return
+            assert seq >= 2, "a gap needs a record before it (the transaction's)"
+            for value in values[: seq - 2]:
+                plain.send(topic, value, partition=0).get(10)
+            txn = KafkaProducer(bootstrap_servers=self.broker.bootstrap, transactional_id=f"drop-{topic}")
+            try:
+                txn.init_transactions()
+                txn.begin_transaction()
+                txn.send(topic, values[seq - 2], partition=0)
+                txn.commit_transaction()  # its marker takes offset seq - 1: commit seq's place
+            finally:
+                txn.close()
+            for value in values[seq:]:
+                assert plain.send(topic, value, partition=0).get(10).offset >= seq
+        finally:
+            plain.close()
+
+    def corrupt(self, url: str, seq: int) -> None:
+        self._rewrite(url, seq, flip=True)
+
+    def drop(self, url: str, seq: int) -> None:
+        self._rewrite(url, seq, flip=False)
+
+
 # --------------------------------------------------------------------------- choosing a backend by URL
 
 
@@ -287,13 +361,27 @@ def test_a_plain_path_is_an_lmdb_log(tmp_path: Path) -> None:
     ("url", "message"),
     [
         (
-            "kafka://broker:9092/drsg",
-            "unknown log URL scheme 'kafka' in 'kafka://broker:9092/drsg'; use lmdb:// or a plain path",
+            "s3://bucket/drsg",
+            "unknown log URL scheme 's3' in 's3://bucket/drsg'; use lmdb://, kafka:// or a plain path",
         ),
         ("lmdb://", "'lmdb://' names no file; write lmdb:///path/to/graph.drsg or a plain path"),
+        ("kafka://", "'kafka://' names no broker; write kafka://HOST:PORT/TOPIC"),
+        ("kafka://host:9092", "'kafka://host:9092' is not a Kafka log URL; write kafka://HOST:PORT/TOPIC"),
+        (
+            "kafka://host:9092/bad topic",
+            "'kafka://host:9092/bad topic': 'bad topic' is not a topic name; use 1-249 letters, digits, "
+            "'.', '_' or '-' (kafka://HOST:PORT/TOPIC)",
+        ),
     ],
 )
 def test_an_unknown_or_empty_url_is_one_config_error(url: str, message: str) -> None:
     with pytest.raises(ConfigError) as refused:
         open_log(url)
     assert str(refused.value) == message and refused.value.exit_code == 2
+
+
+def test_an_option_of_another_backend_is_refused() -> None:
+    with pytest.raises(ConfigError, match="the kafka log takes no option map_size"):
+        open_log("kafka://127.0.0.1:9/t", map_size=1 << 20)
+    with pytest.raises(ConfigError, match="the lmdb log takes no option timeout"):
+        open_log("lmdb:///nowhere/graph.drsg", timeout=1.0)

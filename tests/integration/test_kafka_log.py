@@ -1,0 +1,251 @@
+"""The Kafka log (store/kafka_log.py) beyond the Log contract: what the broker itself brings — a
+broker that is not there, one that dies mid-run, a topic that is missing or has several partitions,
+end offsets that cannot be trusted, a record another producer wrote — against a real tansu broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from drsg.kernel.errors import ConfigError, CorruptRecord, DatabaseUnavailable
+from drsg.store.backends import open_log
+from drsg.store.kafka_log import KafkaLog
+from drsg.store.log import encode
+from drsg.store.logport import Log
+from drsg.store.mutations import Mutation, NodePut
+from tests.support.kafka_broker import Broker, free_port
+
+
+def node(i: int) -> list[Mutation]:
+    return [NodePut(1, i, f"k{i}", ["X"], {"i": i})]
+
+
+def fresh_topic() -> str:
+    return f"drsg-{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture
+def topic() -> str:
+    return fresh_topic()
+
+
+@pytest.fixture
+def own_broker() -> Iterator[Broker]:
+    """A broker of the test's own, to kill."""
+    broker = Broker().start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def partitions_of(broker: Broker, topic: str) -> int:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        (described,) = admin.describe_topics([topic])
+        return len(described["partitions"])
+    finally:
+        admin.close()
+
+
+def test_a_broker_that_is_not_there_is_one_error_naming_the_url() -> None:
+    url = f"kafka://127.0.0.1:{free_port()}/drsg"
+    began = time.monotonic()
+    with pytest.raises(DatabaseUnavailable) as refused:
+        open_log(url, timeout=2.0)
+    took = time.monotonic() - began
+    port = url.split(":")[2].split("/")[0]
+    assert str(refused.value) == (
+        f"{url}: no Kafka broker answered at 127.0.0.1:{port} within 2 s; start it or fix the URL"
+    )
+    assert took < 4.0, f"the refusal took {took:.1f} s"
+
+
+def test_a_missing_topic_is_created_with_one_partition(kafka_broker: Broker, topic: str) -> None:
+    log = open_log(kafka_broker.url(topic))
+    try:
+        assert isinstance(log, KafkaLog) and log.url == kafka_broker.url(topic)
+        assert log.head() == 0
+        assert partitions_of(kafka_broker, topic) == 1
+    finally:
+        log.close()
+
+
+def test_a_topic_with_several_partitions_is_refused_with_the_fix(kafka_broker: Broker, topic: str) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, 3, 1)])
+    finally:
+        admin.close()
+    with pytest.raises(ConfigError) as refused:
+        open_log(kafka_broker.url(topic))
+    assert str(refused.value) == (
+        f"{kafka_broker.url(topic)}: topic {topic!r} has 3 partitions; this log keeps every commit in one "
+        f"partition — name a new topic, or recreate this one with one partition"
+    )
+
+
+def test_the_head_is_found_by_reading_not_from_the_broker_end_offset(kafka_broker: Broker, topic: str) -> None:
+    # ten commits in one record batch: tansu's end offset then names the batch's first record
+    admin = KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])  # producing alone would make 4 partitions
+    finally:
+        admin.close()
+    producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, acks="all", linger_ms=200)
+    try:
+        sent = [producer.send(topic, encode(1_000 + i, {}, node(i)), partition=0) for i in range(10)]
+        producer.flush(10)
+        assert [f.get(10).offset for f in sent] == list(range(10))
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap)
+    try:
+        reported = consumer.end_offsets([TopicPartition(topic, 0)])[TopicPartition(topic, 0)]
+    finally:
+        consumer.close()
+    log = open_log(kafka_broker.url(topic))
+    try:
+        assert reported < 10, "tansu's end offset is right now: this test no longer shows the head is read"
+        assert log.head() == 10
+        assert [c.seq for c in log.read()] == list(range(1, 11))
+        assert [c.ts for c in log.read()] == [1_000 + i for i in range(10)]
+        appended = log.append(node(10))
+        assert appended.seq == 11 and appended.ts >= 1_009
+    finally:
+        log.close()
+
+
+def test_a_record_that_is_not_a_commit_is_refused_after_the_ones_before_it(kafka_broker: Broker, topic: str) -> None:
+    log = open_log(kafka_broker.url(topic))
+    try:
+        log.append(node(1))
+        log.append(node(2))
+        producer = KafkaProducer(bootstrap_servers=kafka_broker.bootstrap, acks="all")
+        try:
+            assert producer.send(topic, b"not a commit", partition=0).get(10).offset == 2
+        finally:
+            producer.close()
+        assert log.wait(2, 10) == 3  # the watcher saw it
+        got: list[int] = []
+        with pytest.raises(CorruptRecord) as refused:
+            got.extend(c.seq for c in log.read())
+        assert got == [1, 2] and refused.value.seq == 3
+    finally:
+        log.close()
+
+
+def test_a_broker_lost_mid_run_fails_the_append_within_its_timeout(own_broker: Broker, topic: str) -> None:
+    log = open_log(own_broker.url(topic), timeout=2.0)
+    try:
+        assert log.append(node(1)).seq == 1
+        own_broker.kill()
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="did not acknowledge the commit within 2 s"):
+            log.append(node(2))
+        assert time.monotonic() - began < 8.0
+        assert log.head() == 1  # nothing acknowledged, nothing counted
+        began = time.monotonic()
+        assert log.wait(1, 0.3) == 1
+        assert time.monotonic() - began < 2.0
+    finally:
+        began = time.monotonic()
+        log.close()
+        assert time.monotonic() - began < 10.0
+
+
+def test_a_read_from_a_lost_broker_fails_within_its_timeout(own_broker: Broker, topic: str) -> None:
+    log = open_log(own_broker.url(topic), timeout=2.0)
+    try:
+        log.append(node(1))
+        assert len(list(log.read())) == 1  # a consumer that has talked to the broker
+        own_broker.kill()
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match="did not deliver commit 1"):
+            list(log.read())
+        assert time.monotonic() - began < 6.0
+    finally:
+        log.close()
+
+
+def test_a_read_that_needs_a_new_connection_to_a_lost_broker_names_it(own_broker: Broker, topic: str) -> None:
+    log = open_log(own_broker.url(topic), timeout=2.0)
+    try:
+        log.append(node(1))
+        own_broker.kill()
+        began = time.monotonic()
+        with pytest.raises(DatabaseUnavailable, match=r"no Kafka broker answered at 127\.0\.0\.1:\d+ within 2 s"):
+            list(log.read())
+        assert time.monotonic() - began < 4.0
+    finally:
+        log.close()
+
+
+def test_an_idle_log_waits_without_burning_a_core(kafka_broker: Broker, topic: str) -> None:
+    log = open_log(kafka_broker.url(topic))
+    try:
+        log.append(node(1))
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        began = time.monotonic()
+        assert log.wait(1, 2.0) == 1
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        assert time.monotonic() - began >= 1.9
+        assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 2 s idle wait"  # a busy loop would spend ~2 s
+    finally:
+        log.close()
+
+
+def test_the_kafka_backend_is_loaded_only_when_its_scheme_is_asked_for(tmp_path: object) -> None:
+    script = (
+        "import sys; from drsg.store.backends import open_log; "
+        f"log = open_log({str(tmp_path)!r} + '/g.drsg'); log.close(); "
+        "print(sorted(m for m in sys.modules if m == 'kafka' or m.endswith('kafka_log')))"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert ran.stdout.strip() == "[]"
+
+
+def test_each_log_opened_alone_sees_the_others_commits(kafka_broker: Broker, topic: str) -> None:
+    first: Log = open_log(kafka_broker.url(topic))
+    second: Log = open_log(kafka_broker.url(topic))
+    try:
+        assert first.append(node(1)).seq == 1
+        assert second.wait(0, 10) == 1
+        assert second.append(node(2)).seq == 2
+        assert first.wait(1, 10) == 2
+        assert [c.mutations for c in first.read()] == [node(1), node(2)]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_async_waiter_is_woken_by_a_commit_the_watcher_reads(kafka_broker: Broker, topic: str) -> None:
+    waiting: Log = open_log(kafka_broker.url(topic))
+    writing: Log = open_log(kafka_broker.url(topic))
+
+    async def scenario() -> tuple[int, float, int]:
+        woken = asyncio.ensure_future(waiting.wait_async(0, 10))
+        later = asyncio.ensure_future(waiting.wait_async(5, 0.5))  # past any commit made here: times out
+        await asyncio.sleep(0.2)
+        assert not woken.done()
+        await asyncio.to_thread(writing.append, node(1))
+        appended = time.monotonic()
+        return await asyncio.wait_for(woken, 10), appended, await later
+
+    try:
+        head, appended, later = asyncio.run(scenario())
+        assert head == 1 and time.monotonic() - appended < 1.0 and later == 1
+    finally:
+        waiting.close()
+        writing.close()
