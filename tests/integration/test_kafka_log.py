@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from drsg.kernel.errors import ConfigError, CorruptRecord, DatabaseUnavailable
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable
 from drsg.store.backends import open_log
 from drsg.store.kafka_log import KafkaLog
 from drsg.store.log import encode
@@ -162,6 +162,32 @@ def test_a_broker_lost_mid_run_fails_the_append_within_its_timeout(own_broker: B
         began = time.monotonic()
         log.close()
         assert time.monotonic() - began < 10.0
+
+
+def test_a_partition_that_lost_its_commits_is_not_appended_to_silently(own_broker: Broker, topic: str) -> None:
+    log = open_log(own_broker.url(topic), timeout=2.0)
+    try:
+        for i in range(3):
+            log.append(node(i))
+        own_broker.restart()  # memory-only: the topic is gone, its offsets start again
+        refusals: list[str] = []
+        for attempt in range(3):  # the idempotent producer's first send may be refused (an unknown id)
+            try:
+                log.append(node(10 + attempt))
+            except DatabaseUnavailable as exc:
+                refusals.append(str(exc))
+                continue
+            except DamagedDatabase as exc:
+                assert "the log had reached 3" in str(exc) and "the topic lost commits" in str(exc)
+                break
+        else:
+            raise AssertionError(f"appends went on after the loss: {refusals}")
+        for _ in range(5):  # and for good: once the new offsets pass 3, a seq would name another history
+            with pytest.raises(DamagedDatabase, match="the topic lost commits"):
+                log.append(node(20))
+        assert log.head() == 3
+    finally:
+        log.close()
 
 
 def test_a_read_from_a_lost_broker_fails_within_its_timeout(own_broker: Broker, topic: str) -> None:

@@ -100,6 +100,11 @@ class Broker:
             self.process.kill()
             self.process.wait(10)
 
+    def restart(self) -> Broker:
+        """Kill it and start it again on the same port (memory-only: with no topics)."""
+        self.kill()
+        return self.start()
+
     def kill(self) -> None:
         """End the broker at once (SIGKILL), as a crash would."""
         if self.process is not None and self.process.poll() is None:
