@@ -10,9 +10,10 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from drsg.kernel.errors import CorruptRecord
+from drsg.kernel.frozen import frozen
 from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.environment import DbHandle, Txn
@@ -22,7 +23,7 @@ FORMAT = 1
 _HEADER = struct.Struct(">BIQ")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Commit:
     seq: int
     ts: int  # unix milliseconds, UTC; never decreases with seq

@@ -8,14 +8,15 @@ list ``[op, field, …]`` in field order; in JSON it is ``{"op": …, field: …
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from operator import attrgetter
 from typing import ClassVar, cast
 
+from drsg.kernel.frozen import frozen
 from drsg.kernel.values import Json, Props, Value, to_json
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Mutation:
     op: ClassVar[str] = ""
 
@@ -29,7 +30,7 @@ class Mutation:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlaneCreate(Mutation):
     op: ClassVar[str] = "plane.create"
     plane: int
@@ -37,27 +38,27 @@ class PlaneCreate(Mutation):
     props: Props = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlaneRename(Mutation):
     op: ClassVar[str] = "plane.rename"
     plane: int
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlaneSetProps(Mutation):
     op: ClassVar[str] = "plane.set_props"
     plane: int
     props: Props
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PlaneDrop(Mutation):
     op: ClassVar[str] = "plane.drop"
     plane: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodePut(Mutation):
     """Create or replace node ``id`` (its whole record after the change)."""
 
@@ -69,14 +70,14 @@ class NodePut(Mutation):
     props: Props
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NodeDelete(Mutation):
     op: ClassVar[str] = "node.delete"
     plane: int
     id: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EdgePut(Mutation):
     op: ClassVar[str] = "edge.put"
     plane: int
@@ -87,14 +88,14 @@ class EdgePut(Mutation):
     props: Props
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EdgeDelete(Mutation):
     op: ClassVar[str] = "edge.delete"
     plane: int
     id: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IndexDeclare(Mutation):
     """Declare (or restate) a search index on ``(label, property)``; ``kind`` is vector or keyword.
 
@@ -109,7 +110,7 @@ class IndexDeclare(Mutation):
     options: dict[str, Json]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IndexDrop(Mutation):
     op: ClassVar[str] = "index.drop"
     plane: int

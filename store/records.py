@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from drsg.kernel.frozen import frozen
 from drsg.kernel.values import Json, Props, Undecodable, lean_vectors, props_to_json, strip_vectors
 
 
@@ -19,7 +20,7 @@ def _visible(props: Props, vectors: bool | str, hidden: bool) -> dict[str, Any]:
     return out if hidden else {k: v for k, v in out.items() if not k.startswith("_")}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plane:
     id: int
     name: str
@@ -29,7 +30,7 @@ class Plane:
         return {"id": self.id, "name": self.name, "properties": props_to_json(self.props)}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Node:
     plane: int
     id: int
@@ -47,29 +48,17 @@ class Node:
         }
 
 
-_new = object.__new__
-_node_fields = tuple(Node.__dict__[name].__set__ for name in ("plane", "id", "key", "labels", "props"))
-
-
 def node_of(plane: int, node_id: int, record: Any) -> Node:
-    """A Node from its decoded record ``[key, labels, props]``, as ``Node(plane, node_id, *record)``
-    but at half the cost (a frozen dataclass sets each field through ``object.__setattr__``; a read
-    of many nodes pays that per node). A record of another shape is :class:`Undecodable`."""
+    """A Node from its decoded record ``[key, labels, props]``; a record of another shape is
+    :class:`Undecodable`."""
     try:
         key, labels, props = record
     except (TypeError, ValueError):
         raise Undecodable(f"a node record is not [key, labels, props]: {type(record).__name__}") from None
-    node = _new(Node)
-    set_plane, set_id, set_key, set_labels, set_props = _node_fields
-    set_plane(node, plane)
-    set_id(node, node_id)
-    set_key(node, key)
-    set_labels(node, labels)
-    set_props(node, props)
-    return node
+    return Node(plane, node_id, key, labels, props)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Edge:
     plane: int
     id: int
@@ -89,15 +78,11 @@ class Edge:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Neighbor:
     edge: Edge
     node: int  # the node at the other end
     direction: str  # "out" or "in", as seen from the node asked about
-
-
-_edge_fields = tuple(Edge.__dict__[name].__set__ for name in ("plane", "id", "src", "dst", "type", "props"))
-_neighbor_fields = tuple(Neighbor.__dict__[name].__set__ for name in ("edge", "node", "direction"))
 
 
 def edge_of(plane: int, edge_id: int, record: Any) -> Edge:
@@ -106,28 +91,10 @@ def edge_of(plane: int, edge_id: int, record: Any) -> Edge:
         src, dst, edge_type, props = record
     except (TypeError, ValueError):
         raise Undecodable(f"an edge record is not [src, dst, type, props]: {type(record).__name__}") from None
-    edge = _new(Edge)
-    set_plane, set_id, set_src, set_dst, set_type, set_props = _edge_fields
-    set_plane(edge, plane)
-    set_id(edge, edge_id)
-    set_src(edge, src)
-    set_dst(edge, dst)
-    set_type(edge, edge_type)
-    set_props(edge, props)
-    return edge
+    return Edge(plane, edge_id, src, dst, edge_type, props)
 
 
-def neighbor_of(edge: Edge, node: int, direction: str) -> Neighbor:
-    """``Neighbor(edge, node, direction)`` without the frozen dataclass's per-field cost."""
-    neighbor = _new(Neighbor)
-    set_edge, set_node, set_direction = _neighbor_fields
-    set_edge(neighbor, edge)
-    set_node(neighbor, node)
-    set_direction(neighbor, direction)
-    return neighbor
-
-
-@dataclass(frozen=True, slots=True)
+@frozen
 class Version:
     """One version of a record in its history; ``record`` is None for a deletion."""
 
@@ -136,7 +103,7 @@ class Version:
     record: Node | Edge | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class IndexDecl:
     """A declared search index: vector (``metric``, ``dims``) or keyword (``language``)."""
 

@@ -14,7 +14,7 @@ from drsg.kernel.values import MAX_ID, unpack
 from drsg.store import keys
 from drsg.store.environment import Cursor, Dbs, Txn
 from drsg.store.log import LogReader
-from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version, edge_of, neighbor_of, node_of
+from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id
@@ -250,7 +250,7 @@ class Snapshot:
                             record = edges.value()
                             if record:
                                 edge = edge_of(plane, edge_id, decode(record))
-                                yield neighbor_of(edge, read_u64(other), db)
+                                yield Neighbor(edge, read_u64(other), db)
                 ok = seek(group + _SKIP_GROUP)
                 if ok and key_of() <= group:  # a damaged page can send a seek backwards: never loop on it
                     raise _out_of_order(db)
