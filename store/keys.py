@@ -9,6 +9,7 @@ they may not contain, so one name is never a prefix of another's group.
 
 from __future__ import annotations
 
+import functools
 import struct
 
 U32 = struct.Struct(">I")
@@ -43,6 +44,10 @@ def name(s: str) -> bytes:
     return s.encode() + b"\x00"
 
 
+#: labels and edge types are a small vocabulary named on every write: encoded once each
+_vocabulary = functools.lru_cache(maxsize=1 << 16)(name)
+
+
 # Record groups. Each function returns the group prefix; the versioned key is prefix + inv(seq).
 
 
@@ -66,11 +71,11 @@ def key_group(plane_id: int, key: str) -> bytes:
 
 
 def label_prefix(plane_id: int, label: str) -> bytes:
-    return U32.pack(plane_id) + name(label)
+    return U32.pack(plane_id) + _vocabulary(label)
 
 
 def label_group(plane_id: int, label: str, node_id: int) -> bytes:
-    return label_prefix(plane_id, label) + U64.pack(node_id)
+    return U32.pack(plane_id) + _vocabulary(label) + U64.pack(node_id)
 
 
 def edge_group(plane_id: int, edge_id: int) -> bytes:
@@ -78,14 +83,15 @@ def edge_group(plane_id: int, edge_id: int) -> bytes:
 
 
 def adjacency_prefix(plane_id: int, node_id: int, edge_type: str | None = None) -> bytes:
-    base = U32.pack(plane_id) + U64.pack(node_id)
-    return base if edge_type is None else base + name(edge_type)
+    base = _PLANE_ID.pack(plane_id, node_id)
+    return base if edge_type is None else base + _vocabulary(edge_type)
 
 
 def adjacency_group(plane_id: int, node_id: int, edge_type: str, edge_id: int) -> bytes:
-    return adjacency_prefix(plane_id, node_id, edge_type) + U64.pack(edge_id)
+    return _PLANE_ID.pack(plane_id, node_id) + _vocabulary(edge_type) + U64.pack(edge_id)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def tally_key(plane_id: int, kind: bytes, label_or_type: str) -> bytes:
     return U32.pack(plane_id) + kind + name(label_or_type)
 
