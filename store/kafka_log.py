@@ -52,7 +52,6 @@ memory://tansu/``, it accepts connections ~10 ms after start and answers a metad
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import re
@@ -68,6 +67,7 @@ from drsg.kernel.values import Json
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation
+from drsg.store.notify import HeadWaiters
 
 try:
     import kafka
@@ -117,18 +117,14 @@ def parse_location(location: str) -> tuple[str, int, str]:
     return host, port, topic
 
 
-class _Waiter:
-    __slots__ = ("after", "future", "loop")
-
-    def __init__(self, after: int, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> None:
-        self.after = after
-        self.loop = loop
-        self.future = future
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+def _seq_and_ts(record: Any) -> tuple[int, int]:
+    """A record's commit seq and timestamp; a damaged record's timestamp is 0 (read() refuses the
+    record in its turn; its seq is still the head)."""
+    seq = int(record.offset) + 1
+    try:
+        return seq, header_ts(seq, record.value or b"")
+    except CorruptRecord:
+        return seq, 0
 
 
 class KafkaLog(Log):
@@ -143,12 +139,10 @@ class KafkaLog(Log):
         self.timeout = timeout
         self.bootstrap = f"{self.host}:{self.port}"
         self._tp = kafka.TopicPartition(self.topic, PARTITION)
-        self._cond = threading.Condition()
+        self._heads = HeadWaiters()  # the head known here, and who waits for it to move
+        self._lock = threading.Lock()  # the newest timestamp, the idle readers
         self._append_lock = threading.Lock()
-        self._head = 0
         self._last_ts = 0
-        self._round = 0  # bumped by interrupt(): every wait returns
-        self._waiters: set[_Waiter] = set()
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
@@ -167,7 +161,7 @@ class KafkaLog(Log):
         except BaseException:
             self._release()
             raise
-        self._head, self._last_ts = head, ts
+        self._advance(head, ts)
         self._watcher.seek(self._tp, head)
         self._thread = threading.Thread(target=self._watch, name=f"drsg-kafka-watch-{self.topic}", daemon=True)
         self._thread.start()
@@ -253,12 +247,7 @@ class KafkaLog(Log):
             if consumer.highwater(self._tp) is None:  # no fetch ever came back: the broker is not serving
                 raise DatabaseUnavailable(f"{self._url}: the Kafka broker did not answer a fetch; is it up?")
             if newest is not None:
-                seq = int(newest.offset) + 1
-                try:
-                    ts = header_ts(seq, newest.value or b"")
-                except CorruptRecord:
-                    ts = 0  # read() refuses it in its turn; the head is still the head
-                return seq, ts
+                return _seq_and_ts(newest)
         return 0, 0
 
     # ------------------------------------------------------------------ the port
@@ -273,8 +262,7 @@ class KafkaLog(Log):
 
     def head(self) -> int:
         self._check_open()
-        with self._cond:
-            return self._head
+        return self._heads.head
 
     def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Json] | None = None) -> Commit:
         self._check_open()
@@ -285,9 +273,9 @@ class KafkaLog(Log):
             self._check_open()
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
-            with self._cond:
+            known = self._heads.head  # before the send: the watcher may read this very commit before its ack
+            with self._lock:
                 ts = max(int(self.clock() * 1000), self._last_ts)
-                known = self._head  # before the send: the watcher may read this very commit before its ack
             record = encode(ts, made_origin, list(mutations))
             try:
                 if self._producer is None:
@@ -357,7 +345,7 @@ class KafkaLog(Log):
             self._give_back(consumer)
 
     def _take_reader(self) -> Any:
-        with self._cond:
+        with self._lock:
             if self._readers:
                 return self._readers.pop()
         try:
@@ -366,7 +354,7 @@ class KafkaLog(Log):
             raise self._unavailable(exc) from None
 
     def _give_back(self, consumer: Any) -> None:
-        with self._cond:
+        with self._lock:
             if not self._closed and len(self._readers) < IDLE_READERS:
                 self._readers.append(consumer)
                 return
@@ -376,15 +364,9 @@ class KafkaLog(Log):
 
     def _advance(self, head: int, ts: int) -> None:
         """A commit up to ``head`` is known (acknowledged here, or read by the watcher)."""
-        with self._cond:
+        with self._lock:
             self._last_ts = max(self._last_ts, ts)
-            if head <= self._head:
-                return
-            self._head = head
-            self._cond.notify_all()
-            ready = [w for w in self._waiters if w.after < head]
-        for waiter in ready:
-            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+        self._heads.publish(head)
 
     def _watch(self) -> None:
         """Long-poll the partition from the head; every record read moves the head on."""
@@ -401,67 +383,40 @@ class KafkaLog(Log):
                 for records in batch.values():
                     newest = records[-1]
                 if newest is not None:
-                    seq = int(newest.offset) + 1
-                    try:
-                        ts = header_ts(seq, newest.value or b"")
-                    except CorruptRecord:
-                        ts = 0
-                    self._advance(seq, ts)
+                    self._advance(*_seq_and_ts(newest))
         finally:
             with contextlib.suppress(Exception):
                 consumer.close()
 
     def wait(self, after: int, timeout: float) -> int:
-        with self._cond:
-            if self._head > after or self._closed:
-                return self._head
-            began = self._round
-            self._cond.wait_for(lambda: self._head > after or self._round != began or self._closed, timeout)
-            return self._head
+        return self._heads.wait(after, timeout)
 
     async def wait_async(self, after: int, timeout: float) -> int:
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(after, loop, loop.create_future())
-        with self._cond:
-            if self._head > after or self._closed:
-                return self._head
-            self._waiters.add(waiter)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter.future, timeout)
-        finally:
-            with self._cond:
-                self._waiters.discard(waiter)
-        with self._cond:
-            return self._head
+        return await self._heads.wait_async(after, timeout)
 
     def interrupt(self) -> None:
-        with self._cond:
-            self._round += 1
-            self._cond.notify_all()
-            waiters = list(self._waiters)
-        for waiter in waiters:
-            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
+        self._heads.interrupt()
 
     # ------------------------------------------------------------------ closing
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self.interrupt()  # waits end first; the broker's clients close after
+        self._heads.close()  # waits end first; the broker's clients close after
         self._release()
 
     def _release(self) -> None:
         self._closed = True
+        self._heads.close()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.timeout + 1)
         elif self._watcher is not None:
             with contextlib.suppress(Exception):
                 self._watcher.close()
-        with self._cond:
+        with self._lock:
             readers, self._readers = self._readers, []
         for consumer in readers:
             with contextlib.suppress(Exception):

@@ -57,34 +57,31 @@ def file_writes(path: str) -> int | None:
     return fd
 
 
-class CommitNotifier:
-    """Wakes whoever waits for a commit past a seq. ``read_head`` reads the head from the file;
-    ``notify=False`` makes the watcher poll even where inotify works."""
+class HeadWaiters:
+    """Callers waiting for a log's head to pass a seq, and the newest head known: whoever learns of
+    a commit :meth:`publish`-es it, and every waiter past whose seq it is wakes, in a thread or in an
+    event loop. A log backend holds one (the LMDB log's :class:`CommitNotifier`, the Kafka log's)."""
 
-    def __init__(self, path: str, read_head: Callable[[], int], *, notify: bool = True) -> None:
-        self.path = path
-        self.notify = notify
-        self.reads = 0  # head reads by the watcher so far
-        self.inotify = False  # whether the watcher is woken by file writes (else it polls)
-        self._read_head = read_head
+    def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._head = 0  # the newest head known here; never ahead of the file's
+        self._head = 0  # the newest head known here; never ahead of the log's
         self._waiting = 0  # callers inside wait() or wait_async()
         self._round = 0  # bumped by interrupt(): every wait returns
         self._futures: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
-        self._thread: threading.Thread | None = None
-        self._wake_pipe: tuple[int, int] | None = None  # wakes the watcher's select() on close
         self._closed = False
 
-    # ------------------------------------------------------------------ waking
+    @property
+    def head(self) -> int:
+        with self._cond:
+            return self._head
 
     def publish(self, head: int) -> None:
-        """A commit up to ``head`` is durable (the writer calls this on the write path: keep it cheap)."""
+        """A commit up to ``head`` is known (the writer calls this on the write path: keep it cheap)."""
         with self._cond:
             if head <= self._head:
                 return
             self._head = head
-            if not self._waiting:  # nobody to wake (the idle watcher waits for a waiter, not a head)
+            if not self._waiting:  # nobody to wake
                 return
             self._cond.notify_all()
             futures = list(self._futures)
@@ -97,8 +94,6 @@ class CommitNotifier:
             self._cond.notify_all()
             futures = list(self._futures)
         _resolve(futures)
-
-    # ------------------------------------------------------------------ waiting
 
     def wait(self, after: int, timeout: float) -> int:
         """Block until a commit past ``after`` is known, :meth:`interrupt` is called or ``timeout``
@@ -134,8 +129,39 @@ class CommitNotifier:
         return self._head
 
     def _enter(self) -> None:
-        """A caller starts waiting (the condition is held): make sure the watcher runs."""
+        """A caller starts waiting (the condition is held)."""
         self._waiting += 1
+
+    def close(self) -> bool:
+        """Release every waiter; later waits return at once. Whether this call closed it."""
+        with self._cond:
+            if self._closed:
+                return False
+            self._closed = True
+            self._cond.notify_all()
+            futures = list(self._futures)
+        _resolve(futures)
+        return True
+
+
+class CommitNotifier(HeadWaiters):
+    """The LMDB log's :class:`HeadWaiters`, with the watcher thread that reads the head when another
+    process writes the file (see the module docstring). ``read_head`` reads the head from the file;
+    ``notify=False`` makes the watcher poll even where inotify works."""
+
+    def __init__(self, path: str, read_head: Callable[[], int], *, notify: bool = True) -> None:
+        super().__init__()
+        self.path = path
+        self.notify = notify
+        self.reads = 0  # head reads by the watcher so far
+        self.inotify = False  # whether the watcher is woken by file writes (else it polls)
+        self._read_head = read_head
+        self._thread: threading.Thread | None = None
+        self._wake_pipe: tuple[int, int] | None = None  # wakes the watcher's select() on close
+
+    def _enter(self) -> None:
+        """A caller starts waiting (the condition is held): make sure the watcher runs."""
+        super()._enter()
         if self._thread is None:
             self._wake_pipe = os.pipe()
             os.set_blocking(self._wake_pipe[0], False)
@@ -202,21 +228,18 @@ class CommitNotifier:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def close(self) -> None:
+    def close(self) -> bool:
         """Stop the watcher and release every waiter (they find the database closed)."""
+        if not super().close():
+            return False
         with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            self._cond.notify_all()
-            futures = list(self._futures)
-            thread, pipe = self._thread, self._wake_pipe
-        _resolve(futures)
+            thread, pipe = self._thread, self._wake_pipe  # closed now: no wait starts another
         if thread is not None and pipe is not None:
             os.write(pipe[1], b"x")
             thread.join()
             for end in pipe:
                 os.close(end)
+        return True
 
 
 def _resolve(futures: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]]) -> None:
