@@ -3,16 +3,17 @@
 A partial depends on more than its file: a handler may list the tree (the Python handler lists
 ``__init__.py`` files to find package roots), read other files, or ask the tree's label. So while a
 chunk is parsed, a :class:`RecordingTree` notes every answer the handler was given — each listing's
-hash, each file read's SHA-256 (or the refusal), the label — and the partial is reused only when the
-tree, asked the same questions now, gives the same answers. Nothing is assumed about which inputs
-matter; what the handler asked decides.
+hash, each file read's SHA-256 or the refusal (a file gone or unreadable is refused like one outside
+the walk) — and the partial is reused only when the tree, asked the same questions now, gives the
+same answers; the tree's label, the handler and its options are part of the entry's key. Nothing is
+assumed about which inputs matter; what the handler asked decides.
 
 A file's hash is recomputed only when its stat signature (size, mtime, ctime, inode) moved, and a
 signature from the last two seconds is never trusted (an edit within the clock's resolution would
 look unchanged: git's "racily clean" case). Entries live in memory and, given a folder, on disk
 (``<db>.digest/parsed/``, one msgpack file per chunk, written whole or not at all) so a restarted
 ``serve watch`` or a second ``digest`` of a big tree verifies by content instead of parsing again.
-A damaged or foreign entry is a miss, never an error; a parse that hit an I/O error is not kept.
+A damaged or foreign entry is a miss, never an error.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ class Observations:
 
     listed: dict[str, str] = field(default_factory=dict)  # suffix -> hash of the answer
     read: dict[str, str] = field(default_factory=dict)  # path -> SHA-256, or "!" + the refusal
-    io_error: bool = False  # a read failed on the file system: the partial reflects a tree in flux
 
 
 Signature = tuple[int, int, int, int]
@@ -79,10 +79,8 @@ class FileHashes:
                 return known[1]
         try:
             data = tree.read(path)
-        except ValueError as exc:
+        except ValueError as exc:  # outside the walk, too big, gone or unreadable: SourceTree.read's refusal
             return f"!{exc}"
-        except OSError:
-            return "!unreadable"  # never what a kept parse saw: those had no I/O error
         return self.note(path, data, signature)
 
     def note(self, path: str, data: bytes, signature: Signature | None) -> str:
@@ -116,9 +114,6 @@ class RecordingTree(SourceTree):
         except ValueError as exc:
             self.seen.read[path] = f"!{exc}"
             raise
-        except OSError:
-            self.seen.io_error = True
-            raise
         self.seen.read[path] = self._hashes.note(path, data, signature)
         return data
 
@@ -149,8 +144,7 @@ class ParseMemo:
         partial = handler.parse(recording, chunk, options)
         with self._lock:
             self.misses += 1
-        if not recording.seen.io_error:
-            self._put(key, recording.seen, partial)
+        self._put(key, recording.seen, partial)
         return partial
 
     def _key(self, handler: Handler, tree: SourceTree, chunk: tuple[str, ...], options: Options) -> str:
