@@ -124,6 +124,7 @@ class Watcher:
         self.database = Path(sync.db.path).resolve()
         self.relevant = Relevance(sync.root, self.gits, own, self.database)
         self.failing = False
+        self.ready = False  # the first fold is done (systemd hears it once)
         self._unwatched: set[str] = set()  # folders it may not read, logged once each
 
     def fold(self, why: str) -> FoldReport | None:
@@ -205,7 +206,9 @@ class Watcher:
             if not started:  # the notifications are set up now: an edit from here on is not missed
                 started = True
                 self.fold(first)
-                notify_systemd("READY=1")  # Type=notify units start their dependants now
+                if not self.ready:  # Type=notify units start their dependants now
+                    self.ready = True
+                    notify_systemd("READY=1")
                 last_try = time.monotonic()
                 continue
             if not changes:

@@ -105,7 +105,7 @@ class TreeSync:
         self.root = root
         self.source = source_name(str(root))
         self.plane = plane
-        self.options = options if calls is not None else _code_only(options)
+        self.options = options if calls is not None else dataclasses.replace(options, code_only=True)
         self.handlers = handlers
         self.memo = memo
         self.ident = ident
@@ -141,8 +141,7 @@ class TreeSync:
             stated = [node.key for node in delta.nodes]
         self.since = proposal
         if applied.seq:
-            self._look_for_foreign_writes(applied.seq - 1)  # a write that slipped in before ours
-            self.checked = max(self.checked, applied.seq)
+            self._look_for_foreign_writes(applied.seq)  # a write that slipped in before ours (ours is known)
         _count(report, applied)
         if self.embedder is not None:
             self.unembedded.update(stated)
@@ -167,10 +166,7 @@ class TreeSync:
     def _embed(self, keys: list[str]) -> int:
         """Embed the nodes this fold stated whose text changed (a commit of their own, after the fold's)."""
         assert self.embedder is not None
-        done = embed_nodes(self.db, self.embedder, self.plane, fact_text, keys=keys, origin=self.origin())
-        if done.seqs:
-            self.checked = max(self.checked, done.seqs[-1])
-        return done.embedded
+        return embed_nodes(self.db, self.embedder, self.plane, fact_text, keys=keys, origin=self.origin()).embedded
 
     def _look_for_foreign_writes(self, upto: int) -> None:
         """Forget ``since`` when a commit not this daemon's touched the plane's records."""
@@ -196,10 +192,6 @@ def fact_text(node: Node) -> str | None:
     if node.key is None:
         return None
     return entity_text(node.key, ", ".join(node.labels), node.props)
-
-
-def _code_only(options: TreeOptions) -> TreeOptions:
-    return dataclasses.replace(options, code_only=True)
 
 
 def _count(report: FoldReport, applied: Applied) -> None:
