@@ -49,8 +49,5 @@ def drsg(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[Broker]:
     """One memory-only tansu broker on a free loopback port for the whole session (started on first use)."""
-    broker = Broker().start()
-    try:
+    with Broker() as broker:
         yield broker
-    finally:
-        broker.stop()

@@ -48,6 +48,12 @@ def store_files(db: Path) -> tuple[Path, ...]:
     return (db, *(db.with_name(db.name + sidecar) for sidecar in STORE_SIDECARS))
 
 
+def digest_folder(db: str | os.PathLike[str]) -> Path:
+    """The sidecar a digest keeps beside a database: the answer cache, previews, remembered parses."""
+    path = Path(db)
+    return path.with_name(path.name + ".digest")
+
+
 @dataclass(frozen=True)
 class Withheld:
     path: str  # root-relative, `/`-separated

@@ -159,8 +159,9 @@ def run_digest(
         flags["mode"], flags["chunk_chars"], flags["concurrency"], not flags["no_embed"], not flags["no_link"]
     )
     from drsg.pipeline.code.parsed import ParseMemo
+    from drsg.pipeline.code.walk import digest_folder
 
-    folder = Path(f"{obj.db_path}.digest")
+    folder = digest_folder(obj.db_path)
     with _progress() as progress:
         doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, ParseMemo(folder / "parsed"))
     if read is not None:

@@ -54,6 +54,7 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
     from drsg.feed.watch import Watcher, WatchOptions, stop_on_signals
     from drsg.pipeline.code.handlers import load_handlers
     from drsg.pipeline.code.parsed import ParseMemo
+    from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.sync import TreeSync
     from drsg.surfaces.cli.digest import tree_options_of
 
@@ -76,7 +77,7 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
                 plane,
                 tree,
                 handlers=handlers,
-                memo=ParseMemo(Path(f"{obj.db_path}.digest") / "parsed"),
+                memo=ParseMemo(digest_folder(obj.db_path) / "parsed"),
                 ident=f"{os.getpid()}-{uuid.uuid4().hex[:12]}",
                 settings=obj.settings,
                 calls=_chat_calls(obj, flags),
@@ -93,6 +94,7 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
 def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
     """The chat model for prose, when one is chosen (a flag, or [digest] chat set); else None."""
     from drsg.models.chat.providers import chat_identity, get_chat
+    from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
 
@@ -107,7 +109,7 @@ def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
         return get_chat(chat, model, flags["chat_url"], flags["chat_key_env"], settings)
 
     identity = chat_identity(chat, model, flags["chat_url"])
-    return ModelCalls(identity, connect, AnswerCache(Path(f"{obj.db_path}.digest") / "cache"))
+    return ModelCalls(identity, connect, AnswerCache(digest_folder(obj.db_path) / "cache"))
 
 
 def _digest_options(obj: Context) -> Any:

@@ -13,13 +13,13 @@ database, as on the CLI.
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
 from drsg.models.chat.base import ChatModel
 from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
+from drsg.pipeline.code.walk import digest_folder
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply_in, origin_of
@@ -87,7 +87,7 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
 
     def run() -> Proposal:
         embedder = ctx.embedder_for(plane, "embedding") if options.embed or options.link else None
-        calls = ModelCalls(identity, connect, AnswerCache(Path(f"{ctx.db.path}.digest") / "cache"))
+        calls = ModelCalls(identity, connect, AnswerCache(digest_folder(ctx.db.path) / "cache"))
         return digest(ctx.db, Document(source, text), plane, options, calls, embedder)
 
     proposal = await ctx.read(run, limited=False)

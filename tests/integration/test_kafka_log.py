@@ -42,11 +42,8 @@ def topic() -> str:
 @pytest.fixture
 def own_broker() -> Iterator[Broker]:
     """A broker of the test's own, to kill."""
-    broker = Broker().start()
-    try:
+    with Broker() as broker:
         yield broker
-    finally:
-        broker.stop()
 
 
 def partitions_of(broker: Broker, topic: str) -> int:

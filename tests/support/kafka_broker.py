@@ -100,6 +100,12 @@ class Broker:
             self.process.kill()
             self.process.wait(10)
 
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def restart(self) -> Broker:
         """Kill it and start it again on the same port (memory-only: with no topics)."""
         self.kill()
