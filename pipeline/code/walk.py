@@ -113,15 +113,19 @@ class _GitRules:
     ``keep.log/y.log/a`` — so the compiled expressions are held to the whole path here.
     """
 
-    def __init__(self, lines: list[tuple[str, _Rule]]) -> None:
+    def __init__(
+        self, lines: list[tuple[str, _Rule]], matchers: list[tuple[bool, Matcher] | None] | None = None
+    ) -> None:
         self.lines = lines
-        self.matchers = [_exact(rebased) for rebased, _ in lines]
+        self.matchers = [_exact(rebased) for rebased, _ in lines] if matchers is None else matchers
 
     def extended(self, file: Path, source: str, base: str) -> _GitRules:
+        """These rules and ``file``'s after them (the lines above are compiled once, not again per folder)."""
         lines = _lines(file)
         if not lines:
             return self
-        return _GitRules([*self.lines, *((_rebase(line, base), _Rule(source, line)) for line in lines)])
+        added = [(_rebase(line, base), _Rule(source, line)) for line in lines]
+        return _GitRules([*self.lines, *added], [*self.matchers, *(_exact(rebased) for rebased, _ in added)])
 
     def decide(self, path: str, is_dir: bool) -> _Rule | None:
         """The line that ignores ``path``, or None (no line matches it, or a ``!`` line keeps it)."""
