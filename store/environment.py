@@ -63,6 +63,7 @@ class Cursor(Protocol):
     def set_key(self, key: bytes) -> bool: ...
     def key(self) -> bytes: ...
     def value(self) -> bytes: ...
+    def item(self) -> tuple[bytes, bytes]: ...
     def next(self) -> bool: ...
     def delete(self) -> bool: ...
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]: ...
@@ -159,9 +160,9 @@ class Environment:
 
     # ------------------------------------------------------------------ transactions
 
-    def read(self) -> _Read:
+    def read(self) -> ReadTxn:
         """A read transaction for a ``with`` block, held under the shared gate."""
-        return _Read(self)
+        return ReadTxn(self)
 
     def begin_write(self) -> lmdb.Transaction:
         """A write transaction; only the group-commit leader calls this. ``MapResizedError`` reaches
@@ -254,40 +255,42 @@ class Environment:
             self.env.close()
 
 
-class _Read:
+class ReadTxn:
     """One read transaction under the gate's shared hold. A class rather than a generator: every
     read takes one, and a generator-based context manager costs several µs more than LMDB's own
     ``begin()``. A read that met damage (LMDB's errors, undecodable records) raises it as one
     DamagedDatabase."""
 
-    __slots__ = ("env", "hold", "txn")
+    __slots__ = ("env", "txn")
 
     def __init__(self, env: Environment) -> None:
         self.env = env
 
     def __enter__(self) -> lmdb.Transaction:
         env = self.env
+        hold = env.gate.shared()
         for _ in range(3):
-            hold = env.gate.shared()
             hold.__enter__()
             try:
-                self.txn = env._begin(write=False)
+                if env.closed:  # checked under the gate: close() sets it while it holds the gate alone
+                    raise env._closed_error()
+                self.txn = txn = env.env.begin(buffers=False)
+                return txn
             except lmdb.MapResizedError:
                 hold.__exit__(None, None, None)
                 env.adopt()  # outside the gate: adopting waits for this process's readers to finish
-                continue
-            except BaseException:
+            except BaseException as exc:
                 hold.__exit__(None, None, None)
+                if isinstance(exc, lmdb.Error):  # as _begin says it: reader slots full, and so on
+                    raise _unavailable(env.path, exc) from None
                 raise
-            self.hold = hold
-            return self.txn
         raise StoreError(f"{env.path}: the map kept being resized by another process; retry")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         try:
             self.txn.abort()
         finally:
-            self.hold.__exit__(None, None, None)
+            self.env.gate.shared().__exit__(None, None, None)
         if isinstance(exc, READ_DAMAGE):
             raise damaged(self.env.path, exc) from None
 

@@ -66,6 +66,15 @@ def node_group(plane_id: int, node_id: int) -> bytes:
     return _PLANE_ID.pack(plane_id, node_id)
 
 
+#: A node's group and an inverted seq in one pack: where its version in force at a seq is sought.
+NODE_AT = struct.Struct(">IQQ")
+
+
+def inv_int(seq: int) -> int:
+    """:func:`inv` as the integer it packs."""
+    return _MAX64 - seq
+
+
 def key_group(plane_id: int, key: str) -> bytes:
     return U32.pack(plane_id) + name(key)
 

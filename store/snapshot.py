@@ -19,7 +19,6 @@ from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version, 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
-_pack_node_group = keys.node_group
 
 
 class Snapshot:
@@ -130,19 +129,22 @@ class Snapshot:
         """``[self.node(plane, i) for i in node_ids]`` in one loop: what a search reads for its hits
         (one seek and one decode per node, none of the per-call work of :meth:`node`)."""
         cur = self._cursors.get("nodes") or self._cursor("nodes")
-        seek, key_of, value_of = cur.set_range, cur.key, cur.value
-        inv_at, decode, pack, make = self._inv_at, unpack, _pack_node_group, node_of
+        seek, item, sought, decode = cur.set_range, cur.item, keys.NODE_AT.pack, unpack
+        inv_at = keys.inv_int(self.at)
         out: list[Node | None] = []
         for node_id in node_ids:
             node = None
             if 0 <= node_id <= MAX_ID:
-                group = pack(plane, node_id)
-                if seek(group + inv_at):
-                    key = key_of()
-                    if len(key) == _NODE_KEY and key.startswith(group):
-                        value = value_of()
-                        if value:
-                            node = make(plane, node_id, decode(value))
+                start = sought(plane, node_id, inv_at)
+                if seek(start):
+                    key, value = item()
+                    if value and len(key) == _NODE_KEY and key[:_NODE_GROUP] == start[:_NODE_GROUP]:
+                        try:
+                            external, labels, props = decode(value)
+                        except (TypeError, ValueError):
+                            node = node_of(plane, node_id, decode(value))  # says what is wrong with it
+                        else:
+                            node = Node(plane, node_id, external, labels, props)
             out.append(node)
         return out
 

@@ -10,9 +10,9 @@ in memory over the snapshot. Logical plans run in :mod:`drsg.workers.plans`, hyb
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,6 @@ from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.store.database import Database
 from drsg.store.gate import Gate
-from drsg.store.reader import Reader
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool
@@ -79,31 +78,16 @@ class Searcher:
         self._planes[name] = (snap.at, plane_id)
         return plane_id
 
-    @contextmanager
-    def view(self, plane: str, as_of: AsOf | None) -> Iterator[tuple[Snapshot, int, bool]]:
-        """What one query on ``plane`` reads: its snapshot, the plane's id, and whether the snapshot
-        is the head (where the indexes serve it; an earlier commit is searched exactly).
+    def view(self, plane: str, as_of: AsOf | None) -> QueryView:
+        """What one query on ``plane`` reads, for a ``with`` block: its snapshot, the plane's id, and
+        whether the snapshot is the head (where the indexes serve it; an earlier commit is searched
+        exactly).
 
         One read transaction per query. At the head, the indexes are caught up to it and hold still
         (``reading``) while the query runs, so index hits and node records agree. An earlier commit
         reads the snapshot alone (never the indexes): it neither waits for them nor holds them up,
-        however long its exact scan takes. (The head's read opens its transaction directly, not
-        through ``db.snapshot()``'s layers of context managers: each costs a query a microsecond.)"""
-        with self._running.shared():
-            if as_of is None:
-                with self.db.env.read() as txn:
-                    snap = Reader(txn, self.db.env.dbs).snapshot()
-                    self.indexes.catch_up(snap.head)
-                    with self.indexes.reading():
-                        yield snap, self.plane_id(snap, plane), True
-                return
-            with self.db.snapshot(as_of) as snap:
-                if snap.at != snap.head:
-                    yield snap, self.plane_id(snap, plane), False
-                    return
-                self.indexes.catch_up(snap.head)
-                with self.indexes.reading():
-                    yield snap, self.plane_id(snap, plane), True
+        however long its exact scan takes."""
+        return QueryView(self, plane, as_of)
 
     # ------------------------------------------------------------------ the two searches
 
@@ -163,6 +147,48 @@ class Searcher:
             worker = worker_class("keyword")(decl, self.db.path, "")
             worker.rebuild(snap)
         return worker.search_arrays(text, k)
+
+
+class QueryView:
+    """:meth:`Searcher.view`'s hold. A class rather than a generator: every query takes one, and a
+    generator-based context manager cost a query more than a microsecond."""
+
+    __slots__ = ("as_of", "current", "hold", "plane", "searcher")
+
+    def __init__(self, searcher: Searcher, plane: str, as_of: AsOf | None) -> None:
+        self.searcher = searcher
+        self.plane = plane
+        self.as_of = as_of
+
+    def __enter__(self) -> tuple[Snapshot, int, bool]:
+        searcher = self.searcher
+        self.current = False
+        searcher._running.shared().__enter__()
+        self.hold = None
+        try:
+            hold = searcher.db.snapshot(self.as_of)
+            snap = hold.__enter__()  # leaves nothing held when it raises
+            self.hold = hold
+            if snap.at == snap.head:
+                searcher.indexes.catch_up(snap.head)
+                searcher.indexes.reading().__enter__()
+                self.current = True
+            return snap, searcher.plane_id(snap, self.plane), self.current
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        searcher = self.searcher
+        try:
+            if self.current:
+                self.current = False
+                searcher.indexes.reading().__exit__(kind, exc, tb)
+            if self.hold is not None:
+                hold, self.hold = self.hold, None
+                hold.__exit__(kind, exc, tb)  # raises damage met while reading as DamagedDatabase
+        finally:
+            searcher._running.shared().__exit__(kind, exc, tb)
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:

@@ -170,31 +170,35 @@ class VectorIndex(IndexWorker):
     def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
         """The ``k`` nearest nodes as arrays (node ids, similarities), best first, ties by ascending
         node id. ``ef`` replaces the index's ``ef_search`` for this search (never below ``2 k``)."""
-        if self.index is None or not self.live or k <= 0:
+        live = len(self.live)
+        if self.index is None or not live or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
         q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
-        if q.shape[-1] != self.decl.dims:
+        dims = self.index.dim
+        if q.shape[-1] != dims:
             raise BadValue(
                 f"the query vector has {q.shape[-1]} dims; the index on {self.decl.label}.{self.decl.prop} "
-                f"holds {self.decl.dims}-dim vectors"
+                f"holds {dims}-dim vectors"
             )
-        k = min(k, len(self.live))
+        k = min(k, live)
         q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
         ef = max(ef or self.ef_search, 2 * k)
         # hnswlib cuts ties at the k-th hit arbitrarily: one hit more shows whether nodes tied with
         # the k-th lie past the cut, and the search goes on through the tie (duplicate vectors,
-        # rare), so the cut keeps the lowest node ids.
-        fetch = min(k + 1, len(self.live))
+        # rare), so the cut keeps the lowest node ids. (A dozen numbers compare as Python floats at
+        # a fraction of numpy's per-call cost.)
+        fetch = min(k + 1, live)
         while True:
             labels, distances = self._knn(q, fetch, ef)
-            if fetch == len(self.live) or distances[0, -1] > distances[0, k - 1]:
+            listed = distances[0].tolist()
+            if fetch == live or listed[-1] > listed[k - 1]:
                 break
-            fetch = min(2 * fetch, len(self.live))
+            fetch = min(2 * fetch, live)
         ids = labels[0].view(np.int64)  # node ids are below 2**63
         scores = similarity_from_distance(self.metric, distances[0])
-        if len(scores) <= _FEW:  # a dozen numbers compare in Python at a third of numpy's cost
-            listed = scores.tolist()
-            ordered = all(map(operator.gt, listed, listed[1:]))
+        if fetch <= _FEW:
+            ranked = scores.tolist()
+            ordered = all(map(operator.gt, ranked, ranked[1:]))
         else:
             ordered = bool((scores[:-1] > scores[1:]).all())
         if not ordered:  # hnswlib orders by distance; break ties by id

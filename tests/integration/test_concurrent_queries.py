@@ -246,3 +246,21 @@ def test_an_interrupted_wait_leaves_no_claim_behind() -> None:
         assert share.claim is None
         _, joined = started(lambda: share.at(64).__enter__())  # so a search at 64 still gets in at once
         assert joined.wait(20)
+
+
+def test_a_query_that_fails_while_its_view_opens_holds_nothing_after(db: Database) -> None:
+    """Each failure point inside the view (an unknown plane, an AS OF past the head) leaves every
+    gate it passed released: the next catch-up takes the index gate alone, and a map resize the
+    environment's."""
+    indexes = IndexSet(db)
+    searcher = Searcher(db, indexes, max_queries=1)
+    query = Vector.of(rows(0, 1)[0])
+    with pytest.raises(drsg.NotFound, match="no plane named 'nowhere'"):
+        searcher.vector("nowhere", "Word", "embedding", query)
+    with pytest.raises(drsg.BadAsOf, match="beyond the head"):
+        searcher.vector(PLANE, "Word", "embedding", query, as_of=10**9)
+    gates = {"queries": searcher._running, "indexes": indexes._gate, "environment": db.env.gate}
+    assert {name: gate._readers for name, gate in gates.items()} == dict.fromkeys(gates, 0)
+    with indexes._gate.exclusive(timeout=1) as alone, db.env.gate.exclusive(timeout=1) as env_alone:
+        assert alone and env_alone
+    assert searcher.vector(PLANE, "Word", "embedding", query, k=1)  # the one query slot is free again
