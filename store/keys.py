@@ -66,8 +66,9 @@ def node_group(plane_id: int, node_id: int) -> bytes:
     return _PLANE_ID.pack(plane_id, node_id)
 
 
-#: A node's group and an inverted seq in one pack: where its version in force at a seq is sought.
-NODE_AT = struct.Struct(">IQQ")
+#: A node's or an edge's group and an inverted seq in one pack: where the record's version in force
+#: at a seq is sought.
+RECORD_AT = struct.Struct(">IQQ")
 
 
 def inv_int(seq: int) -> int:

@@ -17,7 +17,7 @@ from drsg.store.log import LogReader
 from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
 
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
-_NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id
+_NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's group is as long)
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 
 
@@ -129,7 +129,7 @@ class Snapshot:
         """``[self.node(plane, i) for i in node_ids]`` in one loop: what a search reads for its hits
         (one seek and one decode per node, none of the per-call work of :meth:`node`)."""
         cur = self._cursors.get("nodes") or self._cursor("nodes")
-        seek, item, sought, decode = cur.set_range, cur.item, keys.NODE_AT.pack, unpack
+        seek, item, sought, decode = cur.set_range, cur.item, keys.RECORD_AT.pack, unpack
         inv_at = keys.inv_int(self.at)
         out: list[Node | None] = []
         for node_id in node_ids:
@@ -223,38 +223,40 @@ class Snapshot:
         and nested generators and per-edge calls cost more than the seeks."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
-        at, inv_at, decode, plane_b = self.at, self._inv_at, unpack, keys.plane_group(plane)
-        read_u64, seq_of = keys.read_u64, keys.seq_of
+        inv_at, decode, read_u64 = self._inv_at, unpack, keys.read_u64
         edges = self._cursor("edges")
+        edge_seek, edge_item, sought, inv_int = edges.set_range, edges.item, keys.RECORD_AT.pack, keys.inv_int(self.at)
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)
-            seek, key_of, value_of = cur.set_range, cur.key, cur.value
+            seek, item = cur.set_range, cur.item
             ok = seek(prefix)
             while ok:
-                key = key_of()
+                key, other = item()
                 if not key.startswith(prefix):
                     break
                 group = key[:-8]
-                if seq_of(key) > at:  # newest version too new: seek the one in force at `at`, if any
+                if key[-8:] < inv_at:  # newest version too new (a newer seq inverts smaller): seek the one at `at`
                     if not seek(group + inv_at):
                         break
-                    key = key_of()
+                    key, other = item()
                     if key[:-8] != group:
                         continue  # this group did not exist yet at `at`; `key` starts the next one
-                other = value_of()
                 if other:
                     edge_id = read_u64(group, len(group) - 8)
-                    edge_group = plane_b + group[-8:]
-                    if edges.set_range(edge_group + inv_at):
-                        edge_key = edges.key()
-                        if len(edge_key) == len(edge_group) + 8 and edge_key.startswith(edge_group):
-                            record = edges.value()
-                            if record:
-                                edge = edge_of(plane, edge_id, decode(record))
-                                yield Neighbor(edge, read_u64(other), db)
+                    start = sought(plane, edge_id, inv_int)
+                    if edge_seek(start):
+                        edge_key, record = edge_item()
+                        if record and len(edge_key) == _NODE_KEY and edge_key[:_NODE_GROUP] == start[:_NODE_GROUP]:
+                            try:
+                                src, dst, edge_type_, props = decode(record)
+                            except (TypeError, ValueError):
+                                edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
+                            else:
+                                edge = Edge(plane, edge_id, src, dst, edge_type_, props)
+                            yield Neighbor(edge, read_u64(other), db)
                 ok = seek(group + _SKIP_GROUP)
-                if ok and key_of() <= group:  # a damaged page can send a seek backwards: never loop on it
+                if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
                     raise _out_of_order(db)
 
     def neighbor_ids(
