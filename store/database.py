@@ -22,12 +22,12 @@ from drsg.kernel.errors import ConfigError, DatabaseUnavailable, DrsgError
 from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
-from drsg.store.environment import Environment, ReadTxn
+from drsg.store.environment import Dbs, Environment, ReadTxn, Txn
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
 from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.projection import rebuild
-from drsg.store.reader import Reader
+from drsg.store.reader import Reader, head_snapshot
 from drsg.store.records import Plane
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
@@ -193,13 +193,18 @@ class Database:
 
     def read(self) -> _ReadHold[Reader]:
         """One consistent read: the head, snapshots at any seq up to it, the commits. Hold it briefly."""
-        return _ReadHold(self.env, lambda reader: reader)
+        return _ReadHold(self.env, Reader)
 
     def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
         if as_of is None:
-            return _ReadHold(self.env, Reader.snapshot)
-        return _ReadHold(self.env, lambda reader: reader.snapshot(reader.resolve(as_of)))
+            return _ReadHold(self.env, head_snapshot)
+
+        def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
+            reader = Reader(txn, dbs)
+            return reader.snapshot(reader.resolve(as_of))
+
+        return _ReadHold(self.env, as_of_snapshot)
 
     def resolve_as_of(self, as_of: AsOf | str | int) -> int:
         with self.read() as reader:
@@ -262,20 +267,20 @@ R = TypeVar("R")
 
 
 class _ReadHold(ReadTxn, Generic[R]):
-    """The environment's read transaction for a ``with`` block, seen as what ``view`` makes of its
-    Reader (the Reader itself, or a Snapshot). The environment's read itself rather than a wrapper
+    """The environment's read transaction for a ``with`` block, seen as what ``view`` makes of it
+    (a Reader, or a Snapshot). The environment's read itself rather than a wrapper
     round one: reads are frequent, and each layer costs a read half a microsecond."""
 
     __slots__ = ("view",)
 
-    def __init__(self, env: Environment, view: Callable[[Reader], R]) -> None:
+    def __init__(self, env: Environment, view: Callable[[Txn, Dbs], R]) -> None:
         self.env = env
         self.view = view
 
     def __enter__(self) -> R:
         txn = ReadTxn.__enter__(self)
         try:
-            return self.view(Reader(txn, self.env.dbs))
+            return self.view(txn, self.env.dbs)
         except BaseException as exc:
             ReadTxn.__exit__(self, type(exc), exc, exc.__traceback__)  # raises damage as DamagedDatabase
             raise

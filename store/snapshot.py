@@ -24,6 +24,8 @@ _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 class Snapshot:
     """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
 
+    __slots__ = ("_cursors", "_inv_at", "at", "dbs", "head", "txn")
+
     def __init__(self, txn: Txn, dbs: Dbs, at: int, head: int | None = None) -> None:
         self.txn = txn
         self.dbs = dbs
