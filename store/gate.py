@@ -7,7 +7,6 @@ query shares it, applying commits takes it alone; at most N queries at once).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +21,10 @@ class Gate:
         self._lock = threading.Lock()  # readers take it directly: cheaper than the condition's wrapper
         self._cond = threading.Condition(self._lock)  # the exclusive holder and readers waiting on it
         self._slot = threading.Condition(self._lock)  # readers waiting for a free slot: woken one by one
-        self._readers = 0
-        self._limit = max_readers or sys.maxsize
+        # One entry per thread reading. A list's append and pop are each one step under the GIL,
+        # so an unlimited gate's readers count themselves without the lock (see _SharedHold).
+        self._active: list[None] = []
+        self._limit = max_readers
         self._queued = 0  # readers waiting for a slot
         self._exclusive = False
         self._held = threading.local()  # this thread's depth of shared holds
@@ -32,6 +33,11 @@ class Gate:
     def shared(self) -> _SharedHold:
         """Hold the gate shared for a ``with`` block (re-entrant within a thread)."""
         return self._shared
+
+    @property
+    def readers(self) -> int:
+        """Threads holding the gate shared now."""
+        return len(self._active)
 
     def held_here(self) -> bool:
         """Whether this thread is inside a read (it could never see the gate empty)."""
@@ -56,9 +62,9 @@ class Gate:
             self._exclusive = True
         try:  # from here on, however it ends (an interrupted wait too), the gate opens again
             with self._cond:
-                while self._readers and (deadline is None or time.monotonic() < deadline):
+                while self._active and (deadline is None or time.monotonic() < deadline):
                     self._cond.wait(left())
-                acquired = self._readers == 0
+                acquired = not self._active
             yield acquired
         finally:
             with self._cond:
@@ -69,10 +75,15 @@ class Gate:
 
 class _SharedHold:
     """The shared side of a :class:`Gate`, one per gate: what a thread holds lives in the thread's
-    own depth, so a hold builds no object (every read takes one; that saved a third of its cost).
-    A thread that already reads re-enters without waiting (nor taking a second slot), so it never
-    queues behind a pending resize that waits for it. Leaving wakes the waiters only when one
-    waits: the exclusive holder once the readers drain, or a reader for a free slot."""
+    own depth, so a hold builds no object (every read takes one). A thread that already reads
+    re-enters without waiting (nor taking a second slot), so it never queues behind a pending
+    resize that waits for it.
+
+    On a gate without a reader limit a reader takes no lock: it counts itself in, then looks for an
+    exclusive holder (and steps back to wait for it if there is one); the holder sets its flag, then
+    waits for the count to drain, both under the lock. Whichever of the two comes second sees the
+    other. A leaving reader wakes the holder only when one waits. A limited gate counts its readers
+    under the lock, and a leaving one wakes a reader waiting for its slot."""
 
     __slots__ = ("gate",)
 
@@ -84,21 +95,13 @@ class _SharedHold:
         held = gate._held
         depth = getattr(held, "depth", 0)
         if not depth:
-            lock = gate._lock
-            lock.acquire()
-            try:
-                while gate._exclusive or gate._readers >= gate._limit:
-                    if gate._exclusive:
-                        gate._cond.wait()
-                    else:
-                        gate._queued += 1
-                        try:
-                            gate._slot.wait()
-                        finally:
-                            gate._queued -= 1
-                gate._readers += 1
-            finally:
-                lock.release()
+            if gate._limit is None:
+                gate._active.append(None)
+                if gate._exclusive:  # someone wants the gate alone: step back, and wait for it
+                    _leave(gate)
+                    _enter_locked(gate)
+            else:
+                _enter_locked(gate)
         held.depth = depth + 1
 
     def __exit__(self, *exc: object) -> None:
@@ -106,9 +109,34 @@ class _SharedHold:
         held = gate._held
         held.depth = depth = held.depth - 1
         if not depth:
+            _leave(gate)
+
+
+def _enter_locked(gate: Gate) -> None:
+    with gate._lock:
+        while gate._exclusive or (gate._limit is not None and len(gate._active) >= gate._limit):
+            if gate._exclusive:
+                gate._cond.wait()
+            else:
+                gate._queued += 1
+                try:
+                    gate._slot.wait()
+                finally:
+                    gate._queued -= 1
+        gate._active.append(None)
+
+
+def _leave(gate: Gate) -> None:
+    if gate._limit is None:
+        gate._active.pop()
+        if gate._exclusive:
             with gate._lock:
-                gate._readers -= 1
-                if gate._readers == 0 and gate._exclusive:
+                if not gate._active:
                     gate._cond.notify_all()
-                if gate._queued:
-                    gate._slot.notify()  # one slot came free: one reader (no herd of wakeups)
+        return
+    with gate._lock:
+        gate._active.pop()
+        if not gate._active and gate._exclusive:
+            gate._cond.notify_all()
+        if gate._queued:
+            gate._slot.notify()  # one slot came free: one reader (no herd of wakeups)

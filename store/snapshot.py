@@ -24,7 +24,7 @@ _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 class Snapshot:
     """The graph as of commit ``at`` inside one LMDB transaction (read or write)."""
 
-    __slots__ = ("_cursors", "_inv_at", "at", "dbs", "head", "txn")
+    __slots__ = ("_cursors", "_inv_at", "_inv_int", "at", "dbs", "head", "txn")
 
     def __init__(self, txn: Txn, dbs: Dbs, at: int, head: int | None = None) -> None:
         self.txn = txn
@@ -32,6 +32,7 @@ class Snapshot:
         self.at = at
         self.head = at if head is None else head  # the newest commit this transaction can see
         self._inv_at = keys.inv(at)
+        self._inv_int = keys.inv_int(at)  # the same, to pack with a group (keys.RECORD_AT)
         self._cursors: dict[str, Cursor] = {}
 
     def _cursor(self, db: str) -> Cursor:
@@ -124,15 +125,21 @@ class Snapshot:
     def node(self, plane: int, node_id: int) -> Node | None:
         if not 0 <= node_id <= MAX_ID:
             return None  # an id no record can have (a caller's -1 or 10^23): not found, not a crash
-        value = self.version("nodes", keys.node_group(plane, node_id))
-        return None if value is None else node_of(plane, node_id, unpack(value))
+        cur = self._cursors.get("nodes") or self._cursor("nodes")
+        start = keys.RECORD_AT.pack(plane, node_id, self._inv_int)
+        if not cur.set_range(start):
+            return None
+        key, value = cur.item()
+        if not value or len(key) != _NODE_KEY or key[:_NODE_GROUP] != start[:_NODE_GROUP]:
+            return None
+        return node_of(plane, node_id, unpack(value))
 
     def nodes_at(self, plane: int, node_ids: Iterable[int]) -> list[Node | None]:
         """``[self.node(plane, i) for i in node_ids]`` in one loop: what a search reads for its hits
         (one seek and one decode per node, none of the per-call work of :meth:`node`)."""
         cur = self._cursors.get("nodes") or self._cursor("nodes")
         seek, item, sought, decode = cur.set_range, cur.item, keys.RECORD_AT.pack, unpack
-        inv_at = keys.inv_int(self.at)
+        inv_at = self._inv_int
         out: list[Node | None] = []
         for node_id in node_ids:
             node = None
@@ -227,7 +234,7 @@ class Snapshot:
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
         inv_at, decode, read_u64 = self._inv_at, unpack, keys.read_u64
         edges = self._cursor("edges")
-        edge_seek, edge_item, sought, inv_int = edges.set_range, edges.item, keys.RECORD_AT.pack, keys.inv_int(self.at)
+        edge_seek, edge_item, sought, inv_int = edges.set_range, edges.item, keys.RECORD_AT.pack, self._inv_int
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)

@@ -14,7 +14,7 @@
     1,000 commits/s for ~20 s while ``IndexSet.start()`` indexes in the background; a
     prober times, for every 10th commit, ``db.write`` returning → the worker's ``search`` finding it.
     Target: commit-to-searchable p50 < 50 ms, p99 < 250 ms.
-(4) ``reads``: node by key and 1-hop neighbours through ``db.read()`` / ``Snapshot`` beside raw py-lmdb
+(4) ``reads``: node by key and 1-hop neighbours through ``db.snapshot()`` beside raw py-lmdb
     reading the same keys of the same file (20k ``Word`` nodes, 80k ``NEAR`` edges to GloVe neighbours).
     Target (issue #14): within 2× of raw.
 
@@ -770,7 +770,7 @@ def load_graph(db: Database, vectors: np.ndarray) -> None:
 
 
 def bench_reads(size: Size) -> Section:
-    """node-by-key and 1-hop neighbours through the public read API (``db.read()`` → ``Snapshot``)
+    """node-by-key and 1-hop neighbours through the public read API (``with db.snapshot() as snap``)
     beside raw py-lmdb reading the same keys of the same file (its own cursors, struct-built keys,
     ``msgpack.unpackb``), interleaved, each operation timed alone."""
     import struct
@@ -840,8 +840,7 @@ def bench_reads(size: Size) -> Section:
         clock = time.perf_counter
         for rnd in range(size.read_rounds + 1):  # the first round warms up, unrecorded
             keep = rnd > 0
-            with db.read() as reader:
-                snap = reader.snapshot()
+            with db.snapshot() as snap:
                 for i in range(len(picks)):
                     t = clock()
                     engine(snap, i)
@@ -857,8 +856,8 @@ def bench_reads(size: Size) -> Section:
                         lat["raw"].append(r)
             for i in range(len(picks)):
                 t = clock()
-                with db.read() as reader:
-                    engine(reader.snapshot(), i)
+                with db.snapshot() as snap:
+                    engine(snap, i)
                 e = clock() - t
                 t = clock()
                 with env.begin(buffers=False) as txn:
@@ -909,14 +908,14 @@ def bench_reads(size: Size) -> Section:
         verdicts.append((f"{what}, a read transaction each, p50 {us(t50)} ≤ 2× raw = {us(2 * tr50)}", t50 <= 2 * tr50))
     sec.verdicts += verdicts
     sec.notes.append(
-        f"drsg: `db.read()` → `reader.snapshot()` → `node_by_key(plane, key)` (a `Node`: key, labels, props "
+        f"drsg: `db.snapshot()` → `node_by_key(plane, key)` (a `Node`: key, labels, props "
         f"with its 50-d vector) and `list(neighbors(plane, id))` (a `Neighbor` per edge: the `Edge` record, "
         f"the other end, the direction; {degree:.1f} edges a node on average, out and in). Raw: the same "
         f"file's py-lmdb environment, `begin(buffers=False)`, its own cursors and struct-built keys, seeking "
         f"the same versioned keys (the key's node id, then the node's newest version; each adjacency group "
         f"then its edge record) and `msgpack.unpackb(raw=False)` of each record (vectors left as msgpack's "
         f'`ExtType`). "In an open read": one transaction for the whole pass, each operation timed alone; '
-        f'"a read transaction each": `with db.read()` vs `with env.begin()` around every operation.'
+        f'"a read transaction each": `with db.snapshot()` vs `with env.begin()` around every operation.'
     )
     return sec
 

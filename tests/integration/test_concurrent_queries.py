@@ -260,7 +260,7 @@ def test_a_query_that_fails_while_its_view_opens_holds_nothing_after(db: Databas
     with pytest.raises(drsg.BadAsOf, match="beyond the head"):
         searcher.vector(PLANE, "Word", "embedding", query, as_of=10**9)
     gates = {"queries": searcher._running, "indexes": indexes._gate, "environment": db.env.gate}
-    assert {name: gate._readers for name, gate in gates.items()} == dict.fromkeys(gates, 0)
+    assert {name: gate.readers for name, gate in gates.items()} == dict.fromkeys(gates, 0)
     with indexes._gate.exclusive(timeout=1) as alone, db.env.gate.exclusive(timeout=1) as env_alone:
         assert alone and env_alone
     assert searcher.vector(PLANE, "Word", "embedding", query, k=1)  # the one query slot is free again
