@@ -19,6 +19,7 @@ from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
 from drsg.kernel.values import MAX_ID, check_utf8
+from drsg.plan.traversal import check_step
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -286,10 +287,7 @@ def plan_from_json(obj: Any, as_of: AsOf | None = None) -> Plan:
     if not isinstance(steps, list):
         raise UsageError('"steps" must be a list')
     for step in steps:
-        if not (isinstance(step, dict) and len(step) == 1 and next(iter(step)) in ("Limit", "Skip")):
-            raise UsageError(f'plan step {step!r:.60} is not supported; use {{"Limit": n}} or {{"Skip": n}}')
-        ((name, count),) = step.items()
-        _count(count, name)
+        check_step(step, MAX_K)
     return Plan(_source(obj["source"]), steps, as_of)
 
 

@@ -2,8 +2,9 @@
 
 The source is dispatched on its kind: scans and seeks read the snapshot, ``VectorTopK`` and
 ``KeywordTopK`` run the Searcher's two searches, ``Hybrid`` runs :mod:`drsg.workers.hybrid`; then
-the steps apply. This module sits above both search.py and hybrid.py (hybrid builds on the
-Searcher), so neither has to import the other at call time.
+the steps apply (:mod:`drsg.workers.traverse`: walks, Filter, Sort, …). This module sits above both
+search.py and hybrid.py (hybrid builds on the Searcher), so neither has to import the other at call
+time.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.plan.hybrid import HybridSpec
 from drsg.plan.query import SOURCES, Plan
+from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.hybrid import hybrid_on_snapshot
 from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
+from drsg.workers.traverse import Subgraph, Walked, run_steps
 
 
 def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
@@ -25,7 +28,7 @@ def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | N
     ``query_text`` into a vector."""
     with searcher.view(plane, plan.as_of) as (snap, plane_id, current):
         hits = run_source(searcher, snap, plane_id, plan.source, current, embed)
-    return _steps(hits, plan.steps)
+        return _steps(hits, plan.steps, snap, plane_id)
 
 
 def run_source(
@@ -64,17 +67,19 @@ def _query_vector(body: dict[str, Any], embed: TextEmbedder | None) -> Vector:
     return embedded(str(text), embed)
 
 
-def _steps(hits: list[Hit], steps: list[Any]) -> list[Hit]:
-    for step in steps:
-        if isinstance(step, dict) and len(step) == 1:
-            ((name, arg),) = step.items()
-            if name == "Limit":
-                hits = hits[: int(arg)]
-                continue
-            if name == "Skip":
-                hits = hits[int(arg) :]
-                continue
-        else:
-            name = step
-        raise UsageError(f"plan step {name} is not supported yet; supported steps: Limit, Skip")
-    return hits
+def _steps(hits: list[Hit], steps: list[Any], snap: Snapshot, plane: int) -> list[Hit]:
+    if not steps:
+        return hits
+    rows = run_steps(snap, plane, [Walked(h.node, h.score) for h in hits], steps)
+    return [Hit(r.node, r.score) for r in rows]
+
+
+def run_plan_subgraph(
+    searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None
+) -> tuple[list[Walked], list[Node], list[Edge]]:
+    """Run ``plan`` and keep how each row was reached: (rows, the subgraph's nodes, its edges)."""
+    with searcher.view(plane, plan.as_of) as (snap, plane_id, current):
+        hits = run_source(searcher, snap, plane_id, plan.source, current, embed)
+        rows = run_steps(snap, plane_id, [Walked(h.node, h.score) for h in hits], plan.steps)
+        nodes, edges = Subgraph(rows).nodes_and_edges(snap, plane_id)
+    return rows, nodes, edges

@@ -271,7 +271,8 @@ def query(
     as_json: bool,
 ) -> None:
     """Run a logical plan (upstream's JSON: VectorTopK, KeywordTopK, ScanAll, ScanLabel, SeekIds,
-    SeekKeys sources; Limit and Skip steps). `-` reads the plan from standard input."""
+    SeekKeys sources; Expand, ExpandVar, Filter, Distinct, Sort, Skip and Limit steps).
+    `-` reads the plan from standard input."""
     text = sys.stdin.read() if plan == "-" else plan
     _run(obj, plane, parse_plan_json(text), (embed, embed_model, embed_url, embed_key_env), as_json)
 
