@@ -27,7 +27,8 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     │   ├── EmbedderUnavailable   1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
     │   └── BadEmbeddingResponse  1   -32000   the service answered, but not with one finite vector per text
     ├── ChatError                 1   -32000   a chat model could not answer
-    │   └── ChatUnavailable       1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
+    │   ├── ChatUnavailable       1   -32000   the service kept failing (429/5xx/timeouts) past the retry budget
+    │   └── AskFailed             1   -32000   `ask` got no runnable plan within its attempts (says why)
     ├── PluginError               1   -32000   a parser plugin was refused (a forbidden import, a bad name, a
     │   │                                      changed artifact) or failed (a trap, output that breaks the contract)
     │   └── PluginBudget          1   -32000   a plugin call ran out of fuel, memory or time (names the setting)
@@ -172,6 +173,11 @@ class ChatError(DrsgError):
 
 class ChatUnavailable(ChatError):
     """The chat service kept failing (rate limits, server errors, timeouts) past the retry budget."""
+
+
+class AskFailed(ChatError):
+    """`ask` got no plan that parsed, validated and ran within its attempts; the message is upstream's
+    ``couldn't produce a runnable plan after N steps: <reason>``."""
 
 
 class PluginError(DrsgError):

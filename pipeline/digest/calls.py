@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from drsg.kernel.errors import ConfigError
+from drsg.kernel.settings import Settings
 from drsg.models.chat.base import ChatAnswer, ChatModel, Message
+from drsg.models.chat.providers import chat_identity, get_chat
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.prompts import cache_key_text
 from drsg.pipeline.digest.schema import MalformedAnswer, json_object
@@ -29,6 +31,24 @@ class ModelCalls:
         self.cache = cache
         self.chat: ChatModel | None = None
         self._lock = threading.Lock()
+
+    @classmethod
+    def for_chat(
+        cls,
+        chat: str | None,
+        model: str | None,
+        url: str | None = None,
+        key_env: str | None = None,
+        settings: Settings | None = None,
+        cache: AnswerCache | None = None,
+    ) -> ModelCalls:
+        """Calls to the chat model a surface chose by name (``--chat``, ``--model``, …); its key is
+        read from the environment or the settings on the first call, never passed in."""
+
+        def connect() -> ChatModel:
+            return get_chat(chat, model, url, key_env, settings)
+
+        return cls(chat_identity(chat, model, url), connect, cache)
 
     def complete(self, messages: list[Message]) -> ChatAnswer:
         with self._lock:

@@ -91,6 +91,7 @@ def cli(ctx: click.Context, db_path: str, config: str | None, verbose: int) -> N
 
 def _register() -> None:
     from drsg.surfaces.cli import (
+        ask,
         bulk,
         digest,
         evaluate,
@@ -105,7 +106,7 @@ def _register() -> None:
         serve,
     )
 
-    for module in (planes, records, bulk, history, search, hybrid, evaluate, digest, init, feed, serve, plugins):
+    for module in (planes, records, bulk, history, search, hybrid, ask, evaluate, digest, init, feed, serve, plugins):
         for command in module.COMMANDS:
             cli.add_command(command)
 

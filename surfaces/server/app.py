@@ -42,7 +42,7 @@ from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, Co
 from drsg.store.database import Database
 
 # importing the method modules registers their methods
-from drsg.surfaces.server import digest_method, feed_routes, hybrid_method, methods, plugin_methods, queries  # noqa: F401
+from drsg.surfaces.server import ask_method, digest_method, feed_routes, hybrid_method, methods, plugin_methods, queries  # noqa: F401
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import Call, Dispatcher, error_body

@@ -22,7 +22,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "models": frozenset({"kernel"}),
     "store": frozenset({"kernel"}),
     "workers": frozenset({"kernel", "plan", "store"}),
-    "pipeline": frozenset({"kernel", "models", "store", "workers"}),
+    "pipeline": frozenset({"kernel", "plan", "models", "store", "workers"}),
     "feed": frozenset({"kernel", "store", "pipeline"}),
     "surfaces": frozenset({"api", "kernel", "plan", "models", "store", "workers", "pipeline", "feed"}),
     "api": frozenset({"kernel", "store"}),

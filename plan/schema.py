@@ -1,0 +1,141 @@
+"""A plane's soft schema — what a model is shown — and plans checked against it (pure).
+
+The schema is observed, not declared: labels with their node counts, each label's property names
+with the type most of its values have and a few example values, and each edge type with the
+(source label → target label) pairs it connects. Two things never reach it: properties whose name
+starts with ``_`` (provenance) and the values of sensitive properties (a name that reads like a
+secret, or one the caller lists as masked): those show their name and type, never a value.
+
+:func:`check_plan` holds a plan to the live schema before it runs, so a plan naming a label, edge
+type or property the plane does not have comes back with an error naming the nearest real one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from drsg.kernel.errors import UsageError
+from drsg.plan.traversal import expr_names
+
+#: property names whose values are never shown to a model
+SENSITIVE = re.compile(r"(pass(word|wd)?|secret|token|api[_-]?key|credential|ssn|private[_-]?key|salt)", re.I)
+EXAMPLES = 3
+EXAMPLE_CHARS = 40
+
+
+@dataclass
+class PropertyInfo:
+    type: str  # the dominant observed type: Int, Float, Str, Bool, List, Map, Vector, Bytes
+    examples: list[str] = field(default_factory=list)
+    masked: bool = False
+
+
+@dataclass
+class LabelInfo:
+    count: int
+    properties: dict[str, PropertyInfo] = field(default_factory=dict)
+
+
+@dataclass
+class SoftSchema:
+    labels: dict[str, LabelInfo] = field(default_factory=dict)
+    edges: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # type → [(src label, dst label)]
+    edge_counts: dict[str, int] = field(default_factory=dict)
+
+    def properties(self) -> set[str]:
+        return {name for info in self.labels.values() for name in info.properties}
+
+    def edge_descriptor(self, edge_type: str) -> str:
+        """``TYPE: Src→Dst, …`` (upstream's form, which find_edge embeds)."""
+        pairs = ", ".join(f"{s}→{d}" for s, d in self.edges.get(edge_type, [])) or "?"
+        return f"{edge_type}: {pairs}"
+
+    def render(self) -> str:
+        """The schema summary of the prompt: ``- Label (N nodes): prop:Type, …`` and ``- EDGE: Src→Dst``."""
+        lines = ["Labels:"]
+        for label, info in sorted(self.labels.items()):
+            props = ", ".join(_prop_text(name, p) for name, p in sorted(info.properties.items()))
+            lines.append(f"- {label} ({info.count} nodes): {props or '(no properties)'}")
+        lines.append("Edge types:")
+        for edge_type in sorted(self.edges):
+            lines.append(f"- {self.edge_descriptor(edge_type)} ({self.edge_counts.get(edge_type, 0)} edges)")
+        if not self.edges:
+            lines.append("- (none)")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "labels": {
+                label: {
+                    "count": info.count,
+                    "properties": {
+                        name: {"type": p.type, "examples": p.examples, "masked": p.masked}
+                        for name, p in info.properties.items()
+                    },
+                }
+                for label, info in self.labels.items()
+            },
+            "edges": {t: [list(pair) for pair in pairs] for t, pairs in self.edges.items()},
+        }
+
+
+def _prop_text(name: str, info: PropertyInfo) -> str:
+    if info.masked:
+        return f"{name}:{info.type} (masked)"
+    examples = f" e.g. {' | '.join(info.examples)}" if info.examples else ""
+    return f"{name}:{info.type}{examples}"
+
+
+def hidden(name: str) -> bool:
+    """Provenance properties (``_source``, ``_label_as_written``, …) never reach a model."""
+    return name.startswith("_")
+
+
+def masked(name: str, extra: Iterable[str] = ()) -> bool:
+    return bool(SENSITIVE.search(name)) or name in set(extra)
+
+
+def example_text(value: Any) -> str | None:
+    """A short, one-line rendering of an example value, or None for what is not worth showing."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str) and value.strip():
+        text = " ".join(value.split())
+        return repr(text if len(text) <= EXAMPLE_CHARS else text[: EXAMPLE_CHARS - 1] + "…")
+    return None
+
+
+def check_plan(plan: dict[str, Any], schema: SoftSchema) -> None:
+    """Raise a UsageError for the first label, edge type or property the plane does not have."""
+    source = plan.get("source")
+    labels, props = set(schema.labels), schema.properties()
+    if isinstance(source, dict):
+        label = source.get("ScanLabel")
+        if isinstance(label, str):
+            _known("label", label, labels)
+    for step in plan.get("steps", []):
+        if not isinstance(step, dict):
+            continue
+        ((name, body),) = step.items()
+        if name in ("Expand", "ExpandVar") and body.get("edge_type") is not None:
+            _known("edge type", body["edge_type"], set(schema.edges))
+        exprs = [body] if name == "Filter" else [key["expr"] for key in body] if name == "Sort" else []
+        for expr in exprs:
+            for kind, found in expr_names(expr):
+                _known(kind, found, labels if kind == "label" else props)
+
+
+def _known(kind: str, name: str, names: set[str]) -> None:
+    if name in names:
+        return
+    if kind == "property" and hidden(name):
+        raise UsageError(f"property {name!r} is provenance, not something a question can ask about")
+    near = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.5)
+    hint = f"; did you mean {near[0]!r}?" if near else f"; the plane's {kind}s are: {', '.join(sorted(names))[:300]}"
+    raise UsageError(f"{kind} {name!r} does not exist in this plane{hint}")

@@ -1,0 +1,96 @@
+"""`ask`: a question in plain language → read-only plans → the subgraph they match."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from drsg.kernel.asof import AsOf
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, chat_options, embed_options, json_option, plane_option
+from drsg.surfaces.cli.search import make_embedder, open_indexes
+
+
+@click.command("ask")
+@click.argument("question")
+@plane_option
+@chat_options
+@embed_options
+@click.option("--dry-run", is_flag=True, help="Return the validated plans without running them.")
+@click.option(
+    "--max-attempts",
+    default=20,
+    show_default=True,
+    type=click.IntRange(1, 100),
+    help="Model turns (tool calls and repairs included) before giving up.",
+)
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(0, 10_000),
+    help="Limit added to each plan that has none (0: none).",
+)
+@as_of_option
+@json_option
+@click.pass_obj
+def ask(
+    obj: Context,
+    question: str,
+    plane: str,
+    dry_run: bool,
+    max_attempts: int,
+    limit: int,
+    as_of: AsOf | None,
+    as_json: bool,
+    **flags: Any,
+) -> None:
+    """Ask a question of a plane in plain language: a chat model writes read-only plans grounded on
+    the plane's schema, drsg checks and runs them. --embed gives the model the find_edge and
+    find_entity tools. Nothing is ever written.
+
+    \b
+    drsg ask "which machines did babbage design?" --plane startup --chat openai
+    drsg ask "who worked at Bletchley Park, and what did they propose?" --embed local --dry-run
+    """
+    from drsg.pipeline.ask.loop import AskOptions
+    from drsg.pipeline.ask.loop import ask as run_ask
+    from drsg.pipeline.digest.calls import ModelCalls
+    from drsg.workers.search import Searcher
+
+    question = question.strip()
+    if not question:
+        raise click.UsageError('the question is empty; write it in quotes: drsg ask "who …?"')
+    calls = ModelCalls.for_chat(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
+    options = AskOptions(dry_run=dry_run, max_attempts=max_attempts, limit=limit, as_of=as_of)
+    with obj.open(write=False) as db, open_indexes(db) as indexes:
+        embedder = None
+        if flags["embed"] is not None or flags["embed_url"] is not None:
+            embedder = make_embedder(
+                obj, (flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
+            )
+        result = run_ask(db, Searcher(db, indexes), plane, question, calls, embedder, options)
+    if as_json:
+        emit_json(result.to_json(calls))
+        return
+    turns = result.attempts
+    click.echo(f"{len(result.plans)} plan(s) ({turns} turn{'s' if turns != 1 else ''}):")
+    click.echo(json.dumps(result.plans, indent=2, ensure_ascii=False))
+    if not result.ran:
+        click.echo("(dry run — not executed)")
+    else:
+        click.echo(f"subgraph: {len(result.results)} nodes, {len(result.edges)} edges")
+        names = {n["id"]: n["external_key"] or f"#{n['id']}" for n in result.results}
+        for node in result.results:
+            click.echo(json.dumps(node, ensure_ascii=False))
+        for edge in result.edges:
+            click.echo(
+                f"  {names.get(edge['src'], edge['src'])} --{edge['type']}--> {names.get(edge['dst'], edge['dst'])}"
+            )
+    for bound in result.bounds:
+        click.echo(f"bounded: {bound}")
+
+
+COMMANDS = [ask]
