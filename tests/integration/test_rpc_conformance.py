@@ -21,6 +21,7 @@ import pytest
 from drsg.surfaces.server.schema import upstream
 from drsg.surfaces.server.schema import validate as drsg_validate
 from tests.integration.test_server import RunningServer, paragraphs, start_server
+from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.static_server import serving
 
 PLUGIN = Path(__file__).resolve().parents[1] / "data" / "plugins" / "echo.wat"
@@ -38,7 +39,6 @@ NOT_SERVED = {
     "plane.cypher",
     "plane.find",
     "plane.algo",
-    "plane.ask",
 }
 
 
@@ -58,7 +58,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningSe
     # plugin.install fetches from this loopback server, which only [fetch] allow_private admits
     artifacts = serving({"/echo.wasm": (200, {}, PLUGIN.read_bytes())})
     base = artifacts.__enter__()
+    # plane.ask's model: every answer the same read-only plan
+    chat = FakeOpenAI().start()
+    plan = json.dumps({"plan": {"source": {"ScanLabel": "Doc"}}})
+    chat.on("/chat/completions", lambda request: Reply(json=chat_completion(plan)))
     env = {"DRSG_PLUGINS_STORE_DIR": str(workdir / "plugins"), "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32"}
+    env |= {"DRSG_DIGEST_CHAT": chat.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
     server = start_server(workdir / "graph.drsg", workdir, env=env)
     server.call("plane.create", {"name": "conf"})
     texts = paragraphs(3)
@@ -82,6 +87,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningSe
     yield server, ids
     assert server.stop() == 0
     artifacts.__exit__(None, None, None)
+    chat.close()
     saved = [line for line in server.logs() if line["event"] == "index sidecars saved"]
     assert saved and saved[-1]["indexes"] >= 2  # the indexes were saved on the way out
     assert (workdir / "graph.drsg.hnsw").is_dir() and (workdir / "graph.drsg.bm25").is_dir()
@@ -160,6 +166,7 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "plane.delete": {"plane": "no-such-plane"},
         # blank text: nothing to read, so no model is needed (the scripted-model tests are in test_server_digest)
         "digest.run": {"plane": "conf", "text": " ", "no_embed": True, "mode": "fine", "chunk_chars": 500},
+        "plane.ask": {"plane": "conf", "question": "which docs?", "max_attempts": 2, "limit": 2, "dry_run": False},
         "digest.write": {
             "plane": "conf",
             "nodes": [{"key": "digested", "label": "Doc", "properties": {"n": 1}}],
@@ -234,6 +241,7 @@ def test_every_method_answers_in_its_declared_shape(
     call("plane.search", keyword)
     call("plane.query", params["plane.query"])
     call("plane.hybrid", params["plane.hybrid"])
+    assert call("plane.ask", params["plane.ask"])["count"] == 2
     knn = {"VectorTopK": {"label": "Doc", "property": "embedding", "query": [1, 0, 0.25], "k": 2, "metric": "Cosine"}}
     assert call("plane.query", {"plane": "conf", "plan": {"source": knn}})[0]["score"] > 0.9
     for method in ("plane.indexes", "index.ensure", "graph.seed", "graph.expand", "node.history", "edge.get"):

@@ -1,0 +1,67 @@
+"""`plane.ask` over JSON-RPC: a real `drsg serve` process, the real `openai` client inside it, and
+the scripted model on loopback in this process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_ask import ADA_WROTE, SAMPLE, WORKED_AT
+from tests.integration.test_server import RunningServer, cli, start_server
+from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> Iterator[RunningServer]:
+    workdir = tmp_path_factory.mktemp("serve-ask")
+    db = workdir / "graph.drsg"
+    made = cli(db, "import", str(SAMPLE), "--plane", "pioneers", "--create-plane")
+    assert made.returncode == 0, made.stderr
+    env = {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
+    running = start_server(db, Path(workdir), env=env)
+    yield running
+    assert running.stop() == 0
+
+
+def script(fake: FakeOpenAI, *answers: object) -> None:
+    fake.script("/chat/completions", *[Reply(json=chat_completion(json.dumps(a))) for a in answers])
+
+
+def test_ask_returns_upstreams_result_and_writes_nothing(served: RunningServer, fake: FakeOpenAI) -> None:
+    head = served.head()
+    script(fake, {"asks": ["where?", "what?"]}, {"plans": [WORKED_AT, ADA_WROTE]})
+    result = served.call("plane.ask", {"plane": "pioneers", "question": "where did people work, what did ada write?"})
+    assert {"plans", "ran", "attempts", "results", "edges", "count", "trace"} <= set(result)
+    assert result["ran"] is True and result["attempts"] == 2 and len(result["plans"]) == 2
+    assert result["count"] == len(result["results"]) == 10  # 4 places + analytical engine + 5 people
+    assert {e["type"] for e in result["edges"]} == {"WORKED_AT", "WROTE_ABOUT"}
+    assert result["trace"][1] == "decompose → 2 ask(s): where? | what?"
+    assert result["usage"]["calls"] == 2 and result["usage"]["prompt_tokens"] > 0
+    assert served.head() == head
+
+
+def test_dry_run_and_the_failure_message(served: RunningServer, fake: FakeOpenAI) -> None:
+    script(fake, {"plan": WORKED_AT})
+    dry = served.call("plane.ask", {"plane": "pioneers", "question": "where?", "dry_run": True})
+    assert dry["ran"] is False and dry["results"] == [] and dry["count"] == 0
+    script(fake, "no idea", "still no idea")
+    error = served.error("plane.ask", {"plane": "pioneers", "question": "?", "max_attempts": 2})
+    assert error["code"] == -32000
+    assert error["message"].startswith("couldn't produce a runnable plan after 2 steps: the answer is not one JSON")
+
+
+def test_a_request_never_picks_a_url_a_key_or_an_embedding_model(served: RunningServer, fake: FakeOpenAI) -> None:
+    calls = len(fake.requests_to("/chat/completions"))
+    for extra in ({"provider": "http://evil.example/v1"}, {"embed_model": "x"}, {"api_key": "sk-x"}):
+        error = served.error("plane.ask", {"plane": "pioneers", "question": "who?"} | extra)
+        assert error["code"] == -32602, (extra, error)
+    assert len(fake.requests_to("/chat/completions")) == calls
