@@ -126,7 +126,7 @@ def _literal(body: Any) -> Any:
         "List": isinstance(value, list) and all(_scalar(v) for v in value),
     }[kind]
     if not ok:
-        raise UsageError(f"a {kind} literal cannot hold {value!r:.40}")
+        raise UsageError(f"this {kind} literal cannot hold {value!r:.40}")
     return float(value) if kind == "Float" else value
 
 

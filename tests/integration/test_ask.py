@@ -17,7 +17,7 @@ import pytest
 
 import drsg as drsg_api
 from tests.conftest import Ran
-from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion, error
 
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
 KEY = "sk-ask-test-secret"
@@ -226,3 +226,40 @@ def test_user_errors_are_one_line(drsg, fake, sample) -> None:  # type: ignore[n
     empty = ask(drsg, fake, "   ")
     assert empty.code == 2 and "the question is empty" in empty.err
     assert fake.requests_to("/chat/completions") == []
+
+
+def test_cut_off_and_failing_answers_are_repaired_or_retried(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    cut = Reply(json=chat_completion('{"plan": {"source": {"SeekKeys": ["ad', finish_reason="length"))
+    fake.script("/chat/completions", error(500), error(429, retry_after=0.01), cut)
+    script(fake, {"plan": ADA_WROTE})
+    ran = ask(drsg, fake, "what did ada write about?", "--json")
+    assert ran.code == 0, ran.err
+    result = json.loads(ran.out)
+    assert keys(result) == {"analytical_engine"} and result["attempts"] == 2  # the retries are not turns
+    assert any("cut off at the token limit" in t for t in result["trace"])
+    assert len(fake.requests_to("/chat/completions")) == 4
+
+
+def test_without_an_embedder_the_prompt_has_no_tools_and_a_tool_call_is_refused(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    script(fake, {"tool": "find_edge", "query": "wrote"}, {"plan": ADA_WROTE})
+    result = json.loads(ask(drsg, fake, "what did ada write about?", "--json").out)
+    assert keys(result) == {"analytical_engine"} and result["usage"]["refused"] == 1
+    assert "no tools are available here" in sent(fake, 1)[-1]["content"]
+    assert "find_edge" not in sent(fake, 0)[0]["content"]
+
+
+def test_drsg_query_runs_the_same_traversal_steps(drsg, sample) -> None:  # type: ignore[no-untyped-def]
+    plan = {
+        "source": {"ScanLabel": "Person"},
+        "steps": [
+            {"Filter": {"Compare": {"op": "Gt", "lhs": {"Property": "born"}, "rhs": {"Literal": {"Int": 1900}}}}},
+            {"Expand": {"dir": "Out", "edge_type": "PROPOSED"}},
+            {"Sort": [{"expr": {"Property": "year"}, "descending": True}]},
+            {"Limit": 2},
+        ],
+    }
+    ran = drsg("query", json.dumps(plan), "--plane", PLANE, "--json")
+    assert ran.code == 0, ran.err
+    assert [row["key"] for row in ran.json_lines()] == ["relational_model", "shortest_path"]
+    bad = drsg("query", json.dumps({"source": "ScanAll", "steps": [{"Delete": {}}]}), "--plane", PLANE)
+    assert bad.code == 2 and "is not supported; the steps are Expand, ExpandVar, Filter" in bad.err
