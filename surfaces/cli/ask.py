@@ -21,17 +21,15 @@ from drsg.surfaces.cli.search import make_embedder, open_indexes
 @click.option("--dry-run", is_flag=True, help="Return the validated plans without running them.")
 @click.option(
     "--max-attempts",
-    default=20,
-    show_default=True,
+    default=None,
     type=click.IntRange(1, 100),
-    help="Model turns (tool calls and repairs included) before giving up.",
+    help="Model turns (tool calls and repairs included) before giving up (default: [ask] max_attempts, 20).",
 )
 @click.option(
     "--limit",
-    default=100,
-    show_default=True,
+    default=None,
     type=click.IntRange(0, 10_000),
-    help="Limit added to each plan that has none (0: none).",
+    help="Limit added to each plan that has none; 0: none (default: [ask] limit, 100).",
 )
 @as_of_option
 @json_option
@@ -41,8 +39,8 @@ def ask(
     question: str,
     plane: str,
     dry_run: bool,
-    max_attempts: int,
-    limit: int,
+    max_attempts: int | None,
+    limit: int | None,
     as_of: AsOf | None,
     as_json: bool,
     **flags: Any,
@@ -64,7 +62,14 @@ def ask(
     if not question:
         raise click.UsageError('the question is empty; write it in quotes: drsg ask "who …?"')
     calls = ModelCalls.for_chat(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
-    options = AskOptions(dry_run=dry_run, max_attempts=max_attempts, limit=limit, as_of=as_of)
+    settings = obj.settings
+    options = AskOptions(
+        dry_run=dry_run,
+        max_attempts=settings["ask.max_attempts"] if max_attempts is None else max_attempts,
+        limit=settings["ask.limit"] if limit is None else limit,
+        as_of=as_of,
+        masked=tuple(settings["ask.masked"]),
+    )
     with obj.open(write=False) as db, open_indexes(db) as indexes:
         embedder = None
         if flags["embed"] is not None or flags["embed_url"] is not None:

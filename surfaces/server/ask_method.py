@@ -6,7 +6,7 @@ seq read) and ``usage`` (calls, tokens, tool calls, refusals, repairs). The chat
 operator's (``[digest] chat``/``model``) or a preset the request names — never a URL, a key or a key
 variable: keys come from the server's environment. ``embed_provider`` turns the ``find_edge`` and
 ``find_entity`` tools on; they embed with the server's embedder (``embed_model`` is refused, as on
-``plane.hybrid``). ``max_attempts`` defaults to upstream's documented 6 here.
+``plane.hybrid``). ``max_attempts`` defaults to upstream's documented 6 here; ``[ask] masked`` applies as on the CLI.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ EMBED = {
 }
 
 
-def _options(p: Params) -> AskOptions:
+def _options(p: Params, masked: tuple[str, ...]) -> AskOptions:
     if p.get("embed_model") is not None:
         raise RpcError(INVALID_PARAMS, "plane.ask: `embed_model` is not accepted — the tools use the server's embedder")
     attempts, limit = int(p.get("max_attempts", RPC_ATTEMPTS)), int(p.get("limit", 100))
@@ -41,7 +41,8 @@ def _options(p: Params) -> AskOptions:
         raise RpcError(INVALID_PARAMS, f"param 'max_attempts' must be between 1 and 100, not {attempts}")
     if not 0 <= limit <= 10_000:
         raise RpcError(INVALID_PARAMS, f"param 'limit' must be between 0 and 10000, not {limit}")
-    return AskOptions(dry_run=bool(p.get("dry_run", False)), max_attempts=attempts, limit=limit, as_of=as_of(p))
+    dry_run = bool(p.get("dry_run", False))
+    return AskOptions(dry_run=dry_run, max_attempts=attempts, limit=limit, as_of=as_of(p), masked=masked)
 
 
 @rpc(
@@ -51,11 +52,11 @@ def _options(p: Params) -> AskOptions:
     note="Adds `bounds`, `answers`, `at` and `usage` to upstream's result; `provider` names a preset only.",
 )
 async def plane_ask(ctx: ServerState, p: Params) -> Any:
-    options = _options(p)
+    settings = ctx.config.settings
+    options = _options(p, tuple(settings["ask.masked"]) if settings is not None else ())
     question, plane = str(p["question"]).strip(), str(p["plane"])
     if not question:
         raise RpcError(INVALID_PARAMS, "plane.ask: `question` is empty")
-    settings = ctx.config.settings
     if p.get("provider") is not None:
         chat, model = str(p["provider"]), p.get("model")
     else:

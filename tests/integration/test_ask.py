@@ -263,3 +263,12 @@ def test_drsg_query_runs_the_same_traversal_steps(drsg, sample) -> None:  # type
     assert [row["key"] for row in ran.json_lines()] == ["relational_model", "shortest_path"]
     bad = drsg("query", json.dumps({"source": "ScanAll", "steps": [{"Delete": {}}]}), "--plane", PLANE)
     assert bad.code == 2 and "is not supported; the steps are Expand, ExpandVar, Filter" in bad.err
+
+
+def test_the_operator_can_mask_more_properties(drsg, fake, sample, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("DRSG_ASK_MASKED", "note,country")
+    script(fake, {"plan": {"source": {"ScanLabel": "Person"}}})
+    assert ask(drsg, fake, "who is there?", "--dry-run").code == 0
+    system = sent(fake, 0)[0]["content"]
+    assert "note:Str (masked)" in system and "country:Str (masked)" in system
+    assert "first published algorithm" not in system and "United States" not in system

@@ -47,6 +47,7 @@ TYPOS = [
     ("[index]\nef_serch = 100", "index.ef_serch", "index.ef_search"),
     ('[logging]\nlevle = "info"', "logging.levle", "logging.level"),
     ("[digest]\nchunk_char = 10", "digest.chunk_char", "digest.chunk_chars"),
+    ("[ask]\nmax_attempt = 3", "ask.max_attempt", "ask.max_attempts"),
     ('[server]\nadr = "127.0.0.1:1"', "server.adr", "server.addr"),
     ('[server.tlz]\ncert = "c.pem"', "server.tlz", "server.tls"),
     ("[fetch]\nmax_pagez = 3", "fetch.max_pagez", "fetch.max_pages"),
