@@ -22,15 +22,18 @@ from typing import Any
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import AskFailed, DrsgError
+from drsg.kernel.values import Vector
 from drsg.models.chat.base import Message
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.ask import prompts
 from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, parse_answer
 from drsg.pipeline.ask.tools import MAX_ENTITIES, Tools
 from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.vectorize import recorded_embedder
 from drsg.plan.query import Plan, plan_from_json
 from drsg.plan.schema import SoftSchema, check_plan
 from drsg.store.database import Database
+from drsg.store.records import Node
 from drsg.workers.plans import run_plan_subgraph
 from drsg.workers.schema import missing_keys, soft_schema
 from drsg.workers.search import Searcher
@@ -107,8 +110,18 @@ def ask(
         at = snap.at
         schema = soft_schema(snap, plane_id, options.masked)
         entities = list(islice(snap.nodes(plane_id), MAX_ENTITIES + 1)) if embedder is not None else []
-    tools = Tools(embedder, schema, entities, set(options.masked)) if embedder is not None else None
-    return _Loop(db, searcher, plane, question, calls, tools, schema, options, AsOf(seq=at)).run()
+    pinned = AsOf(seq=at)
+    tools = None
+    if embedder is not None:
+        search = None
+        if recorded_embedder(db, plane, "embedding") == embedder.identity():
+
+            def search(query: Vector, label: str | None, k: int) -> list[Node]:
+                return [hit.node for hit in searcher.vector(plane, label, "embedding", query, "cosine", k, pinned)]
+
+        entities = [] if search is not None else entities
+        tools = Tools(embedder, schema, entities, set(options.masked), search)
+    return _Loop(db, searcher, plane, question, calls, tools, schema, options, pinned).run()
 
 
 class _Loop:

@@ -272,3 +272,14 @@ def test_the_operator_can_mask_more_properties(drsg, fake, sample, monkeypatch) 
     system = sent(fake, 0)[0]["content"]
     assert "note:Str (masked)" in system and "country:Str (masked)" in system
     assert "first published algorithm" not in system and "United States" not in system
+
+
+def test_find_entity_searches_the_planes_own_vectors_when_it_has_them(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("vectorize", "--plane", PLANE, "--from", "name", "--embed", "local").code == 0
+    query = "a mathematician who wrote about an engine"
+    script(fake, {"tool": "find_entity", "query": query, "label": "Person"}, {"plan": ADA_WROTE})
+    assert ask(drsg, fake, "what did ada write about?", "--embed", "local").code == 0
+    found = json.loads(sent(fake, 1)[-1]["content"].removeprefix("find_entity result: "))
+    searched = drsg("search", f'SEARCH (v:Person) ON embedding NEAR "{query}" TOPK 5', "--plane", PLANE, "--json")
+    assert [e["key"] for e in found] == [row["key"] for row in searched.json_lines()]
+    assert all(e["label"] == "Person" and e["description"] for e in found)
