@@ -146,7 +146,6 @@ def run_digest(
 ) -> Outcome:
     """`drsg digest SOURCE`'s work without its printing: read SOURCE (``read`` sees the document before
     any model call), digest it, and save the preview — or, with ``flags["do_apply"]``, apply it."""
-    from drsg.models.chat.providers import chat_identity, get_chat
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
     from drsg.pipeline.digest.ledger import apply
@@ -167,7 +166,10 @@ def run_digest(
     if read is not None:
         read(doc)
     previews = PreviewStore(folder / "previews")
-    model = chat_identity(flags["chat"], flags["model"], flags["chat_url"])
+    cache = None if flags["no_cache"] else AnswerCache(folder / "cache")
+    chat = (flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"])
+    calls = ModelCalls.for_chat(*chat, obj.settings, cache)  # connects on the first call the cache cannot answer
+    model = calls.model
     with obj.open(write=True) as db:
         embedder = None
         if options.embed or options.link:
@@ -179,12 +181,6 @@ def run_digest(
             if proposal is not None:
                 proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
         if proposal is None:
-
-            def connect() -> Any:
-                return get_chat(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
-
-            cache = None if flags["no_cache"] else AnswerCache(folder / "cache")
-            calls = ModelCalls(model, connect, cache)
             with _progress() as progress:
                 proposal = digest(db, doc, plane, options, calls, embedder, progress)
         if not flags["do_apply"]:

@@ -93,7 +93,6 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
 
 def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
     """The chat model for prose, when one is chosen (a flag, or [digest] chat set); else None."""
-    from drsg.models.chat.providers import chat_identity, get_chat
     from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
@@ -105,11 +104,8 @@ def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
     chat = flags["chat"] if chosen else settings["digest.chat"]
     model = flags["model"] or (None if chosen else settings["digest.model"] or None)
 
-    def connect() -> Any:
-        return get_chat(chat, model, flags["chat_url"], flags["chat_key_env"], settings)
-
-    identity = chat_identity(chat, model, flags["chat_url"])
-    return ModelCalls(identity, connect, AnswerCache(digest_folder(obj.db_path) / "cache"))
+    cache = AnswerCache(digest_folder(obj.db_path) / "cache")
+    return ModelCalls.for_chat(chat, model, flags["chat_url"], flags["chat_key_env"], settings, cache)
 
 
 def _digest_options(obj: Context) -> Any:

@@ -17,8 +17,7 @@ from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
-from drsg.models.chat.base import ChatModel
-from drsg.models.chat.providers import CHAT_PRESETS, chat_identity, get_chat
+from drsg.models.chat.providers import CHAT_PRESETS
 from drsg.pipeline.code.walk import digest_folder
 from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.calls import ModelCalls
@@ -80,14 +79,11 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
         link=bool(p.get("link", True)),
     )
     chat, model = _choice(ctx, p)
-    identity = chat_identity(chat, model)
-
-    def connect() -> ChatModel:
-        return get_chat(chat, model, None, None, settings)
 
     def run() -> Proposal:
         embedder = ctx.embedder_for(plane, "embedding") if options.embed or options.link else None
-        calls = ModelCalls(identity, connect, AnswerCache(digest_folder(ctx.db.path) / "cache"))
+        cache = AnswerCache(digest_folder(ctx.db.path) / "cache")
+        calls = ModelCalls.for_chat(chat, model, None, None, settings, cache)
         return digest(ctx.db, Document(source, text), plane, options, calls, embedder)
 
     proposal = await ctx.read(run, limited=False)
