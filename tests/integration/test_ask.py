@@ -283,3 +283,12 @@ def test_find_entity_searches_the_planes_own_vectors_when_it_has_them(drsg, fake
     searched = drsg("search", f'SEARCH (v:Person) ON embedding NEAR "{query}" TOPK 5', "--plane", PLANE, "--json")
     assert [e["key"] for e in found] == [row["key"] for row in searched.json_lines()]
     assert all(e["label"] == "Person" and e["description"] for e in found)
+
+
+def test_a_sub_question_left_without_a_plan_is_named(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    script(fake, {"asks": ["what did ada write about?", "who met turing?"]}, {"plan": ADA_WROTE})
+    short = json.loads(ask(drsg, fake, "what did ada write, who met turing?", "--max-attempts", "2", "--json").out)
+    assert short["bounds"] == ["sub-question 2 got no plan: who met turing?"]  # the last turn takes what it gets
+    script(fake, {"asks": ["a?", "b?"]}, {"plan": ADA_WROTE}, {"plans": [ADA_WROTE, WORKED_AT]})
+    full = json.loads(ask(drsg, fake, "a and b?", "--json").out)
+    assert "plan rejected: 2 sub-questions need 2 plans" in full["trace"] and full["bounds"] == []
