@@ -40,3 +40,19 @@ def test_the_command_skips_without_a_key(monkeypatch: pytest.MonkeyPatch, capsys
     out = capsys.readouterr().out
     assert out.startswith("skipped: no key for the deepseek chat provider (set DEEPSEEK_API_KEY)")
     assert len(out.splitlines()) == 1
+
+
+def test_with_tools_the_grounding_is_measured() -> None:
+    from drsg.models.embedders import get_embedder
+
+    every = eval_ask.load_set()
+    items = every[:8] + [item for item in every if len(item["plans"]) > 1]
+    report = eval_ask.run_scripted(items, get_embedder("local"))
+    assert report.wrong == [] and report.right == len(items)
+    scripted_tools = sum(
+        "tool" in turn for i, item in enumerate(items) for turn in eval_ask.script_for(i, item, tools=True)
+    )
+    assert report.tool_calls == scripted_tools
+    anchored = sum("SeekKeys" in plan["source"] for item in items for plan in item["plans"])
+    assert report.entity_lookups == anchored and 0 < report.entity_top1 <= anchored
+    assert report.edge_lookups > 0 and report.edge_top1 <= report.edge_lookups
