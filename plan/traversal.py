@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drsg.kernel.errors import UsageError
+from drsg.kernel.values import check_utf8
 
 #: most hops one ExpandVar may walk (a walk grows with the fan-out to this power)
 MAX_HOPS = 6
@@ -68,11 +69,14 @@ def _check_expand(name: str, body: Any) -> None:
     fields = {"dir", "edge_type"} | ({"min", "max"} if name == "ExpandVar" else set())
     if not isinstance(body, dict) or set(body) - fields:
         raise UsageError(f"{name} takes an object with {', '.join(sorted(fields))}")
-    if body.get("dir", "Out") not in DIRECTIONS:
+    direction = body.get("dir", "Out")
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
         raise UsageError(f"{name}'s dir must be Out, In or Both, not {body.get('dir')!r:.30}")
     edge_type = body.get("edge_type")
     if edge_type is not None and (not isinstance(edge_type, str) or not edge_type):
         raise UsageError(f"{name}'s edge_type must be an edge type's name or null")
+    if edge_type is not None:
+        check_utf8(edge_type, f"{name}'s edge_type")  # a JSON "\ud800" is a str, but no key can hold it
     if name == "ExpandVar":
         low, high = body.get("min", 1), body.get("max", 1)
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or not (

@@ -317,12 +317,37 @@ _sources = st.integers(0, 9).flatmap(
         _hybrid_body.map(lambda body: {"Hybrid": body}),
     ][roll]
 )
+_step_names = st.sampled_from(["Limit", "Skip", "X", "Expand", "ExpandVar", "Filter", "Sort", "Distinct"])
+_exprs = st.one_of(
+    values,
+    st.builds(
+        lambda kind, body: {kind: body},
+        st.sampled_from(["Property", "HasLabel", "Not", "IsNull", "Literal", "Compare", "In"]),
+        values,
+    ),
+)
+_steps = st.one_of(
+    st.just("Distinct"),
+    st.builds(
+        lambda d, t: {"Expand": {"dir": d, "edge_type": t}},
+        st.one_of(st.sampled_from(["Out", "In", "Both"]), values),
+        values,
+    ),
+    st.builds(
+        lambda d, t, lo, hi: {"ExpandVar": {"dir": d, "edge_type": t, "min": lo, "max": hi}},
+        st.sampled_from(["Out", "In", "Both"]),
+        st.one_of(st.just("CITES"), values),
+        st.integers(-1, 7),
+        st.integers(-1, 7),
+    ),
+    _exprs.map(lambda e: {"Filter": e}),
+    st.builds(lambda e, d: {"Filter": {"Compare": {"op": "Eq", "lhs": e, "rhs": d}}}, _exprs, _exprs),
+    st.builds(lambda e, d: {"Sort": [{"expr": e, "descending": d}]}, _exprs, values),
+)
 _plans = st.one_of(
     st.fixed_dictionaries(
         {"source": _sources},
-        optional={
-            "steps": st.one_of(st.lists(st.dictionaries(st.sampled_from(["Limit", "Skip", "X"]), values)), values)
-        },
+        optional={"steps": st.one_of(st.lists(st.one_of(st.dictionaries(_step_names, values), _steps)), values)},
     ),
 )
 
