@@ -267,6 +267,7 @@ class _Loop:
         nodes: dict[int, dict[str, Any]] = {}
         edges: dict[int, dict[str, Any]] = {}
         for i, (plan, (rows, found_nodes, found_edges)) in enumerate(zip(plans, ran, strict=True), 1):
+            self.result.trace.append(f"ran plan {i}: {len(rows)} row(s), {len(found_edges)} edge(s)")
             limits = [s["Limit"] for s in plan.steps if isinstance(s, dict) and "Limit" in s]
             if limits and len(rows) >= limits[-1] > 0:
                 self._bound(f"plan {i} stopped at its limit of {limits[-1]} rows")

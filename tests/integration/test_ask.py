@@ -72,6 +72,8 @@ def test_a_plan_runs_and_returns_its_subgraph(drsg, fake, sample) -> None:  # ty
     assert [(e["type"]) for e in result["edges"]] == ["WROTE_ABOUT"]
     assert result["plans"][0]["steps"][-1] == {"Limit": 100}  # the default limit, appended
     assert result["ran"] is True and result["attempts"] == 1 and result["usage"]["calls"] == 1
+    assert result["trace"] == [result["trace"][0], "ran plan 1: 1 row(s), 1 edge(s)"]
+    assert result["trace"][0].startswith("turn 1: ") and result["trace"][0].endswith(" tokens")
     assert result["usage"]["prompt_tokens"] == fake.usage["/chat/completions"]["prompt_tokens"] > 0
     script(fake, {"plan": ADA_WROTE})
     text = ask(drsg, fake, "what did ada write about?")
