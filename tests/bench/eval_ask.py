@@ -59,6 +59,7 @@ class Report:
     repairs: int = 0
     tool_calls: int = 0
     edge_top1: int = 0  # find_edge answers whose first type is the reference plan's edge type
+    edge_top3: int = 0  # … among its first three
     edge_lookups: int = 0
     entity_top1: int = 0  # find_entity answers whose first key is the reference plan's anchor
     entity_lookups: int = 0
@@ -75,7 +76,7 @@ class Report:
             f"{self.calls} calls, {self.prompt_tokens} prompt + {self.completion_tokens} completion tokens, "
             f"{self.repairs} repairs, {self.tool_calls} tool calls, {self.seconds:.1f} s"
             + (
-                f"; find_edge top-1 {self.edge_top1}/{self.edge_lookups}, "
+                f"; find_edge top-1 {self.edge_top1}/{self.edge_lookups}, top-3 {self.edge_top3}/{self.edge_lookups}, "
                 f"find_entity top-1 {self.entity_top1}/{self.entity_lookups}"
                 if self.edge_lookups
                 else ""
@@ -136,6 +137,7 @@ def run_eval(
 
 
 _FIRST = re.compile(r'^(find_edge|find_entity)\(.*\) → \[\{"(?:type|key)": "([^"]*)"')
+_TYPES = re.compile(r'\{"type": "([^"]*)"')
 
 
 def _grounding(report: Report, item: dict[str, Any], trace: list[str]) -> None:
@@ -153,6 +155,7 @@ def _grounding(report: Report, item: dict[str, Any], trace: list[str]) -> None:
             if edges < len(edge_types) and edge_types[edges]:
                 report.edge_lookups += 1
                 report.edge_top1 += bool(found and found.group(2) == edge_types[edges])
+                report.edge_top3 += edge_types[edges] in _TYPES.findall(line.split(" → ", 1)[-1])[:3]
             edges += 1
         elif line.startswith("find_entity("):
             if entities < len(anchors):

@@ -65,3 +65,12 @@ def test_a_request_never_picks_a_url_a_key_or_an_embedding_model(served: Running
         error = served.error("plane.ask", {"plane": "pioneers", "question": "who?"} | extra)
         assert error["code"] == -32602, (extra, error)
     assert len(fake.requests_to("/chat/completions")) == calls
+
+
+def test_embed_provider_turns_the_tools_on_with_the_servers_embedder(served: RunningServer, fake: FakeOpenAI) -> None:
+    script(fake, {"tool": "find_edge", "query": "worked at"}, {"plan": WORKED_AT})
+    result = served.call("plane.ask", {"plane": "pioneers", "question": "where?", "embed_provider": "local"})
+    assert result["usage"]["tool_calls"] == 1 and result["trace"][1].startswith('find_edge("worked at") → [{"type": ')
+    script(fake, {"tool": "find_edge", "query": "worked at"}, {"plan": WORKED_AT})
+    without = served.call("plane.ask", {"plane": "pioneers", "question": "where?"})
+    assert without["usage"]["refused"] == 1 and without["usage"]["tool_calls"] == 0
