@@ -177,7 +177,11 @@ class ChatUnavailable(ChatError):
 
 class AskFailed(ChatError):
     """`ask` got no plan that parsed, validated and ran within its attempts; the message is upstream's
-    ``couldn't produce a runnable plan after N steps: <reason>``."""
+    ``couldn't produce a runnable plan after N steps: <reason>``, ``trace`` what each turn did."""
+
+    def __init__(self, message: str, trace: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.trace = list(trace or [])
 
 
 class PluginError(DrsgError):

@@ -164,7 +164,9 @@ class _Loop:
             if outcome is None:
                 return self.result
             reason = outcome
-        raise AskFailed(f"couldn't produce a runnable plan after {self.result.attempts} steps: {reason}")
+        raise AskFailed(
+            f"couldn't produce a runnable plan after {self.result.attempts} steps: {reason}", self.result.trace
+        )
 
     def _tokens(self) -> tuple[int, int]:
         chat = self.calls.chat

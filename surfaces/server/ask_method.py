@@ -6,14 +6,15 @@ seq read) and ``usage`` (calls, tokens, tool calls, refusals, repairs). The chat
 operator's (``[digest] chat``/``model``) or a preset the request names — never a URL, a key or a key
 variable: keys come from the server's environment. ``embed_provider`` turns the ``find_edge`` and
 ``find_entity`` tools on; they embed with the server's embedder (``embed_model`` is refused, as on
-``plane.hybrid``). ``max_attempts`` defaults to upstream's documented 6 here; ``[ask] masked`` applies as on the CLI.
+``plane.hybrid``). A failure is -32000 with upstream's message and the trace as ``data``.
+``max_attempts`` defaults to upstream's documented 6 here; ``[ask] masked`` applies as on the CLI.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.kernel.errors import APP_ERROR, INVALID_PARAMS, AskFailed, RpcError
 from drsg.pipeline.ask.loop import AskOptions, ask
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.surfaces.server.digest_method import CHAT
@@ -66,6 +67,9 @@ async def plane_ask(ctx: ServerState, p: Params) -> Any:
 
     def run() -> dict[str, Any]:
         embedder = ctx.embedder_for(plane, "embedding") if p.get("embed_provider") is not None else None
-        return ask(ctx.db, ctx.searcher, plane, question, calls, embedder, options).to_json(calls)
+        try:
+            return ask(ctx.db, ctx.searcher, plane, question, calls, embedder, options).to_json(calls)
+        except AskFailed as exc:  # the trace says why, turn by turn
+            raise RpcError(APP_ERROR, exc.message, {"trace": exc.trace}) from None
 
     return await ctx.read(run, limited=False)

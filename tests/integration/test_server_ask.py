@@ -57,6 +57,7 @@ def test_dry_run_and_the_failure_message(served: RunningServer, fake: FakeOpenAI
     error = served.error("plane.ask", {"plane": "pioneers", "question": "?", "max_attempts": 2})
     assert error["code"] == -32000
     assert error["message"].startswith("couldn't produce a runnable plan after 2 steps: the answer is not one JSON")
+    assert error["data"]["trace"][1].startswith("answer refused: the answer is not one JSON object")
 
 
 def test_a_request_never_picks_a_url_a_key_or_an_embedding_model(served: RunningServer, fake: FakeOpenAI) -> None:
