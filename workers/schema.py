@@ -65,6 +65,7 @@ def soft_schema(snap: Snapshot, plane: int, masked_props: Iterable[str] = ()) ->
                 seen.most_common(1)[0][0], [] if is_masked else examples[name], is_masked
             )
         schema.labels[label] = info
+        schema.complete &= count <= SAMPLE_NODES
     pairs: dict[str, set[tuple[str, str]]] = {}
     ends: dict[int, str] = {}
     for edge in islice(snap.edges(plane), SAMPLE_EDGES):

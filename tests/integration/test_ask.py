@@ -294,3 +294,18 @@ def test_a_sub_question_left_without_a_plan_is_named(drsg, fake, sample) -> None
     script(fake, {"asks": ["a?", "b?"]}, {"plan": ADA_WROTE}, {"plans": [ADA_WROTE, WORKED_AT]})
     full = json.loads(ask(drsg, fake, "a and b?", "--json").out)
     assert "plan rejected: 2 sub-questions need 2 plans" in full["trace"] and full["bounds"] == []
+
+
+def test_a_property_past_the_schema_sample_is_still_asked_for(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from drsg.workers.schema import SAMPLE_NODES
+
+    lines = [{"labels": ["Item"], "external_key": f"i{n}", "properties": {"n": n}} for n in range(SAMPLE_NODES)]
+    lines.append({"labels": ["Item"], "external_key": "rare", "properties": {"n": -1, "rare": True}})
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert drsg("import", str(path), "--plane", PLANE, "--create-plane").code == 0
+    rare = {"Filter": {"Compare": {"op": "Eq", "lhs": {"Property": "rare"}, "rhs": {"Literal": {"Bool": True}}}}}
+    script(fake, {"plan": {"source": {"ScanLabel": "Item"}, "steps": [rare]}})
+    result = json.loads(ask(drsg, fake, "which item is rare?", "--json").out)
+    assert keys(result) == {"rare"}
+    assert "rare" not in sent(fake, 0)[0]["content"].split("The graph's schema:")[1]  # the sample never saw it

@@ -163,6 +163,16 @@ def test_plans_are_held_to_the_live_schema(plan: dict[str, Any], message: str) -
     assert message in caught.value.message
 
 
+def test_a_property_the_sample_may_have_missed_is_not_refused() -> None:
+    sampled = SoftSchema(labels=SCHEMA.labels, edges=SCHEMA.edges, complete=False)
+    plan = {"source": "ScanAll", "steps": [{"Filter": cmp("Eq", {"Property": "age"}, lit("Int", 1))}]}
+    check_plan(plan, sampled)
+    with pytest.raises(UsageError, match="provenance"):
+        check_plan({"source": "ScanAll", "steps": [{"Filter": {"IsNull": {"Property": "_run"}}}]}, sampled)
+    with pytest.raises(UsageError, match="label 'City' does not exist"):  # labels and types are counted, not sampled
+        check_plan({"source": {"ScanLabel": "City"}, "steps": []}, sampled)
+
+
 def test_a_plan_that_fits_the_schema_passes() -> None:
     step = {"Filter": cmp("Gt", {"Property": "born"}, lit("Int", 1800))}
     check_plan(
