@@ -30,8 +30,8 @@ node_line = st.fixed_dictionaries(
         "properties": st.dictionaries(st.sampled_from(["x", "y"]), st.integers(-5, 5), max_size=2),
     }
 )
-edge_line = st.fixed_dictionaries(
-    {"src_key": st.sampled_from(KEYS[:3]), "dst_key": st.sampled_from(KEYS[:3]), "type": st.sampled_from(["R", "S"])}
+edge_line = st.fixed_dictionaries(  # ends seeded before, made by the file (earlier lines), or not yet made
+    {"src_key": st.sampled_from(KEYS), "dst_key": st.sampled_from(KEYS), "type": st.sampled_from(["R", "S"])}
 )
 
 
@@ -78,3 +78,10 @@ def test_a_failed_import_changes_nothing_and_a_finished_one_matches_a_replay(
         report = verify(db.env)
         assert report.ok, report.problems
         assert not report.notes
+        with db.snapshot() as snap:  # each edge line's ends are the nodes holding its keys
+            plane = snap.plane("p").id
+            ends = {(e.src, e.type, e.dst) for e in snap.edges(plane)}
+            for line in lines:
+                if "type" in line:
+                    src, dst = snap.node_id_by_key(plane, line["src_key"]), snap.node_id_by_key(plane, line["dst_key"])  # type: ignore[arg-type]
+                    assert (src, line["type"], dst) in ends
