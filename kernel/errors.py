@@ -33,7 +33,9 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     │   │                                      changed artifact) or failed (a trap, output that breaks the contract)
     │   └── PluginBudget          1   -32000   a plugin call ran out of fuel, memory or time (names the setting)
     ├── FetchError                1   -32000   a URL could not be fetched, or was refused: not http(s), an address
-    │                                          outside [fetch] allow_private, too many redirects, too big
+    │   │                                      outside [fetch] allow_private, too many redirects, too big
+    │   └── FetchRefused          1   -32000   the fetch guard refused the URL or the address it would connect to
+    │                                          (always before a byte is sent)
     ├── ServeError                1   -32000   `drsg serve` could not start (the address is taken, a TLS file
     │                                          is unreadable, …)
     ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
@@ -194,6 +196,10 @@ class PluginBudget(PluginError):
 
 class FetchError(DrsgError):
     """A URL could not be fetched or was refused by the fetch guard; the message names the URL and why."""
+
+
+class FetchRefused(FetchError):
+    """The fetch guard refused a URL or the address a socket was about to connect to; nothing was sent."""
 
 
 class ServeError(DrsgError):
