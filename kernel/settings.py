@@ -212,7 +212,7 @@ class Setting:
         return self.env_name
 
 
-_CRAWLER = "; for the URL crawler (not built yet)"
+_CRAWLER = "; a ceiling for `digest URL` and POST /digest/fetch (a request may ask for less)"
 
 REGISTRY: tuple[Setting, ...] = (
     Setting("store.map_size", 64 << 20, _size, "initial LMDB map size; it doubles whenever a write fills it"),
@@ -258,11 +258,17 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("server.allowed_origins", (), _origins, "browser origins allowed (CORS)", env_name="DRSG_ALLOWED_ORIGINS"),
     Setting("server.tls", {}, _tls, "{cert = …, key = …} PEM files: serve HTTPS", env_name=None),
     Setting("server.source_root", "", _text, "upstream's key, accepted so its files load; unused here", env_name=None),
-    Setting("fetch.enabled", True, _bool, "whether URLs may be fetched at all" + _CRAWLER),
+    Setting("fetch.enabled", True, _bool, "whether URLs may be fetched at all"),
     Setting("fetch.max_pages", 10, _positive, "most pages one crawl reads (the root included)" + _CRAWLER),
     Setting("fetch.max_depth", 3, _at_least(0), "deepest link level a crawl may follow (0 = the root)" + _CRAWLER),
     Setting("fetch.concurrency", 4, _positive, "pages fetched at once across all hosts" + _CRAWLER),
-    Setting("fetch.allow_private", (), _networks, "private ranges that may be fetched (CIDRs)" + _CRAWLER),
+    Setting("fetch.allow_private", (), _networks, "private ranges that may be fetched (CIDRs)"),
+    Setting("fetch.max_page_bytes", 4 << 20, _size, "largest response a crawl reads, after decompression"),
+    Setting("fetch.max_total_bytes", 24 << 20, _size, "most bytes one crawl reads in all"),
+    Setting("fetch.max_seconds", 120, _seconds, "wall-clock seconds one crawl may take (0 = no limit)"),
+    Setting("fetch.request_timeout_secs", 20, _seconds, "longest one request may take (0 = only max_seconds)"),
+    Setting("fetch.host_spacing_ms", 500, _at_least(0), "pause between two requests to one host, in ms"),
+    Setting("fetch.max_crawl_delay_secs", 60, _at_least(0), "cap on a robots.txt Crawl-delay, in seconds"),
     Setting("plugins.fuel", 200_000_000_000, _at_least(0), "instructions per plugin call (0 = off)"),
     Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB"),
     Setting("plugins.store_dir", "", _text, "installed plugins (empty: $XDG_DATA_HOME/drsg/plugins)"),

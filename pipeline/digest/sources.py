@@ -77,10 +77,7 @@ def read_source(
     from drsg.pipeline.convert import to_markdown
 
     if path.startswith(("http://", "https://")):
-        raise UsageError(
-            "digesting a URL needs the crawler, which drsg does not have yet; "
-            "save the page (e.g. as .html or .pdf) and digest the file"
-        )
+        raise UsageError(f"{path} is a URL: it is crawled (drsg.pipeline.fetch.crawl.read_url), not read as a file")
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{path}: no such file or directory; check the path")

@@ -13,6 +13,7 @@ Bodies are read under a byte cap; compressed bodies are inflated here in bounded
 from __future__ import annotations
 
 import ipaddress
+import math
 import socket
 import unicodedata
 import zlib
@@ -169,7 +170,8 @@ class Client:
         """GET ``url``, following redirects by hand; FetchRefused when the guard says no, FetchError past
         ``max_bytes`` (after inflating) or for anything else that went wrong."""
         assert self._session is not None, "use Client in `async with`"
-        limit = aiohttp.ClientTimeout(total=timeout or self.timeout)
+        seconds = self.timeout if timeout is None else timeout
+        limit = aiohttp.ClientTimeout(total=seconds if math.isfinite(seconds) else None)
         current = url
         for _hop in range(self.max_redirects + 1):
             checked_url(current, self.allow)
@@ -187,7 +189,7 @@ class Client:
                     kind = response.headers.get("Content-Type", "")
                     return Page(current, response.status, kind, body, wire)
             except TimeoutError:  # before OSError, its base class
-                raise FetchError(f"{current} took longer than {limit.total:g} s") from None
+                raise FetchError(f"{current} took longer than {seconds:g} s") from None
             except (aiohttp.ClientError, OSError) as exc:
                 raise FetchError(f"cannot fetch {current}: {exc or type(exc).__name__}") from None
         raise FetchError(f"{url} redirected more than {self.max_redirects} times")

@@ -42,6 +42,15 @@ SHOWN_NODES = 12
     "--forget", is_flag=True, help="Remove exactly SOURCE's applied contribution from the plane (one commit)."
 )
 @click.option("--list", "list_sources", is_flag=True, help="List the sources applied to the plane.")
+@click.option(
+    "--topic", default=None, metavar="TEXT", help="A URL crawl: what to look for (default: the root page's subject)."
+)
+@click.option(
+    "--pages", default=None, type=click.IntRange(1), help="A URL crawl: most pages kept, the root included [10]."
+)
+@click.option(
+    "--depth", default=None, type=click.IntRange(0), help="A URL crawl: link levels followed (0: the root only) [1]."
+)
 @tree_options
 @click.option(
     "-v", "--verbose", "accounting", count=True, help="-v: what was read; -vv: + each file withheld; -vvv: + each read."
@@ -50,8 +59,12 @@ SHOWN_NODES = 12
 @click.pass_obj
 def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any) -> None:
     """Read SOURCE (a file or a directory, default `.`: Markdown, text, Word, PowerPoint, Excel,
-    OpenDocument, RTF, EPUB, CSV, PDF, saved web pages) with a chat model into entities and typed relations, clean
-    them up, and print what would be written. `--apply` writes it in one commit.
+    OpenDocument, RTF, EPUB, CSV, PDF, saved web pages; or an http(s) URL) with a chat model into entities and typed
+    relations, clean them up, and print what would be written. `--apply` writes it in one commit.
+
+    A URL is crawled: its links scored on their words before any request and the pages on their text after
+    (`--topic` sharpens the target), under `--pages`, `--depth` and the `[fetch]` budgets, through the fetch
+    guard; the pages kept become one document, each behind `<!-- drsg:source URL -->` and `# Title`.
 
     A directory is walked (its .gitignore honoured; dotfiles, build and dependency folders and drsg's own
     files always skipped) and each file routed by extension: code a handler claims (Python built in; parser
@@ -67,13 +80,25 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
         _forget(obj, source, plane_for(source, plane), flags["as_json"])
         return
     source = source or "."  # upstream's default: the current directory
+    crawl_flags = [f"--{name}" for name in ("topic", "pages", "depth") if flags[name] is not None]
+    if crawl_flags and not is_url(source):
+        raise click.UsageError(f"{', '.join(crawl_flags)} apply to a URL crawl; SOURCE {source} is not an http(s) URL")
     _defaults(obj, flags)
     check_mode(flags["mode"])  # before any work, as upstream
+    if is_url(source):
+        _digest_url(obj, source, plane_for(source, plane), flags)
+        return
     _digest(obj, source, plane_for(source, plane), flags)
+
+
+def is_url(source: str) -> bool:
+    return source.lower().startswith(("http://", "https://"))
 
 
 def plane_for(source: str, plane: str | None) -> str:
     """--plane, else upstream's default: a directory's name, `startup` for a file."""
+    if is_url(source):
+        return plane or DEFAULT_PLANE
     path = Path(source).resolve()
     return plane or (path.name if path.is_dir() and path.name else DEFAULT_PLANE)
 
@@ -142,10 +167,16 @@ def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> Non
 
 
 def run_digest(
-    obj: Context, source: str, plane: str, flags: dict[str, Any], read: Callable[[Any], None] | None = None
+    obj: Context,
+    source: str,
+    plane: str,
+    flags: dict[str, Any],
+    read: Callable[[Any], None] | None = None,
+    doc: Any = None,
 ) -> Outcome:
     """`drsg digest SOURCE`'s work without its printing: read SOURCE (``read`` sees the document before
-    any model call), digest it, and save the preview — or, with ``flags["do_apply"]``, apply it."""
+    any model call) unless ``doc`` is it already read, digest it, and save the preview — or, with
+    ``flags["do_apply"]``, apply it."""
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
     from drsg.pipeline.digest.ledger import apply
@@ -161,8 +192,10 @@ def run_digest(
     from drsg.pipeline.code.walk import digest_folder
 
     folder = digest_folder(obj.db_path)
-    with _progress() as progress:
-        doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, ParseMemo(folder / "parsed"))
+    if doc is None:
+        with _progress() as progress:
+            memo = ParseMemo(folder / "parsed")
+            doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, memo)
     if read is not None:
         read(doc)
     previews = PreviewStore(folder / "previews")
@@ -188,6 +221,37 @@ def run_digest(
         applied, created = apply(db, proposal)
         previews.discard(plane, doc.name)
     return Outcome(proposal, applied, created)
+
+
+def _digest_url(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
+    """Crawl SOURCE (progress on stderr), print what was kept and discarded, then digest the document."""
+    from drsg.pipeline.fetch.crawl import budget_for, read_url
+
+    budget = budget_for(obj.settings, flags["pages"], flags["depth"])
+
+    def progress(done: int, total: int, url: str) -> None:
+        click.echo(f"fetched {done}/{total} {url}", err=True)
+
+    doc, crawl = read_url(source, obj.settings, budget, flags["topic"] or "", progress)
+    report = {"crawl": crawl.to_json(blocks=False)}
+    if not flags["as_json"]:
+        _print_crawl(crawl)
+    done = run_digest(obj, source, plane, flags, doc=doc)
+    if done.saved is not None:
+        _print_preview(done.proposal, done.saved, flags["as_json"], report)
+    else:
+        _print_applied(done.proposal, done.applied, done.created, flags["as_json"], report)
+
+
+def _print_crawl(crawl: Any) -> None:
+    kept = crawl.kept
+    click.echo(f"kept {len(kept)} page(s) ({crawl.requests} requests, {crawl.bytes} bytes, {crawl.seconds:g} s):")
+    for page in kept:
+        click.echo(f"  {page.score:.3f}  depth {page.depth}  {page.size:>9} B  {page.url}")
+    if crawl.dropped:
+        click.echo(f"discarded {len(crawl.dropped)}:")
+    for dropped in crawl.dropped:
+        click.echo(f"  {dropped.url}  ({dropped.reason})")
 
 
 def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:
@@ -279,9 +343,9 @@ def _summary(proposal: Any) -> list[str]:
     return lines
 
 
-def _print_preview(proposal: Any, saved: Path, as_json: bool) -> None:
+def _print_preview(proposal: Any, saved: Path, as_json: bool, extra: dict[str, Any] | None = None) -> None:
     if as_json:
-        emit_json({**proposal.to_json(lean=True), "preview": str(saved)})
+        emit_json({**proposal.to_json(lean=True), "preview": str(saved), **(extra or {})})
         return
     for line in _summary(proposal):
         click.echo(line)
@@ -303,11 +367,14 @@ def _verbose_passes(proposal: Any) -> None:
     click.echo(f"  cache hits: {proposal.report.get('cache_hits', 0)}")
 
 
-def _print_applied(proposal: Any, applied: Any, created: bool, as_json: bool) -> None:
+def _print_applied(
+    proposal: Any, applied: Any, created: bool, as_json: bool, extra: dict[str, Any] | None = None
+) -> None:
     if as_json:
         emit_json(
             {
                 **proposal.to_json(lean=True),
+                **(extra or {}),
                 "applied": {
                     "seq": applied.seq,
                     "nodes_created": applied.nodes_created,

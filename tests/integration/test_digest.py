@@ -340,9 +340,16 @@ def test_user_errors_are_one_line_and_write_nothing(drsg, fake, model, doc, tmp_
     nokey = drsg("digest", str(doc), "--chat", "openai", "--no-embed", "--apply")
     assert nokey.code == 2 and "needs OPENAI_API_KEY; export it or put it under [llm] in drsg.toml" in nokey.err
     assert not db_path.exists()  # the failed command left no database behind
-    url = drsg("digest", "https://example.com/page", "--no-embed")
-    assert url.code == 2 and "save the page" in url.err
-    assert fake.requests == []
+    # a URL is crawled: these are refused before any request (no test here may reach off this machine)
+    over = drsg("digest", "https://example.com/page", "--no-embed", "--pages", "11")
+    assert over.code == 2 and "--pages 11 is over [fetch] max_pages = 10" in over.err
+    not_url = drsg("digest", str(doc), "--no-embed", "--topic", "x")
+    assert not_url.code == 2 and "--topic apply to a URL crawl" in not_url.err
+    monkeypatch.setenv("DRSG_FETCH_ENABLED", "false")
+    off = drsg("digest", "https://example.com/page", "--no-embed")
+    assert off.code == 1 and "fetching URLs is turned off ([fetch] enabled = false" in off.err
+    assert len(off.err.strip().splitlines()) == 1
+    assert fake.requests == [] and not db_path.exists()
 
 
 def test_a_document_without_prose_needs_no_model(drsg, fake, model, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,325 @@
+"""The URL crawler: a root page and the links worth following, under budgets, as one document.
+
+Level by level from the root: the links of the pages kept at depth d are scored before any
+request (``scoring.link_score``); the best ones the page budget leaves room for are fetched,
+``concurrency`` at once, each host no faster than its spacing (raised to its robots.txt
+``Crawl-delay``, capped), robots.txt read once per host; each fetched page is scored on its text and
+kept when it reaches the floor of its depth, and only kept pages' links are followed. Every link
+considered and not kept is reported with why. Budgets: pages, depth, bytes per response, total
+bytes, total time (the whole crawl's wall clock), concurrency and per-host spacing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+from drsg.kernel.errors import ConversionError, FetchError, FetchRefused, UsageError
+from drsg.kernel.settings import Settings
+from drsg.pipeline.digest.sources import Document
+from drsg.pipeline.fetch import page as pages
+from drsg.pipeline.fetch import scoring
+from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client, checked_url
+
+#: (done, total, url): after each request
+Progress = Callable[[int, int, str], None]
+ROBOTS_BYTES = 512 << 10
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one crawl may spend (upstream's defaults; ``[fetch]`` holds the server's ceilings)."""
+
+    pages: int = 10  # kept pages, the root included
+    depth: int = 1  # link levels followed (0: the root only)
+    page_bytes: int = 4 << 20
+    total_bytes: int = 24 << 20
+    seconds: float = 120.0  # the whole crawl (math.inf: no limit)
+    concurrency: int = 4
+    spacing: float = 0.5  # seconds between two requests to one host
+    max_crawl_delay: float = 60.0
+    request_timeout: float = 20.0
+
+
+@dataclass
+class CrawledPage:
+    url: str
+    title: str
+    depth: int
+    score: float
+    chars: int
+    size: int  # bytes received
+    kept: bool
+    block: str = ""
+
+
+@dataclass(frozen=True)
+class Dropped:
+    url: str
+    reason: str
+
+
+@dataclass
+class Crawl:
+    root: str
+    pages: list[CrawledPage] = field(default_factory=list)  # root first, then by score, then URL
+    dropped: list[Dropped] = field(default_factory=list)
+    candidates: int = 0  # links considered
+    requests: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def kept(self) -> list[CrawledPage]:
+        return [p for p in self.pages if p.kept]
+
+    def document(self) -> str:
+        return pages.document([p.block for p in self.kept])
+
+    def to_json(self, blocks: bool = True) -> dict[str, Any]:
+        """Upstream's shape: each page with its score and ``kept``; ``blocks`` adds its Markdown."""
+        keys = ("url", "title", *(("block",) if blocks else ()), "score", "depth", "chars", "size", "kept")
+        return {
+            "pages": [{k: getattr(p, k) for k in keys} for p in self.pages],
+            "dropped": [{"url": d.url, "reason": d.reason} for d in self.dropped],
+        }
+
+
+@dataclass
+class _Host:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    robots: Protego | None = None
+    robots_read: bool = False
+    delay: float = 0.0
+    next_at: float = 0.0
+
+
+class _Crawler:
+    def __init__(self, client: Client, budget: Budget, progress: Progress | None) -> None:
+        self.client, self.budget, self.progress = client, budget, progress
+        self.deadline = time.monotonic() + budget.seconds
+        self.hosts: dict[str, _Host] = {}
+        self.slots = asyncio.Semaphore(budget.concurrency)
+        self.used = 0
+        self.requests = 0
+        self.planned = 1
+
+    def _out_of_time(self) -> str:
+        return f"the crawl's {self.budget.seconds:g}-second time budget ran out"
+
+    async def fetch(self, url: str) -> tuple[Any, int] | str:
+        """(``Reading``, bytes) for ``url``, or why it was not read."""
+        if time.monotonic() >= self.deadline:
+            return self._out_of_time()
+        if self.used >= self.budget.total_bytes:
+            return f"the {self.budget.total_bytes}-byte total budget is spent"
+        host = self.hosts.setdefault(urlsplit(url).netloc, _Host(delay=self.budget.spacing))
+        async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
+            if not host.robots_read:
+                await self._robots(url, host)
+            if host.robots is not None and not host.robots.can_fetch(url, ROBOTS_TOKEN):
+                return "robots.txt disallows it"
+            start = max(time.monotonic(), host.next_at)
+            host.next_at = start + host.delay
+        if start >= self.deadline:
+            return self._out_of_time()
+        await asyncio.sleep(max(0.0, start - time.monotonic()))
+        async with self.slots:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0:
+                return self._out_of_time()
+            cap = min(self.budget.page_bytes, self.budget.total_bytes - self.used)
+            try:
+                got = await self.client.get(url, max_bytes=cap, timeout=min(self.budget.request_timeout, remaining))
+            except FetchError as exc:
+                return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
+            finally:
+                self.requests += 1
+                if self.progress is not None:
+                    self.progress(self.requests, self.planned, url)
+        self.used += len(got.body)
+        try:
+            return _reading(got.url, got.content_type, got.body), len(got.body)
+        except ConversionError as exc:
+            return str(exc)
+
+    async def _robots(self, url: str, host: _Host) -> None:
+        """robots.txt, once per host; none, unreadable or not 200: everything allowed (RFC 9309 §2.3.1.3)."""
+        host.robots_read = True
+        parts = urlsplit(url)
+        try:
+            async with self.slots:
+                got = await self.client.get(
+                    f"{parts.scheme}://{parts.netloc}/robots.txt",
+                    max_bytes=ROBOTS_BYTES,
+                    timeout=max(0.1, min(self.budget.request_timeout, self.deadline - time.monotonic())),
+                )
+        except FetchError:
+            return
+        finally:
+            host.next_at = time.monotonic() + host.delay
+        try:
+            host.robots = Protego.parse(got.body.decode("utf-8", "replace"))
+        except Exception:  # a parser failure means no rules, as the RFC says
+            return
+        delay = host.robots.crawl_delay(ROBOTS_TOKEN)
+        if delay:
+            host.delay = max(host.delay, min(float(delay), self.budget.max_crawl_delay))
+            host.next_at = time.monotonic() + host.delay
+
+
+def _reading(url: str, content_type: str, body: bytes) -> pages.Reading:
+    kind = pages.media_type(content_type)
+    if kind in pages.HTML_TYPES or (not kind and body.lstrip()[:1] == b"<"):
+        return pages.read_html(body, url)
+    if kind in pages.TEXT_TYPES:
+        return pages.read_text(body.decode("utf-8", "replace"))
+    if kind in pages.PDF_TYPES:
+        from drsg.pipeline.convert import to_markdown_bytes
+
+        return pages.read_text(to_markdown_bytes(body, "page.pdf").markdown)
+    raise ConversionError(f"its type {kind or 'unknown'} is not read (HTML, Markdown, plain text or PDF only)")
+
+
+async def crawl(
+    root: str, client: Client, budget: Budget = Budget(), topic: str = "", progress: Progress | None = None
+) -> Crawl:
+    """Crawl from ``root``; FetchError when the root itself cannot be read."""
+    started = time.monotonic()
+    checked_url(root, client.allow)
+    crawler = _Crawler(client, budget, progress)
+    first = await crawler.fetch(root)
+    if isinstance(first, str):
+        raise FetchError(f"cannot read {root}: {first}")
+    reading, size = first
+    goal = scoring.target(reading.markdown, topic)
+    root_url = pages.normalise(root)
+    result = Crawl(root_url)
+    result.pages.append(
+        CrawledPage(root_url, reading.title, 0, 1.0, len(reading.markdown), size, True, _block(root_url, reading))
+    )
+    seen = {root_url}
+    frontier: list[tuple[pages.Link, str]] = [(link, root_url) for link in reading.links]
+    for depth in range(1, budget.depth + 1):
+        ranked = _rank(goal, frontier, seen, result)
+        frontier = []
+        if not ranked:
+            break
+        room = max(0, budget.pages - len(result.kept))
+        for _score, url in ranked[room:]:
+            result.dropped.append(
+                Dropped(url, f"lower-ranked than the {room} link(s) the {budget.pages}-page budget left room for")
+            )
+        chosen = ranked[:room]
+        crawler.planned += len(chosen)
+        fetched = await asyncio.gather(*(crawler.fetch(url) for _s, url in chosen))
+        read = []
+        for (_score, url), outcome in zip(chosen, fetched, strict=True):
+            if isinstance(outcome, str):
+                result.dropped.append(Dropped(url, outcome))
+            else:
+                read.append((url, *outcome))
+        scores = scoring.page_scores(goal, [r.markdown for _u, r, _n in read])
+        line = scoring.floor(scores)
+        for (url, reading, size), score in zip(read, scores, strict=True):
+            kept = score >= line
+            result.pages.append(
+                CrawledPage(
+                    url,
+                    reading.title,
+                    depth,
+                    round(score, 4),
+                    len(reading.markdown),
+                    size,
+                    kept,
+                    _block(url, reading) if kept else "",
+                )
+            )
+            if kept:
+                frontier.extend((link, url) for link in reading.links)
+            else:
+                result.dropped.append(
+                    Dropped(url, f"relevance {score:.3f} is below the floor {line:.3f} for this crawl")
+                )
+    for url in dict.fromkeys(link.url for link, _parent in frontier if link.url not in seen):
+        result.dropped.append(Dropped(url, f"deeper than the {budget.depth}-level depth budget"))
+    result.pages[1:] = sorted(result.pages[1:], key=lambda p: (not p.kept, -p.score, p.depth, p.url))
+    result.requests, result.bytes = crawler.requests, crawler.used
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _block(url: str, reading: pages.Reading) -> str:
+    return pages.block(url, reading.title, reading.markdown)
+
+
+def _rank(
+    goal: scoring.Target, frontier: list[tuple[pages.Link, str]], seen: set[str], result: Crawl
+) -> list[tuple[float, str]]:
+    """The new links scored before any request, best first (ties: the URL); links that share no term
+    with the target are dropped here, having cost nothing."""
+    best: dict[str, float] = {}
+    for link, parent in frontier:
+        if link.url in seen:
+            continue
+        text = scoring.link_text(link.anchor, link.title, link.url)
+        score = scoring.link_score(goal, text, in_prose=link.in_prose, same_host=pages.same_host(link.url, parent))
+        best[link.url] = max(score, best.get(link.url, 0.0))
+    seen.update(best)
+    result.candidates += len(best)
+    ranked = []
+    for url, score in best.items():
+        if not goal.empty and score <= 0.0:
+            result.dropped.append(Dropped(url, "its link shares no term with what the crawl looks for"))
+        else:
+            ranked.append((round(score, 6), url))
+    return sorted(ranked, key=lambda item: (-item[0], item[1]))
+
+
+def budget_for(settings: Settings, pages: int | None = None, depth: int | None = None) -> Budget:
+    """A crawl's budget: ``[fetch]``'s values, with ``pages`` and ``depth`` as asked — which may be
+    less than ``[fetch]``'s ceilings, never more (UsageError naming the setting)."""
+    if not settings["fetch.enabled"]:
+        raise FetchRefused("fetching URLs is turned off ([fetch] enabled = false in drsg.toml)")
+    ceiling_pages, ceiling_depth = int(settings["fetch.max_pages"]), int(settings["fetch.max_depth"])
+    asked_pages = Budget.pages if pages is None else pages
+    asked_depth = Budget.depth if depth is None else depth
+    if asked_pages > ceiling_pages:
+        raise UsageError(f"--pages {asked_pages} is over [fetch] max_pages = {ceiling_pages}; ask for less or raise it")
+    if asked_depth > ceiling_depth:
+        raise UsageError(f"--depth {asked_depth} is over [fetch] max_depth = {ceiling_depth}; ask for less or raise it")
+    seconds = settings["fetch.max_seconds"]
+    timeout = settings["fetch.request_timeout_secs"]
+    return Budget(
+        pages=asked_pages,
+        depth=asked_depth,
+        page_bytes=int(settings["fetch.max_page_bytes"]),
+        total_bytes=int(settings["fetch.max_total_bytes"]),
+        seconds=math.inf if seconds is None else float(seconds),
+        concurrency=int(settings["fetch.concurrency"]),
+        spacing=int(settings["fetch.host_spacing_ms"]) / 1000,
+        max_crawl_delay=float(settings["fetch.max_crawl_delay_secs"]),
+        request_timeout=math.inf if timeout is None else float(timeout),
+    )
+
+
+def read_url(
+    root: str, settings: Settings, budget: Budget, topic: str = "", progress: Progress | None = None
+) -> tuple[Document, Crawl]:
+    """``root`` crawled into one Document that digests as a pasted one (its name: the root URL)."""
+    from drsg.pipeline.fetch.guard import networks
+
+    async def run() -> Crawl:
+        async with Client(networks(settings["fetch.allow_private"]), timeout=budget.request_timeout) as client:
+            return await crawl(root, client, budget, topic, progress)
+
+    result = asyncio.run(run())
+    notes = [f"crawl: read {len(result.kept)} page(s) of {result.candidates + 1} seen, {result.requests} request(s)"]
+    return Document(root, result.document(), notes, len(result.kept)), result
