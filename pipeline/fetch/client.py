@@ -12,6 +12,7 @@ Bodies are read under a byte cap; compressed bodies are inflated here in bounded
 
 from __future__ import annotations
 
+import importlib.metadata
 import ipaddress
 import math
 import socket
@@ -27,12 +28,11 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from drsg import __version__
 from drsg.kernel.errors import FetchError, FetchRefused
 from drsg.pipeline.fetch.guard import MAX_REDIRECTS, REDIRECTS, Network, refusal
 
-PROJECT_URL = "https://github.com/wangyingsm/dr-strange"
-USER_AGENT = f"drsg-fetch/{__version__} (+{PROJECT_URL})"
+PROJECT_URL = "https://github.com/wangyingsm/dr-strange"  # upstream's: drsg has no public home of its own yet
+USER_AGENT = f"drsg-fetch/{importlib.metadata.version('drsg')} (+{PROJECT_URL})"  # the installed drsg
 ROBOTS_TOKEN = "drsg-fetch"
 _PERMIT = "list its block in [fetch] allow_private to permit it"
 

@@ -289,8 +289,8 @@ def budget_for(settings: Settings, pages: int | None = None, depth: int | None =
     if not settings["fetch.enabled"]:
         raise FetchRefused("fetching URLs is turned off ([fetch] enabled = false in drsg.toml)")
     ceiling_pages, ceiling_depth = int(settings["fetch.max_pages"]), int(settings["fetch.max_depth"])
-    asked_pages = Budget.pages if pages is None else pages
-    asked_depth = Budget.depth if depth is None else depth
+    asked_pages = min(Budget.pages, ceiling_pages) if pages is None else pages
+    asked_depth = min(Budget.depth, ceiling_depth) if depth is None else depth
     if asked_pages > ceiling_pages:
         raise UsageError(f"--pages {asked_pages} is over [fetch] max_pages = {ceiling_pages}; ask for less or raise it")
     if asked_depth > ceiling_depth:

@@ -1,0 +1,225 @@
+"""The crawler against a real local site (tests/support/crawl_site.py), reachable only through the
+test's permit for 127.0.0.1/32: exactly the pages expected are kept, each drop has its reason, and
+every budget bites — pages, depth, bytes per response, total bytes, total time, concurrency and
+the host's spacing (its Crawl-delay, capped)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from drsg.pipeline.fetch.client import USER_AGENT, Client
+from drsg.pipeline.fetch.crawl import Budget, Crawl, crawl
+from drsg.pipeline.fetch.guard import networks
+from tests.conftest import Ran
+from tests.support import crawl_site
+from tests.support.fake_openai import FakeOpenAI, Reply, Request, chat_completion
+from tests.support.scripted_model import ScriptedModel
+
+PERMIT = networks(["127.0.0.1/32"])
+TOPIC = "transformer attention"
+BUDGET = Budget(
+    pages=20, depth=1, page_bytes=1 << 20, spacing=0.0, max_crawl_delay=0.05, request_timeout=1.0, seconds=30
+)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[crawl_site.Site]:
+    with crawl_site.serving(slow=2.0) as running:
+        yield running
+
+
+def run(site: crawl_site.Site, budget: Budget = BUDGET, topic: str = TOPIC) -> Crawl:
+    site.hits.clear()
+
+    async def go() -> Crawl:
+        async with Client(PERMIT, timeout=budget.request_timeout) as client:
+            return await crawl(site.url + "/", client, budget, topic)
+
+    return asyncio.run(go())
+
+
+def path(site: crawl_site.Site, url: str) -> str:
+    return url.removeprefix(site.url) or "/"
+
+
+def reasons(site: crawl_site.Site, result: Crawl) -> dict[str, str]:
+    return {path(site, d.url): d.reason for d in result.dropped}
+
+
+def test_kept_and_dropped_are_exactly_the_expected(site: crawl_site.Site) -> None:
+    result = run(site)
+    kept = [path(site, p.url) for p in result.kept]
+    assert kept[0] == "/"
+    assert sorted(kept[1:]) == [
+        "/notes/attention",
+        "/papers/attention-is-all-you-need",
+        "/papers/efficient-transformers",  # "transformers" matched "Transformer"
+        "/papers/p3",  # only its title attribute says what it is
+    ]
+    scores = [p.score for p in result.kept[1:]]
+    assert scores == sorted(scores, reverse=True)
+    dropped = reasons(site, result)
+    expected = {
+        "/about": "shares no term",  # navigation
+        "/login": "shares no term",
+        "/cookies": "shares no term",  # the cookie banner
+        "/privacy": "shares no term",
+        "/terms": "shares no term",  # the footer
+        "/contact": "shares no term",
+        "/r?topic=transformer+attention": "shares no term",  # the query string says nothing
+        "/mirror/transformer-attention": "names 127.0.0.2",  # a redirect into private space
+        "/secret/attention-notes": "robots.txt disallows it",
+        "/slow/transformer-attention": "took longer than 1 s",
+        "/huge/transformer-attention": "over the 1048576-byte limit",
+        "/bomb/transformer-attention": "sent more than the 1048576-byte limit",  # 64 MiB inflated: stopped
+        "/figures/attention-heads.png": "its type image/png is not read",
+        "/papers/attention-economy": "is below the floor",  # its link looked relevant, its text is not
+        "/recipes/banana-bread": "is below the floor",
+        "/papers/multi-head-attention": "deeper than the 1-level depth budget",
+    }
+    assert set(dropped) == set(expected)
+    for where, why in expected.items():
+        assert why in dropped[where], (where, dropped[where])
+    assert site.paths().count("/robots.txt") == 1  # once per host
+    assert {hit.user_agent for hit in site.hits} == {USER_AGENT}
+    assert USER_AGENT.startswith("drsg-fetch/0.1.0 (+https://")
+    # links the page only mentions in its text are never followed
+    assert not any("never-linked" in p or "latest" in p for p in site.paths())
+
+
+def test_the_crawl_delay_spaces_requests_and_is_capped(site: crawl_site.Site) -> None:
+    result = run(site, replace(BUDGET, max_crawl_delay=0.15))
+    starts = [hit.at for hit in site.hits]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= 0.13  # raised to Crawl-delay: 100, capped at 0.15 s
+    assert result.seconds < 10  # not 100 s per request
+
+
+def test_the_page_budget_bites(site: crawl_site.Site) -> None:
+    result = run(site, replace(BUDGET, pages=3))
+    fetched = [p for p in site.paths() if p != "/robots.txt"]
+    assert len(fetched) == 3  # the root and the two best links
+    lower = [d for d in result.dropped if "the 3-page budget" in d.reason]
+    ranked = result.candidates - sum("shares no term" in d.reason for d in result.dropped)
+    assert len(lower) == ranked - 2 > 0
+
+
+def test_the_depth_budget_bites(site: crawl_site.Site) -> None:
+    deeper = run(site, replace(BUDGET, depth=2))
+    two = {path(site, p.url): p.depth for p in deeper.kept}
+    assert two["/papers/multi-head-attention"] == 2
+    root_only = run(site, replace(BUDGET, depth=0))
+    assert [p.url for p in root_only.pages] == [site.url]
+    assert all("deeper than the 0-level depth budget" in d.reason for d in root_only.dropped)
+    assert [p for p in site.paths() if p != "/robots.txt"] == ["/"]
+
+
+def test_the_total_byte_budget_bites(site: crawl_site.Site) -> None:
+    root = run(site, replace(BUDGET, depth=0)).pages[0].size
+    result = run(site, replace(BUDGET, total_bytes=root + 600))
+    assert result.bytes <= root + 600
+    assert any("byte" in d.reason for d in result.dropped)
+    assert len(result.kept) < 5
+
+
+def test_the_time_budget_bites(site: crawl_site.Site) -> None:
+    result = run(site, replace(BUDGET, seconds=1.0, request_timeout=20.0))
+    assert result.seconds < 1.8
+    dropped = reasons(site, result)
+    assert "time budget ran out" in dropped["/slow/transformer-attention"]
+
+
+@pytest.mark.parametrize("concurrency", [1, 2, 4])
+def test_the_concurrency_budget_bites(concurrency: int) -> None:
+    with crawl_site.serving(robots="User-agent: *\nDisallow: /secret/\n", slow=0.3) as fast:
+        run(fast, replace(BUDGET, concurrency=concurrency))
+        assert max(hit.in_flight for hit in fast.hits) == concurrency
+
+
+def test_an_empty_target_keeps_every_page_read(site: crawl_site.Site) -> None:
+    result = run(site, replace(BUDGET, depth=0), topic="")
+    assert result.pages[0].score == 1.0
+
+
+# ------------------------------------------------------------------- the CLI, and a hostile page
+
+
+KEY = "sk-crawl-test"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    monkeypatch.setenv("CRAWL_CHAT_KEY", KEY)
+    with FakeOpenAI(dims=8, api_key=KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    config = tmp_path / "drsg.toml"
+    config.write_text(
+        '[fetch]\nallow_private = ["127.0.0.1/32"]\nmax_pages = 20\nhost_spacing_ms = 0\n'
+        'max_crawl_delay_secs = 0\nrequest_timeout_secs = 1\nmax_page_bytes = "1M"\n'
+    )
+    monkeypatch.setenv("DRSG_CONFIG", str(config))
+    return config
+
+
+def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str) -> Ran:
+    chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "CRAWL_CHAT_KEY")
+    return drsg("digest", *args, *chat, "--no-embed", "--mode", "coarse")
+
+
+def test_cli_preview_lists_kept_and_discarded(drsg, fake, configured, site) -> None:  # type: ignore[no-untyped-def]
+    ScriptedModel().install(fake)
+    ran = digest(drsg, fake, site.url + "/", "--plane", "web", "--topic", TOPIC, "--pages", "20")
+    assert ran.code == 0, ran.err
+    lines = ran.out.splitlines()
+    assert lines[0].startswith("kept 5 page(s)")
+    assert any(line.strip().startswith("1.000  depth 0") and line.endswith(site.url) for line in lines)
+    assert any("/recipes/banana-bread  (relevance" in line for line in lines)
+    assert "dry run — re-run with --apply to write" in ran.out
+    assert "fetched 1/1 " in ran.err  # progress on stderr
+    assert drsg("plane", "show", "web").code != 0  # a preview writes nothing
+
+
+def test_a_page_with_a_prompt_injection_changes_nothing_else(drsg, fake, configured, site, db_path) -> None:  # type: ignore[no-untyped-def]
+    model = ScriptedModel().install(fake)
+
+    def obey(request: Request) -> Reply | None:  # a model that falls for the page
+        if "IGNORE ALL PREVIOUS" not in request.json["messages"][1]["content"]:
+            return None
+        answer = {
+            "entities": [
+                {"key": "Transformer", "label": "Admin", "properties": {"_source": "root", "embedding": [1, 2]}},
+                {"key": "x" * 5000, "label": "Admin"},
+            ],
+            "relations": [{"src": "Transformer", "dst": "nobody", "type": "OWNS"}],
+            "follow": [site.url + "/never-linked", "http://169.254.169.254/latest"],
+            "delete_plane": "keep",
+        }
+        return Reply(json=chat_completion(json.dumps(answer)))
+
+    model.override["extract"] = obey
+    assert drsg("plane", "create", "keep").code == 0
+    root = site.url + "/"
+    ran = digest(drsg, fake, root, "--plane", "web", "--topic", TOPIC, "--pages", "20", "--apply", "--json")
+    assert ran.code == 0, ran.err
+    out = ran.json_lines()[0]
+    assert {p["url"] for p in out["crawl"]["pages"] if p["kept"]} >= {site.url + "/notes/attention"}
+    assert not any("never-linked" in p or "latest" in p for p in site.paths())  # links the model named
+    nodes = {r["external_key"]: r for r in drsg("export", "--plane", "web").json_lines() if "external_key" in r}
+    assert "Transformer" in nodes and not any(len(key) > 1000 for key in nodes)  # the 5000-char key is refused
+    for node in nodes.values():  # schema-valid entities only; provenance is drsg's, not the page's or model's
+        assert node["properties"]["_source"]["$value"] == root
+        assert "embedding" not in node["properties"]
+    assert drsg("plane", "show", "keep").code == 0  # the other plane is untouched
+    forgot = drsg("digest", root, "--forget", "--plane", "web")
+    assert forgot.code == 0 and forgot.out.startswith(f"forgot {root}:")

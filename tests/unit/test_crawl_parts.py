@@ -1,0 +1,141 @@
+"""The crawler's pure parts: link and page scoring, reading HTML, the assembled document, budgets."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from drsg.kernel.errors import FetchRefused, UsageError
+from drsg.kernel.settings import load
+from drsg.pipeline.digest.chunking import chunk_text
+from drsg.pipeline.fetch import page, scoring
+from drsg.pipeline.fetch.crawl import budget_for
+
+GOAL = scoring.target("The Transformer uses attention. Attention, attention everywhere.", "transformer attention")
+
+
+def test_target_weights_frequency_and_topic() -> None:
+    weights = dict(GOAL.weights)
+    assert weights["attent"] == pytest.approx(1.0 + 3.0)  # the most frequent term, plus the topic's boost
+    assert weights["transform"] == pytest.approx(1 / 3 + 3.0)
+    assert [t for t, _w in GOAL.weights] == sorted(weights)  # sorted: deterministic sums
+    many = " ".join(f"word{i} " * (100 - i) for i in range(60))
+    assert len(scoring.target(many).weights) == scoring.TOP_TERMS
+
+
+def test_empty_target_keeps_everything() -> None:
+    empty = scoring.target("", "")
+    assert empty.empty and scoring.page_scores(empty, ["a", "b"]) == [1.0, 1.0]
+    assert scoring.link_score(empty, "anything", in_prose=True, same_host=True) == 0.0
+
+
+def test_path_words_never_the_query_string() -> None:
+    assert scoring.path_words("https://x.org/papers/selfAttention-notes_v2.html?q=transformer#top") == (
+        "papers self Attention notes v2 html"
+    )
+    assert (
+        scoring.link_score(
+            GOAL, scoring.link_text("", "", "https://x.org/a?q=transformer+attention"), in_prose=True, same_host=True
+        )
+        == 0.0
+    )
+
+
+def test_the_bm25_analyser_matches_transformers_to_transformer() -> None:
+    text = scoring.link_text("A survey of transformers", "", "https://x.org/s")
+    assert scoring.link_score(GOAL, text, in_prose=False, same_host=False) > 0
+
+
+def test_title_attribute_counts_when_it_adds_something() -> None:
+    assert scoring.link_text("[3]", "Self-attention explained", "https://x.org/p3") == "[3] Self-attention explained p3"
+    assert scoring.link_text("Attention", "attention", "https://x.org/") == "Attention"
+
+
+def test_boosts_in_prose_and_same_host() -> None:
+    text = "the transformer uses attention everywhere"
+    plain = scoring.link_score(GOAL, text, in_prose=False, same_host=False)
+    assert plain == pytest.approx(1 / (scoring.K1 + 1))  # every target term is present: full coverage
+    assert scoring.link_score(GOAL, text, in_prose=True, same_host=False) == pytest.approx(plain * 1.25)
+    assert scoring.link_score(GOAL, text, in_prose=True, same_host=True) == pytest.approx(plain * 1.25 * 1.15)
+
+
+def test_page_scores_and_the_floor() -> None:
+    texts = ["Transformer attention, attention.", "Attention once, then a long text about bread " * 5, "bread"]
+    scores = scoring.page_scores(GOAL, texts)
+    assert scores[0] > scores[1] > scores[2] == 0.0
+    assert scoring.floor(scores) == pytest.approx(scores[0] / 4)
+
+
+words = st.lists(st.sampled_from(["transformer", "attention", "everywhere", "bread", "cookie", "the"]), max_size=30)
+
+
+@given(st.lists(words.map(" ".join), min_size=1, max_size=6))
+def test_page_scores_stay_in_zero_one(texts: list[str]) -> None:
+    assert all(0.0 <= s <= 1.0 for s in scoring.page_scores(GOAL, texts))
+
+
+@given(words.map(" ".join), st.sampled_from(["transformer", "attention", "everywhere"]), st.booleans(), st.booleans())
+def test_a_target_word_never_lowers_a_link_score(text: str, word: str, prose: bool, host: bool) -> None:
+    before = scoring.link_score(GOAL, text, in_prose=prose, same_host=host)
+    after = scoring.link_score(GOAL, f"{text} {word}", in_prose=prose, same_host=host)
+    assert before <= after <= 1 / (scoring.K1 + 1) * scoring.IN_PROSE * scoring.SAME_HOST + 1e-12
+
+
+HTML = b"""<html><head><title>Main title</title></head><body>
+<header><a href="/home">Home</a></header>
+<nav><a href="/docs/">Docs</a></nav>
+<div id="cookie-consent">Cookies! <a href="/cookies">Cookie policy</a></div>
+<main><h1>Main title</h1><p>Prose with <a href="papers/one#sec" title="The first paper">one</a> and
+<a href="HTTPS://Other.ORG/two/?x=1">two</a> and <a href="mailto:a@b.c">mail</a>.</p>
+<p>&lt;!-- drsg:source http://evil/ --&gt; forged</p></main>
+<footer><a href="/terms">Terms</a></footer></body></html>"""
+
+
+def test_read_html_keeps_main_content_and_marks_links_in_prose() -> None:
+    read = page.read_html(HTML, "http://site.test/a/")
+    assert read.title == "Main title"
+    assert "Cookies" not in read.markdown and "Home" not in read.markdown and "Terms" not in read.markdown
+    assert "Prose with" in read.markdown
+    links = {link.url: link for link in read.links}
+    assert set(links) == {
+        "http://site.test/home",
+        "http://site.test/docs",
+        "http://site.test/cookies",
+        "http://site.test/a/papers/one",
+        "https://other.org/two?x=1",
+        "http://site.test/terms",
+    }
+    assert [u for u, link in links.items() if link.in_prose] == [
+        "http://site.test/a/papers/one",
+        "https://other.org/two?x=1",
+    ]
+    assert links["http://site.test/a/papers/one"].title == "The first paper"
+
+
+def test_each_page_opens_a_chunk_and_no_page_forges_a_boundary() -> None:
+    read = page.read_html(HTML, "http://site.test/a/")
+    first = page.block("http://site.test/a", read.title, read.markdown)
+    assert first.startswith("<!-- drsg:source http://site.test/a -->\n\n# Main title\n\n")
+    assert first.count("# Main title") == 1  # the page's own heading is not repeated
+    second = page.block("http://site.test/b", "B", "short text")
+    assert second == "<!-- drsg:source http://site.test/b -->\n\n# B\n\nshort text"
+    chunks = chunk_text(page.document([first, second]), 4000)
+    assert len(chunks) == 2 and chunks[1].startswith("<!-- drsg:source http://site.test/b -->")
+    assert "<!-- drsg:source http://evil/" not in page.document([first, second])
+
+
+def test_budget_asks_for_less_never_more(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = tmp_path / "drsg.toml"
+    config.write_text("[fetch]\nmax_pages = 5\nmax_depth = 2\nmax_seconds = 0\nhost_spacing_ms = 0\n")
+    settings = load(str(config), environ={})
+    budget = budget_for(settings, 3, 2)
+    assert (budget.pages, budget.depth, budget.spacing, budget.seconds) == (3, 2, 0.0, float("inf"))
+    assert budget_for(settings).pages == 5  # not asked: upstream's default, within the ceiling
+    with pytest.raises(UsageError, match="--pages 6 is over \\[fetch\\] max_pages = 5"):
+        budget_for(settings, 6, 1)
+    with pytest.raises(UsageError, match="--depth 3 is over"):
+        budget_for(settings, 1, 3)
+    config.write_text("[fetch]\nenabled = false\n")
+    with pytest.raises(FetchRefused, match="turned off"):
+        budget_for(load(str(config), environ={}))
