@@ -108,14 +108,23 @@ class _Crawler:
         self.hosts: dict[str, _Host] = {}
         self.slots = asyncio.Semaphore(budget.concurrency)
         self.used = 0
-        self.requests = 0
-        self.planned = 1
+        self.requests = 0  # HTTP requests, robots.txt included
+        self.planned = 1  # pages chosen to fetch so far, the root included
+        self.done = 0
 
     def _out_of_time(self) -> str:
         return f"the crawl's {self.budget.seconds:g}-second time budget ran out"
 
     async def fetch(self, url: str) -> tuple[Any, int] | str:
-        """(``Reading``, bytes) for ``url``, or why it was not read."""
+        """(``Reading``, bytes) for ``url``, or why it was not read; progress counts either."""
+        try:
+            return await self._fetch(url)
+        finally:
+            self.done += 1
+            if self.progress is not None:
+                self.progress(self.done, self.planned, url)
+
+    async def _fetch(self, url: str) -> tuple[Any, int] | str:
         if time.monotonic() >= self.deadline:
             return self._out_of_time()
         if self.used >= self.budget.total_bytes:
@@ -142,8 +151,6 @@ class _Crawler:
                 return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
             finally:
                 self.requests += 1
-                if self.progress is not None:
-                    self.progress(self.requests, self.planned, url)
         self.used += len(got.body)
         try:
             return _reading(got.url, got.content_type, got.body), len(got.body)
@@ -165,6 +172,7 @@ class _Crawler:
             return
         finally:
             host.next_at = time.monotonic() + host.delay
+            self.requests += 1
         try:
             host.robots = Protego.parse(got.body.decode("utf-8", "replace"))
         except Exception:  # a parser failure means no rules, as the RFC says

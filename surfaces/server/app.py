@@ -42,7 +42,16 @@ from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, Co
 from drsg.store.database import Database
 
 # importing the method modules registers their methods
-from drsg.surfaces.server import ask_method, digest_method, feed_routes, hybrid_method, methods, plugin_methods, queries  # noqa: F401
+from drsg.surfaces.server import (  # noqa: F401
+    ask_method,
+    digest_method,
+    feed_routes,
+    fetch_route,
+    hybrid_method,
+    methods,
+    plugin_methods,
+    queries,
+)
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import Call, Dispatcher, error_body
@@ -261,6 +270,7 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_shutdown.append(stopping)
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
+    fetch_route.install(app, state)  # POST /digest/fetch
     return app
 
 
