@@ -1,9 +1,12 @@
 """A fetched page as the crawler needs it, and the assembled document (pure; no I/O).
 
-HTML keeps its main content: ``<main>``/``<article>`` when the page marks one, with navigation,
-headers, footers, asides, forms and cookie or consent banners removed, then Markdown through the
-converter saved pages use (``drsg.pipeline.convert.html``). Links are gathered before that, each
-with its anchor text, ``title`` and whether it sat in the prose. Fetched text is untrusted data:
+HTML keeps its main content: what is surely furniture is removed first (navigation, headers,
+footers, asides, forms, cookie or consent banners), then ``trafilatura`` (a maintained boilerplate
+remover; it never touches the network when given the text) finds the main content as Markdown. A
+page it finds nothing in (very short pages) falls back to ``<main>``/``<article>`` through the
+converter saved pages use (``drsg.pipeline.convert.html``). Links are gathered from the page
+itself, each with its anchor text, ``title`` and whether it sat in the prose (not inside
+navigation, a header, a footer, an aside or a cookie/consent banner). Fetched text is untrusted data:
 nothing in it is read as an instruction, and a page cannot forge a source boundary (a
 ``<!-- drsg:source`` of its own is defused).
 """
@@ -67,12 +70,31 @@ def read_html(body: bytes | str, base: str) -> Reading:
     if isinstance(base_tag, Tag):
         base = urljoin(base, str(base_tag["href"]))
     links = _links(soup, base)
-    for tag in [t for t in soup.find_all(True) if _is_furniture(t)]:
+    for tag in [t for t in soup.find_all(True) if _is_furniture(t)]:  # what is surely furniture, first
         if not tag.decomposed:
             tag.decompose()
-    root = soup.find("main") or soup.find("article") or soup.find(True, role="main") or soup.find("body") or soup
-    markdown, _images = html_to_markdown(str(root))
+    markdown = _main_content(str(soup))
+    if not markdown:
+        root = soup.find("main") or soup.find("article") or soup.find(True, role="main") or soup.find("body") or soup
+        markdown, _images = html_to_markdown(str(root))
     return Reading(title or "", markdown.strip(), links)
+
+
+def _main_content(html: str) -> str:
+    import trafilatura
+
+    extracted = trafilatura.extract(
+        html,
+        output_format="markdown",
+        include_links=False,  # link targets are the crawler's business, not the digest's
+        include_images=False,
+        include_tables=True,
+        include_comments=False,
+        favor_recall=True,
+        deduplicate=False,
+        with_metadata=False,
+    )
+    return (extracted or "").strip()
 
 
 def read_text(text: str) -> Reading:

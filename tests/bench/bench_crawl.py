@@ -200,8 +200,9 @@ def main() -> None:
     ]
     notes = [
         "The crawl does per page what the raw loop does not: robots.txt (once), the guard at the resolver and "
-        "the socket factory, bounded reading, BeautifulSoup parsing, main-content Markdown, link and page "
-        "scoring with the BM25 analyser, document assembly. Site and client are separate processes on 2 cores.",
+        "the socket factory, bounded reading, BeautifulSoup parsing, main-content Markdown (trafilatura: most of "
+        "the time), link and page scoring with the BM25 analyser, document assembly. Site and client are separate "
+        "processes on 2 cores.",
         "Guarded connection = checked_url + GuardedResolver (the answers filtered) + the socket factory's check, "
         "and the redirect loop; the plain connector resolves 127.0.0.1 the same way (literal) with none of it.",
     ]

@@ -113,6 +113,20 @@ def test_read_html_keeps_main_content_and_marks_links_in_prose() -> None:
     assert links["http://site.test/a/papers/one"].title == "The first paper"
 
 
+def test_comment_threads_and_related_posts_are_left_out() -> None:
+    """What no tag name gives away, the extractor (trafilatura) still tells from the article."""
+    article = "<p>" + "The Transformer uses attention to weigh the tokens of a sentence. " * 8 + "</p>"
+    html = (
+        f"<html><body><div id=content><article><h1>Real article</h1>{article}</article>"
+        '<div class="comments"><h3>3 comments</h3><div class=comment><p>Buy cheap watches at my site!</p></div></div>'
+        '<div class="related-posts"><h3>You may also like</h3><ul><li><a href=/x>Ten celebrity diets</a></li></ul>'
+        "</div></div></body></html>"
+    )
+    markdown = page.read_html(html, "http://site.test/").markdown
+    assert markdown.startswith("# Real article") and "weigh the tokens" in markdown
+    assert "watches" not in markdown and "celebrity" not in markdown
+
+
 def test_each_page_opens_a_chunk_and_no_page_forges_a_boundary() -> None:
     read = page.read_html(HTML, "http://site.test/a/")
     first = page.block("http://site.test/a", read.title, read.markdown)
