@@ -205,7 +205,7 @@ async def crawl(
     crawler = _Crawler(client, budget, progress)
     first = await crawler.fetch(root)
     if isinstance(first, str):
-        raise FetchError(f"cannot read {root}: {first}")
+        raise FetchError(f"cannot read the root page: {first}" if root in first else f"cannot read {root}: {first}")
     reading, size = first
     goal = scoring.target(reading.markdown, topic)
     root_url = pages.normalise(root)

@@ -60,6 +60,7 @@ def test_kept_and_dropped_are_exactly_the_expected(site: crawl_site.Site) -> Non
     assert sorted(kept[1:]) == [
         "/notes/attention",
         "/papers/attention-is-all-you-need",
+        "/papers/attention.pdf",  # through the PDF converter
         "/papers/efficient-transformers",  # "transformers" matched "Transformer"
         "/papers/p3",  # only its title attribute says what it is
     ]
@@ -182,7 +183,7 @@ def test_cli_preview_lists_kept_and_discarded(drsg, fake, configured, site) -> N
     ran = digest(drsg, fake, site.url + "/", "--plane", "web", "--topic", TOPIC, "--pages", "20")
     assert ran.code == 0, ran.err
     lines = ran.out.splitlines()
-    assert lines[0].startswith("kept 5 page(s)")
+    assert lines[0].startswith("kept 6 page(s)")
     assert any(line.strip().startswith("1.000  depth 0") and line.endswith(site.url) for line in lines)
     assert any("/recipes/banana-bread  (relevance" in line for line in lines)
     assert "dry run — re-run with --apply to write" in ran.out
@@ -223,3 +224,35 @@ def test_a_page_with_a_prompt_injection_changes_nothing_else(drsg, fake, configu
     assert drsg("plane", "show", "keep").code == 0  # the other plane is untouched
     forgot = drsg("digest", root, "--forget", "--plane", "web")
     assert forgot.code == 0 and forgot.out.startswith(f"forgot {root}:")
+
+
+def test_apply_after_a_preview_reuses_it_with_no_model_call(drsg, fake, configured, site) -> None:  # type: ignore[no-untyped-def]
+    ScriptedModel().install(fake)
+    root = site.url + "/"
+    args = ("--plane", "web", "--topic", TOPIC, "--pages", "4")
+    assert digest(drsg, fake, root, *args).code == 0
+    calls = len(fake.requests_to("/chat/completions"))
+    applied = digest(drsg, fake, root, *args, "--apply")
+    assert applied.code == 0, applied.err
+    assert "applied the saved preview: no model call" in applied.out
+    assert len(fake.requests_to("/chat/completions")) == calls
+    listed = drsg("digest", "--list", "--plane", "web").out
+    assert listed.startswith(f"{root}  (commits ")  # the ledger knows the crawl by its root URL
+
+
+def test_cli_user_errors_are_one_line_and_write_nothing(drsg, fake, configured, site, db_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ScriptedModel().install(fake)
+    missing = digest(drsg, fake, site.url + "/no-such-page", "--plane", "web")
+    assert missing.code == 1 and "answered HTTP 404" in missing.err
+    monkeypatch.delenv("DRSG_CONFIG")  # no permit: the loopback site is refused, before any connection
+    hits = len(site.hits)
+    refused = digest(drsg, fake, site.url + "/", "--plane", "web")
+    assert refused.code == 1 and "list its block in [fetch] allow_private" in refused.err
+    assert len(site.hits) == hits
+    deep = digest(drsg, fake, site.url + "/", "--plane", "web", "--depth", "4")
+    assert deep.code == 2 and "--depth 4 is over [fetch] max_depth = 3; ask for less or raise it" in deep.err
+    assert "cannot read the root page: " in missing.err
+    for ran in (missing, refused, deep):  # progress lines aside, one line saying what is wrong
+        said = [line for line in ran.err.splitlines() if not line.startswith("fetched ")]
+        assert len(said) == 1 and said[0].startswith("error: ") and "Traceback" not in ran.err
+    assert fake.requests == [] and not db_path.exists()

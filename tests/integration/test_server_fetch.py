@@ -54,7 +54,7 @@ def test_progress_then_pages_and_dropped(served: RunningServer, site: crawl_site
     assert set(last) == {"pages", "dropped"}
     kept = [p for p in last["pages"] if p["kept"]]
     assert kept[0]["url"] == site.url and kept[0]["score"] == 1.0 and kept[0]["depth"] == 0
-    assert len(kept) == 5
+    assert len(kept) == 6
     assert all(p["block"].startswith(f"<!-- drsg:source {p['url']} -->") for p in kept)
     assert set(last["pages"][0]) == {"url", "title", "block", "score", "depth", "chars", "size", "kept"}
     dropped = {d["url"].removeprefix(site.url): d["reason"] for d in last["dropped"]}

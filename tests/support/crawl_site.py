@@ -3,14 +3,16 @@
 The root is an article about attention in Transformers with a bibliography, navigation, a cookie
 banner and a footer; around it: relevant papers, an off-topic page whose link looks relevant, a
 redirect into private space (127.0.0.2, outside the test's permit), a page robots.txt disallows, a
-slow page, a huge one, a gzip bomb, a PDF and an image. Every request is logged with its time and
-how many were in flight, so tests can check spacing and concurrency.
+slow page, a huge one, a gzip bomb, a PDF (read through the converter) and an image (refused).
+Every request is logged with its time and how many were in flight, so tests can check spacing and
+concurrency.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+import io
 import threading
 import time
 from collections.abc import Iterator
@@ -59,6 +61,7 @@ ROOT = _html(
 <li><a href="/huge/transformer-attention">Transformer attention, the long version</a></li>
 <li><a href="/bomb/transformer-attention">Transformer attention, compressed</a></li>
 <li><a href="/figures/attention-heads.png">Attention heads (figure)</a></li>
+<li><a href="/papers/attention.pdf">Transformer attention (PDF)</a></li>
 <li><a href="/r?topic=transformer+attention">↗</a></li>
 <li><a href="/recipes/banana-bread">Banana bread</a></li>
 <li><a href="mailto:someone@example.org">Write to us</a></li>
@@ -121,6 +124,23 @@ INJECTION = _html(
 )
 
 
+def _pdf() -> bytes:
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    page = canvas.Canvas(out)
+    for i, line in enumerate(
+        [
+            "Attention in the Transformer, as a PDF.",
+            "Self-attention and multi-head attention let the Transformer attend to every token.",
+            "Scaled dot-product attention weighs values by query and key similarity.",
+        ]
+    ):
+        page.drawString(72, 720 - 20 * i, line)
+    page.save()
+    return out.getvalue()
+
+
 @dataclass
 class Hit:
     path: str
@@ -152,6 +172,7 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
         "/recipes/banana-bread": _html("Banana bread", "<p>Flour, bananas.</p>"),
     }
     bomb = gzip.compress(b" " * (64 << 20), 9)  # 64 MiB of spaces in ~64 KiB
+    pdf = _pdf()
 
     @web.middleware
     async def log(request: web.Request, handler: web.RequestHandler) -> web.StreamResponse:
@@ -178,6 +199,8 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
             return web.Response(text=_html("Huge", "<p>attention</p>" * 200_000), content_type="text/html")
         if path == "/bomb/transformer-attention":
             return web.Response(body=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "text/html"})
+        if path == "/papers/attention.pdf":
+            return web.Response(body=pdf, content_type="application/pdf")
         if path == "/figures/attention-heads.png":
             return web.Response(body=b"\x89PNG\r\n\x1a\n" + b"\0" * 64, content_type="image/png")
         raise web.HTTPNotFound()

@@ -153,3 +153,16 @@ def test_budget_asks_for_less_never_more(tmp_path) -> None:  # type: ignore[no-u
     config.write_text("[fetch]\nenabled = false\n")
     with pytest.raises(FetchRefused, match="turned off"):
         budget_for(load(str(config), environ={}))
+
+
+def test_robots_group_is_the_longest_prefix_of_the_product_token() -> None:
+    from protego import Protego
+
+    from drsg.pipeline.fetch.client import ROBOTS_TOKEN
+
+    rules = Protego.parse(
+        "User-agent: *\nDisallow: /a\n\nUser-agent: drsg\nAllow: /a/ok\nDisallow: /b\nCrawl-delay: 2\n"
+    )
+    assert rules.can_fetch("http://x/a", ROBOTS_TOKEN)  # the specific group replaces *
+    assert not rules.can_fetch("http://x/b", ROBOTS_TOKEN)
+    assert rules.crawl_delay(ROBOTS_TOKEN) == 2
