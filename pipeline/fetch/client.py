@@ -128,6 +128,18 @@ class Page:
     wire_bytes: int  # as received, before inflating
 
 
+@dataclass
+class Meter:
+    """A byte budget shared by concurrent responses (a crawl's total): each chunk read takes from it."""
+
+    limit: int
+    used: int = 0
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.used)
+
+
 class Client:
     """One guarded session; ``async with Client(allow) as c: await c.get(url, max_bytes=…)``."""
 
@@ -166,9 +178,9 @@ class Client:
         if self._session is not None:
             await self._session.close()
 
-    async def get(self, url: str, *, max_bytes: int, timeout: float | None = None) -> Page:
+    async def get(self, url: str, *, max_bytes: int, timeout: float | None = None, meter: Meter | None = None) -> Page:
         """GET ``url``, following redirects by hand; FetchRefused when the guard says no, FetchError past
-        ``max_bytes`` (after inflating) or for anything else that went wrong."""
+        ``max_bytes`` (after inflating), past what ``meter`` has left, or for anything else that went wrong."""
         assert self._session is not None, "use Client in `async with`"
         seconds = self.timeout if timeout is None else timeout
         limit = aiohttp.ClientTimeout(total=seconds if math.isfinite(seconds) else None)
@@ -185,7 +197,7 @@ class Client:
                         continue
                     if response.status != 200:
                         raise FetchError(f"{current} answered HTTP {response.status} {response.reason or ''}".rstrip())
-                    body, wire = await _read(response, current, max_bytes)
+                    body, wire = await _read(response, current, max_bytes, meter)
                     kind = response.headers.get("Content-Type", "")
                     return Page(current, response.status, kind, body, wire)
             except TimeoutError:  # before OSError, its base class
@@ -195,7 +207,7 @@ class Client:
         raise FetchError(f"{url} redirected more than {self.max_redirects} times")
 
 
-async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> tuple[bytes, int]:
+async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int, meter: Meter | None) -> tuple[bytes, int]:
     declared = response.content_length
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
@@ -210,6 +222,7 @@ async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> t
         raise FetchError(f"{url} is {declared} bytes, over the {max_bytes}-byte limit")
     body = bytearray()
     wire = 0
+    taken = 0  # of body, already counted on the meter
     async for chunk in response.content.iter_chunked(1 << 16):
         wire += len(chunk)
         if inflate is None:
@@ -224,4 +237,9 @@ async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int) -> t
                 raise FetchError(f"{url} sent a damaged {encoding} body ({exc})") from None
         if len(body) > max_bytes or wire > max_bytes:
             raise FetchError(f"{url} sent more than the {max_bytes}-byte limit")
+        if meter is not None:
+            meter.used += len(body) - taken
+            taken = len(body)
+            if meter.used > meter.limit:
+                raise FetchError(f"the crawl's {meter.limit}-byte total budget ran out while {url} was read")
     return bytes(body), wire

@@ -26,7 +26,7 @@ from drsg.kernel.settings import Settings
 from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.fetch import page as pages
 from drsg.pipeline.fetch import scoring
-from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client, checked_url
+from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client, Meter, checked_url
 
 #: (done, total, url): after each request
 Progress = Callable[[int, int, str], None]
@@ -107,7 +107,7 @@ class _Crawler:
         self.deadline = time.monotonic() + budget.seconds
         self.hosts: dict[str, _Host] = {}
         self.slots = asyncio.Semaphore(budget.concurrency)
-        self.used = 0
+        self.meter = Meter(budget.total_bytes)  # bodies as they stream in, concurrent ones together
         self.requests = 0  # HTTP requests, robots.txt included
         self.planned = 1  # pages chosen to fetch so far, the root included
         self.done = 0
@@ -127,8 +127,8 @@ class _Crawler:
     async def _fetch(self, url: str) -> tuple[Any, int] | str:
         if time.monotonic() >= self.deadline:
             return self._out_of_time()
-        if self.used >= self.budget.total_bytes:
-            return f"the {self.budget.total_bytes}-byte total budget is spent"
+        if not self.meter.left:
+            return f"the crawl's {self.budget.total_bytes}-byte total budget is spent"
         host = self.hosts.setdefault(urlsplit(url).netloc, _Host(delay=self.budget.spacing))
         async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
             if not host.robots_read:
@@ -144,14 +144,17 @@ class _Crawler:
             remaining = self.deadline - time.monotonic()
             if remaining <= 0:
                 return self._out_of_time()
-            cap = min(self.budget.page_bytes, self.budget.total_bytes - self.used)
             try:
-                got = await self.client.get(url, max_bytes=cap, timeout=min(self.budget.request_timeout, remaining))
+                got = await self.client.get(
+                    url,
+                    max_bytes=self.budget.page_bytes,
+                    timeout=min(self.budget.request_timeout, remaining),
+                    meter=self.meter,
+                )
             except FetchError as exc:
                 return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
             finally:
                 self.requests += 1
-        self.used += len(got.body)
         try:
             return _reading(got.url, got.content_type, got.body), len(got.body)
         except ConversionError as exc:
@@ -259,7 +262,7 @@ async def crawl(
     for url in dict.fromkeys(link.url for link, _parent in frontier if link.url not in seen):
         result.dropped.append(Dropped(url, f"deeper than the {budget.depth}-level depth budget"))
     result.pages[1:] = sorted(result.pages[1:], key=lambda p: (not p.kept, -p.score, p.depth, p.url))
-    result.requests, result.bytes = crawler.requests, crawler.used
+    result.requests, result.bytes = crawler.requests, crawler.meter.used
     result.seconds = round(time.monotonic() - started, 3)
     return result
 
