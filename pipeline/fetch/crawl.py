@@ -261,10 +261,15 @@ async def crawl(
                 )
     for url in dict.fromkeys(link.url for link, _parent in frontier if link.url not in seen):
         result.dropped.append(Dropped(url, f"deeper than the {budget.depth}-level depth budget"))
-    result.pages[1:] = sorted(result.pages[1:], key=lambda p: (not p.kept, -p.score, p.depth, p.url))
+    result.pages[1:] = ordered(result.pages[1:])
     result.requests, result.bytes = crawler.requests, crawler.meter.used
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+def ordered(crawled: list[CrawledPage]) -> list[CrawledPage]:
+    """Kept pages first, by score; depth only breaks a tie (toward the root), then the URL."""
+    return sorted(crawled, key=lambda p: (not p.kept, -p.score, p.depth, p.url))
 
 
 def _block(url: str, reading: pages.Reading) -> str:

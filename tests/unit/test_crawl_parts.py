@@ -10,7 +10,7 @@ from drsg.kernel.errors import FetchRefused, UsageError
 from drsg.kernel.settings import load
 from drsg.pipeline.digest.chunking import chunk_text
 from drsg.pipeline.fetch import page, scoring
-from drsg.pipeline.fetch.crawl import budget_for
+from drsg.pipeline.fetch.crawl import CrawledPage, budget_for, ordered
 
 GOAL = scoring.target("The Transformer uses attention. Attention, attention everywhere.", "transformer attention")
 
@@ -166,3 +166,23 @@ def test_robots_group_is_the_longest_prefix_of_the_product_token() -> None:
     assert rules.can_fetch("http://x/a", ROBOTS_TOKEN)  # the specific group replaces *
     assert not rules.can_fetch("http://x/b", ROBOTS_TOKEN)
     assert rules.crawl_delay(ROBOTS_TOKEN) == 2
+
+
+def test_depth_decides_nothing_but_ties() -> None:
+    def crawled(url: str, depth: int, score: float, kept: bool = True) -> CrawledPage:
+        return CrawledPage(url, "", depth, score, 1, 1, kept)
+
+    pages = [
+        crawled("http://a/deep-best", 3, 0.9),
+        crawled("http://a/shallow-tie", 1, 0.5),
+        crawled("http://a/deep-tie", 2, 0.5),
+        crawled("http://a/dropped", 1, 0.95, kept=False),
+        crawled("http://a/b-same", 1, 0.5),
+    ]
+    assert [p.url.rsplit("/", 1)[1] for p in ordered(pages)] == [
+        "deep-best",  # a better page deeper still comes first
+        "b-same",
+        "shallow-tie",
+        "deep-tie",
+        "dropped",
+    ]
