@@ -72,7 +72,7 @@ def checked_url(url: str, allow: Sequence[Network] = ()) -> str:
 
 def _address_literal(host: str) -> str | None:
     """The address ``host`` spells, in any form ``inet_aton`` or IPv6 accepts, else None."""
-    text = unicodedata.normalize("NFKC", host).strip("[]")
+    text = unicodedata.normalize("NFKC", host).strip("[]").rstrip(".")  # "127.0.0.1." is the same host
     try:
         return str(ipaddress.ip_address(text.split("%", 1)[0]))
     except ValueError:

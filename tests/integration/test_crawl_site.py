@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,7 @@ def test_kept_and_dropped_are_exactly_the_expected(site: crawl_site.Site) -> Non
         "/secret/attention-notes": "robots.txt disallows it",
         "/slow/transformer-attention": "took longer than 1 s",
         "/huge/transformer-attention": "over the 1048576-byte limit",
+        "/trickle/transformer-attention": "took longer than 1 s",  # the timeout covers the body too
         "/bomb/transformer-attention": "sent more than the 1048576-byte limit",  # 64 MiB inflated: stopped
         "/figures/attention-heads.png": "its type image/png is not read",
         "/papers/attention-economy": "is below the floor",  # its link looked relevant, its text is not
@@ -137,11 +139,32 @@ def test_the_time_budget_bites(site: crawl_site.Site) -> None:
     assert "time budget ran out" in dropped["/slow/transformer-attention"]
 
 
+class CountingClient(Client):
+    """The real client, counting the requests it has open at once."""
+
+    open_now = 0
+    most = 0
+
+    async def get(self, url: str, **kwargs: Any) -> Any:
+        CountingClient.open_now += 1
+        CountingClient.most = max(CountingClient.most, CountingClient.open_now)
+        try:
+            return await super().get(url, **kwargs)
+        finally:
+            CountingClient.open_now -= 1
+
+
 @pytest.mark.parametrize("concurrency", [1, 2, 4])
 def test_the_concurrency_budget_bites(concurrency: int) -> None:
     with crawl_site.serving(robots="User-agent: *\nDisallow: /secret/\n", slow=0.3) as fast:
-        run(fast, replace(BUDGET, concurrency=concurrency))
-        assert max(hit.in_flight for hit in fast.hits) == concurrency
+        CountingClient.most = 0
+
+        async def go() -> Crawl:
+            async with CountingClient(PERMIT, timeout=1.0) as client:
+                return await crawl(fast.url + "/", client, replace(BUDGET, concurrency=concurrency), TOPIC)
+
+        asyncio.run(go())
+        assert CountingClient.most == concurrency
 
 
 def test_an_empty_target_keeps_every_page_read(site: crawl_site.Site) -> None:

@@ -178,6 +178,8 @@ else:
         "http://localhost:{p}/",
         "http://LOCALHOST:{p}/",
         "http://localhost.:{p}/",
+        "http://127.0.0.1.:{p}/",  # a trailing dot
+        "http://0x7f.0x0.0x0.0x1.:{p}/",
         "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:{p}/",  # IDN look-alikes
         "http://locaⅼhost:{p}/",  # U+217C, SMALL ROMAN NUMERAL FIFTY
         "http://１２７.０.０.１:{p}/",  # fullwidth digits

@@ -59,6 +59,7 @@ ROOT = _html(
 <li><a href="/notes/attention">Notes on Transformer attention</a></li>
 <li><a href="/slow/transformer-attention">Transformer attention, slowly</a></li>
 <li><a href="/huge/transformer-attention">Transformer attention, the long version</a></li>
+<li><a href="/trickle/transformer-attention">Transformer attention, a byte at a time</a></li>
 <li><a href="/bomb/transformer-attention">Transformer attention, compressed</a></li>
 <li><a href="/figures/attention-heads.png">Attention heads (figure)</a></li>
 <li><a href="/papers/attention.pdf">Transformer attention (PDF)</a></li>
@@ -195,6 +196,15 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
         if path == "/slow/transformer-attention":
             await asyncio.sleep(slow)
             return web.Response(text=PAPER, content_type="text/html")
+        if path == "/trickle/transformer-attention":  # headers at once, then a byte every 0.2 s
+            response = web.StreamResponse(headers={"Content-Type": "text/html"})
+            await response.prepare(request)
+            for _ in range(100):
+                if request.transport is None or request.transport.is_closing():
+                    break  # the client gave up: stop counting this one in flight
+                await response.write(b" ")
+                await asyncio.sleep(0.2)
+            return response
         if path == "/huge/transformer-attention":
             return web.Response(text=_html("Huge", "<p>attention</p>" * 200_000), content_type="text/html")
         if path == "/bomb/transformer-attention":
