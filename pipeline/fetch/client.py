@@ -210,12 +210,13 @@ class Client:
 async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int, meter: Meter | None) -> tuple[bytes, int]:
     declared = response.content_length
     encoding = response.headers.get("Content-Encoding", "identity").strip().lower()
+    inflate: Any = None  # a zlib decompressor, or None for a body as sent
     if encoding in ("", "identity"):
-        inflate = None
+        pass
     elif encoding in ("gzip", "x-gzip"):
         inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
     elif encoding == "deflate":
-        inflate = zlib.decompressobj()
+        pass  # zlib-wrapped or raw: decided on the first bytes
     else:
         raise FetchError(f"{url} is sent with Content-Encoding {encoding}, which drsg does not read")
     if declared is not None and declared > max_bytes:
@@ -224,6 +225,9 @@ async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int, mete
     wire = 0
     taken = 0  # of body, already counted on the meter
     async for chunk in response.content.iter_chunked(1 << 16):
+        if encoding == "deflate" and inflate is None and chunk:
+            zlib_header = len(chunk) > 1 and chunk[0] & 0x0F == 8 and (chunk[0] << 8 | chunk[1]) % 31 == 0
+            inflate = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)  # servers send both
         wire += len(chunk)
         if inflate is None:
             body += chunk
@@ -242,4 +246,12 @@ async def _read(response: aiohttp.ClientResponse, url: str, max_bytes: int, mete
             taken = len(body)
             if meter.used > meter.limit:
                 raise FetchError(f"the crawl's {meter.limit}-byte total budget ran out while {url} was read")
+    if inflate is not None:
+        if not inflate.eof:
+            raise FetchError(f"{url} sent a truncated {encoding} body")
+        body += inflate.flush()
+        if len(body) > max_bytes:
+            raise FetchError(f"{url} sent more than the {max_bytes}-byte limit")
+        if meter is not None:
+            meter.used += len(body) - taken
     return bytes(body), wire

@@ -223,8 +223,16 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
 @contextmanager
 def serving(robots: str = ROBOTS, slow: float = 3.0, host: str = "127.0.0.1") -> Iterator[Site]:
     site = Site()
+    with serving_app(routes(site, robots, slow), host, site) as running:
+        yield running
+
+
+@contextmanager
+def serving_app(app: web.Application, host: str = "127.0.0.1", site: Site | None = None) -> Iterator[Site]:
+    """Any aiohttp application on ``host`` in a thread of its own, while the block runs."""
+    site = site or Site()
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(routes(site, robots, slow))
+    runner = web.AppRunner(app)
     loop.run_until_complete(runner.setup())
     tcp = web.TCPSite(runner, host, 0)
     loop.run_until_complete(tcp.start())
