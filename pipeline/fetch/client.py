@@ -178,9 +178,18 @@ class Client:
         if self._session is not None:
             await self._session.close()
 
-    async def get(self, url: str, *, max_bytes: int, timeout: float | None = None, meter: Meter | None = None) -> Page:
+    async def get(
+        self,
+        url: str,
+        *,
+        max_bytes: int,
+        timeout: float | None = None,
+        meter: Meter | None = None,
+        any_status: bool = False,
+    ) -> Page:
         """GET ``url``, following redirects by hand; FetchRefused when the guard says no, FetchError past
-        ``max_bytes`` (after inflating), past what ``meter`` has left, or for anything else that went wrong."""
+        ``max_bytes`` (after inflating), past what ``meter`` has left, on a status other than 200 (unless
+        ``any_status``), or for anything else that went wrong."""
         assert self._session is not None, "use Client in `async with`"
         seconds = self.timeout if timeout is None else timeout
         limit = aiohttp.ClientTimeout(total=seconds if math.isfinite(seconds) else None)
@@ -195,7 +204,7 @@ class Client:
                             raise FetchError(f"{current} redirected ({response.status}) without a Location")
                         current = urljoin(current, location)
                         continue
-                    if response.status != 200:
+                    if response.status != 200 and not any_status:
                         raise FetchError(f"{current} answered HTTP {response.status} {response.reason or ''}".rstrip())
                     body, wire = await _read(response, current, max_bytes, meter)
                     kind = response.headers.get("Content-Type", "")

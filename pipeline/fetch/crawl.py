@@ -97,6 +97,7 @@ class _Host:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     robots: Protego | None = None
     robots_read: bool = False
+    robots_block: str | None = None  # why the whole host is disallowed (robots.txt unreachable)
     delay: float = 0.0
     next_at: float = 0.0
 
@@ -133,6 +134,8 @@ class _Crawler:
         async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
             if not host.robots_read:
                 await self._robots(url, host)
+            if host.robots_block is not None:
+                return host.robots_block
             if host.robots is not None and not host.robots.can_fetch(url, ROBOTS_TOKEN):
                 return "robots.txt disallows it"
             start = max(time.monotonic(), host.next_at)
@@ -155,13 +158,14 @@ class _Crawler:
                 return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
             finally:
                 self.requests += 1
-        try:
-            return _reading(got.url, got.content_type, got.body), len(got.body)
+        try:  # parsing is CPU work: a thread keeps the loop (and a server's other requests) moving
+            return await asyncio.to_thread(_reading, got.url, got.content_type, got.body), len(got.body)
         except ConversionError as exc:
             return str(exc)
 
     async def _robots(self, url: str, host: _Host) -> None:
-        """robots.txt, once per host; none, unreadable or not 200: everything allowed (RFC 9309 §2.3.1.3)."""
+        """robots.txt, once per host (RFC 9309 §2.3.1): 4xx means no rules; 5xx or unreachable means
+        the whole host is disallowed; a refused address is left for the page's own refusal to say."""
         host.robots_read = True
         parts = urlsplit(url)
         try:
@@ -170,12 +174,21 @@ class _Crawler:
                     f"{parts.scheme}://{parts.netloc}/robots.txt",
                     max_bytes=ROBOTS_BYTES,
                     timeout=max(0.1, min(self.budget.request_timeout, self.deadline - time.monotonic())),
+                    any_status=True,
                 )
-        except FetchError:
+        except FetchRefused:
+            return
+        except FetchError as exc:
+            host.robots_block = f"robots.txt could not be read ({exc}), so the host counts as disallowed"
             return
         finally:
             host.next_at = time.monotonic() + host.delay
             self.requests += 1
+        if got.status >= 500:
+            host.robots_block = f"robots.txt answered HTTP {got.status}, so the host counts as disallowed"
+            return
+        if got.status != 200:
+            return
         try:
             host.robots = Protego.parse(got.body.decode("utf-8", "replace"))
         except Exception:  # a parser failure means no rules, as the RFC says

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from drsg.kernel.errors import FetchError
 from drsg.pipeline.fetch.client import USER_AGENT, Client
 from drsg.pipeline.fetch.crawl import Budget, Crawl, crawl
 from drsg.pipeline.fetch.guard import networks
@@ -165,6 +166,18 @@ def test_the_concurrency_budget_bites(concurrency: int) -> None:
 
         asyncio.run(go())
         assert CountingClient.most == concurrency
+
+
+def test_robots_txt_missing_allows_all_and_a_server_error_disallows_all() -> None:
+    """RFC 9309 §2.3.1.3–4: 4xx means no rules; 5xx means the host is disallowed."""
+    with crawl_site.serving(robots_status=404) as missing:
+        result = run(missing, replace(BUDGET, depth=1))
+        assert "/secret/attention-notes" not in reasons(missing, result)  # read, as nothing forbids it
+        assert "/secret/attention-notes" in missing.paths()
+    with crawl_site.serving(robots_status=503) as failing:
+        with pytest.raises(FetchError, match=r"robots\.txt answered HTTP 503, so the host counts as disallowed"):
+            run(failing)
+        assert failing.paths() == ["/robots.txt"]
 
 
 def test_an_empty_target_keeps_every_page_read(site: crawl_site.Site) -> None:

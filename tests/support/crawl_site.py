@@ -160,7 +160,7 @@ class Site:
         return [h.path for h in self.hits]
 
 
-def routes(site: Site, robots: str, slow: float) -> web.Application:
+def routes(site: Site, robots: str, slow: float, robots_status: int = 200) -> web.Application:
     pages = {
         "/": ROOT,
         "/papers/attention-is-all-you-need": PAPER,
@@ -187,7 +187,7 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
     async def page(request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
         if path == "/robots.txt":
-            return web.Response(text=robots)
+            return web.Response(text=robots, status=robots_status)
         if path in pages:
             await asyncio.sleep(0.05)  # long enough for concurrent requests to overlap
             return web.Response(text=pages[path], content_type="text/html")
@@ -221,9 +221,11 @@ def routes(site: Site, robots: str, slow: float) -> web.Application:
 
 
 @contextmanager
-def serving(robots: str = ROBOTS, slow: float = 3.0, host: str = "127.0.0.1") -> Iterator[Site]:
+def serving(
+    robots: str = ROBOTS, slow: float = 3.0, host: str = "127.0.0.1", robots_status: int = 200
+) -> Iterator[Site]:
     site = Site()
-    with serving_app(routes(site, robots, slow), host, site) as running:
+    with serving_app(routes(site, robots, slow, robots_status), host, site) as running:
         yield running
 
 
