@@ -26,7 +26,8 @@ from drsg.kernel.settings import Settings
 from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.fetch import page as pages
 from drsg.pipeline.fetch import scoring
-from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client, Meter, checked_url
+from drsg.pipeline.fetch.base import Fetcher, Meter, checked_url
+from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client
 
 #: (done, total, url): after each request
 Progress = Callable[[int, int, str], None]
@@ -103,7 +104,7 @@ class _Host:
 
 
 class _Crawler:
-    def __init__(self, client: Client, budget: Budget, progress: Progress | None) -> None:
+    def __init__(self, client: Fetcher, budget: Budget, progress: Progress | None) -> None:
         self.client, self.budget, self.progress = client, budget, progress
         self.deadline = time.monotonic() + budget.seconds
         self.hosts: dict[str, _Host] = {}
@@ -213,7 +214,7 @@ def _reading(url: str, content_type: str, body: bytes) -> pages.Reading:
 
 
 async def crawl(
-    root: str, client: Client, budget: Budget = Budget(), topic: str = "", progress: Progress | None = None
+    root: str, client: Fetcher, budget: Budget = Budget(), topic: str = "", progress: Progress | None = None
 ) -> Crawl:
     """Crawl from ``root``; FetchError when the root itself cannot be read."""
     started = time.monotonic()

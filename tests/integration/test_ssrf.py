@@ -28,7 +28,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from drsg.kernel.errors import FetchError, FetchRefused
-from drsg.pipeline.fetch import client as client_module
+from drsg.pipeline.fetch import base as base_module
 from drsg.pipeline.fetch.client import Client, GuardedResolver
 from drsg.pipeline.fetch.guard import networks
 
@@ -257,7 +257,7 @@ else:
     @pytest.mark.parametrize("host", ["127.0.0.1", "[::1]", "[::ffff:127.0.0.1]", "loop.test", "v6loop.test"])
     def test_the_socket_check_alone_refuses(host: str, port: int, monkeypatch: pytest.MonkeyPatch) -> None:
         """With the URL check and the resolver's filter both disabled, the socket factory still refuses."""
-        monkeypatch.setattr(client_module, "checked_url", lambda url, allow=(): url)
+        monkeypatch.setattr(base_module, "checked_url", lambda url, allow=(): url)
 
         async def unfiltered(self: GuardedResolver, host: str, port: int = 0, family: Any = 0) -> Any:
             return await self._inner.resolve(host, port, family)

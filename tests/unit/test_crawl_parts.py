@@ -186,3 +186,40 @@ def test_depth_decides_nothing_but_ties() -> None:
         "deep-tie",
         "dropped",
     ]
+
+
+def test_a_crawl_through_the_memory_fetcher() -> None:
+    """The crawler's logic with no socket: the shipped double judges every address as a socket would."""
+    import asyncio
+
+    from drsg.pipeline.fetch.crawl import Budget, crawl
+    from drsg.pipeline.fetch.guard import networks
+    from drsg.pipeline.fetch.memory import MemoryFetcher, Route
+
+    def html(title: str, body: str) -> bytes:
+        return f"<html><head><title>{title}</title></head><body><main>{body}</main></body></html>".encode()
+
+    routes = {
+        "http://site.test/": Route(
+            body=html(
+                "Attention",
+                "<p>Attention in the Transformer.</p>"
+                '<a href="/attention-heads">Attention heads</a> <a href="http://other.test/attention">Attention</a>',
+            )
+        ),
+        "http://site.test/attention-heads": Route(body=html("Heads", "<p>Attention heads of the Transformer.</p>")),
+        "http://site.test/robots.txt": Route(body=b"User-agent: *\nAllow: /\n", headers={"Content-Type": "text/plain"}),
+    }
+    fetcher = MemoryFetcher(
+        routes, networks(["192.0.2.0/24"]), names={"site.test": ["192.0.2.7"], "other.test": ["10.0.0.9"]}
+    )
+    result = asyncio.run(crawl("http://site.test/", fetcher, Budget(spacing=0.0), "transformer attention"))
+    assert [p.url for p in result.kept] == ["http://site.test", "http://site.test/attention-heads"]
+    assert [(d.url, "10.0.0.9 is a private" in d.reason) for d in result.dropped] == [
+        ("http://other.test/attention", True)
+    ]
+    assert [url for _address, url in fetcher.sent] == [
+        "http://site.test/robots.txt",
+        "http://site.test/",
+        "http://site.test/attention-heads",
+    ]
