@@ -20,6 +20,16 @@ TEXT = ("Attention is all you need. " * 400).encode()
 PERMIT = networks(["127.0.0.1/32"])
 
 
+def _bomb(inflated: int) -> bytes:
+    """``inflated`` bytes of zeros as gzip, made in 1 MiB steps (never held inflated)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(1 << 20)
+    return b"".join(packer.compress(zeros) for _ in range(inflated >> 20)) + packer.flush()
+
+
+BOMB = _bomb(256 << 20)
+
+
 def _app() -> web.Application:
     raw = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
     bodies = {
@@ -28,6 +38,7 @@ def _app() -> web.Application:
         "/deflate": (zlib.compress(TEXT), {"Content-Encoding": "deflate"}),
         "/raw-deflate": (raw.compress(TEXT) + raw.flush(), {"Content-Encoding": "deflate"}),
         "/brotli": (b"\x0b\x02\x80hello\x03", {"Content-Encoding": "br"}),
+        "/bomb": (BOMB, {"Content-Encoding": "gzip"}),
         "/damaged": (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff\xff", {"Content-Encoding": "gzip"}),
         "/truncated": (gzip.compress(TEXT)[:-20], {"Content-Encoding": "gzip"}),
     }
@@ -100,3 +111,18 @@ def test_what_is_not_read(site: Site) -> None:
 def test_without_the_permit_the_same_site_is_refused(site: Site) -> None:
     with pytest.raises(FetchRefused, match="allow_private"):
         get(site.url + "/plain", allow=())
+
+
+def test_a_gzip_bomb_stops_at_the_cap_in_memory_too(site: Site) -> None:
+    """256 MiB inflated from ~256 KiB sent: reading stops at the 4 MiB cap, and memory stays near it."""
+    import tracemalloc
+
+    assert len(BOMB) < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(FetchError, match="sent more than the 4194304-byte limit"):
+            get(site.url + "/bomb", max_bytes=4 << 20)
+        _now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 24 << 20, peak
