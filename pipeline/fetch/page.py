@@ -23,7 +23,7 @@ from bs4 import BeautifulSoup, Tag
 from drsg.pipeline.convert.html import html_to_markdown
 from drsg.pipeline.digest.chunking import SOURCE_MARKER, source_marker
 
-_FURNITURE_TAGS = ("nav", "header", "footer", "aside", "form", "button", "iframe", "svg", "dialog")
+_FURNITURE_TAGS = ("nav", "aside", "form", "button", "iframe", "svg", "dialog")
 _FURNITURE_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "dialog", "alertdialog"}
 _FURNITURE_NAMES = re.compile(r"cookie|consent|gdpr|banner|navbar|menu|sidebar|footer|breadcrumb", re.I)
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -131,8 +131,12 @@ def _title(soup: BeautifulSoup) -> str:
 
 
 def _is_furniture(tag: Tag) -> bool:
-    if tag.name in _FURNITURE_TAGS or tag.attrs is None:
-        return tag.name in _FURNITURE_TAGS
+    if tag.name in ("header", "footer"):  # an article's own header (its title, byline) is content
+        return tag.find_parent(["article", "main"]) is None
+    if tag.name in _FURNITURE_TAGS:
+        return True
+    if tag.attrs is None:
+        return False
     if str(tag.get("role", "")).lower() in _FURNITURE_ROLES:
         return True
     if tag.name in ("html", "body", "main", "article"):

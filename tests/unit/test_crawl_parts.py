@@ -113,6 +113,20 @@ def test_read_html_keeps_main_content_and_marks_links_in_prose() -> None:
     assert links["http://site.test/a/papers/one"].title == "The first paper"
 
 
+def test_an_articles_own_header_is_content_and_the_sites_is_not() -> None:
+    html = (
+        '<html><body><header><a href="/home">Home</a> Site header</header><article><header><h1>Own title</h1>'
+        '<p>By <a href="/authors/ada">Ada</a></p></header><p>Attention in the Transformer, explained at length.</p>'
+        "</article></body></html>"
+    )
+    read = page.read_html(html, "http://site.test/")
+    assert {link.url: link.in_prose for link in read.links} == {
+        "http://site.test/home": False,
+        "http://site.test/authors/ada": True,
+    }
+    assert "Site header" not in read.markdown and "Attention in the Transformer" in read.markdown
+
+
 def test_comment_threads_and_related_posts_are_left_out() -> None:
     """What no tag name gives away, the extractor (trafilatura) still tells from the article."""
     article = "<p>" + "The Transformer uses attention to weigh the tokens of a sentence. " * 8 + "</p>"
