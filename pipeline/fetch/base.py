@@ -64,7 +64,8 @@ def checked_url(url: str, allow: Sequence[Network] = ()) -> str:
         except UnicodeError:
             raise FetchRefused(f"{url} has a host name that is not valid IDNA") from None
         literal = _address_literal(ascii_host)
-        if literal is not None or ascii_host in ("localhost", "localhost."):
+        ascii_name = ascii_host.rstrip(".").lower()
+        if literal is not None or ascii_name == "localhost" or ascii_name.endswith(".localhost"):
             raise FetchRefused(f"{url} spells {ascii_host} in look-alike characters")
     return url
 

@@ -182,6 +182,8 @@ else:
         "http://0x7f.0x0.0x0.0x1.:{p}/",
         "http://ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:{p}/",  # IDN look-alikes
         "http://locaⅼhost:{p}/",  # U+217C, SMALL ROMAN NUMERAL FIFTY
+        "http://app.ⓛⓞⓒⓐⓛⓗⓞⓢⓣ:{p}/",
+        "http://app.localhost:{p}/",  # RFC 6761: every *.localhost is loopback
         "http://１２７.０.０.１:{p}/",  # fullwidth digits
         "http://127。0。0。1:{p}/",  # ideographic full stops
         "file:///etc/passwd",
