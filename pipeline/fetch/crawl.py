@@ -15,6 +15,7 @@ import asyncio
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -113,6 +114,8 @@ class _Crawler:
         self.requests = 0  # HTTP requests, robots.txt included
         self.planned = 1  # pages chosen to fetch so far, the root included
         self.done = 0
+        # one parsing thread: the loop keeps moving, and CPU-bound parsers do not fight over the GIL
+        self.parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drsg-crawl-parse")
 
     def _out_of_time(self) -> str:
         return f"the crawl's {self.budget.seconds:g}-second time budget ran out"
@@ -160,7 +163,10 @@ class _Crawler:
             finally:
                 self.requests += 1
         try:  # parsing is CPU work: a thread keeps the loop (and a server's other requests) moving
-            return await asyncio.to_thread(_reading, got.url, got.content_type, got.body), len(got.body)
+            reading = await asyncio.get_running_loop().run_in_executor(
+                self.parser, _reading, got.url, got.content_type, got.body
+            )
+            return reading, len(got.body)
         except ConversionError as exc:
             return str(exc)
 
@@ -220,6 +226,13 @@ async def crawl(
     started = time.monotonic()
     checked_url(root, client.allow)
     crawler = _Crawler(client, budget, progress)
+    try:
+        return await _crawl(root, crawler, budget, topic, started)
+    finally:
+        crawler.parser.shutdown(wait=False, cancel_futures=True)
+
+
+async def _crawl(root: str, crawler: _Crawler, budget: Budget, topic: str, started: float) -> Crawl:
     first = await crawler.fetch(root)
     if isinstance(first, str):
         raise FetchError(f"cannot read the root page: {first}" if root in first else f"cannot read {root}: {first}")
