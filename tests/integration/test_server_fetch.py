@@ -91,3 +91,12 @@ def test_fetching_can_be_turned_off(tmp_path: Path) -> None:
         assert status == 403 and "turned off" in lines[0]["error"]
     finally:
         assert running.stop() == 0
+
+
+def test_params_in_a_json_body(served: RunningServer, site: crawl_site.Site) -> None:
+    answer = served.post(json.dumps({"url": site.url + "/", "depth": 0}), path="/digest/fetch")
+    lines = [json.loads(line) for line in answer.body.decode().splitlines()]
+    assert answer.status == 200 and [p["url"] for p in lines[-1]["pages"]] == [site.url]
+    assert all("deeper than the 0-level depth budget" in d["reason"] for d in lines[-1]["dropped"])
+    bad = served.post("[1, 2]", path="/digest/fetch")
+    assert bad.status == 400 and "JSON object" in bad.body.decode()
