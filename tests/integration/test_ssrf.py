@@ -284,6 +284,7 @@ else:
         for path, location in targets.items():
             app.router.add_get(path, _redirect(location))
         app.router.add_get("/ok", _fine)
+        app.router.add_get("/links", _links(port))
         loop = asyncio.new_event_loop()
         runner = web.AppRunner(app)
         loop.run_until_complete(runner.setup())
@@ -306,6 +307,24 @@ else:
     async def _fine(_request: web.Request) -> web.Response:
         return web.Response(text="fine")
 
+    PRIVATE_LINKS = [
+        "http://127.0.0.2:{p}/attention",
+        "http://[::1]:{p}/attention",
+        "http://2130706434:{p}/attention",
+        "http://[::ffff:127.0.0.3]:{p}/attention",
+        "http://10.0.0.1/attention",
+        "http://169.254.169.254/attention",
+        "http://localhost:{p}/attention",
+    ]
+
+    def _links(port: int) -> Any:
+        async def handler(_request: web.Request) -> web.Response:
+            anchors = "".join(f'<li><a href="{u.format(p=port)}">attention</a></li>' for u in PRIVATE_LINKS)
+            body = f"<html><body><main><h1>Attention</h1><p>Attention.</p><ul>{anchors}</ul></main></body></html>"
+            return web.Response(text=body, content_type="text/html")
+
+        return handler
+
     SITE_PERMIT = networks(["127.0.0.1/32"])
 
     @pytest.mark.parametrize(
@@ -313,6 +332,19 @@ else:
     )
     def test_redirects_into_private_space_are_refused(site: str, path: str) -> None:
         refused(site + path, allow=SITE_PERMIT)
+
+    def test_the_crawler_refuses_every_private_link_it_would_follow(site: str, port: int) -> None:
+        from drsg.pipeline.fetch.crawl import Budget, crawl
+
+        async def go() -> Any:
+            async with Client(SITE_PERMIT, timeout=2.0) as client:
+                return await crawl(site + "/links", client, Budget(pages=20, spacing=0.0), "attention")
+
+        result = asyncio.run(go())
+        assert [p.url for p in result.pages] == [site + "/links"]
+        assert len(result.dropped) == len(PRIVATE_LINKS)
+        assert all("allow_private" in d.reason for d in result.dropped), result.dropped
+        assert connections() == 0
 
     def test_positive_control_through_the_permit(site: str, port: int) -> None:
         async def go() -> bytes:
