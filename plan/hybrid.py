@@ -22,7 +22,7 @@ leading word (see :func:`parse_query`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drsg.kernel.errors import QuerySyntaxError, UsageError
@@ -82,6 +82,9 @@ class HybridSpec:
     fusion: str = "minmax"
     rrf_k: int = DEFAULT_RRF_K
     graph_norm: str = "range"
+    #: the query named no weight and no fusion: the plane's fusion profile for its (label, vector
+    #: property, keyword property), when there is one, decides them (:meth:`FusionProfile.apply`)
+    use_profile: bool = False
 
     def check(self) -> HybridSpec:
         """Raise a one-line UsageError for a query that cannot run."""
@@ -144,6 +147,8 @@ class HybridSpec:
                 body["rrf_k"] = self.rrf_k
         if self.graph_norm != "range":
             body["graph_norm"] = self.graph_norm
+        if self.use_profile:
+            body["profile"] = True
         return {"Hybrid": body}
 
     @classmethod
@@ -181,17 +186,103 @@ class HybridSpec:
                 fusion=str(body.get("fusion", "minmax")),
                 rrf_k=int(body.get("rrf_k", DEFAULT_RRF_K)),
                 graph_norm=str(body.get("graph_norm", "range")),
+                use_profile=body.get("profile") is True,
             )
         except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise UsageError(f"bad Hybrid source ({exc.__class__.__name__}: {exc})") from None
         return spec.check()
 
 
+@dataclass(frozen=True)
+class FusionProfile:
+    """How a plane fuses the hybrid queries over one (label, vector property, keyword property):
+    what ``hybrid-eval --fit --save`` chose, recorded by a ``fusion.set`` commit. A query that names
+    no weight and no fusion (:attr:`HybridSpec.use_profile`) takes the profile's fusion, RRF k,
+    weights and candidate pool, and, when the query has a graph channel, its hops and decay.
+    ``fit`` says how it was chosen (folds, seed, queries, the held-out scores); it is reported,
+    never used."""
+
+    fusion: str = "minmax"
+    rrf_k: int = DEFAULT_RRF_K
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    candidates: int = DEFAULT_CANDIDATES
+    graph_hops: int | None = None
+    graph_decay: float | None = None
+    fit: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, spec: HybridSpec) -> HybridSpec:
+        graph = spec.graph
+        if graph is not None and self.graph_hops is not None:
+            decay = graph.decay if self.graph_decay is None else self.graph_decay
+            graph = GraphPart(self.graph_hops, decay, graph.seeds)
+        return replace(
+            spec,
+            fusion=self.fusion,
+            rrf_k=self.rrf_k,
+            weights=dict(self.weights),
+            candidates=self.candidates,
+            graph=graph,
+            use_profile=False,
+        )
+
+    def describe(self) -> str:
+        """One line: ``rrf k=30, weights vector 0.7 keyword 0.3 graph 0.1, 200 candidates, 1 hop decay 0.5``."""
+        fusion = f"rrf k={self.rrf_k}" if self.fusion == "rrf" else self.fusion
+        weights = " ".join(f"{name} {self.weights.get(name, 0.0):g}" for name in CHANNELS)
+        graph = "" if self.graph_hops is None else f", {self.graph_hops} hop(s) decay {self.graph_decay:g}"
+        return f"{fusion}, weights {weights}, {self.candidates} candidates{graph}"
+
+    def to_json(self) -> dict[str, Any]:
+        graph = None if self.graph_hops is None else {"hops": self.graph_hops, "decay": self.graph_decay}
+        return {
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "weights": {name: float(self.weights.get(name, 0.0)) for name in CHANNELS},
+            "candidates": self.candidates,
+            "graph": graph,
+            "fit": self.fit,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any) -> FusionProfile:
+        """A profile as a ``fusion.set`` commit records it; a malformed one is a one-line UsageError."""
+        try:
+            if not isinstance(obj, dict):
+                raise TypeError("not an object")
+            graph = obj.get("graph")
+            weights = {str(n): float(w) for n, w in dict(obj.get("weights") or {}).items()}
+            profile = cls(
+                fusion=str(obj.get("fusion", "minmax")),
+                rrf_k=int(obj.get("rrf_k", DEFAULT_RRF_K)),
+                weights={name: weights.get(name, 0.0) for name in CHANNELS},
+                candidates=int(obj.get("candidates", DEFAULT_CANDIDATES)),
+                graph_hops=None if graph is None else int(graph["hops"]),
+                graph_decay=None if graph is None else float(graph["decay"]),
+                fit=dict(obj.get("fit") or {}),
+            )
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise UsageError(f"a malformed fusion profile ({exc.__class__.__name__}: {exc}); set it again") from None
+        spec = HybridSpec(
+            label="L",
+            vector=VectorPart("v", "x"),
+            keyword=KeywordPart("k", "x"),
+            graph=None if profile.graph_hops is None else GraphPart(profile.graph_hops, profile.graph_decay or 0.0),
+        )
+        try:
+            profile.apply(spec).check()  # the same bounds a query's own fusion is held to
+        except UsageError as exc:
+            raise UsageError(f"a malformed fusion profile: {exc.message}; set it again") from None
+        return profile
+
+
 class _HybridParser(_Parser):
+    weighted = False  # a WEIGHT was given (then no fusion profile is used)
+
     def weight(self, channel: str, weights: dict[str, float]) -> None:
         """An optional ``WEIGHT w`` after a channel's part: ``weights[channel] = w``."""
         if self.peek("WEIGHT"):
             self.take("WEIGHT")
+            self.weighted = True
             weights[channel] = float(self.take(kind="number", what=f"a number after {channel.upper()} WEIGHT").text)
 
     def hybrid(self) -> Plan:
@@ -256,7 +347,8 @@ class _HybridParser(_Parser):
             raise QuerySyntaxError("HYBRID needs VECTOR … NEAR … and/or KEYWORD ON … MATCHING …")
         if "keyword" in parts and label is None:
             raise QuerySyntaxError('HYBRID KEYWORD needs a label: HYBRID (d:Doc) KEYWORD ON body MATCHING "…"')
-        spec = HybridSpec(**parts, weights=weights).check()
+        use_profile = weights == DEFAULT_WEIGHTS and "FUSION" not in seen and not self.weighted
+        spec = HybridSpec(**parts, weights=weights, use_profile=use_profile).check()
         return self._tail(var, spec.to_plan_json())
 
 

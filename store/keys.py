@@ -113,3 +113,11 @@ def counts_key(plane_id: int) -> bytes:
 
 def index_group(plane_id: int, kind: str, label: str, prop: str) -> bytes:
     return U32.pack(plane_id) + name(kind) + name(label) + name(prop)
+
+
+#: Fusion profiles share the declarations' table, under a kind no index has.
+FUSION_KIND = "fusion"
+
+
+def fusion_group(plane_id: int, label: str, vector: str, keyword: str) -> bytes:
+    return index_group(plane_id, FUSION_KIND, label, vector) + name(keyword)

@@ -119,6 +119,30 @@ class IndexDrop(Mutation):
     property: str
 
 
+@frozen
+class FusionSet(Mutation):
+    """Set (or replace) the plane's fusion profile for hybrid queries over ``label`` with the vector
+    channel on ``vector`` and the keyword channel on ``keyword``: how their scores are fused (the
+    fusion and its k, the weights, the candidate pool, the graph's hops and decay), as
+    ``profile`` (:class:`drsg.plan.hybrid.FusionProfile`'s JSON; it says how it was fitted too)."""
+
+    op: ClassVar[str] = "fusion.set"
+    plane: int
+    label: str
+    vector: str
+    keyword: str
+    profile: dict[str, Json]
+
+
+@frozen
+class FusionDrop(Mutation):
+    op: ClassVar[str] = "fusion.drop"
+    plane: int
+    label: str
+    vector: str
+    keyword: str
+
+
 _BY_OP: dict[str, type[Mutation]] = {
     cls.op: cls
     for cls in (
@@ -132,6 +156,8 @@ _BY_OP: dict[str, type[Mutation]] = {
         EdgeDelete,
         IndexDeclare,
         IndexDrop,
+        FusionSet,
+        FusionDrop,
     )
 }
 

@@ -17,6 +17,8 @@ from drsg.store.log import LogReader
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
+    FusionDrop,
+    FusionSet,
     IndexDeclare,
     IndexDrop,
     Mutation,
@@ -244,6 +246,12 @@ class Projector:
     def _index_drop(self, m: IndexDrop) -> None:
         self._put("indexes", keys.index_group(m.plane, m.kind, m.label, m.property), _TOMBSTONE)
 
+    def _fusion_set(self, m: FusionSet) -> None:
+        self._put("indexes", keys.fusion_group(m.plane, m.label, m.vector, m.keyword), pack(m.profile))
+
+    def _fusion_drop(self, m: FusionDrop) -> None:
+        self._put("indexes", keys.fusion_group(m.plane, m.label, m.vector, m.keyword), _TOMBSTONE)
+
     def _unlink(self, plane: int, edge_id: int, src: int, dst: int, edge_type: str) -> None:
         self._put("out", keys.adjacency_group(plane, src, edge_type, edge_id), _TOMBSTONE)
         self._put("in", keys.adjacency_group(plane, dst, edge_type, edge_id), _TOMBSTONE)
@@ -275,4 +283,6 @@ _HANDLERS: dict[type[Mutation], Callable[[Projector, Any], None]] = {
     EdgeDelete: Projector._edge_delete,
     IndexDeclare: Projector._index_declare,
     IndexDrop: Projector._index_drop,
+    FusionSet: Projector._fusion_set,
+    FusionDrop: Projector._fusion_drop,
 }

@@ -133,6 +133,28 @@ class IndexDecl:
         return out
 
 
+@frozen
+class FusionDecl:
+    """A plane's fusion profile for hybrid queries over (``label``, ``vector``, ``keyword``), as
+    set at commit ``since``; ``profile`` is :class:`drsg.plan.hybrid.FusionProfile`'s JSON."""
+
+    plane: int
+    label: str
+    vector: str
+    keyword: str
+    profile: dict[str, Json]
+    since: int = 0
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "label": self.label,
+            "vector": self.vector,
+            "keyword": self.keyword,
+            "since": self.since,
+            **self.profile,
+        }
+
+
 def indexes_json(decls: list[IndexDecl]) -> dict[str, Json]:
     """Upstream's ``plane.indexes`` shape: ``{vector: [{label, property, metric}], keyword: [...]}``."""
     return {

@@ -14,8 +14,9 @@ from drsg.kernel.values import MAX_ID, unpack
 from drsg.store import keys
 from drsg.store.environment import Cursor, Dbs, Txn
 from drsg.store.log import LogReader
-from drsg.store.records import Edge, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
+from drsg.store.records import Edge, FusionDecl, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
 
+_FUSION_KIND = keys.FUSION_KIND.encode()
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's group is as long)
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
@@ -308,6 +309,8 @@ class Snapshot:
         out = []
         for group, _value in self.groups("indexes", prefix):
             kind_b, label_b, prop_b = group[4:].split(b"\x00")[:3]
+            if kind_b == _FUSION_KIND:
+                continue  # a fusion profile (below), not an index
             decl = self.index(plane, kind_b.decode(), label_b.decode(), prop_b.decode())
             if decl is not None:
                 out.append(decl)
@@ -322,6 +325,24 @@ class Snapshot:
             return None
         since = keys.seq_of(self._cursor("indexes").key())
         return IndexDecl(plane, kind, label, prop, unpack(value), since)
+
+    def fusion_profile(self, plane: int, label: str, vector: str, keyword: str) -> FusionDecl | None:
+        """The fusion profile in force for hybrid queries over (label, vector, keyword), if any;
+        ``since``: the commit that set it."""
+        value = self.version("indexes", keys.fusion_group(plane, label, vector, keyword))
+        if value is None:
+            return None
+        since = keys.seq_of(self._cursor("indexes").key())
+        return FusionDecl(plane, label, vector, keyword, unpack(value), since)
+
+    def fusion_profiles(self, plane: int) -> list[FusionDecl]:
+        out = []
+        for group, _value in self.groups("indexes", keys.plane_group(plane) + keys.name(keys.FUSION_KIND)):
+            label, vector, keyword = (part.decode() for part in group[4:].split(b"\x00")[1:4])
+            decl = self.fusion_profile(plane, label, vector, keyword)
+            if decl is not None:
+                out.append(decl)
+        return out
 
     # ------------------------------------------------------------------ tallies (current state only)
 

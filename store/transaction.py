@@ -20,6 +20,8 @@ from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
     EdgeDelete,
     EdgePut,
+    FusionDrop,
+    FusionSet,
     IndexDeclare,
     IndexDrop,
     Mutation,
@@ -31,7 +33,7 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.projection import Projector, Tallies
-from drsg.store.records import Edge, IndexDecl, Node, Plane
+from drsg.store.records import Edge, FusionDecl, IndexDecl, Node, Plane
 from drsg.store.snapshot import Snapshot
 
 DEFAULT_PLANE = "startup"
@@ -365,6 +367,31 @@ class WriteTx:
         if existing is None:
             raise NotFound(f"no {kind} index on {label}.{prop} in plane {plane.name!r}; see `drsg index list`")
         self._emit(IndexDrop(plane.id, kind, label, prop))
+        return existing
+
+    def set_fusion_profile(
+        self, plane: Plane, label: str, vector: str, keyword: str, profile: Mapping[str, Json]
+    ) -> FusionDecl:
+        """Set the fusion profile hybrid queries over (label, vector, keyword) use when they name no
+        weights (a commit like any declaration: it has a history, and AS OF an earlier commit does
+        not see it). The profile's content is the plan layer's to check (FusionProfile.from_json)."""
+        self._live(plane)
+        check_name("a label", label)
+        check_name("a property name", vector)
+        check_name("a property name", keyword)
+        profile = dict(profile)
+        check_props(profile)
+        self._emit(FusionSet(plane.id, label, vector, keyword, profile))
+        return FusionDecl(plane.id, label, vector, keyword, profile, self.seq)
+
+    def drop_fusion_profile(self, plane: Plane, label: str, vector: str, keyword: str) -> FusionDecl:
+        existing = self.view.fusion_profile(plane.id, label, vector, keyword)
+        if existing is None:
+            raise NotFound(
+                f"no fusion profile for {label} ({vector} + {keyword}) in plane {plane.name!r}; "
+                "see `drsg hybrid-eval … --fit --save`"
+            )
+        self._emit(FusionDrop(plane.id, label, vector, keyword))
         return existing
 
     def _first_dims(self, plane: Plane, label: str, prop: str) -> int | None:

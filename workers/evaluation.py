@@ -192,13 +192,20 @@ def evaluate_hybrid(
     qrels: Qrels,
     ndcg_k: int = 10,
     recall_k: int = 100,
+    profile: bool = False,
 ) -> list[Row]:
     """Run every query under each channel configuration of ``spec`` (a HybridSpec naming all the
     channels wanted; its vector query is replaced by ``vectors[query id]``, its keyword text by the
-    query's text) and score the rankings. Results are ranked to depth ``max(ndcg_k, recall_k)``."""
+    query's text) and score the rankings, with ``spec``'s own weights and fusion; ``profile``: and
+    once more, every channel fused as the plane's fusion profile says (the row ``profile``).
+    Results are ranked to depth ``max(ndcg_k, recall_k)``."""
     depth = max(ndcg_k, recall_k, spec.k)
     rows: list[Row] = []
-    for config in configs(spec.vector is not None, spec.keyword is not None, spec.graph is not None):
+    has = (spec.vector is not None, spec.keyword is not None, spec.graph is not None)
+    runs = [(c, False) for c in configs(*has)]
+    if profile:
+        runs.append((Config("profile", *has), True))
+    for config, use_profile in runs:
         run: dict[str, list[str]] = {}
         for query in queries:
             vector = None
@@ -206,7 +213,14 @@ def evaluate_hybrid(
                 assert vectors is not None and spec.vector is not None
                 vector = VectorPart(spec.vector.prop, vectors[query.id], spec.vector.metric)
             keyword = KeywordPart(spec.keyword.prop, query.text) if config.keyword else None
-            one = replace(spec, vector=vector, keyword=keyword, graph=spec.graph if config.graph else None, k=depth)
+            one = replace(
+                spec,
+                vector=vector,
+                keyword=keyword,
+                graph=spec.graph if config.graph else None,
+                k=depth,
+                use_profile=use_profile,
+            )
             hits = hybrid(searcher, plane, one)
             run[query.id] = [h.node.key if h.node.key is not None else str(h.node.id) for h in hits]
         rows.append(Row(config, score_run(run, qrels, ndcg_k, recall_k)))

@@ -255,6 +255,10 @@ class Ranking:
         """How many distinct nodes the channels saw."""
         return len(self._ranked[0]) // 8
 
+    def top(self, n: int) -> list[int]:
+        """The first ``n`` nodes of the fused order, without their detail (what an evaluation ranks by)."""
+        return np.frombuffer(self._ranked[0], dtype=np.int64, count=min(n, len(self))).tolist()
+
     @cached_property
     def legend(self) -> Legend:
         """The channels' parts of an explanation line (formatted once, when a hit is first explained)."""

@@ -24,7 +24,7 @@ this module only runs it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
@@ -36,7 +36,8 @@ from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import NotFound
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import CHANNELS, HybridSpec
+from drsg.plan.hybrid import CHANNELS, FusionProfile, HybridSpec
+from drsg.store.records import FusionDecl
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool
 from drsg.workers.fusion import Channel, Ranking, explain_line
@@ -55,11 +56,17 @@ class HybridHit(Hit):
     channels: dict[str, float | None] = field(default_factory=dict)
     normalised: dict[str, float | None] = field(default_factory=dict)
     ranking: Ranking | None = field(default=None, repr=False, compare=False)
+    profile: FusionDecl | None = field(default=None, repr=False, compare=False)  # the fusion profile used
 
     @property
     def explanation(self) -> str:
         score = 0.0 if self.score is None else self.score
-        return "" if self.ranking is None else explain_line(score, self.normalised, self.ranking.legend)
+        if self.ranking is None:
+            return ""
+        line = explain_line(score, self.normalised, self.ranking.legend)
+        if self.profile is not None:
+            line += f"  (fusion profile set at commit {self.profile.since})"
+        return line
 
     def to_json(self, vectors: bool | str = "lean") -> dict[str, Any]:
         out = Hit.to_json(self, vectors)  # no bare super() in a slots dataclass (its class is rebuilt)
@@ -77,6 +84,12 @@ def distances_from_similarities(metric: str, similarities: NDArray[np.float64]) 
 def expand(snap: Snapshot, plane: int, seeds: list[int], hops: int, decay: float) -> dict[int, float]:
     """Multi-source BFS from ``seeds`` over undirected edges of every type, up to ``hops``:
     node → ``decay^distance`` (a seed 1.0). Stops early when a level reaches nothing new."""
+    return {node: decay**d for node, d in distances(snap, plane, seeds, hops).items()}
+
+
+def distances(snap: Snapshot, plane: int, seeds: list[int], hops: int) -> dict[int, int]:
+    """:func:`expand`'s walk: node → its distance from the nearest seed, up to ``hops`` (the
+    nodes within fewer hops are exactly those at distance ≤ that)."""
     dist: dict[int, int] = {}
     frontier: list[int] = []
     for s in seeds:
@@ -93,7 +106,44 @@ def expand(snap: Snapshot, plane: int, seeds: list[int], hops: int, decay: float
                     dist[other] = level
                     nxt.append(other)
         frontier = nxt
-    return {node: decay**d for node, d in dist.items()}
+    return dist
+
+
+def graph_seeds(spec: HybridSpec, pools: dict[str, Pool]) -> list[int]:
+    """The graph channel's seeds: the top ``seeds`` of the vector pool, then of the keyword pool."""
+    assert spec.graph is not None
+    return [n for name in ("vector", "keyword") if name in pools for n in pools[name][0][: spec.graph.seeds].tolist()]
+
+
+def channels_of(spec: HybridSpec, pools: dict[str, Pool], graph: dict[int, float] | None) -> list[Channel]:
+    """The channels ``spec`` fuses, from its pools (``vector``: ids and similarities, ``keyword``:
+    ids and BM25, each best first) and the graph channel's ``decay^hops`` (pure: what a query and
+    ``hybrid-eval --fit`` both fuse)."""
+    channels: list[Channel] = []
+    if spec.vector is not None:
+        ids, similarities = pools["vector"]
+        distances_ = distances_from_similarities(check_metric(spec.vector.metric), similarities)
+        channels.append(
+            Channel("vector", (ids, distances_), spec.weight("vector"), higher_is_better=False, best_first=True)
+        )
+    if spec.keyword is not None:
+        channels.append(Channel("keyword", pools["keyword"], spec.weight("keyword"), best_first=True))
+    if spec.graph is not None:
+        assert graph is not None
+        bounds = (0.0, 1.0) if spec.graph_norm == "range" else None
+        channels.append(Channel("graph", graph, spec.weight("graph"), bounds=bounds))
+    return channels
+
+
+def profiled(snap: Snapshot, plane: int, spec: HybridSpec) -> tuple[HybridSpec, FusionDecl | None]:
+    """``spec`` with the plane's fusion profile applied when it asks for one and one is set at
+    this snapshot for its (label, vector, keyword), with the profile's declaration; else as is."""
+    if not (spec.use_profile and spec.label and spec.vector is not None and spec.keyword is not None):
+        return spec, None
+    decl = snap.fusion_profile(plane, spec.label, spec.vector.prop, spec.keyword.prop)
+    if decl is None:
+        return replace(spec, use_profile=False), None
+    return FusionProfile.from_json(decl.profile).apply(spec), decl
 
 
 def hybrid_on_snapshot(
@@ -120,27 +170,21 @@ def _run(
 ) -> list[HybridHit]:
     """:func:`hybrid_on_snapshot` for a checked ``spec``. ``strict``: a channel that cannot run (no
     keyword index, no vectors in the property) is a NotFound naming the fix, not an empty channel."""
-    channels: list[Channel] = []
-    best_first: dict[str, Pool] = {}
+    spec, profile = profiled(snap, plane, spec)
+    pools: dict[str, Pool] = {}
     if spec.vector is not None:
-        ids, similarities = best_first["vector"] = _vector_pool(searcher, snap, plane, spec, current, embed)
-        if strict and not len(ids):
+        pools["vector"] = channel_vector_pool(searcher, snap, plane, spec, current, embed)
+        if strict and not len(pools["vector"][0]):
             _has_vectors(snap, plane, spec)
-        distances = distances_from_similarities(check_metric(spec.vector.metric), similarities)
-        vector = Channel("vector", (ids, distances), spec.weight("vector"), higher_is_better=False, best_first=True)
-        channels.append(vector)
     if spec.keyword is not None:
-        best_first["keyword"] = _keyword_pool(searcher, snap, plane, spec, current, strict)
-        channels.append(Channel("keyword", best_first["keyword"], spec.weight("keyword"), best_first=True))
+        pools["keyword"] = channel_keyword_pool(searcher, snap, plane, spec, current, strict)
+    graph = None
     if spec.graph is not None:
-        seeds = [n for pool in best_first.values() for n in pool[0][: spec.graph.seeds].tolist()]
-        graph = expand(snap, plane, seeds, spec.graph.hops, spec.graph.decay)
-        bounds = (0.0, 1.0) if spec.graph_norm == "range" else None
-        channels.append(Channel("graph", graph, spec.weight("graph"), bounds=bounds))
-    return _hits(snap, plane, spec, channels)
+        graph = expand(snap, plane, graph_seeds(spec, pools), spec.graph.hops, spec.graph.decay)
+    return _hits(snap, plane, spec, channels_of(spec, pools, graph), profile)
 
 
-def _vector_pool(
+def channel_vector_pool(
     searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, embed: TextEmbedder | None
 ) -> Pool:
     """The vector channel's candidates, best first: (node ids, similarities)."""
@@ -161,7 +205,7 @@ def _has_vectors(snap: Snapshot, plane: int, spec: HybridSpec) -> None:
         )
 
 
-def _keyword_pool(
+def channel_keyword_pool(
     searcher: Searcher, snap: Snapshot, plane: int, spec: HybridSpec, current: bool, strict: bool = False
 ) -> Pool:
     """The keyword channel's candidates, best first: (node ids, BM25); empty without an index (as
@@ -177,7 +221,9 @@ def _keyword_pool(
         return np.empty(0, dtype=np.int64), np.empty(0)
 
 
-def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel]) -> list[HybridHit]:
+def _hits(
+    snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel], profile: FusionDecl | None
+) -> list[HybridHit]:
     """The fused top ``k``, records loaded for those only (read together, as many as are missing:
     a node gone at this snapshot, an edge's far end, is skipped and the next one read)."""
     out: list[HybridHit] = []
@@ -191,7 +237,7 @@ def _hits(snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel])
         nodes = snap.nodes_at(plane, [entry[0] for entry in batch])
         for (_, score, raw, norm), node in zip(batch, nodes, strict=True):
             if node is not None:
-                out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking))
+                out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking, profile=profile))
     return out
 
 

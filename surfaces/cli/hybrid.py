@@ -11,6 +11,7 @@ import click
 from drsg.kernel.asof import AsOf
 from drsg.kernel.metrics import METRICS
 from drsg.plan.hybrid import (
+    CHANNELS,
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
     DEFAULT_K,
@@ -19,6 +20,7 @@ from drsg.plan.hybrid import (
     DEFAULT_WEIGHTS,
     FUSIONS,
     GRAPH_NORMS,
+    FusionProfile,
     GraphPart,
     HybridSpec,
     KeywordPart,
@@ -74,26 +76,36 @@ def hybrid_options(fn: F) -> F:
             show_default=True,
             help="Hits per channel.",
         ),
-        click.option("--w-vector", type=float, default=DEFAULT_WEIGHTS["vector"], show_default=True),
-        click.option("--w-keyword", type=float, default=DEFAULT_WEIGHTS["keyword"], show_default=True),
-        click.option("--w-graph", type=float, default=DEFAULT_WEIGHTS["graph"], show_default=True),
+        click.option("--w-vector", type=float, default=None, help=f"{_UNLESS} {DEFAULT_WEIGHTS['vector']:g})."),
+        click.option("--w-keyword", type=float, default=None, help=f"{_UNLESS} {DEFAULT_WEIGHTS['keyword']:g})."),
+        click.option("--w-graph", type=float, default=None, help=f"{_UNLESS} {DEFAULT_WEIGHTS['graph']:g})."),
         click.option(
             "--fusion",
             type=click.Choice(FUSIONS),
-            default="minmax",
-            show_default=True,
-            help="minmax weighted sum (upstream), rrf (reciprocal rank), dbsf (distribution-based score fusion).",
+            default=None,
+            help="minmax weighted sum (upstream's, the default unless the plane has a fusion profile), rrf "
+            "(reciprocal rank), dbsf (distribution-based score fusion).",
         ),
-        click.option("--rrf-k", type=click.IntRange(0), default=DEFAULT_RRF_K, show_default=True, help="RRF's k."),
+        click.option("--rrf-k", type=click.IntRange(0), default=None, help=f"RRF's k (default {DEFAULT_RRF_K})."),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
+_UNLESS = "Weight (with no weight or fusion flag, the plane's fusion profile decides; else"
+_FUSING = ("w_vector", "w_keyword", "w_graph", "fusion", "rrf_k")
+
+
 def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
-    """A checked HybridSpec from :func:`hybrid_options`' values (``text`` is the query for both channels)."""
-    o = options
+    """A checked HybridSpec from :func:`hybrid_options`' values (``text`` is the query for both
+    channels). With no weight and no fusion flag, the plane's fusion profile decides them (if set)."""
+    o = {**options}
+    use_profile = all(o[name] is None for name in _FUSING)
+    for name in CHANNELS:
+        o[f"w_{name}"] = DEFAULT_WEIGHTS[name] if o[f"w_{name}"] is None else o[f"w_{name}"]
+    o["fusion"] = o["fusion"] or "minmax"
+    o["rrf_k"] = DEFAULT_RRF_K if o["rrf_k"] is None else o["rrf_k"]
     return HybridSpec(
         label=o["label"],
         vector=None if o["vector_prop"] is None else VectorPart(o["vector_prop"], text, o["metric"]),
@@ -105,6 +117,7 @@ def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
         fusion=o["fusion"],
         rrf_k=o["rrf_k"],
         graph_norm=o["graph_norm"],
+        use_profile=use_profile,
     ).check()
 
 
@@ -117,6 +130,11 @@ def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> N
             emit_json(out)
         return
     click.echo(f"hybrid: {len(hits)} results")
+    profile = hits[0].profile if hits else None
+    if explain and profile is not None:
+        fused = FusionProfile.from_json(profile.profile).describe()
+        where = f"{profile.label} ({profile.vector} + {profile.keyword})"
+        click.echo(f"  fusion profile for {where}, set at commit {profile.since}: {fused}")
     for hit in hits:
         name = hit.node.key if hit.node.key is not None else f"#{hit.node.id}"
         ch = hit.channels
@@ -153,8 +171,10 @@ def hybrid(
     """Hybrid retrieval: a channel is on when its property is named (--vector, --keyword), the
     graph channel with --graph-hops. Channels are min-max normalised (the graph channel by its
     range [0, 1], so a one-hop neighbour keeps `decay`; --graph-norm minmax for upstream's) and
-    summed with weights (vector 1, keyword 1, graph 0.5). The text is embedded with the embedder
-    recorded with the vectors (local by default); another --embed is an error.
+    summed with weights (vector 1, keyword 1, graph 0.5) — or, when no weight or fusion flag is
+    given, as the plane's fusion profile for (--label, --vector, --keyword) says (`hybrid-eval --fit
+    --save` sets one; --explain names it). The text is embedded with the embedder recorded with the
+    vectors (local by default); another --embed is an error.
 
     \b
     drsg hybrid "how does time-travel work" -p social --label Doc \\

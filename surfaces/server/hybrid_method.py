@@ -62,6 +62,7 @@ def _spec(p: Params) -> HybridSpec:
         weights={name: float(p.get(f"w_{name}", DEFAULT_WEIGHTS[name])) for name in CHANNELS},
         candidates=bounded(p, "candidates", DEFAULT_CANDIDATES),
         k=bounded(p, "k", DEFAULT_K),
+        use_profile=not any(p.get(f"w_{name}") is not None for name in CHANNELS),  # then the plane's profile
     ).check()
 
 
@@ -77,7 +78,8 @@ def _record(hit: HybridHit, p: Params) -> dict[str, Any]:
     add=[AS_OF, AS_OF_MS, LEAN],
     replace={"provider": REFUSED, "embed_model": REFUSED},
     note="`provider` and `embed_model` are refused (the server's embedder only). `channels` holds the raw "
-    "per-channel scores (vector distance, BM25, decay^hops; null when a channel did not see the node).",
+    "per-channel scores (vector distance, BM25, decay^hops; null when a channel did not see the node). With no "
+    "`w_*` param, the plane's fusion profile for (label, vector_prop, keyword_prop) decides the fusion, if set.",
 )
 async def plane_hybrid(ctx: ServerState, p: Params) -> Any:
     spec = _spec(p)

@@ -112,3 +112,21 @@ def test_discover_describes_plane_hybrid(served: tuple[RunningServer, int]) -> N
     assert {"q", "vector_prop", "keyword_prop", "graph_hops", "w_vector", "k", "candidates", "as_of"} <= set(params)
     assert params["provider"]["x-drsg"] is True and "Refused" in params["provider"]["schema"]["description"]
     assert params["q"]["required"] is True and not params["provider"]["required"]
+
+
+def test_with_no_weight_the_planes_fusion_profile_decides(served: tuple[RunningServer, int]) -> None:
+    """(Last in the module: it leaves a profile behind.) A profile written by another process is
+    used by a request with no ``w_*``, exactly as its weights given as params would rank."""
+    import drsg
+    from drsg.plan.hybrid import FusionProfile
+
+    server, _ = served
+    query = {"q": "a bowed instrument with a deep tone", "vector_prop": "embedding", "keyword_prop": "body", "k": 8}
+    before = hybrid(server, **query)
+    profile = FusionProfile("minmax", 60, {"vector": 0.2, "keyword": 0.8, "graph": 0.0}, 3)
+    with drsg.open(server.db) as db:
+        db.write(lambda tx: tx.set_fusion_profile(tx.plane("music"), "Doc", "embedding", "body", profile.to_json()))
+    after = hybrid(server, **query)
+    explicit = hybrid(server, **query, w_vector=0.2, w_keyword=0.8, w_graph=0.0, candidates=3)
+    assert after == explicit and after != before
+    assert hybrid(server, **query, w_vector=1.0) != after  # a weight given: the profile is not used
