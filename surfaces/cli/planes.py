@@ -6,6 +6,7 @@ import click
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.values import props_to_json
+from drsg.plan.hybrid import FusionProfile
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, json_option, parse_props, prop_options
 
@@ -62,6 +63,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
         obj.say_synced(db, name, as_json)
         nodes, edges = snap.counts(p.id)
         labels, types = snap.labels_and_types(p.id)
+        profiles = snap.fusion_profiles(p.id)
         card = {
             "id": p.id,
             "name": p.name,
@@ -71,6 +73,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
             "edge_types": types,
             "properties": props_to_json(p.props),
             "seq": snap.at,
+            "fusion_profiles": [decl.to_json() for decl in profiles],
         }
     if as_json:
         emit_json(card)
@@ -80,6 +83,9 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
         click.echo(f"  :{label}\t{count}")
     for edge_type, count in sorted(types.items()):
         click.echo(f"  -[{edge_type}]->\t{count}")
+    for decl in profiles:
+        fused = FusionProfile.from_json(decl.profile).describe()
+        click.echo(f"  fusion {decl.label} ({decl.vector} + {decl.keyword}), commit {decl.since}: {fused}")
     for key, value in props_to_json(p.props).items():
         click.echo(f"  {key} = {value}")
 

@@ -139,6 +139,10 @@ def test_a_saved_profile_ranks_as_its_weights_given_as_flags(drsg: Run, judged: 
     assert decl is not None and decl.since == since
     assert FusionProfile.from_json(decl.profile).to_json() | {"fit": {}} == profile | {"fit": {}}
     assert decl.profile["fit"]["folds"] == 5 and decl.profile["fit"]["queries"] == 60
+    shown = drsg("plane", "show", judged_text.PLANE, "--json").json_lines()[0]["fusion_profiles"]
+    assert [(p["label"], p["vector"], p["keyword"], p["since"]) for p in shown] == [
+        ("Passage", "embedding", "text", since)
+    ]
     for text in ("how are time travel reads answered", "which tables hold a password", "hybrid retrieval weights"):
         profiled = _hybrid(drsg, text)
         assert profiled == _hybrid(drsg, text, *_flags(profile), hops=(profile["graph"] or {"hops": 1})["hops"])
