@@ -15,8 +15,9 @@ shared by every fold.
 Cross-validation: the judged queries are dealt into ``folds`` folds in an order shuffled by
 ``seed``; each fold's point is fitted on the other folds and scored on it, so every query is scored
 once by a point that never saw it (the held-out figures). Coordinate ascent starts at the defaults
-and, coordinate by coordinate, takes the value with the best mean training nDCG (the first, in the
-space's order, among equals), until a round changes nothing: deterministic for a given seed.
+and, coordinate by coordinate, moves to a value whose training nDCG beats the current point's by
+two standard errors of the per-query differences (so it does not chase noise), until a round
+changes nothing: deterministic for a given seed.
 """
 
 from __future__ import annotations
@@ -47,8 +48,12 @@ from drsg.workers.hybrid import channel_keyword_pool, channel_vector_pool, chann
 from drsg.workers.search import Searcher
 
 MAX_ROUNDS = 6
-#: a round must gain more than this (mean nDCG) to count: float noise never moves the search
-MIN_GAIN = 1e-9
+#: A move must beat the current point by this many standard errors of the per-query nDCG
+#: differences on the training queries. Without it the ascent chased in-sample gains that held-out
+#: queries did not keep: on WordNet (500 queries) and the manual pages (466), the fitted fusion
+#: scored 0.7555 / 0.3706 held out against the defaults' 0.7560 / 0.3750; at 2 it stays at the
+#: defaults there (0.7560 / 0.3750, three seeds) and moves only on a difference the queries show.
+SIGNIFICANCE = 2.0
 
 
 @dataclass(frozen=True)
@@ -248,21 +253,32 @@ class Evaluator:
 
 
 def ascend(evaluator: Evaluator, train: NDArray[np.int64], start: Point, space: Space) -> Point:
-    """Coordinate ascent on mean training nDCG from ``start`` (see the module's docstring)."""
-    best, best_score = start, float(evaluator.scores(start)[0][train].mean())
+    """Coordinate ascent on mean training nDCG from ``start``, a move taken only when it beats the
+    current point significantly (:data:`SIGNIFICANCE`; see the module's docstring)."""
+    best = start
     for _ in range(MAX_ROUNDS):
         moved = False
         for _name, moves in space.coordinates(start):
             for move in moves:
                 candidate = replace(best, **move)
-                if candidate == best:
-                    continue
-                score = float(evaluator.scores(candidate)[0][train].mean())
-                if score > best_score + MIN_GAIN:
-                    best, best_score, moved = candidate, score, True
+                if candidate != best and _beats(
+                    evaluator.scores(candidate)[0][train], evaluator.scores(best)[0][train]
+                ):
+                    best, moved = candidate, True
         if not moved:
             break
     return best
+
+
+def _beats(candidate: NDArray[np.float64], current: NDArray[np.float64]) -> bool:
+    """Whether ``candidate``'s per-query scores beat ``current``'s by more than ``SIGNIFICANCE``
+    standard errors of their paired differences (and by more than float noise)."""
+    diff = candidate - current
+    mean = float(diff.mean())
+    if mean <= 1e-12:
+        return False
+    error = float(diff.std(ddof=1)) / float(np.sqrt(len(diff))) if len(diff) > 1 else 0.0
+    return mean > SIGNIFICANCE * error
 
 
 def deal(query_ids: Sequence[str], folds: int, seed: int) -> NDArray[np.int64]:

@@ -127,56 +127,81 @@ def test_a_point_scores_exactly_what_hybrid_scores(judged: tuple[Path, Path], db
         indexes.close()
 
 
-def test_a_saved_profile_ranks_as_its_weights_given_as_flags(drsg: Run, judged: tuple[Path, Path]) -> None:
-    defaults = _hybrid(drsg, "how are time travel reads answered")
+#: a profile far from the defaults (the fit on this small set stays at them: no move is significant)
+DISTINCT = FusionProfile("rrf", 30, {"vector": 0.8, "keyword": 0.2, "graph": 0.1}, 50, 2, 0.75)
+
+
+def _set_profile(db_path: Path, profile: FusionProfile) -> int:
+    with drsg_api.open(db_path) as db:
+        write = db.write(
+            lambda tx: tx.set_fusion_profile(
+                tx.plane(judged_text.PLANE), "Passage", "embedding", "text", profile.to_json()
+            )
+        )
+        assert write.seq is not None
+        return write.seq
+
+
+def test_fit_save_records_the_point_chosen_on_every_query(drsg: Run, judged: tuple[Path, Path]) -> None:
     ran = _eval(drsg, judged, "--fit", "--save", "--force", "--json")
     assert ran.code == 0, ran.err
     report = ran.json_lines()[0]
     since = report["saved"]["since"]
-    profile = report["chosen"]
-    with drsg_api.open(drsg_db := judged[0].parent / "graph.drsg") as db, db.snapshot() as snap:
+    with drsg_api.open(judged[0].parent / "graph.drsg") as db, db.snapshot() as snap:
         decl = snap.fusion_profile(snap.plane(judged_text.PLANE).id, judged_text.LABEL, "embedding", "text")
     assert decl is not None and decl.since == since
-    assert FusionProfile.from_json(decl.profile).to_json() | {"fit": {}} == profile | {"fit": {}}
-    assert decl.profile["fit"]["folds"] == 5 and decl.profile["fit"]["queries"] == 60
+    assert FusionProfile.from_json(decl.profile).to_json() | {"fit": {}} == report["chosen"] | {"fit": {}}
+    fitted = decl.profile["fit"]
+    assert (
+        fitted["folds"] == 5
+        and fitted["queries"] == 60
+        and fitted["held_out_ndcg"] == report["overall"]["fitted"]["ndcg"]
+    )
     shown = drsg("plane", "show", judged_text.PLANE, "--json").json_lines()[0]["fusion_profiles"]
     assert [(p["label"], p["vector"], p["keyword"], p["since"]) for p in shown] == [
         ("Passage", "embedding", "text", since)
     ]
-    for text in ("how are time travel reads answered", "which tables hold a password", "hybrid retrieval weights"):
+
+
+def test_a_profile_ranks_as_its_weights_given_as_flags(drsg: Run, judged: tuple[Path, Path], db_path: Path) -> None:
+    texts = ("how are time travel reads answered", "which tables hold a password", "hybrid retrieval weights")
+    defaults = [_hybrid(drsg, text) for text in texts]
+    since = _set_profile(db_path, DISTINCT)
+    flags = _flags(DISTINCT.to_json())
+    for text, before in zip(texts, defaults, strict=True):
         profiled = _hybrid(drsg, text)
-        assert profiled == _hybrid(drsg, text, *_flags(profile), hops=(profile["graph"] or {"hops": 1})["hops"])
-    assert profiled != defaults or profile["fusion"] == "minmax"  # (the profile is not the defaults here)
+        assert profiled == _hybrid(drsg, text, *flags, hops=2)  # hops and decay from the profile too
+        assert profiled != before
     explained = drsg("hybrid", "hybrid retrieval weights", "-p", judged_text.PLANE, *CHANNELS, "--explain")
-    assert f"fusion profile for Passage (embedding + text), set at commit {since}: " in explained.out
+    assert f"fusion profile for Passage (embedding + text), set at commit {since}: rrf k=30" in explained.out
     assert f"(fusion profile set at commit {since})" in explained.out
     flagged = drsg(
-        "hybrid", "hybrid retrieval weights", "-p", judged_text.PLANE, *CHANNELS, "--w-graph", "0.5", "--explain"
+        "hybrid", "hybrid retrieval weights", "-p", judged_text.PLANE, *CHANNELS, "--w-graph", "1", "--explain"
     )
     assert "fusion profile" not in flagged.out  # a weight given: the profile is not used
-    assert drsg_db.exists()
+    assert _hybrid(drsg, texts[0], "--w-graph", "0.5") == defaults[0]
 
 
-def test_as_of_before_the_profile_fuses_with_the_defaults(drsg: Run, judged: tuple[Path, Path]) -> None:
-    before = drsg("log", "--json").json_lines()[-1]["seq"]
+def test_as_of_before_the_profile_fuses_with_the_defaults(drsg: Run, judged: tuple[Path, Path], db_path: Path) -> None:
     text = "what does the change feed deliver"
     defaults = _hybrid(drsg, text)
-    assert _eval(drsg, judged, "--fit", "--save", "--force").code == 0
+    since = _set_profile(db_path, DISTINCT)
     profile = _hybrid(drsg, text)
     assert profile != defaults
     # AS OF a commit the vector channel is searched exactly (not through HNSW): the same order, the
     # same scores to float precision
-    assert _same(_hybrid(drsg, text, "--as-of", str(before)), defaults)
-    assert _same(_hybrid(drsg, text, "--as-of", str(before + 1)), profile)
+    assert _same(_hybrid(drsg, text, "--as-of", str(since - 1)), defaults)
+    assert _same(_hybrid(drsg, text, "--as-of", str(since)), profile)
     report = _eval(drsg, judged, "--json").json_lines()[0]  # without --fit: the profile beside the defaults
-    assert report["profile"]["since"] == before + 1
-    assert [r["name"] for r in report["rows"]][-1] == "profile"
+    assert report["profile"]["since"] == since
+    names = [r["name"] for r in report["rows"]]
+    assert names[-1] == "profile"
+    scores = {r["name"]: r["ndcg"] for r in report["rows"]}
+    assert scores["profile"] != scores["vector+keyword+graph"]
 
 
-def test_the_hybrid_statement_and_rpc_params_use_the_profile(
-    judged: tuple[Path, Path], db_path: Path, drsg: Run
-) -> None:
-    assert _eval(drsg, judged, "--fit", "--save", "--force").code == 0
+def test_the_hybrid_statement_uses_the_profile(judged: tuple[Path, Path], db_path: Path, drsg: Run) -> None:
+    _set_profile(db_path, DISTINCT)
     with drsg_api.open(db_path) as db:
         indexes = IndexSet(db)
         searcher = Searcher(db, indexes)
