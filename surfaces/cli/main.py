@@ -93,6 +93,7 @@ def _register() -> None:
     from drsg.surfaces.cli import (
         ask,
         bulk,
+        diff,
         digest,
         evaluate,
         feed,
@@ -106,7 +107,22 @@ def _register() -> None:
         serve,
     )
 
-    for module in (planes, records, bulk, history, search, hybrid, ask, evaluate, digest, init, feed, serve, plugins):
+    for module in (
+        planes,
+        records,
+        bulk,
+        history,
+        diff,
+        search,
+        hybrid,
+        ask,
+        evaluate,
+        digest,
+        init,
+        feed,
+        serve,
+        plugins,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -44,6 +44,7 @@ from drsg.store.database import Database
 # importing the method modules registers their methods
 from drsg.surfaces.server import (  # noqa: F401
     ask_method,
+    diff_method,
     digest_method,
     feed_routes,
     fetch_route,
