@@ -100,6 +100,7 @@ def _register() -> None:
         history,
         hybrid,
         init,
+        mcp,
         planes,
         plugins,
         records,
@@ -121,6 +122,7 @@ def _register() -> None:
         init,
         feed,
         serve,
+        mcp,
         plugins,
     ):
         for command in module.COMMANDS:

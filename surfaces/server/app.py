@@ -272,6 +272,9 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     fetch_route.install(app, state)  # POST /digest/fetch
+    from drsg.surfaces.mcp import http as mcp_http  # the MCP SDK loads only with the server
+
+    mcp_http.install(app, state)  # /mcp: the MCP tools over Streamable HTTP
     return app
 
 

@@ -1,0 +1,19 @@
+"""`drsg mcp`: the MCP server over stdio, for a coding agent that starts it (`drsg init` writes the entry)."""
+
+from __future__ import annotations
+
+from drsg.store.database import Database
+from drsg.surfaces.mcp.tools import build
+from drsg.surfaces.server.config import ServerConfig
+from drsg.surfaces.server.state import ServerState
+
+
+async def serve_stdio(db: Database, config: ServerConfig) -> None:
+    """Serve the tools on stdin/stdout until the client closes them; the index workers run meanwhile
+    and their sidecars are saved at the end."""
+    state = ServerState(db, config)
+    state.start()
+    try:
+        await build(state, allow_path=True, max_concurrent=config.max_concurrent).run_stdio_async()
+    finally:
+        state.close()

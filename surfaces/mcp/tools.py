@@ -1,0 +1,314 @@
+"""drsg's MCP tools, each a JSON-RPC method run in process (surfaces/server), its answer made compact.
+
+Upstream's tool names where drsg has the feature (`list_planes`, `describe_plane`, `get_node`,
+`search`, `hybrid`, `ask`, `traverse`, `query`, `history`, `digest`), plus `diff` and
+`changes_since`. A method's error is the tool's error (an MCP tool result with ``isError``), one
+line with the JSON-RPC code; an answer is compact JSON text: vectors elided, ``_`` properties
+hidden unless ``hidden`` is asked, strings over :data:`MAX_CHARS` and lists over :data:`MAX_ITEMS`
+cut with a note saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from typing import Any
+
+import structlog
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from drsg import __version__
+from drsg.kernel.errors import DrsgError, RpcError, UsageError
+from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
+from drsg.surfaces.drift import synced_of
+from drsg.surfaces.server import (  # noqa: F401  (importing the method modules registers their methods)
+    ask_method,
+    diff_method,
+    digest_method,
+    hybrid_method,
+    methods,
+    queries,
+)
+from drsg.surfaces.server.registry import REGISTRY
+from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers, _depth
+from drsg.surfaces.server.state import ServerState
+
+MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
+MAX_ITEMS = 200  # a list longer than this is cut
+MAX_CHANGES = 1000  # commits one changes_since call returns at most
+INSTRUCTIONS = (
+    "drsg is a graph store with time travel. Start with list_planes, then describe_plane to learn a plane's "
+    "labels, edge types and properties. Nodes are named by id or external key. `as_of` (a commit seq) reads "
+    "the past; diff lists what changed between two seqs; changes_since follows the log."
+)
+
+
+def compact(value: Any, hidden: bool = False) -> Any:
+    """A JSON value made small for a model (see the module's docstring)."""
+    if isinstance(value, dict):
+        if len(value) == 1 and "$vector" in value and isinstance(value["$vector"], list):
+            return f"$vector({len(value['$vector'])} dims, omitted)"
+        return {k: compact(v, hidden) for k, v in value.items() if hidden or not (isinstance(k, str) and k[:1] == "_")}
+    if isinstance(value, list):
+        items = [compact(v, hidden) for v in value[:MAX_ITEMS]]
+        if len(value) > MAX_ITEMS:
+            items.append(f"… cut: {len(value) - MAX_ITEMS} more items (narrow the call, e.g. a smaller k or limit)")
+        return items
+    if isinstance(value, str) and len(value) > MAX_CHARS:
+        return value[:MAX_CHARS] + f"… [cut: {len(value) - MAX_CHARS} more characters]"
+    return value
+
+
+class Tools:
+    """The tools of one MCP server over one :class:`ServerState`."""
+
+    def __init__(self, state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> None:
+        self.state = state
+        self.allow_path = allow_path  # a local file to digest: over stdio only (the caller's own machine)
+        self.slots = asyncio.Semaphore(max_concurrent)
+
+    async def call(self, method: str, params: dict[str, Any], *, hidden: bool = False) -> str:
+        """Run one JSON-RPC method; its answer as compact JSON text, its error as a ToolError."""
+        spec = REGISTRY[method]
+        given = {k: v for k, v in params.items() if v is not None}
+        if "lean" in {p["name"] for p in spec.params}:
+            given.setdefault("lean", True)
+        result = await self.run(method, given)
+        return dumps(compact(result, hidden))
+
+    async def run(self, method: str, params: dict[str, Any]) -> Any:
+        spec = REGISTRY[method]
+        async with self.slots:
+            try:
+                if _depth(params) > MAX_DEPTH:
+                    raise RpcError(-32602, f"arguments nest deeper than {MAX_DEPTH} levels")
+                result = await spec.handler(self.state, spec.bind(params))
+            except RpcError as exc:
+                raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+            except DrsgError as exc:
+                raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+        if isinstance(result, WithMembers):
+            return {"result": result.result, **result.members}
+        return result
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _node_params(node_id: int | None, key: str | None) -> dict[str, Any]:
+    return {"id": node_id, "key": key}
+
+
+def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> MCPServer[Any]:
+    """The MCP server with every tool, over ``state``'s database."""
+    tools = Tools(state, allow_path=allow_path, max_concurrent=max_concurrent)
+    root = logging.getLogger()
+    kept = list(root.handlers), root.level
+    server: MCPServer[Any] = MCPServer("drsg", version=__version__, instructions=INSTRUCTIONS)
+    root.handlers[:], _ = kept  # the SDK configures the root logger for itself: put ours back
+    root.setLevel(kept[1])
+    _route_sdk_logs()
+
+    @server.tool(structured_output=False)
+    async def list_planes(as_of: int | None = None) -> str:
+        """The planes with their node and edge counts; a plane read out of a source tree also carries
+        `synced` (the commit it was read beside and the tree's drift since)."""
+        planes = await tools.run("plane.list", {"as_of": as_of} if as_of else {})
+        for card in planes:
+            line = synced_of(state.db, card["name"])
+            if line is not None:
+                card["synced"] = line
+        return dumps(compact(planes))
+
+    @server.tool(structured_output=False)
+    async def describe_plane(plane: str, as_of: int | None = None) -> str:
+        """A plane's soft schema: labels and edge types with counts, their properties (types, examples),
+        which labels each edge type connects, and its search indexes."""
+        catalog = await tools.run("plane.catalog", {"plane": plane, "as_of": as_of})
+        indexes = await tools.run("plane.indexes", {"plane": plane, "as_of": as_of})
+        return dumps(compact({**catalog, "indexes": indexes}))
+
+    @server.tool(structured_output=False)
+    async def get_node(
+        plane: str, id: int | None = None, key: str | None = None, as_of: int | None = None, hidden: bool = False
+    ) -> str:
+        """One node by `id` or external `key` (exactly one), now or `as_of` a past commit seq. `hidden`
+        shows the `_` provenance properties."""
+        return await tools.call("node.get", {"plane": plane, **_node_params(id, key), "as_of": as_of}, hidden=hidden)
+
+    @server.tool(structured_output=False)
+    async def history(plane: str, id: int | None = None, key: str | None = None, hidden: bool = False) -> str:
+        """Every version of one node, oldest first: {seq, ts, deleted, record}."""
+        return await tools.call("node.history", {"plane": plane, **_node_params(id, key)}, hidden=hidden)
+
+    @server.tool(structured_output=False)
+    async def traverse(
+        plane: str,
+        id: int,
+        direction: str = "both",
+        type: str | None = None,
+        limit: int | None = None,
+        as_of: int | None = None,
+    ) -> str:
+        """A node's neighbourhood: its edges (`direction` out, in or both; one edge `type`) and the nodes
+        at their other ends."""
+        params = {"plane": plane, "id": id, "direction": direction, "type": type, "limit": limit, "as_of": as_of}
+        return await tools.call("graph.expand", params)
+
+    @server.tool(structured_output=False)
+    async def search(
+        plane: str,
+        property: str,
+        query: str,
+        kind: str | None = None,
+        label: str | None = None,
+        k: int | None = None,
+        as_of: int | None = None,
+    ) -> str:
+        """Search one indexed property: `kind` keyword (BM25 over text) or vector (the text embedded by
+        the server, nearest first); `k` hits."""
+        params = {"plane": plane, "property": property, "query": query, "kind": kind, "label": label, "k": k}
+        return await tools.call("plane.search", {**params, "as_of": as_of})
+
+    @server.tool(structured_output=False)
+    async def hybrid(
+        plane: str,
+        q: str,
+        label: str | None = None,
+        vector_prop: str | None = None,
+        keyword_prop: str | None = None,
+        graph_hops: int | None = None,
+        k: int | None = None,
+        as_of: int | None = None,
+    ) -> str:
+        """Fused vector + keyword + graph retrieval; each hit's score explained per channel."""
+        params = {"plane": plane, "q": q, "label": label, "vector_prop": vector_prop, "keyword_prop": keyword_prop}
+        return await tools.call("plane.hybrid", {**params, "graph_hops": graph_hops, "k": k, "as_of": as_of})
+
+    @server.tool(structured_output=False)
+    async def ask(plane: str, question: str, dry_run: bool = False, as_of: int | None = None) -> str:
+        """A question in plain language: the server's chat model writes read-only plans grounded on the
+        plane's schema; the answer is the plans, the subgraph they match and the trace."""
+        return await tools.call("plane.ask", {"plane": plane, "question": question, "dry_run": dry_run, "as_of": as_of})
+
+    @server.tool(structured_output=False)
+    async def query(plane: str, plan: dict[str, Any], as_of: int | None = None) -> str:
+        """Run a logical plan (upstream's JSON: ScanLabel, SeekKeys, VectorTopK, KeywordTopK, Limit, …)."""
+        return await tools.call("plane.query", {"plane": plane, "plan": plan, "as_of": as_of})
+
+    @server.tool(structured_output=False)
+    async def diff(plane: str, from_seq: int | str, to_seq: int | str, hidden: bool = False) -> str:
+        """Nodes and edges created, deleted and changed (before/after) in a plane between two points:
+        each a commit seq (0: the empty start), an RFC 3339 time or "TIME <unix-ms>"."""
+        params = {"plane": plane, "from": from_seq, "to": to_seq, "hidden": hidden}
+        return await tools.call("plane.diff", params, hidden=hidden)
+
+    @server.tool(structured_output=False)
+    async def digest_preview(
+        plane: str,
+        text: str | None = None,
+        path: str | None = None,
+        source: str | None = None,
+        mode: str | None = None,
+    ) -> str:
+        """Propose the entities and relations of a document (`text`, or over stdio a local file `path`:
+        Word, PowerPoint, Excel, OpenDocument, RTF, EPUB, CSV, PDF, Markdown) with the server's chat
+        model; nothing is written. Pass the chosen nodes and edges, with `source`, `run` and `model`, to
+        digest_apply."""
+        if (text is None) == (path is None):
+            raise ToolError("error -32602: give `text` or `path` (exactly one)")
+        if path is not None:
+            if not tools.allow_path:
+                raise ToolError("error -32602: `path` is for the stdio server only (`drsg mcp`); send the `text`")
+            text, source = await asyncio.to_thread(_read_path, path, source)
+        params = {"plane": plane, "text": text, "source": source, "mode": mode}
+        return await tools.call("digest.run", params)
+
+    @server.tool(structured_output=False)
+    async def digest_apply(
+        plane: str,
+        nodes: list[dict[str, Any]],
+        edges: list[dict[str, Any]] | None = None,
+        source: str | None = None,
+        run: str | None = None,
+        model: str | None = None,
+    ) -> str:
+        """Write the chosen proposals of a digest_preview in one commit, with no model call: nodes
+        {key, label, properties}, edges {src, type, dst, properties}."""
+        params = {"plane": plane, "nodes": nodes, "edges": edges, "source": source, "run": run, "model": model}
+        return await tools.call("digest.write", params)
+
+    @server.tool(structured_output=False)
+    async def changes_since(plane: str, seq: int = 0, limit: int = 100) -> str:
+        """The plane's changes in the commits after `seq` (at most `limit` commits): per commit its seq,
+        time, origin and the nodes and edges put or deleted; `next` is the seq to ask from next."""
+        if not 1 <= limit <= MAX_CHANGES:
+            raise ToolError(f"error -32602: `limit` must be between 1 and {MAX_CHANGES}, not {limit}")
+        try:
+            return dumps(await tools.state.read(_changes, tools.state, plane, seq, limit))
+        except DrsgError as exc:
+            raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+
+    @server.tool(structured_output=False)
+    async def stats() -> str:
+        """Counts of planes, nodes, edges, indexes and commits."""
+        return await tools.call("db.stats", {})
+
+    return server
+
+
+def _route_sdk_logs() -> None:
+    """The SDK's own log lines (warnings and worse) as JSON lines on stderr, like the server's."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processor=structlog.processors.JSONRenderer(),
+            foreign_pre_chain=[structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        )
+    )
+    sdk = logging.getLogger("mcp")
+    sdk.handlers[:] = [handler]
+    sdk.setLevel(logging.WARNING)
+    sdk.propagate = False
+
+
+def _read_path(path: str, source: str | None) -> tuple[str, str]:
+    from pathlib import Path
+
+    from drsg.pipeline.digest.sources import read_source
+
+    if not Path(path).expanduser().is_file():
+        raise ToolError(f"error -32602: {path}: no such file; give a document's path")
+    try:
+        document = read_source(path)
+    except DrsgError as exc:
+        raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+    return document.text, source or document.name
+
+
+def _changes(state: ServerState, plane: str, seq: int, limit: int) -> dict[str, Any]:
+    if seq < 0:
+        raise UsageError(f"`seq` must be 0 or more, not {seq}")
+    with state.db.read() as reader:
+        pid = reader.snapshot().plane(plane).id
+        commits: list[dict[str, Any]] = []
+        last = seq
+        for commit in reader.commits(seq + 1, min(reader.head, seq + limit)):
+            last = commit.seq
+            changes: list[dict[str, Any]] = []
+            for m in commit.mutations:
+                if isinstance(m, NodePut) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id, "key": m.key, "labels": list(m.labels)})
+                elif isinstance(m, NodeDelete | EdgeDelete) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id})
+                elif isinstance(m, EdgePut) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id, "src": m.src, "dst": m.dst, "type": m.type})
+            if changes:
+                commits.append(
+                    {"seq": commit.seq, "ts": commit.ts, "via": commit.origin.get("via"), "changes": changes}
+                )
+        return {"plane": plane, "commits": compact(commits), "next": last, "head": reader.head}

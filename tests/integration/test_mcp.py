@@ -1,0 +1,230 @@
+"""The MCP server through the MCP SDK's own client: `drsg mcp` over stdio and `/mcp` on `drsg serve`
+over Streamable HTTP. Every tool is called on a real database (the sample graph, a keyword index,
+a scripted chat model on loopback for `ask` and the digest); errors come back as MCP tool errors;
+a wrong token, a missing one and a foreign Host are refused."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.integration.test_ask import SAMPLE, WORKED_AT
+from tests.integration.test_digest import PIONEERS, WORLD
+from tests.integration.test_server import TOKEN, clean_env, cli, drsg_argv, start_server
+from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.scripted_model import ScriptedModel
+
+TOOLS = {
+    "list_planes",
+    "describe_plane",
+    "get_node",
+    "history",
+    "traverse",
+    "search",
+    "hybrid",
+    "ask",
+    "query",
+    "diff",
+    "digest_preview",
+    "digest_apply",
+    "changes_since",
+    "stats",
+}
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        ScriptedModel(WORLD).install(server)
+        yield server
+
+
+def make_db(workdir: Path) -> Path:
+    """seq 2 the sample graph; 3 a keyword index; 4 ada gets a long title and a `_` property;
+    5 dijkstra deleted."""
+    db = workdir / "graph.drsg"
+    for args in (
+        ("import", str(SAMPLE), "--plane", "pioneers", "--create-plane"),
+        ("index", "keyword", "Person", "note", "--plane", "pioneers"),
+        ("node", "put", "ada", "--plane", "pioneers", "-P", f'title="{"Countess " * 400}"', "-P", '_secret_note="x"'),
+        ("node", "delete", "@dijkstra", "--plane", "pioneers"),
+    ):
+        ran = cli(db, *args)
+        assert ran.returncode == 0, ran.stderr
+    return db
+
+
+def env_for(fake: FakeOpenAI) -> dict[str, str]:
+    return {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat", "DRSG_DIGEST_CONCURRENCY": "2"}
+
+
+@asynccontextmanager
+async def over_stdio(db: Path, fake: FakeOpenAI, workdir: Path) -> AsyncIterator[ClientSession]:
+    argv = drsg_argv()
+    env = clean_env(**env_for(fake))
+    params = StdioServerParameters(command=argv[0], args=[*argv[1:], "--db", str(db), "mcp"], env=env, cwd=workdir)
+    with (workdir / "mcp-stdio.err").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+@asynccontextmanager
+async def over_http(url: str, token: str | None) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
+    result = await session.call_tool(tool, args)
+    assert not result.is_error, (tool, result.content)
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def refused(session: ClientSession, tool: str, args: dict[str, Any]) -> str:
+    result = await session.call_tool(tool, args)
+    assert result.is_error, (tool, result.content)
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert "Traceback" not in text and "\n" not in text
+    return text
+
+
+async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, workdir: Path) -> set[str]:
+    """Call every tool, good calls and bad; returns the tools called."""
+    listed = {t.name for t in (await session.list_tools()).tools}
+    assert listed == TOOLS
+    called: set[str] = set()
+
+    async def ok(tool: str, args: dict[str, Any]) -> Any:
+        called.add(tool)
+        return await call(session, tool, args)
+
+    planes = await ok("list_planes", {})
+    assert {p["name"] for p in planes} == {"startup", "pioneers"}
+    described = await ok("describe_plane", {"plane": "pioneers"})
+    assert "Person" in described["labels"] and described["indexes"]["keyword"][0]["property"] == "note"
+
+    ada = await ok("get_node", {"plane": "pioneers", "key": "ada"})
+    title = ada["properties"]["title"]
+    assert title.startswith("Countess Countess") and title.endswith("more characters]") and "[cut: " in title
+    assert "_secret_note" not in ada["properties"]
+    shown = await ok("get_node", {"plane": "pioneers", "key": "ada", "hidden": True})
+    assert shown["properties"]["_secret_note"] == "x"
+    old = await ok("get_node", {"plane": "pioneers", "key": "ada", "as_of": 2})
+    assert "title" not in old["properties"]
+    versions = await ok("history", {"plane": "pioneers", "key": "dijkstra"})
+    assert [v["deleted"] for v in versions] == [False, True]
+
+    around = await ok("traverse", {"plane": "pioneers", "id": ada["id"], "direction": "out"})
+    assert around["edges"] and all(e["src"] == ada["id"] for e in around["edges"])
+    query = {"plane": "pioneers", "property": "note", "query": "algorithm", "kind": "keyword", "label": "Person"}
+    hits = await ok("search", query)
+    assert '"external_key":"ada"' in json.dumps(hits, separators=(",", ":"))
+    fused = await ok(
+        "hybrid", {"plane": "pioneers", "q": "algorithm", "label": "Person", "keyword_prop": "note", "k": 3}
+    )
+    assert "ada" in json.dumps(fused)
+    plan = await ok("query", {"plane": "pioneers", "plan": {"source": {"SeekKeys": ["ada", "turing"]}}})
+    assert "turing" in json.dumps(plan)
+
+    fake.script("/chat/completions", Reply(json=chat_completion(json.dumps({"plan": WORKED_AT}))))
+    answer = await ok("ask", {"plane": "pioneers", "question": "where did people work?"})
+    assert "WORKED_AT" in json.dumps(answer)
+
+    change = await ok("diff", {"plane": "pioneers", "from_seq": 3, "to_seq": 5})
+    assert change["counts"]["nodes_deleted"] == 1 and change["counts"]["nodes_changed"] == 1
+    assert change["nodes"]["changed"][0]["changed"] == ["title"]  # `_secret_note` hidden
+    since = await ok("changes_since", {"plane": "pioneers", "seq": 3})
+    assert [c["seq"] for c in since["commits"]] == [4, 5] and since["next"] == 5
+
+    if stdio:
+        doc = workdir / "pioneers.md"
+        doc.write_text(PIONEERS)
+        proposal = await ok("digest_preview", {"plane": "pioneers", "path": str(doc)})
+    else:
+        text = await refused(session, "digest_preview", {"plane": "pioneers", "path": "/etc/passwd"})
+        assert "stdio server only" in text
+        proposal = await ok("digest_preview", {"plane": "pioneers", "text": PIONEERS, "source": "pioneers.md"})
+    keys = sorted(n["key"] for n in proposal["nodes"])
+    assert "Alan Turing" in keys
+    chosen = [n for n in proposal["nodes"] if n["key"] in ("Alan Turing", "Bletchley Park")]
+    edges = [e for e in proposal["edges"] if {e["src"], e["dst"]} <= {"Alan Turing", "Bletchley Park"}]
+    stats_before = await ok("stats", {})
+    calls = len(fake.requests_to("/chat/completions"))
+    written = await ok(
+        "digest_apply",
+        {"plane": "pioneers", "nodes": chosen, "edges": edges, **{k: proposal[k] for k in ("source", "run", "model")}},
+    )
+    assert written["nodes_written"] + written["nodes_updated"] == 2
+    assert len(fake.requests_to("/chat/completions")) == calls  # no model call to write
+    assert (await ok("stats", {}))["commit_seq"] == stats_before["commit_seq"] + 1
+
+    # errors: one line each, as MCP tool errors, nothing written
+    head = (await ok("stats", {}))["commit_seq"]
+    assert "no plane named 'nope'" in await refused(session, "get_node", {"plane": "nope", "key": "ada"})
+    assert "error -32602" in await refused(session, "get_node", {"plane": "pioneers"})
+    assert "beyond the head" in await refused(session, "diff", {"plane": "pioneers", "from_seq": 1, "to_seq": 999})
+    assert "between 1 and" in await refused(session, "changes_since", {"plane": "pioneers", "limit": 0})
+    assert "exactly one" in await refused(session, "digest_preview", {"plane": "pioneers"})
+    assert (await ok("stats", {}))["commit_seq"] == head
+    return called
+
+
+def test_every_tool_over_stdio(tmp_path: Path, fake: FakeOpenAI) -> None:
+    db = make_db(tmp_path)
+
+    async def run() -> set[str]:
+        async with over_stdio(db, fake, tmp_path) as session:
+            return await exercise(session, fake, stdio=True, workdir=tmp_path)
+
+    assert anyio.run(run) == TOOLS
+
+
+def test_every_tool_over_http_and_the_token(tmp_path: Path, fake: FakeOpenAI) -> None:
+    db = make_db(tmp_path)
+    server = start_server(db, tmp_path, env=env_for(fake))
+    url = f"http://127.0.0.1:{server.port}/mcp"
+
+    async def run() -> set[str]:
+        async with over_http(url, TOKEN) as session:
+            return await exercise(session, fake, stdio=False, workdir=tmp_path)
+
+    async def wrong(token: str | None) -> str:
+        with pytest.raises(BaseException) as caught:
+            async with over_http(url, token):
+                pass
+        found = [e for e in _leaves(caught.value) if isinstance(e, MCPError)]
+        assert found, caught.value
+        return str(found[0])
+
+    try:
+        assert anyio.run(run) == TOOLS
+        assert "the token is wrong" in anyio.run(wrong, "not-the-token")
+        assert "send the token" in anyio.run(wrong, None)
+        foreign = server.post(b"{}", path="/mcp", headers={"Host": "drsg.example:80"})
+        assert foreign.status == 403 and b"loopback host names only" in foreign.body
+    finally:
+        assert server.stop() == 0
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
