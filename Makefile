@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DRSG := $(BIN)/drsg
 DEMO_DB := demo/graph.drsg
 
-.PHONY: setup demo test lint bench clean plugins
+.PHONY: setup demo test lint bench clean plugins browser
 
 # setup.py builds the one C module (workers/_fusion.c) in place: a change to either reinstalls.
 $(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
@@ -58,8 +58,12 @@ plugins: setup
 	plugins/build/toolchain.sh
 	$(MAKE) --no-print-directory -f plugins/build/Makefile PY=$(CURDIR)/$(BIN)/python
 
+# Debian's chromium for the dashboard's end-to-end tests (installed when missing, as the toolchain is).
+browser:
+	tests/support/chromium.sh
+
 # The whole test suite (what CI runs).
-test: lint plugins
+test: lint plugins browser
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -61,7 +61,7 @@ from drsg.surfaces.server.state import ServerState
 log = structlog.get_logger("drsg.surfaces.server")
 STATE = web.AppKey("drsg_state", ServerState)
 DISPATCHER = web.AppKey("drsg_dispatcher", Dispatcher)
-PUBLIC_PATHS = frozenset({"/health"})
+PUBLIC_PATHS = frozenset({"/health", "/"})  # and the dashboard's static files (surfaces/web)
 BODY_TIMEOUT = 60.0  # seconds for a request body to arrive, so a stalled client holds nothing for long
 
 
@@ -188,7 +188,7 @@ async def _unauthorized_call(request: web.Request, limit: int, message: str) -> 
 
 @web.middleware
 async def guard(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> Any:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or (request.method == "GET" and request.path.startswith("/static/")):
         return await handler(request)
     state = request.app[STATE]
     if request.method == "OPTIONS" and _listed_origin(request, state.config) is not None:
@@ -272,9 +272,11 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     fetch_route.install(app, state)  # POST /digest/fetch
+    from drsg.surfaces import web as web_ui
     from drsg.surfaces.mcp import http as mcp_http  # the MCP SDK loads only with the server
 
     mcp_http.install(app, state)  # /mcp: the MCP tools over Streamable HTTP
+    web_ui.install(app)  # /: the dashboard
     return app
 
 

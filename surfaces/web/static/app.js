@@ -1,0 +1,411 @@
+// The drsg dashboard: plain JS modules, no build step. Every value from the graph goes into the
+// page as text (textContent, createTextNode, canvas fillText), never as markup.
+
+const main = document.getElementById("main");
+const status = document.getElementById("status");
+const TOKEN = "drsg-token";
+const PLANE = "drsg-plane";
+let stop = [];  // what the current page must undo when another one opens (timers, feeds)
+
+// --------------------------------------------------------------------------- helpers
+
+function el(tag, props = {}, ...kids) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else if (k === "value") node.value = v;
+    else if (k === "checked") node.checked = true;
+    else node.setAttribute(k, String(v));
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
+  }
+  return node;
+}
+
+function show(...nodes) { main.replaceChildren(...nodes); }
+function say(text, kind = "") { status.className = kind; status.textContent = text || ""; }
+function plane() { return sessionStorage.getItem(PLANE) || "startup"; }
+function text(value) { return typeof value === "string" ? value : JSON.stringify(value); }
+function short(value, n = 120) { const t = text(value); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
+
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN);
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+
+class RpcError extends Error {
+  constructor(code, message) { super(message); this.code = code; }
+}
+
+async function rpc(method, params = {}) {
+  const response = await fetch("/rpc", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...authHeaders() },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+  const body = await response.json();
+  if (body.error) throw new RpcError(body.error.code, body.error.message);
+  return body.result;
+}
+
+function guarded(fn) {
+  return async (...args) => {
+    say("");
+    try { await fn(...args); } catch (err) {
+      if (err.code === -32001) return login(err.message);
+      say(err.message || String(err), "error");
+    }
+  };
+}
+
+function propsTable(props) {
+  const rows = Object.entries(props || {}).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, short(v, 400))));
+  return el("table", { class: "kv" }, rows.length ? rows : el("tr", {}, el("td", {}, "(no properties)")));
+}
+
+function planePicker(onChange) {
+  const select = el("select", { id: "plane", onchange: () => { sessionStorage.setItem(PLANE, select.value); onChange(); } });
+  rpc("plane.list").then((planes) => {
+    for (const p of planes) select.append(el("option", { value: p.name }, p.name));
+    select.value = plane();
+  }).catch(() => {});
+  return el("label", {}, "Plane ", select);
+}
+
+// --------------------------------------------------------------------------- login
+
+function login(message) {
+  show(el("div", { class: "card" },
+    el("h2", {}, "Sign in"),
+    el("p", {}, message || "This server needs its token (the DRSG_TOKEN it was started with)."),
+    el("div", { class: "row" },
+      el("input", { id: "token", type: "password", placeholder: "token", autocomplete: "off" }),
+      el("button", { id: "signin", onclick: () => {
+        sessionStorage.setItem(TOKEN, document.getElementById("token").value.trim());
+        route();
+      } }, "Sign in"))));
+}
+
+// --------------------------------------------------------------------------- planes and stats
+
+async function planesPage() {
+  const stats = el("div", { id: "stats", class: "card" });
+  const table = el("div", { id: "planes" });
+  async function refresh() {
+    const [s, planes] = await Promise.all([rpc("db.stats"), rpc("plane.list")]);
+    stats.replaceChildren(el("strong", {}, `${s.planes} planes · ${s.nodes} nodes · ${s.edges} edges · ` +
+      `${s.indexes} indexes · commit ${s.commit_seq} · ${s.file_size} bytes`));
+    table.replaceChildren(el("table", {},
+      el("tr", {}, el("th", {}, "plane"), el("th", {}, "nodes"), el("th", {}, "edges"), el("th", {}, "")),
+      planes.map((p) => el("tr", {},
+        el("td", {}, p.name), el("td", {}, p.nodes), el("td", {}, p.edges),
+        el("td", {}, el("button", { class: "quiet", onclick: () => { sessionStorage.setItem(PLANE, p.name); location.hash = "#explore"; } }, "explore"))))));
+  }
+  show(el("h2", {}, "Planes"), stats, table);
+  await refresh();
+  const timer = setInterval(guarded(refresh), 3000);
+  stop.push(() => clearInterval(timer));
+}
+
+// --------------------------------------------------------------------------- explore with time travel
+
+async function explorePage() {
+  const ref = el("input", { id: "node", placeholder: "@key or id", value: sessionStorage.getItem("drsg-node") || "" });
+  const slider = el("input", { id: "slider", type: "range", min: 1, max: 1, value: 1 });
+  const at = el("span", { id: "at", class: "muted" });
+  const canvas = el("canvas", { id: "graph", width: 860, height: 520 });
+  const side = el("div", { id: "side" });
+  const changes = el("div", { id: "changes", class: "card" });
+  let shown = null;  // what the canvas holds: positions for clicks
+
+  async function latest() {
+    const window = await rpc("plane.history", { plane: plane() });
+    slider.max = window.latest;
+    return window.latest;
+  }
+
+  async function render() {
+    const want = ref.value.trim();
+    sessionStorage.setItem("drsg-node", want);
+    const seq = Number(slider.value);
+    at.textContent = `as of commit ${seq} of ${slider.max}`;
+    if (!want) { side.replaceChildren(el("p", { class: "muted" }, "Name a node: @key or an id.")); return; }
+    const byKey = want.startsWith("@") || !/^\d+$/.test(want);
+    const params = byKey ? { key: want.replace(/^@/, "") } : { id: Number(want) };
+    const node = await rpc("node.get", { plane: plane(), ...params, as_of: seq, lean: true });
+    const step = seq > 1 ? await rpc("plane.diff", { plane: plane(), from: seq - 1, to: seq, lean: true, hidden: false }) : null;
+    if (!node) {
+      shown = null;
+      draw(canvas, null, [], [], step);
+      side.replaceChildren(el("p", { id: "absent" }, `No node ${want} in plane ${plane()} as of commit ${seq}.`));
+    } else {
+      const around = await rpc("graph.expand", { plane: plane(), id: node.id, as_of: seq, lean: true, limit: 40 });
+      shown = draw(canvas, node, around.nodes, around.edges, step);
+      side.replaceChildren(
+        el("h3", { id: "title" }, `#${node.id}` + (node.external_key ? ` @${node.external_key}` : "")),
+        el("p", {}, "labels: " + node.labels.join(", ")),
+        propsTable(node.properties),
+        el("p", { class: "muted" }, `${around.nodes.length} neighbours (click one on the canvas to move there)`));
+    }
+    changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
+  }
+
+  canvas.addEventListener("click", (event) => {
+    if (!shown) return;
+    const box = canvas.getBoundingClientRect();
+    const x = (event.clientX - box.left) * (canvas.width / box.width);
+    const y = (event.clientY - box.top) * (canvas.height / box.height);
+    const hit = shown.find((p) => (p.x - x) ** 2 + (p.y - y) ** 2 < 22 ** 2);
+    if (hit) { ref.value = hit.node.external_key ? "@" + hit.node.external_key : String(hit.node.id); guarded(render)(); }
+  });
+  slider.addEventListener("input", guarded(render));
+  show(el("h2", {}, "Explore"),
+    el("div", { class: "row" }, planePicker(guarded(async () => { await latest(); slider.value = slider.max; await render(); })),
+      ref, el("button", { id: "go", onclick: guarded(async () => { await latest(); slider.value = slider.max; await render(); }) }, "Show")),
+    el("div", { class: "row" }, el("label", {}, "Time travel "), slider, at),
+    el("div", { class: "cols" }, el("div", {}, canvas, changes), side));
+  await latest();
+  slider.value = slider.max;
+  await render();
+}
+
+function stepList(step) {
+  if (!step) return el("p", { class: "muted" }, "The first commit.");
+  const items = [];
+  const name = (n) => `#${n.id}` + (n.external_key ? ` @${n.external_key}` : "");
+  for (const n of step.nodes.created) items.push(el("li", { class: "created" }, "+ node " + name(n)));
+  for (const n of step.nodes.deleted) items.push(el("li", { class: "deleted" }, "− node " + name(n)));
+  for (const c of step.nodes.changed) items.push(el("li", { class: "changed" }, `~ node ${name(c.after)}: ${c.changed.join(", ") || "labels"}`));
+  for (const e of step.edges.created) items.push(el("li", { class: "created" }, `+ edge #${e.src} -[${e.type}]-> #${e.dst}`));
+  for (const e of step.edges.deleted) items.push(el("li", { class: "deleted" }, `− edge #${e.src} -[${e.type}]-> #${e.dst}`));
+  for (const c of step.edges.changed) items.push(el("li", { class: "changed" }, `~ edge #${c.id}: ${c.changed.join(", ")}`));
+  return items.length ? el("ul", { id: "step" }, items) : el("p", { class: "muted", id: "step" }, "Nothing in this plane.");
+}
+
+function draw(canvas, center, nodes, edges, step) {
+  const g = canvas.getContext("2d");
+  g.clearRect(0, 0, canvas.width, canvas.height);
+  if (!center) return [];
+  const created = new Set(step ? step.nodes.created.map((n) => n.id) : []);
+  const changed = new Set(step ? step.nodes.changed.map((c) => c.id) : []);
+  const newEdges = new Set(step ? step.edges.created.map((e) => e.id) : []);
+  const cx = canvas.width / 2, cy = canvas.height / 2, r = Math.min(cx, cy) - 70;
+  const placed = [{ node: center, x: cx, y: cy }];
+  nodes.forEach((n, i) => {
+    const a = (2 * Math.PI * i) / Math.max(nodes.length, 1) - Math.PI / 2;
+    placed.push({ node: n, x: cx + r * Math.cos(a), y: cy + r * Math.sin(a) });
+  });
+  const where = new Map(placed.map((p) => [p.node.id, p]));
+  g.font = "12px system-ui, sans-serif";
+  g.textAlign = "center";
+  for (const e of edges) {
+    const a = where.get(e.src), b = where.get(e.dst);
+    if (!a || !b) continue;
+    g.strokeStyle = newEdges.has(e.id) ? "#16803c" : "#9aa3b2";
+    g.lineWidth = newEdges.has(e.id) ? 3 : 1.5;
+    g.beginPath(); g.moveTo(a.x, a.y); g.lineTo(b.x, b.y); g.stroke();
+    g.fillStyle = "#4b5466";
+    g.fillText(e.type, (a.x + b.x) / 2, (a.y + b.y) / 2 - 4);
+  }
+  for (const p of placed) {
+    const id = p.node.id;
+    g.fillStyle = created.has(id) ? "#b7ebc6" : changed.has(id) ? "#ffd59e" : p === placed[0] ? "#cfe0ff" : "#eef1f5";
+    g.strokeStyle = created.has(id) ? "#16803c" : changed.has(id) ? "#b06000" : "#2f6fde";
+    g.lineWidth = created.has(id) || changed.has(id) ? 3 : 1.5;
+    g.beginPath(); g.arc(p.x, p.y, 20, 0, 2 * Math.PI); g.fill(); g.stroke();
+    g.fillStyle = "#1d2330";
+    const name = p.node.properties && typeof p.node.properties.name === "string" ? p.node.properties.name : (p.node.external_key || "#" + id);
+    g.fillText(short(name, 28), p.x, p.y + 34);
+  }
+  return placed;
+}
+
+// --------------------------------------------------------------------------- live feed
+
+async function feedPage() {
+  const list = el("ul", { id: "feed", class: "feed" });
+  const state = el("span", { id: "feed-state", class: "muted" }, "connecting…");
+  const open = () => {
+    for (const s of stop.splice(0)) s();
+    list.replaceChildren();
+    rpc("plane.history", { plane: plane() }).then((w) => {
+      const token = sessionStorage.getItem(TOKEN);
+      const query = new URLSearchParams({ from: String(Math.max(1, w.latest - 9)), resolved: "5" });
+      if (token) query.set("token", token);
+      const source = new EventSource(`/feed/${encodeURIComponent(plane())}?${query}`);
+      source.addEventListener("open", () => { state.textContent = `following ${plane()} live`; });
+      source.addEventListener("error", () => { state.textContent = "disconnected; retrying…"; });
+      source.addEventListener("change", (event) => {
+        const data = JSON.parse(event.data);
+        const what = data.changes.map((c) => `${c.kind} ${c.op} #${c.id}` + (c.record && c.record.external_key ? ` @${c.record.external_key}` : ""));
+        list.prepend(el("li", { "data-seq": data.seq },
+          el("strong", {}, `seq ${data.seq}`), ` · ${new Date(data.ts).toISOString()} · `, short(what.join(", "), 300)));
+      });
+      stop.push(() => source.close());
+    }).catch(guarded(async (err) => { throw err; }));
+  };
+  show(el("h2", {}, "Live feed"), el("div", { class: "row" }, planePicker(open), state), list);
+  open();
+}
+
+// --------------------------------------------------------------------------- search and hybrid
+
+async function searchPage() {
+  const q = el("input", { id: "q", placeholder: "query text", size: 40 });
+  const mode = el("select", { id: "mode" }, ["hybrid", "keyword", "vector"].map((m) => el("option", { value: m }, m)));
+  const label = el("input", { id: "label", placeholder: "label", size: 10 });
+  const kw = el("input", { id: "kwprop", placeholder: "keyword property", size: 14 });
+  const vec = el("input", { id: "vecprop", placeholder: "vector property", size: 14 });
+  const hops = el("input", { id: "hops", type: "number", min: 0, max: 3, value: 0, size: 3 });
+  const out = el("div", { id: "results" });
+  const run = guarded(async () => {
+    const base = { plane: plane(), label: label.value || undefined, k: 10, lean: true };
+    let hits;
+    if (mode.value === "hybrid") {
+      const result = await rpc("plane.hybrid", { ...base, q: q.value, keyword_prop: kw.value || undefined,
+        vector_prop: vec.value || undefined, graph_hops: Number(hops.value) || undefined });
+      hits = result.results;
+    } else {
+      const property = mode.value === "keyword" ? kw.value : vec.value;
+      hits = (await rpc("plane.search", { ...base, property, query: q.value, kind: mode.value })).map((h) => ({ ...(h.node || h), score: h.score }));
+    }
+    const channel = (h, c) => (h.channels && h.channels[c] !== null && h.channels[c] !== undefined ? Number(h.channels[c]).toFixed(4) : "—");
+    out.replaceChildren(el("table", {},
+      el("tr", {}, el("th", {}, "node"), el("th", {}, "score"), el("th", {}, "vector"), el("th", {}, "keyword"), el("th", {}, "graph"), el("th", {}, "properties")),
+      hits.map((h) => el("tr", {},
+        el("td", {}, `#${h.id}` + (h.external_key ? ` @${h.external_key}` : "")),
+        el("td", {}, Number(h.score).toFixed(4)),
+        el("td", {}, channel(h, "vector")), el("td", {}, channel(h, "keyword")), el("td", {}, channel(h, "graph")),
+        el("td", {}, short(h.properties, 200))))));
+  });
+  show(el("h2", {}, "Search and hybrid"),
+    el("div", { class: "row" }, planePicker(() => {}), mode, q, label, kw, vec, el("label", {}, "graph hops ", hops), el("button", { id: "run", onclick: run }, "Search")),
+    el("p", { class: "muted" }, "Hybrid: each hit's fused score with what each channel (vector, keyword, graph) gave it."),
+    out);
+}
+
+// --------------------------------------------------------------------------- ask
+
+async function askPage() {
+  const question = el("textarea", { id: "question", placeholder: "Ask the plane a question in plain language" });
+  const dry = el("input", { id: "dry", type: "checkbox" });
+  const out = el("div", { id: "answer" });
+  const run = guarded(async () => {
+    say("asking…");
+    const a = await rpc("plane.ask", { plane: plane(), question: question.value, dry_run: dry.checked });
+    say("");
+    out.replaceChildren(
+      el("div", { class: "card" }, el("h3", {}, "Plans"), el("pre", { id: "plans" }, JSON.stringify(a.plans, null, 2))),
+      el("div", { class: "card" }, el("h3", {}, `Results (${a.count})`),
+        el("ul", {}, (a.results || []).map((n) => el("li", {}, `#${n.id}` + (n.external_key ? ` @${n.external_key}` : "") + " " + short(n.properties, 160))))),
+      el("div", { class: "card" }, el("h3", {}, "Trace"), el("pre", { id: "trace" }, JSON.stringify(a.trace, null, 2))),
+      el("p", { class: "muted" }, `${a.usage.calls} model calls, ${a.usage.prompt_tokens} + ${a.usage.completion_tokens} tokens`));
+  });
+  show(el("h2", {}, "Ask"), el("div", { class: "row" }, planePicker(() => {})), question,
+    el("div", { class: "row" }, el("label", {}, dry, " dry run (plans only)"), el("button", { id: "ask", onclick: run }, "Ask")), out);
+}
+
+// --------------------------------------------------------------------------- AIgest
+
+const DOCS = ".docx,.pptx,.xlsx,.xls,.odt,.ods,.odp,.rtf,.epub,.csv,.pdf,.md,.markdown,.txt,.html,.htm";
+
+async function digestPage() {
+  const file = el("input", { id: "file", type: "file", accept: DOCS });
+  const paste = el("textarea", { id: "paste", placeholder: "…or paste text here" });
+  const mode = el("select", { id: "dmode" }, ["coarse", "fine", "super"].map((m) => el("option", { value: m }, m)));
+  mode.value = "fine";
+  const warn = el("span", { id: "cost", class: "warn" });
+  mode.addEventListener("change", () => {
+    warn.textContent = mode.value === "super" ? "super runs extra clean-up passes: several times the model calls (and cost) of fine" : "";
+  });
+  const chat = el("select", { id: "chat" }, el("option", { value: "" }, "server's chat model"),
+    ["openai", "deepseek", "qwen", "ollama"].map((c) => el("option", { value: c }, c)));
+  const noEmbed = el("input", { id: "noembed", type: "checkbox" });
+  const preview = el("div", { id: "preview" });
+  let proposal = null;
+
+  const propose = guarded(async () => {
+    let text = paste.value, source = "pasted text";
+    if (file.files.length) {
+      const f = file.files[0];
+      say(`converting ${f.name}…`);
+      const response = await fetch(`/ui/convert?name=${encodeURIComponent(f.name)}`, { method: "POST", headers: authHeaders(), body: f });
+      const body = await response.json();
+      if (!response.ok) throw new RpcError(body.error ? body.error.code : response.status, body.error ? body.error.message : "upload refused");
+      text = body.text; source = f.name;
+    }
+    if (!text.trim()) throw new Error("choose a file or paste some text first");
+    say("asking the model for a preview…");
+    proposal = await rpc("digest.run", { plane: plane(), text, source, mode: mode.value, chat: chat.value || undefined, no_embed: noEmbed.checked || undefined });
+    say("");
+    renderPreview();
+  });
+
+  function renderPreview() {
+    const r = proposal.report || {};
+    preview.replaceChildren(
+      el("p", {}, `${proposal.nodes.length} entities and ${proposal.edges.length} relations proposed from ${proposal.source}` +
+        (r.chat_requests !== undefined ? ` (${r.chat_requests} model calls)` : "") + ". Nothing is written until you choose."),
+      el("h3", {}, "Entities"),
+      el("table", { id: "pnodes" }, el("tr", {}, el("th", {}, ""), el("th", {}, "key"), el("th", {}, "label"), el("th", {}, "properties")),
+        proposal.nodes.map((n, i) => el("tr", {},
+          el("td", {}, el("input", { type: "checkbox", checked: true, "data-node": i, "aria-label": n.key })),
+          el("td", {}, n.key), el("td", {}, n.label), el("td", {}, short(n.properties, 200))))),
+      el("h3", {}, "Relations"),
+      el("table", { id: "pedges" }, el("tr", {}, el("th", {}, ""), el("th", {}, "from"), el("th", {}, "type"), el("th", {}, "to")),
+        proposal.edges.map((e, i) => el("tr", {},
+          el("td", {}, el("input", { type: "checkbox", checked: true, "data-edge": i, "data-src": e.src, "data-dst": e.dst, "aria-label": `${e.src} ${e.type} ${e.dst}` })),
+          el("td", {}, e.src), el("td", {}, e.type), el("td", {}, e.dst)))),
+      el("div", { class: "row" }, el("button", { id: "write", onclick: write }, "Write the chosen ones"),
+        el("span", { class: "muted" }, "one commit, no further model call")));
+  }
+
+  const write = guarded(async () => {
+    const nodes = [...preview.querySelectorAll("input[data-node]")].filter((c) => c.checked).map((c) => proposal.nodes[Number(c.dataset.node)]);
+    const edges = [...preview.querySelectorAll("input[data-edge]")].filter((c) => c.checked).map((c) => proposal.edges[Number(c.dataset.edge)]);
+    const written = await rpc("digest.write", { plane: plane(), nodes, edges, source: proposal.source, run: proposal.run, model: proposal.model });
+    const stats = await rpc("db.stats");
+    preview.prepend(el("p", { id: "written", class: "created" },
+      `Wrote ${written.nodes_written} entities (${written.nodes_updated} updated) and ${written.edges_written} relations in commit ${stats.commit_seq}.`));
+  });
+
+  show(el("h2", {}, "AIgest"),
+    el("div", { class: "card" },
+      el("div", { class: "row" }, planePicker(() => {}), el("label", {}, "Document ", file)),
+      paste,
+      el("div", { class: "row" }, el("label", {}, "URL "), el("input", { disabled: true, placeholder: "the crawler is not in this build", size: 36 })),
+      el("div", { class: "row" }, el("label", {}, "Mode ", mode), warn, el("label", {}, "Chat ", chat),
+        el("label", {}, noEmbed, " no embeddings"), el("span", { class: "muted" }, "embeddings: the server's own embedder")),
+      el("button", { id: "propose", onclick: propose }, "Preview")),
+    preview);
+}
+
+// --------------------------------------------------------------------------- plugins
+
+async function pluginsPage() {
+  const plugins = await rpc("plugin.list");
+  const list = Array.isArray(plugins) ? plugins : plugins.plugins || [];
+  show(el("h2", {}, "Plugins"), list.length
+    ? el("table", { id: "plugins" }, el("tr", {}, el("th", {}, "name"), el("th", {}, "version"), el("th", {}, "extensions"), el("th", {}, "sha256")),
+      list.map((p) => el("tr", {}, el("td", {}, p.name), el("td", {}, p.version), el("td", {}, (p.extensions || []).join(" ")), el("td", {}, short(p.sha256, 20)))))
+    : el("p", { id: "plugins" }, "No parser plugins installed (`drsg plugin install FILE`)."));
+}
+
+// --------------------------------------------------------------------------- routing
+
+const PAGES = { planes: planesPage, explore: explorePage, feed: feedPage, search: searchPage, ask: askPage, digest: digestPage, plugins: pluginsPage };
+
+async function route() {
+  for (const s of stop.splice(0)) s();
+  const name = (location.hash || "#planes").slice(1);
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.getAttribute("href") === "#" + name);
+  document.getElementById("who").textContent = sessionStorage.getItem(TOKEN) ? "signed in" : "";
+  await guarded(PAGES[name] || planesPage)();
+}
+
+window.addEventListener("hashchange", route);
+route();

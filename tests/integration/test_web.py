@@ -1,0 +1,287 @@
+"""The dashboard end to end in real headless Chromium (Debian's, driven by Playwright): a real
+`drsg serve` with a token, the real `openai` client in it against the scripted model on loopback.
+
+Upload a .docx on the AIgest page, untick part of the preview, write the rest, and find exactly
+those facts in explore and the commit on the live feed; the time-travel slider shows an older
+state and what its step changed; a stored-XSS property renders as inert text. Each page's
+screenshot is saved under tests/artifacts/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_digest import PIONEERS, WORLD
+from tests.integration.test_server import TOKEN, RunningServer, cli, start_server
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.scripted_model import ScriptedModel
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
+XSS_NAME = '<img src=x onerror="window.__xss=1">'
+XSS_NOTE = "<script>window.__xss=2</script>"
+
+# `make test` installs it (tests/support/chromium.sh); in CI a missing browser fails rather than skips
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists() and not os.environ.get("CI"), reason="Debian's chromium is not installed (make browser)"
+)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        ScriptedModel(WORLD).install(server)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> Iterator[RunningServer]:
+    workdir = tmp_path_factory.mktemp("web")
+    db = workdir / "graph.drsg"
+    for args in (
+        ("import", str(SAMPLE), "--plane", "pioneers", "--create-plane"),
+        ("node", "put", "ada", "--plane", "pioneers", "-P", 'title="Countess of Lovelace"'),
+        (
+            "node",
+            "put",
+            "mallory",
+            "--plane",
+            "pioneers",
+            "-l",
+            "Person",
+            "-P",
+            f"name={_json(XSS_NAME)}",
+            "-P",
+            f"note={_json(XSS_NOTE)}",
+        ),
+        ("edge", "put", "@mallory", "@ada", "KNOWS", "--plane", "pioneers"),
+    ):
+        ran = cli(db, *args)
+        assert ran.returncode == 0, ran.stderr
+    env = {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat", "DRSG_DIGEST_CONCURRENCY": "2"}
+    running = start_server(db, workdir, env=env)
+    yield running
+    assert running.stop() == 0
+
+
+def _json(value: str) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: RunningServer) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: (errors.append("dialog: " + dialog.message), dialog.dismiss()))
+    page.goto(f"http://127.0.0.1:{served.port}/#planes")
+    page.fill("#token", TOKEN)
+    page.click("#signin")
+    page.wait_for_selector("#planes table")
+    yield page
+    assert not errors, errors
+    context.close()
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def goto(page: Any, served: RunningServer, hash_: str) -> None:
+    page.goto(f"http://127.0.0.1:{served.port}/{hash_}")
+
+
+def test_the_page_is_served_with_a_strict_policy_and_no_secret(served: RunningServer) -> None:
+    index = served.get("/")
+    assert index.status == 200
+    policy = index.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe" not in policy
+    assert TOKEN.encode() not in index.body
+    script = served.get("/static/app.js")
+    assert script.status == 200 and b"innerHTML" not in script.body and TOKEN.encode() not in script.body
+    assert served.get("/static/../openrpc.json").status == 404
+    # a write from another origin is refused, whatever it carries
+    foreign = served.post(
+        '{"jsonrpc":"2.0","id":1,"method":"node.create","params":{"plane":"pioneers","key":"x"}}',
+        headers={"Origin": "http://evil.example"},
+    )
+    assert foreign.status == 403
+    upload = served.post(b"hello", path="/ui/convert?name=a.txt", token=None, headers={"Content-Type": "text/plain"})
+    assert upload.status == 401
+
+
+def test_planes_page_and_stats(page: Any, served: RunningServer) -> None:
+    assert "pioneers" in page.inner_text("#planes")
+    assert "commit" in page.inner_text("#stats")
+    shot(page, "planes")
+
+
+def test_a_stored_xss_property_renders_inert(page: Any, served: RunningServer) -> None:
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#explore")
+    page.fill("#node", "@mallory")
+    page.click("#go")
+    page.wait_for_selector("#side table")
+    side = page.inner_text("#side")
+    assert XSS_NAME in side and XSS_NOTE in side  # shown as the text it is
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#side img").count() == 0 and page.locator("#side script").count() == 0
+    shot(page, "explore-xss")
+    goto(page, served, "#search")
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "window")  # not indexed: an error line, as text
+    page.click("#run")
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__xss") is None
+
+
+def test_the_slider_shows_an_older_state_and_what_its_step_changed(page: Any, served: RunningServer) -> None:
+    from playwright.sync_api import expect
+
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#explore")
+    page.fill("#node", "@ada")
+    page.click("#go")
+    page.wait_for_selector("#side table")
+    assert "Countess of Lovelace" in page.inner_text("#side")
+    shot(page, "explore")
+    page.evaluate(
+        "(() => { const s = document.getElementById('slider'); s.value = 3; s.dispatchEvent(new Event('input')); })()"
+    )
+    expect(page.locator("#at")).to_contain_text("as of commit 3 ")
+    expect(page.locator("#changes")).to_contain_text("What commit 3 changed")
+    expect(page.locator("#changes")).to_contain_text("~ node #1 @ada: title")  # commit 3 gave ada her title
+    assert "Countess of Lovelace" in page.inner_text("#side")
+    page.evaluate(
+        "(() => { const s = document.getElementById('slider'); s.value = 2; s.dispatchEvent(new Event('input')); })()"
+    )
+    expect(page.locator("#at")).to_contain_text("as of commit 2 ")
+    expect(page.locator("#side")).not_to_contain_text("Countess")
+    assert "Ada Lovelace" in page.inner_text("#side")
+    shot(page, "explore-older")
+
+
+def test_upload_a_docx_choose_some_and_see_them_in_explore_and_the_feed(
+    page: Any, served: RunningServer, fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    import docx
+
+    document = docx.Document()
+    for paragraph in PIONEERS.split("\n\n"):
+        document.add_paragraph(paragraph.strip("# \n"))
+    path = tmp_path / "pioneers.docx"
+    document.save(str(path))
+
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#feed")
+    page.wait_for_selector("#feed li")
+    shot(page, "feed")
+    before = served.head()
+    feed, page = page, page.context.new_page()  # the feed stays open in its tab while another writes the digest
+    page.goto(f"http://127.0.0.1:{served.port}/#planes")
+    page.fill("#token", TOKEN)
+    page.click("#signin")
+    page.wait_for_selector("#planes table")
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+
+    goto(page, served, "#digest")
+    page.set_input_files("#file", str(path))
+    page.select_option("#dmode", "super")
+    assert "cost" in page.inner_text("#cost")
+    page.select_option("#dmode", "fine")
+    page.check("#noembed")
+    page.click("#propose")
+    page.wait_for_selector("#pnodes input[data-node]", timeout=60_000)
+    shot(page, "digest-preview")
+    keep = {"Alan Turing", "Bletchley Park"}
+    for box in page.query_selector_all("#pnodes input[data-node]"):
+        if box.get_attribute("aria-label") not in keep:
+            box.uncheck()
+    kept_edges = 0
+    for box in page.query_selector_all("#pedges input[data-edge]"):
+        if {box.get_attribute("data-src"), box.get_attribute("data-dst")} <= keep:
+            kept_edges += 1
+        else:
+            box.uncheck()
+    calls = len(fake.requests_to("/chat/completions"))
+    page.click("#write")
+    page.wait_for_selector("#written")
+    assert len(fake.requests_to("/chat/completions")) == calls  # writing asked the model nothing
+    assert served.head() == before + 1
+    shot(page, "digest-written")
+
+    after = served.call("plane.diff", {"plane": "pioneers", "from": before, "to": before + 1})
+    created = {n["external_key"] for n in after["nodes"]["created"]}
+    assert created == keep, created  # exactly the ticked ones
+    assert len(after["edges"]["created"]) == kept_edges
+
+    feed.wait_for_selector(f'#feed li[data-seq="{before + 1}"]', timeout=15_000)
+    assert "@Alan Turing" in feed.inner_text(f'#feed li[data-seq="{before + 1}"]')
+    shot(feed, "feed-live")
+
+    goto(page, served, "#explore")
+    page.fill("#node", "@Alan Turing")
+    page.click("#go")
+    page.wait_for_selector("#side table")
+    assert "Alan Turing" in page.inner_text("#side")
+    step = page.inner_text("#changes")
+    assert "+ node" in step and "@Alan Turing" in step and "@Bletchley Park" in step
+    shot(page, "explore-digested")
+
+
+def test_search_ask_and_plugins_pages(page: Any, served: RunningServer, fake: FakeOpenAI) -> None:
+    import json
+
+    from tests.integration.test_ask import WORKED_AT
+    from tests.support.fake_openai import Reply, chat_completion
+
+    served.call("index.ensure", {"plane": "pioneers", "label": "Person", "property": "note", "kind": "keyword"})
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#search")
+    page.fill("#q", "algorithm")
+    page.fill("#label", "Person")
+    page.fill("#kwprop", "note")
+    page.click("#run")
+    page.wait_for_selector("#results table tr:nth-child(2)")
+    first = page.inner_text("#results table tr:nth-child(2)").split("\t")
+    assert first[2] == "—" and float(first[3]) > 0 and first[4] == "—"  # the keyword channel alone scored it
+    assert "@ada" in page.inner_text("#results")
+    shot(page, "search")
+
+    fake.script("/chat/completions", Reply(json=chat_completion(json.dumps({"plan": WORKED_AT}))))
+    goto(page, served, "#ask")
+    page.fill("#question", "where did people work?")
+    page.click("#ask")
+    page.wait_for_selector("#plans")
+    assert "WORKED_AT" in page.inner_text("#plans") and page.inner_text("#trace").strip()
+    shot(page, "ask")
+
+    goto(page, served, "#plugins")
+    page.wait_for_selector("#plugins")
+    shot(page, "plugins")
+
+
+def teardown_module() -> None:
+    if ARTIFACTS.exists() and not any(ARTIFACTS.iterdir()):
+        shutil.rmtree(ARTIFACTS)
