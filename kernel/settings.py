@@ -248,6 +248,9 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("ask.masked", (), _strings, "properties whose values `ask` never shows a model (beside secret-like names)"),
     Setting("server.addr", "127.0.0.1:7700", _text, "HOST:PORT to listen on (loopback unless a token is set)"),
     Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
+    Setting(
+        "server.mcp_max_concurrent", 8, _positive, "MCP tool calls run at once (stdio and /mcp); more wait their turn"
+    ),
     Setting("server.write_timeout_secs", 30, _seconds, "how long a write waits for the writer (0 = forever; -32002)"),
     Setting("server.query_timeout_secs", 60, _seconds, "longest a read may run (0 = no limit; then -32000)"),
     Setting("server.max_queries", 0, _count_or_auto, "searches run at once; more wait their turn (0 = one per core)"),

@@ -16,7 +16,7 @@ from aiohttp import web
 from mcp.server.transport_security import TransportSecuritySettings
 
 from drsg.kernel.errors import UNAUTHORIZED
-from drsg.surfaces.mcp.tools import build
+from drsg.surfaces.mcp.tools import build, mcp_bound
 from drsg.surfaces.server.config import is_loopback
 from drsg.surfaces.server.rpc import error_body
 from drsg.surfaces.server.state import ServerState
@@ -33,7 +33,7 @@ def _host_name(host: str) -> str:
 
 
 def install(app: web.Application, state: ServerState) -> None:
-    server = build(state, allow_path=False, max_concurrent=state.config.max_concurrent)
+    server = build(state, allow_path=False, max_concurrent=mcp_bound(state.config))
     server.streamable_http_app(
         streamable_http_path=PATH,
         stateless_http=True,

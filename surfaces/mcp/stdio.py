@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drsg.store.database import Database
-from drsg.surfaces.mcp.tools import build
+from drsg.surfaces.mcp.tools import build, mcp_bound
 from drsg.surfaces.server.config import ServerConfig
 from drsg.surfaces.server.state import ServerState
 
@@ -14,6 +14,6 @@ async def serve_stdio(db: Database, config: ServerConfig) -> None:
     state = ServerState(db, config)
     state.start()
     try:
-        await build(state, allow_path=True, max_concurrent=config.max_concurrent).run_stdio_async()
+        await build(state, allow_path=True, max_concurrent=mcp_bound(config)).run_stdio_async()
     finally:
         state.close()

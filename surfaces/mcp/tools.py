@@ -95,6 +95,12 @@ class Tools:
         return result
 
 
+def mcp_bound(config: Any) -> int:
+    """How many tool calls run at once: `[server] mcp_max_concurrent`."""
+    settings = config.settings
+    return int(settings["server.mcp_max_concurrent"]) if settings is not None else 8
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 

@@ -199,12 +199,21 @@ def test_every_tool_over_stdio(tmp_path: Path, fake: FakeOpenAI) -> None:
 
 def test_every_tool_over_http_and_the_token(tmp_path: Path, fake: FakeOpenAI) -> None:
     db = make_db(tmp_path)
-    server = start_server(db, tmp_path, env=env_for(fake))
+    server = start_server(db, tmp_path, env={**env_for(fake), "DRSG_SERVER_MCP_MAX_CONCURRENT": "1"})
     url = f"http://127.0.0.1:{server.port}/mcp"
 
     async def run() -> set[str]:
         async with over_http(url, TOKEN) as session:
-            return await exercise(session, fake, stdio=False, workdir=tmp_path)
+            called = await exercise(session, fake, stdio=False, workdir=tmp_path)
+            # one call at a time: two slow asks take twice as long as one
+            slow = Reply(json=chat_completion(json.dumps({"plan": WORKED_AT})), delay=0.6)
+            fake.script("/chat/completions", slow, slow)
+            started = anyio.current_time()
+            async with anyio.create_task_group() as group:
+                for _ in range(2):
+                    group.start_soon(call, session, "ask", {"plane": "pioneers", "question": "where?"})
+            assert anyio.current_time() - started >= 1.2
+            return called
 
     async def wrong(token: str | None) -> str:
         with pytest.raises(BaseException) as caught:
@@ -228,3 +237,28 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
     return [exc]
+
+
+def test_the_entry_drsg_init_writes_starts_a_working_server(tmp_path: Path) -> None:
+    """`drsg init` writes `.mcp.json`; the command it names is what an agent runs: run exactly that."""
+    from tests.support.git_tree import commit_tree
+
+    repo = tmp_path / "proj"
+    commit_tree(repo, {"pkg/__init__.py": "", "pkg/core.py": "def helper():\n    return 1\n"})
+    made = cli(repo / "graph.drsg", "init", str(repo), "--code-only")
+    assert made.returncode == 0, made.stderr
+    entry = json.loads((repo / ".mcp.json").read_text())["mcpServers"]["drsg"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"], env=clean_env(), cwd=repo)
+
+    async def run() -> Any:
+        with (tmp_path / "init-mcp.err").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                planes = await call(session, "list_planes", {})
+                helper = await call(session, "get_node", {"plane": "proj", "key": "pkg.core.helper"})
+                return planes, helper
+
+    planes, helper = anyio.run(run)
+    proj = next(p for p in planes if p["name"] == "proj")
+    assert proj["nodes"] > 0 and "synced" in proj  # a code plane says what it was read beside
+    assert helper["external_key"] == "pkg.core.helper"
