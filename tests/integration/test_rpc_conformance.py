@@ -119,6 +119,7 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "lean": True,
         },
         "plane.history": {"plane": "conf"},
+        "plane.diff": {"plane": "conf", "from": 0, "to": ids["head"], "lean": True, "hidden": True},
         "plane.search": {
             "plane": "conf",
             "property": "embedding",
@@ -254,6 +255,8 @@ def test_every_method_answers_in_its_declared_shape(
     call("edge.get", {"plane": "conf", "edge": 424242})  # the null branch
     call("edge.delete", {"plane": "conf", "edge": edge["id"]})
     call("node.delete", {"plane": "conf", "id": made["id"]})
+    changed = call("plane.diff", {"plane": "conf", "from": ids["head"], "to": server.head()})
+    assert changed["counts"]["nodes_created"] == 0 and changed["counts"]["edges_created"] == 0  # made, then deleted
     call("index.ensure", {"plane": "conf", "label": "Doc", "property": "title"})
     call("index.drop", {"plane": "conf", "label": "Doc", "property": "title", "kind": "keyword"})
     call("plane.create", {"name": "shapes", "properties": {"a": 1}})
