@@ -244,7 +244,11 @@ def test_upload_a_docx_choose_some_and_see_them_in_explore_and_the_feed(
     page.fill("#node", "@Alan Turing")
     page.click("#go")
     page.wait_for_selector("#side table")
-    assert "Alan Turing" in page.inner_text("#side")
+    assert "Alan Turing" in page.inner_text("#side") and "_source" not in page.inner_text("#side")
+    page.check("#provenance")  # the provenance the digest wrote, on demand
+    page.wait_for_selector("#side >> text=_source")
+    assert "pioneers.docx" in page.inner_text("#side")
+    page.uncheck("#provenance")
     step = page.inner_text("#changes")
     assert "+ node" in step and "@Alan Turing" in step and "@Bletchley Park" in step
     shot(page, "explore-digested")

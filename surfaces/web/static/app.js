@@ -62,8 +62,12 @@ function guarded(fn) {
   };
 }
 
-function propsTable(props) {
-  const rows = Object.entries(props || {}).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, short(v, 400))));
+function visible(props, hidden) {
+  return Object.fromEntries(Object.entries(props || {}).filter(([k]) => hidden || !k.startsWith("_")));
+}
+
+function propsTable(props, hidden = false) {
+  const rows = Object.entries(visible(props, hidden)).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, short(v, 400))));
   return el("table", { class: "kv" }, rows.length ? rows : el("tr", {}, el("td", {}, "(no properties)")));
 }
 
@@ -119,6 +123,7 @@ async function explorePage() {
   const at = el("span", { id: "at", class: "muted" });
   const canvas = el("canvas", { id: "graph", width: 860, height: 520 });
   const side = el("div", { id: "side" });
+  const provenance = el("input", { id: "provenance", type: "checkbox", checked: sessionStorage.getItem("drsg-hidden") === "1" });
   const changes = el("div", { id: "changes", class: "card" });
   let shown = null;  // what the canvas holds: positions for clicks
 
@@ -148,7 +153,7 @@ async function explorePage() {
       side.replaceChildren(
         el("h3", { id: "title" }, `#${node.id}` + (node.external_key ? ` @${node.external_key}` : "")),
         el("p", {}, "labels: " + node.labels.join(", ")),
-        propsTable(node.properties),
+        propsTable(node.properties, provenance.checked),
         el("p", { class: "muted" }, `${around.nodes.length} neighbours (click one on the canvas to move there)`));
     }
     changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
@@ -163,10 +168,11 @@ async function explorePage() {
     if (hit) { ref.value = hit.node.external_key ? "@" + hit.node.external_key : String(hit.node.id); guarded(render)(); }
   });
   slider.addEventListener("input", guarded(render));
+  provenance.addEventListener("change", () => { sessionStorage.setItem("drsg-hidden", provenance.checked ? "1" : "0"); guarded(render)(); });
   show(el("h2", {}, "Explore"),
     el("div", { class: "row" }, planePicker(guarded(async () => { await latest(); slider.value = slider.max; await render(); })),
       ref, el("button", { id: "go", onclick: guarded(async () => { await latest(); slider.value = slider.max; await render(); }) }, "Show")),
-    el("div", { class: "row" }, el("label", {}, "Time travel "), slider, at),
+    el("div", { class: "row" }, el("label", {}, "Time travel "), slider, at, el("label", {}, provenance, " show _ properties")),
     el("div", { class: "cols" }, el("div", {}, canvas, changes), side));
   await latest();
   slider.value = slider.max;
@@ -280,7 +286,7 @@ async function searchPage() {
         el("td", {}, `#${h.id}` + (h.external_key ? ` @${h.external_key}` : "")),
         el("td", {}, Number(h.score).toFixed(4)),
         el("td", {}, channel(h, "vector")), el("td", {}, channel(h, "keyword")), el("td", {}, channel(h, "graph")),
-        el("td", {}, short(h.properties, 200))))));
+        el("td", {}, short(visible(h.properties), 200))))));
   });
   show(el("h2", {}, "Search and hybrid"),
     el("div", { class: "row" }, planePicker(() => {}), mode, q, label, kw, vec, el("label", {}, "graph hops ", hops), el("button", { id: "run", onclick: run }, "Search")),
@@ -301,7 +307,7 @@ async function askPage() {
     out.replaceChildren(
       el("div", { class: "card" }, el("h3", {}, "Plans"), el("pre", { id: "plans" }, JSON.stringify(a.plans, null, 2))),
       el("div", { class: "card" }, el("h3", {}, `Results (${a.count})`),
-        el("ul", {}, (a.results || []).map((n) => el("li", {}, `#${n.id}` + (n.external_key ? ` @${n.external_key}` : "") + " " + short(n.properties, 160))))),
+        el("ul", {}, (a.results || []).map((n) => el("li", {}, `#${n.id}` + (n.external_key ? ` @${n.external_key}` : "") + " " + short(visible(n.properties), 160))))),
       el("div", { class: "card" }, el("h3", {}, "Trace"), el("pre", { id: "trace" }, JSON.stringify(a.trace, null, 2))),
       el("p", { class: "muted" }, `${a.usage.calls} model calls, ${a.usage.prompt_tokens} + ${a.usage.completion_tokens} tokens`));
   });
@@ -354,7 +360,7 @@ async function digestPage() {
       el("table", { id: "pnodes" }, el("tr", {}, el("th", {}, ""), el("th", {}, "key"), el("th", {}, "label"), el("th", {}, "properties")),
         proposal.nodes.map((n, i) => el("tr", {},
           el("td", {}, el("input", { type: "checkbox", checked: true, "data-node": i, "aria-label": n.key })),
-          el("td", {}, n.key), el("td", {}, n.label), el("td", {}, short(n.properties, 200))))),
+          el("td", {}, n.key), el("td", {}, n.label), el("td", {}, short(visible(n.properties), 200))))),
       el("h3", {}, "Relations"),
       el("table", { id: "pedges" }, el("tr", {}, el("th", {}, ""), el("th", {}, "from"), el("th", {}, "type"), el("th", {}, "to")),
         proposal.edges.map((e, i) => el("tr", {},
