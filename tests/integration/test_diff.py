@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from drsg.kernel.asof import format_ms
 from tests.conftest import Ran
 from tests.integration.test_server import start_server
 
@@ -59,6 +60,8 @@ def test_cli_takes_times_and_refuses_bad_ends_in_one_line(drsg: Callable[..., Ra
         drsg("diff", f"TIME {log[1]['ts']}", f"TIME {log[3]['ts']}", "--plane", "pioneers", "--json").out
     )
     assert by_time["from"] == 2 and by_time["to"] == 4
+    rfc = json.loads(drsg("diff", format_ms(log[1]["ts"]), format_ms(log[3]["ts"]), "-p", "pioneers", "--json").out)
+    assert (rfc["from"], rfc["to"]) == (2, 4)
     for args, code, words in [
         (("diff", "2", "99", "--plane", "pioneers"), 2, "beyond the head"),
         (("diff", "2", "3", "--plane", "nope"), 1, "no plane named 'nope'"),
