@@ -21,8 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from drsg import __version__
-from drsg.kernel.errors import DrsgError, RpcError, UsageError
-from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
+from drsg.kernel.errors import DrsgError, RpcError
 from drsg.surfaces.drift import synced_of
 from drsg.surfaces.server import (  # noqa: F401  (importing the method modules registers their methods)
     ask_method,
@@ -38,7 +37,6 @@ from drsg.surfaces.server.state import ServerState
 
 MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
 MAX_ITEMS = 200  # a list longer than this is cut
-MAX_CHANGES = 1000  # commits one changes_since call returns at most
 INSTRUCTIONS = (
     "drsg is a graph store with time travel. Start with list_planes, then describe_plane to learn a plane's "
     "labels, edge types and properties. Nodes are named by id or external key. `as_of` (a commit seq) reads "
@@ -250,14 +248,9 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
 
     @server.tool(structured_output=False)
     async def changes_since(plane: str, seq: int = 0, limit: int = 100) -> str:
-        """The plane's changes in the commits after `seq` (at most `limit` commits): per commit its seq,
-        time, origin and the nodes and edges put or deleted; `next` is the seq to ask from next."""
-        if not 1 <= limit <= MAX_CHANGES:
-            raise ToolError(f"error -32602: `limit` must be between 1 and {MAX_CHANGES}, not {limit}")
-        try:
-            return dumps(await tools.state.read(_changes, tools.state, plane, seq, limit))
-        except DrsgError as exc:
-            raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+        """The plane's changes in the commits after `seq` (at most `limit` commits read): per commit its
+        seq, time, origin and the nodes and edges put or deleted; `next` is the seq to ask after."""
+        return await tools.call("plane.changes", {"plane": plane, "after": seq, "limit": limit})
 
     @server.tool(structured_output=False)
     async def stats() -> str:
@@ -294,27 +287,3 @@ def _read_path(path: str, source: str | None) -> tuple[str, str]:
     except DrsgError as exc:
         raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
     return document.text, source or document.name
-
-
-def _changes(state: ServerState, plane: str, seq: int, limit: int) -> dict[str, Any]:
-    if seq < 0:
-        raise UsageError(f"`seq` must be 0 or more, not {seq}")
-    with state.db.read() as reader:
-        pid = reader.snapshot().plane(plane).id
-        commits: list[dict[str, Any]] = []
-        last = seq
-        for commit in reader.commits(seq + 1, min(reader.head, seq + limit)):
-            last = commit.seq
-            changes: list[dict[str, Any]] = []
-            for m in commit.mutations:
-                if isinstance(m, NodePut) and m.plane == pid:
-                    changes.append({"op": m.op, "id": m.id, "key": m.key, "labels": list(m.labels)})
-                elif isinstance(m, NodeDelete | EdgeDelete) and m.plane == pid:
-                    changes.append({"op": m.op, "id": m.id})
-                elif isinstance(m, EdgePut) and m.plane == pid:
-                    changes.append({"op": m.op, "id": m.id, "src": m.src, "dst": m.dst, "type": m.type})
-            if changes:
-                commits.append(
-                    {"seq": commit.seq, "ts": commit.ts, "via": commit.origin.get("via"), "changes": changes}
-                )
-        return {"plane": plane, "commits": compact(commits), "next": last, "head": reader.head}

@@ -7,6 +7,7 @@ from typing import Any
 from drsg.kernel.asof import parse_as_of
 from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
 from drsg.store.diff import diff_plane
+from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.reader import Reader
 from drsg.surfaces.server.params import Params, vectors
 from drsg.surfaces.server.registry import LEAN, PLANE, param, rpc
@@ -74,3 +75,60 @@ def diff_json(db: Any, p: Params) -> dict[str, Any]:
 )
 async def plane_diff(ctx: ServerState, p: Params) -> Any:
     return await ctx.read(diff_json, ctx.db, p)
+
+
+MAX_CHANGES = 10_000  # commits one plane.changes call reads at most
+
+
+def changes_json(db: Any, plane: str, after: int, limit: int) -> dict[str, Any]:
+    """The plane's changes in the commits after ``after`` (at most ``limit`` commits read):
+    ``{plane, commits: [{seq, ts, via, changes}], next, head}``; ``next`` is the seq to ask after."""
+    with db.read() as reader:
+        pid = reader.snapshot().plane(plane).id
+        commits: list[dict[str, Any]] = []
+        last = min(after, reader.head)
+        for commit in reader.commits(after + 1, min(reader.head, after + limit)):
+            last = commit.seq
+            changes: list[dict[str, Any]] = []
+            for m in commit.mutations:
+                if isinstance(m, NodePut) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id, "key": m.key, "labels": list(m.labels)})
+                elif isinstance(m, NodeDelete | EdgeDelete) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id})
+                elif isinstance(m, EdgePut) and m.plane == pid:
+                    changes.append({"op": m.op, "id": m.id, "src": m.src, "dst": m.dst, "type": m.type})
+            if changes:
+                commits.append(
+                    {"seq": commit.seq, "ts": commit.ts, "via": commit.origin.get("via"), "changes": changes}
+                )
+        return {"plane": plane, "commits": commits, "next": last, "head": reader.head}
+
+
+@rpc(
+    "plane.changes",
+    define={
+        "summary": "The commits after a seq that changed a plane, each with the nodes and edges it put or deleted "
+        "(ids, keys, labels, edge ends); `next` is the seq to ask after, `head` the log's head. Reads the log.",
+        "x-access": "read",
+        "params": [
+            PLANE,
+            param("after", {"type": "integer", "minimum": 0}, "Start after this commit seq (default 0)."),
+            param("limit", {"type": "integer", "minimum": 1, "maximum": MAX_CHANGES}, "Commits to read (default 100)."),
+        ],
+        "result": {
+            "name": "changes",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "plane": {"type": "string"},
+                    "commits": {"type": "array", "items": {"type": "object"}},
+                    "next": {"type": "integer"},
+                    "head": {"type": "integer"},
+                },
+                "required": ["plane", "commits", "next", "head"],
+            },
+        },
+    },
+)
+async def plane_changes(ctx: ServerState, p: Params) -> Any:
+    return await ctx.read(changes_json, ctx.db, p["plane"], int(p.get("after", 0)), int(p.get("limit", 100)))

@@ -120,6 +120,7 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         },
         "plane.history": {"plane": "conf"},
         "plane.diff": {"plane": "conf", "from": 0, "to": ids["head"], "lean": True, "hidden": True},
+        "plane.changes": {"plane": "conf", "after": 0, "limit": 10},
         "plane.search": {
             "plane": "conf",
             "property": "embedding",
@@ -256,6 +257,7 @@ def test_every_method_answers_in_its_declared_shape(
     call("edge.delete", {"plane": "conf", "edge": edge["id"]})
     call("node.delete", {"plane": "conf", "id": made["id"]})
     changed = call("plane.diff", {"plane": "conf", "from": ids["head"], "to": server.head()})
+    assert [c["seq"] for c in call("plane.changes", {"plane": "conf", "after": ids["head"]})["commits"]]
     assert changed["counts"]["nodes_created"] == 0 and changed["counts"]["edges_created"] == 0  # made, then deleted
     call("index.ensure", {"plane": "conf", "label": "Doc", "property": "title"})
     call("index.drop", {"plane": "conf", "label": "Doc", "property": "title", "kind": "keyword"})

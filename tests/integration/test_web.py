@@ -108,6 +108,11 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+def slide(page: Any, stop: int) -> None:
+    """Move the time-travel slider to one of its stops, as a drag does (an input event)."""
+    page.eval_on_selector("#slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(stop))
+
+
 def goto(page: Any, served: RunningServer, hash_: str) -> None:
     page.goto(f"http://127.0.0.1:{served.port}/{hash_}")
 
@@ -165,18 +170,18 @@ def test_the_slider_shows_an_older_state_and_what_its_step_changed(page: Any, se
     page.click("#go")
     page.wait_for_selector("#side table")
     assert "Countess of Lovelace" in page.inner_text("#side")
+    assert "3 neighbours" in page.inner_text("#side")  # mallory's KNOWS points in: both directions shown
     shot(page, "explore")
-    page.evaluate(
-        "(() => { const s = document.getElementById('slider'); s.value = 3; s.dispatchEvent(new Event('input')); })()"
-    )
-    expect(page.locator("#at")).to_contain_text("as of commit 3 ")
+    # the plane's commits are 2 (the import), 3 (ada's title), 4 (mallory), 5 (mallory KNOWS ada): stops 0-3
+    assert page.get_attribute("#slider", "max") == "3"
+    slide(page, 1)
+    expect(page.locator("#at")).to_contain_text("as of commit 3 (the plane's commit 2 of 4)")
     expect(page.locator("#changes")).to_contain_text("What commit 3 changed")
     expect(page.locator("#changes")).to_contain_text("~ node #1 @ada: title")  # commit 3 gave ada her title
     assert "Countess of Lovelace" in page.inner_text("#side")
-    page.evaluate(
-        "(() => { const s = document.getElementById('slider'); s.value = 2; s.dispatchEvent(new Event('input')); })()"
-    )
+    slide(page, 0)
     expect(page.locator("#at")).to_contain_text("as of commit 2 ")
+    expect(page.locator("#changes")).to_contain_text("+ node #1 @ada")  # the import created her
     expect(page.locator("#side")).not_to_contain_text("Countess")
     assert "Ada Lovelace" in page.inner_text("#side")
     shot(page, "explore-older")

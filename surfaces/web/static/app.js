@@ -119,36 +119,46 @@ async function planesPage() {
 
 async function explorePage() {
   const ref = el("input", { id: "node", placeholder: "@key or id", value: sessionStorage.getItem("drsg-node") || "" });
-  const slider = el("input", { id: "slider", type: "range", min: 1, max: 1, value: 1 });
+  const slider = el("input", { id: "slider", type: "range", min: 0, max: 0, value: 0 });
   const at = el("span", { id: "at", class: "muted" });
   const canvas = el("canvas", { id: "graph", width: 860, height: 520 });
   const side = el("div", { id: "side" });
   const provenance = el("input", { id: "provenance", type: "checkbox", checked: sessionStorage.getItem("drsg-hidden") === "1" });
   const changes = el("div", { id: "changes", class: "card" });
   let shown = null;  // what the canvas holds: positions for clicks
+  let seqs = [];  // the plane's commits, oldest first: the slider's stops
 
   async function latest() {
-    const window = await rpc("plane.history", { plane: plane() });
-    slider.max = window.latest;
-    return window.latest;
+    const found = [];
+    let after = 0, head = 0;
+    do {  // the plane's commits, a page of the log at a time
+      const page = await rpc("plane.changes", { plane: plane(), after, limit: 10000 });
+      for (const c of page.commits) found.push(c.seq);
+      after = page.next; head = page.head;
+    } while (after < head);
+    seqs = found.length ? found : [head];
+    slider.max = seqs.length - 1;
+    return slider.max;
   }
 
   async function render() {
     const want = ref.value.trim();
     sessionStorage.setItem("drsg-node", want);
-    const seq = Number(slider.value);
-    at.textContent = `as of commit ${seq} of ${slider.max}`;
+    const stop = Number(slider.value);
+    const seq = seqs[stop];
+    const before = stop > 0 ? seqs[stop - 1] : 0;  // the plane's previous commit (none between touched it)
+    at.textContent = `as of commit ${seq} (the plane's commit ${stop + 1} of ${seqs.length})`;
     if (!want) { side.replaceChildren(el("p", { class: "muted" }, "Name a node: @key or an id.")); return; }
     const byKey = want.startsWith("@") || !/^\d+$/.test(want);
     const params = byKey ? { key: want.replace(/^@/, "") } : { id: Number(want) };
     const node = await rpc("node.get", { plane: plane(), ...params, as_of: seq, lean: true });
-    const step = seq > 1 ? await rpc("plane.diff", { plane: plane(), from: seq - 1, to: seq, lean: true, hidden: false }) : null;
+    const step = await rpc("plane.diff", { plane: plane(), from: before, to: seq, lean: true, hidden: false });
     if (!node) {
       shown = null;
       draw(canvas, null, [], [], step);
       side.replaceChildren(el("p", { id: "absent" }, `No node ${want} in plane ${plane()} as of commit ${seq}.`));
     } else {
-      const around = await rpc("graph.expand", { plane: plane(), id: node.id, as_of: seq, lean: true, limit: 40 });
+      const around = await rpc("graph.expand", { plane: plane(), id: node.id, direction: "both", as_of: seq, lean: true, limit: 40 });
       shown = draw(canvas, node, around.nodes, around.edges, step);
       side.replaceChildren(
         el("h3", { id: "title" }, `#${node.id}` + (node.external_key ? ` @${node.external_key}` : "")),
