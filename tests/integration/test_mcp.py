@@ -184,6 +184,7 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     too_few = await refused(session, "changes_since", {"plane": "pioneers", "limit": 0})
     assert "error -32602" in too_few and "'limit'" in too_few
     assert "exactly one" in await refused(session, "digest_preview", {"plane": "pioneers"})
+    assert "Unknown tool: drop_everything" in await refused(session, "drop_everything", {})
     assert (await ok("stats", {}))["commit_seq"] == head
     return called
 
