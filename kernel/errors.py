@@ -36,6 +36,8 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     │   │                                      outside [fetch] allow_private, too many redirects, too big
     │   └── FetchRefused          1   -32000   the fetch guard refused the URL or the address it would connect to
     │                                          (always before a byte is sent)
+    ├── CatalogError              1   -32000   a catalog connection's live database could not be reached, or
+    │                                          failed a query (the message names the connection, never a secret)
     ├── ServeError                1   -32000   `drsg serve` could not start (the address is taken, a TLS file
     │                                          is unreadable, …)
     ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
@@ -200,6 +202,10 @@ class FetchError(DrsgError):
 
 class FetchRefused(FetchError):
     """The fetch guard refused a URL or the address a socket was about to connect to; nothing was sent."""
+
+
+class CatalogError(DrsgError):
+    """A catalog connection's database could not be reached or failed a query (never carries a secret)."""
 
 
 class ServeError(DrsgError):

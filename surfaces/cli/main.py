@@ -93,6 +93,7 @@ def _register() -> None:
     from drsg.surfaces.cli import (
         ask,
         bulk,
+        catalog,
         diff,
         digest,
         evaluate,
@@ -124,6 +125,7 @@ def _register() -> None:
         serve,
         mcp,
         plugins,
+        catalog,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

@@ -1,0 +1,105 @@
+"""``find``: words resolved to one table and its columns offline, then exactly one parameterised
+SELECT against the live database; and ``sql``: one read-only statement, masked and row-limited."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drsg.kernel.errors import NotFound, UsageError
+from drsg.pipeline.catalog.backend import Backend, secret_pairs
+from drsg.pipeline.catalog.model import Catalog, Column, Table
+from drsg.pipeline.catalog.resolve import best_column, rank_tables
+from drsg.pipeline.catalog.sqlbuild import bind_value, build_select
+
+MAX_LIMIT = 1000
+CANDIDATES = 5
+
+
+def sensitive_pairs(catalog: Catalog, backend: Backend) -> set[tuple[str, str]]:
+    """The (table, column) pairs the database withholds, lowercased; none when the connection shows them."""
+    if backend.conn.sensitive_columns == "show":
+        return set()
+    return secret_pairs(catalog, backend.conn.sensitive_extra)
+
+
+def check_request(request: Any) -> tuple[str, list[str], dict[str, Any]]:
+    if not isinstance(request, dict):
+        raise UsageError('find: the request is a JSON object like {"entity": "user", "fields": [...], "where": {...}}')
+    unknown = set(request) - {"entity", "fields", "where", "limit"}
+    if unknown:
+        raise UsageError(f"find: unknown key(s) {sorted(unknown)}; use entity, fields, where, limit")
+    entity = request.get("entity")
+    if not isinstance(entity, str) or not entity.strip():
+        raise UsageError('find: "entity" must name the thing asked about, e.g. "user" or "用户"')
+    fields = request.get("fields") or []
+    if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+        raise UsageError('find: "fields" must be a list of words, e.g. ["password"]')
+    where = request.get("where") or {}
+    if not isinstance(where, dict) or any(isinstance(v, dict | list) for v in where.values()):
+        raise UsageError('find: "where" must map words to single values, e.g. {"name": "Zhang San"}')
+    return entity, fields, where
+
+
+def _column(table: Table, word: str, role: str) -> Column:
+    column, _ = best_column(table, word)
+    if column is None:
+        names = ", ".join(c.name for c in table.columns)
+        raise UsageError(f"find: no column of {table.name} matches {role} {word!r}; its columns are {names}")
+    return column
+
+
+def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[str, Any]:
+    entity, fields, where = check_request(request)
+    limit = max(1, min(int(request.get("limit", limit)), MAX_LIMIT))
+    ranked = rank_tables(catalog, entity, [*fields, *where])
+    if not ranked:
+        raise NotFound(f"find: no table or view matches {entity!r}; `drsg catalog search` shows what the catalog has")
+    if len(ranked) > 1 and ranked[1][0] >= ranked[0][0]:
+        return {
+            "status": "ambiguous",
+            "entity": entity,
+            "candidates": [
+                {"table": t.name, "kind": t.kind, "score": round(s, 3), "matched": why, "comment": t.comment}
+                for s, t, why in ranked[:CANDIDATES]
+            ],
+            "hint": "name the table in entity (or add a field only it has) and ask again",
+        }
+    table = ranked[0][1]
+    if not where:
+        return {
+            "status": "missing_predicate",
+            "table": table.name,
+            "hint": 'say which row: add where, e.g. {"where": {"name": "…"}}; find never scans a table',
+            "columns": [c.name for c in table.columns],
+        }
+    picked = [_column(table, f, "field") for f in fields] or list(table.columns)
+    filters = [(word, _column(table, word, "filter"), value) for word, value in where.items()]
+    params, notes = [], []
+    for _word, column, value in filters:
+        bound, note = bind_value(column, value)
+        params.append(bound)
+        if note:
+            notes.append(note)
+    sql = build_select(
+        table.name, [c.name for c in picked], [c.name for _, c, _ in filters], backend.quote, backend.placeholder
+    )
+    rows = backend.select(sql, [*params, limit + 1], limit, sensitive_pairs(catalog, backend))
+    return {
+        "status": "ok",
+        "table": table.name,
+        "fields": [{"field": f, "column": c.name} for f, c in zip(fields, picked, strict=False)]
+        or [{"column": c.name} for c in picked],
+        "where": [{"field": w, "column": c.name, "value": v} for (w, c, _), v in zip(filters, params, strict=True)],
+        "sql": sql,
+        "statements": 1,
+        **rows.to_json(),
+        "notes": notes,
+    }
+
+
+def run_sql(catalog: Catalog, backend: Backend, sql: str, limit: int) -> dict[str, Any]:
+    if not sql.strip():
+        raise UsageError("sql: give one SELECT statement")
+    limit = max(1, min(limit, MAX_LIMIT))
+    rows = backend.select(sql, [], limit, sensitive_pairs(catalog, backend))
+    return {"sql": sql, **rows.to_json()}

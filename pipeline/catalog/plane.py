@@ -1,0 +1,221 @@
+"""The catalog ↔ a plane: written in one commit per index run, read back offline.
+
+Nodes, keyed so a re-index finds what it wrote before: ``t:NAME`` (``Table`` or ``View``),
+``c:TABLE.COLUMN`` (``Column``), ``i:TABLE.INDEX`` (``Index``). Edges: ``HAS_COLUMN`` (table →
+column), ``FK`` (column → the column it references), ``INDEX`` (index → column, with its
+position), ``VIEW_REF`` (view → a table it reads). A run writes only the difference from what the
+plane holds, so schema drift reaches the change feed as ordinary changes and ``AS OF`` reads the
+schema as it was. An ``l1`` run is given the L2 facts the plane already has (``model.keep_l2``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from drsg.kernel.values import Value
+from drsg.pipeline.catalog.masking import is_sensitive
+from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
+from drsg.pipeline.catalog.naming import terms_text
+from drsg.store.database import Database
+from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import WriteTx
+
+SEARCHED = (("Table", "terms"), ("View", "terms"), ("Column", "terms"))
+
+Wanted = dict[str, tuple[list[str], dict[str, Value]]]
+EdgeKey = tuple[str, str, str]
+
+
+def _clean(props: Mapping[str, Any]) -> dict[str, Value]:
+    return {k: v for k, v in props.items() if v is not None}
+
+
+def _table_props(t: Table) -> dict[str, Value]:
+    what = "view" if t.kind == "view" else "table"
+    return _clean(
+        {
+            "name": t.name,
+            "kind": t.kind,
+            "comment": t.comment,
+            "row_estimate": t.row_estimate,
+            "terms": terms_text(t.name, t.comment),
+            "description": f"{what} {t.name}" + (f": {t.comment}" if t.comment else ""),
+        }
+    )
+
+
+def _column_props(t: Table, c: Column, extra: list[str]) -> dict[str, Value]:
+    return _clean(
+        {
+            "table": t.name,
+            "name": c.name,
+            "ordinal": c.ordinal,
+            "declared_type": c.declared_type,
+            "type_class": c.type_class,
+            "nullable": c.nullable,
+            "default": c.default,
+            "comment": c.comment,
+            "primary": c.primary,
+            "unique": c.unique,
+            "enum_sample": list(c.enum_sample) if c.enum_sample is not None else None,
+            "sensitive": is_sensitive(c.name, extra),
+            "terms": terms_text(c.name, c.comment),
+            "description": f"column {t.name}.{c.name} {c.declared_type}" + (f": {c.comment}" if c.comment else ""),
+        }
+    )
+
+
+def wanted_graph(catalog: Catalog, extra: list[str]) -> tuple[Wanted, dict[EdgeKey, dict[str, Value]]]:
+    nodes: Wanted = {}
+    edges: dict[EdgeKey, dict[str, Value]] = {}
+    names = {t.name for t in catalog.tables}
+    for t in catalog.tables:
+        tkey = f"t:{t.name}"
+        nodes[tkey] = (["View" if t.kind == "view" else "Table"], _table_props(t))
+        for c in t.columns:
+            nodes[f"c:{t.name}.{c.name}"] = (["Column"], _column_props(t, c, extra))
+            edges[(tkey, "HAS_COLUMN", f"c:{t.name}.{c.name}")] = {}
+        for fk in t.foreign_keys:
+            for src, dst in zip(fk.columns, fk.ref_columns or fk.columns, strict=False):
+                if fk.ref_table in names:  # a dangling reference is warned about, not drawn
+                    edges[(f"c:{t.name}.{src}", "FK", f"c:{fk.ref_table}.{dst}")] = {}
+                else:
+                    catalog.warnings.append(f"{t.name}.{src} references {fk.ref_table}, which is not in the catalog")
+        for ix in t.indexes:
+            ikey = f"i:{t.name}.{ix.name}"
+            nodes[ikey] = (["Index"], {"table": t.name, "name": ix.name, "unique": ix.unique})
+            for pos, col in enumerate(ix.columns):
+                edges[(ikey, "INDEX", f"c:{t.name}.{col}")] = {"position": pos}
+        for ref in t.view_refs:
+            if ref in names:
+                edges[(tkey, "VIEW_REF", f"t:{ref}")] = {}
+    return nodes, {k: v for k, v in edges.items() if k[0] in nodes and k[2] in nodes}
+
+
+def write_catalog(
+    db: Database, plane_name: str, catalog: Catalog, connection: str, extra: list[str], *, l2_run: bool
+) -> dict[str, Any]:
+    """Replace the plane's catalog with ``catalog`` in one commit; returns the counts changed."""
+    nodes, edges = wanted_graph(catalog, extra)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+
+    def apply(tx: WriteTx) -> dict[str, int]:
+        plane = tx.view.find_plane(plane_name) or tx.create_plane(plane_name)
+        counts = {"created": 0, "updated": 0, "deleted": 0, "edges_created": 0, "edges_deleted": 0}
+        existing = {n.key: n for n in tx.view.nodes(plane.id) if n.key}
+        for key, node in existing.items():
+            if key not in nodes:
+                tx.delete_node(plane, node.id)
+                counts["deleted"] += 1
+        for key, (labels, props) in nodes.items():
+            old = existing.get(key)
+            if old is None:
+                tx.create_node(plane, key, labels, props)
+                counts["created"] += 1
+            elif old.labels != labels or old.props != props:
+                tx.put_node(plane, key, labels, props, mode="replace")
+                counts["updated"] += 1
+        ids = {n.id: n.key for n in tx.view.nodes(plane.id) if n.key}
+        have: set[EdgeKey] = set()
+        for edge in list(tx.view.edges(plane.id)):
+            src, dst = ids.get(edge.src), ids.get(edge.dst)
+            if src is None or dst is None:
+                continue
+            ek = (src, edge.type, dst)
+            if ek in have or edges.get(ek) != edge.props:
+                tx.delete_edge(plane, edge.id)
+                counts["edges_deleted"] += 1
+            else:
+                have.add(ek)
+        by_key = {key: node_id for node_id, key in ids.items()}
+        for ek, props in edges.items():
+            if ek not in have:
+                tx.link(plane, by_key[ek[0]], by_key[ek[2]], ek[1], props)
+                counts["edges_created"] += 1
+        for label, prop in SEARCHED:
+            if tx.view.index(plane.id, "keyword", label, prop) is None:
+                tx.declare_index(plane, "keyword", label, prop, {"language": "chinese"})
+        meta: dict[str, Value] = {
+            "catalog_connection": connection,
+            "catalog_engine": catalog.engine,
+            "catalog_database": catalog.database,
+            "catalog_level": catalog.level,
+        }
+        if sum(counts.values()) or plane.props.get("catalog_l1_at") is None:
+            meta["catalog_l1_at"] = now  # when the schema last changed (a run that finds no drift writes nothing)
+        if l2_run:
+            meta["catalog_l2_at"] = now
+        if any(plane.props.get(k) != v for k, v in meta.items() if not k.endswith("_at")) or sum(counts.values()):
+            tx.set_plane_props(plane_name, meta)
+        return counts
+
+    result = db.write(apply, {"via": "catalog.index", "connection": connection})
+    return {**result.value, "seq": result.seq, "level": catalog.level, "warnings": catalog.warnings}
+
+
+def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:
+    """The catalog a plane holds (at the snapshot's commit): what ``find`` and the verbs read offline."""
+    plane = snap.plane(plane_name)
+    props = plane.props
+    catalog = Catalog(str(props.get("catalog_engine", "")), str(props.get("catalog_database", "")), "")
+    catalog.level = str(props.get("catalog_level", ""))
+    tables: dict[str, Table] = {}
+    columns: dict[str, list[tuple[int, Column]]] = {}
+    indexes: dict[int, tuple[str, IndexInfo]] = {}
+    keys: dict[int, str] = {}
+    for node in snap.nodes(plane.id):
+        p = node.props
+        keys[node.id] = node.key or ""
+        if "Table" in node.labels or "View" in node.labels:
+            tables[str(p["name"])] = Table(
+                str(p["name"]), str(p.get("kind", "table")), _opt(p.get("comment")), row_estimate=_int(p)
+            )
+        elif "Column" in node.labels:
+            sample = p.get("enum_sample")
+            col = Column(
+                str(p["name"]),
+                int(p.get("ordinal", 0)),  # type: ignore[call-overload]
+                str(p.get("declared_type", "")),
+                bool(p.get("nullable", True)),
+                _opt(p.get("default")),
+                _opt(p.get("comment")),
+                bool(p.get("primary", False)),
+                bool(p.get("unique", False)),
+                [str(v) for v in sample] if isinstance(sample, list) else None,
+            )
+            columns.setdefault(str(p["table"]), []).append((col.ordinal, col))
+        elif "Index" in node.labels:
+            indexes[node.id] = (str(p["table"]), IndexInfo(str(p["name"]), [], bool(p.get("unique", False))))
+    for name, cols in columns.items():
+        if name in tables:
+            tables[name].columns = [c for _, c in sorted(cols, key=lambda pair: pair[0])]
+    positions: dict[int, list[tuple[int, str]]] = {}
+    for edge in snap.edges(plane.id):
+        src, dst = keys.get(edge.src, ""), keys.get(edge.dst, "")
+        if edge.type == "FK":
+            s_table, s_col = src[2:].split(".", 1)
+            d_table, d_col = dst[2:].split(".", 1)
+            if s_table in tables:
+                tables[s_table].foreign_keys.append(ForeignKey([s_col], d_table, [d_col]))
+        elif edge.type == "VIEW_REF" and src[2:] in tables:
+            tables[src[2:]].view_refs.append(dst[2:])
+        elif edge.type == "INDEX" and edge.src in indexes:
+            positions.setdefault(edge.src, []).append((int(edge.props.get("position", 0)), dst.split(".", 1)[1]))  # type: ignore[call-overload]
+    for node_id, (table, info) in indexes.items():
+        info.columns = [c for _, c in sorted(positions.get(node_id, []))]
+        if table in tables:
+            tables[table].indexes.append(info)
+    catalog.tables = [tables[name] for name in sorted(tables)]
+    for t in catalog.tables:
+        t.view_refs.sort()
+    return catalog
+
+
+def _opt(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _int(props: Mapping[str, Value]) -> int | None:
+    value = props.get("row_estimate")
+    return value if isinstance(value, int) else None

@@ -1,0 +1,318 @@
+"""`drsg catalog …` (connections, index, search, the dbgraph verbs) and `drsg find`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import UsageError
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import as_of_option, json_option
+
+
+def _connections(obj: Context) -> Any:
+    from drsg.pipeline.catalog.connections import Connections
+
+    return Connections(obj.db_path)
+
+
+def _pick(obj: Context, name: str | None) -> Any:
+    """The named connection, or the only one there is."""
+    conns = _connections(obj)
+    if name is not None:
+        return conns.get(name)
+    everything = conns.load()
+    if len(everything) != 1:
+        listed = ", ".join(sorted(everything)) or "none yet: `drsg catalog add NAME DSN`"
+        raise UsageError(f"name the connection with --conn (there are: {listed})")
+    return next(iter(everything.values()))
+
+
+def _catalog(obj: Context, name: str | None, as_of: AsOf | None = None) -> tuple[Any, Any]:
+    from drsg.pipeline.catalog import service
+
+    conn = _pick(obj, name)
+    with obj.open(write=False) as db:
+        return conn, service.load(db, conn, as_of)
+
+
+def _show(value: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(value)
+    else:
+        emit_json(value, pretty=True)
+
+
+def conn_option(fn: Any) -> Any:
+    return click.option(
+        "--conn", "-c", "conn_name", default=None, metavar="NAME", help="The connection (default: the only one)."
+    )(fn)
+
+
+@click.group("catalog")
+def catalog() -> None:
+    """A live database's catalog as a plane: connections, index, search and the dbgraph verbs."""
+
+
+@catalog.command("add")
+@click.argument("name")
+@click.argument("dsn")
+@click.option("--password-env", default=None, metavar="VAR", help="Environment variable holding the password.")
+@click.option(
+    "--keyring", "keyring_name", default=None, metavar="NAME", help="Keyring entry (service drsg) holding it."
+)
+@click.option("--show-sensitive", is_flag=True, help="Do not mask sensitive columns (sensitive_columns = show).")
+@click.option("--sensitive", multiple=True, metavar="COLUMN", help="Another column name to mask (repeatable).")
+@click.option("--replace", is_flag=True, help="Replace a connection of that name.")
+@click.pass_obj
+def catalog_add(
+    obj: Context,
+    name: str,
+    dsn: str,
+    password_env: str | None,
+    keyring_name: str | None,
+    show_sensitive: bool,
+    sensitive: tuple[str, ...],
+    replace: bool,
+) -> None:
+    """Add a connection: DSN is an SQLite path, postgresql://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB.
+
+    The password is never stored: name where it is with --password-env or --keyring."""
+    from drsg.pipeline.catalog.connections import Connection, check_dsn, engine_of
+
+    if password_env and keyring_name:
+        raise UsageError("give --password-env or --keyring, not both")
+    conn = Connection(
+        name,
+        check_dsn(dsn),
+        engine_of(dsn),
+        password_env,
+        keyring_name,
+        "show" if show_sensitive else "mask",
+        list(sensitive),
+    )
+    _connections(obj).add(conn, replace=replace)
+    click.echo(f"added {conn.engine} connection '{name}' (its catalog goes to plane '{conn.plane}')")
+
+
+@catalog.command("list")
+@json_option
+@click.pass_obj
+def catalog_list(obj: Context, as_json: bool) -> None:
+    """List connections (references to credentials, never the credentials)."""
+    for conn in _connections(obj).load().values():
+        if as_json:
+            emit_json(conn.public())
+        else:
+            where = f" password from ${conn.password_env}" if conn.password_env else ""
+            where += f" password from keyring {conn.keyring!r}" if conn.keyring else ""
+            click.echo(f"{conn.name}\t{conn.engine}\t{conn.dsn}{where}\tsensitive columns: {conn.sensitive_columns}")
+
+
+@catalog.command("remove")
+@click.argument("name")
+@click.pass_obj
+def catalog_remove(obj: Context, name: str) -> None:
+    """Remove a connection (its plane and history stay)."""
+    gone = _connections(obj).remove(name)
+    click.echo(f"removed connection '{name}' (plane '{gone.plane}' stays; `drsg plane drop {gone.plane}` drops it)")
+
+
+@catalog.command("test")
+@click.argument("name")
+@click.pass_obj
+def catalog_test(obj: Context, name: str) -> None:
+    """Connect once and say what answered."""
+    from drsg.pipeline.catalog.backend import backend_for
+
+    click.echo(f"ok: {name} answered ({backend_for(_connections(obj).get(name)).test()})")
+
+
+@catalog.command("index")
+@click.argument("name")
+@click.option(
+    "--level",
+    type=click.Choice(["l1", "l2", "full"]),
+    default="full",
+    show_default=True,
+    help="l1: names and types; l2: comments, keys, indexes, estimates, samples.",
+)
+@json_option
+@click.pass_obj
+def catalog_index(obj: Context, name: str, level: str, as_json: bool) -> None:
+    """Index a connection's catalog into its plane: one commit per level, only what changed."""
+    from drsg.pipeline.catalog import service
+
+    conn = _connections(obj).get(name)
+    extra = list(obj.settings["catalog.sensitive"])
+    with obj.open(write=True) as db:
+        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], extra)
+    for report in reports:
+        if as_json:
+            emit_json(report)
+        elif "failed" in report:
+            click.echo(f"l2 failed ({report['failed']}); the l1 catalog stays", err=True)
+        elif report["seq"] is None:
+            click.echo(f"{report['level']}: no change (nothing written)")
+        else:
+            click.echo(
+                f"{report['level']}: seq {report['seq']}: {report['created']} created, {report['updated']} updated, "
+                f"{report['deleted']} deleted, {report['edges_created']} edges created, "
+                f"{report['edges_deleted']} deleted"
+            )
+            for warning in report["warnings"]:
+                click.echo(f"warning: {warning}", err=True)
+
+
+@catalog.command("search")
+@click.argument("words")
+@conn_option
+@click.option("--k", default=10, show_default=True, help="Most hits.")
+@json_option
+@as_of_option
+@click.pass_obj
+def catalog_search(obj: Context, words: str, conn_name: str | None, k: int, as_json: bool, as_of: AsOf | None) -> None:
+    """Tables and columns for some words (split identifiers, Chinese, aliases), offline."""
+    from drsg.pipeline.catalog.resolve import search
+
+    _conn, cat = _catalog(obj, conn_name, as_of)
+    for match in search(cat, words, k):
+        if as_json:
+            emit_json(match.to_json())
+        else:
+            where = f"{match.table}.{match.column}" if match.column else match.table
+            click.echo(f"{match.score:.2f}\t{where}\t{match.why}")
+
+
+def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool) -> None:
+    from drsg.pipeline.catalog.backend import backend_for
+    from drsg.pipeline.catalog.find import find
+
+    try:
+        parsed = json.loads(request)
+    except ValueError:
+        raise UsageError(
+            'find: the request is JSON, e.g. \'{"entity":"user","fields":["password"],"where":{"name":"Ann"}}\''
+        ) from None
+    conn, cat = _catalog(obj, conn_name)
+    _show(find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"]), as_json)
+
+
+@click.command("find")
+@click.argument("request")
+@conn_option
+@json_option
+@click.pass_obj
+def find_command(obj: Context, request: str, conn_name: str | None, as_json: bool) -> None:
+    """Answer '{"entity":…,"fields":[…],"where":{…}}' with one SELECT against the live database."""
+    _run_find(obj, conn_name, request, as_json)
+
+
+@catalog.command("find")
+@click.argument("request")
+@conn_option
+@json_option
+@click.pass_obj
+def catalog_find(obj: Context, request: str, conn_name: str | None, as_json: bool) -> None:
+    """As `drsg find`: one table resolved offline, one parameterised SELECT."""
+    _run_find(obj, conn_name, request, as_json)
+
+
+@catalog.command("sql")
+@click.argument("statement")
+@conn_option
+@click.option("--limit", default=None, type=int, help="Most rows (default [catalog] row_limit).")
+@json_option
+@click.pass_obj
+def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int | None, as_json: bool) -> None:
+    """Run one read-only statement, sensitive columns masked by the database, rows limited."""
+    from drsg.pipeline.catalog.backend import backend_for
+    from drsg.pipeline.catalog.find import run_sql
+
+    conn, cat = _catalog(obj, conn_name)
+    _show(run_sql(cat, backend_for(conn), statement, limit or obj.settings["catalog.row_limit"]), as_json)
+
+
+@catalog.command("schema")
+@click.argument("table", required=False)
+@conn_option
+@json_option
+@as_of_option
+@click.pass_obj
+def catalog_schema(obj: Context, table: str | None, conn_name: str | None, as_json: bool, as_of: AsOf | None) -> None:
+    """The whole catalog (or one table): columns, keys, indexes, what views read."""
+    from drsg.pipeline.catalog.views import schema
+
+    _show(schema(_catalog(obj, conn_name, as_of)[1], table), as_json)
+
+
+@catalog.command("objects")
+@conn_option
+@json_option
+@as_of_option
+@click.pass_obj
+def catalog_objects(obj: Context, conn_name: str | None, as_json: bool, as_of: AsOf | None) -> None:
+    """Tables and views with their column counts, comments and row estimates."""
+    from drsg.pipeline.catalog.views import objects
+
+    for item in objects(_catalog(obj, conn_name, as_of)[1]):
+        if as_json:
+            emit_json(item)
+        else:
+            click.echo(f"{item['kind']}\t{item['name']}\t{item['columns']} columns\t{item.get('comment', '')}")
+
+
+@catalog.command("columns")
+@click.argument("table")
+@conn_option
+@json_option
+@as_of_option
+@click.pass_obj
+def catalog_columns(obj: Context, table: str, conn_name: str | None, as_json: bool, as_of: AsOf | None) -> None:
+    """A table's columns: type, type class, nullability, keys, comment, enum sample."""
+    from drsg.pipeline.catalog.views import columns
+
+    _show(columns(_catalog(obj, conn_name, as_of)[1], table), as_json)
+
+
+@catalog.command("impact")
+@click.argument("target", metavar="TABLE[.COLUMN]")
+@conn_option
+@json_option
+@click.pass_obj
+def catalog_impact(obj: Context, target: str, conn_name: str | None, as_json: bool) -> None:
+    """What depends on a table or column: foreign keys into it, views reading it, its indexes."""
+    from drsg.pipeline.catalog.views import impact
+
+    table, _, column = target.partition(".")
+    _show(impact(_catalog(obj, conn_name)[1], table, column or None), as_json)
+
+
+@catalog.command("refs")
+@click.argument("table")
+@conn_option
+@json_option
+@click.pass_obj
+def catalog_refs(obj: Context, table: str, conn_name: str | None, as_json: bool) -> None:
+    """What a table or view refers to: its foreign keys' tables, the tables a view reads."""
+    from drsg.pipeline.catalog.views import refs
+
+    _show(refs(_catalog(obj, conn_name)[1], table), as_json)
+
+
+@catalog.command("digest")
+@conn_option
+@click.option("--max-chars", default=6000, show_default=True, help="Longest digest.")
+@as_of_option
+@click.pass_obj
+def catalog_digest(obj: Context, conn_name: str | None, max_chars: int, as_of: AsOf | None) -> None:
+    """The compact catalog a model reads in its prompt: one line per table."""
+    from drsg.pipeline.catalog.views import digest
+
+    click.echo(digest(_catalog(obj, conn_name, as_of)[1], max_chars))
+
+
+COMMANDS = [catalog, find_command]

@@ -1,0 +1,156 @@
+"""The catalog Backend port's contract (pipeline/catalog/backend.py): every engine's test class
+subclasses :class:`CatalogContract` and says how to make a connection to a live database that holds
+``tests/support/catalog_schema.py``'s schema and rows; the tests are the same for all.
+
+Backends: ``TestSqlite`` (a file in the test's folder). The masking tests run real statements and
+look for the secret anywhere in the answer: the database withholds it, not a rewrite of the SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drsg.kernel.errors import UsageError
+from drsg.pipeline.catalog.backend import Backend, backend_for, secret_pairs
+from drsg.pipeline.catalog.connections import Connection
+from drsg.pipeline.catalog.find import find, run_sql
+from drsg.pipeline.catalog.model import Catalog
+from tests.support.catalog_schema import OTHER_SECRET, SECRET, make_sqlite
+
+SEED_QUESTION = {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}}
+
+#: each reads the password some other way; none may answer with it
+LEAKS = [
+    "SELECT password AS p FROM sys_user",
+    "SELECT upper(password) || '' AS shout, length(password) AS n FROM sys_user",
+    "SELECT * FROM sys_user",
+    "SELECT * FROM user_secrets",
+    "WITH c AS (SELECT password AS x FROM sys_user) SELECT x FROM c",
+    "SELECT (SELECT password FROM sys_user WHERE id = 1) AS sub",
+    "SELECT name FROM sys_user UNION SELECT password FROM sys_user",
+    "SELECT name FROM sys_user WHERE password = 's3cr3t-hunter2'",
+    "SELECT name FROM sys_user WHERE password LIKE 's%'",
+    "SELECT count(*) AS n FROM sys_user WHERE substr(password, 1, 1) = 's'",
+    "SELECT t.pw FROM (SELECT password AS pw FROM sys_user) t",
+    "SELECT u.password FROM sys_user u JOIN orders o ON o.user_id = u.id",
+    "SELECT api_key FROM sys_user",
+]
+WRITES = [
+    "INSERT INTO sys_dept VALUES (9, 'x')",
+    "UPDATE sys_user SET password = 'owned'",
+    "DELETE FROM orders",
+    "DROP TABLE orders",
+    "CREATE TABLE evil (x INTEGER)",
+]
+STACKED = [
+    "SELECT 1; DELETE FROM orders",
+    "SELECT name FROM sys_user; UPDATE sys_user SET password = 'owned'",
+]
+
+
+class CatalogContract:
+    """What every engine must do. Subclasses define :meth:`connection` (masking on)."""
+
+    engine = ""
+
+    def connection(self, tmp_path: Path, **options: Any) -> Connection:
+        raise NotImplementedError
+
+    @pytest.fixture
+    def backend(self, tmp_path: Path) -> Backend:
+        return backend_for(self.connection(tmp_path))
+
+    @pytest.fixture
+    def catalog(self, backend: Backend) -> Catalog:
+        return backend.introspect("full", 20)
+
+    def test_test_names_the_engine(self, backend: Backend) -> None:
+        assert self.engine in backend.test().lower()
+
+    def test_l1_is_names_and_declared_types_only(self, backend: Backend) -> None:
+        l1 = backend.introspect("l1", 20)
+        names = {t.name for t in l1.tables}
+        assert {"sys_user", "sys_dept", "orders", "ad_click", "paid_orders", "user_secrets"} <= names
+        user = l1.table("sys_user")
+        assert user is not None and [c.name for c in user.columns][:3] == ["id", "name", "password"]
+        assert user.column("status").type_class == "text"  # type: ignore[union-attr]
+        assert user.comment is None and not user.foreign_keys and user.column("status").enum_sample is None  # type: ignore[union-attr]
+
+    def test_l2_has_comments_keys_indexes_views_and_samples(self, catalog: Catalog) -> None:
+        user, orders = catalog.table("sys_user"), catalog.table("orders")
+        assert user is not None and orders is not None
+        assert user.comment == "用户表" and user.column("password").comment == "登录密码"  # type: ignore[union-attr]
+        assert user.column("id").primary and user.column("name").unique  # type: ignore[union-attr]
+        assert any(fk.ref_table == "sys_user" and fk.columns == ["user_id"] for fk in orders.foreign_keys)
+        assert any(ix.columns == ["user_id", "status"] for ix in orders.indexes)
+        assert orders.column("status").enum_sample == ["paid", "unpaid"]  # type: ignore[union-attr]
+        assert user.column("password").enum_sample is None  # type: ignore[union-attr]
+        view = catalog.table("paid_orders")
+        assert view is not None and view.kind == "view" and set(view.view_refs) == {"orders", "sys_user"}
+
+    def test_no_secret_is_ever_in_the_catalog(self, catalog: Catalog) -> None:
+        dumped = json.dumps([t.__dict__ for t in catalog.tables], default=lambda o: o.__dict__, ensure_ascii=False)
+        assert SECRET not in dumped and OTHER_SECRET not in dumped and "key-zs" not in dumped
+
+    def test_find_answers_the_seed_question_in_one_select(self, backend: Backend, catalog: Catalog) -> None:
+        answer = find(catalog, backend, SEED_QUESTION, 100)
+        assert answer["status"] == "ok" and answer["table"] == "sys_user" and answer["statements"] == 1
+        assert answer["fields"] == [{"field": "密码", "column": "password"}]
+        assert answer["sql"].upper().startswith("SELECT") and answer["sql"].count("SELECT") == 1
+        assert answer["rows"] == [["[REDACTED]"]] and answer["redacted"] == ["sys_user.password"]
+
+    def test_find_compares_with_the_real_type(self, backend: Backend, catalog: Catalog) -> None:
+        answer = find(catalog, backend, {"entity": "订单", "fields": ["金额"], "where": {"status": "paid"}}, 100)
+        assert answer["table"] == "orders" and answer["where"][0]["value"] == "paid"
+        assert sorted(float(r[0]) for r in answer["rows"]) == [7.0, 10.5]
+        numeric = find(catalog, backend, {"entity": "订单", "fields": ["金额"], "where": {"status": 1}}, 100)
+        assert numeric["where"][0]["value"] == "1" and numeric["rows"] == [] and "paid" in numeric["notes"][0]
+
+    def test_find_refuses_to_scan_or_guess(self, backend: Backend, catalog: Catalog) -> None:
+        assert find(catalog, backend, {"entity": "用户", "fields": ["密码"]}, 100)["status"] == "missing_predicate"
+        ambiguous = find(catalog, backend, {"entity": "sys", "fields": [], "where": {"id": 1}}, 100)
+        assert ambiguous["status"] == "ambiguous" and {c["table"] for c in ambiguous["candidates"]} == {"sys_dept", "sys_user"}
+
+    def test_row_limit(self, backend: Backend, catalog: Catalog) -> None:
+        answer = run_sql(catalog, backend, "SELECT id FROM orders ORDER BY id", 2)
+        assert answer["rows"] == [[1], [2]] and answer["truncated"] is True
+
+    @pytest.mark.parametrize("sql", LEAKS)
+    def test_masking_holds(self, backend: Backend, catalog: Catalog, sql: str) -> None:
+        result = run_sql(catalog, backend, sql, 100)
+        answer = json.dumps({k: v for k, v in result.items() if k != "sql"}, default=str, ensure_ascii=False)
+        assert SECRET not in answer and OTHER_SECRET not in answer and "key-zs" not in answer
+
+    def test_a_predicate_cannot_probe_a_masked_column(self, backend: Backend, catalog: Catalog) -> None:
+        for sql in LEAKS[7:10]:
+            assert run_sql(catalog, backend, sql, 100)["rows"] in ([], [[0]]), sql
+        unmasked = run_sql(catalog, backend, "SELECT name FROM sys_user WHERE name = '张三'", 10)
+        assert unmasked["rows"] == [["张三"]]  # the same shape of query answers when the column is not masked
+
+    def test_show_turns_masking_off(self, tmp_path: Path, catalog: Catalog) -> None:
+        shown = backend_for(self.connection(tmp_path, sensitive_columns="show"))
+        assert find(catalog, shown, SEED_QUESTION, 100)["rows"] == [[SECRET]]
+
+    @pytest.mark.parametrize("sql", WRITES + STACKED)
+    def test_writes_and_stacked_statements_are_refused(self, backend: Backend, catalog: Catalog, sql: str) -> None:
+        with pytest.raises(UsageError):
+            run_sql(catalog, backend, sql, 100)
+        still = run_sql(catalog, backend, "SELECT count(*) FROM orders", 10)["rows"]
+        assert still == [[3]]
+
+    def test_the_masked_pairs_are_the_base_tables(self, catalog: Catalog) -> None:
+        assert secret_pairs(catalog) == {("sys_user", "password"), ("sys_user", "api_key")}
+
+
+class TestSqlite(CatalogContract):
+    engine = "sqlite"
+
+    def connection(self, tmp_path: Path, **options: Any) -> Connection:
+        path = tmp_path / "app.db"
+        if not path.exists():
+            make_sqlite(path)
+        return Connection("app", str(path), "sqlite", **options)
