@@ -142,11 +142,11 @@ def write_catalog(
             "catalog_database": catalog.database,
             "catalog_level": catalog.level,
         }
-        if sum(counts.values()) or plane.props.get("catalog_l1_at") is None:
+        if any(counts.values()) or plane.props.get("catalog_l1_at") is None:
             meta["catalog_l1_at"] = now  # when the schema last changed (a run that finds no drift writes nothing)
         if l2_run:
             meta["catalog_l2_at"] = now
-        if any(plane.props.get(k) != v for k, v in meta.items() if not k.endswith("_at")) or sum(counts.values()):
+        if any(plane.props.get(k) != v for k, v in meta.items() if not k.endswith("_at")) or any(counts.values()):
             tx.set_plane_props(plane_name, meta)
         return counts
 
@@ -175,7 +175,7 @@ def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:
             sample = p.get("enum_sample")
             col = Column(
                 str(p["name"]),
-                int(p.get("ordinal", 0)),  # type: ignore[call-overload]
+                _whole(p.get("ordinal")),
                 str(p.get("declared_type", "")),
                 bool(p.get("nullable", True)),
                 _opt(p.get("default")),
@@ -201,7 +201,7 @@ def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:
         elif edge.type == "VIEW_REF" and src[2:] in tables:
             tables[src[2:]].view_refs.append(dst[2:])
         elif edge.type == "INDEX" and edge.src in indexes:
-            positions.setdefault(edge.src, []).append((int(edge.props.get("position", 0)), dst.split(".", 1)[1]))  # type: ignore[call-overload]
+            positions.setdefault(edge.src, []).append((_whole(edge.props.get("position")), dst.split(".", 1)[1]))
     for node_id, (table, info) in indexes.items():
         info.columns = [c for _, c in sorted(positions.get(node_id, []))]
         if table in tables:
@@ -219,3 +219,7 @@ def _opt(value: object) -> str | None:
 def _int(props: Mapping[str, Value]) -> int | None:
     value = props.get("row_estimate")
     return value if isinstance(value, int) else None
+
+
+def _whole(value: object) -> int:
+    return value if isinstance(value, int) else 0

@@ -34,11 +34,14 @@ def score(query: str, name: str, comment: str | None) -> tuple[float, str]:
     total, why = 0.0, []
     for word in words:
         if word in own:
-            total, _ = total + 3, why.append(f"name:{word}")
+            total += 3
+            why.append(f"name:{word}")
         elif expand([word]) & aliased:
-            total, _ = total + 2, why.append(f"alias:{word}")
+            total += 2
+            why.append(f"alias:{word}")
         elif expand([word]) & commented:
-            total, _ = total + 1, why.append(f"comment:{word}")
+            total += 1
+            why.append(f"comment:{word}")
     if name.lower() == query.lower():
         total += 1  # the exact name beats a name that merely contains the words
     return total / len(words), ",".join(why)

@@ -113,7 +113,10 @@ class CatalogContract:
     def test_find_refuses_to_scan_or_guess(self, backend: Backend, catalog: Catalog) -> None:
         assert find(catalog, backend, {"entity": "用户", "fields": ["密码"]}, 100)["status"] == "missing_predicate"
         ambiguous = find(catalog, backend, {"entity": "sys", "fields": [], "where": {"id": 1}}, 100)
-        assert ambiguous["status"] == "ambiguous" and {c["table"] for c in ambiguous["candidates"]} == {"sys_dept", "sys_user"}
+        assert ambiguous["status"] == "ambiguous" and {c["table"] for c in ambiguous["candidates"]} == {
+            "sys_dept",
+            "sys_user",
+        }
 
     def test_row_limit(self, backend: Backend, catalog: Catalog) -> None:
         answer = run_sql(catalog, backend, "SELECT id FROM orders ORDER BY id", 2)

@@ -1,0 +1,138 @@
+"""`drsg catalog …` and `drsg find` end to end on a real SQLite file: connections by reference,
+indexing into a plane (drift on the log, AS OF), search, the verbs, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from drsg.pipeline.catalog.connections import catalog_folder
+from drsg.store.database import Database
+from tests.conftest import Ran
+from tests.support.catalog_schema import SECRET, make_sqlite
+
+SEED = '{"entity":"用户","fields":["密码"],"where":{"name":"张三"}}'
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    return make_sqlite(tmp_path / "app.db")
+
+
+@pytest.fixture
+def indexed(drsg: Callable[..., Ran], app: Path) -> Callable[..., Ran]:
+    assert drsg("catalog", "add", "app", str(app)).code == 0
+    ran = drsg("catalog", "index", "app")
+    assert ran.code == 0, ran.err
+    return drsg
+
+
+def test_connections_keep_references_never_secrets(
+    drsg: Callable[..., Ran], db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PGPASS_FOR_TEST", "hunter2-secret")
+    added = drsg("catalog", "add", "pg", "postgresql://app@127.0.0.1:5432/app", "--password-env", "PGPASS_FOR_TEST")
+    assert added.code == 0, added.err
+    stored = (catalog_folder(db_path) / "connections.json").read_text()
+    assert "PGPASS_FOR_TEST" in stored and "hunter2-secret" not in stored
+    listed = drsg("catalog", "list", "--json").json_lines()
+    assert listed[0]["password_env"] == "PGPASS_FOR_TEST" and "hunter2" not in json.dumps(listed)
+    refused = drsg("catalog", "add", "bad", "postgresql://app:pw@127.0.0.1/app")
+    assert refused.code == 2 and len(refused.err.splitlines()) == 1 and "--password-env" in refused.err
+    assert "bad" not in stored and "pw@" not in (catalog_folder(db_path) / "connections.json").read_text()
+    assert drsg("catalog", "remove", "pg").code == 0 and drsg("catalog", "list").out == ""
+    missing = drsg("catalog", "remove", "pg")
+    assert missing.code == 1 and missing.err.startswith("error: no catalog connection")
+
+
+def test_test_and_an_unreachable_file(drsg: Callable[..., Ran], app: Path, tmp_path: Path) -> None:
+    drsg("catalog", "add", "app", str(app))
+    assert drsg("catalog", "test", "app").out.startswith("ok: app answered (sqlite 3.")
+    drsg("catalog", "add", "gone", str(tmp_path / "nope.db"))
+    ran = drsg("catalog", "test", "gone")
+    assert ran.code == 1 and len(ran.err.splitlines()) == 1 and "no SQLite file" in ran.err
+
+
+def test_index_writes_the_plane_and_a_reindex_writes_only_drift(
+    indexed: Callable[..., Ran], app: Path, db_path: Path
+) -> None:
+    again = indexed("catalog", "index", "app")
+    assert again.out.splitlines() == ["l1: no change (nothing written)", "l2: no change (nothing written)"]
+    with Database(db_path, readonly=True) as db, db.snapshot() as snap:
+        plane = snap.plane("catalog_app")
+        labels, types = snap.labels_and_types(plane.id)
+        before = snap.at
+    assert labels["Table"] == 4 and labels["View"] == 2 and labels["Index"] == 2 and labels["Column"] == 21
+    assert types["FK"] == 2 and types["VIEW_REF"] == 3 and types["INDEX"] == 3
+    live = sqlite3.connect(app)
+    live.execute("ALTER TABLE orders ADD COLUMN paid_at TIMESTAMP")
+    live.execute("DROP VIEW user_secrets")
+    live.commit()
+    live.close()
+    drift = indexed("catalog", "index", "app", "--level", "l1")
+    assert drift.code == 0 and "1 created" in drift.out and "4 deleted" in drift.out  # the view and its 3 columns
+    with Database(db_path, readonly=True) as db, db.read() as r:
+        changes = [c for c in r.commits(before + 1)]
+    assert len(changes) == 1 and changes[0].origin["via"] == "catalog.index"
+    now = json.loads(indexed("catalog", "columns", "orders", "--json").out)
+    old = json.loads(indexed("catalog", "columns", "orders", "--json", "--as-of", str(before)).out)
+    assert [c["name"] for c in now["columns"]][-1] == "paid_at" and "paid_at" not in [c["name"] for c in old["columns"]]
+    assert now["columns"][2]["comment"] == "订单状态"  # an l1 run keeps what l2 learned
+    assert indexed("catalog", "columns", "user_secrets").code == 1
+    assert indexed("catalog", "columns", "user_secrets", "--as-of", str(before)).code == 0
+
+
+def test_search_splits_identifiers_reads_chinese_and_aliases(indexed: Callable[..., Ran]) -> None:
+    def top(words: str) -> str:
+        hit = indexed("catalog", "search", words, "--json").json_lines()[0]
+        return f"{hit['table']}.{hit['column']}" if "column" in hit else hit["table"]
+
+    assert top("广告") == "ad_click"
+    assert top("用户") == "sys_user"
+    assert top("clicked at") == "ad_click.clickedAt"
+    assert top("member") == "sys_user"
+    assert top("pwd") == "sys_user.password"
+    assert top("部门名称") == "sys_dept.dept_name"
+
+
+def test_find_answers_the_seed_question(indexed: Callable[..., Ran]) -> None:
+    answer = json.loads(indexed("find", SEED, "--json").out)
+    assert answer["table"] == "sys_user" and answer["rows"] == [["[REDACTED]"]] and answer["statements"] == 1
+    assert SECRET not in indexed("find", SEED).out
+    bad = indexed("find", "{not json")
+    assert bad.code == 2 and len(bad.err.splitlines()) == 1 and bad.out == ""
+    unknown = indexed("find", '{"entity":"spaceship","where":{"id":1}}')
+    assert unknown.code == 1 and "catalog search" in unknown.err
+
+
+def test_sql_and_the_other_verbs(indexed: Callable[..., Ran]) -> None:
+    rows = json.loads(indexed("catalog", "sql", "SELECT name, password FROM sys_user ORDER BY id", "--json").out)
+    assert rows["rows"] == [["张三", "[REDACTED]"], ["李四", "[REDACTED]"]]
+    refused = indexed("catalog", "sql", "DELETE FROM orders")
+    assert refused.code == 2 and "read-only" in refused.err
+    impact = json.loads(indexed("catalog", "impact", "sys_user", "--json").out)
+    assert impact["foreign_keys"][0]["table"] == "orders" and set(impact["views"]) == {"paid_orders", "user_secrets"}
+    assert (
+        json.loads(indexed("catalog", "impact", "orders.status", "--json").out)["indexes"][0]["name"]
+        == "ix_orders_user"
+    )
+    refs = json.loads(indexed("catalog", "refs", "paid_orders", "--json").out)
+    assert refs["reads"] == ["orders", "sys_user"]
+    schema = json.loads(indexed("catalog", "schema", "sys_user", "--json").out)
+    assert schema["tables"][0]["foreign_keys"][0]["references"] == "sys_dept"
+    objects = indexed("catalog", "objects", "--json").json_lines()
+    assert {o["name"] for o in objects} >= {"sys_user", "paid_orders"}
+    digest = indexed("catalog", "digest").out
+    assert "password VARCHAR(128) sensitive" in digest and "{paid,unpaid}" in digest and SECRET not in digest
+    short = indexed("catalog", "digest", "--max-chars", "200").out
+    assert len(short) < 320 and "more; `drsg catalog objects`" in short
+
+
+def test_keyword_index_over_the_catalog(indexed: Callable[..., Ran]) -> None:
+    ran = indexed("search", 'SEARCH (t:Table) ON terms MATCHING "用户" TOPK 1', "--plane", "catalog_app", "--json")
+    assert ran.code == 0, ran.err
+    assert "sys_user" in ran.out
