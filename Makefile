@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DRSG := $(BIN)/drsg
 DEMO_DB := demo/graph.drsg
 
-.PHONY: setup demo test lint bench clean plugins browser
+.PHONY: setup demo test lint bench clean plugins browser databases
 
 # setup.py builds the one C module (workers/_fusion.c) in place: a change to either reinstalls.
 $(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
@@ -62,8 +62,13 @@ plugins: setup
 browser:
 	tests/support/chromium.sh
 
+# The catalog tests' database servers (PostgreSQL, MariaDB) from Debian when missing; the tests
+# start private throwaway instances of them (tests/support/db_servers.py).
+databases:
+	tests/support/install_databases.sh
+
 # The whole test suite (what CI runs).
-test: lint plugins browser
+test: lint plugins browser databases
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from drsg.surfaces.cli.main import cli
+from tests.support.db_servers import MariaServer, PgServer
 from tests.support.kafka_broker import Broker
 
 
@@ -51,3 +52,17 @@ def kafka_broker() -> Iterator[Broker]:
     """One memory-only tansu broker on a free loopback port for the whole session (started on first use)."""
     with Broker() as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A throwaway PostgreSQL on a free loopback port for the session (started on first use)."""
+    with PgServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def maria_server() -> Iterator[MariaServer]:
+    """A throwaway MariaDB on a free loopback port for the session (started on first use)."""
+    with MariaServer() as server:
+        yield server

@@ -1,7 +1,7 @@
 """The Backend port: what a database engine must do for the catalog, and the result of a query.
 
-One module per engine (``sqlite_backend``, ``postgres_backend``, ``mysql_backend``), chosen by the
-connection's DSN; ``tests/contract/test_catalog_contract.py`` holds each to the same suite."""
+One module per engine (``sqlite_backend``, …), chosen by the connection's DSN
+(``backends.backend_for``); ``tests/contract/test_catalog_contract.py`` holds each to one suite."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.kernel.errors import UsageError
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog
@@ -87,19 +86,3 @@ def secret_pairs(catalog: Catalog, extra: Iterable[str] = ()) -> set[tuple[str, 
         for c in t.columns
         if is_sensitive(c.name, names)
     }
-
-
-def backend_for(conn: Connection) -> Backend:
-    if conn.engine == "sqlite":
-        from drsg.pipeline.catalog.sqlite_backend import SqliteBackend
-
-        return SqliteBackend(conn)
-    if conn.engine == "postgresql":
-        from drsg.pipeline.catalog.postgres_backend import PostgresBackend
-
-        return PostgresBackend(conn)
-    if conn.engine == "mysql":
-        from drsg.pipeline.catalog.mysql_backend import MysqlBackend
-
-        return MysqlBackend(conn)
-    raise UsageError(f"unknown engine {conn.engine!r}; use sqlite, postgresql or mysql")

@@ -7,6 +7,7 @@ from typing import Any
 
 from drsg.kernel.errors import NotFound, UsageError
 from drsg.pipeline.catalog.backend import Backend, secret_pairs
+from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, Table
 from drsg.pipeline.catalog.resolve import best_column, rank_tables
 from drsg.pipeline.catalog.sqlbuild import bind_value, build_select
@@ -54,7 +55,12 @@ def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[s
     ranked = rank_tables(catalog, entity, [*fields, *where])
     if not ranked:
         raise NotFound(f"find: no table or view matches {entity!r}; `drsg catalog search` shows what the catalog has")
-    if len(ranked) > 1 and ranked[1][0] >= ranked[0][0]:
+    tied = [t for score, t, _ in ranked if score >= ranked[0][0]]
+    bases = [t for t in tied if t.kind == "table"]
+    if len(bases) == 1 and all(t.kind == "view" and bases[0].name in t.view_refs for t in tied if t is not bases[0]):
+        ranked = [r for r in ranked if r[1] is bases[0]] + [r for r in ranked if r[1] is not bases[0]]
+        tied = bases  # a view over the table ties with it: the table itself answers
+    if len(tied) > 1:
         return {
             "status": "ambiguous",
             "entity": entity,
@@ -80,10 +86,16 @@ def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[s
         params.append(bound)
         if note:
             notes.append(note)
-    sql = build_select(
-        table.name, [c.name for c in picked], [c.name for _, c, _ in filters], backend.quote, backend.placeholder
-    )
-    rows = backend.select(sql, [*params, limit + 1], limit, sensitive_pairs(catalog, backend))
+    sensitive = sensitive_pairs(catalog, backend)
+    masked = frozenset(c.name for c in picked if (table.name.lower(), c.name.lower()) in sensitive)
+    if table.kind == "view":  # a view's column may be a masked one renamed: the database withholds it
+        masked = frozenset()
+    names = [c.name for c in picked]
+    sql = build_select(table.name, names, [c.name for _, c, _ in filters], backend.quote, backend.placeholder, masked)
+    rows = backend.select(sql, [*params, limit + 1], limit, sensitive)
+    hidden = [i for i, name in enumerate(names) if name in masked]
+    rows.rows = [[REDACTED if i in hidden else v for i, v in enumerate(row)] for row in rows.rows]
+    rows.redacted = sorted({*rows.redacted, *(f"{table.name}.{name}" for name in masked)})
     return {
         "status": "ok",
         "table": table.name,

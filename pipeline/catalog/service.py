@@ -6,7 +6,7 @@ from typing import Any
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import NotFound, UsageError
-from drsg.pipeline.catalog.backend import backend_for
+from drsg.pipeline.catalog.backends import backend_for
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.model import Catalog, keep_l2
 from drsg.pipeline.catalog.plane import read_catalog, write_catalog

@@ -44,10 +44,12 @@ def build_select(
     where: list[str],
     quote: Callable[[str], str],
     placeholder: str,
+    masked: frozenset[str] = frozenset(),
 ) -> str:
-    """``SELECT "a", "b" FROM "t" WHERE "x" = ? AND … LIMIT ?``: names quoted, values only as parameters."""
+    """``SELECT "a" AS "a", … FROM "t" WHERE "x" = ? AND … LIMIT ?``: names quoted, values only as
+    parameters; a ``masked`` column is never read (``NULL AS "password"``)."""
     if not columns or not where:
         raise UsageError("find: a SELECT needs at least one column and one filter")
-    picked = ", ".join(f"{quote(c)} AS {quote(c)}" for c in columns)  # AS: every engine names it plainly
+    picked = ", ".join(f"{'NULL' if c in masked else quote(c)} AS {quote(c)}" for c in columns)  # AS: a plain name
     filters = " AND ".join(f"{quote(c)} = {placeholder}" for c in where)
     return f"SELECT {picked} FROM {quote(table)} WHERE {filters} LIMIT {placeholder}"

@@ -126,7 +126,7 @@ def catalog_remove(obj: Context, name: str) -> None:
 @click.pass_obj
 def catalog_test(obj: Context, name: str) -> None:
     """Connect once and say what answered."""
-    from drsg.pipeline.catalog.backend import backend_for
+    from drsg.pipeline.catalog.backends import backend_for
 
     click.echo(f"ok: {name} answered ({backend_for(_connections(obj).get(name)).test()})")
 
@@ -188,7 +188,7 @@ def catalog_search(obj: Context, words: str, conn_name: str | None, k: int, as_j
 
 
 def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool) -> None:
-    from drsg.pipeline.catalog.backend import backend_for
+    from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import find
 
     try:
@@ -229,7 +229,7 @@ def catalog_find(obj: Context, request: str, conn_name: str | None, as_json: boo
 @click.pass_obj
 def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int | None, as_json: bool) -> None:
     """Run one read-only statement, sensitive columns masked by the database, rows limited."""
-    from drsg.pipeline.catalog.backend import backend_for
+    from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import run_sql
 
     conn, cat = _catalog(obj, conn_name)

@@ -2,12 +2,15 @@
 subclasses :class:`CatalogContract` and says how to make a connection to a live database that holds
 ``tests/support/catalog_schema.py``'s schema and rows; the tests are the same for all.
 
-Backends: ``TestSqlite`` (a file in the test's folder). The masking tests run real statements and
-look for the secret anywhere in the answer: the database withholds it, not a rewrite of the SQL.
+Backends: ``TestSqlite`` (a file in the test's folder), ``TestPostgres`` and ``TestMariadb`` (real
+servers the session starts on loopback, ``tests/support/db_servers.py``; the password passed by
+reference, as users do). The masking tests run real statements and look for the secret anywhere in
+the answer: a statement is either answered without it or refused, never rewritten as text.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,12 +18,15 @@ from typing import Any
 import pytest
 
 from drsg.kernel.errors import UsageError
-from drsg.pipeline.catalog.backend import Backend, backend_for, secret_pairs
+from drsg.pipeline.catalog.backend import Backend, secret_pairs
+from drsg.pipeline.catalog.backends import backend_for
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.find import find, run_sql
 from drsg.pipeline.catalog.model import Catalog
-from tests.support.catalog_schema import OTHER_SECRET, SECRET, make_sqlite
+from tests.support.catalog_schema import MYSQL_DDL, OTHER_SECRET, PG_DDL, PORTABLE_ROWS, SECRET, make_sqlite
+from tests.support.db_servers import APP_PASSWORD, MariaServer, PgServer
 
+PASSWORD_VAR = "DRSG_TEST_CATALOG_PASSWORD"
 SEED_QUESTION = {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}}
 
 #: each reads the password some other way; none may answer with it
@@ -124,13 +130,18 @@ class CatalogContract:
 
     @pytest.mark.parametrize("sql", LEAKS)
     def test_masking_holds(self, backend: Backend, catalog: Catalog, sql: str) -> None:
-        result = run_sql(catalog, backend, sql, 100)
+        try:
+            result = run_sql(catalog, backend, sql, 100)
+        except UsageError as refused:
+            assert "masked" in str(refused) and SECRET not in str(refused)
+            return
         answer = json.dumps({k: v for k, v in result.items() if k != "sql"}, default=str, ensure_ascii=False)
         assert SECRET not in answer and OTHER_SECRET not in answer and "key-zs" not in answer
 
     def test_a_predicate_cannot_probe_a_masked_column(self, backend: Backend, catalog: Catalog) -> None:
         for sql in LEAKS[7:10]:
-            assert run_sql(catalog, backend, sql, 100)["rows"] in ([], [[0]]), sql
+            with contextlib.suppress(UsageError):  # refused: no answer to probe with
+                assert run_sql(catalog, backend, sql, 100)["rows"] in ([], [[0]]), sql
         unmasked = run_sql(catalog, backend, "SELECT name FROM sys_user WHERE name = '张三'", 10)
         assert unmasked["rows"] == [["张三"]]  # the same shape of query answers when the column is not masked
 
@@ -157,3 +168,39 @@ class TestSqlite(CatalogContract):
         if not path.exists():
             make_sqlite(path)
         return Connection("app", str(path), "sqlite", **options)
+
+
+@pytest.fixture(scope="module")
+def pg_loaded(pg_server: PgServer) -> PgServer:
+    pg_server.psql(PG_DDL + ";".join(PORTABLE_ROWS), user="app")
+    return pg_server
+
+
+@pytest.fixture(scope="module")
+def maria_loaded(maria_server: MariaServer) -> MariaServer:
+    maria_server.sql(MYSQL_DDL + ";".join(PORTABLE_ROWS), db="app", as_app=True)  # the app owns its views
+    return maria_server
+
+
+class TestPostgres(CatalogContract):
+    engine = "postgresql"
+
+    @pytest.fixture(autouse=True)
+    def _server(self, pg_loaded: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv(PASSWORD_VAR, APP_PASSWORD)
+        self.server = pg_loaded
+
+    def connection(self, tmp_path: Path, **options: Any) -> Connection:
+        return Connection("app", self.server.dsn, "postgresql", password_env=PASSWORD_VAR, **options)
+
+
+class TestMariadb(CatalogContract):
+    engine = "mariadb"
+
+    @pytest.fixture(autouse=True)
+    def _server(self, maria_loaded: MariaServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv(PASSWORD_VAR, APP_PASSWORD)
+        self.server = maria_loaded
+
+    def connection(self, tmp_path: Path, **options: Any) -> Connection:
+        return Connection("app", self.server.dsn, "mysql", password_env=PASSWORD_VAR, **options)

@@ -52,6 +52,7 @@ TYPOS = [
     ('[server.tlz]\ncert = "c.pem"', "server.tlz", "server.tls"),
     ("[fetch]\nmax_pagez = 3", "fetch.max_pagez", "fetch.max_pages"),
     ("[plugins]\nfuell = 5", "plugins.fuell", "plugins.fuel"),
+    ("[catalog]\nrow_limt = 5", "catalog.row_limt", "catalog.row_limit"),
 ]
 
 

@@ -1,0 +1,218 @@
+"""MySQL and MariaDB through PyMySQL: the catalog from ``information_schema`` (the connection's
+database), queries in a ``READ ONLY`` transaction with a statement time limit.
+
+Masking asks the server which columns a statement reads: it is first explained with the
+optimizer trace on, whose ``expanded_query`` spells every column out qualified by its table —
+views merged, ``*`` expanded, CTEs, subqueries and UNION branches each prepared — and a statement
+whose trace names a masked column is refused, naming it. A trace the server withholds (the user
+lacks the view's privileges, or it outgrew the trace memory) refuses the statement too: what
+cannot be checked is not run. ``find`` never selects a masked column (``NULL`` in its place,
+answered ``[REDACTED]``). The client never enables multi-statements, so the server parses one
+statement only, and the read-only transaction refuses any write."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from drsg.kernel.errors import CatalogError, UsageError
+from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, secret_pairs
+from drsg.pipeline.catalog.masking import REDACTED
+from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
+
+STATEMENT_SECONDS = 30
+_TRACE_BYTES = 4 << 20
+
+
+class MysqlBackend(Backend):
+    engine = "mysql"
+    quote_char = "`"
+    placeholder = "%s"
+
+    def _open(self) -> Any:
+        import pymysql
+
+        parts = urlsplit(self.conn.dsn)
+        try:
+            db = pymysql.connect(
+                host=parts.hostname or "127.0.0.1",
+                port=parts.port or 3306,
+                user=unquote(parts.username or ""),
+                password=self.conn.password() or "",
+                database=unquote(parts.path.lstrip("/")) or None,
+                charset="utf8mb4",
+                connect_timeout=10,
+                autocommit=True,
+            )
+        except pymysql.MySQLError as exc:
+            raise CatalogError(f"connection {self.conn.name!r}: cannot connect ({_message(exc)})") from None
+        with db.cursor() as cur:
+            if _is_mariadb(db):
+                cur.execute(f"SET SESSION max_statement_time = {STATEMENT_SECONDS}")
+            else:
+                cur.execute(f"SET SESSION max_execution_time = {STATEMENT_SECONDS * 1000}")
+            cur.execute(f"SET SESSION optimizer_trace = 'enabled=on', optimizer_trace_max_mem_size = {_TRACE_BYTES}")
+            cur.execute("START TRANSACTION READ ONLY")
+        return db
+
+    def test(self) -> str:
+        db = self._open()
+        try:
+            with db.cursor() as cur:
+                cur.execute("SELECT VERSION()")
+                version = str(cur.fetchone()[0])
+        finally:
+            db.close()
+        return f"{'mariadb' if 'mariadb' in version.lower() else 'mysql'} {version}"
+
+    def introspect(self, level: str, enum_limit: int) -> Catalog:
+        import pymysql
+
+        db = self._open()
+        try:
+            cur = db.cursor()
+            cur.execute("SELECT DATABASE()")
+            catalog = Catalog("mysql", str(cur.fetchone()[0]), level)
+            tables: dict[str, Table] = {}
+            try:
+                cur.execute(
+                    "SELECT TABLE_NAME, TABLE_TYPE, TABLE_COMMENT, TABLE_ROWS FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = DATABASE() ORDER BY TABLE_NAME"
+                )
+                for name, kind, comment, rows in cur.fetchall():
+                    table = Table(name, "view" if kind == "VIEW" else "table")
+                    if level != "l1":
+                        table.comment = comment or None if kind != "VIEW" else None
+                        table.row_estimate = int(rows) if rows is not None and kind != "VIEW" else None
+                    tables[name] = table
+                    catalog.tables.append(table)
+                cur.execute(
+                    "SELECT TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, "
+                    "COLUMN_COMMENT, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                    "ORDER BY TABLE_NAME, ORDINAL_POSITION"
+                )
+                for tname, pos, name, declared, nullable, default, comment, key in cur.fetchall():
+                    if tname not in tables:
+                        continue
+                    column = Column(name, int(pos), str(declared))
+                    if level != "l1":
+                        column.nullable, column.comment = nullable == "YES", comment or None
+                        column.default = None if default in (None, "NULL") else str(default)
+                        column.primary, column.unique = key == "PRI", key == "UNI"
+                    tables[tname].columns.append(column)
+            except pymysql.MySQLError as exc:
+                raise CatalogError(
+                    f"connection {self.conn.name!r}: cannot read the catalog ({_message(exc)})"
+                ) from None
+            if level != "l1":
+                try:
+                    self._enrich(cur, catalog, tables, enum_limit)
+                except pymysql.MySQLError as exc:  # L2 never discards L1
+                    catalog.warnings.append(f"l2: {_message(exc)}")
+            return catalog
+        finally:
+            db.close()
+
+    def _enrich(self, cur: Any, catalog: Catalog, tables: dict[str, Table], enum_limit: int) -> None:
+        cur.execute(
+            "SELECT TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME "
+            "FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() "
+            "AND REFERENCED_TABLE_NAME IS NOT NULL ORDER BY TABLE_NAME, CONSTRAINT_NAME, ORDINAL_POSITION"
+        )
+        fks: dict[tuple[str, str], ForeignKey] = {}
+        for tname, constraint, col, ref, ref_col in cur.fetchall():
+            fk = fks.setdefault((tname, constraint), ForeignKey([], ref, []))
+            fk.columns.append(col)
+            fk.ref_columns.append(ref_col)
+        for (tname, _), fk in sorted(fks.items()):
+            if tname in tables:
+                tables[tname].foreign_keys.append(fk)
+        cur.execute(
+            "SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME <> 'PRIMARY' ORDER BY TABLE_NAME, INDEX_NAME, SEQ_IN_INDEX"
+        )
+        indexes: dict[tuple[str, str], IndexInfo] = {}
+        for tname, name, non_unique, col in cur.fetchall():
+            indexes.setdefault((tname, name), IndexInfo(name, [], not int(non_unique))).columns.append(col)
+        for (tname, _), info in sorted(indexes.items()):
+            if tname in tables:
+                tables[tname].indexes.append(info)
+        cur.execute("SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS WHERE TABLE_SCHEMA = DATABASE()")
+        for vname, definition in cur.fetchall():
+            # the server stores a view's query with every table qualified: `db`.`table`
+            reads = {m for m in re.findall(r"`[^`]+`\.`([^`]+)`", definition or "") if m in tables and m != vname}
+            if vname in tables:
+                tables[vname].view_refs = sorted(reads)
+        sensitive = secret_pairs(catalog, self.conn.sensitive_extra)
+        for table in catalog.tables:
+            for column in table.columns:
+                if column.type_class != "text" or (table.name.lower(), column.name.lower()) in sensitive:
+                    continue
+                sql = (
+                    f"SELECT DISTINCT {self.quote(column.name)} FROM {self.quote(table.name)} "
+                    f"WHERE {self.quote(column.name)} IS NOT NULL LIMIT %s"
+                )
+                try:
+                    self._check(cur, sql, [enum_limit + 1], sensitive)
+                except UsageError:
+                    continue  # a view's column over a masked one: never sampled
+                cur.execute(sql, [enum_limit + 1])
+                column.enum_sample = enum_sample([row[0] for row in cur.fetchall()], enum_limit)
+
+    def _check(self, cur: Any, sql: str, params: list[Any], sensitive: set[tuple[str, str]]) -> None:
+        """Refuse a statement whose optimizer trace reads a masked column (or that withholds its trace)."""
+        cur.execute("EXPLAIN " + sql, params or None)
+        cur.fetchall()
+        if not sensitive:
+            return
+        cur.execute(
+            "SELECT TRACE, MISSING_BYTES_BEYOND_MAX_MEM_SIZE, INSUFFICIENT_PRIVILEGES "
+            "FROM information_schema.OPTIMIZER_TRACE"
+        )
+        row = cur.fetchone()
+        if row is None or row[1] or row[2] or not row[0]:
+            raise UsageError(
+                "sql: the server will not show which columns this statement reads (it lacks the privileges on a "
+                "view, or the statement is too big), so it is not run; query the tables directly"
+            )
+        trace = str(row[0])
+        # Columns are qualified by their table or its alias (`u`.`password`): any qualifier counts,
+        # so a masked name read through an alias is caught (over-refusing is the safe side).
+        for table, column in sorted(sensitive):
+            if re.search(rf"\.\s*`?{re.escape(column)}`?(?![\w`])", trace, re.IGNORECASE):
+                raise UsageError(
+                    f"sql: the statement reads {table}.{column}, a masked column; leave it out (find answers it as "
+                    f"{REDACTED}), or add the connection with --show-sensitive"
+                )
+
+    def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+        import pymysql
+
+        db = self._open()
+        try:
+            cur = db.cursor()
+            try:
+                self._check(cur, sql, params, sensitive)
+                cur.execute(sql, params or None)
+                fetched = cur.fetchmany(limit + 1)
+                names = [d[0] for d in cur.description or ()]
+            except pymysql.MySQLError as exc:
+                code = exc.args[0] if exc.args else 0
+                if code == 1792:  # ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+                    raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
+                if code == 1064 and ";" in sql.strip().rstrip(";"):
+                    raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
+                raise UsageError(f"sql: the server refused the statement ({_message(exc)}); fix it") from None
+        finally:
+            db.close()
+        return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
+
+
+def _is_mariadb(db: Any) -> bool:
+    return "mariadb" in str(db.get_server_info()).lower()
+
+
+def _message(exc: BaseException) -> str:
+    args: tuple[Any, ...] = tuple(exc.args)
+    return str(args[1]) if len(args) > 1 else str(exc)

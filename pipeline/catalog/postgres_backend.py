@@ -1,0 +1,230 @@
+"""PostgreSQL through psycopg 3: the catalog from ``pg_catalog`` (the connection's current schema),
+queries in a read-only transaction with a statement timeout.
+
+Masking asks the database which columns a statement reads: before it runs, the statement is
+planned with ``EXPLAIN (VERBOSE, FORMAT JSON)`` — views expanded, ``*`` spelled out, every CTE,
+subquery and UNION branch a node — and a statement whose plan reads a masked column anywhere
+(an output, a filter, an index condition) is refused, naming the column. ``find`` never selects a
+masked column (it asks for ``NULL`` in its place and answers ``[REDACTED]``). Every statement
+goes over the extended protocol (``prepare=True``), which takes exactly one statement, so nothing
+can be stacked behind it; a plan that writes (``ModifyTable``) is refused, and the read-only
+transaction refuses any write the plan check did not see."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from drsg.kernel.errors import CatalogError, UsageError
+from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, secret_pairs
+from drsg.pipeline.catalog.masking import REDACTED
+from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
+
+STATEMENT_TIMEOUT_MS = 30_000
+_TABLES = """
+select c.oid, c.relname, c.relkind, obj_description(c.oid, 'pg_class'), c.reltuples::bigint
+from pg_class c join pg_namespace n on n.oid = c.relnamespace
+where n.nspname = current_schema() and c.relkind in ('r', 'v', 'm', 'p') order by c.relname
+"""
+_COLUMNS = """
+select a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+       pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum)
+from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
+left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+where n.nspname = current_schema() and c.relkind in ('r', 'v', 'm', 'p') and a.attnum > 0 and not a.attisdropped
+order by a.attrelid, a.attnum
+"""
+_CONSTRAINTS = """
+select k.conrelid, k.contype, k.confrelid,
+       array(select attname from unnest(k.conkey) with ordinality u(n, o)
+             join pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.n order by u.o),
+       array(select attname from unnest(coalesce(k.confkey, '{}')) with ordinality u(n, o)
+             join pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.n order by u.o)
+from pg_constraint k join pg_namespace n on n.oid = k.connamespace
+where n.nspname = current_schema() and k.contype in ('p', 'u', 'f')
+"""
+_INDEXES = """
+select i.indrelid, x.relname, i.indisunique,
+       array(select attname from unnest(i.indkey::int2[]) with ordinality u(n, o)
+             join pg_attribute a on a.attrelid = i.indrelid and a.attnum = u.n order by u.o)
+from pg_index i join pg_class x on x.oid = i.indexrelid join pg_namespace n on n.oid = x.relnamespace
+where n.nspname = current_schema()
+"""
+_VIEW_REFS = """
+select distinct r.ev_class, d.refobjid from pg_depend d join pg_rewrite r on r.oid = d.objid
+where d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass and d.refobjid <> r.ev_class
+"""
+
+
+class PostgresBackend(Backend):
+    engine = "postgresql"
+    placeholder = "%s"
+
+    def _open(self) -> Any:
+        import psycopg
+
+        try:
+            db = psycopg.connect(self.conn.dsn, password=self.conn.password(), connect_timeout=10)
+        except psycopg.Error as exc:
+            raise CatalogError(f"connection {self.conn.name!r}: cannot connect ({_first_line(exc)})") from None
+        db.read_only = True
+        db.execute(f"set statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        return db
+
+    def test(self) -> str:
+        with self._open() as db:
+            return "postgresql " + str(db.execute("show server_version").fetchone()[0])
+
+    def introspect(self, level: str, enum_limit: int) -> Catalog:
+        import psycopg
+
+        with self._open() as db:
+            try:
+                database = str(db.execute("select current_database()").fetchone()[0])
+                catalog = Catalog("postgresql", database, level)
+                by_oid: dict[int, Table] = {}
+                for oid, name, kind, comment, tuples in db.execute(_TABLES).fetchall():
+                    table = Table(name, "view" if kind == "v" else "table")
+                    by_oid[oid] = table
+                    if level != "l1":
+                        table.comment = comment
+                        table.row_estimate = max(int(tuples), 0) if table.kind == "table" else None
+                    catalog.tables.append(table)
+                for oid, num, name, declared, notnull, default, comment in db.execute(_COLUMNS).fetchall():
+                    if oid in by_oid:
+                        column = Column(name, num, declared)
+                        if level != "l1":
+                            column.nullable, column.default, column.comment = not notnull, default, comment
+                        by_oid[oid].columns.append(column)
+            except psycopg.Error as exc:
+                raise CatalogError(
+                    f"connection {self.conn.name!r}: cannot read the catalog ({_first_line(exc)})"
+                ) from None
+            if level != "l1":
+                try:
+                    self._enrich(db, catalog, by_oid, enum_limit)
+                except psycopg.Error as exc:  # L2 never discards L1
+                    db.rollback()
+                    catalog.warnings.append(f"l2: {_first_line(exc)}")
+            return catalog
+
+    def _enrich(self, db: Any, catalog: Catalog, by_oid: dict[int, Table], enum_limit: int) -> None:
+        for oid, kind, ref, cols, ref_cols in db.execute(_CONSTRAINTS).fetchall():
+            table = by_oid.get(oid)
+            if table is None:
+                continue
+            if kind == "f" and ref in by_oid:
+                table.foreign_keys.append(ForeignKey(list(cols), by_oid[ref].name, list(ref_cols)))
+            for name in cols:
+                column = table.column(name)
+                if column is not None and kind == "p":
+                    column.primary = True
+                elif column is not None and kind == "u" and len(cols) == 1:
+                    column.unique = True
+        for oid, name, unique, cols in db.execute(_INDEXES).fetchall():
+            if oid in by_oid:
+                by_oid[oid].indexes.append(IndexInfo(name, list(cols), bool(unique)))
+        for view, ref in db.execute(_VIEW_REFS).fetchall():
+            if view in by_oid and ref in by_oid:
+                by_oid[view].view_refs.append(by_oid[ref].name)
+        for table in by_oid.values():
+            table.view_refs.sort()
+        sensitive = secret_pairs(catalog, self.conn.sensitive_extra)
+        for table in catalog.tables:
+            for column in table.columns:
+                if column.type_class != "text" or (table.name.lower(), column.name.lower()) in sensitive:
+                    continue
+                sql = (
+                    f"select distinct {self.quote(column.name)} from {self.quote(table.name)} "
+                    f"where {self.quote(column.name)} is not null limit %s"
+                )
+                if _reads_masked(_plan(db, sql, [enum_limit + 1]), sensitive):
+                    continue  # a view's column over a masked one: never sampled
+                values = [row[0] for row in db.execute(sql, [enum_limit + 1], prepare=True).fetchall()]
+                column.enum_sample = enum_sample(values, enum_limit)
+
+    def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+        import psycopg
+
+        with self._open() as db:
+            try:
+                plan = _plan(db, sql, params)
+                if _writes(plan):
+                    raise UsageError("sql: only a read-only SELECT is allowed (no writes)")
+                hit = _reads_masked(plan, sensitive)
+                if hit:
+                    raise UsageError(
+                        f"sql: the statement reads {hit}, a masked column; leave it out (find answers it as "
+                        f"{REDACTED}), or add the connection with --show-sensitive"
+                    )
+                cursor = db.execute(sql, params if params else None, prepare=True)
+                fetched = cursor.fetchmany(limit + 1)
+                names = [d.name for d in cursor.description or ()]
+            except psycopg.errors.ReadOnlySqlTransaction:
+                raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
+            except psycopg.Error as exc:
+                raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
+        return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _plan(db: Any, sql: str, params: list[Any]) -> list[Any]:
+    """The statement's plan, over the extended protocol (one statement only)."""
+    import psycopg
+
+    try:
+        row = db.execute("explain (verbose, format json) " + sql, params if params else None, prepare=True).fetchone()
+    except psycopg.errors.SyntaxError as exc:
+        if "multiple commands" in str(exc) or ";" in sql.strip().rstrip(";"):
+            raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
+        raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
+    except psycopg.Error as exc:
+        text = str(exc)
+        if "multiple commands" in text:
+            raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
+        raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
+    plan = row[0]
+    return plan if isinstance(plan, list) else json.loads(plan)
+
+
+def _nodes(plan: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    stack = [p.get("Plan", p) for p in plan] if isinstance(plan, list) else [plan]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(node.get("Plans", []))
+    return out
+
+
+def _writes(plan: Any) -> bool:
+    return any(node.get("Node Type") == "ModifyTable" for node in _nodes(plan))
+
+
+def _reads_masked(plan: Any, sensitive: set[tuple[str, str]]) -> str | None:
+    """The first masked column a plan touches, as "table.column". Conservative: a node on a masked
+    table that names the column anywhere in its outputs or conditions counts, and so does any node
+    naming it qualified by an alias of that table."""
+    if not sensitive:
+        return None
+    masked_tables = {t for t, _ in sensitive}
+    aliases: dict[str, str] = {}
+    nodes = _nodes(plan)
+    for node in nodes:
+        relation = str(node.get("Relation Name", "")).lower()
+        if relation in masked_tables:
+            aliases[str(node.get("Alias", relation)).lower()] = relation
+    for node in nodes:
+        text = json.dumps({k: v for k, v in node.items() if k != "Plans"}, ensure_ascii=False).lower()
+        relation = str(node.get("Relation Name", "")).lower()
+        for table, column in sensitive:
+            if relation == table and re.search(rf"(?<![\w$]){re.escape(column)}(?![\w$])", text):
+                return f"{table}.{column}"
+            for alias, aliased in aliases.items():
+                if aliased == table and re.search(rf"(?<![\w$]){re.escape(alias)}\.{re.escape(column)}(?![\w$])", text):
+                    return f"{table}.{column}"
+    return None
