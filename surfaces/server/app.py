@@ -37,6 +37,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+import drsg.surfaces.server.catalog_method  # noqa: F401  (registers catalog.*)
 from drsg import __version__
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
 from drsg.store.database import Database

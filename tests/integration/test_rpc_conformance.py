@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
+from drsg.pipeline.catalog.connections import Connection, Connections
 from drsg.surfaces.server.schema import upstream
 from drsg.surfaces.server.schema import validate as drsg_validate
 from tests.integration.test_server import RunningServer, paragraphs, start_server
+from tests.support.catalog_schema import make_sqlite
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.static_server import serving
 
@@ -64,6 +66,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningSe
     chat.on("/chat/completions", lambda request: Reply(json=chat_completion(plan)))
     env = {"DRSG_PLUGINS_STORE_DIR": str(workdir / "plugins"), "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32"}
     env |= {"DRSG_DIGEST_CHAT": chat.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
+    catalog_db = make_sqlite(workdir / "catalog.db")  # catalog.*: a real SQLite file's catalog
+    Connections(workdir / "graph.drsg").add(Connection("confdb", str(catalog_db), "sqlite"))
     server = start_server(workdir / "graph.drsg", workdir, env=env)
     server.call("plane.create", {"name": "conf"})
     texts = paragraphs(3)
@@ -177,6 +181,15 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         },
         "plugin.install": {"url": ids["plugin_url"]},
         "plugin.remove": {"name": "echo"},
+        "catalog.index": {"connection": "confdb", "level": "full"},
+        "catalog.find": {
+            "connection": "confdb",
+            "entity": "用户",
+            "fields": ["密码"],
+            "where": {"name": "张三"},
+            "limit": 5,
+        },
+        "catalog.sql": {"connection": "confdb", "sql": "SELECT 1 AS one", "limit": 1},
     }
 
 
@@ -271,6 +284,8 @@ def test_every_method_answers_in_its_declared_shape(
     assert call("plugin.install", params["plugin.install"])["replaced"] is None
     assert [entry["name"] for entry in call("plugin.list")] == ["echo"]
     assert call("plugin.remove", params["plugin.remove"])["removed"]["version"] == "1.0.0"
+    for method in ("catalog.index", "catalog.find", "catalog.sql"):
+        call(method, params[method])
 
     declared = _methods(document)
     assert {m for m, _ in results} == set(declared), "every served method needs a call above"

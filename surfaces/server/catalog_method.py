@@ -1,0 +1,120 @@
+"""``catalog.index``, ``catalog.find`` and ``catalog.sql`` over JSON-RPC.
+
+``plane.find`` is upstream's text search over a plane (openrpc.json), so the catalog's ``find`` is
+``catalog.find``, with the CLI's request shape. Connections are the ones ``drsg catalog add``
+keeps beside the database; a request names one, never a DSN or a credential. All the database
+work — introspection, the catalog's commit, the one SELECT — runs in the read pool, off the event
+loop: the loop only awaits it (the seed's JavaScript writer blocked its loop for 1,992 ms)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drsg.kernel.errors import UsageError
+from drsg.surfaces.server.params import Params
+from drsg.surfaces.server.registry import rpc
+from drsg.surfaces.server.state import ServerState
+
+CONNECTION = {
+    "name": "connection",
+    "required": False,
+    "schema": {"type": "string"},
+    "description": "A connection `drsg catalog add` made (default: the only one).",
+}
+LIMIT = {"name": "limit", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
+
+
+def _connection(ctx: ServerState, name: str | None) -> Any:
+    from drsg.pipeline.catalog.connections import Connections
+
+    conns = Connections(ctx.db.path)
+    if name is not None:
+        return conns.get(name)
+    everything = conns.load()
+    if len(everything) != 1:
+        raise UsageError(f"name the `connection` (there are: {', '.join(sorted(everything)) or 'none'})")
+    return next(iter(everything.values()))
+
+
+def _setting(ctx: ServerState, name: str, default: Any) -> Any:
+    settings = ctx.config.settings
+    return settings[name] if settings is not None else default
+
+
+@rpc(
+    "catalog.index",
+    define={
+        "summary": "Index a connection's catalog into its plane `catalog_NAME`: l1 (names, declared types) and "
+        "l2 (comments, keys, indexes, estimates, enum samples), one commit each, only what changed.",
+        "x-access": "write",
+        "params": [
+            CONNECTION,
+            {"name": "level", "required": False, "schema": {"type": "string", "enum": ["l1", "l2", "full"]}},
+        ],
+        "result": {"name": "reports", "schema": {"type": "array", "items": {"type": "object"}}},
+    },
+)
+async def catalog_index(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog import service
+
+    conn = _connection(ctx, p.get("connection"))
+    level = str(p.get("level") or "full")
+    limit = _setting(ctx, "catalog.enum_limit", 20)
+    extra = list(_setting(ctx, "catalog.sensitive", ()))
+    return await ctx.read(lambda: service.index(ctx.db, conn, level, limit, extra), limited=False)
+
+
+@rpc(
+    "catalog.find",
+    define={
+        "summary": "Resolve words to one table and its columns offline, then run exactly one parameterised SELECT: "
+        "{status: ok, table, fields, where, sql, columns, rows, truncated, redacted} | {status: ambiguous, "
+        "candidates} | {status: missing_predicate}. Sensitive columns answer [REDACTED].",
+        "x-access": "read",
+        "params": [
+            CONNECTION,
+            {"name": "entity", "required": True, "schema": {"type": "string"}},
+            {"name": "fields", "required": False, "schema": {"type": "array", "items": {"type": "string"}}},
+            {"name": "where", "required": False, "schema": {"type": "object"}},
+            LIMIT,
+        ],
+        "result": {"name": "answer", "schema": {"type": "object"}},
+    },
+)
+async def catalog_find(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog import service
+    from drsg.pipeline.catalog.backends import backend_for
+    from drsg.pipeline.catalog.find import find
+
+    conn = _connection(ctx, p.get("connection"))
+    request = {key: p[key] for key in ("entity", "fields", "where", "limit") if p.get(key) is not None}
+    limit = _setting(ctx, "catalog.row_limit", 100)
+
+    def run() -> dict[str, Any]:
+        return find(service.load(ctx.db, conn), backend_for(conn), request, limit)
+
+    return await ctx.read(run)
+
+
+@rpc(
+    "catalog.sql",
+    define={
+        "summary": "One read-only statement against the live database: masked, row-limited; writes and stacked "
+        "statements refused.",
+        "x-access": "read",
+        "params": [CONNECTION, {"name": "sql", "required": True, "schema": {"type": "string"}}, LIMIT],
+        "result": {"name": "answer", "schema": {"type": "object"}},
+    },
+)
+async def catalog_sql(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog import service
+    from drsg.pipeline.catalog.backends import backend_for
+    from drsg.pipeline.catalog.find import run_sql
+
+    conn = _connection(ctx, p.get("connection"))
+    limit = int(p.get("limit") or _setting(ctx, "catalog.row_limit", 100))
+
+    def run() -> dict[str, Any]:
+        return run_sql(service.load(ctx.db, conn), backend_for(conn), str(p["sql"]), limit)
+
+    return await ctx.read(run)
