@@ -136,3 +136,14 @@ def test_keyword_index_over_the_catalog(indexed: Callable[..., Ran]) -> None:
     ran = indexed("search", 'SEARCH (t:Table) ON terms MATCHING "用户" TOPK 1', "--plane", "catalog_app", "--json")
     assert ran.code == 0, ran.err
     assert "sys_user" in ran.out
+
+
+def test_hybrid_over_column_descriptions_with_the_local_embedder(indexed: Callable[..., Ran]) -> None:
+    vectorized = indexed("vectorize", "--plane", "catalog_app", "--label", "Column", "--from", "description")
+    assert vectorized.code == 0, vectorized.err
+    ran = indexed(
+        "hybrid", "user login password", "--plane", "catalog_app", "--label", "Column",
+        "--vector", "embedding", "--keyword", "terms", "--k", "3", "--json",
+    )  # fmt: skip
+    assert ran.code == 0, ran.err
+    assert json.loads(ran.out.splitlines()[0])["key"] == "c:sys_user.password"  # meaning + the alias terms
