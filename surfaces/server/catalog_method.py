@@ -8,7 +8,10 @@ loop: the loop only awaits it (the seed's JavaScript writer blocked its loop for
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import structlog
 
 from drsg.kernel.errors import UsageError
 from drsg.surfaces.server.params import Params
@@ -21,6 +24,8 @@ CONNECTION = {
     "schema": {"type": "string"},
     "description": "A connection `drsg catalog add` made (default: the only one).",
 }
+log = structlog.get_logger("drsg.surfaces.server.catalog")
+_BACKGROUND: set[asyncio.Task[None]] = set()  # running L2 runs (a task needs a reference to live)
 LIMIT = {"name": "limit", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
 
 
@@ -50,6 +55,13 @@ def _setting(ctx: ServerState, name: str, default: Any) -> Any:
         "params": [
             CONNECTION,
             {"name": "level", "required": False, "schema": {"type": "string", "enum": ["l1", "l2", "full"]}},
+            {
+                "name": "background",
+                "required": False,
+                "schema": {"type": "boolean"},
+                "description": "With level full: answer once L1 is committed and run L2 in the background (its "
+                "commit lands on the feed; a failure is logged and L1 stays).",
+            },
         ],
         "result": {"name": "reports", "schema": {"type": "array", "items": {"type": "object"}}},
     },
@@ -61,7 +73,21 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
     level = str(p.get("level") or "full")
     limit = _setting(ctx, "catalog.enum_limit", 20)
     extra = list(_setting(ctx, "catalog.sensitive", ()))
-    return await ctx.read(lambda: service.index(ctx.db, conn, level, limit, extra), limited=False)
+    if not (p.get("background") and level == "full"):
+        return await ctx.read(lambda: service.index(ctx.db, conn, level, limit, extra), limited=False)
+    reports = await ctx.read(lambda: service.index(ctx.db, conn, "l1", limit, extra), limited=False)
+
+    async def l2() -> None:
+        try:
+            done = await ctx.read(lambda: service.index(ctx.db, conn, "l2", limit, extra), limited=False)
+            log.info("catalog l2 indexed", connection=conn.name, seq=done[0]["seq"])
+        except Exception as exc:  # the L1 commit stays; the log says why L2 did not land
+            log.warning("catalog l2 failed", connection=conn.name, error=f"{type(exc).__name__}: {exc}")
+
+    task = asyncio.create_task(l2())
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
+    return [*reports, {"level": "l2", "background": True}]
 
 
 @rpc(

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from drsg.kernel.errors import UsageError
+from drsg.kernel.errors import CatalogError, ConfigError, UsageError
 from drsg.pipeline.catalog.backend import Backend, secret_pairs
 from drsg.pipeline.catalog.backends import backend_for
 from drsg.pipeline.catalog.connections import Connection
@@ -170,6 +170,24 @@ class TestSqlite(CatalogContract):
         return Connection("app", str(path), "sqlite", **options)
 
 
+class ServerContract(CatalogContract):
+    """What a backend on a server must do beside: a credential by reference that never shows."""
+
+    def test_a_wrong_or_missing_password_is_one_line_without_the_secret(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        conn = self.connection(tmp_path)
+        assert conn.password_env is not None
+        monkeypatch.setenv(conn.password_env, "wrong-secret-value")
+        with pytest.raises(CatalogError) as failed:
+            backend_for(conn).test()
+        assert "wrong-secret-value" not in str(failed.value) and "\n" not in str(failed.value)
+        monkeypatch.delenv(conn.password_env)
+        with pytest.raises(ConfigError) as unset:
+            backend_for(conn).test()
+        assert conn.password_env in str(unset.value) and "export it" in str(unset.value)
+
+
 @pytest.fixture(scope="module")
 def pg_loaded(pg_server: PgServer) -> PgServer:
     pg_server.psql(PG_DDL + ";".join(PORTABLE_ROWS), user="app")
@@ -182,7 +200,7 @@ def maria_loaded(maria_server: MariaServer) -> MariaServer:
     return maria_server
 
 
-class TestPostgres(CatalogContract):
+class TestPostgres(ServerContract):
     engine = "postgresql"
 
     @pytest.fixture(autouse=True)
@@ -194,7 +212,7 @@ class TestPostgres(CatalogContract):
         return Connection("app", self.server.dsn, "postgresql", password_env=PASSWORD_VAR, **options)
 
 
-class TestMariadb(CatalogContract):
+class TestMariadb(ServerContract):
     engine = "mariadb"
 
     @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ from drsg.pipeline.catalog.connections import Connection, Connections
 from tests.integration.test_server import RunningServer, start_server
 from tests.support.catalog_schema import PG_DDL, PORTABLE_ROWS, SECRET, make_sqlite
 from tests.support.db_servers import APP_PASSWORD, PgServer
+from tests.support.waiting import wait_until
 
 SEED = {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}}
 VAR = "DRSG_TEST_SERVED_PG_PASSWORD"
@@ -47,6 +48,22 @@ def test_postgres_over_rpc_with_the_password_from_the_servers_env(served: Runnin
     assert answer["rows"] == [["[REDACTED]"]] and answer["sql"].count("%s") == 2
     rows = served.call("catalog.sql", {"connection": "pg", "sql": "SELECT status FROM orders ORDER BY id", "limit": 2})
     assert rows["rows"] == [["paid"], ["unpaid"]] and rows["truncated"] is True
+
+
+def test_l2_in_the_background_lands_after_l1(served: RunningServer) -> None:
+    served.call("plane.delete", {"plane": "catalog_app"})
+    reports = served.call("catalog.index", {"connection": "app", "background": True})
+    assert [r["level"] for r in reports] == ["l1", "l2"] and reports[1] == {"level": "l2", "background": True}
+
+    def l2_landed() -> bool:
+        planes = {p["name"]: p for p in served.call("plane.list")}
+        return "catalog_l2_at" in planes["catalog_app"]["properties"]
+
+    wait_until(l2_landed, "the background L2 commit", timeout=30)
+    answer = served.call(
+        "catalog.find", {"connection": "app", "entity": "订单", "fields": ["金额"], "where": {"status": "paid"}}
+    )
+    assert len(answer["rows"]) == 2
 
 
 def test_errors_are_one_line_and_write_nothing(served: RunningServer) -> None:
