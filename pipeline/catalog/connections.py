@@ -55,14 +55,15 @@ class Connection:
                 )
             return value
         if self.keyring:
+            import keyring
+            from keyring.errors import KeyringError
+
             try:
-                import keyring
-            except ImportError:
+                value = keyring.get_password(KEYRING_SERVICE, self.keyring)
+            except KeyringError as exc:
                 raise ConfigError(
-                    f"connection {self.name!r} names keyring entry {self.keyring!r} but the keyring package is "
-                    f"not installed; pip install keyring, or use --password-env"
+                    f"connection {self.name!r}: the keyring cannot be read ({exc}); unlock it, or use --password-env"
                 ) from None
-            value = keyring.get_password(KEYRING_SERVICE, self.keyring)
             if value is None:
                 raise ConfigError(
                     f"no keyring entry {self.keyring!r} (service {KEYRING_SERVICE!r}) for connection {self.name!r}; "
