@@ -1,9 +1,11 @@
 """Which columns are sensitive: their values come back as ``[REDACTED]`` unless the connection says
-``sensitive_columns = "show"``. Pure: the policy only; each backend enforces it in the database
-(SQLite's authorizer; column privileges on PostgreSQL/MySQL), never by matching SQL text."""
+``sensitive_columns = "show"``. Pure: the policy only; each backend has the database enforce it
+(SQLite's authorizer; the statement's plan on PostgreSQL, its optimizer trace on MySQL/MariaDB),
+never by matching the SQL's text."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 
@@ -22,7 +24,12 @@ SENSITIVE_WHOLE = frozenset({"ssn", "cvv", "otp", "idcard", "apikey", "密码", 
 def is_sensitive(column: str, extra: Iterable[str] = ()) -> bool:
     """True for a column name the policy masks; ``extra`` adds exact names (case-insensitive)."""
     lowered = column.lower()
-    if lowered in SENSITIVE_WHOLE or lowered in {name.lower() for name in extra}:
+    return lowered in {name.lower() for name in extra} or _built_in(column)
+
+
+@functools.lru_cache(maxsize=65536)
+def _built_in(column: str) -> bool:
+    if column.lower() in SENSITIVE_WHOLE:
         return True
     words = split_identifier(column)
     if any(word in SENSITIVE_WORDS for word in words):

@@ -9,6 +9,7 @@ question in either language finds it. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -85,6 +86,7 @@ def name_terms(name: str) -> set[str]:
     return expand([*words, whole, "".join(words)])
 
 
+@functools.lru_cache(maxsize=65536)  # catalogs repeat names (id, status, …) across tables
 def terms_text(name: str, comment: str | None) -> str:
     """The pre-tokenised stream a keyword index stores for a catalog object (terms joined by spaces)."""
     terms = name_terms(name) | expand(words_of(comment or ""))
