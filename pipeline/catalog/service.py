@@ -9,8 +9,10 @@ from drsg.kernel.errors import NotFound, UsageError
 from drsg.pipeline.catalog.backends import backend_for
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.model import Catalog, keep_l2
-from drsg.pipeline.catalog.plane import read_catalog, write_catalog
+from drsg.pipeline.catalog.naming import expand, query_words
+from drsg.pipeline.catalog.plane import SEARCHED, read_catalog, write_catalog
 from drsg.store.database import Database
+from drsg.workers.search import Searcher
 
 LEVELS = ("l1", "l2", "full")
 
@@ -48,3 +50,21 @@ def load(db: Database, conn: Connection, as_of: AsOf | None = None) -> Catalog:
         if snap.find_plane(conn.plane) is None:
             raise NotFound(f"connection {conn.name!r} has not been indexed; run `drsg catalog index {conn.name}`")
         return read_catalog(snap, conn.plane)
+
+
+def keyword_search(searcher: Searcher, conn: Connection, words: str, k: int) -> list[dict[str, Any]]:
+    """Tables, views and columns by BM25 over their ``terms`` (the keyword index the catalog
+    declares), the question's words expanded with their aliases as the catalog's were."""
+    query = " ".join(sorted(expand(query_words(words)))) or words
+    hits: list[dict[str, Any]] = []
+    for label, prop in SEARCHED:
+        for hit in searcher.keyword(conn.plane, label, prop, query, k):
+            props = hit.node.props
+            item: dict[str, Any] = {"score": round(float(hit.score or 0.0), 3), "kind": label.lower()}
+            if label == "Column":
+                item |= {"table": props.get("table"), "column": props.get("name")}
+            else:
+                item["table"] = props.get("name")
+            hits.append(item)
+    hits.sort(key=lambda h: (-h["score"], str(h["table"]), str(h.get("column", ""))))
+    return hits[:k]

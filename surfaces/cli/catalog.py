@@ -171,13 +171,30 @@ def catalog_index(obj: Context, name: str, level: str, as_json: bool) -> None:
 @click.argument("words")
 @conn_option
 @click.option("--k", default=10, show_default=True, help="Most hits.")
+@click.option("--keyword", "bm25", is_flag=True, help="Rank by BM25 over the catalog's keyword index instead.")
 @json_option
 @as_of_option
 @click.pass_obj
-def catalog_search(obj: Context, words: str, conn_name: str | None, k: int, as_json: bool, as_of: AsOf | None) -> None:
+def catalog_search(
+    obj: Context, words: str, conn_name: str | None, k: int, bm25: bool, as_json: bool, as_of: AsOf | None
+) -> None:
     """Tables and columns for some words (split identifiers, Chinese, aliases), offline."""
     from drsg.pipeline.catalog.resolve import search
 
+    if bm25:
+        from drsg.pipeline.catalog.service import keyword_search
+        from drsg.surfaces.cli.search import open_indexes
+        from drsg.workers.search import Searcher
+
+        conn = _pick(obj, conn_name)
+        with obj.open(write=False) as db, open_indexes(db) as indexes:
+            for hit in keyword_search(Searcher(db, indexes), conn, words, k):
+                where = f"{hit['table']}.{hit['column']}" if "column" in hit else hit["table"]
+                if as_json:
+                    emit_json(hit)
+                else:
+                    click.echo(f"{hit['score']:.3f}\t{where}\tbm25")
+        return
     _conn, cat = _catalog(obj, conn_name, as_of)
     for match in search(cat, words, k):
         if as_json:

@@ -132,6 +132,18 @@ def test_sql_and_the_other_verbs(indexed: Callable[..., Ran]) -> None:
     assert len(short) < 320 and "more; `drsg catalog objects`" in short
 
 
+def test_catalog_search_through_the_keyword_index(indexed: Callable[..., Ran]) -> None:
+    def top(words: str, k: int = 3) -> list[str]:
+        ran = indexed("catalog", "search", words, "--keyword", "--json", "--k", str(k))
+        assert ran.code == 0, ran.err
+        return [f"{h['table']}.{h['column']}" if "column" in h else h["table"] for h in ran.json_lines()]
+
+    assert top("广告", 1)[0].startswith("ad_click")  # the table's comment, adId's alias
+    assert "sys_user.password" in top("密码")  # its comment 登录密码 and password's aliases
+    assert "sys_user" in top("member")
+    assert top("spaceship") == []
+
+
 def test_keyword_index_over_the_catalog(indexed: Callable[..., Ran]) -> None:
     ran = indexed("search", 'SEARCH (t:Table) ON terms MATCHING "用户" TOPK 1', "--plane", "catalog_app", "--json")
     assert ran.code == 0, ran.err
