@@ -177,6 +177,11 @@ class MysqlBackend(Backend):
                 "view, or the statement is too big), so it is not run; query the tables directly"
             )
         trace = str(row[0])
+        if re.search(r"column_stats|innodb_(table|index)_stats|histogram", trace, re.IGNORECASE):
+            raise UsageError(
+                "sql: the statement reads the server's column statistics, which hold values of masked columns; "
+                "it is not run"
+            )
         # Columns are qualified by their table or its alias (`u`.`password`): any qualifier counts,
         # so a masked name read through an alias is caught (over-refusing is the safe side).
         for table, column in sorted(sensitive):

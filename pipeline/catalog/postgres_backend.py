@@ -153,6 +153,11 @@ class PostgresBackend(Backend):
                 if _writes(plan):
                     raise UsageError("sql: only a read-only SELECT is allowed (no writes)")
                 hit = _reads_masked(plan, sensitive)
+                if sensitive and _reads_statistics(plan):
+                    raise UsageError(
+                        "sql: the statement reads the planner's statistics (pg_stats), which hold sampled values of "
+                        "masked columns; it is not run"
+                    )
                 if hit:
                     raise UsageError(
                         f"sql: the statement reads {hit}, a masked column; leave it out (find answers it as "
@@ -199,6 +204,11 @@ def _nodes(plan: Any) -> list[dict[str, Any]]:
         out.append(node)
         stack.extend(node.get("Plans", []))
     return out
+
+
+def _reads_statistics(plan: Any) -> bool:
+    """pg_stats and its kin keep most-common values and histograms of every column, masked ones too."""
+    return any(str(node.get("Relation Name", "")).startswith("pg_statistic") for node in _nodes(plan))
 
 
 def _writes(plan: Any) -> bool:

@@ -128,6 +128,16 @@ class CatalogContract:
         answer = run_sql(catalog, backend, "SELECT id FROM orders ORDER BY id", 2)
         assert answer["rows"] == [[1], [2]] and answer["truncated"] is True
 
+    #: the engine's own ways to read a column's values besides the column (statistics)
+    ENGINE_LEAKS: tuple[str, ...] = ()
+
+    def test_statistics_do_not_leak_either(self, backend: Backend, catalog: Catalog) -> None:
+        for sql in self.ENGINE_LEAKS:
+            shown = backend_for(Connection(**{**backend.conn.public(), "sensitive_columns": "show"}))
+            assert SECRET in json.dumps(run_sql(catalog, shown, sql, 100)["rows"], default=str), sql  # it would
+            with pytest.raises(UsageError, match="statistics"):
+                run_sql(catalog, backend, sql, 100)
+
     @pytest.mark.parametrize("sql", LEAKS)
     def test_masking_holds(self, backend: Backend, catalog: Catalog, sql: str) -> None:
         try:
@@ -190,18 +200,23 @@ class ServerContract(CatalogContract):
 
 @pytest.fixture(scope="module")
 def pg_loaded(pg_server: PgServer) -> PgServer:
-    pg_server.psql(PG_DDL + ";".join(PORTABLE_ROWS), user="app")
+    pg_server.psql(PG_DDL + ";".join(PORTABLE_ROWS) + "; ANALYZE", user="app")  # statistics hold values too
     return pg_server
 
 
 @pytest.fixture(scope="module")
 def maria_loaded(maria_server: MariaServer) -> MariaServer:
     maria_server.sql(MYSQL_DDL + ";".join(PORTABLE_ROWS), db="app", as_app=True)  # the app owns its views
+    maria_server.sql("ANALYZE TABLE sys_user PERSISTENT FOR ALL", db="app")  # statistics hold values too
     return maria_server
 
 
 class TestPostgres(ServerContract):
     engine = "postgresql"
+    ENGINE_LEAKS = (
+        "SELECT histogram_bounds::text AS v FROM pg_stats WHERE tablename = 'sys_user' AND attname = 'password'",
+        "SELECT s.histogram_bounds::text FROM (SELECT * FROM pg_stats WHERE tablename = 'sys_user') s",
+    )
 
     @pytest.fixture(autouse=True)
     def _server(self, pg_loaded: PgServer, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -214,6 +229,7 @@ class TestPostgres(ServerContract):
 
 class TestMariadb(ServerContract):
     engine = "mariadb"
+    ENGINE_LEAKS = ("SELECT min_value, max_value FROM mysql.column_stats WHERE column_name = 'password'",)
 
     @pytest.fixture(autouse=True)
     def _server(self, maria_loaded: MariaServer, monkeypatch: pytest.MonkeyPatch) -> None:
