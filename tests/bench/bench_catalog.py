@@ -18,6 +18,7 @@ probe's longest answer on an idle server, bounds how long the server's event loo
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
 import os
 import sqlite3
@@ -81,6 +82,38 @@ def timed_index(db_path: Path, conn: Connection, level: str) -> dict[str, float]
     return out
 
 
+def loop_block(work: Path, conn: Connection, with_indexes: bool) -> float:
+    """The longest block of an asyncio loop in this process (a 1 ms sleep's overshoot) while a
+    worker thread runs a full index, with or without the index workers `drsg serve` runs."""
+    from drsg.workers.manager import IndexSet
+
+    async def run() -> float:
+        db = Database(work / f"loop-{int(with_indexes)}.drsg", create=True)
+        indexes = IndexSet(db) if with_indexes else None
+        if indexes is not None:
+            indexes.start()
+        worst, done = 0.0, False
+
+        async def monitor() -> None:
+            nonlocal worst
+            while not done:
+                t0 = time.perf_counter()
+                await asyncio.sleep(0.001)
+                worst = max(worst, time.perf_counter() - t0 - 0.001)
+
+        watching = asyncio.create_task(monitor())
+        await asyncio.get_running_loop().run_in_executor(None, lambda: service.index(db, conn, "full", 20, []))
+        await asyncio.sleep(3)  # the index workers catch up after the commits
+        done = True
+        await watching
+        if indexes is not None:
+            indexes.stop()
+        db.close()
+        return worst
+
+    return asyncio.run(run())
+
+
 def probe(port: int, stop: threading.Event, latencies: list[float]) -> None:
     client = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     while not stop.is_set():
@@ -138,6 +171,7 @@ def main() -> None:
     l1 = timed_index(work / "l1.drsg", conn, "l1")
     full = timed_index(work / "full.drsg", conn, "full")
     rpc = served(work, catalog)
+    bare, with_workers = loop_block(work, conn, False), loop_block(work, conn, True)
     ms = lambda s: f"{s * 1000:,.0f} ms"  # noqa: E731
     rows = [
         (
@@ -169,6 +203,13 @@ def main() -> None:
             "33.6 ms (Rust, AsyncTask) / 1,992 ms (JavaScript)",
             f"{rpc['busy_max'] * 1000 / 33.6:.2f}× / {rpc['busy_max'] * 1000 / 1992:.3f}×",
         ),
+        (
+            "in-process asyncio loop, the same full index in a worker thread: longest block without / with the "
+            "index workers `drsg serve` runs",
+            f"{bare * 1000:.1f} ms / {with_workers * 1000:.1f} ms",
+            "33.6 ms / 1,992 ms",
+            f"{bare * 1000 / 33.6:.2f}× / {with_workers * 1000 / 1992:.3f}×",
+        ),
     ]
     notes = [
         "500 tables × 20 columns in an SQLite file (a foreign key per table, one index each, Chinese comments, 3 rows "
@@ -176,7 +217,10 @@ def main() -> None:
         "The seed's figures are its own machine's, for its writer alone (normalise, terms, the SQLite write); drsg's "
         "plane write is one commit on the log with its projection, terms included.",
         "The longest `/health` answer is an upper bound on the event loop's longest block (it includes the probe's "
-        "own round-trip and the GIL held by the indexing thread); catalog.index runs in the read pool.",
+        "own round-trip and the GIL held by the indexing thread); catalog.index runs in the read pool. The in-process "
+        "row measures the loop directly; on a loaded machine both rows are noisy (compare the idle server's figure): "
+        "no single call of the catalog's commit holds the GIL longer than ~10 ms (profiled), so the blocks are a busy "
+        "thread sharing the GIL, scheduling, and the keyword index workers indexing the `terms` after the commit.",
     ]
     record("(#20) catalog index, 500 tables / 10,000 columns", rows, notes, raw="seed dsh-plugin-dbgraph")
 
