@@ -78,6 +78,9 @@ def test_index_writes_the_plane_and_a_reindex_writes_only_drift(
     with Database(db_path, readonly=True) as db, db.read() as r:
         changes = [c for c in r.commits(before + 1)]
     assert len(changes) == 1 and changes[0].origin["via"] == "catalog.index"
+    feed = indexed("feed", "--plane", "catalog_app", "--from", str(before + 1), "--no-follow", "--json").json_lines()
+    ops = {(c["op"], (c.get("record") or {}).get("external_key") or c.get("id")) for c in feed[0]["changes"]}
+    assert ("created", "c:orders.paid_at") in ops and any(op == "deleted" for op, _ in ops)
     now = json.loads(indexed("catalog", "columns", "orders", "--json").out)
     old = json.loads(indexed("catalog", "columns", "orders", "--json", "--as-of", str(before)).out)
     assert [c["name"] for c in now["columns"]][-1] == "paid_at" and "paid_at" not in [c["name"] for c in old["columns"]]
