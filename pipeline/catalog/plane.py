@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from drsg.kernel.errors import Conflict
 from drsg.kernel.values import Value
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
@@ -102,6 +103,12 @@ def write_catalog(
 
     def apply(tx: WriteTx) -> dict[str, int]:
         plane = tx.view.find_plane(plane_name) or tx.create_plane(plane_name)
+        owner = plane.props.get("catalog_connection")
+        if owner != connection and (owner is not None or any(tx.view.counts(plane.id))):
+            raise Conflict(
+                f"plane {plane_name!r} holds something other than connection {connection!r}'s catalog; "
+                f"rename it (`drsg plane rename {plane_name} OTHER`) and index again"
+            )
         counts = {"created": 0, "updated": 0, "deleted": 0, "edges_created": 0, "edges_deleted": 0}
         existing = {n.key: n for n in tx.view.nodes(plane.id) if n.key}
         for key, node in existing.items():

@@ -49,6 +49,15 @@ def test_connections_keep_references_never_secrets(
     assert missing.code == 1 and missing.err.startswith("error: no catalog connection")
 
 
+def test_index_never_overwrites_a_plane_it_did_not_write(drsg: Callable[..., Ran], app: Path) -> None:
+    drsg("catalog", "add", "app", str(app))
+    drsg("plane", "create", "catalog_app")
+    drsg("node", "put", "mine", "--plane", "catalog_app", "-l", "Note")
+    ran = drsg("catalog", "index", "app")
+    assert ran.code == 1 and len(ran.err.splitlines()) == 1 and "drsg plane rename catalog_app" in ran.err
+    assert drsg("get", "@mine", "--plane", "catalog_app").code == 0
+
+
 def test_test_and_an_unreachable_file(drsg: Callable[..., Ran], app: Path, tmp_path: Path) -> None:
     drsg("catalog", "add", "app", str(app))
     assert drsg("catalog", "test", "app").out.startswith("ok: app answered (sqlite 3.")
