@@ -235,6 +235,8 @@ def _reads_masked(plan: Any, sensitive: set[tuple[str, str]]) -> str | None:
             if relation == table and re.search(rf"(?<![\w$]){re.escape(column)}(?![\w$])", text):
                 return f"{table}.{column}"
             for alias, aliased in aliases.items():
-                if aliased == table and re.search(rf"(?<![\w$]){re.escape(alias)}\.{re.escape(column)}(?![\w$])", text):
+                # ``u.password``, or ``u.*``: a whole-row reference (row_to_json(u), u::text) reads every column
+                named = rf"(?<![\w$]){re.escape(alias)}\.(?:{re.escape(column)}(?![\w$])|\*)"
+                if aliased == table and re.search(named, text):
                     return f"{table}.{column}"
     return None

@@ -130,6 +130,17 @@ class CatalogContract:
 
     #: the engine's own ways to read a column's values besides the column (statistics)
     ENGINE_LEAKS: tuple[str, ...] = ()
+    #: the engine's whole-row references (a row turned into text or JSON reads every column)
+    ROW_LEAKS: tuple[str, ...] = ()
+
+    def test_whole_row_reads_do_not_leak(self, backend: Backend, catalog: Catalog) -> None:
+        for sql in self.ROW_LEAKS:
+            try:
+                rows = json.dumps(run_sql(catalog, backend, sql, 100)["rows"], default=str, ensure_ascii=False)
+            except UsageError as refused:
+                assert "masked" in str(refused), sql
+                continue
+            assert SECRET not in rows and OTHER_SECRET not in rows, sql
 
     def test_statistics_do_not_leak_either(self, backend: Backend, catalog: Catalog) -> None:
         for sql in self.ENGINE_LEAKS:
@@ -213,6 +224,13 @@ def maria_loaded(maria_server: MariaServer) -> MariaServer:
 
 class TestPostgres(ServerContract):
     engine = "postgresql"
+    ROW_LEAKS = (
+        "SELECT row_to_json(u) AS j FROM sys_user u",
+        "SELECT u::text AS t FROM sys_user u",
+        "SELECT sys_user::text FROM sys_user",
+        "SELECT json_agg(t) FROM (SELECT * FROM user_secrets) t",
+        "SELECT to_jsonb(s) FROM (SELECT * FROM sys_user) s",
+    )
     ENGINE_LEAKS = (
         "SELECT histogram_bounds::text AS v FROM pg_stats WHERE tablename = 'sys_user' AND attname = 'password'",
         "SELECT s.histogram_bounds::text FROM (SELECT * FROM pg_stats WHERE tablename = 'sys_user') s",
