@@ -212,6 +212,11 @@ class ServerContract(CatalogContract):
 @pytest.fixture(scope="module")
 def pg_loaded(pg_server: PgServer) -> PgServer:
     pg_server.psql(PG_DDL + ";".join(PORTABLE_ROWS) + "; ANALYZE", user="app")  # statistics hold values too
+    pg_server.psql(
+        "CREATE FUNCTION leak_password(i int) RETURNS text LANGUAGE sql "
+        "AS $$ SELECT password FROM sys_user WHERE id = i $$",
+        user="app",
+    )
     return pg_server
 
 
@@ -219,6 +224,12 @@ def pg_loaded(pg_server: PgServer) -> PgServer:
 def maria_loaded(maria_server: MariaServer) -> MariaServer:
     maria_server.sql(MYSQL_DDL + ";".join(PORTABLE_ROWS), db="app", as_app=True)  # the app owns its views
     maria_server.sql("ANALYZE TABLE sys_user PERSISTENT FOR ALL", db="app")  # statistics hold values too
+    maria_server.sql(
+        "CREATE FUNCTION leak_password(i INT) RETURNS TEXT READS SQL DATA "
+        "RETURN (SELECT password FROM sys_user WHERE id = i)",
+        db="app",
+        as_app=True,
+    )
     return maria_server
 
 
@@ -230,6 +241,10 @@ class TestPostgres(ServerContract):
         "SELECT sys_user::text FROM sys_user",
         "SELECT json_agg(t) FROM (SELECT * FROM user_secrets) t",
         "SELECT to_jsonb(s) FROM (SELECT * FROM sys_user) s",
+        "SELECT query_to_xml('select password from sys_user', true, true, '')::text AS x",
+        "SELECT table_to_xml('sys_user', true, true, '')::text AS x",
+        "SELECT schema_to_xml('public', true, true, '')::text AS x",
+        "SELECT leak_password(1) AS x",  # a user's function: the plan cannot see inside it
     )
     ENGINE_LEAKS = (
         "SELECT histogram_bounds::text AS v FROM pg_stats WHERE tablename = 'sys_user' AND attname = 'password'",
@@ -248,6 +263,7 @@ class TestPostgres(ServerContract):
 class TestMariadb(ServerContract):
     engine = "mariadb"
     ENGINE_LEAKS = ("SELECT min_value, max_value FROM mysql.column_stats WHERE column_name = 'password'",)
+    ROW_LEAKS = ("SELECT leak_password(1) AS x",)  # a stored function: the trace cannot see inside it
 
     @pytest.fixture(autouse=True)
     def _server(self, maria_loaded: MariaServer, monkeypatch: pytest.MonkeyPatch) -> None:
