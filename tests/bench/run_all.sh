@@ -24,6 +24,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_code --no-record
   $PY -m tests.bench.bench_c_plugin --files 100
   $PY -m tests.bench.bench_watch --trials 5 --checkouts 1 --idle 5 --phases 2
+  $PY -m tests.bench.bench_catalog --no-record
   $PY -m tests.bench.bench_diff --sizes 2000,10000 --changes 10,100
   exit 0
 fi
@@ -42,4 +43,5 @@ $PY -m tests.bench.bench_digest
 $PY -m tests.bench.bench_code
 make -s plugins && $PY -m tests.bench.bench_c_plugin
 $PY -m tests.bench.bench_watch
+$PY -m tests.bench.bench_catalog
 $PY -m tests.bench.bench_diff
