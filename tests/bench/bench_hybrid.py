@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -407,21 +406,9 @@ def main(argv: list[str] | None = None) -> None:
         lat = latency(3000 if args.quick else 20_000, 50 if args.quick else 200, embedder, 1 if args.quick else 3)
         print("\n".join(lat), flush=True)
         lines += ["", "### Latency (query embedding excluded)", "", *lat]
-    when = started.strftime("%Y-%m-%d %H:%M UTC")
-    text = "\n".join(
-        [
-            f"## hybrid retrieval on WordNet: quality and latency — {when}",
-            "",
-            f"Machine: {common.machine()}. Command: `{common.command()}`",
-            "",
-            *lines,
-            "",
-        ]
+    common.append_section(
+        "hybrid retrieval on WordNet: quality and latency", started, lines, not (args.no_record or args.quick)
     )
-    if not (args.no_record or args.quick or os.environ.get("DRSG_BENCH_NO_RECORD") == "1"):
-        with common.RESULTS.open("a") as fh:
-            fh.write(text + "\n")
-    print("\n" + text)
 
 
 if __name__ == "__main__":

@@ -151,6 +151,18 @@ def record(
     return text
 
 
+def append_section(title: str, started: dt.datetime, lines: list[str], write: bool) -> str:
+    """A section dated ``started``, with the machine and the command, before ``lines``: printed, and
+    appended to RESULTS.md when ``write`` (and DRSG_BENCH_NO_RECORD is not 1)."""
+    when = started.strftime("%Y-%m-%d %H:%M UTC")
+    text = "\n".join([f"## {title} — {when}", "", f"Machine: {machine()}. Command: `{command()}`", "", *lines, ""])
+    if write and os.environ.get("DRSG_BENCH_NO_RECORD") != "1":
+        with RESULTS.open("a") as fh:
+            fh.write(text + "\n")
+    print("\n" + text)
+    return text
+
+
 def fresh_dir(name: str) -> Path:
     import shutil
 

@@ -19,6 +19,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_index --quick --no-record
   $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
   $PY -m tests.bench.bench_hybrid --quick
+  $PY -m tests.bench.bench_fusion_fit --quick
+  $PY -m tests.bench.bench_crawl --no-record
   $PY -m tests.bench.bench_feed --quick
   $PY -m tests.bench.bench_digest --no-record
   $PY -m tests.bench.bench_code --no-record
@@ -34,6 +36,9 @@ $PY -m tests.bench.bench_import --cli
 $PY -m tests.bench.bench_index
 $PY -m tests.bench.bench_embedder
 $PY -m tests.bench.bench_hybrid
+$PY -m tests.bench.bench_fusion_fit
+$PY -m tests.bench.bench_crawl
+$PY -m tests.bench.eval_ask --scripted
 $PY -m tests.bench.bench_feed
 $PY -m tests.bench.bench_rpc
 if [[ "${PROFILE:-0}" == 1 ]]; then
