@@ -23,14 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from drsg import __version__
 from drsg.kernel.errors import DrsgError, RpcError
 from drsg.surfaces.drift import synced_of
-from drsg.surfaces.server import (  # noqa: F401  (importing the method modules registers their methods)
-    ask_method,
-    diff_method,
-    digest_method,
-    hybrid_method,
-    methods,
-    queries,
-)
+from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers, _depth
 from drsg.surfaces.server.state import ServerState
@@ -251,6 +244,28 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         """The plane's changes in the commits after `seq` (at most `limit` commits read): per commit its
         seq, time, origin and the nodes and edges put or deleted; `next` is the seq to ask after."""
         return await tools.call("plane.changes", {"plane": plane, "after": seq, "limit": limit})
+
+    @server.tool(structured_output=False)
+    async def catalog_list() -> str:
+        """The live databases whose catalog drsg keeps (`drsg catalog add`): name, engine, DSN without
+        a password, the catalog's plane. Search that plane's Table and Column nodes to know a schema."""
+        return await tools.call("catalog.list", {})
+
+    @server.tool(structured_output=False)
+    async def find(
+        entity: str,
+        fields: list[str] | None = None,
+        where: dict[str, Any] | None = None,
+        connection: str | None = None,
+        limit: int | None = None,
+    ) -> str:
+        """Values from a live database in one round trip: `entity` and `fields` in plain words (any
+        language: 用户, 密码 …) are resolved to one table and its columns from the catalog, offline, then
+        exactly one parameterised SELECT runs, filtered by `where` {column words: value}. Answers
+        {status: ok, table, fields, sql, rows} | {status: ambiguous, candidates} | {status:
+        missing_predicate}; sensitive columns come back [REDACTED]."""
+        params = {"connection": connection, "entity": entity, "fields": fields, "where": where, "limit": limit}
+        return await tools.call("catalog.find", params)
 
     @server.tool(structured_output=False)
     async def stats() -> str:

@@ -37,23 +37,10 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-import drsg.surfaces.server.catalog_method  # noqa: F401  (registers catalog.*)
 from drsg import __version__
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
 from drsg.store.database import Database
-
-# importing the method modules registers their methods
-from drsg.surfaces.server import (  # noqa: F401
-    ask_method,
-    diff_method,
-    digest_method,
-    feed_routes,
-    fetch_route,
-    hybrid_method,
-    methods,
-    plugin_methods,
-    queries,
-)
+from drsg.surfaces.server import feed_routes, fetch_route, served  # noqa: F401  (served: every method)
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import Call, Dispatcher, error_body

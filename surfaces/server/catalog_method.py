@@ -1,4 +1,4 @@
-"""``catalog.index``, ``catalog.find`` and ``catalog.sql`` over JSON-RPC.
+"""``catalog.list``, ``catalog.index``, ``catalog.find`` and ``catalog.sql`` over JSON-RPC.
 
 ``plane.find`` is upstream's text search over a plane (openrpc.json), so the catalog's ``find`` is
 ``catalog.find``, with the CLI's request shape. Connections are the ones ``drsg catalog add``
@@ -142,5 +142,24 @@ async def catalog_sql(ctx: ServerState, p: Params) -> Any:
 
     def run() -> dict[str, Any]:
         return run_sql(service.load(ctx.db, conn), backend_for(conn), str(p["sql"]), limit)
+
+    return await ctx.read(run)
+
+
+@rpc(
+    "catalog.list",
+    define={
+        "summary": "The connections `drsg catalog add` made: name, engine, DSN (no password), where the "
+        "password comes from (a reference, never the secret), the masking mode and the catalog's plane.",
+        "x-access": "read",
+        "params": [],
+        "result": {"name": "connections", "schema": {"type": "array", "items": {"type": "object"}}},
+    },
+)
+async def catalog_list(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.connections import Connections
+
+    def run() -> list[dict[str, Any]]:
+        return [{**conn.public(), "plane": conn.plane} for conn in Connections(ctx.db.path).load().values()]
 
     return await ctx.read(run)

@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from tests.integration.test_ask import SAMPLE, WORKED_AT
 from tests.integration.test_digest import PIONEERS, WORLD
 from tests.integration.test_server import TOKEN, clean_env, cli, drsg_argv, start_server
+from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.scripted_model import ScriptedModel
 
@@ -39,6 +40,8 @@ TOOLS = {
     "digest_preview",
     "digest_apply",
     "changes_since",
+    "catalog_list",
+    "find",
     "stats",
 }
 
@@ -52,13 +55,16 @@ def fake() -> Iterator[FakeOpenAI]:
 
 def make_db(workdir: Path) -> Path:
     """seq 2 the sample graph; 3 a keyword index; 4 ada gets a long title and a `_` property;
-    5 dijkstra deleted."""
+    5 dijkstra deleted; then an SQLite database's catalog (the seed's schema) in its own plane."""
     db = workdir / "graph.drsg"
+    app = make_sqlite(workdir / "app.db")
     for args in (
         ("import", str(SAMPLE), "--plane", "pioneers", "--create-plane"),
         ("index", "keyword", "Person", "note", "--plane", "pioneers"),
         ("node", "put", "ada", "--plane", "pioneers", "-P", f'title="{"Countess " * 400}"', "-P", '_secret_note="x"'),
         ("node", "delete", "@dijkstra", "--plane", "pioneers"),
+        ("catalog", "add", "app", str(app)),
+        ("catalog", "index", "app"),
     ):
         ran = cli(db, *args)
         assert ran.returncode == 0, ran.stderr
@@ -117,7 +123,7 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
         return await call(session, tool, args)
 
     planes = await ok("list_planes", {})
-    assert {p["name"] for p in planes} == {"startup", "pioneers"}
+    assert {p["name"] for p in planes} == {"startup", "pioneers", "catalog_app"}
     described = await ok("describe_plane", {"plane": "pioneers"})
     assert "Person" in described["labels"] and described["indexes"]["keyword"][0]["property"] == "note"
 
@@ -152,7 +158,8 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     assert change["counts"]["nodes_deleted"] == 1 and change["counts"]["nodes_changed"] == 1
     assert change["nodes"]["changed"][0]["changed"] == ["title"]  # `_secret_note` hidden
     since = await ok("changes_since", {"plane": "pioneers", "seq": 3})
-    assert [c["seq"] for c in since["commits"]] == [4, 5] and since["next"] == 5
+    head = (await call(session, "stats", {}))["commit_seq"]  # (the catalog's commits came after 5)
+    assert [c["seq"] for c in since["commits"]] == [4, 5] and since["next"] == head
 
     if stdio:
         doc = workdir / "pioneers.md"
@@ -175,6 +182,13 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     assert written["nodes_written"] + written["nodes_updated"] == 2
     assert len(fake.requests_to("/chat/completions")) == calls  # no model call to write
     assert (await ok("stats", {}))["commit_seq"] == stats_before["commit_seq"] + 1
+
+    (conn,) = await ok("catalog_list", {})
+    assert conn["name"] == "app" and conn["engine"] == "sqlite" and conn["plane"] == "catalog_app"
+    found = await ok("find", {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}})
+    assert found["table"] == "sys_user" and found["rows"] == [["[REDACTED]"]] and found["statements"] == 1
+    assert SECRET not in json.dumps(found, ensure_ascii=False)
+    assert "missing_predicate" in json.dumps(await ok("find", {"entity": "用户", "fields": ["密码"]}))
 
     # errors: one line each, as MCP tool errors, nothing written
     head = (await ok("stats", {}))["commit_seq"]

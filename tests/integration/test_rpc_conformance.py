@@ -190,6 +190,7 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "limit": 5,
         },
         "catalog.sql": {"connection": "confdb", "sql": "SELECT 1 AS one", "limit": 1},
+        "catalog.list": {},
     }
 
 
@@ -286,6 +287,8 @@ def test_every_method_answers_in_its_declared_shape(
     assert call("plugin.remove", params["plugin.remove"])["removed"]["version"] == "1.0.0"
     for method in ("catalog.index", "catalog.find", "catalog.sql"):
         call(method, params[method])
+    (listed,) = call("catalog.list", params["catalog.list"])
+    assert listed["name"] == "confdb" and listed["plane"] == "catalog_confdb" and "password" not in listed
 
     declared = _methods(document)
     assert {m for m, _ in results} == set(declared), "every served method needs a call above"

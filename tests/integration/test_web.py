@@ -8,9 +8,12 @@ screenshot is saved under tests/artifacts/."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,9 @@ import pytest
 
 from tests.integration.test_digest import PIONEERS, WORLD
 from tests.integration.test_server import TOKEN, RunningServer, cli, start_server
+from tests.integration.test_server_fetch import FETCH_ENV
+from tests.support import crawl_site
+from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.scripted_model import ScriptedModel
 
@@ -62,10 +68,13 @@ def served(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> Iterat
             f"note={_json(XSS_NOTE)}",
         ),
         ("edge", "put", "@mallory", "@ada", "KNOWS", "--plane", "pioneers"),
+        ("catalog", "add", "app", str(make_sqlite(workdir / "app.db"))),
+        ("catalog", "index", "app"),
     ):
         ran = cli(db, *args)
         assert ran.returncode == 0, ran.stderr
     env = {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat", "DRSG_DIGEST_CONCURRENCY": "2"}
+    env |= FETCH_ENV  # the crawl's test site is on loopback: permitted explicitly, as an operator would
     running = start_server(db, workdir, env=env)
     yield running
     assert running.stop() == 0
@@ -294,3 +303,67 @@ def test_search_ask_and_plugins_pages(page: Any, served: RunningServer, fake: Fa
 def teardown_module() -> None:
     if ARTIFACTS.exists() and not any(ARTIFACTS.iterdir()):
         shutil.rmtree(ARTIFACTS)
+
+
+@contextmanager
+def _site_in_a_thread() -> Iterator[crawl_site.Site]:
+    """The crawl's test site, started from a thread of its own: Playwright's sync API keeps an event
+    loop running in this one, where the site could not start its own."""
+    ready, stop, box = threading.Event(), threading.Event(), {}
+
+    def run() -> None:
+        with crawl_site.serving(slow=2.0) as site:
+            box["site"] = site
+            ready.set()
+            stop.wait()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert ready.wait(30), "the crawl's test site did not start"
+    try:
+        yield box["site"]
+    finally:
+        stop.set()
+        thread.join(30)
+
+
+def test_crawl_a_url_choose_pages_and_preview_only_those(page: Any, served: RunningServer, fake: FakeOpenAI) -> None:
+    """The AIgest page's URL: the crawl's kept pages ticked and its dropped list with reasons; the
+    preview digests exactly the ticked pages, under the root URL's name."""
+    with _site_in_a_thread() as site:
+        page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+        goto(page, served, "#digest")
+        page.fill("#url", site.url + "/")
+        page.fill("#topic", "transformer attention")
+        page.click("#fetch")
+        page.wait_for_selector("#pages input[data-page]", timeout=60_000)
+        boxes = page.query_selector_all("#pages input[data-page]")
+        ticked = [b.get_attribute("aria-label") for b in boxes if b.is_checked()]
+        assert ticked and ticked[0] == site.url  # the root, kept
+        dropped = page.inner_text("#dropped")
+        for reason in ("shares no term with what the crawl looks for", "the 10-page budget", "names 127.0.0.2"):
+            assert reason in dropped  # the guard's refusal of a redirect into private space among them
+        shot(page, "digest-crawl")
+        left_out = ticked[-1]
+        next(b for b in boxes if b.get_attribute("aria-label") == left_out).uncheck()
+        before = len(fake.requests_to("/chat/completions"))
+        page.check("#noembed")
+        page.click("#propose")
+        page.wait_for_selector("#preview p", timeout=60_000)
+        assert f"proposed from {site.url}/" in page.inner_text("#preview")
+    prompts = " ".join(json.dumps(r.json) for r in fake.requests_to("/chat/completions")[before:])
+    for url in ticked[:-1]:
+        assert f"drsg:source {url}" in prompts
+    assert f"drsg:source {left_out} " not in prompts and f"drsg:source {left_out}-" not in prompts
+
+
+def test_the_catalog_page_lists_connections_and_finds_masked(page: Any, served: RunningServer) -> None:
+    goto(page, served, "#catalog")
+    page.wait_for_selector("#connections")
+    assert "catalog_app" in page.inner_text("#connections") and "sqlite" in page.inner_text("#connections")
+    page.fill("#findreq", '{"entity":"用户","fields":["密码"],"where":{"name":"张三"}}')
+    page.click("#find")
+    page.wait_for_selector("#rows")
+    assert "[REDACTED]" in page.inner_text("#rows") and "sys_user" in page.inner_text("#found")
+    assert SECRET not in page.content()
+    shot(page, "catalog")

@@ -342,10 +342,60 @@ async function digestPage() {
     ["openai", "deepseek", "qwen", "ollama"].map((c) => el("option", { value: c }, c)));
   const noEmbed = el("input", { id: "noembed", type: "checkbox" });
   const preview = el("div", { id: "preview" });
+  const url = el("input", { id: "url", placeholder: "https://… (the crawler follows links under [fetch]'s budgets)", size: 36 });
+  const topic = el("input", { id: "topic", placeholder: "topic (optional)", size: 18 });
+  const crawled = el("div", { id: "crawled" });
   let proposal = null;
+  let crawl = null; // {root, pages, dropped} from POST /digest/fetch
+
+  // POST /digest/fetch answers NDJSON: progress lines, then {pages, dropped} (or {error}).
+  const fetchUrl = guarded(async () => {
+    if (!url.value.trim()) throw new Error("type a URL first");
+    say("fetching…");
+    const response = await fetch("/digest/fetch", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...authHeaders() },
+      body: JSON.stringify({ url: url.value.trim(), topic: topic.value.trim() || undefined }),
+    });
+    if (response.status === 401) throw new RpcError(-32001, "sign in first");
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let pending = "", last = null;
+    for (;;) {
+      const { value, done } = await reader.read();
+      pending += decoder.decode(value || new Uint8Array(), { stream: !done });
+      const lines = pending.split("\n");
+      pending = lines.pop();
+      for (const line of lines.filter((l) => l.trim())) {
+        const message = JSON.parse(line);
+        if (message.progress) say(`fetched ${message.progress.done} of ${message.progress.total}: ${message.progress.url}`);
+        else last = message;
+      }
+      if (done) break;
+    }
+    if (pending.trim()) last = JSON.parse(pending);
+    if (!last || last.error) throw new Error(last ? text(last.error) : `the crawl answered HTTP ${response.status}`);
+    crawl = { root: url.value.trim(), pages: last.pages, dropped: last.dropped };
+    say("");
+    crawled.replaceChildren(
+      el("h3", {}, `Pages (${last.pages.filter((pg) => pg.kept).length} kept of ${last.pages.length} fetched)`),
+      el("table", { id: "pages" }, el("tr", {}, el("th", {}, ""), el("th", {}, "score"), el("th", {}, "depth"), el("th", {}, "size"), el("th", {}, "title"), el("th", {}, "URL")),
+        last.pages.map((pg, i) => el("tr", {},
+          el("td", {}, el("input", { type: "checkbox", checked: pg.kept, "data-page": i, "aria-label": pg.url })),
+          el("td", {}, pg.score.toFixed(3)), el("td", {}, String(pg.depth)), el("td", {}, String(pg.size)),
+          el("td", {}, short(pg.title, 60)), el("td", {}, short(pg.url, 80))))),
+      el("h3", {}, `Dropped (${last.dropped.length})`),
+      el("ul", { id: "dropped" }, last.dropped.map((d) => el("li", {}, `${short(d.url, 80)} — ${d.reason}`))),
+      el("p", { class: "muted" }, "Preview digests the ticked pages as one document."));
+  });
 
   const propose = guarded(async () => {
     let text = paste.value, source = "pasted text";
+    const ticked = crawl ? [...crawled.querySelectorAll("input[data-page]")].filter((c) => c.checked) : [];
+    if (!file.files.length && ticked.length) {
+      text = ticked.map((c) => crawl.pages[Number(c.dataset.page)].block).join("\n\n");
+      source = crawl.root;
+    }
     if (file.files.length) {
       const f = file.files[0];
       say(`converting ${f.name}…`);
@@ -393,7 +443,8 @@ async function digestPage() {
     el("div", { class: "card" },
       el("div", { class: "row" }, planePicker(() => {}), el("label", {}, "Document ", file)),
       paste,
-      el("div", { class: "row" }, el("label", {}, "URL "), el("input", { disabled: true, placeholder: "the crawler is not in this build", size: 36 })),
+      el("div", { class: "row" }, el("label", {}, "URL ", url), topic, el("button", { id: "fetch", onclick: fetchUrl }, "Fetch")),
+      crawled,
       el("div", { class: "row" }, el("label", {}, "Mode ", mode), warn, el("label", {}, "Chat ", chat),
         el("label", {}, noEmbed, " no embeddings"), el("span", { class: "muted" }, "embeddings: the server's own embedder")),
       el("button", { id: "propose", onclick: propose }, "Preview")),
@@ -411,9 +462,36 @@ async function pluginsPage() {
     : el("p", { id: "plugins" }, "No parser plugins installed (`drsg plugin install FILE`)."));
 }
 
+// --------------------------------------------------------------------------- catalog
+
+async function catalogPage() {
+  const connections = await rpc("catalog.list");
+  const request = el("textarea", { id: "findreq", placeholder: '{"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}}' });
+  const which = el("select", { id: "conn" }, connections.map((c) => el("option", { value: c.name }, c.name)));
+  const out = el("div", { id: "found" });
+  const run = guarded(async () => {
+    let asked;
+    try { asked = JSON.parse(request.value); } catch { throw new Error("the request is not JSON: {\"entity\": …, \"fields\": […], \"where\": {…}}"); }
+    const a = await rpc("catalog.find", { ...asked, connection: which.value });
+    const head = a.status === "ok" ? `${a.table}: ${a.statements} statement` : a.status;
+    out.replaceChildren(el("h3", {}, head),
+      a.sql ? el("pre", { id: "sql" }, a.sql) : "",
+      a.columns ? el("table", { id: "rows" }, el("tr", {}, a.columns.map((c) => el("th", {}, c))),
+        (a.rows || []).map((r) => el("tr", {}, r.map((v) => el("td", {}, text(v)))))) : "",
+      a.candidates ? el("ul", { id: "candidates" }, a.candidates.map((c) => el("li", {}, short(c, 160)))) : "");
+  });
+  show(el("h2", {}, "Catalog connections"),
+    connections.length
+      ? el("table", { id: "connections" }, el("tr", {}, el("th", {}, "name"), el("th", {}, "engine"), el("th", {}, "DSN"), el("th", {}, "plane"), el("th", {}, "sensitive columns")),
+        connections.map((c) => el("tr", {}, el("td", {}, c.name), el("td", {}, c.engine), el("td", {}, c.dsn), el("td", {}, c.plane), el("td", {}, c.sensitive_columns))))
+      : el("p", { id: "connections" }, "No connections (`drsg catalog add NAME DSN`, then `drsg catalog index NAME`)."),
+    connections.length ? el("div", { class: "card" }, el("h3", {}, "find"), el("div", { class: "row" }, el("label", {}, "Connection ", which)),
+      request, el("button", { id: "find", onclick: run }, "Find"), out) : "");
+}
+
 // --------------------------------------------------------------------------- routing
 
-const PAGES = { planes: planesPage, explore: explorePage, feed: feedPage, search: searchPage, ask: askPage, digest: digestPage, plugins: pluginsPage };
+const PAGES = { planes: planesPage, explore: explorePage, feed: feedPage, search: searchPage, ask: askPage, digest: digestPage, catalog: catalogPage, plugins: pluginsPage };
 
 async function route() {
   for (const s of stop.splice(0)) s();

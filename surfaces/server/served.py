@@ -1,0 +1,14 @@
+"""Every JSON-RPC method drsg serves: importing this module registers them all (each method module
+registers its own with ``@rpc``). The HTTP server and the MCP tools both import it, so the two can
+never serve different sets."""
+
+from drsg.surfaces.server import (  # noqa: F401
+    ask_method,
+    catalog_method,
+    diff_method,
+    digest_method,
+    hybrid_method,
+    methods,
+    plugin_methods,
+    queries,
+)
