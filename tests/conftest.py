@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,13 @@ from click.testing import CliRunner
 from drsg.surfaces.cli.main import cli
 from tests.support.db_servers import MariaServer, PgServer
 from tests.support.kafka_broker import Broker
+
+# A shell starts a background job (`make test &`, nohup) with SIGINT ignored, and children inherit
+# that: Python then raises no KeyboardInterrupt, and a `drsg log --follow` the tests Ctrl-C never
+# stops. The tests that interrupt a wait need Python's own handler, whatever started pytest (a
+# caught signal is reset to its default in a child, so the children get theirs back too).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
