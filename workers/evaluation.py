@@ -19,6 +19,7 @@ from typing import Any
 from drsg.kernel.errors import BadValue
 from drsg.kernel.values import Vector
 from drsg.plan.hybrid import KeywordPart, VectorPart
+from drsg.store.records import Node
 from drsg.workers.hybrid import hybrid
 
 Qrels = dict[str, dict[str, int]]  # query id → document key → relevance grade
@@ -139,6 +140,11 @@ def parse_queries(lines: Iterable[str], source: str = "queries") -> list[Query]:
 # --------------------------------------------------------------------------- hybrid runs
 
 
+def doc_key(node: Node) -> str:
+    """How qrels name a node: its external key, else its id."""
+    return node.key if node.key is not None else str(node.id)
+
+
 @dataclass(frozen=True)
 class Config:
     """One row of an evaluation: which channels run (the rest of the spec is shared)."""
@@ -222,6 +228,6 @@ def evaluate_hybrid(
                 use_profile=use_profile,
             )
             hits = hybrid(searcher, plane, one)
-            run[query.id] = [h.node.key if h.node.key is not None else str(h.node.id) for h in hits]
+            run[query.id] = [doc_key(h.node) for h in hits]
         rows.append(Row(config, score_run(run, qrels, ndcg_k, recall_k)))
     return rows

@@ -36,13 +36,12 @@ from drsg.plan.hybrid import (
     DEFAULT_RRF_K,
     DEFAULT_WEIGHTS,
     FusionProfile,
-    GraphPart,
     HybridSpec,
     KeywordPart,
     VectorPart,
 )
 from drsg.workers.base import Pool
-from drsg.workers.evaluation import Qrels, Query, ndcg_at_k, recall_at_k
+from drsg.workers.evaluation import Qrels, Query, doc_key, ndcg_at_k, recall_at_k
 from drsg.workers.fusion import Ranking
 from drsg.workers.hybrid import channel_keyword_pool, channel_vector_pool, channels_of, distances, graph_seeds
 from drsg.workers.search import Searcher
@@ -73,19 +72,8 @@ class Point:
         return {"vector": self.alpha, "keyword": round(1.0 - self.alpha, 10), "graph": self.graph_weight}
 
     def spec(self, base: HybridSpec) -> HybridSpec:
-        """``base`` (its label, channels and k) fused as this point says."""
-        graph = base.graph
-        if graph is not None and self.hops is not None and self.decay is not None:
-            graph = GraphPart(self.hops, self.decay, graph.seeds)
-        return replace(
-            base,
-            fusion=self.fusion,
-            rrf_k=self.rrf_k,
-            weights=self.weights,
-            candidates=self.candidates,
-            graph=graph,
-            use_profile=False,
-        )
+        """``base`` (its label, channels and k) fused as this point says: as its saved profile would."""
+        return self.profile({}).apply(base)
 
     def profile(self, fit: dict[str, Any]) -> FusionProfile:
         return FusionProfile(self.fusion, self.rrf_k, self.weights, self.candidates, self.hops, self.decay, fit)
@@ -200,12 +188,12 @@ class Evaluator:
                     done += 1
                     if progress is not None:
                         progress(done, total)
-            seen = {n for pools, walk in self.pools.values() for p in pools.values() for n in p[0].tolist()}
+            seen = {n for pools, _ in self.pools.values() for p in pools.values() for n in p[0].tolist()}
             seen |= {n for _, walk in self.pools.values() if walk for n in walk}
             ordered = sorted(seen)
             for node_id, node in zip(ordered, snap.nodes_at(plane_id, ordered), strict=True):
                 if node is not None:
-                    self.keys[node_id] = node.key if node.key is not None else str(node_id)
+                    self.keys[node_id] = doc_key(node)
         self._memo: dict[Point, Scores] = {}
 
     def __len__(self) -> int:
