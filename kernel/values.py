@@ -93,6 +93,32 @@ def _nested(where: str, depth: int) -> int:
     return depth + 1
 
 
+def value_type(value: Any) -> str:
+    """Upstream's ``ValueType`` name for a value (the plan language's literal tags); a described
+    value is named by the type of what it holds."""
+    if isinstance(value, Described):
+        value = value.value
+    if value is None:
+        return "Null"
+    if isinstance(value, bool):  # before int: a bool is an int to isinstance
+        return "Bool"
+    for kind, name in _VALUE_TYPES:
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+_VALUE_TYPES: tuple[tuple[type, str], ...] = (
+    (int, "Int"),
+    (float, "Float"),
+    (str, "Str"),
+    (bytes, "Bytes"),
+    (list, "List"),
+    (dict, "Map"),
+    (Vector, "Vector"),
+)
+
+
 def check_value(value: Any, where: str = "value", _depth: int = 0) -> Any:
     """Return ``value`` if it is inside the data model, else raise :class:`BadValue`."""
     if isinstance(value, str):

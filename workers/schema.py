@@ -11,33 +11,13 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
-from drsg.kernel.values import Vector
+from drsg.kernel.values import value_type
 from drsg.plan.schema import EXAMPLES, LabelInfo, PropertyInfo, SoftSchema, example_text, hidden, masked
 from drsg.store.snapshot import Snapshot
 
 #: nodes read per label, and edges read per plane, to observe types and connectivity
 SAMPLE_NODES = 500
 SAMPLE_EDGES = 5000
-
-
-def value_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "Bool"
-    if isinstance(value, int):
-        return "Int"
-    if isinstance(value, float):
-        return "Float"
-    if isinstance(value, str):
-        return "Str"
-    if isinstance(value, Vector):
-        return "Vector"
-    if isinstance(value, bytes):
-        return "Bytes"
-    if isinstance(value, list):
-        return "List"
-    if isinstance(value, dict):
-        return "Map"
-    return "Null"
 
 
 def soft_schema(snap: Snapshot, plane: int, masked_props: Iterable[str] = ()) -> SoftSchema:

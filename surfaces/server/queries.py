@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
-from drsg.kernel.values import Described, Vector
+from drsg.kernel.values import Described, Vector, value_type
 from drsg.plan.hybrid import text_property
 from drsg.plan.query import plan_from_json
 from drsg.store.records import Node
@@ -211,32 +211,13 @@ async def graph_seed(ctx: ServerState, p: Params) -> Any:
 # --------------------------------------------------------------------------- catalogs
 
 
-def _type_name(value: Any) -> str:
-    if isinstance(value, Described):
-        return _type_name(value.value)
-    for kind, name in (
-        (type(None), "Null"),
-        (bool, "Bool"),
-        (int, "Int"),
-        (float, "Float"),
-        (str, "String"),
-        (bytes, "Bytes"),
-        (list, "List"),
-        (dict, "Map"),
-        (Vector, "Vector"),
-    ):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__
-
-
 def _props_into(table: dict[str, Any], props: dict[str, Any]) -> None:
     for name, value in props.items():
         if name.startswith("_"):
             continue  # provenance stays out of schema summaries
         entry = table.setdefault(name, {"count": 0, "types": Counter(), "descriptions": Counter()})
         entry["count"] += 1
-        entry["types"][_type_name(value)] += 1
+        entry["types"][value_type(value)] += 1
         if isinstance(value, Described):
             entry["descriptions"][value.description] += 1
 
