@@ -21,11 +21,11 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from drsg import __version__
-from drsg.kernel.errors import DrsgError, RpcError
+from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
 from drsg.surfaces.drift import synced_of
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
-from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers, _depth
+from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers, json_depth
 from drsg.surfaces.server.state import ServerState
 
 MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
@@ -74,8 +74,8 @@ class Tools:
         spec = REGISTRY[method]
         async with self.slots:
             try:
-                if _depth(params) > MAX_DEPTH:
-                    raise RpcError(-32602, f"arguments nest deeper than {MAX_DEPTH} levels")
+                if json_depth(params) > MAX_DEPTH:
+                    raise RpcError(INVALID_PARAMS, f"arguments nest deeper than {MAX_DEPTH} levels")
                 result = await spec.handler(self.state, spec.bind(params))
             except RpcError as exc:
                 raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None

@@ -101,7 +101,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _depth(value: Any) -> int:
+def json_depth(value: Any) -> int:
     """Nesting depth of a parsed JSON value, without recursion (stops counting past MAX_DEPTH)."""
     if type(value) is not dict and type(value) is not list:
         return 0
@@ -218,7 +218,7 @@ class Dispatcher:
         method = self.methods.get(name)
         if method is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {name!r}; rpc.discover lists the methods")
-        if _depth(params) > MAX_DEPTH:
+        if json_depth(params) > MAX_DEPTH:
             raise RpcError(INVALID_PARAMS, f"{name}: params nest deeper than {MAX_DEPTH} levels")
         bound = method.bind(params)
         started = time.perf_counter()
