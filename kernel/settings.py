@@ -147,6 +147,14 @@ def _token(value: object) -> str:
     return token
 
 
+def _contact(value: object) -> str:
+    """Who runs a crawler, as its User-Agent names them: a URL or an e-mail address, sent in a header."""
+    contact = _text(value).strip()
+    if not (contact.isascii() and contact.isprintable()) or any(c in contact for c in "()"):
+        raise ValueError(f"{contact!r} cannot go in a User-Agent header; give a plain URL or e-mail address")
+    return contact
+
+
 IGNORE_FILES = ("gitignore", "dockerignore")
 
 
@@ -274,6 +282,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("fetch.max_seconds", 120, _seconds, "wall-clock seconds one crawl may take (0 = no limit)"),
     Setting("fetch.request_timeout_secs", 20, _seconds, "longest one request may take (0 = only max_seconds)"),
     Setting("fetch.host_spacing_ms", 500, _at_least(0), "pause between two requests to one host, in ms"),
+    Setting(
+        "fetch.contact",
+        "",
+        _contact,
+        "a URL or e-mail address the crawler's User-Agent names, so the sites it reads can reach you",
+    ),
     Setting("fetch.max_crawl_delay_secs", 60, _at_least(0), "cap on a robots.txt Crawl-delay, in seconds"),
     Setting("plugins.fuel", 200_000_000_000, _at_least(0), "instructions per plugin call (0 = off)"),
     Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB"),

@@ -26,12 +26,17 @@ from drsg.kernel.errors import FetchError, FetchRefused
 from drsg.pipeline.fetch.base import PERMIT, Exchange, Fetcher, Meter, Page, checked_url
 from drsg.pipeline.fetch.guard import MAX_REDIRECTS, Network, refusal
 
-PROJECT_URL = "https://github.com/wangyingsm/dr-strange"  # upstream's: drsg has no public home of its own yet
-USER_AGENT = f"drsg-fetch/{importlib.metadata.version('drsg')} (+{PROJECT_URL})"  # the installed drsg
+USER_AGENT = f"drsg-fetch/{importlib.metadata.version('drsg')}"  # the installed drsg
 ROBOTS_TOKEN = "drsg-fetch"
 
 
-__all__ = ["ROBOTS_TOKEN", "USER_AGENT", "Client", "GuardedResolver", "Meter", "Page", "checked_url"]
+def user_agent(contact: str = "") -> str:
+    """The crawler's User-Agent, naming who runs it when ``[fetch] contact`` says (the convention
+    ``name/version (+contact)``); drsg has no public home to name instead."""
+    return f"{USER_AGENT} (+{contact})" if contact else USER_AGENT
+
+
+__all__ = ["ROBOTS_TOKEN", "USER_AGENT", "Client", "GuardedResolver", "Meter", "Page", "checked_url", "user_agent"]
 
 
 class GuardedResolver(AbstractResolver):
@@ -78,9 +83,11 @@ class Client(Fetcher):
         timeout: float = 20.0,
         resolver: AbstractResolver | None = None,
         max_redirects: int = MAX_REDIRECTS,
+        agent: str = USER_AGENT,
     ) -> None:
         super().__init__(allow, timeout=timeout, max_redirects=max_redirects)
         self._resolver = resolver
+        self.agent = agent
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Client:
@@ -94,7 +101,7 @@ class Client(Fetcher):
             connector=connector,
             auto_decompress=False,
             trust_env=False,  # never a proxy from the environment: the guard must see the real peer
-            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate"},
+            headers={"User-Agent": self.agent, "Accept-Encoding": "gzip, deflate"},
         )
         return self
 

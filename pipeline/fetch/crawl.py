@@ -28,7 +28,8 @@ from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.fetch import page as pages
 from drsg.pipeline.fetch import scoring
 from drsg.pipeline.fetch.base import Fetcher, Meter, checked_url
-from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client
+from drsg.pipeline.fetch.client import ROBOTS_TOKEN, Client, user_agent
+from drsg.pipeline.fetch.guard import networks
 
 #: (done, total, url): after each request
 Progress = Callable[[int, int, str], None]
@@ -326,6 +327,15 @@ def _rank(
     return sorted(ranked, key=lambda item: (-item[0], item[1]))
 
 
+def client_for(settings: Settings, budget: Budget) -> Client:
+    """The guarded client a crawl under ``settings`` fetches with (open it with ``async with``)."""
+    return Client(
+        networks(settings["fetch.allow_private"]),
+        timeout=budget.request_timeout,
+        agent=user_agent(settings["fetch.contact"]),
+    )
+
+
 def budget_for(settings: Settings, pages: int | None = None, depth: int | None = None) -> Budget:
     """A crawl's budget: ``[fetch]``'s values, with ``pages`` and ``depth`` as asked — which may be
     less than ``[fetch]``'s ceilings, never more (UsageError naming the setting)."""
@@ -357,10 +367,9 @@ def read_url(
     root: str, settings: Settings, budget: Budget, topic: str = "", progress: Progress | None = None
 ) -> tuple[Document, Crawl]:
     """``root`` crawled into one Document that digests as a pasted one (its name: the root URL)."""
-    from drsg.pipeline.fetch.guard import networks
 
     async def run() -> Crawl:
-        async with Client(networks(settings["fetch.allow_private"]), timeout=budget.request_timeout) as client:
+        async with client_for(settings, budget) as client:
             return await crawl(root, client, budget, topic, progress)
 
     result = asyncio.run(run())

@@ -18,9 +18,7 @@ from aiohttp import web
 
 from drsg.kernel.errors import FetchError, FetchRefused, UsageError
 from drsg.kernel.settings import Settings, load
-from drsg.pipeline.fetch.client import Client
-from drsg.pipeline.fetch.crawl import budget_for, crawl
-from drsg.pipeline.fetch.guard import networks
+from drsg.pipeline.fetch.crawl import budget_for, client_for, crawl
 from drsg.surfaces.server.state import ServerState
 
 SETTINGS = web.AppKey("drsg_fetch_settings", Settings)
@@ -81,7 +79,7 @@ async def digest_fetch(request: web.Request) -> web.StreamResponse:
 
     async def run() -> None:
         try:
-            async with Client(networks(settings["fetch.allow_private"]), timeout=budget.request_timeout) as client:
+            async with client_for(settings, budget) as client:
                 result = await crawl(
                     url,
                     client,

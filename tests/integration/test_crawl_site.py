@@ -93,7 +93,7 @@ def test_kept_and_dropped_are_exactly_the_expected(site: crawl_site.Site) -> Non
         assert why in dropped[where], (where, dropped[where])
     assert site.paths().count("/robots.txt") == 1  # once per host
     assert {hit.user_agent for hit in site.hits} == {USER_AGENT}
-    assert USER_AGENT.startswith("drsg-fetch/0.1.0 (+https://")
+    assert USER_AGENT == "drsg-fetch/0.1.0"  # no contact configured: it names nobody else's
     # links the page only mentions in its text are never followed
     assert not any("never-linked" in p or "latest" in p for p in site.paths())
 
@@ -216,8 +216,11 @@ def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str) -> Ran:
 
 def test_cli_preview_lists_kept_and_discarded(drsg, fake, configured, site) -> None:  # type: ignore[no-untyped-def]
     ScriptedModel().install(fake)
+    configured.write_text(configured.read_text() + 'contact = "https://example.org/crawler"\n')
+    before = len(site.hits)
     ran = digest(drsg, fake, site.url + "/", "--plane", "web", "--topic", TOPIC, "--pages", "20")
     assert ran.code == 0, ran.err
+    assert {hit.user_agent for hit in site.hits[before:]} == {f"{USER_AGENT} (+https://example.org/crawler)"}
     lines = ran.out.splitlines()
     assert lines[0].startswith("kept 6 page(s)")
     assert any(line.strip().startswith("1.000  depth 0") and line.endswith(site.url) for line in lines)
@@ -288,7 +291,11 @@ def test_cli_user_errors_are_one_line_and_write_nothing(drsg, fake, configured, 
     deep = digest(drsg, fake, site.url + "/", "--plane", "web", "--depth", "4")
     assert deep.code == 2 and "--depth 4 is over [fetch] max_depth = 3; ask for less or raise it" in deep.err
     assert "cannot read the root page: " in missing.err
-    for ran in (missing, refused, deep):  # progress lines aside, one line saying what is wrong
+    monkeypatch.setenv("DRSG_FETCH_CONTACT", "me\r\nX-Injected: 1")  # a header of its own: refused
+    injected = digest(drsg, fake, site.url + "/", "--plane", "web")
+    assert injected.code == 2 and "cannot go in a User-Agent header" in injected.err, injected.err
+    assert len(site.hits) == hits
+    for ran in (missing, refused, deep, injected):  # progress lines aside, one line saying what is wrong
         said = [line for line in ran.err.splitlines() if not line.startswith("fetched ")]
         assert len(said) == 1 and said[0].startswith("error: ") and "Traceback" not in ran.err
     assert fake.requests == [] and not db_path.exists()
