@@ -13,7 +13,7 @@ if [[ ! -f /usr/share/wordnet/data.noun ]] && command -v apt-get >/dev/null && [
 fi
 if [[ "${QUICK:-0}" == 1 ]]; then
   export DRSG_BENCH_NO_RECORD=1
-  $PY -m tests.bench.bench_commits --mutations 20000 --single 1000
+  $PY -m tests.bench.bench_commits --commits16 3200 --commits64 6400 --commits-procs 3200 --single 1000 --rounds 4
   $PY -m tests.bench.bench_asof --commits 50000 --samples 5000
   $PY -m tests.bench.bench_import --nodes 20000 --edges 40000
   $PY -m tests.bench.bench_index --quick --no-record
