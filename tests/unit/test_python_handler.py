@@ -6,7 +6,8 @@ import textwrap
 from pathlib import Path
 
 from drsg.pipeline.code.handler import Output, SourceTree
-from drsg.pipeline.code.python_handler import PythonHandler, module_key
+from drsg.pipeline.code.python_handler import PythonHandler
+from drsg.pipeline.code.python_reading import module_key
 
 FILES = {
     "app/__init__.py": "from .core import Engine\n__all__ = ['Engine']\n",
