@@ -52,8 +52,13 @@ __all__ = [
 ]
 
 
-def open(path: str | os.PathLike[str] = "graph.drsg", **options: Any) -> Database:
-    """Open (creating if needed) the database at ``path``."""
+def open(path: str | os.PathLike[str] = "graph.drsg", *, log: str | None = None, **options: Any) -> Database:
+    """Open (creating if needed) the database at ``path``. ``log="kafka://HOST:PORT/TOPIC"`` writes
+    through that topic and keeps ``path`` as this node's copy of it (drsg.store.kafka_database)."""
+    if log and log != "lmdb://":
+        from drsg.store.kafka_database import KafkaDatabase
+
+        return KafkaDatabase(path, log, **options)
     from drsg.store.database import Database
 
     return Database(path, **options)

@@ -220,6 +220,16 @@ class Setting:
         return self.env_name
 
 
+def _log_url(value: object) -> str:
+    """Empty, ``lmdb://`` (both: the --db file's own log) or a ``kafka://`` URL."""
+    text = _text(value).strip()
+    if text in ("", "lmdb://"):
+        return ""
+    if not text.lower().startswith("kafka://"):
+        raise ValueError(f"{text!r} is not a log URL; write kafka://HOST:PORT/TOPIC, or leave it empty")
+    return text
+
+
 _CRAWLER = "; a ceiling for `digest URL` and POST /digest/fetch (a request may ask for less)"
 
 REGISTRY: tuple[Setting, ...] = (
@@ -231,6 +241,12 @@ REGISTRY: tuple[Setting, ...] = (
         10_000,
         _positive,
         "JSONL lines per commit during `drsg import`, each its own LMDB transaction (what it holds in memory)",
+    ),
+    Setting(
+        "log.url",
+        "",
+        _log_url,
+        "the log: empty for the --db file's own, or kafka://HOST:PORT/TOPIC (the --db file is then this node's copy)",
     ),
     Setting("index.ef_search", 64, _at_least(64), "HNSW search breadth (≥ 64; higher = better recall, slower)"),
     Setting("logging.level", "warning", _choice("debug", "info", "warning", "error"), "debug, info, warning, error"),

@@ -58,7 +58,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import structlog
 
@@ -91,6 +91,15 @@ READ_BATCH = 512
 IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
+
+
+class Record(NamedTuple):
+    """One offset of the partition as the broker holds it: commit ``seq`` (offset + 1), its bytes
+    (None: no record at that offset, a gap) and its headers."""
+
+    seq: int
+    value: bytes | None
+    headers: Mapping[str, bytes]
 
 
 class KafkaOptions(TypedDict, total=False):
@@ -264,7 +273,15 @@ class KafkaLog(Log):
         self._check_open()
         return self._heads.head
 
-    def append(self, mutations: Sequence[Mutation], origin: Mapping[str, Json] | None = None) -> Commit:
+    def append(
+        self,
+        mutations: Sequence[Mutation],
+        origin: Mapping[str, Json] | None = None,
+        *,
+        headers: Mapping[str, bytes] | None = None,
+    ) -> Commit:
+        """As the port's; ``headers`` go on the Kafka record beside it (the materialiser's,
+        store/kafka_database.py: what the commit was based on)."""
         self._check_open()
         if not mutations:
             raise UsageError("a commit needs at least one mutation")
@@ -280,7 +297,10 @@ class KafkaLog(Log):
             try:
                 if self._producer is None:
                     self._producer = self._new_producer()
-                acked = self._producer.send(self.topic, value=record, partition=PARTITION).get(timeout=self.timeout + 2)
+                sent = self._producer.send(
+                    self.topic, value=record, partition=PARTITION, headers=list((headers or {}).items()) or None
+                )
+                acked = sent.get(timeout=self.timeout + 2)
             except kafka.errors.KafkaTimeoutError:
                 raise DatabaseUnavailable(
                     f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
@@ -308,6 +328,16 @@ class KafkaLog(Log):
         return Commit(seq, ts, list(mutations), made_origin)
 
     def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
+        for record in self.records(from_seq, to_seq):
+            if record.value is None:
+                raise CorruptRecord(record.seq, "missing from the log (gap)")
+            if not record.value:
+                raise CorruptRecord(record.seq, "empty record")
+            yield decode(record.seq, record.value)
+
+    def records(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Record]:
+        """The partition's records with ``from_seq <= seq <= to_seq`` (default: to the head), one per
+        seq in order, undecoded: a skipped offset comes as a Record without a value."""
         self._check_open()
         expected = max(from_seq, 1)
         last = self.head() if to_seq is None else min(to_seq, self.head())
@@ -331,13 +361,12 @@ class KafkaLog(Log):
                 deadline = time.monotonic() + self.timeout
                 for record in records:
                     seq = int(record.offset) + 1
-                    if seq < expected:
+                    while expected < min(seq, last + 1):  # offsets the broker skipped
+                        yield Record(expected, None, {})
+                        expected += 1
+                    if seq < expected or seq > last:
                         continue
-                    if seq > expected:
-                        raise CorruptRecord(expected, "missing from the log (gap)")
-                    if record.value is None:
-                        raise CorruptRecord(seq, "empty record")
-                    yield decode(seq, record.value)
+                    yield Record(seq, record.value or b"", dict(record.headers or ()))
                     expected += 1
                     if expected > last:
                         break

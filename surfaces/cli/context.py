@@ -53,14 +53,14 @@ class Context:
         and then failed removes it again, so a failed command leaves nothing behind."""
         path = Path(self.db_path)
         existed = path.exists()
-        db = Database(
-            path,
-            create=write,
-            readonly=not write,
-            map_size=self.settings["store.map_size"],
-            max_map_size=self.settings["store.max_map_size"],
-            group_max=self.settings["store.group_max"],
-        )
+        sizes = {"map_size": self.settings["store.map_size"], "max_map_size": self.settings["store.max_map_size"]}
+        db: Database
+        if self.settings["log.url"]:  # a Kafka log: --db is this node's copy of it, made when missing
+            from drsg.store.kafka_database import KafkaDatabase
+
+            db = KafkaDatabase(path, self.settings["log.url"], **sizes)
+        else:
+            db = Database(path, create=write, readonly=not write, group_max=self.settings["store.group_max"], **sizes)
         try:
             yield db
         except BaseException:

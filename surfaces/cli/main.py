@@ -72,16 +72,23 @@ class DrsgGroup(click.Group):
     help="The database file (env DRSG_DB).",
 )
 @click.option("--config", default=None, metavar="PATH", help="drsg.toml to read (else $DRSG_CONFIG, else ./drsg.toml).")
+@click.option(
+    "--log",
+    "log_url",
+    default=None,
+    metavar="URL",
+    help="The log: kafka://HOST:PORT/TOPIC writes through Kafka, --db is then this node's copy ([log] url).",
+)
 @click.option("-v", "--verbose", count=True, help="More detail: -v info logs, -vv debug logs and tracebacks.")
 @click.version_option(__version__, prog_name="drsg")
 @click.pass_context
-def cli(ctx: click.Context, db_path: str, config: str | None, verbose: int) -> None:
+def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | None, verbose: int) -> None:
     """drsg — an AI-native graph store around one append-only log.
 
     Every write is a commit on the log; reads can go back to any commit (--as-of).
     """
     try:
-        loaded = settings.load(config)
+        loaded = settings.load(config, flags={"log.url": log_url})
     except DrsgError as exc:
         fail(exc)
     level = {0: loaded["logging.level"], 1: "info"}.get(verbose, "debug")

@@ -1,0 +1,241 @@
+"""KafkaDatabase: a drsg database whose log is a Kafka topic — ``drsg.open(path, log="kafka://…")``,
+``drsg --log kafka://HOST:PORT/TOPIC --db node.drsg …``, ``[log] url`` in drsg.toml.
+
+Writes go through the broker; reads, time travel, the change feed and the index workers use the
+local LMDB file at ``path``, which follows the topic (store/kafka_materialiser.py). A write:
+
+1. catches the materialisation up with the head this node knows;
+2. runs the commit function against it, in an LMDB write transaction that is then abandoned (the
+   ids it allocates and the checks it makes are the local state's), keeping the mutations;
+3. produces them (acks=all) with the head they were made on, and waits until the local file has
+   materialised that record: applied (the write's seqs), or stale because another node's commit
+   landed first — then it runs the function again on the newer state, up to ``ATTEMPTS`` times
+   (commit functions may run more than once, as under the group-commit writer).
+
+A function that seals several commits (``tx.commit_point()``) and a staged write (``drsg import``)
+are produced as one group, applied all at once or not at all. Writes from this process are one at
+a time; two processes (or nodes) writing at once cost each other retries, not correctness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, Unpack
+
+import structlog
+
+from drsg.kernel.errors import Conflict, DatabaseUnavailable, UsageError
+from drsg.kernel.values import Json
+from drsg.store.database import Database
+from drsg.store.environment import Txn
+from drsg.store.kafka_log import KafkaLog, parse_location
+from drsg.store.kafka_materialiser import BASE, REST, Materialiser, check_pairing, u64_header
+from drsg.store.lmdb_log import LmdbOptions
+from drsg.store.log import LogReader
+from drsg.store.meta import read_state
+from drsg.store.mutations import Mutation
+from drsg.store.projection import rebuild
+from drsg.store.staging import StagedWrite, in_write
+from drsg.store.transaction import DEFAULT_PLANE, WriteTx
+from drsg.store.writer import CommitResult
+
+T = TypeVar("T")
+ATTEMPTS = 20  # runs of one commit function before a write gives up on other writers
+log = structlog.get_logger("drsg.store")
+
+
+class _DryRun(Exception):
+    """Carries a commit function's outcome out of the LMDB transaction, which in_write then abandons."""
+
+    def __init__(self, base: int, value: Any, commits: list[list[Mutation]]) -> None:
+        self.base, self.value, self.commits = base, value, commits
+
+
+class KafkaDatabase(Database):
+    """A database on a Kafka log, materialised in the LMDB file ``path`` (see the module)."""
+
+    def __init__(
+        self, path: str | os.PathLike[str], log_url: str, *, timeout: float = 5.0, **options: Unpack[LmdbOptions]
+    ) -> None:
+        if not log_url.lower().startswith("kafka://"):
+            raise UsageError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
+        parse_location(log_url[len("kafka://") :])  # a bad URL is refused before anything is opened
+        self.kafka = KafkaLog(log_url[len("kafka://") :], timeout=timeout)  # a broker that is down: one line
+        self.timeout = timeout
+        self._write_lock = threading.RLock()  # this process's writes, one at a time
+        self.materialiser: Materialiser | None = None
+        # the file is this node's copy of the topic: made when missing, written whatever the command
+        options.pop("readonly", None)
+        options["create"] = True
+        try:
+            super().__init__(path, **options)
+        except BaseException:
+            self._stop_following()
+            self.kafka.close()
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _bootstrap(self) -> None:
+        """Pair the file with the topic, catch up, and make the `startup` plane if the topic is new."""
+        check_pairing(self.env, self.kafka)
+        self.materialiser = Materialiser(self.env, self.kafka, self.log.notifier.publish)
+        self.materialiser.start()
+        self.catch_up()
+        with self.snapshot() as snap:
+            has_startup = snap.find_plane(DEFAULT_PLANE) is not None
+        if not has_startup and self.head() == 0:
+            self.write(lambda tx: tx.ensure_plane(DEFAULT_PLANE), {"via": "bootstrap"})
+            log.info("created database", path=self.path, log=self.kafka.url)
+
+    def _stop_following(self) -> None:
+        if self.materialiser is not None:
+            self.materialiser.stop()
+            self.materialiser = None
+
+    def close(self) -> None:
+        while self._on_close:  # the index workers first: they read the file
+            self._on_close.pop()()
+        self._stop_following()
+        self.log.close()
+        self.kafka.close()
+
+    @property
+    def log_url(self) -> str:
+        return self.kafka.url
+
+    def catch_up(self, seq: int | None = None, timeout: float | None = None) -> int:
+        """Wait until the local file has materialised ``seq`` (default: the topic's head as known
+        now); returns the local head. A node that falls no further behind within ``timeout``
+        (default twice the broker timeout) fails it with the reason."""
+        target = self.kafka.head() if seq is None else seq
+        wait = self.timeout * 2 if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        head = self.head()
+        while head < target:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem = self.materialiser.error if self.materialiser is not None else None
+                raise DatabaseUnavailable(
+                    f"{self.kafka.url}: this node has materialised {head} of {target} commits within "
+                    f"{wait:g} s ({problem or 'the broker is slow or gone'}); retry"
+                )
+            self.log.wait(head, left)
+            moved = self.head()
+            if moved > head:
+                deadline = time.monotonic() + wait  # progress: the bound is on a stall, not the whole
+            head = moved
+        return head
+
+    # ------------------------------------------------------------------ writing
+
+    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
+        with self._write_lock:
+            for _ in range(ATTEMPTS):
+                self.catch_up()
+                try:
+                    in_write(self.env, lambda txn: self._dry_run(txn, fn))
+                except _DryRun as run:
+                    if not run.commits:
+                        return CommitResult(run.value, (), None)
+                    done = self._produce(run.base, run.commits, dict(origin or {}))
+                    if done is not None:
+                        return CommitResult(run.value, *done)
+            raise Conflict(
+                f"{self.kafka.url}: other writers committed first {ATTEMPTS} times running; nothing was written — retry"
+            )
+
+    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
+        return await asyncio.to_thread(self.write, fn, origin)
+
+    def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], Any]) -> None:
+        state = read_state(txn, self.env.dbs["meta"])
+        commits: list[list[Mutation]] = []
+
+        def seal(tx: WriteTx) -> int:
+            if tx.mutations:
+                commits.append(list(tx.mutations))
+            return tx.seq + 1
+
+        tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids.copy(), seal)
+        value = fn(tx)
+        seal(tx)
+        raise _DryRun(state.head, value, commits)
+
+    def _produce(
+        self, base: int, commits: list[list[Mutation]], origin: dict[str, Json]
+    ) -> tuple[tuple[int, ...], int] | None:
+        """Produce ``commits`` (one group) made on the state at ``base``; their seqs and last
+        timestamp once materialised, or None when another writer's commit landed first."""
+        seqs: list[int] = []
+        ts = 0
+        for i, mutations in enumerate(commits):
+            headers = {BASE: u64_header(seqs[-1] if seqs else base)}
+            rest = len(commits) - 1 - i
+            if rest:
+                headers[REST] = u64_header(rest)
+            commit = self.kafka.append(mutations, origin, headers=headers)
+            seqs.append(commit.seq)
+            ts = commit.ts
+        self.catch_up(seqs[-1])
+        with self.env.read() as txn:
+            landed = LogReader(txn, self.env.dbs["log"]).get(seqs[-1])
+        if landed is None or not landed.mutations:
+            log.info("kafka_write_retried", url=self.kafka.url, seq=seqs[-1], why=landed and landed.origin)
+            return None
+        return tuple(seqs), ts
+
+    @contextmanager
+    def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
+        """As the embedded store's: chunks are staged in the local file (memory stays flat), then
+        produced as one group on ``finish()`` and applied at once. If another writer committed
+        meanwhile, nothing is written and Conflict says so."""
+        with self._write_lock:
+            self.catch_up()
+            stage = _KafkaStage(self, dict(origin or {}))
+            try:
+                yield stage
+            except BaseException:
+                if not stage.finished:
+                    stage.abandon()
+                raise
+            if not stage.finished:
+                stage.abandon()
+
+    # ------------------------------------------------------------------ maintenance
+
+    def rebuild_projection(self) -> int:
+        """Rebuild this node's projection from its copy of the log (the topic is not touched)."""
+        with self._write_lock:
+            head = in_write(self.env, lambda txn: rebuild(txn, self.env.dbs))
+        log.info("rebuilt projection", path=self.path, commits=head)
+        return head
+
+
+class _KafkaStage(StagedWrite):
+    """A staged write whose finish produces the staged commits to Kafka instead of moving the local
+    head: the materialiser applies them from the topic, as every other node does."""
+
+    def __init__(self, db: KafkaDatabase, origin: dict[str, Json]) -> None:
+        super().__init__(db.env, origin, db.writer.clock)
+        self.db = db
+
+    def finish(self) -> tuple[int, ...]:
+        base, top = self.before.head, self._state.head
+        with self.env.read() as txn:  # past the head: staged, where no reader looks
+            commits = [c.mutations for c in LogReader(txn, self.env.dbs["log"]).iter(base + 1, top)]
+        self.abandon()  # the local file is as it was; what was staged comes back from the topic
+        if not commits:
+            return ()
+        done = self.db._produce(base, commits, self.origin)
+        if done is None:
+            raise Conflict(
+                f"{self.db.kafka.url}: another writer committed while this write was staged; "
+                "nothing was written — run it again"
+            )
+        return done[0]

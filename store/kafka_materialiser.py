@@ -1,0 +1,270 @@
+"""The Kafka log's LMDB materialisation: the partition's commits, judged in log order and projected
+into a local drsg file, so reads and time travel are the embedded store's own (DESIGN.md §5).
+
+Every node keeps one. Its commit ``seq`` is the Kafka seq (offset + 1), one local commit per
+offset, so ``AS OF 42`` names the same state on every node. What each record becomes is decided by
+the log alone, the same way on every node (:class:`Judge`):
+
+- a writer (store/kafka_database.py) runs its commit function against its materialisation at head
+  ``B`` and produces the result with a ``drsg-base: B`` header. The record at seq ``S`` is applied
+  only if ``B == S - 1``: nothing came between what the writer saw and where its commit landed, so
+  the ids it allocated and the checks it made hold in log order. Otherwise it is *stale*: kept as an
+  empty commit, and the writer runs its function again on the newer state;
+- a write of several commits (an import, ``tx.commit_point()``) is a group: each record but the
+  last carries ``drsg-rest: N`` (records still to come). A group is held back until its last record
+  and then applied at once, in one LMDB transaction; a record that breaks the chain (stale, foreign,
+  unreadable) turns the whole group into empty commits. All or nothing, as the embedded store's;
+- a record without a base (a plain ``KafkaLog.append``, another tool's producer) is a resolved fact
+  and applied as it is, as ``LmdbLog.append`` does;
+- a poison record (not a commit, a damaged one, an offset the broker skipped, or one whose mutations
+  the projection refuses) is kept as an empty commit too: logged, counted in :attr:`Materialiser.skipped`,
+  never a stuck node.
+
+An empty commit's origin says why (``{"skipped": "stale: …"}``); its timestamp is the record's.
+The meta table names the log the file materialises and the newest record it holds (seq and CRC), so
+a file is never silently paired with another topic or with one that lost its commits.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+
+import structlog
+
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DrsgError
+from drsg.kernel.values import Json, pack, unpack
+from drsg.store import keys
+from drsg.store.database import FORMAT_VERSION, META_UUID
+from drsg.store.environment import Environment, Txn
+from drsg.store.kafka_log import KafkaLog, Record
+from drsg.store.log import decode, header_ts
+from drsg.store.meta import META_FORMAT, read_mark, read_state, write_state
+from drsg.store.mutations import Mutation
+from drsg.store.staging import in_write
+from drsg.store.transaction import WriteTx
+
+BASE = "drsg-base"  # header: the materialised head the commit was made against
+REST = "drsg-rest"  # header: how many records of the commit's group are still to come
+META_SOURCE = b"log_url"  # the URL of the log this file materialises
+META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
+BATCH = 512  # records judged and written per LMDB transaction
+IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
+RETRY_WAIT = 1.0  # seconds before the follower tries a broker that failed it again
+log = structlog.get_logger("drsg.store")
+
+
+def u64_header(value: int) -> bytes:
+    return keys.u64(value)
+
+
+def _header_int(record: Record, name: str) -> int | None:
+    raw = record.headers.get(name)
+    return None if raw is None or len(raw) != keys.U64.size else keys.read_u64(raw)
+
+
+def crc_of(record: Record) -> int:
+    return zlib.crc32(record.value or b"")
+
+
+@dataclass
+class Entry:
+    """One local commit to write: the Kafka record's seq and timestamp, and what it became."""
+
+    seq: int
+    ts: int
+    origin: dict[str, Json]
+    mutations: list[Mutation]
+    crc: int
+
+    def skipped(self, reason: str) -> Entry:
+        return Entry(self.seq, self.ts, {"skipped": reason}, [], self.crc)
+
+
+@dataclass
+class Judge:
+    """Turns the partition's records, fed in seq order, into the local commits they become (see the
+    module docstring). It holds back an unfinished group; everything else comes out at once."""
+
+    pending: list[Entry] = field(default_factory=list)
+    skipped: int = 0  # poison records so far (stale commits are not poison: their writer retries)
+    last_ts: int = 0
+
+    def feed(self, record: Record) -> list[Entry]:
+        seq = record.seq
+        try:
+            if record.value is None:
+                raise CorruptRecord(seq, "missing from the log (gap)")
+            commit = decode(seq, record.value)
+        except CorruptRecord as exc:
+            self.skipped += 1
+            log.warning("kafka_record_skipped", seq=seq, reason=exc.reason)
+            return [*self._break(seq), self._entry(record, {}, []).skipped(f"unreadable: {exc.reason}")]
+        entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
+        base, rest = _header_int(record, BASE), _header_int(record, REST) or 0
+        out: list[Entry] = []
+        if self.pending and base != seq - 1:  # the group's chain is broken here
+            out = self._break(seq)
+        if base is not None and base != seq - 1:
+            return [*out, entry.skipped(f"stale: made on the state at {base}, landed at {seq}")]
+        if rest > 0:
+            self.pending.append(entry)
+            return out
+        out.extend(self.pending)
+        self.pending = []
+        out.append(entry)
+        return out
+
+    def _entry(
+        self, record: Record, origin: dict[str, Json], mutations: list[Mutation], ts: int | None = None
+    ) -> Entry:
+        if ts is None:
+            try:
+                ts = header_ts(record.seq, record.value or b"")
+            except CorruptRecord:
+                ts = self.last_ts
+        self.last_ts = max(self.last_ts, ts)
+        return Entry(record.seq, ts, origin, mutations, crc_of(record))
+
+    def _break(self, seq: int) -> list[Entry]:
+        broken, self.pending = self.pending, []
+        return [entry.skipped(f"its group was broken at {seq}") for entry in broken]
+
+
+def _no_seal(tx: WriteTx) -> int:
+    raise AssertionError("a materialised commit is sealed by the materialiser")
+
+
+def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bool:
+    """Write ``entries`` (consecutive, from the head + 1) as local commits in one LMDB transaction;
+    False (nothing written) while a staged write holds the seqs past the head."""
+    dbs = env.dbs
+    meta, log_db = dbs["meta"], dbs["log"]
+
+    def step(txn: Txn) -> bool:
+        if read_mark(txn, meta) is not None:
+            return False
+        state = read_state(txn, meta)
+        if state.head == 0 and txn.get(META_FORMAT, db=meta) is None:
+            txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=meta)
+            txn.put(META_UUID, uuid.uuid4().hex.encode(), db=meta)
+            txn.put(META_SOURCE, source.encode(), db=meta)
+        for entry in entries:
+            if entry.seq != state.head + 1:
+                raise DamagedDatabase(f"{env.path}: materialising Kafka commit {entry.seq} after {state.head}")
+            if entry.mutations:
+                tx = WriteTx(txn, dbs, entry.seq, state.ids, _no_seal)
+                tx.apply(entry.mutations)
+                tx.tallies.flush(txn, dbs)
+            state.append(txn, log_db, entry.seq, entry.origin, entry.mutations, entry.ts)
+        write_state(txn, meta, state)
+        txn.put(META_TIP, pack([entries[-1].seq, entries[-1].crc]), db=meta)
+        return True
+
+    return bool(in_write(env, step))
+
+
+def read_tip(txn: Txn, env: Environment) -> tuple[str | None, int, int]:
+    """``(source URL, tip seq, tip crc)`` recorded in a materialisation (None, 0, 0 if none)."""
+    meta = env.dbs["meta"]
+    source, tip = txn.get(META_SOURCE, db=meta), txn.get(META_TIP, db=meta)
+    seq, crc = (0, 0) if tip is None else unpack(tip)
+    return (None if source is None else bytes(source).decode()), int(seq), int(crc)
+
+
+def check_pairing(env: Environment, kafka: KafkaLog) -> None:
+    """Refuse a file that is not a materialisation of this log, or of a log that has lost commits."""
+    with env.read() as txn:
+        head = read_state(txn, env.dbs["meta"]).head
+        source, tip_seq, tip_crc = read_tip(txn, env)
+    rebuild = f"move {env.path} aside (or delete it) and open again: the node rebuilds it from the topic"
+    if head == 0:
+        return
+    if source is None:
+        raise ConfigError(
+            f"{env.path} is an embedded database, not a materialisation of {kafka.url}; "
+            f"name another --db for the Kafka log (or move the data across with export/import)"
+        )
+    if source != kafka.url:
+        raise ConfigError(f"{env.path} materialises {source}, not {kafka.url}; give each log its own --db file")
+    if kafka.head() < tip_seq:
+        raise DamagedDatabase(
+            f"{kafka.url} holds {kafka.head()} commits but {env.path} materialised {tip_seq}: the topic "
+            f"lost commits (deleted, recreated, or a broker's memory); {rebuild}"
+        )
+    (found,) = list(kafka.records(tip_seq, tip_seq))
+    if crc_of(found) != tip_crc:
+        raise DamagedDatabase(
+            f"{kafka.url}: commit {tip_seq} is not the one {env.path} materialised (the topic was recreated); {rebuild}"
+        )
+
+
+class Materialiser:
+    """Follows the Kafka log into the local file in a thread of its own; ``publish`` is told each
+    new local head (the local log's waiters: the feed, the index workers, waiting writers)."""
+
+    def __init__(self, env: Environment, kafka: KafkaLog, publish: Callable[[int], None]) -> None:
+        self.env = env
+        self.kafka = kafka
+        self.publish = publish
+        self.judge = Judge()
+        self.error: str | None = None  # why the last round failed (cleared by the next good one)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        with env.read() as txn:
+            self._next = read_state(txn, env.dbs["meta"]).head + 1  # the next record to judge
+        self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
+
+    @property
+    def skipped(self) -> int:
+        return self.judge.skipped
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"drsg-materialise-{self.kafka.topic}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.kafka.interrupt()
+        if self._thread is not None:
+            self._thread.join()
+
+    def step(self) -> bool:
+        """One round: judge the records past what was read, write what they became. Whether the
+        local head moved."""
+        if not self._ready:
+            head = self.kafka.head()
+            if self._next > head:
+                return False
+            for record in islice(self.kafka.records(self._next, head), BATCH):
+                self._ready.extend(self.judge.feed(record))
+                self._next = record.seq + 1
+            if not self._ready:
+                return False  # an unfinished group: held back
+        if not write_entries(self.env, self._ready, self.kafka.url):
+            return False
+        head = self._ready[-1].seq
+        self._ready = []
+        self.publish(head)
+        return True
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                moved = self.step()
+                self.error = None
+            except DrsgError as exc:  # a lost broker, a full disk: said, and tried again
+                if self.error != exc.message:
+                    log.warning("kafka_materialise_failed", url=self.kafka.url, error=exc.message)
+                self.error = exc.message
+                self._stop.wait(RETRY_WAIT)
+                continue
+            if not moved:
+                if self._ready:  # a staged write holds the file: look again soon
+                    self._stop.wait(0.02)
+                else:
+                    self.kafka.wait(self._next - 1, IDLE_WAIT)
