@@ -140,6 +140,7 @@ class CorruptRecord(StoreError):
             f"restore the database file from a backup"
         )
         self.seq = seq
+        self.problem = problem
 
 
 class DamagedDatabase(StoreError):

@@ -68,6 +68,9 @@ class KafkaDatabase(Database):
         self.kafka = KafkaLog(log_url[len("kafka://") :], timeout=timeout)  # a broker that is down: one line
         self.timeout = timeout
         self._write_lock = threading.RLock()  # this process's writes, one at a time
+        # the file's write transactions in this process, the materialiser's among them: py-lmdb
+        # refuses a second at once (the group-commit writer, unused here, is what guards them otherwise)
+        self._file_lock = threading.Lock()
         self.materialiser: Materialiser | None = None
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
@@ -84,7 +87,7 @@ class KafkaDatabase(Database):
     def _bootstrap(self) -> None:
         """Pair the file with the topic, catch up, and make the `startup` plane if the topic is new."""
         check_pairing(self.env, self.kafka)
-        self.materialiser = Materialiser(self.env, self.kafka, self.log.notifier.publish)
+        self.materialiser = Materialiser(self.env, self.kafka, self.log.notifier.publish, self._file_lock)
         self.materialiser.start()
         self.catch_up()
         with self.snapshot() as snap:
@@ -139,7 +142,8 @@ class KafkaDatabase(Database):
             for _ in range(ATTEMPTS):
                 self.catch_up()
                 try:
-                    in_write(self.env, lambda txn: self._dry_run(txn, fn))
+                    with self._file_lock:
+                        in_write(self.env, lambda txn: self._dry_run(txn, fn))
                 except _DryRun as run:
                     if not run.commits:
                         return CommitResult(run.value, (), None)
@@ -194,24 +198,31 @@ class KafkaDatabase(Database):
     def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
         """As the embedded store's: chunks are staged in the local file (memory stays flat), then
         produced as one group on ``finish()`` and applied at once. If another writer committed
-        meanwhile, nothing is written and Conflict says so."""
+        meanwhile, nothing is written and Conflict says so. Materialising waits while it stages."""
         with self._write_lock:
             self.catch_up()
-            stage = _KafkaStage(self, dict(origin or {}))
+            self._file_lock.acquire()
+            try:
+                stage = _KafkaStage(self, dict(origin or {}))
+            except BaseException:
+                self._file_lock.release()
+                raise
             try:
                 yield stage
             except BaseException:
                 if not stage.finished:
                     stage.abandon()
                 raise
-            if not stage.finished:
-                stage.abandon()
+            finally:
+                if not stage.finished:
+                    stage.abandon()
+                stage.release()
 
     # ------------------------------------------------------------------ maintenance
 
     def rebuild_projection(self) -> int:
         """Rebuild this node's projection from its copy of the log (the topic is not touched)."""
-        with self._write_lock:
+        with self._write_lock, self._file_lock:
             head = in_write(self.env, lambda txn: rebuild(txn, self.env.dbs))
         log.info("rebuilt projection", path=self.path, commits=head)
         return head
@@ -219,17 +230,25 @@ class KafkaDatabase(Database):
 
 class _KafkaStage(StagedWrite):
     """A staged write whose finish produces the staged commits to Kafka instead of moving the local
-    head: the materialiser applies them from the topic, as every other node does."""
+    head: the materialiser applies them from the topic, as every other node does. It holds the
+    file's write lock from its start until its commits are read back (or it is abandoned)."""
 
     def __init__(self, db: KafkaDatabase, origin: dict[str, Json]) -> None:
         super().__init__(db.env, origin, db.writer.clock)
         self.db = db
+        self._holding = True
+
+    def release(self) -> None:
+        if self._holding:
+            self._holding = False
+            self.db._file_lock.release()
 
     def finish(self) -> tuple[int, ...]:
         base, top = self.before.head, self._state.head
         with self.env.read() as txn:  # past the head: staged, where no reader looks
             commits = [c.mutations for c in LogReader(txn, self.env.dbs["log"]).iter(base + 1, top)]
         self.abandon()  # the local file is as it was; what was staged comes back from the topic
+        self.release()  # the materialiser may write again: it is to apply these
         if not commits:
             return ()
         done = self.db._produce(base, commits, self.origin)

@@ -102,8 +102,8 @@ class Judge:
             commit = decode(seq, record.value)
         except CorruptRecord as exc:
             self.skipped += 1
-            log.warning("kafka_record_skipped", seq=seq, reason=exc.reason)
-            return [*self._break(seq), self._entry(record, {}, []).skipped(f"unreadable: {exc.reason}")]
+            log.warning("kafka_record_skipped", seq=seq, reason=exc.problem)
+            return [*self._break(seq), self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}")]
         entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
         base, rest = _header_int(record, BASE), _header_int(record, REST) or 0
         out: list[Entry] = []
@@ -207,8 +207,9 @@ class Materialiser:
     """Follows the Kafka log into the local file in a thread of its own; ``publish`` is told each
     new local head (the local log's waiters: the feed, the index workers, waiting writers)."""
 
-    def __init__(self, env: Environment, kafka: KafkaLog, publish: Callable[[int], None]) -> None:
+    def __init__(self, env: Environment, kafka: KafkaLog, publish: Callable[[int], None], lock: threading.Lock) -> None:
         self.env = env
+        self.lock = lock  # the file's write transactions in this process (py-lmdb allows one at a time)
         self.kafka = kafka
         self.publish = publish
         self.judge = Judge()
@@ -245,11 +246,40 @@ class Materialiser:
                 self._next = record.seq + 1
             if not self._ready:
                 return False  # an unfinished group: held back
-        if not write_entries(self.env, self._ready, self.kafka.url):
+        if not self._write():
             return False
         head = self._ready[-1].seq
         self._ready = []
         self.publish(head)
+        return True
+
+    def _write(self) -> bool:
+        """Write the judged entries. A commit the projection refuses (a record that decodes but
+        whose mutations do not apply: a poison record) would fail its batch for good, so the batch
+        is written one commit at a time and that commit kept as an empty one."""
+        with self.lock:
+            return self._write_locked()
+
+    def _write_locked(self) -> bool:
+        try:
+            return write_entries(self.env, self._ready, self.kafka.url)
+        except DrsgError:
+            raise  # the file or the disk, not the record: tried again
+        except Exception:
+            pass
+        for i, entry in enumerate(self._ready):
+            try:
+                written = write_entries(self.env, [entry], self.kafka.url)
+            except DrsgError:
+                raise
+            except Exception as exc:
+                self.judge.skipped += 1
+                log.warning("kafka_record_skipped", seq=entry.seq, reason=f"{type(exc).__name__}: {exc}")
+                self._ready[i] = entry = entry.skipped(f"unappliable: {type(exc).__name__}: {exc}")
+                written = write_entries(self.env, [entry], self.kafka.url)
+            if not written:  # a staged write began meanwhile: the rest waits for it
+                del self._ready[:i]
+                return False
         return True
 
     def _run(self) -> None:
@@ -257,10 +287,11 @@ class Materialiser:
             try:
                 moved = self.step()
                 self.error = None
-            except DrsgError as exc:  # a lost broker, a full disk: said, and tried again
-                if self.error != exc.message:
-                    log.warning("kafka_materialise_failed", url=self.kafka.url, error=exc.message)
-                self.error = exc.message
+            except Exception as exc:  # a lost broker, a full disk: said, and tried again
+                message = exc.message if isinstance(exc, DrsgError) else f"{type(exc).__name__}: {exc}"
+                if self.error != message:
+                    log.warning("kafka_materialise_failed", url=self.kafka.url, error=message)
+                self.error = message
                 self._stop.wait(RETRY_WAIT)
                 continue
             if not moved:

@@ -53,6 +53,7 @@ TYPOS = [
     ("[fetch]\nmax_pagez = 3", "fetch.max_pagez", "fetch.max_pages"),
     ("[plugins]\nfuell = 5", "plugins.fuell", "plugins.fuel"),
     ("[catalog]\nrow_limt = 5", "catalog.row_limt", "catalog.row_limit"),
+    ('[log]\nurll = "kafka://b:9092/t"', "log.urll", "log.url"),
 ]
 
 
