@@ -105,6 +105,8 @@ def test_nodes_racing_for_the_same_keys_each_key_is_made_once(tmp_path: Path, ur
                 made[name].append(key)
             except Conflict as exc:
                 refused[name].append(f"{key}: {exc}" if "already exists" not in str(exc) else key)
+            except Exception as exc:  # shown by the assertion below, not lost in a thread
+                refused[name].append(f"{key}: {type(exc).__name__}: {exc}")
 
     try:
         threads = [threading.Thread(target=race, args=(db, name)) for db, name in zip(nodes, made, strict=True)]
