@@ -88,6 +88,7 @@ FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's w
 SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
 WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
 READ_BATCH = 512
+MAX_RECORD = 16 << 20  # bytes in one commit record (an import's chunk); the topic must allow as many
 IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
@@ -197,6 +198,7 @@ class KafkaLog(Log):
             request_timeout_ms=self._ms(self.timeout),
             delivery_timeout_ms=self._ms(self.timeout),  # retries included: the append's bound
             max_block_ms=self._ms(self.timeout),
+            max_request_size=MAX_RECORD,
         )
 
     def _consumer(self) -> Any:

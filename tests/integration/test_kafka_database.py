@@ -345,3 +345,17 @@ def test_the_cli_writes_through_the_log_flag_and_the_config_file(tmp_path: Path,
     down = f"kafka://127.0.0.1:{free_port()}/t"
     code, _, err = run("--log", down, "--db", str(tmp_path / "c.drsg"), "plane", "list")
     assert code == 1 and err.startswith(f"error: {down}: no Kafka broker answered at ") and err.count("\n") == 1
+
+
+def test_an_import_chunk_bigger_than_kafka_pythons_default_request_fits(tmp_path: Path, url: str) -> None:
+    a = node_of(tmp_path, "a", url)
+    try:
+        source = tmp_path / "big.jsonl"
+        text = "the quick brown fox jumps over the lazy dog " * 10
+        source.write_text("".join(f'{{"external_key":"n{i}","properties":{{"t":"{text}"}}}}\n' for i in range(4000)))
+        assert source.stat().st_size > 1 << 20  # one commit past kafka-python's 1 MiB default
+        report = import_jsonl(a, source, "startup", commit_lines=10_000)
+        assert (report.first_seq, report.last_seq) == (2, 2)
+        assert len(keys_in(a)) == 4000
+    finally:
+        a.close()
