@@ -1,0 +1,78 @@
+"""`drsg serve` on a Kafka log (``DRSG_LOG_URL``, the ``[log] url`` setting): the server's node writes
+through the topic and serves JSON-RPC and the change feed from its LMDB copy, so commits another
+node makes arrive over SSE, and a subscriber that drops and comes back with ``Last-Event-ID`` gets
+every commit once, in order — the embedded feed's resume semantics, on the copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+import drsg
+from drsg.store.kafka_database import KafkaDatabase
+from tests.integration.test_server import RunningServer, start_server
+from tests.integration.test_server_feed import Frame, sse_events, sse_url
+from tests.support.kafka_broker import Broker
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def served(tmp_path: Path, kafka_broker: Broker) -> Iterator[tuple[RunningServer, KafkaDatabase]]:
+    url = kafka_broker.url(f"serve-{uuid.uuid4().hex[:12]}")
+    server = start_server(tmp_path / "served.drsg", tmp_path, env={"DRSG_LOG_URL": url}, name="kafka")
+    other = drsg.open(tmp_path / "other.drsg", log=url)
+    assert isinstance(other, KafkaDatabase)
+    try:
+        yield server, other
+    finally:
+        other.close()
+        assert server.stop() == 0
+
+
+def test_the_server_node_feeds_another_nodes_commits_and_resumes_from_last_event_id(
+    served: tuple[RunningServer, KafkaDatabase],
+) -> None:
+    server, other = served
+    made = server.call("node.create", {"plane": "startup", "key": "by-server", "labels": ["Doc"], "properties": {}})
+    assert made["external_key"] == "by-server"
+    other.catch_up(2)
+    assert other.plane("startup").id == 0 and other.stats().nodes == 1  # the server's write reached the other
+
+    def write(i: int) -> int:
+        seq = other.write(lambda tx: tx.create_node(tx.plane("startup"), f"k{i}", ["Doc"], {"i": i})).seq
+        assert seq is not None
+        return seq
+
+    async def scenario() -> list[tuple[str, int, Frame]]:
+        seen: list[tuple[str, int, Frame]] = []
+        first = [write(i) for i in range(4)]
+        async with aiohttp.ClientSession() as session:
+            async with session.get(sse_url(server, "startup", "from=3")) as resp:
+                assert resp.status == 200
+                async for event in sse_events(resp):
+                    if event[0] == "change":
+                        seen.append(event)
+                    if event[1] >= first[1]:
+                        break  # drop the stream after two commits
+            later = [write(i) for i in range(4, 8)]
+            headers = {"Last-Event-ID": str(seen[-1][1])}
+            async with session.get(sse_url(server, "startup"), headers=headers) as resp:
+                async for event in sse_events(resp):
+                    if event[0] == "change":
+                        seen.append(event)
+                    if event[1] >= later[-1]:
+                        break
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(scenario(), 60))
+    ids = [seq for _, seq, _ in seen]
+    assert ids == sorted(set(ids))  # once each, in order
+    keys = [data["changes"][0]["record"]["external_key"] for _, _, data in seen]
+    assert keys == [f"k{i}" for i in range(8)]
