@@ -33,10 +33,10 @@ from drsg.kernel.errors import Conflict, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.environment import Txn
-from drsg.store.kafka_log import KafkaLog, parse_location
+from drsg.store.kafka_log import KafkaLog, Record, parse_location
 from drsg.store.kafka_materialiser import BASE, REST, Materialiser, check_pairing, u64_header
 from drsg.store.lmdb_log import LmdbOptions
-from drsg.store.log import LogReader
+from drsg.store.log import LogReader, encode
 from drsg.store.meta import read_state
 from drsg.store.mutations import Mutation
 from drsg.store.projection import rebuild
@@ -186,6 +186,8 @@ class KafkaDatabase(Database):
             commit = self.kafka.append(mutations, origin, headers=headers)
             seqs.append(commit.seq)
             ts = commit.ts
+            if self.materialiser is not None:  # the very bytes produced (encoding is deterministic)
+                self.materialiser.offer(Record(commit.seq, encode(ts, origin, mutations), headers))
         self.catch_up(seqs[-1])
         with self.env.read() as txn:
             landed = LogReader(txn, self.env.dbs["log"]).get(seqs[-1])

@@ -219,6 +219,8 @@ class Materialiser:
         with env.read() as txn:
             self._next = read_state(txn, env.dbs["meta"]).head + 1  # the next record to judge
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
+        self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
+        self._offered_lock = threading.Lock()
 
     @property
     def skipped(self) -> int:
@@ -241,7 +243,7 @@ class Materialiser:
             head = self.kafka.head()
             if self._next > head:
                 return False
-            for record in islice(self.kafka.records(self._next, head), BATCH):
+            for record in self._own_records() or islice(self.kafka.records(self._next, head), BATCH):
                 self._ready.extend(self.judge.feed(record))
                 self._next = record.seq + 1
             if not self._ready:
@@ -252,6 +254,22 @@ class Materialiser:
         self._ready = []
         self.publish(head)
         return True
+
+    def offer(self, record: Record) -> None:
+        """A record this process has just produced (acknowledged at ``record.seq``): when it is the
+        next to judge, it is judged from these very bytes, without fetching it back."""
+        with self._offered_lock:
+            self._offered[record.seq] = record
+
+    def _own_records(self) -> list[Record]:
+        """The offered records from the next seq on, consecutive; older offers are dropped."""
+        with self._offered_lock:
+            for seq in [seq for seq in self._offered if seq < self._next]:
+                del self._offered[seq]
+            own: list[Record] = []
+            while (record := self._offered.pop(self._next + len(own), None)) is not None:
+                own.append(record)
+            return own
 
     def _write(self) -> bool:
         """Write the judged entries. A commit the projection refuses (a record that decodes but
