@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, Unpack
@@ -113,27 +112,29 @@ class KafkaDatabase(Database):
         return self.kafka.url
 
     def catch_up(self, seq: int | None = None, timeout: float | None = None) -> int:
-        """Wait until the local file has materialised ``seq`` (default: the topic's head as known
-        now); returns the local head. A node that falls no further behind within ``timeout``
-        (default twice the broker timeout) fails it with the reason."""
+        """Wait until the local file has materialised commit ``seq``, or by default until every
+        record up to the topic's head as known now is judged (an unfinished group stays held back:
+        a write made now lands after it and breaks it, as a dead writer's group must be broken);
+        returns the local head. A node that makes no progress for ``timeout`` seconds (default
+        twice the broker timeout) fails it with the reason."""
+        materialiser = self.materialiser
+        if materialiser is None:
+            raise DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
         target = self.kafka.head() if seq is None else seq
+
+        def done() -> bool:
+            return materialiser.settled(target) if seq is None else self.head() >= target
+
         wait = self.timeout * 2 if timeout is None else timeout
-        deadline = time.monotonic() + wait
-        head = self.head()
-        while head < target:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                problem = self.materialiser.error if self.materialiser is not None else None
+        progress = (materialiser.judged, self.head())
+        while not materialiser.wait(done, wait):
+            if (materialiser.judged, self.head()) == progress:
                 raise DatabaseUnavailable(
-                    f"{self.kafka.url}: this node has materialised {head} of {target} commits within "
-                    f"{wait:g} s ({problem or 'the broker is slow or gone'}); retry"
+                    f"{self.kafka.url}: this node has materialised {self.head()} of {target} commits "
+                    f"({materialiser.error or 'the broker is slow or gone'}); retry"
                 )
-            self.log.wait(head, left)
-            moved = self.head()
-            if moved > head:
-                deadline = time.monotonic() + wait  # progress: the bound is on a stall, not the whole
-            head = moved
-        return head
+            progress = (materialiser.judged, self.head())  # slow but moving: the bound is on a stall
+        return self.head()
 
     # ------------------------------------------------------------------ writing
 

@@ -28,6 +28,7 @@ a file is never silently paired with another topic or with one that lost its com
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
@@ -220,6 +221,7 @@ class Materialiser:
             self._next = read_state(txn, env.dbs["meta"]).head + 1  # the next record to judge
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
+        self._progress = threading.Condition()  # notified after every round (see wait)
         self._offered_lock = threading.Lock()
 
     @property
@@ -233,8 +235,32 @@ class Materialiser:
     def stop(self) -> None:
         self._stop.set()
         self.kafka.interrupt()
+        with self._progress:
+            self._progress.notify_all()
         if self._thread is not None:
             self._thread.join()
+
+    @property
+    def judged(self) -> int:
+        """The last seq judged (written, or held back in an unfinished group)."""
+        return self._next - 1
+
+    def settled(self, seq: int) -> bool:
+        """Every record up to ``seq`` is judged, and all of it that is not held back is written.
+        (Read from other threads without a lock: each of the two reads is atomic, and a round caught
+        half-way reads as not settled.)"""
+        return self._next > seq and not self._ready
+
+    def wait(self, done: Callable[[], bool], timeout: float) -> bool:
+        """Block until ``done()`` after some round, or ``timeout`` passes; whether it is done."""
+        deadline = time.monotonic() + timeout
+        with self._progress:
+            while not done():
+                left = deadline - time.monotonic()
+                if left <= 0 or self._stop.is_set():
+                    return False
+                self._progress.wait(left)
+        return True
 
     def step(self) -> bool:
         """One round: judge the records past what was read, write what they became. Whether the
@@ -305,6 +331,8 @@ class Materialiser:
             try:
                 moved = self.step()
                 self.error = None
+                with self._progress:
+                    self._progress.notify_all()
             except Exception as exc:  # a lost broker, a full disk: said, and tried again
                 message = exc.message if isinstance(exc, DrsgError) else f"{type(exc).__name__}: {exc}"
                 if self.error != message:

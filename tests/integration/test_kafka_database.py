@@ -190,6 +190,31 @@ def test_a_stale_record_and_a_broken_group_are_empty_commits_on_every_node(
         a.close()
 
 
+def test_a_group_its_writer_left_unfinished_is_broken_by_the_next_write(
+    tmp_path: Path, url: str, kafka_broker: Broker
+) -> None:
+    a = node_of(tmp_path, "a", url)
+    try:
+        # a writer died after the first record of a two-record group: nothing comes to finish it
+        first = produce(
+            kafka_broker,
+            topic_of(url),
+            encode(1, {}, [NodePut(0, 1, "half", [], {})]),
+            {BASE: u64_header(1), REST: u64_header(1)},
+        )
+        began = time.monotonic()
+        made = a.write(lambda tx: tx.create_node(tx.plane("startup"), "next", [], {}))
+        assert time.monotonic() - began < 5.0  # not a wait for a record that never comes
+        assert made.seq == first + 2  # its first run landed after the group, broke it, and was stale
+        assert keys_in(a) == ["next"]
+        assert skipped(a) == [
+            f"its group was broken at {first + 1}",
+            f"stale: made on the state at 1, landed at {first + 1}",
+        ]
+    finally:
+        a.close()
+
+
 def test_a_node_restarted_catches_up_from_its_own_copy(tmp_path: Path, url: str) -> None:
     a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
     try:
