@@ -10,6 +10,8 @@ its copy, so the restart replays from their checkpoint).
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import drsg
+from drsg.store.backends import open_log
 from drsg.store.kafka_database import KafkaDatabase
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
@@ -114,3 +117,53 @@ def test_a_node_killed_at_random_points_loses_nothing_and_applies_nothing_twice(
     finally:
         follower.close()
         writer.close()
+
+
+IMPORTER = """
+import sys, drsg
+from drsg.store.jsonl import import_jsonl
+db = drsg.open(sys.argv[1], log=sys.argv[2])
+print("open", db.head(), flush=True)
+import_jsonl(db, sys.argv[3], "startup", commit_lines=5)
+print("imported", flush=True)
+"""
+
+
+def test_a_writer_killed_while_producing_an_import_leaves_none_of_it(tmp_path: Path, kafka_broker: Broker) -> None:
+    url = kafka_broker.url(f"kill-import-{uuid.uuid4().hex[:12]}")
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(f'{{"external_key":"n{i}","properties":{{"text":"line {i}"}}}}\n' for i in range(3000)))
+    watch = open_log(url)
+    child = subprocess.Popen(
+        [sys.executable, "-c", IMPORTER, str(tmp_path / "importer.drsg"), url, str(source)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().split() == ["open", "1"]
+        wait_until(lambda: watch.head() > 30, "the importer to produce part of its group", timeout=60)
+        child.kill()  # kill -9 half-way through its group (600 records)
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        watch.close()
+    other = drsg.open(tmp_path / "other.drsg", log=url)
+    try:
+        made = other.write(lambda tx: tx.create_node(tx.plane("startup"), "after", [], {}))
+        with other.snapshot() as snap:
+            assert [n.key for n in snap.nodes(0)] == ["after"]  # none of the import
+        reasons = [str(c.origin["skipped"]) for c in other.commits() if "skipped" in c.origin]
+        produced = sum(reason.startswith("its group was broken at ") for reason in reasons)
+        assert 30 <= produced < 600, produced  # the records the importer got out before it died
+        assert reasons[:produced] == [f"its group was broken at {produced + 2}"] * produced
+        assert made.seq is not None and made.seq > produced + 1
+        importer = drsg.open(tmp_path / "importer.drsg", log=url)  # the killed node's own copy, reopened
+        try:
+            importer.catch_up(made.seq)
+            assert tables(importer) == tables(other)
+        finally:
+            importer.close()
+    finally:
+        other.close()
