@@ -33,7 +33,7 @@ from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.environment import Txn
 from drsg.store.kafka_log import KafkaLog, Record, parse_location
-from drsg.store.kafka_materialiser import BASE, REST, Materialiser, check_pairing, u64_header
+from drsg.store.kafka_materialiser import BASE, GROUP, REST, Materialiser, check_pairing, u64_header
 from drsg.store.lmdb_log import LmdbOptions
 from drsg.store.log import LogReader, encode
 from drsg.store.meta import read_state
@@ -182,6 +182,8 @@ class KafkaDatabase(Database):
         for i, mutations in enumerate(commits):
             headers = {BASE: u64_header(seqs[-1] if seqs else base)}
             rest = len(commits) - 1 - i
+            if len(commits) > 1:
+                headers[GROUP] = u64_header(base)
             if rest:
                 headers[REST] = u64_header(rest)
             commit = self.kafka.append(mutations, origin, headers=headers)

@@ -10,8 +10,9 @@ the log alone, the same way on every node (:class:`Judge`):
   only if ``B == S - 1``: nothing came between what the writer saw and where its commit landed, so
   the ids it allocated and the checks it made hold in log order. Otherwise it is *stale*: kept as an
   empty commit, and the writer runs its function again on the newer state;
-- a write of several commits (an import, ``tx.commit_point()``) is a group: each record but the
-  last carries ``drsg-rest: N`` (records still to come). A group is held back until its last record
+- a write of several commits (an import, ``tx.commit_point()``) is a group: each record carries
+  ``drsg-group`` (the group's first base), each but the last ``drsg-rest: N`` (records still to
+  come), and each one's base is the seq of the one before. A group is held back until its last record
   and then applied at once, in one LMDB transaction; a record that breaks the chain (stale, foreign,
   unreadable) turns the whole group into empty commits. All or nothing, as the embedded store's;
 - a record without a base (a plain ``KafkaLog.append``, another tool's producer) is a resolved fact
@@ -51,6 +52,7 @@ from drsg.store.transaction import WriteTx
 
 BASE = "drsg-base"  # header: the materialised head the commit was made against
 REST = "drsg-rest"  # header: how many records of the commit's group are still to come
+GROUP = "drsg-group"  # header on each record of a group of several: the base of its first record
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
 BATCH = 512  # records judged and written per LMDB transaction
@@ -92,6 +94,7 @@ class Judge:
     module docstring). It holds back an unfinished group; everything else comes out at once."""
 
     pending: list[Entry] = field(default_factory=list)
+    group: int | None = None  # the pending group's GROUP header
     skipped: int = 0  # poison records so far (stale commits are not poison: their writer retries)
     last_ts: int = 0
 
@@ -106,13 +109,15 @@ class Judge:
             log.warning("kafka_record_skipped", seq=seq, reason=exc.problem)
             return [*self._break(seq), self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}")]
         entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
-        base, rest = _header_int(record, BASE), _header_int(record, REST) or 0
+        base, rest, group = _header_int(record, BASE), _header_int(record, REST) or 0, _header_int(record, GROUP)
         out: list[Entry] = []
-        if self.pending and base != seq - 1:  # the group's chain is broken here
+        if self.pending and (base != seq - 1 or group != self.group):  # the group's chain is broken here
             out = self._break(seq)
         if base is not None and base != seq - 1:
             return [*out, entry.skipped(f"stale: made on the state at {base}, landed at {seq}")]
         if rest > 0:
+            if not self.pending:
+                self.group = group
             self.pending.append(entry)
             return out
         out.extend(self.pending)

@@ -22,7 +22,7 @@ from drsg.store.backends import open_log
 from drsg.store.database import Database
 from drsg.store.jsonl import import_jsonl
 from drsg.store.kafka_database import KafkaDatabase
-from drsg.store.kafka_materialiser import BASE, REST, u64_header
+from drsg.store.kafka_materialiser import BASE, GROUP, REST, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.surfaces.cli.main import cli
@@ -174,7 +174,7 @@ def test_a_stale_record_and_a_broken_group_are_empty_commits_on_every_node(
             kafka_broker,
             topic,
             encode(1, {}, [NodePut(0, 1, "g1", [], {})]),
-            {BASE: u64_header(stale), REST: u64_header(1)},
+            {BASE: u64_header(stale), GROUP: u64_header(stale), REST: u64_header(1)},
         )
         a.catch_up(stale)
         assert a.head() == stale  # the group's first record is held back, unseen
@@ -200,7 +200,7 @@ def test_a_group_its_writer_left_unfinished_is_broken_by_the_next_write(
             kafka_broker,
             topic_of(url),
             encode(1, {}, [NodePut(0, 1, "half", [], {})]),
-            {BASE: u64_header(1), REST: u64_header(1)},
+            {BASE: u64_header(1), GROUP: u64_header(1), REST: u64_header(1)},
         )
         began = time.monotonic()
         made = a.write(lambda tx: tx.create_node(tx.plane("startup"), "next", [], {}))
