@@ -28,11 +28,12 @@ from typing import Any, TypeVar, Unpack
 
 import structlog
 
-from drsg.kernel.errors import Conflict, DatabaseUnavailable, UsageError
+from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable
 from drsg.kernel.values import Json
+from drsg.store.backends import split_url
 from drsg.store.database import Database
 from drsg.store.environment import Txn
-from drsg.store.kafka_log import KafkaLog, Record, parse_location
+from drsg.store.kafka_log import KafkaLog, Record
 from drsg.store.kafka_materialiser import BASE, GROUP, REST, Materialiser, check_pairing, u64_header
 from drsg.store.lmdb_log import LmdbOptions
 from drsg.store.log import LogReader, encode
@@ -61,10 +62,11 @@ class KafkaDatabase(Database):
     def __init__(
         self, path: str | os.PathLike[str], log_url: str, *, timeout: float = 5.0, **options: Unpack[LmdbOptions]
     ) -> None:
-        if not log_url.lower().startswith("kafka://"):
-            raise UsageError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
-        parse_location(log_url[len("kafka://") :])  # a bad URL is refused before anything is opened
-        self.kafka = KafkaLog(log_url[len("kafka://") :], timeout=timeout)  # a broker that is down: one line
+        scheme, location = split_url(log_url)
+        if scheme != "kafka":
+            raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
+        # before the file: a bad URL or a broker that is down is one line, and leaves nothing behind
+        self.kafka = KafkaLog(location, timeout=timeout)
         self.timeout = timeout
         self._write_lock = threading.RLock()  # this process's writes, one at a time
         # the file's write transactions in this process, the materialiser's among them: py-lmdb
