@@ -157,8 +157,9 @@ def _no_seal(tx: WriteTx) -> int:
 
 
 def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bool:
-    """Write ``entries`` (consecutive, from the head + 1) as local commits in one LMDB transaction;
-    False (nothing written) while a staged write holds the seqs past the head."""
+    """Write ``entries`` (consecutive) as local commits in one LMDB transaction, past those the file
+    holds already (every process judges the log alike); False (nothing written) while a staged write
+    holds the seqs past the head."""
     dbs = env.dbs
     meta, log_db = dbs["meta"], dbs["log"]
 
@@ -170,16 +171,21 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
             txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=meta)
             txn.put(META_UUID, uuid.uuid4().hex.encode(), db=meta)
             txn.put(META_SOURCE, source.encode(), db=meta)
+        written = False
         for entry in entries:
+            if entry.seq <= state.head:
+                continue  # another process on this file (a CLI command beside `serve`) got there first
             if entry.seq != state.head + 1:
                 raise DamagedDatabase(f"{env.path}: materialising Kafka commit {entry.seq} after {state.head}")
+            written = True
             if entry.mutations:
                 tx = WriteTx(txn, dbs, entry.seq, state.ids, _no_seal)
                 tx.apply(entry.mutations)
                 tx.tallies.flush(txn, dbs)
             state.append(txn, log_db, entry.seq, entry.origin, entry.mutations, entry.ts)
-        write_state(txn, meta, state)
-        txn.put(META_TIP, pack([entries[-1].seq, entries[-1].crc]), db=meta)
+        if written:
+            write_state(txn, meta, state)
+            txn.put(META_TIP, pack([entries[-1].seq, entries[-1].crc]), db=meta)
         return True
 
     return bool(in_write(env, step))

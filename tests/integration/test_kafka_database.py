@@ -6,6 +6,7 @@ travel, the feed, and the CLI's ``--log``.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 import uuid
@@ -26,6 +27,7 @@ from drsg.store.kafka_materialiser import BASE, GROUP, REST, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.surfaces.cli.main import cli
+from tests.integration.test_server import clean_env, drsg_argv
 from tests.property.test_kafka_materialisation import tables
 from tests.support.kafka_broker import Broker, free_port
 from tests.support.waiting import wait_until
@@ -231,6 +233,28 @@ def test_a_node_restarted_catches_up_from_its_own_copy(tmp_path: Path, url: str)
     finally:
         a.close()
         b.close()
+
+
+def test_a_cli_command_beside_a_running_node_shares_its_copy(tmp_path: Path, url: str) -> None:
+    a = node_of(tmp_path, "a", url)
+    try:
+        a.write(lambda tx: tx.create_node(tx.plane("startup"), "first", [], {}))
+        for name in ("docs", "more"):  # another process materialises into the same file meanwhile
+            ran = subprocess.run(
+                [*drsg_argv(), "--log", url, "--db", str(tmp_path / "a.drsg"), "plane", "create", name],
+                capture_output=True, text=True, timeout=60, env=clean_env(),
+            )  # fmt: skip
+            assert ran.returncode == 0, ran.stderr
+            a.write(lambda tx, name=name: tx.create_node(tx.plane(name), "in-" + name, [], {}))
+        assert keys_in(a, "docs") == ["in-docs"] and keys_in(a, "more") == ["in-more"]
+        assert a.materialiser is not None and a.materialiser.error is None
+        b = node_of(tmp_path, "b", url)
+        try:
+            assert tables(b) == tables(a)
+        finally:
+            b.close()
+    finally:
+        a.close()
 
 
 def test_a_file_paired_with_another_log_is_refused_with_the_fix(tmp_path: Path, url: str, kafka_broker: Broker) -> None:
