@@ -2,8 +2,8 @@
 
 This first slice keeps the whole log in partition 0 of one topic: commit ``seq`` is the record's
 offset + 1, and each record is the commit record of store/log.py (``encode``/``decode``, with its
-checksum), so a damaged record raises CorruptRecord like the LMDB log's. It is a Log port backend
-only: the graph projection still lives in an LMDB file (store/database.py opens LMDB logs alone).
+checksum), so a damaged record raises CorruptRecord like the LMDB log's. On its own it is a Log
+port backend; a database on it (store/kafka_database.py) keeps the graph in an LMDB copy of it.
 
 - **append** produces with ``acks=all`` (idempotent producer) and waits for the broker's
   acknowledgement; the seq comes from the acknowledged offset. Appends in one process are serialised,
