@@ -34,7 +34,7 @@ from drsg.store.backends import split_url
 from drsg.store.database import Database
 from drsg.store.environment import Txn
 from drsg.store.kafka_log import KafkaLog, Record
-from drsg.store.kafka_materialiser import BASE, GROUP, REST, Materialiser, check_pairing, u64_header
+from drsg.store.kafka_materialiser import BASE, GROUP, REST, Materialiser, check_pairing, poison_count, u64_header
 from drsg.store.lmdb_log import LmdbOptions
 from drsg.store.log import LogReader, encode
 from drsg.store.meta import read_state
@@ -112,6 +112,13 @@ class KafkaDatabase(Database):
     @property
     def log_url(self) -> str:
         return self.kafka.url
+
+    @property
+    def poison_records(self) -> int:
+        """Records of the topic this copy kept as empty commits because they were no good commit
+        (their origins say why; stale commits, which their writers ran again, are not counted)."""
+        with self.env.read() as txn:
+            return poison_count(txn, self.env)
 
     def catch_up(self, seq: int | None = None, timeout: float | None = None) -> int:
         """Wait until the local file has materialised commit ``seq``, or by default until every

@@ -18,8 +18,8 @@ the log alone, the same way on every node (:class:`Judge`):
 - a record without a base (a plain ``KafkaLog.append``, another tool's producer) is a resolved fact
   and applied as it is, as ``LmdbLog.append`` does;
 - a poison record (not a commit, a damaged one, an offset the broker skipped, or one whose mutations
-  the projection refuses) is kept as an empty commit too: logged, counted in :attr:`Materialiser.skipped`,
-  never a stuck node.
+  the projection refuses) is kept as an empty commit too: logged, counted in the file's meta table
+  (:func:`poison_count`), never a stuck node.
 
 An empty commit's origin says why (``{"skipped": "stale: …"}``); its timestamp is the record's.
 The meta table names the log the file materialises and the newest record it holds (seq and CRC), so
@@ -65,6 +65,7 @@ REST = "drsg-rest"  # header: how many records of the commit's group are still t
 GROUP = "drsg-group"  # header on each record of a group of several: the base of its first record
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
+META_POISON = b"kafka_poison"  # poison records materialised as empty commits so far
 BATCH = 512  # records judged and written per LMDB transaction
 OFFERS = 65_536  # records held for judging without a fetch (while the node catches up, say)
 IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
@@ -94,9 +95,10 @@ class Entry:
     origin: dict[str, Json]
     mutations: list[Mutation]
     crc: int
+    poison: bool = False  # a record that is no good commit (not a stale one, whose writer retries)
 
-    def skipped(self, reason: str) -> Entry:
-        return Entry(self.seq, self.ts, {"skipped": reason}, [], self.crc)
+    def skipped(self, reason: str, *, poison: bool = False) -> Entry:
+        return Entry(self.seq, self.ts, {"skipped": reason}, [], self.crc, poison)
 
 
 @dataclass
@@ -106,7 +108,6 @@ class Judge:
 
     pending: list[Entry] = field(default_factory=list)
     group: int | None = None  # the pending group's GROUP header
-    skipped: int = 0  # poison records so far (stale commits are not poison: their writer retries)
     last_ts: int = 0
 
     def feed(self, record: Record) -> list[Entry]:
@@ -116,9 +117,9 @@ class Judge:
                 raise CorruptRecord(seq, "missing from the log (gap)")
             commit = decode(seq, record.value)
         except CorruptRecord as exc:
-            self.skipped += 1
             log.warning("kafka_record_skipped", seq=seq, reason=exc.problem)
-            return [*self._break(seq), self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}")]
+            poison = self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}", poison=True)
+            return [*self._break(seq), poison]
         entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
         base, rest, group = _header_int(record, BASE), _header_int(record, REST) or 0, _header_int(record, GROUP)
         out: list[Entry] = []
@@ -167,6 +168,7 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
         if read_mark(txn, meta) is not None:
             return False
         state = read_state(txn, meta)
+        before = state.head
         if state.head == 0 and txn.get(META_FORMAT, db=meta) is None:
             txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=meta)
             txn.put(META_UUID, uuid.uuid4().hex.encode(), db=meta)
@@ -186,9 +188,17 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
         if written:
             write_state(txn, meta, state)
             txn.put(META_TIP, pack([entries[-1].seq, entries[-1].crc]), db=meta)
+            poison = sum(entry.poison for entry in entries if entry.seq > before)
+            if poison:
+                txn.put(META_POISON, keys.u64(poison_count(txn, env) + poison), db=meta)
         return True
 
     return bool(in_write(env, step))
+
+
+def poison_count(txn: Txn, env: Environment) -> int:
+    raw = txn.get(META_POISON, db=env.dbs["meta"])
+    return 0 if raw is None else keys.read_u64(raw)
 
 
 def read_tip(txn: Txn, env: Environment) -> tuple[str | None, int, int]:
@@ -245,10 +255,6 @@ class Materialiser:
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)
         self._offered_lock = threading.Lock()
-
-    @property
-    def skipped(self) -> int:
-        return self.judge.skipped
 
     def start(self) -> None:
         self.kafka.listener = self.offer  # what the log's watcher reads: no second fetch for it
@@ -343,9 +349,8 @@ class Materialiser:
             except DrsgError:
                 raise
             except Exception as exc:
-                self.judge.skipped += 1
                 log.warning("kafka_record_skipped", seq=entry.seq, reason=f"{type(exc).__name__}: {exc}")
-                self._ready[i] = entry = entry.skipped(f"unappliable: {type(exc).__name__}: {exc}")
+                self._ready[i] = entry = entry.skipped(f"unappliable: {type(exc).__name__}: {exc}", poison=True)
                 written = write_entries(self.env, [entry], self.kafka.url)
             if not written:  # a staged write began meanwhile: the rest waits for it
                 del self._ready[:i]
