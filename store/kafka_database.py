@@ -28,7 +28,7 @@ from typing import Any, TypeVar, Unpack
 
 import structlog
 
-from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable
+from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.backends import split_url
 from drsg.store.database import Database
@@ -68,11 +68,12 @@ class KafkaDatabase(Database):
         # before the file: a bad URL or a broker that is down is one line, and leaves nothing behind
         self.kafka = KafkaLog(location, timeout=timeout)
         self.timeout = timeout
-        self._write_lock = threading.RLock()  # this process's writes, one at a time
+        self._write_lock = threading.Lock()  # this process's writes, one at a time
         # the file's write transactions in this process, the materialiser's among them: py-lmdb
         # refuses a second at once (the group-commit writer, unused here, is what guards them otherwise)
         self._file_lock = threading.Lock()
         self.materialiser: Materialiser | None = None
+        self._stager: int | None = None  # the thread inside staged(), if one is
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
         options["create"] = True
@@ -148,6 +149,8 @@ class KafkaDatabase(Database):
     # ------------------------------------------------------------------ writing
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
+        if self._stager == threading.get_ident():  # it would wait for the file the stage holds
+            raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
         with self._write_lock:
             for _ in range(ATTEMPTS):
                 self.catch_up()
@@ -221,14 +224,12 @@ class KafkaDatabase(Database):
             except BaseException:
                 self._file_lock.release()
                 raise
+            self._stager = threading.get_ident()
             try:
                 yield stage
-            except BaseException:
-                if not stage.finished:
-                    stage.abandon()
-                raise
             finally:
-                if not stage.finished:
+                self._stager = None
+                if not stage.finished:  # left unfinished, or an error: nothing of it stays
                     stage.abandon()
                 stage.release()
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from kafka import KafkaProducer
 
 import drsg
-from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseUnavailable, NotFound
+from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseUnavailable, NotFound, UsageError
 from drsg.store.backends import open_log
 from drsg.store.database import Database
 from drsg.store.jsonl import import_jsonl
@@ -330,6 +330,8 @@ def test_an_import_through_kafka_is_one_group_all_or_nothing(tmp_path: Path, url
         with a.staged({"via": "test"}) as stage:
             stage.chunk(lambda tx: tx.create_node(tx.plane("startup"), "staged", [], {}))
             b.write(lambda tx: tx.create_node(tx.plane("startup"), "meanwhile", [], {}))
+            with pytest.raises(UsageError, match="a staged write is open in this thread"):
+                a.write(lambda tx: tx.create_node(tx.plane("startup"), "inside", [], {}))
             with pytest.raises(Conflict, match="another writer committed while this write was staged"):
                 stage.finish()
         a.catch_up(b.head())
