@@ -1,7 +1,8 @@
 """`drsg serve` on a Kafka log (``DRSG_LOG_URL``, the ``[log] url`` setting): the server's node writes
 through the topic and serves JSON-RPC and the change feed from its LMDB copy, so commits another
-node makes arrive over SSE, and a subscriber that drops and comes back with ``Last-Event-ID`` gets
-every commit once, in order — the embedded feed's resume semantics, on the copy.
+node makes arrive over SSE and WebSocket, and a subscriber that drops and comes back (SSE
+``Last-Event-ID``, WebSocket ``from_seq``) gets every commit once, in order — the embedded feed's
+resume semantics, on the copy.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import pytest
 import drsg
 from drsg.store.kafka_database import KafkaDatabase
 from tests.integration.test_server import RunningServer, start_server
-from tests.integration.test_server_feed import Frame, sse_events, sse_url
+from tests.integration.test_server_feed import Frame, connect, sse_events, sse_url
 from tests.support.kafka_broker import Broker
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -76,3 +78,37 @@ def test_the_server_node_feeds_another_nodes_commits_and_resumes_from_last_event
     assert ids == sorted(set(ids))  # once each, in order
     keys = [data["changes"][0]["record"]["external_key"] for _, _, data in seen]
     assert keys == [f"k{i}" for i in range(8)]
+
+
+def test_a_websocket_watch_resumes_from_seq_with_another_nodes_commits_once_in_order(
+    served: tuple[RunningServer, KafkaDatabase],
+) -> None:
+    server, other = served
+    other.write(lambda tx: tx.create_plane("docs"))
+
+    def write(plane: str, key: str) -> int:
+        seq = other.write(lambda tx: tx.create_node(tx.plane(plane), key, ["Doc"], {})).seq
+        assert seq is not None
+        return seq
+
+    async def scenario() -> tuple[list[Frame], list[Frame]]:
+        start = other.head() + 1
+        # the server's node has made its copy of the plane's creation (a watch cannot start past its head)
+        wait_until(lambda: server.call("db.stats")["commit_seq"] >= start - 1, "the server's node to catch up")
+        async with connect(server) as ws:
+            assert (await ws.watch(plane="docs", from_seq=start))["from_seq"] == start
+            first = [write("docs", f"d{i}") for i in range(3)]
+            seen = await ws.changes_through(first[1])  # two, then the connection drops
+        noise = write("startup", "elsewhere")  # another plane's commit: no change for `docs`
+        last = [write("docs", f"d{i}") for i in range(3, 6)]
+        async with connect(server) as ws:
+            resumed = await ws.watch(plane="docs", from_seq=seen[-1]["seq"] + 1)
+            assert resumed["from_seq"] == first[2]
+            rest = await ws.changes_through(last[-1])
+        assert noise not in [m["seq"] for m in seen + rest]
+        return seen, rest
+
+    seen, rest = asyncio.run(asyncio.wait_for(scenario(), 60))
+    seqs = [m["seq"] for m in seen + rest]
+    assert seqs == sorted(set(seqs))
+    assert [m["changes"][0]["record"]["external_key"] for m in seen + rest] == [f"d{i}" for i in range(6)]
