@@ -34,7 +34,18 @@ from drsg.store.backends import split_url
 from drsg.store.database import Database
 from drsg.store.environment import Txn
 from drsg.store.kafka_log import KafkaLog, Record
-from drsg.store.kafka_materialiser import BASE, GROUP, REST, Materialiser, check_pairing, poison_count, u64_header
+from drsg.store.kafka_materialiser import (
+    BASE,
+    GROUP,
+    PREV,
+    REST,
+    Materialiser,
+    check_pairing,
+    crc_of,
+    poison_count,
+    read_tip,
+    u64_header,
+)
 from drsg.store.lmdb_log import LmdbOptions
 from drsg.store.log import LogReader, encode
 from drsg.store.meta import read_state
@@ -50,10 +61,11 @@ log = structlog.get_logger("drsg.store")
 
 
 class _DryRun(Exception):
-    """Carries a commit function's outcome out of the LMDB transaction, which in_write then abandons."""
+    """Carries a commit function's outcome out of the LMDB transaction, which in_write then abandons:
+    the head it was made on (and the CRC of that head's Kafka record, if known), and its commits."""
 
-    def __init__(self, base: int, value: Any, commits: list[list[Mutation]]) -> None:
-        self.base, self.value, self.commits = base, value, commits
+    def __init__(self, base: int, crc: int | None, value: Any, commits: list[list[Mutation]]) -> None:
+        self.base, self.crc, self.value, self.commits = base, crc, value, commits
 
 
 class KafkaDatabase(Database):
@@ -160,7 +172,7 @@ class KafkaDatabase(Database):
                 except _DryRun as run:
                     if not run.commits:
                         return CommitResult(run.value, (), None)
-                    done = self._produce(run.base, run.commits, dict(origin or {}))
+                    done = self._produce(run.base, run.crc, run.commits, dict(origin or {}))
                     if done is not None:
                         return CommitResult(run.value, *done)
             raise Conflict(
@@ -182,17 +194,21 @@ class KafkaDatabase(Database):
         tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids.copy(), seal)
         value = fn(tx)
         seal(tx)
-        raise _DryRun(state.head, value, commits)
+        _, tip_seq, tip_crc = read_tip(txn, self.env)
+        raise _DryRun(state.head, tip_crc if tip_seq == state.head > 0 else None, value, commits)
 
     def _produce(
-        self, base: int, commits: list[list[Mutation]], origin: dict[str, Json]
+        self, base: int, crc: int | None, commits: list[list[Mutation]], origin: dict[str, Json]
     ) -> tuple[tuple[int, ...], int] | None:
-        """Produce ``commits`` (one group) made on the state at ``base``; their seqs and last
-        timestamp once materialised, or None when another writer's commit landed first."""
+        """Produce ``commits`` (one group) made on the state at ``base`` (whose record's CRC is
+        ``crc``); their seqs and last timestamp once materialised, or None when another writer's
+        commit landed first."""
         seqs: list[int] = []
         ts = 0
         for i, mutations in enumerate(commits):
             headers = {BASE: u64_header(seqs[-1] if seqs else base)}
+            if crc is not None:
+                headers[PREV] = u64_header(crc)
             rest = len(commits) - 1 - i
             if len(commits) > 1:
                 headers[GROUP] = u64_header(base)
@@ -201,8 +217,11 @@ class KafkaDatabase(Database):
             commit = self.kafka.append(mutations, origin, headers=headers)
             seqs.append(commit.seq)
             ts = commit.ts
-            if self.materialiser is not None:  # the very bytes produced (encoding is deterministic)
-                self.materialiser.offer(Record(commit.seq, encode(ts, origin, mutations), headers))
+            # the bytes sent (encoding is deterministic): the next record's PREV, and judged as they are
+            record = Record(commit.seq, encode(ts, origin, mutations), headers)
+            crc = crc_of(record)
+            if self.materialiser is not None:
+                self.materialiser.offer(record)
         self.catch_up(seqs[-1])
         with self.env.read() as txn:
             landed = LogReader(txn, self.env.dbs["log"]).get(seqs[-1])
@@ -266,7 +285,9 @@ class _KafkaStage(StagedWrite):
         self.release()  # the materialiser may write again: it is to apply these
         if not commits:
             return ()
-        done = self.db._produce(base, commits, self.origin)
+        with self.env.read() as txn:
+            _, tip_seq, tip_crc = read_tip(txn, self.env)
+        done = self.db._produce(base, tip_crc if tip_seq == base > 0 else None, commits, self.origin)
         if done is None:
             raise Conflict(
                 f"{self.db.kafka.url}: another writer committed while this write was staged; "

@@ -17,7 +17,8 @@ port backend; a database on it (store/kafka_database.py) keeps the graph in an L
   an offset that is skipped (a gap: a transaction marker, a compacted record) is a CorruptRecord.
 - **a lost partition**: offsets only grow, so an acknowledged offset at or below the head known before
   the send means the topic lost commits (deleted and recreated, a memory-only broker restarted); that
-  append and every later one raise DamagedDatabase. The watcher does not detect it yet.
+  append and every later one raise DamagedDatabase. The watcher does not detect it; a database's
+  materialiser does, by the CRC each of its writers' records names (store/kafka_materialiser.py).
 - **wait** is served by a watcher thread that long-polls the partition from the head
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
   each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.

@@ -23,7 +23,9 @@ the log alone, the same way on every node (:class:`Judge`):
 
 An empty commit's origin says why (``{"skipped": "stale: …"}``); its timestamp is the record's.
 The meta table names the log the file materialises and the newest record it holds (seq and CRC), so
-a file is never silently paired with another topic or with one that lost its commits. Its own
+a file is never silently paired with another topic or with one that lost its commits; and a writer's
+record names the CRC of the record it was made on (``drsg-prev``), so a running node that meets a
+commit made on another history (the topic deleted and filled again) stops there and says so. Its own
 checkpoint is its head, written in the same LMDB transaction as what it materialised, so a ``kill -9``
 at any point resumes from there; the broker's committed offsets are never used.
 
@@ -63,6 +65,7 @@ from drsg.store.transaction import WriteTx
 BASE = "drsg-base"  # header: the materialised head the commit was made against
 REST = "drsg-rest"  # header: how many records of the commit's group are still to come
 GROUP = "drsg-group"  # header on each record of a group of several: the base of its first record
+PREV = "drsg-prev"  # header: the CRC of the record at the base, as the writer's copy holds it
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
 META_POISON = b"kafka_poison"  # poison records materialised as empty commits so far
@@ -109,9 +112,21 @@ class Judge:
     pending: list[Entry] = field(default_factory=list)
     group: int | None = None  # the pending group's GROUP header
     last_ts: int = 0
+    last_crc: int | None = None  # the CRC of the record before the next one (None: not known)
 
     def feed(self, record: Record) -> list[Entry]:
+        """What ``record`` (the next seq) makes come out. A commit made on the right seq but on a
+        record other than the one this copy holds there means the topic's history is not this
+        copy's (it was recreated): DamagedDatabase, and nothing of the record is taken."""
         seq = record.seq
+        base, prev = _header_int(record, BASE), _header_int(record, PREV)
+        if base == seq - 1 and prev is not None and self.last_crc is not None and prev != self.last_crc:
+            raise DamagedDatabase(
+                f"commit {seq} of the topic was made on another commit {base} than the one this copy holds: "
+                "the topic is not the log this copy was made from (it was recreated); move the copy aside "
+                "(or delete it) and open again: the node rebuilds it from the topic"
+            )
+        self.last_crc = crc_of(record)
         try:
             if record.value is None:
                 raise CorruptRecord(seq, "missing from the log (gap)")
@@ -121,7 +136,7 @@ class Judge:
             poison = self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}", poison=True)
             return [*self._break(seq), poison]
         entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
-        base, rest, group = _header_int(record, BASE), _header_int(record, REST) or 0, _header_int(record, GROUP)
+        rest, group = _header_int(record, REST) or 0, _header_int(record, GROUP)
         out: list[Entry] = []
         if self.pending and (base != seq - 1 or group != self.group):  # the group's chain is broken here
             out = self._break(seq)
@@ -245,12 +260,14 @@ class Materialiser:
         self.lock = lock  # the file's write transactions in this process (py-lmdb allows one at a time)
         self.kafka = kafka
         self.publish = publish
-        self.judge = Judge()
         self.error: str | None = None  # why the last round failed (cleared by the next good one)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         with env.read() as txn:
-            self._next = read_state(txn, env.dbs["meta"]).head + 1  # the next record to judge
+            head = read_state(txn, env.dbs["meta"]).head
+            _, tip_seq, tip_crc = read_tip(txn, env)
+        self._next = head + 1  # the next record to judge
+        self.judge = Judge(last_crc=tip_crc if tip_seq == head > 0 else None)
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)

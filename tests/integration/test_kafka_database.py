@@ -295,6 +295,29 @@ def test_a_topic_that_lost_its_commits_is_refused_not_mixed_in(tmp_path: Path, o
         fresh.close()
 
 
+def test_a_running_node_stops_at_a_topic_recreated_with_another_history(tmp_path: Path, own_broker: Broker) -> None:
+    url = own_broker.url("again")
+    a = node_of(tmp_path, "a", url, timeout=2.0)
+    try:
+        a.write(lambda tx: tx.create_node(tx.plane("startup"), "old", [], {}))
+        own_broker.restart()  # memory-only: the topic is gone; a new node starts another history in it
+        b = node_of(tmp_path, "b", url, timeout=2.0)
+        try:
+            for key in ("new1", "new2", "new3"):  # past a's head: a's watcher reads them
+                b.write(lambda tx, key=key: tx.create_node(tx.plane("startup"), key, [], {}))
+        finally:
+            b.close()
+        assert a.materialiser is not None
+        wait_until(lambda: a.materialiser is not None and a.materialiser.error, "node a to notice", timeout=30)
+        assert "was made on another commit 2 than the one this copy holds" in a.materialiser.error
+        assert "rebuilds it from the topic" in a.materialiser.error
+        assert keys_in(a) == ["old"]  # nothing of the other history was taken
+        with pytest.raises(DatabaseUnavailable, match="the topic is not the log this copy was made from"):
+            a.catch_up(3, timeout=1.0)
+    finally:
+        a.close()
+
+
 def test_a_broker_lost_mid_run_fails_the_write_and_writes_nothing(tmp_path: Path, own_broker: Broker) -> None:
     a = node_of(tmp_path, "a", own_broker.url("mid"), timeout=2.0)
     try:

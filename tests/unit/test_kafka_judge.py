@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import given
 
+from drsg.kernel.errors import DamagedDatabase
 from drsg.store.kafka_log import Record
-from drsg.store.kafka_materialiser import BASE, GROUP, REST, Judge, u64_header
+from drsg.store.kafka_materialiser import BASE, GROUP, PREV, REST, Judge, crc_of, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 
@@ -88,3 +90,16 @@ def test_a_stream_becomes_one_local_commit_per_record_groups_whole_or_not_at_all
         finished = len(seqs) == next(p.size for n, p in enumerate(planned) if f"group{n}" == label)
         assert (seqs <= applied) == (finished and not seqs & pending)
     assert {e.seq for e in out if e.poison} == {seq for seq, what in intent.items() if what == "poison"}
+
+
+def test_a_commit_made_on_another_record_than_this_copys_is_refused_not_taken() -> None:
+    first = Record(1, encode(1, {}, [NodePut(0, 1, "a", [], {})]), {})
+    judge = Judge()
+    assert [e.seq for e in judge.feed(first)] == [1]
+    on_ours = {BASE: u64_header(1), PREV: u64_header(crc_of(first))}
+    assert judge.feed(Record(2, encode(2, {}, [NodePut(0, 2, "b", [], {})]), on_ours))[0].mutations
+    other_history = {BASE: u64_header(2), PREV: u64_header(crc_of(first))}  # on a record 2 we do not hold
+    with pytest.raises(DamagedDatabase, match="was made on another commit 2 than the one this copy holds"):
+        judge.feed(Record(3, encode(3, {}, [NodePut(0, 3, "c", [], {})]), other_history))
+    stale = {BASE: u64_header(1), PREV: u64_header(12345)}  # a stale commit: its base is not ours to check
+    assert judge.feed(Record(3, encode(3, {}, [NodePut(0, 3, "c", [], {})]), stale))[0].origin["skipped"]
