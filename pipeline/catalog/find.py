@@ -10,6 +10,7 @@ from drsg.pipeline.catalog.backend import Backend, secret_pairs
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, Table
 from drsg.pipeline.catalog.resolve import best_column, rank_tables
+from drsg.pipeline.catalog.semantic import MARGIN, Similar
 from drsg.pipeline.catalog.sqlbuild import bind_value, build_select
 
 MAX_LIMIT = 1000
@@ -41,21 +42,41 @@ def check_request(request: Any) -> tuple[str, list[str], dict[str, Any]]:
     return entity, fields, where
 
 
-def _column(table: Table, word: str, role: str) -> Column:
+def _column(table: Table, word: str, role: str, similar: Similar | None, meant: dict[str, float]) -> Column:
+    """The column ``word`` names; by meaning (recorded in ``meant``) only when no name, alias or comment does."""
     column, _ = best_column(table, word)
+    if column is None and similar is not None:
+        sims = similar(word, table.name)
+        if sims:
+            name = max(sims, key=lambda n: (sims[n], n))
+            column = next(c for c in table.columns if c.name == name)
+            meant[word] = round(sims[name], 4)
     if column is None:
         names = ", ".join(c.name for c in table.columns)
         raise UsageError(f"find: no column of {table.name} matches {role} {word!r}; its columns are {names}")
     return column
 
 
-def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[str, Any]:
+def find(
+    catalog: Catalog, backend: Backend, request: Any, limit: int, similar: Similar | None = None
+) -> dict[str, Any]:
+    """``similar``: the descriptions' vector channel, asked only where the words name no table or
+    column by name, alias or comment (so what the keywords resolve is resolved as without it)."""
     entity, fields, where = check_request(request)
     limit = max(1, min(int(request.get("limit", limit)), MAX_LIMIT))
     ranked = rank_tables(catalog, entity, [*fields, *where])
+    margin = 0.0
+    if not ranked and similar is not None:
+        sims = similar(entity, None)
+        by_name = {t.name: t for t in catalog.tables}
+        ranked = sorted(
+            ((s, by_name[name], f"meaning:{s:.2f}") for name, s in sims.items() if name in by_name),
+            key=lambda r: (-r[0], r[1].kind != "table", r[1].name),
+        )
+        margin = MARGIN  # similarities this close are no evidence for one table over another
     if not ranked:
         raise NotFound(f"find: no table or view matches {entity!r}; `drsg catalog search` shows what the catalog has")
-    tied = [t for score, t, _ in ranked if score >= ranked[0][0]]
+    tied = [t for score, t, _ in ranked if score >= ranked[0][0] - margin]
     bases = [t for t in tied if t.kind == "table"]
     if len(bases) == 1 and all(t.kind == "view" and bases[0].name in t.view_refs for t in tied if t is not bases[0]):
         ranked = [r for r in ranked if r[1] is bases[0]] + [r for r in ranked if r[1] is not bases[0]]
@@ -78,8 +99,9 @@ def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[s
             "hint": 'say which row: add where, e.g. {"where": {"name": "…"}}; find never scans a table',
             "columns": [c.name for c in table.columns],
         }
-    picked = [_column(table, f, "field") for f in fields] or list(table.columns)
-    filters = [(word, _column(table, word, "filter"), value) for word, value in where.items()]
+    meant: dict[str, float] = {entity: round(ranked[0][0], 4)} if margin else {}
+    picked = [_column(table, f, "field", similar, meant) for f in fields] or list(table.columns)
+    filters = [(word, _column(table, word, "filter", similar, meant), value) for word, value in where.items()]
     params, notes = [], []
     for _word, column, value in filters:
         bound, note = bind_value(column, value)
@@ -106,6 +128,7 @@ def find(catalog: Catalog, backend: Backend, request: Any, limit: int) -> dict[s
         "statements": 1,
         **rows.to_json(),
         "notes": notes,
+        **({"by_meaning": meant} if meant else {}),
     }
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from drsg.kernel.errors import Conflict
 from drsg.kernel.values import Value
+from drsg.models.embedders.base import Embedder
+from drsg.pipeline.catalog import semantic
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 from drsg.pipeline.catalog.naming import terms_text
@@ -95,10 +97,21 @@ def wanted_graph(catalog: Catalog, extra: list[str]) -> tuple[Wanted, dict[EdgeK
 
 
 def write_catalog(
-    db: Database, plane_name: str, catalog: Catalog, connection: str, extra: list[str], *, l2_run: bool
+    db: Database,
+    plane_name: str,
+    catalog: Catalog,
+    connection: str,
+    extra: list[str],
+    *,
+    l2_run: bool,
+    embedder: Embedder | None = None,
 ) -> dict[str, Any]:
-    """Replace the plane's catalog with ``catalog`` in one commit; returns the counts changed."""
+    """Replace the plane's catalog with ``catalog`` in one commit; returns the counts changed.
+
+    Descriptions keep their vectors while unchanged; with ``embedder``, the new and changed ones
+    are embedded first (outside the write) and land in the same commit."""
     nodes, edges = wanted_graph(catalog, extra)
+    embedded = semantic.prepare(db, plane_name, nodes, embedder) if embedder is not None else None
     now = datetime.now(UTC).isoformat(timespec="seconds")
 
     def apply(tx: WriteTx) -> dict[str, int]:
@@ -115,8 +128,9 @@ def write_catalog(
             if key not in nodes:
                 tx.delete_node(plane, node.id)
                 counts["deleted"] += 1
-        for key, (labels, props) in nodes.items():
+        for key, (labels, wanted) in nodes.items():
             old = existing.get(key)
+            props = semantic.with_vector(labels, wanted, old.props if old is not None else None, embedded)
             if old is None:
                 tx.create_node(plane, key, labels, props)
                 counts["created"] += 1
@@ -143,6 +157,14 @@ def write_catalog(
         for label, prop in SEARCHED:
             if tx.view.index(plane.id, "keyword", label, prop) is None:
                 tx.declare_index(plane, "keyword", label, prop, {"language": "chinese"})
+        if embedded is not None:  # the vectors get an HNSW index, and the plane the embedder's name
+            for label in semantic.LABELS:
+                if tx.view.index(plane.id, "vector", label, semantic.VECTOR) is None:
+                    tx.declare_index(
+                        plane, "vector", label, semantic.VECTOR, {"metric": "cosine", "dims": embedded.dims}
+                    )
+            if any(plane.props.get(k) != v for k, v in semantic.plane_meta(embedded).items()):
+                tx.set_plane_props(plane_name, semantic.plane_meta(embedded))
         meta: dict[str, Value] = {
             "catalog_connection": connection,
             "catalog_engine": catalog.engine,
@@ -158,7 +180,10 @@ def write_catalog(
         return counts
 
     result = db.write(apply, {"via": "catalog.index", "connection": connection})
-    return {**result.value, "seq": result.seq, "level": catalog.level, "warnings": catalog.warnings}
+    out = {**result.value, "seq": result.seq, "level": catalog.level, "warnings": catalog.warnings}
+    if embedded is not None:
+        out["embedded"] = len(embedded.by_stamp)
+    return out
 
 
 def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:

@@ -10,7 +10,8 @@ import click
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UsageError
 from drsg.surfaces.cli.context import Context, emit_json
-from drsg.surfaces.cli.options import as_of_option, json_option
+from drsg.surfaces.cli.options import as_of_option, embed_options, json_option
+from drsg.surfaces.cli.search import EmbedChoice
 
 
 def _connections(obj: Context) -> Any:
@@ -44,6 +45,29 @@ def _show(value: Any, as_json: bool) -> None:
         emit_json(value)
     else:
         emit_json(value, pretty=True)
+
+
+def _embedder(obj: Context, db: Any, conn: Any, embed: EmbedChoice, *, indexing: bool) -> Any:
+    """The embedder for the catalog's descriptions: the one that wrote the plane's vectors unless
+    --embed names one (another one is refused: two vector spaces), --embed's when the plane has
+    none yet (indexing only), else None (keywords alone)."""
+    from drsg.pipeline.catalog.semantic import VECTOR
+    from drsg.pipeline.vectorize import recorded_embedder
+    from drsg.surfaces.cli.search import make_embedder, query_embedder
+
+    chosen = any(value is not None for value in embed[:3])
+    with db.snapshot() as snap:
+        recorded = recorded_embedder(db, conn.plane, VECTOR) if snap.find_plane(conn.plane) is not None else None
+    if recorded is not None:
+        return query_embedder(obj, db, conn.plane, VECTOR, embed)
+    if not chosen:
+        return None
+    if not indexing:
+        raise UsageError(
+            f"plane {conn.plane!r} holds no description vectors; index them first: "
+            f"`drsg catalog index {conn.name} --embed {embed[0] or 'local'}`"
+        )
+    return make_embedder(obj, embed)
 
 
 def conn_option(fn: Any) -> Any:
@@ -140,16 +164,30 @@ def catalog_test(obj: Context, name: str) -> None:
     show_default=True,
     help="l1: names and types; l2: comments, keys, indexes, estimates, samples.",
 )
+@embed_options
 @json_option
 @click.pass_obj
-def catalog_index(obj: Context, name: str, level: str, as_json: bool) -> None:
-    """Index a connection's catalog into its plane: one commit per level, only what changed."""
+def catalog_index(
+    obj: Context,
+    name: str,
+    level: str,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    as_json: bool,
+) -> None:
+    """Index a connection's catalog into its plane: one commit per level, only what changed.
+
+    --embed also embeds the table and column descriptions (a plane that has vectors is kept
+    embedded by the embedder that made them: only changed descriptions are embedded again)."""
     from drsg.pipeline.catalog import service
 
     conn = _connections(obj).get(name)
     extra = list(obj.settings["catalog.sensitive"])
     with obj.open(write=True) as db:
-        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], extra)
+        embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=True)
+        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], extra, embedder)
     for report in reports:
         if as_json:
             emit_json(report)
@@ -158,10 +196,11 @@ def catalog_index(obj: Context, name: str, level: str, as_json: bool) -> None:
         elif report["seq"] is None:
             click.echo(f"{report['level']}: no change (nothing written)")
         else:
+            embedded = f", {report['embedded']} descriptions embedded" if report.get("embedded") else ""
             click.echo(
                 f"{report['level']}: seq {report['seq']}: {report['created']} created, {report['updated']} updated, "
                 f"{report['deleted']} deleted, {report['edges_created']} edges created, "
-                f"{report['edges_deleted']} deleted"
+                f"{report['edges_deleted']} deleted{embedded}"
             )
             for warning in report["warnings"]:
                 click.echo(f"warning: {warning}", err=True)
@@ -172,28 +211,48 @@ def catalog_index(obj: Context, name: str, level: str, as_json: bool) -> None:
 @conn_option
 @click.option("--k", default=10, show_default=True, help="Most hits.")
 @click.option("--keyword", "bm25", is_flag=True, help="Rank by BM25 over the catalog's keyword index instead.")
+@embed_options
 @json_option
 @as_of_option
 @click.pass_obj
 def catalog_search(
-    obj: Context, words: str, conn_name: str | None, k: int, bm25: bool, as_json: bool, as_of: AsOf | None
+    obj: Context,
+    words: str,
+    conn_name: str | None,
+    k: int,
+    bm25: bool,
+    embed: str | None,
+    embed_model: str | None,
+    embed_url: str | None,
+    embed_key_env: str | None,
+    as_json: bool,
+    as_of: AsOf | None,
 ) -> None:
-    """Tables and columns for some words (split identifiers, Chinese, aliases), offline."""
+    """Tables and columns for some words (split identifiers, Chinese, aliases), offline; fused with
+    the descriptions' meaning when the catalog was indexed with --embed (hybrid: min-max, 1/1)."""
     from drsg.pipeline.catalog.resolve import search
 
-    if bm25:
-        from drsg.pipeline.catalog.service import keyword_search
+    conn = _pick(obj, conn_name)
+    with obj.open(write=False) as db:
+        embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=False)
+    if bm25 or embedder is not None:
+        from drsg.pipeline.catalog import service
         from drsg.surfaces.cli.search import open_indexes
         from drsg.workers.search import Searcher
 
-        conn = _pick(obj, conn_name)
+        query = embedder.embed([words])[0] if embedder is not None else None  # before any snapshot opens
         with obj.open(write=False) as db, open_indexes(db) as indexes:
-            for hit in keyword_search(Searcher(db, indexes), conn, words, k):
-                where = f"{hit['table']}.{hit['column']}" if "column" in hit else hit["table"]
-                if as_json:
-                    emit_json(hit)
-                else:
-                    click.echo(f"{hit['score']:.3f}\t{where}\tbm25")
+            hits = service.search(Searcher(db, indexes), conn, words, k, bm25=bm25, query=query, as_of=as_of)
+        for hit in hits:
+            where = f"{hit['table']}.{hit['column']}" if "column" in hit else hit["table"]
+            if as_json:
+                emit_json(hit)
+            elif "channels" in hit:
+                ch = hit["channels"]
+                raw = " ".join(f"{name[0]}={'-' if v is None else f'{v:.3f}'}" for name, v in ch.items())
+                click.echo(f"{hit['score']:.3f}\t{where}\t[{raw}]")
+            else:
+                click.echo(f"{hit['score']:.3f}\t{where}\tbm25")
         return
     _conn, cat = _catalog(obj, conn_name, as_of)
     for match in search(cat, words, k):
@@ -204,9 +263,10 @@ def catalog_search(
             click.echo(f"{match.score:.2f}\t{where}\t{match.why}")
 
 
-def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool) -> None:
+def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedChoice) -> None:
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import find
+    from drsg.pipeline.catalog.semantic import similar_in
 
     try:
         parsed = json.loads(request)
@@ -215,27 +275,41 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool) 
             'find: the request is JSON, e.g. \'{"entity":"user","fields":["password"],"where":{"name":"Ann"}}\''
         ) from None
     conn, cat = _catalog(obj, conn_name)
-    _show(find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"]), as_json)
+    with obj.open(write=False) as db:
+        embedder = _embedder(obj, db, conn, embed, indexing=False)
+        similar = None
+        if embedder is not None:
+            tables = {t.name: [c.name for c in t.columns] for t in cat.tables}
+            similar = similar_in(db, conn.plane, tables, lambda text: embedder.embed([text])[0])
+        answer = find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"], similar)
+    _show(answer, as_json)
 
 
 @click.command("find")
 @click.argument("request")
 @conn_option
+@embed_options
 @json_option
 @click.pass_obj
-def find_command(obj: Context, request: str, conn_name: str | None, as_json: bool) -> None:
-    """Answer '{"entity":…,"fields":[…],"where":{…}}' with one SELECT against the live database."""
-    _run_find(obj, conn_name, request, as_json)
+def find_command(obj: Context, request: str, conn_name: str | None, as_json: bool, **embed: str | None) -> None:
+    """Answer '{"entity":…,"fields":[…],"where":{…}}' with one SELECT against the live database
+    (words no name, alias or comment matches are matched by meaning when the catalog is embedded)."""
+    _run_find(obj, conn_name, request, as_json, _choice(embed))
 
 
 @catalog.command("find")
 @click.argument("request")
 @conn_option
+@embed_options
 @json_option
 @click.pass_obj
-def catalog_find(obj: Context, request: str, conn_name: str | None, as_json: bool) -> None:
+def catalog_find(obj: Context, request: str, conn_name: str | None, as_json: bool, **embed: str | None) -> None:
     """As `drsg find`: one table resolved offline, one parameterised SELECT."""
-    _run_find(obj, conn_name, request, as_json)
+    _run_find(obj, conn_name, request, as_json, _choice(embed))
+
+
+def _choice(flags: dict[str, str | None]) -> EmbedChoice:
+    return flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"]
 
 
 @catalog.command("sql")

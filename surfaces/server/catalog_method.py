@@ -41,6 +41,18 @@ def _connection(ctx: ServerState, name: str | None) -> Any:
     return next(iter(everything.values()))
 
 
+def _embedder(ctx: ServerState, conn: Any, *, indexing: bool) -> Any:
+    """The descriptions' embedder: the one that made the plane's vectors; when it has none, the
+    operator's `serve --embed` for an index run; else None (keywords alone). Runs in a read thread."""
+    from drsg.pipeline.catalog.semantic import VECTOR
+    from drsg.pipeline.vectorize import recorded_embedder
+
+    recorded = recorded_embedder(ctx.db, conn.plane, VECTOR)
+    if recorded is None and not (indexing and ctx.config.embed.explicit):
+        return None
+    return ctx.embedder_for(conn.plane, VECTOR)
+
+
 def _setting(ctx: ServerState, name: str, default: Any) -> Any:
     settings = ctx.config.settings
     return settings[name] if settings is not None else default
@@ -73,13 +85,17 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
     level = str(p.get("level") or "full")
     limit = _setting(ctx, "catalog.enum_limit", 20)
     extra = list(_setting(ctx, "catalog.sensitive", ()))
+
+    def run(at: str) -> list[dict[str, Any]]:
+        return service.index(ctx.db, conn, at, limit, extra, _embedder(ctx, conn, indexing=True))
+
     if not (p.get("background") and level == "full"):
-        return await ctx.read(lambda: service.index(ctx.db, conn, level, limit, extra), limited=False)
-    reports = await ctx.read(lambda: service.index(ctx.db, conn, "l1", limit, extra), limited=False)
+        return await ctx.read(lambda: run(level), limited=False)
+    reports = await ctx.read(lambda: run("l1"), limited=False)
 
     async def l2() -> None:
         try:
-            done = await ctx.read(lambda: service.index(ctx.db, conn, "l2", limit, extra), limited=False)
+            done = await ctx.read(lambda: run("l2"), limited=False)
             log.info("catalog l2 indexed", connection=conn.name, seq=done[0]["seq"])
         except Exception as exc:  # the L1 commit stays; the log says why L2 did not land
             log.warning("catalog l2 failed", connection=conn.name, error=f"{type(exc).__name__}: {exc}")
@@ -117,7 +133,14 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
     limit = _setting(ctx, "catalog.row_limit", 100)
 
     def run() -> dict[str, Any]:
-        return find(service.load(ctx.db, conn), backend_for(conn), request, limit)
+        from drsg.pipeline.catalog.semantic import similar_in
+
+        catalog = service.load(ctx.db, conn)
+        embedder, similar = _embedder(ctx, conn, indexing=False), None
+        if embedder is not None:  # words no name, alias or comment matches are matched by meaning
+            tables = {t.name: [c.name for c in t.columns] for t in catalog.tables}
+            similar = similar_in(ctx.db, conn.plane, tables, lambda text: embedder.embed([text])[0])
+        return find(catalog, backend_for(conn), request, limit, similar)
 
     return await ctx.read(run)
 
