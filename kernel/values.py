@@ -306,6 +306,14 @@ def pack(obj: Any) -> bytes:
     return packer.pack(obj)  # type: ignore[no-any-return]  # (an integer past 64 bits: see _ext_default)
 
 
+def unpacker(data: bytes) -> msgpack.Unpacker:
+    """A reader of what :func:`pack` wrote, one item per call (``read_array_header``, ``unpack``):
+    a large record decoded in many short calls instead of one that holds the GIL throughout."""
+    reader = msgpack.Unpacker(ext_hook=_ext_hook, raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
+    reader.feed(data)
+    return reader
+
+
 class Undecodable(ValueError):
     """Bytes that are not a value this codec wrote: a damaged record (the store reports it as one)."""
 

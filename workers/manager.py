@@ -20,10 +20,11 @@ from typing import Any
 
 import structlog
 
+from drsg.kernel.gcpause import collector_paused
 from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl
-from drsg.workers.base import IndexWorker
+from drsg.workers.base import SLICE, IndexWorker
 from drsg.workers.vector import VectorIndex
 
 log = structlog.get_logger("drsg.workers")
@@ -70,7 +71,8 @@ class IndexSet:
             with self._gate.exclusive() as alone:
                 if not alone:  # this thread is inside a query: its index reads would change under it
                     raise RuntimeError("IndexSet.catch_up() called inside reading() on the same thread")
-                self._apply(head)
+                with collector_paused():  # a large catch-up's full collections would hold the GIL for 100+ ms
+                    self._apply(head)
             return head
 
     def _apply(self, head: int) -> None:
@@ -78,10 +80,14 @@ class IndexSet:
         self._reconcile(head)
         behind = [w for w in self.workers.values() if w.seq < head]
         if behind:
-            start = min(w.seq for w in behind) + 1
+            start, done = min(w.seq for w in behind) + 1, 0
             for commit in self.db.commits(start, head):
                 for worker in behind:
                     worker.apply(commit.seq, commit.mutations)
+                done += len(commit.mutations)
+                if done >= SLICE:  # many small commits: offer the GIL as a large one does (IndexWorker.apply)
+                    time.sleep(0)
+                    done = 0
             for worker in behind:
                 worker.seq = max(worker.seq, head)
                 worker.flush()

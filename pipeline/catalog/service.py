@@ -6,6 +6,7 @@ from typing import Any
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import NotFound, UsageError
+from drsg.kernel.gcpause import collector_paused
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.catalog import semantic
@@ -36,6 +37,13 @@ def index(
     comments, so a full run embeds once, at L2)."""
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r}; use l1, l2 or full")
+    with collector_paused():  # 10,000 columns' records and mutations: full collections would hold the GIL 100+ ms
+        return _index(db, conn, level, enum_limit, extra, embedder)
+
+
+def _index(
+    db: Database, conn: Connection, level: str, enum_limit: int, extra: list[str], embedder: Embedder | None
+) -> list[dict[str, Any]]:
     backend = backend_for(conn)
     names = [*conn.sensitive_extra, *extra]
     reports = []
