@@ -51,6 +51,14 @@ class ServerState:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        from drsg.pipeline.catalog.connections import Connections
+
+        if Connections(self.db.path).load():
+            # A catalog's keyword index is Chinese: jieba's import and dictionary load hold the GIL for
+            # ~60 + ~100 ms in single calls. Pay that here, before serving, not during a catalog.index.
+            from drsg.workers.analysis import analyze
+
+            analyze("用户", "chinese")
         self.indexes.start()
 
     def close(self) -> None:
