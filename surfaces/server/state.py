@@ -51,9 +51,14 @@ class ServerState:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        from drsg.kernel.errors import DrsgError
         from drsg.pipeline.catalog.connections import Connections
 
-        if Connections(self.db.path).load():
+        try:
+            catalogs = bool(Connections(self.db.path).load())
+        except DrsgError:  # a damaged connections file is the catalog calls' error to report, not startup's
+            catalogs = False
+        if catalogs:
             # A catalog's keyword index is Chinese: jieba's import and dictionary load hold the GIL for
             # ~60 + ~100 ms in single calls. Pay that here, before serving, not during a catalog.index.
             from drsg.workers.analysis import analyze
