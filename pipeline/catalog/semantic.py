@@ -121,6 +121,8 @@ def with_vector(
     """``props`` with its description's vector: the old one while the description is unchanged (a
     re-index must not drop it), else the fresh one this run embedded, else none (a stale vector
     describes text the column no longer has)."""
+    if embedded is None and (old is None or not isinstance(old.get(VECTOR), Vector)):
+        return props  # nothing to carry, nothing to add: no hashing inside the write for a plain catalog
     stamp = stamp_of(labels, props)
     if stamp is None:
         return props
