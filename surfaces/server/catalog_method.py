@@ -3,8 +3,9 @@
 ``plane.find`` is upstream's text search over a plane (openrpc.json), so the catalog's ``find`` is
 ``catalog.find``, with the CLI's request shape. Connections are the ones ``drsg catalog add``
 keeps beside the database; a request names one, never a DSN or a credential. All the database
-work — introspection, the catalog's commit, the one SELECT — runs in the read pool, off the event
-loop: the loop only awaits it (the seed's JavaScript writer blocked its loop for 1,992 ms)."""
+work — introspection, the catalog's commit, the one SELECT, and the first import of the catalog's
+modules (10-100 ms) — runs in the read pool, off the event loop: the loop only awaits it (the
+seed's JavaScript writer blocked its loop for 1,992 ms)."""
 
 from __future__ import annotations
 
@@ -79,14 +80,14 @@ def _setting(ctx: ServerState, name: str, default: Any) -> Any:
     },
 )
 async def catalog_index(ctx: ServerState, p: Params) -> Any:
-    from drsg.pipeline.catalog import service
-
-    conn = _connection(ctx, p.get("connection"))
+    conn = await ctx.read(lambda: _connection(ctx, p.get("connection")))  # its first import runs off the loop
     level = str(p.get("level") or "full")
     limit = _setting(ctx, "catalog.enum_limit", 20)
     extra = list(_setting(ctx, "catalog.sensitive", ()))
 
     def run(at: str) -> list[dict[str, Any]]:
+        from drsg.pipeline.catalog import service  # imported in the read thread: ~10-100 ms the loop keeps
+
         return service.index(ctx.db, conn, at, limit, extra, _embedder(ctx, conn, indexing=True))
 
     if not (p.get("background") and level == "full"):
@@ -124,17 +125,16 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
     },
 )
 async def catalog_find(ctx: ServerState, p: Params) -> Any:
-    from drsg.pipeline.catalog import service
-    from drsg.pipeline.catalog.backends import backend_for
-    from drsg.pipeline.catalog.find import find
-
-    conn = _connection(ctx, p.get("connection"))
     request = {key: p[key] for key in ("entity", "fields", "where", "limit") if p.get(key) is not None}
     limit = _setting(ctx, "catalog.row_limit", 100)
 
-    def run() -> dict[str, Any]:
+    def run() -> dict[str, Any]:  # imports too: a first import off the loop
+        from drsg.pipeline.catalog import service
+        from drsg.pipeline.catalog.backends import backend_for
+        from drsg.pipeline.catalog.find import find
         from drsg.pipeline.catalog.semantic import similar_in
 
+        conn = _connection(ctx, p.get("connection"))
         catalog = service.load(ctx.db, conn)
         embedder, similar = _embedder(ctx, conn, indexing=False), None
         if embedder is not None:  # words no name, alias or comment matches are matched by meaning
@@ -156,14 +156,14 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
     },
 )
 async def catalog_sql(ctx: ServerState, p: Params) -> Any:
-    from drsg.pipeline.catalog import service
-    from drsg.pipeline.catalog.backends import backend_for
-    from drsg.pipeline.catalog.find import run_sql
-
-    conn = _connection(ctx, p.get("connection"))
     limit = int(p.get("limit") or _setting(ctx, "catalog.row_limit", 100))
 
-    def run() -> dict[str, Any]:
+    def run() -> dict[str, Any]:  # imports too: a first import off the loop
+        from drsg.pipeline.catalog import service
+        from drsg.pipeline.catalog.backends import backend_for
+        from drsg.pipeline.catalog.find import run_sql
+
+        conn = _connection(ctx, p.get("connection"))
         return run_sql(service.load(ctx.db, conn), backend_for(conn), str(p["sql"]), limit)
 
     return await ctx.read(run)
