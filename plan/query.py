@@ -19,6 +19,7 @@ from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
 from drsg.kernel.values import MAX_ID, check_utf8
+from drsg.plan.algo import AlgoSpec
 from drsg.plan.traversal import check_step
 
 _TOKEN = re.compile(
@@ -267,7 +268,7 @@ def parse_plan_json(text: str) -> Plan:
 
 #: most results one search may ask for (k, TOPK, a Limit)
 MAX_K = 10_000
-SOURCES = ("ScanAll", "ScanLabel", "SeekIds", "SeekKeys", "VectorTopK", "KeywordTopK", "Hybrid")
+SOURCES = ("ScanAll", "ScanLabel", "SeekIds", "SeekKeys", "VectorTopK", "KeywordTopK", "Hybrid", "Algo")
 _TOPK_FIELDS = {
     "VectorTopK": ({"property", "query", "query_text", "k", "metric", "label"}, ()),
     "KeywordTopK": ({"property", "query", "k", "label"}, ("label", "property", "query")),
@@ -307,6 +308,8 @@ def _source(source: Any) -> Any:
             raise UsageError('SeekKeys takes a list of keys (strings), e.g. ["ada"]')
     elif kind in _TOPK_FIELDS:
         _topk(kind, body)
+    elif kind == "Algo":
+        AlgoSpec.from_plan_json(body)
     # Hybrid: HybridSpec.from_plan_json (drsg.plan.hybrid) checks its body where the plan runs
     return source
 

@@ -20,14 +20,20 @@ from typing import Any
 
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Described
-from drsg.store.records import Edge
+from drsg.plan.algo import (
+    DAMPING,
+    MAX_ITERS,
+    MAX_LEVELS,
+    MIN_GAIN,
+    TOLERANCE,
+    AlgoSpec,
+    check_direction,
+    check_louvain,
+    check_pagerank,
+)
+from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 
-ALGOS = ("pagerank", "components", "shortest_path", "louvain")
-DIRECTIONS = ("out", "in", "both")
-DAMPING, MAX_ITERS, TOLERANCE = 0.85, 20, 1e-6  # upstream's PageRankOptions::default()
-MAX_LEVELS, MIN_GAIN = 10, 1e-9  # upstream's LouvainOptions::default()
-ITERS_CEILING = 10_000  # most PageRank iterations or Louvain levels one call may ask for
 _MAX_PASSES = 1_000  # local-moving passes per Louvain level: a bound, never reached with min_gain > 0
 
 
@@ -70,39 +76,6 @@ class Frame:
         if direction == "in":
             return incoming
         return [self.out[i] + incoming[i] for i in range(len(self.nodes))]
-
-
-# --------------------------------------------------------------------------- checks
-
-
-def check_pagerank(damping: float, max_iters: int, tolerance: float) -> None:
-    if not (isinstance(damping, int | float) and 0.0 <= damping <= 1.0):
-        raise UsageError(f"damping must be a number from 0 to 1 (the classic is {DAMPING}), not {damping!r}")
-    if not 1 <= max_iters <= ITERS_CEILING:
-        raise UsageError(f"max_iters must be a whole number from 1 to {ITERS_CEILING}, not {max_iters!r}")
-    if not (isinstance(tolerance, int | float) and math.isfinite(tolerance) and tolerance >= 0):
-        raise UsageError(f"tolerance must be a number of 0 or more (default {TOLERANCE:g}), not {tolerance!r}")
-
-
-def check_louvain(max_levels: int, min_gain: float) -> None:
-    if not 1 <= max_levels <= ITERS_CEILING:
-        raise UsageError(f"max_levels must be a whole number from 1 to {ITERS_CEILING}, not {max_levels!r}")
-    if not (isinstance(min_gain, int | float) and math.isfinite(min_gain) and min_gain >= 0):
-        raise UsageError(f"min_gain must be a number of 0 or more (default {MIN_GAIN:g}), not {min_gain!r}")
-
-
-def check_direction(direction: str) -> str:
-    if direction not in DIRECTIONS:
-        raise UsageError(f"dir must be out, in or both, not {direction!r}")
-    return direction
-
-
-def check_algo(name: str) -> str:
-    if name == "connected_components":  # upstream's CALL alias
-        return "components"
-    if name not in ALGOS:
-        raise UsageError(f"unknown algo {name!r}; use one of {', '.join(ALGOS)}")
-    return name
 
 
 # --------------------------------------------------------------------------- PageRank
@@ -324,3 +297,51 @@ def louvain(frame: Frame, max_levels: int = MAX_LEVELS, min_gain: float = MIN_GA
     for node_id, c in zip(frame.nodes, community, strict=True):
         smallest.setdefault(c, node_id)  # nodes are in id order: the first seen is the smallest
     return {node_id: smallest[c] for node_id, c in zip(frame.nodes, community, strict=True)}
+
+
+# --------------------------------------------------------------------------- one call, upstream's answer
+
+
+def _resolve(snap: Snapshot, plane: int, ref: int | str | None) -> int | None:
+    if ref is None or isinstance(ref, int):
+        return ref
+    return snap.node_id_by_key(plane, ref)
+
+
+def run_algo(snap: Snapshot, plane: int, spec: AlgoSpec) -> dict[str, Any]:
+    """``spec`` on one snapshot, answered in upstream's shape: ``{algo, results, count}`` with rows
+    ``{id, score}`` (pagerank, best ``limit``), ``{id, component}`` or ``{id, community}`` (the
+    smallest id of the group; ``count`` = groups), or ``{algo, found, path: {nodes, edges, cost} | null}``."""
+    frame = Frame.read(snap, plane, spec.label)
+    if spec.algo == "pagerank":
+        ranked = pagerank(frame, spec.damping, spec.max_iters, spec.tolerance)
+        rows = [{"id": node_id, "score": score} for node_id, score in ranked[: spec.limit]]
+        return {"algo": "pagerank", "results": rows, "count": len(ranked)}
+    if spec.algo == "shortest_path":
+        src, dst = _resolve(snap, plane, spec.src), _resolve(snap, plane, spec.dst)
+        path = None if src is None or dst is None else shortest_path(frame, src, dst, spec.direction, spec.weight)
+        return {"algo": "shortest_path", "found": path is not None, "path": None if path is None else path.to_json()}
+    field, groups = (
+        ("component", components(frame))
+        if spec.algo == "components"
+        else ("community", louvain(frame, spec.max_levels, spec.min_gain))
+    )
+    rows = [{"id": node_id, field: rep} for node_id, rep in sorted(groups.items())[: spec.limit]]
+    return {"algo": spec.algo, "results": rows, "count": len(set(groups.values()))}
+
+
+def algo_rows(snap: Snapshot, plane: int, spec: AlgoSpec) -> list[tuple[Node, float]]:
+    """``spec`` as a plan source: the nodes with upstream's ``score()`` — the rank (best first),
+    the dense 0-based group index (by id), or the position on the path (in path order)."""
+    frame = Frame.read(snap, plane, spec.label)
+    if spec.algo == "pagerank":
+        scored = [(node_id, score) for node_id, score in pagerank(frame, spec.damping, spec.max_iters, spec.tolerance)]
+    elif spec.algo == "shortest_path":
+        src, dst = _resolve(snap, plane, spec.src), _resolve(snap, plane, spec.dst)
+        path = None if src is None or dst is None else shortest_path(frame, src, dst, spec.direction, spec.weight)
+        scored = [] if path is None else [(node_id, float(i)) for i, node_id in enumerate(path.nodes)]
+    else:
+        groups = components(frame) if spec.algo == "components" else louvain(frame, spec.max_levels, spec.min_gain)
+        scored = [(node_id, float(index)) for node_id, index in sorted(dense(groups).items())]
+    nodes = snap.nodes_at(plane, [node_id for node_id, _ in scored])
+    return [(node, score) for node, (_, score) in zip(nodes, scored, strict=True) if node is not None]

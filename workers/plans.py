@@ -1,7 +1,8 @@
 """The plan executor: runs a logical plan (upstream's JSON, :class:`drsg.plan.query.Plan`) over a Searcher.
 
 The source is dispatched on its kind: scans and seeks read the snapshot, ``VectorTopK`` and
-``KeywordTopK`` run the Searcher's two searches, ``Hybrid`` runs :mod:`drsg.workers.hybrid`; then
+``KeywordTopK`` run the Searcher's two searches, ``Hybrid`` runs :mod:`drsg.workers.hybrid`,
+``Algo`` :mod:`drsg.workers.algo` (score = rank, group index or path position); then
 the steps apply (:mod:`drsg.workers.traverse`: walks, Filter, Sort, …). This module sits above both
 search.py and hybrid.py (hybrid builds on the Searcher), so neither has to import the other at call
 time.
@@ -14,10 +15,12 @@ from typing import Any
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
+from drsg.plan.algo import AlgoSpec
 from drsg.plan.hybrid import HybridSpec
 from drsg.plan.query import SOURCES, Plan
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
+from drsg.workers.algo import algo_rows
 from drsg.workers.hybrid import hybrid_on_snapshot
 from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
 from drsg.workers.traverse import Subgraph, Walked, run_steps
@@ -55,6 +58,8 @@ def run_source(
         return hydrate_pool(snap, plane, searcher.keyword_pool(snap, plane, label, prop, text, k, current))
     if kind == "Hybrid":
         return list(hybrid_on_snapshot(searcher, snap, plane, HybridSpec.from_plan_json(body), current, embed))
+    if kind == "Algo":
+        return [Hit(node, score) for node, score in algo_rows(snap, plane, AlgoSpec.from_plan_json(body))]
     raise UsageError(f"plan source {kind} is not supported yet; use one of {', '.join(SOURCES)}")
 
 

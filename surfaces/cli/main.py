@@ -98,6 +98,7 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
 
 def _register() -> None:
     from drsg.surfaces.cli import (
+        algo,
         ask,
         bulk,
         catalog,
@@ -124,6 +125,7 @@ def _register() -> None:
         diff,
         search,
         hybrid,
+        algo,
         ask,
         evaluate,
         digest,

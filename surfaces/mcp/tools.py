@@ -1,7 +1,7 @@
 """drsg's MCP tools, each a JSON-RPC method run in process (surfaces/server), its answer made compact.
 
 Upstream's tool names where drsg has the feature (`list_planes`, `describe_plane`, `get_node`,
-`search`, `hybrid`, `ask`, `traverse`, `query`, `history`, `digest`), plus `diff` and
+`search`, `hybrid`, `ask`, `traverse`, `query`, `algo`, `history`, `digest`), plus `diff` and
 `changes_since`. A method's error is the tool's error (an MCP tool result with ``isError``), one
 line with the JSON-RPC code; an answer is compact JSON text: vectors elided, ``_`` properties
 hidden unless ``hidden`` is asked, strings over :data:`MAX_CHARS` and lists over :data:`MAX_ITEMS`
@@ -196,6 +196,29 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
     async def query(plane: str, plan: dict[str, Any], as_of: int | None = None) -> str:
         """Run a logical plan (upstream's JSON: ScanLabel, SeekKeys, VectorTopK, KeywordTopK, Limit, …)."""
         return await tools.call("plane.query", {"plane": plane, "plan": plan, "as_of": as_of})
+
+    @server.tool(name="algo", structured_output=False)
+    async def algo_tool(
+        plane: str,
+        algo: str,
+        label: str | None = None,
+        limit: int | None = None,
+        src: int | None = None,
+        dst: int | None = None,
+        dir: str | None = None,
+        weight: str | None = None,
+        damping: float | None = None,
+        max_iters: int | None = None,
+        max_levels: int | None = None,
+        as_of: int | None = None,
+    ) -> str:
+        """A graph algorithm over the plane (or one `label`'s nodes): pagerank {id, score} best first,
+        components / louvain {id, component | community: the group's smallest id} with `count` groups,
+        or shortest_path from node id `src` to `dst` (`dir` out|in|both, `weight` a numeric edge
+        property) answering {found, path: {nodes, edges, cost}}. `limit` rows (default 100)."""
+        params: dict[str, Any] = {"plane": plane, "algo": algo, "label": label, "limit": limit, "src": src, "dst": dst}
+        params |= {"dir": dir, "weight": weight, "damping": damping, "max_iters": max_iters, "max_levels": max_levels}
+        return await tools.call("plane.algo", {**params, "as_of": as_of})
 
     @server.tool(structured_output=False)
     async def diff(plane: str, from_seq: int | str, to_seq: int | str, hidden: bool = False) -> str:

@@ -3,6 +3,7 @@ registers its own with ``@rpc``). The HTTP server and the MCP tools both import 
 never serve different sets."""
 
 from drsg.surfaces.server import (  # noqa: F401
+    algo_method,
     ask_method,
     catalog_method,
     diff_method,

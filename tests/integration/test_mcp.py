@@ -36,6 +36,7 @@ TOOLS = {
     "hybrid",
     "ask",
     "query",
+    "algo",
     "diff",
     "digest_preview",
     "digest_apply",
@@ -150,6 +151,14 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     plan = await ok("query", {"plane": "pioneers", "plan": {"source": {"SeekKeys": ["ada", "turing"]}}})
     assert "turing" in json.dumps(plan)
 
+    ranked = await ok("algo", {"plane": "pioneers", "algo": "pagerank", "limit": 3})
+    assert ranked["count"] > 3 and len(ranked["results"]) == 3
+    assert ranked["results"][0]["score"] >= ranked["results"][-1]["score"]
+    turing = await ok("get_node", {"plane": "pioneers", "key": "turing"})
+    route = await ok("algo", {"plane": "pioneers", "algo": "shortest_path", "src": ada["id"], "dst": ada["id"]})
+    assert route == {"algo": "shortest_path", "found": True, "path": {"nodes": [ada["id"]], "edges": [], "cost": 0.0}}
+    grouped = await ok("algo", {"plane": "pioneers", "algo": "components", "as_of": 2})
+    assert {row["id"] for row in grouped["results"]} >= {ada["id"], turing["id"]}
     fake.script("/chat/completions", Reply(json=chat_completion(json.dumps({"plan": WORKED_AT}))))
     answer = await ok("ask", {"plane": "pioneers", "question": "where did people work?"})
     assert "WORKED_AT" in json.dumps(answer)
@@ -198,6 +207,8 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     too_few = await refused(session, "changes_since", {"plane": "pioneers", "limit": 0})
     assert "error -32602" in too_few and "'limit'" in too_few
     assert "exactly one" in await refused(session, "digest_preview", {"plane": "pioneers"})
+    no_dst = await refused(session, "algo", {"plane": "pioneers", "algo": "shortest_path", "src": 1})
+    assert "error -32602" in no_dst and "needs src and dst" in no_dst
     assert "Unknown tool: drop_everything" in await refused(session, "drop_everything", {})
     assert (await ok("stats", {}))["commit_seq"] == head
     return called

@@ -40,7 +40,6 @@ NOT_SERVED = {
     "plane.vectorize",
     "plane.cypher",
     "plane.find",
-    "plane.algo",
 }
 
 
@@ -153,6 +152,22 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "candidates": 10,
             "lean": True,
         },
+        "plane.algo": {
+            "plane": "conf",
+            "algo": "shortest_path",
+            "label": "Doc",
+            "limit": 5,
+            "damping": 0.85,
+            "max_iters": 20,
+            "tolerance": 1e-6,
+            "src": a,
+            "dst": b,
+            "dir": "both",
+            "weight": "w",
+            "max_levels": 10,
+            "min_gain": 1e-9,
+            "as_of": ids["head"],
+        },
         "plane.indexes": {"plane": "conf"},
         "index.ensure": {"plane": "conf", "label": "Doc", "property": "body", "kind": "keyword", "language": "english"},
         "index.drop": {"plane": "conf", "label": "Nothing", "property": "none", "kind": "keyword"},
@@ -257,6 +272,14 @@ def test_every_method_answers_in_its_declared_shape(
     call("plane.search", keyword)
     call("plane.query", params["plane.query"])
     call("plane.hybrid", params["plane.hybrid"])
+    assert call("plane.algo", params["plane.algo"])["path"]["nodes"] == [ids["a"], ids["b"]]
+    assert call("plane.algo", {"plane": "conf", "algo": "shortest_path", "src": ids["b"], "dst": ids["a"]}) == {
+        "algo": "shortest_path",
+        "found": False,
+        "path": None,
+    }
+    for algo in ("pagerank", "components", "louvain"):
+        assert call("plane.algo", {"plane": "conf", "algo": algo, "limit": 2})["count"] >= 1
     assert call("plane.ask", params["plane.ask"])["count"] == 2
     knn = {"VectorTopK": {"label": "Doc", "property": "embedding", "query": [1, 0, 0.25], "k": 2, "metric": "Cosine"}}
     assert call("plane.query", {"plane": "conf", "plan": {"source": knn}})[0]["score"] > 0.9
