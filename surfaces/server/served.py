@@ -8,6 +8,7 @@ from drsg.surfaces.server import (  # noqa: F401
     catalog_method,
     diff_method,
     digest_method,
+    find_method,
     hybrid_method,
     methods,
     plugin_methods,

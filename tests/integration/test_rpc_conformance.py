@@ -39,7 +39,6 @@ UPSTREAM_NAMES = [m["name"] for m in UPSTREAM["methods"]]
 NOT_SERVED = {
     "plane.vectorize",
     "plane.cypher",
-    "plane.find",
 }
 
 
@@ -168,6 +167,14 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "min_gain": 1e-9,
             "as_of": ids["head"],
         },
+        "plane.find": {
+            "plane": "conf",
+            "q": "vector",
+            "limit": 5,
+            "semantic": False,
+            "as_of": ids["head"],
+            "lean": True,
+        },
         "plane.indexes": {"plane": "conf"},
         "index.ensure": {"plane": "conf", "label": "Doc", "property": "body", "kind": "keyword", "language": "english"},
         "index.drop": {"plane": "conf", "label": "Nothing", "property": "none", "kind": "keyword"},
@@ -278,6 +285,11 @@ def test_every_method_answers_in_its_declared_shape(
         "found": False,
         "path": None,
     }
+    found = call("plane.find", params["plane.find"])
+    assert found["mode"] == "text" and found["nodes"] and all("match" in n for n in found["nodes"])
+    assert call("plane.find", {"plane": "conf", "q": "cites"})["edges"][0]["match"] == "type"
+    # the plane's vectors are 3-dim: the local model's query cannot rank them, so text answers, saying why
+    assert call("plane.find", {"plane": "conf", "q": "vector", "semantic": True})["note"]
     for algo in ("pagerank", "components", "louvain"):
         assert call("plane.algo", {"plane": "conf", "algo": algo, "limit": 2})["count"] >= 1
     assert call("plane.ask", params["plane.ask"])["count"] == 2
