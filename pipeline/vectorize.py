@@ -30,6 +30,7 @@ class VectorizeReport:
     embedded: int = 0
     unchanged: int = 0
     skipped_no_text: int = 0
+    unique: int = 0  # distinct texts among those embedded
     labels: set[str] = field(default_factory=set)
     seqs: list[int] = field(default_factory=list)
 
@@ -130,6 +131,7 @@ def embed_nodes(
                 continue
             todo.append((node.id, text, stamp))
             report.labels.update(node.labels)
+    report.unique = len({stamp for _, _, stamp in todo})
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
         vectors = embedder.embed([text for _, text, _ in chunk])

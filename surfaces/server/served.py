@@ -13,4 +13,5 @@ from drsg.surfaces.server import (  # noqa: F401
     methods,
     plugin_methods,
     queries,
+    vectorize_method,
 )

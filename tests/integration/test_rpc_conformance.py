@@ -37,7 +37,6 @@ UPSTREAM = upstream()
 UPSTREAM_NAMES = [m["name"] for m in UPSTREAM["methods"]]
 #: upstream methods for features drsg does not have yet (a deliberate, reviewed list)
 NOT_SERVED = {
-    "plane.vectorize",
     "plane.cypher",
 }
 
@@ -175,6 +174,7 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
             "as_of": ids["head"],
             "lean": True,
         },
+        "plane.vectorize": {"plane": "vec", "embed": "local", "embed_model": "all-MiniLM-L6-v2", "metric": "dot"},
         "plane.indexes": {"plane": "conf"},
         "index.ensure": {"plane": "conf", "label": "Doc", "property": "body", "kind": "keyword", "language": "english"},
         "index.drop": {"plane": "conf", "label": "Nothing", "property": "none", "kind": "keyword"},
@@ -290,6 +290,19 @@ def test_every_method_answers_in_its_declared_shape(
     assert call("plane.find", {"plane": "conf", "q": "cites"})["edges"][0]["match"] == "type"
     # the plane's vectors are 3-dim: the local model's query cannot rank them, so text answers, saying why
     assert call("plane.find", {"plane": "conf", "q": "vector", "semantic": True})["note"]
+    call("plane.create", {"name": "vec"})
+    call(
+        "node.create",
+        {
+            "plane": "vec",
+            "key": "v",
+            "labels": ["Note"],
+            "properties": {"text": "Time travel reads an earlier commit."},
+        },
+    )
+    stats = call("plane.vectorize", params["plane.vectorize"])
+    assert stats["embedded"] == stats["unique"] == 1 and stats["labels"] == ["Note"]
+    assert call("plane.vectorize", {"plane": "vec"})["current"] == 1  # the same embedder: nothing to do
     for algo in ("pagerank", "components", "louvain"):
         assert call("plane.algo", {"plane": "conf", "algo": algo, "limit": 2})["count"] >= 1
     assert call("plane.ask", params["plane.ask"])["count"] == 2

@@ -1,0 +1,66 @@
+"""``plane.vectorize``: `drsg vectorize` over JSON-RPC, upstream's way (drsg.pipeline.vectorize_plane).
+
+Every node's text into ``embedding``, unchanged texts skipped, then a vector index on ``embedding``
+per label embedded; upstream's stats ``{embedded, unique, tokens, current, empty, labels}``.
+
+The embedder: with neither ``embed`` nor ``embed_model``, the server's (the operator's, else the
+one the plane recorded, else the local model: :meth:`ServerState.embedder_for`). ``embed`` may name
+a preset (``local``, ``openai``, ``qwen``, ``ollama``) whose key the server reads from its own
+environment or ``[llm]``; a base URL is refused, since the server would send its key, or make a
+request, to an address the caller chose. A request never carries a key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.models.embedders.base import Embedder
+from drsg.models.embedders.registry import NAMES, PROVIDERS, get_embedder
+from drsg.pipeline.vectorize_plane import INTO, vectorize_plane
+from drsg.surfaces.server.params import Params
+from drsg.surfaces.server.registry import rpc
+from drsg.surfaces.server.state import ServerState
+
+#: the presets a request may name: each with its own service address (``url`` has none: it needs one)
+PRESETS = tuple(name for name in NAMES if name == "local" or PROVIDERS[name].base_url is not None)
+EMBED = {
+    "type": "string",
+    "description": f"An embedder preset: {', '.join(PRESETS)} (its key from the server's environment). "
+    "Default: the server's embedder (the operator's, else the one the plane recorded, else local). A base URL is "
+    "refused.",
+}
+
+
+def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
+    name, model = p.get("embed"), p.get("embed_model")
+    if name is None and model is None:
+        return ctx.embedder_for(plane, INTO)  # type: ignore[no-any-return]
+    if name is not None and name not in PRESETS:
+        what = "a base URL" if "://" in name or name == "url" else f"{name!r}"
+        raise RpcError(
+            INVALID_PARAMS,
+            f"plane.vectorize: `embed` takes a preset ({', '.join(PRESETS)}), not {what}; the operator names a "
+            "service's URL with `serve --embed-url`",
+        )
+    chosen = ctx.config.embed
+    if name is None or name == chosen.name:  # the operator's service, another model of it
+        return get_embedder(chosen.name, model, chosen.url, chosen.key_env, ctx.config.settings)
+    return get_embedder(name, model, None, None, ctx.config.settings)  # the preset's own key variable
+
+
+@rpc(
+    "plane.vectorize",
+    replace={"embed": EMBED},
+    note="Writes one commit per 64 nodes embedded, then one declaring the indexes. `embed` takes a preset only "
+    "(default: the server's embedder, not upstream's openai); the key is always the server's.",
+)
+async def plane_vectorize(ctx: ServerState, p: Params) -> Any:
+    plane, metric = str(p["plane"]), str(p.get("metric", "cosine"))
+
+    def run() -> dict[str, Any]:
+        embedder = _embedder(ctx, plane, p)
+        origin = {"via": "rpc", "method": "plane.vectorize", "embedder": embedder.identity()}
+        return vectorize_plane(ctx.db, embedder, plane, metric, origin)
+
+    return await ctx.read(run, limited=False)  # embedding a plane takes what it takes
