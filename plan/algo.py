@@ -107,6 +107,21 @@ class AlgoSpec:
             raise UsageError(f"weight must name an edge property, not {self.weight!r:.40}")
         return self if algo == self.algo else replace(self, algo=algo)
 
+    def to_plan_json(self) -> dict[str, Any]:
+        """Upstream's plan source for this call (what a ``CALL`` statement compiles to)."""
+        algo: Any
+        if self.algo == "pagerank":
+            algo = {"PageRank": {"damping": self.damping, "max_iters": self.max_iters, "tolerance": self.tolerance}}
+        elif self.algo == "components":
+            algo = "ConnectedComponents"
+        elif self.algo == "louvain":
+            algo = {"Louvain": {"max_levels": self.max_levels, "min_gain": self.min_gain}}
+        else:
+            ends = [{"Id": end} if isinstance(end, int) else {"Key": end} for end in (self.src, self.dst)]
+            direction = self.direction.capitalize()
+            algo = {"ShortestPath": {"from": ends[0], "to": ends[1], "dir": direction, "weight": self.weight}}
+        return {"Algo": {"label": self.label, "algo": algo}}
+
     @classmethod
     def from_params(cls, p: dict[str, Any]) -> AlgoSpec:
         """JSON-RPC ``plane.algo``'s params (upstream's names: ``dir``, ``src``, ``dst``, …)."""

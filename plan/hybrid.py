@@ -28,6 +28,7 @@ from typing import Any
 from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
 from drsg.kernel.values import Vector
+from drsg.plan.call import parse_call
 from drsg.plan.query import Plan, _Parser, parse_search
 
 DEFAULT_CANDIDATES = 100
@@ -373,7 +374,9 @@ def text_property(plan: Plan) -> str | None:
 
 
 def parse_query(text: str, params: dict[str, Any] | None = None) -> Plan:
-    """SEARCH or HYBRID, by the leading word (what a surface calls instead of ``parse_search``)."""
+    """SEARCH, HYBRID or CALL, by the leading word (what a surface calls instead of ``parse_search``)."""
     if text.lstrip().upper().startswith("HYBRID"):
         return parse_hybrid(text, params)
+    if text.lstrip().upper().startswith("CALL"):
+        return parse_call(text)
     return parse_search(text, params)

@@ -145,3 +145,24 @@ def test_rpc_bad_calls_are_32602(server: RunningServer, params: dict[str, Any], 
     error = server.error("plane.algo", {"plane": "g", **params})
     assert error["code"] == -32602 and fix in error["message"] and "\n" not in error["message"]
     assert server.head() == head
+
+
+def test_call_statements_through_drsg_search(graph: tuple[Path, dict[str, Any]]) -> None:
+    db, ids = graph
+    ran = cli(db, "search", "CALL pagerank(damping: 0.85, iterations: 50) ON (n:Hub) LIMIT 2", "--plane", "g", "--json")
+    assert ran.returncode == 0, ran.stderr
+    rows = [json.loads(line) for line in ran.stdout.splitlines()]
+    assert [r["external_key"] for r in rows][:1] == ["c"] and len(rows) == 2
+    path = 'CALL shortest_path(from: "a", to: "d", dir: "out", weight: "w")'
+    ran = cli(db, "search", path, "--plane", "g", "--json")
+    assert ran.returncode == 2 and "not a number of 0 or more" in ran.stderr  # c -> d weighs "heavy"
+    ran = cli(db, "search", f"CALL components() AS OF {ids['before']}", "--plane", "g", "--json")
+    scores = {json.loads(line)["external_key"]: json.loads(line)["score"] for line in ran.stdout.splitlines()}
+    assert scores == {"a": 0.0, "b": 0.0, "c": 0.0, "d": 1.0}  # dense group index, groups by smallest id
+    for bad, says in (
+        ("CALL bogus()", "unknown algo 'bogus'"),
+        ("CALL pagerank(steps: 3)", "has no argument 'steps'; its arguments: damping, iterations, tolerance"),
+        ('CALL shortest_path(from: "a")', "needs from: and to:"),
+    ):
+        ran = cli(db, "search", bad, "--plane", "g")
+        assert ran.returncode == 2 and says in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
