@@ -21,6 +21,7 @@ from drsg.surfaces.server.methods import need_node
 from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
 from drsg.surfaces.server.state import ServerState
+from drsg.workers.algo import Frame, pagerank
 from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit
 
@@ -165,18 +166,21 @@ async def graph_expand(ctx: ServerState, p: Params) -> Any:
     return await ctx.read(expand)
 
 
-@rpc("graph.seed", add=[LEAN], note="`order: pagerank` is not available yet (-32602); `scan` and `degree` are.")
+@rpc("graph.seed", add=[LEAN])
 async def graph_seed(ctx: ServerState, p: Params) -> Any:
     limit = bounded(p, "limit", 200, MAX_LIMIT)
     order = p.get("order", "scan")
-    if order == "pagerank":
-        raise RpcError(INVALID_PARAMS, "graph.seed: order pagerank is not available yet; use degree")
 
     def seed() -> dict[str, Any]:
         with ctx.db.snapshot(as_of(p)) as snap:
             plane = snap.plane(p["plane"])
             scores: dict[int, float] = {}
-            if order == "degree":
+            if order == "pagerank":  # upstream's default PageRank over the plane (or the label's subgraph)
+                ranked_ids = pagerank(Frame.read(snap, plane.id, p.get("label")))
+                total = len(ranked_ids)
+                scores = dict(ranked_ids[:limit])
+                chosen = [n for n in snap.nodes_at(plane.id, list(scores)) if n is not None]
+            elif order == "degree":
                 ranked = []
                 for node in snap.nodes(plane.id, p.get("label")):
                     ranked.append((-sum(1 for _ in snap.neighbors(plane.id, node.id, "both")), node.id, node))

@@ -166,3 +166,10 @@ def test_call_statements_through_drsg_search(graph: tuple[Path, dict[str, Any]])
     ):
         ran = cli(db, "search", bad, "--plane", "g")
         assert ran.returncode == 2 and says in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+
+
+def test_graph_seed_by_pagerank(server: RunningServer, graph: tuple[Path, dict[str, Any]]) -> None:
+    ranked = server.call("plane.algo", {"plane": "g", "algo": "pagerank", "label": "Hub", "limit": 2})
+    seeded = server.call("graph.seed", {"plane": "g", "label": "Hub", "order": "pagerank", "limit": 2})
+    assert [(n["id"], n["score"]) for n in seeded["nodes"]] == [(r["id"], r["score"]) for r in ranked["results"]]
+    assert seeded["total"] == 3 and seeded["truncated"] is True
