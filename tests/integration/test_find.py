@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+import drsg as drsg_api
+from drsg.workers import find as find_module
 from tests.integration.test_ask import SAMPLE
 from tests.integration.test_server import RunningServer, cli, start_server
 
@@ -136,3 +138,26 @@ def test_a_provider_from_the_request_is_refused(world: tuple[RunningServer, dict
     assert server.error("plane.find", {"plane": "pioneers", "q": "x", "limit": 0})["code"] == -32602
     assert server.error("plane.find", {"plane": "nope", "q": "x"})["code"] == -32602
     assert server.head() == head
+
+
+def test_the_scan_cap_says_truncated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = drsg_api.open(str(tmp_path / "g.drsg"))
+    try:
+
+        def write(tx: Any) -> None:
+            plane = tx.plane("startup")
+            made = [tx.create_node(plane, f"k{i}", ["N"], {"text": "needle" if i == 4 else "hay"}) for i in range(5)]
+            tx.link(plane, made[0].id, made[1].id, "NEEDLE_EDGE", {})
+
+        db.write(write)
+        monkeypatch.setattr(find_module, "SCAN_CAP", 3)
+        with db.snapshot() as snap:
+            plane = snap.plane("startup").id
+            capped = find_module.find_text(snap, plane, "needle", 10)
+            monkeypatch.setattr(find_module, "SCAN_CAP", 100)
+            whole = find_module.find_text(snap, plane, "needle", 10)
+    finally:
+        db.close()
+    assert (capped["scanned"], capped["total"], capped["truncated"], capped["nodes"]) == (3, 5, True, [])
+    assert [e["match"] for e in capped["edges"]] == ["type"]  # the edge pass has its own cap
+    assert (whole["scanned"], whole["truncated"], [n["external_key"] for n in whole["nodes"]]) == (5, False, ["k4"])
