@@ -40,7 +40,14 @@ def _names(snap: Snapshot, plane: int, ids: list[int]) -> dict[int, str]:
 @click.option("--tolerance", default=TOLERANCE, show_default=True, type=float, help="pagerank: stop below this change.")
 @click.option("--src", default=None, metavar="ID|@KEY", help="shortest_path: where the path starts.")
 @click.option("--dst", default=None, metavar="ID|@KEY", help="shortest_path: where it ends.")
-@click.option("--dir", "direction", type=click.Choice(DIRECTIONS), default="out", show_default=True)
+@click.option(
+    "--dir",
+    "direction",
+    type=click.Choice(DIRECTIONS),
+    default="out",
+    show_default=True,
+    help="shortest_path: edges followed.",
+)
 @click.option("--weight", default=None, metavar="PROPERTY", help="shortest_path: a numeric edge property as cost.")
 @click.option("--max-levels", default=MAX_LEVELS, show_default=True, type=int, help="louvain: levels at most.")
 @click.option("--min-gain", default=MIN_GAIN, show_default=True, type=float, help="louvain: least gain for a move.")
