@@ -1,7 +1,6 @@
-"""An import resolves edge ends by key through the keys it has just created (store/jsonl.py's
-``made_keys``) as well as through LMDB: every edge must land between exactly the nodes its line
-names, whether the end was made in this chunk, an earlier chunk, a chunk run again after the map
-grew, or before the import; and nodes it skipped or refused are never taken for its own."""
+"""An import resolves an edge's ends by key: every edge must land between exactly the nodes its
+line names, whether the end was made in this chunk, an earlier chunk, a chunk run again after the
+map grew, or before the import; and nodes it skipped or refused are never taken for its own."""
 
 from __future__ import annotations
 
