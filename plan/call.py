@@ -39,8 +39,7 @@ class _CallParser(_Parser):
         fields = self._args(algo)
         var, label = "n", None
         if self.peek("ON"):
-            self.take("ON")
-            var, label = self._pattern()
+            var, label = self.node_pattern("ON")
         if isinstance(fields.get("direction"), str):
             fields["direction"] = fields["direction"].lower()  # upstream's plan JSON writes "Out"
         if algo == "shortest_path" and not {"src", "dst"} <= set(fields):
@@ -50,17 +49,6 @@ class _CallParser(_Parser):
         except UsageError as exc:
             raise QuerySyntaxError(f"CALL {name}: {exc.message}") from None
         return self._tail(var, spec.to_plan_json())
-
-    def _pattern(self) -> tuple[str, str | None]:
-        """``(var[:Label])`` after ON."""
-        self.take("(", what="'(' after ON")
-        var = self.take(kind="word", what="a variable name").text
-        label = None
-        if self.peek(":"):
-            self.take(":")
-            label = self.take(kind="word", what="a label").text
-        self.take(")", what="')'")
-        return var, label
 
     def _args(self, algo: str) -> dict[str, Any]:
         known = ARGS[algo]
