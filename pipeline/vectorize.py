@@ -65,6 +65,21 @@ def recorded_embedder(db: Database, plane: str, prop: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def ensure_vector_indexes(db: Database, plane: str, labels: Iterable[str], prop: str, metric: str) -> None:
+    """A vector index on ``prop`` for each label that has none (an existing one keeps its metric)."""
+    wanted = sorted(set(labels))
+    if not wanted:
+        return
+
+    def ensure(tx: WriteTx) -> None:
+        p = tx.plane(plane)
+        for label in wanted:
+            if tx.view.index(p.id, "vector", label, prop) is None:
+                tx.declare_index(p, "vector", label, prop, {"metric": metric})
+
+    db.write(ensure, {"via": "vectorize"})
+
+
 def vectorize(
     db: Database,
     embedder: Embedder,

@@ -10,17 +10,15 @@ properties never.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Described
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.digest.linking import entity_text
-from drsg.pipeline.vectorize import clip, embed_nodes
+from drsg.pipeline.vectorize import clip, embed_nodes, ensure_vector_indexes
 from drsg.store.database import Database
 from drsg.store.records import Node
-from drsg.store.transaction import WriteTx
 
 INTO = "embedding"
 
@@ -35,21 +33,6 @@ def node_text(node: Node) -> str | None:
         if not name.startswith("_") and isinstance(value, str) and value.strip():
             lines.append(f"{name}: {value}")
     return clip("\n".join(lines)) if lines else None
-
-
-def ensure_vector_indexes(db: Database, plane: str, labels: Iterable[str], prop: str, metric: str) -> None:
-    """A vector index on ``prop`` for each label that has none (an existing one keeps its metric)."""
-    wanted = sorted(set(labels))
-    if not wanted:
-        return
-
-    def ensure(tx: WriteTx) -> None:
-        p = tx.plane(plane)
-        for label in wanted:
-            if tx.view.index(p.id, "vector", label, prop) is None:
-                tx.declare_index(p, "vector", label, prop, {"metric": metric})
-
-    db.write(ensure, {"via": "vectorize"})
 
 
 def vectorize_plane(

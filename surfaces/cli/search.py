@@ -309,7 +309,7 @@ def vectorize_cmd(
 ) -> None:
     """Embed a text property into a vector property for every node whose text changed, then
     ensure a vector index on it for each label embedded."""
-    from drsg.pipeline.vectorize import vectorize
+    from drsg.pipeline.vectorize import ensure_vector_indexes, vectorize
 
     embedder = make_embedder(obj, (embed, embed_model, embed_url, embed_key_env))
     with obj.open(write=True) as db:
@@ -324,13 +324,7 @@ def vectorize_cmd(
         else:
             report = vectorize(db, embedder, plane, source, into, label, batch)
 
-        def ensure(tx: WriteTx) -> None:
-            p = tx.plane(plane)
-            for name in sorted(report.labels):
-                if tx.view.index(p.id, "vector", name, into) is None:  # keep an existing index's metric
-                    tx.declare_index(p, "vector", name, into, {"metric": metric})
-
-        db.write(ensure, {"via": "vectorize"})
+        ensure_vector_indexes(db, plane, report.labels, into, metric)
         _build(db)
     if as_json:
         emit_json(report.to_json())
