@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
-from drsg.surfaces.server.hybrid_method import REFUSED
+from drsg.kernel.errors import DrsgError
+from drsg.surfaces.server.hybrid_method import REFUSED, refuse_embedder_choice
 from drsg.surfaces.server.params import Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import LEAN, rpc
 from drsg.surfaces.server.state import ServerState
@@ -34,12 +34,7 @@ PROPERTY = "embedding"  # what a semantic find ranks by (upstream's vectorize wr
     "matched; ranked by how a record matched, then by id. `provider` and `embed_model` are refused.",
 )
 async def plane_find(ctx: ServerState, p: Params) -> Any:
-    for name in ("provider", "embed_model"):
-        if p.get(name) is not None:
-            raise RpcError(
-                INVALID_PARAMS,
-                f"plane.find: `{name}` is not accepted — the server embeds `q` with its own embedder; send none",
-            )
+    refuse_embedder_choice("plane.find", p)
     limit = bounded(p, "limit", 50, MAX_FIND)
     plane, q, at = p["plane"], str(p["q"]), as_of(p)
 

@@ -38,14 +38,19 @@ REFUSED = {
 }
 
 
-def _spec(p: Params) -> HybridSpec:
+def refuse_embedder_choice(method: str, p: Params) -> None:
+    """The params :data:`REFUSED` describes, refused when given: a request never picks an embedder."""
     for name in ("provider", "embed_model"):
         if p.get(name) is not None:
             raise RpcError(
                 INVALID_PARAMS,
-                f"plane.hybrid: `{name}` is not accepted — the server embeds `q` with its own embedder "
+                f"{method}: `{name}` is not accepted — the server embeds `q` with its own embedder "
                 "(the operator's, else the one recorded with the vectors); send no provider or model",
             )
+
+
+def _spec(p: Params) -> HybridSpec:
+    refuse_embedder_choice("plane.hybrid", p)
     hops = p.get("graph_hops")
     if hops is not None and not 0 <= int(hops) <= MAX_HOPS:
         raise RpcError(INVALID_PARAMS, f"param 'graph_hops' must be between 0 and {MAX_HOPS}, not {hops}")
