@@ -28,6 +28,7 @@ from drsg.pipeline.catalog.naming import words_of
 from drsg.pipeline.vectorize import clip, embedder_prop, recorded_embedder, text_stamp
 from drsg.store.database import Database
 from drsg.store.snapshot import Snapshot
+from drsg.workers.exact import similarities as exact_similarities
 from drsg.workers.fusion import Channel, Ranking
 
 VECTOR = "embedding"
@@ -78,7 +79,7 @@ def prepare(
 ) -> Embedded:
     """Embed the descriptions in ``wanted`` that the plane holds no vector of (by this embedder) for."""
     identity = embedder.identity()
-    recorded = recorded_embedder(db, plane, VECTOR) if _has_plane(db, plane) else None
+    recorded = recorded_embedder(db, plane, VECTOR)
     if recorded is not None and recorded != identity:
         raise UsageError(
             f"plane {plane!r} holds description vectors from {recorded}; index with that embedder (or without "
@@ -108,11 +109,6 @@ def prepare(
 
 def embedder_dims(embedder: Embedder) -> int:
     return embedder.embed(["dimensions"])[0].dims
-
-
-def _has_plane(db: Database, plane: str) -> bool:
-    with db.snapshot() as snap:
-        return snap.find_plane(plane) is not None
 
 
 def with_vector(
@@ -167,14 +163,11 @@ def similarities(snap: Snapshot, plane: int, keys: list[str], query: Vector) -> 
         node = snap.node_by_key(plane, key)
         value = node.props.get(VECTOR) if node is not None else None
         if isinstance(value, Vector) and value.dims == query.dims:
-            vectors.append(np.frombuffer(value.data, dtype="<f4").astype(np.float64))
+            vectors.append(np.frombuffer(value.data, dtype="<f4"))
             found.append(key)
     if not found:
         return {}
-    matrix = np.vstack(vectors)
-    q = np.frombuffer(query.data, dtype="<f4").astype(np.float64)
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
-    sims = matrix @ q / np.where(norms == 0, 1.0, norms)
+    sims = exact_similarities("cosine", np.vstack(vectors), np.frombuffer(query.data, dtype="<f4"))
     return {key: float(s) for key, s in zip(found, sims.tolist(), strict=True)}
 
 

@@ -56,8 +56,7 @@ def _embedder(obj: Context, db: Any, conn: Any, embed: EmbedChoice, *, indexing:
     from drsg.surfaces.cli.search import make_embedder, query_embedder
 
     chosen = any(value is not None for value in embed[:3])
-    with db.snapshot() as snap:
-        recorded = recorded_embedder(db, conn.plane, VECTOR) if snap.find_plane(conn.plane) is not None else None
+    recorded = recorded_embedder(db, conn.plane, VECTOR)  # None also when the plane is not there yet
     if recorded is not None:
         return query_embedder(obj, db, conn.plane, VECTOR, embed)
     if not chosen:
