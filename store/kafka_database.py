@@ -41,9 +41,9 @@ from drsg.store.kafka_materialiser import (
     REST,
     Materialiser,
     check_pairing,
+    crc_at,
     crc_of,
     poison_count,
-    read_tip,
     u64_header,
 )
 from drsg.store.lmdb_log import LmdbOptions
@@ -194,8 +194,7 @@ class KafkaDatabase(Database):
         tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids.copy(), seal)
         value = fn(tx)
         seal(tx)
-        _, tip_seq, tip_crc = read_tip(txn, self.env)
-        raise _DryRun(state.head, tip_crc if tip_seq == state.head > 0 else None, value, commits)
+        raise _DryRun(state.head, crc_at(txn, self.env, state.head), value, commits)
 
     def _produce(
         self, base: int, crc: int | None, commits: list[list[Mutation]], origin: dict[str, Json]
@@ -286,8 +285,8 @@ class _KafkaStage(StagedWrite):
         if not commits:
             return ()
         with self.env.read() as txn:
-            _, tip_seq, tip_crc = read_tip(txn, self.env)
-        done = self.db._produce(base, tip_crc if tip_seq == base > 0 else None, commits, self.origin)
+            crc = crc_at(txn, self.env, base)
+        done = self.db._produce(base, crc, commits, self.origin)
         if done is None:
             raise Conflict(
                 f"{self.db.kafka.url}: another writer committed while this write was staged; "

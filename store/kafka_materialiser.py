@@ -224,6 +224,13 @@ def read_tip(txn: Txn, env: Environment) -> tuple[str | None, int, int]:
     return (None if source is None else bytes(source).decode()), int(seq), int(crc)
 
 
+def crc_at(txn: Txn, env: Environment, seq: int) -> int | None:
+    """The CRC of the Kafka record this copy holds at ``seq`` when it is the newest one it recorded
+    (what a commit made on ``seq`` names as ``drsg-prev``); None otherwise, or at seq 0."""
+    _, tip_seq, tip_crc = read_tip(txn, env)
+    return tip_crc if tip_seq == seq > 0 else None
+
+
 def check_pairing(env: Environment, kafka: KafkaLog) -> None:
     """Refuse a file that is not a materialisation of this log, or of a log that has lost commits."""
     with env.read() as txn:
@@ -265,9 +272,9 @@ class Materialiser:
         self._thread: threading.Thread | None = None
         with env.read() as txn:
             head = read_state(txn, env.dbs["meta"]).head
-            _, tip_seq, tip_crc = read_tip(txn, env)
+            last_crc = crc_at(txn, env, head)
         self._next = head + 1  # the next record to judge
-        self.judge = Judge(last_crc=tip_crc if tip_seq == head > 0 else None)
+        self.judge = Judge(last_crc=last_crc)
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)
