@@ -308,6 +308,16 @@ def _resolve(snap: Snapshot, plane: int, ref: int | str | None) -> int | None:
     return snap.node_id_by_key(plane, ref)
 
 
+def _path(snap: Snapshot, plane: int, frame: Frame, spec: AlgoSpec) -> Path | None:
+    src, dst = _resolve(snap, plane, spec.src), _resolve(snap, plane, spec.dst)
+    return None if src is None or dst is None else shortest_path(frame, src, dst, spec.direction, spec.weight)
+
+
+def _groups(frame: Frame, spec: AlgoSpec) -> dict[int, int]:
+    """components or louvain: node id → the smallest node id of its group."""
+    return components(frame) if spec.algo == "components" else louvain(frame, spec.max_levels, spec.min_gain)
+
+
 def run_algo(snap: Snapshot, plane: int, spec: AlgoSpec) -> dict[str, Any]:
     """``spec`` on one snapshot, answered in upstream's shape: ``{algo, results, count}`` with rows
     ``{id, score}`` (pagerank, best ``limit``), ``{id, component}`` or ``{id, community}`` (the
@@ -318,14 +328,10 @@ def run_algo(snap: Snapshot, plane: int, spec: AlgoSpec) -> dict[str, Any]:
         rows = [{"id": node_id, "score": score} for node_id, score in ranked[: spec.limit]]
         return {"algo": "pagerank", "results": rows, "count": len(ranked)}
     if spec.algo == "shortest_path":
-        src, dst = _resolve(snap, plane, spec.src), _resolve(snap, plane, spec.dst)
-        path = None if src is None or dst is None else shortest_path(frame, src, dst, spec.direction, spec.weight)
+        path = _path(snap, plane, frame, spec)
         return {"algo": "shortest_path", "found": path is not None, "path": None if path is None else path.to_json()}
-    field, groups = (
-        ("component", components(frame))
-        if spec.algo == "components"
-        else ("community", louvain(frame, spec.max_levels, spec.min_gain))
-    )
+    field = "component" if spec.algo == "components" else "community"
+    groups = _groups(frame, spec)
     rows = [{"id": node_id, field: rep} for node_id, rep in sorted(groups.items())[: spec.limit]]
     return {"algo": spec.algo, "results": rows, "count": len(set(groups.values()))}
 
@@ -335,13 +341,11 @@ def algo_rows(snap: Snapshot, plane: int, spec: AlgoSpec) -> list[tuple[Node, fl
     the dense 0-based group index (by id), or the position on the path (in path order)."""
     frame = Frame.read(snap, plane, spec.label)
     if spec.algo == "pagerank":
-        scored = [(node_id, score) for node_id, score in pagerank(frame, spec.damping, spec.max_iters, spec.tolerance)]
+        scored = pagerank(frame, spec.damping, spec.max_iters, spec.tolerance)
     elif spec.algo == "shortest_path":
-        src, dst = _resolve(snap, plane, spec.src), _resolve(snap, plane, spec.dst)
-        path = None if src is None or dst is None else shortest_path(frame, src, dst, spec.direction, spec.weight)
+        path = _path(snap, plane, frame, spec)
         scored = [] if path is None else [(node_id, float(i)) for i, node_id in enumerate(path.nodes)]
     else:
-        groups = components(frame) if spec.algo == "components" else louvain(frame, spec.max_levels, spec.min_gain)
-        scored = [(node_id, float(index)) for node_id, index in sorted(dense(groups).items())]
+        scored = [(node_id, float(index)) for node_id, index in sorted(dense(_groups(frame, spec)).items())]
     nodes = snap.nodes_at(plane, [node_id for node_id, _ in scored])
     return [(node, score) for node, (_, score) in zip(nodes, scored, strict=True) if node is not None]
