@@ -24,6 +24,7 @@ import numpy as np
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Value, Vector
 from drsg.models.embedders.base import Embedder
+from drsg.pipeline.catalog.model import Catalog
 from drsg.pipeline.catalog.naming import words_of
 from drsg.pipeline.vectorize import clip, embedder_prop, recorded_embedder, text_stamp
 from drsg.store.database import Database
@@ -171,13 +172,16 @@ def similarities(snap: Snapshot, plane: int, keys: list[str], query: Vector) -> 
     return {key: float(s) for key, s in zip(found, sims.tolist(), strict=True)}
 
 
-def similar_in(db: Database, plane: str, tables: Mapping[str, list[str]], embed: Callable[[str], Vector]) -> Similar:
-    """``find``'s :data:`Similar` over the plane's vectors at the head: ``tables`` maps each table or
-    view to its columns; a word is embedded once."""
+def similar_in(db: Database, plane: str, catalog: Catalog, embedder: Embedder | None) -> Similar | None:
+    """``find``'s :data:`Similar` over the plane's vectors at the head, for ``catalog``'s tables,
+    views and their columns (None without an embedder: the keywords alone); a word is embedded once."""
+    if embedder is None:
+        return None
+    tables = {t.name: [c.name for c in t.columns] for t in catalog.tables}
     cache: dict[str, Vector] = {}
 
     def similar(word: str, table: str | None) -> dict[str, float]:
-        query = cache.get(word) or cache.setdefault(word, embed(word))
+        query = cache.get(word) or cache.setdefault(word, embedder.embed([word])[0])
         keys = [f"t:{t}" for t in tables] if table is None else [f"c:{table}.{c}" for c in tables.get(table, [])]
         with db.snapshot() as snap:
             found = snap.find_plane(plane)

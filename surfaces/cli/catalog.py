@@ -275,11 +275,7 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
         ) from None
     conn, cat = _catalog(obj, conn_name)
     with obj.open(write=False) as db:
-        embedder = _embedder(obj, db, conn, embed, indexing=False)
-        similar = None
-        if embedder is not None:
-            tables = {t.name: [c.name for c in t.columns] for t in cat.tables}
-            similar = similar_in(db, conn.plane, tables, lambda text: embedder.embed([text])[0])
+        similar = similar_in(db, conn.plane, cat, _embedder(obj, db, conn, embed, indexing=False))
         answer = find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"], similar)
     _show(answer, as_json)
 

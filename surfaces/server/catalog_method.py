@@ -136,10 +136,8 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
 
         conn = _connection(ctx, p.get("connection"))
         catalog = service.load(ctx.db, conn)
-        embedder, similar = _embedder(ctx, conn, indexing=False), None
-        if embedder is not None:  # words no name, alias or comment matches are matched by meaning
-            tables = {t.name: [c.name for c in t.columns] for t in catalog.tables}
-            similar = similar_in(ctx.db, conn.plane, tables, lambda text: embedder.embed([text])[0])
+        # words no name, alias or comment matches are matched by meaning when the plane has vectors
+        similar = similar_in(ctx.db, conn.plane, catalog, _embedder(ctx, conn, indexing=False))
         return find(catalog, backend_for(conn), request, limit, similar)
 
     return await ctx.read(run)
