@@ -80,6 +80,18 @@ def ensure_vector_indexes(db: Database, plane: str, labels: Iterable[str], prop:
     db.write(ensure, {"via": "vectorize"})
 
 
+def same_embedder(db: Database, plane: str, into: str, embedder: Embedder, fix: str) -> str | None:
+    """The embedder recorded for ``into``'s vectors in ``plane`` (None: none yet); a UsageError naming
+    ``fix`` when it is another than ``embedder``: one property holds one vector space."""
+    recorded, identity = recorded_embedder(db, plane, into), embedder.identity()
+    if recorded is not None and recorded != identity:
+        raise UsageError(
+            f"{into!r} in plane {plane!r} holds vectors from {recorded}; embedding with {identity} would mix two "
+            f"vector spaces — {fix}"
+        )
+    return recorded
+
+
 def vectorize(
     db: Database,
     embedder: Embedder,
@@ -117,12 +129,8 @@ def embed_nodes(
     """Embed ``text_of(node)`` into ``into`` for the nodes (of ``label``; only ``keys``, when given)
     whose text changed since they were last embedded by this embedder, one commit per ``batch``."""
     identity = embedder.identity()
-    recorded = recorded_embedder(db, plane, into)
-    if recorded is not None and recorded != identity:
-        raise UsageError(
-            f"{into!r} in plane {plane!r} holds vectors from {recorded}; embedding with {identity} would mix two "
-            f"vector spaces — use the same --embed/--embed-model, or --into another property"
-        )
+    fix = "use the same --embed/--embed-model, or --into another property"
+    recorded = same_embedder(db, plane, into, embedder, fix)
     report = VectorizeReport()
     todo: list[tuple[int, str, str]] = []  # node id, text, stamp
     with db.snapshot() as snap:

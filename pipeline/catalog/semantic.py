@@ -21,12 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Value, Vector
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.catalog.model import Catalog
 from drsg.pipeline.catalog.naming import words_of
-from drsg.pipeline.vectorize import clip, embedder_prop, recorded_embedder, text_stamp
+from drsg.pipeline.vectorize import clip, embedder_prop, same_embedder, text_stamp
 from drsg.store.database import Database
 from drsg.store.snapshot import Snapshot
 from drsg.workers.exact import similarities as exact_similarities
@@ -79,13 +78,14 @@ def prepare(
     db: Database, plane: str, wanted: Mapping[str, tuple[list[str], dict[str, Value]]], embedder: Embedder
 ) -> Embedded:
     """Embed the descriptions in ``wanted`` that the plane holds no vector of (by this embedder) for."""
+    same_embedder(
+        db,
+        plane,
+        VECTOR,
+        embedder,
+        f"index with that embedder (or without --embed), or drop the plane (`drsg plane drop {plane}`) to embed anew",
+    )
     identity = embedder.identity()
-    recorded = recorded_embedder(db, plane, VECTOR)
-    if recorded is not None and recorded != identity:
-        raise UsageError(
-            f"plane {plane!r} holds description vectors from {recorded}; index with that embedder (or without "
-            f"--embed), or drop the plane (`drsg plane drop {plane}`) to embed with {identity}"
-        )
     have: set[str] = set()
     with db.snapshot() as snap:
         found = snap.find_plane(plane)
