@@ -12,7 +12,8 @@ port backend; a database on it (store/kafka_database.py) keeps the graph in an L
   later timestamp before an earlier one; one writer per partition is the rule until the next slice.
 - **head** is the last offset *read*: never the broker's end offset (see below). At open the broker's
   figure is only a place to start reading — the record just before it must be read back, or the log is
-  read from offset 0 — and reading goes on until a fetch comes back empty.
+  read from offset 0 — and reading goes on until a fetch comes back empty or reaches the high
+  watermark of the first fetch (another node writing steadily would never let a fetch come back empty).
 - **read** uses a consumer assigned to partition 0 (no consumer group), seeking to ``from_seq - 1``;
   an offset that is skipped (a gap: a transaction marker, a compacted record) is a CorruptRecord.
 - **a lost partition**: offsets only grow, so an acknowledged offset at or below the head known before
@@ -253,13 +254,18 @@ class KafkaLog(Log):
         hint = int(consumer.end_offsets([self._tp]).get(self._tp) or 0)
         for start in (hint - 1, 0) if hint > 0 else (0,):
             consumer.seek(self._tp, start)
-            newest = None
+            newest, end = None, None
             while True:
                 batch = consumer.poll(timeout_ms=SETTLE_MS)
                 if not batch:
                     break
                 for records in batch.values():
                     newest = records[-1]
+                # a partition written steadily never answers empty: read to the end its first fetch
+                # reported (the fetch's high watermark is right on tansu, unlike its end offsets)
+                end = consumer.highwater(self._tp) if end is None else end
+                if newest is not None and end is not None and int(newest.offset) + 1 >= end:
+                    break
             if consumer.highwater(self._tp) is None:  # no fetch ever came back: the broker is not serving
                 raise DatabaseUnavailable(f"{self._url}: the Kafka broker did not answer a fetch; is it up?")
             if newest is not None:

@@ -123,6 +123,43 @@ def test_the_head_is_found_by_reading_not_from_the_broker_end_offset(kafka_broke
         log.close()
 
 
+def test_a_log_opens_while_another_process_appends_steadily(kafka_broker: Broker, topic: str) -> None:
+    """Finding the head reads to the end the first fetch reported: under a steady writer no fetch
+    ever comes back empty, and a node could not open until the writer paused."""
+    writer = subprocess.Popen([sys.executable, "-c", STEADY_WRITER, kafka_broker.url(topic)], stdout=subprocess.PIPE)
+    try:
+        assert writer.stdout is not None
+        assert b"appending" in iter(lambda: writer.stdout.readline().strip(), b"")  # (after its log lines)
+        began = time.monotonic()
+        log = open_log(kafka_broker.url(topic))
+        try:
+            opened_in = time.monotonic() - began
+            assert writer.poll() is None  # it opened while the writer was still appending
+            assert log.head() >= 20
+            assert opened_in < 20, opened_in
+        finally:
+            log.close()
+    finally:
+        writer.kill()
+        writer.wait(10)
+
+
+STEADY_WRITER = """
+import sys, time
+from drsg.store.backends import open_log
+from drsg.store.mutations import NodePut
+log = open_log(sys.argv[1])
+for i in range(20):
+    log.append([NodePut(1, i, f"k{i}", ["X"], {"i": i})])
+print("appending", flush=True)
+i = 20
+while i < 60_000:  # ~60 s at most: far beyond the test's bound on the open
+    log.append([NodePut(1, i, f"k{i}", ["X"], {"i": i})])
+    i += 1
+    time.sleep(0.001)
+"""
+
+
 def test_a_record_that_is_not_a_commit_is_refused_after_the_ones_before_it(kafka_broker: Broker, topic: str) -> None:
     log = open_log(kafka_broker.url(topic))
     try:
