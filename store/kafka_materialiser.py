@@ -186,7 +186,7 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
         before = state.head
         if state.head == 0 and txn.get(META_FORMAT, db=meta) is None:
             txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=meta)
-            txn.put(META_UUID, uuid.uuid4().hex.encode(), db=meta)
+            txn.put(META_UUID, log_identity(source, entries[0].crc).encode(), db=meta)
             txn.put(META_SOURCE, source.encode(), db=meta)
         written = False
         for entry in entries:
@@ -209,6 +209,14 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
         return True
 
     return bool(in_write(env, step))
+
+
+def log_identity(source: str, first_crc: int) -> str:
+    """The database uuid of every materialisation of one topic: its name and its first record's
+    CRC, whatever host:port a node reaches the broker by, so index sidecars saved on one node (the
+    consumer group's, workers/index_group.py) load on another, and a recreated topic's do not."""
+    topic = source.rsplit("/", 1)[-1]
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-topic:{topic}#{first_crc:08x}").hex
 
 
 def poison_count(txn: Txn, env: Environment) -> int:

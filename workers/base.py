@@ -147,15 +147,17 @@ class IndexWorker(ABC):
         self.flush()
         self.seq = snap.at
         self.dirty = True
+        self.sidecar.in_force_seq, self.sidecar.lineage = 0, []  # a state from the projection: a new lineage
 
     def _load_node(self, node: Node) -> None:
         value = node.props.get(self.decl.prop)
         if self.accepts(value):
             self.upsert(node.id, value)
 
-    def save(self) -> None:
+    def save(self, *, fenced: bool = False) -> None:
+        """Save data and checkpoint together; ``fenced``: see :meth:`Sidecar.save`."""
         self.flush()
-        self.sidecar.save(self.seq, self.meta(), self.write_files)
+        self.sidecar.save(self.seq, self.meta(), self.write_files, fenced=fenced)
         self.dirty = False
 
     def load(self, head: int) -> bool:

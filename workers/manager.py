@@ -8,12 +8,20 @@ sidecars periodically, and reads :meth:`lag` to report how far behind the indexe
 Queries run side by side: each holds :meth:`IndexSet.reading` (shared) while it reads the indexes,
 and applying commits takes that gate alone, so no commit lands under a running query, and once one
 waits to land, new queries wait behind it (a stream of queries cannot starve the indexer).
+
+By default the set keeps every declared index, with its sidecars beside the database. The consumer
+group of workers/index_group.py gives it a shared sidecar folder (``sidecars``), the planes its
+member owns now (:meth:`IndexSet.keep`), and fenced saves: a save another worker has overtaken is
+dropped from the set (the index is loaded again at the next catch-up, if it is still owned). A
+server on such a node loads the group's sidecars and never saves (``saves=False``).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +33,7 @@ from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl
 from drsg.workers.base import SLICE, IndexWorker
+from drsg.workers.sidecar import SidecarFenced
 from drsg.workers.vector import VectorIndex
 
 log = structlog.get_logger("drsg.workers")
@@ -46,10 +55,27 @@ class Lag:
     seconds: float  # age of the oldest commit not applied yet (0 when caught up)
 
 
+def every_plane(plane: int) -> bool:
+    return True
+
+
 class IndexSet:
-    def __init__(self, db: Database, *, ef_search: int = 64) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        ef_search: int = 64,
+        sidecars: str | os.PathLike[str] | None = None,
+        keeps: Callable[[int], bool] = every_plane,
+        fenced: bool = False,
+        saves: bool = True,
+    ) -> None:
         self.db = db
         self.ef_search = ef_search
+        self.sidecars = db.path if sidecars is None else sidecars  # each kind's folder is this + its suffix
+        self.keeps = keeps  # which planes' indexes this set holds
+        self.fenced = fenced
+        self.saves = saves  # False: sidecars are loaded, and what is applied stays in memory
         self.workers: dict[DeclKey, IndexWorker] = {}
         self.applied = 0  # the head the last catch-up reached
         self._lock = threading.RLock()  # one catch-up or save at a time
@@ -97,13 +123,16 @@ class IndexSet:
         """Start workers for new declarations, retire dropped ones, restart changed ones."""
         with self.db.snapshot(head) as snap:
             declared: dict[DeclKey, IndexDecl] = {
-                (d.plane, d.kind, d.label, d.prop): d for plane in snap.planes() for d in snap.indexes(plane.id)
+                (d.plane, d.kind, d.label, d.prop): d
+                for plane in snap.planes()
+                if self.keeps(plane.id)
+                for d in snap.indexes(plane.id)
             }
             for key in list(self.workers):
                 worker = self.workers[key]
                 if key not in declared or declared[key] != worker.decl:
                     del self.workers[key]
-                    if key not in declared:
+                    if key not in declared and self.keeps(worker.decl.plane):
                         worker.sidecar.remove()
             for key, decl in declared.items():
                 if key in self.workers:
@@ -117,8 +146,17 @@ class IndexSet:
     def _new_worker(self, decl: IndexDecl) -> IndexWorker:
         cls = worker_class(decl.kind)
         if cls is VectorIndex:
-            return VectorIndex(decl, self.db.path, self._uuid, ef_search=self.ef_search)
-        return cls(decl, self.db.path, self._uuid)
+            return VectorIndex(decl, self.sidecars, self._uuid, ef_search=self.ef_search)
+        return cls(decl, self.sidecars, self._uuid)
+
+    def keep(self, keeps: Callable[[int], bool]) -> None:
+        """Hold the indexes of the planes ``keeps`` accepts from now on: the others are let go at
+        once (unsaved: save first what must be kept), new ones are loaded by the next catch-up."""
+        with self._lock:
+            self.keeps = keeps
+            for key in [key for key, worker in self.workers.items() if not keeps(worker.decl.plane)]:
+                del self.workers[key]
+            self.applied = 0  # the next catch-up looks at the declarations again
 
     # ------------------------------------------------------------------ access
 
@@ -142,12 +180,25 @@ class IndexSet:
     # ------------------------------------------------------------------ persistence and background work
 
     def save(self) -> int:
-        """Save every index with unsaved changes; returns how many were saved."""
+        """Save every index with unsaved changes; returns how many were saved. Under fencing, an
+        index another worker saved meanwhile is dropped instead (loaded again if still kept)."""
+        if not self.saves:
+            return 0
         with self._lock:
-            dirty = [w for w in self.workers.values() if w.dirty]
-            for worker in dirty:
-                worker.save()
-            return len(dirty)
+            saved = 0
+            for key, worker in [(key, w) for key, w in self.workers.items() if w.dirty]:
+                base = worker.sidecar.in_force_seq
+                try:
+                    worker.save(fenced=self.fenced)
+                except SidecarFenced as exc:
+                    log.warning("index_fenced", index=worker.describe(), seq=worker.seq, reason=str(exc))
+                    del self.workers[key]
+                    self.applied = 0
+                    continue
+                saved += 1
+                name = worker.sidecar.dir.name
+                log.info("index_saved", index=worker.describe(), base=base, seq=worker.seq, sidecar=name)
+            return saved
 
     def start(self, save_every: float = 30.0) -> None:
         """Catch up in a background thread (for `serve`) each time the log moves — the database's

@@ -6,6 +6,14 @@ writes a new version folder, fsyncs it, then replaces ``CURRENT`` with an atomic
 older versions: a crash at any point leaves either the old or the new version in force, never a mix.
 Loading verifies every checksum *before* the files reach a library — a crafted or torn hnswlib file
 can crash the process, so nothing unverified is ever loaded.
+
+Each manifest also carries the index's *lineage*: one ``[base, seq, owner]`` entry per save that
+led to it (newest ``LINEAGE`` kept), ``base`` being the checkpoint of the version it was made on.
+Index workers that share a sidecar folder across processes or machines (``drsg workers``, the
+consumer group of workers/index_group.py) save *fenced*: a save is refused (:class:`SidecarFenced`)
+unless the version in force is still the one this worker loaded or saved last, so a worker that
+lost its shard to another while it was paused can never put an older state back over a newer one,
+and the lineage of the version in force is one unbroken chain of the commits each save applied.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +35,7 @@ from typing import Any
 import structlog
 
 FORMAT = 1
+LINEAGE = 1000  # saves a manifest remembers
 log = structlog.get_logger("drsg.workers")
 
 
@@ -40,6 +50,11 @@ class SidecarInvalid(Exception):
     """The sidecar cannot be trusted; the caller rebuilds the index from the log."""
 
 
+class SidecarFenced(Exception):
+    """A fenced save found another version in force than the one this worker built on: another
+    worker owns the index now (or saved it meanwhile); this worker's state must be dropped."""
+
+
 def safe_name(*parts: object) -> str:
     """A folder name for an index that is unique and safe on any file system."""
     raw = "\x1f".join(str(p) for p in parts)
@@ -51,6 +66,11 @@ class Sidecar:
     def __init__(self, root: Path, name: str, db_uuid: str) -> None:
         self.dir = root / name
         self.db_uuid = db_uuid
+        #: the version in force when this worker last loaded or saved ("": none), its checkpoint,
+        #: and its lineage: what the next save is made on (None: not looked at yet)
+        self.in_force: str | None = None
+        self.in_force_seq = 0
+        self.lineage: list[list[Any]] = []
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
@@ -64,12 +84,30 @@ class Sidecar:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def save(self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None]) -> None:
+    def save(
+        self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None], *, fenced: bool = False
+    ) -> None:
+        """Save a new version; ``fenced``: only if the version in force is still the one this worker
+        loaded or saved last (else :class:`SidecarFenced`, and nothing is written)."""
         with self._locked(exclusive=True):
+            if fenced:
+                current = self._current_name()
+                if current != (self.in_force or ""):
+                    raise SidecarFenced(
+                        f"{self.dir.name}: version {current or 'none'} is in force, not {self.in_force or 'none'} "
+                        f"that this worker built on: another worker saved it meanwhile"
+                    )
             self._save(seq, meta, write_files)
+
+    def _current_name(self) -> str:
+        try:
+            return (self.dir / "CURRENT").read_text().strip()
+        except (OSError, UnicodeDecodeError):
+            return ""
 
     def _save(self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None]) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
+        lineage = [*self.lineage, [self.in_force_seq, seq, f"{socket.gethostname()}:{os.getpid()}"]][-LINEAGE:]
         version = self.dir / f"v{seq:020d}-{secrets.token_hex(4)}"
         version.mkdir()
         try:
@@ -77,7 +115,9 @@ class Sidecar:
             if any(not p.is_file() for p in version.iterdir()):
                 raise ValueError(f"{version}: an index must write plain files only, no folders")
             files = {p.name: _sha256(p) for p in sorted(version.iterdir())}
-            manifest = {"format": FORMAT, "db": self.db_uuid, "seq": seq, "meta": meta, "files": files}
+            manifest = {
+                "format": FORMAT, "db": self.db_uuid, "seq": seq, "meta": meta, "files": files, "lineage": lineage,
+            }  # fmt: skip
             (version / "manifest.json").write_text(json.dumps(manifest, sort_keys=True))
             for p in version.iterdir():
                 _fsync_file(p)
@@ -90,6 +130,7 @@ class Sidecar:
         except BaseException:
             shutil.rmtree(version, ignore_errors=True)
             raise
+        self.in_force, self.in_force_seq, self.lineage = version.name, seq, lineage
         for old in self.dir.iterdir():
             if old != version and old.name != "CURRENT":
                 if old.is_dir():
@@ -101,6 +142,7 @@ class Sidecar:
         """Verify the version in force, then hand it to ``read_files`` while no save can remove it;
         raises :class:`SidecarInvalid` with the reason."""
         if not self.dir.exists():
+            self.in_force, self.in_force_seq, self.lineage = "", 0, []
             raise SidecarInvalid("no sidecar yet")
         with self._locked(exclusive=False):
             loaded = self._load(expected_meta)
@@ -108,6 +150,8 @@ class Sidecar:
             return loaded
 
     def _load(self, expected_meta: dict[str, Any]) -> Loaded:
+        # whatever is found, a rebuild replaces what is in force now (a fenced save checks that)
+        self.in_force, self.in_force_seq, self.lineage = self._current_name(), 0, []
         try:
             name = (self.dir / "CURRENT").read_text().strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -134,6 +178,9 @@ class Sidecar:
         for file_name, digest in files.items():
             if _sha256(version / file_name) != digest:
                 raise SidecarInvalid(f"checksum mismatch in {file_name}")
+        lineage = manifest.get("lineage")
+        self.in_force_seq = int(manifest["seq"])
+        self.lineage = lineage if isinstance(lineage, list) else []
         return Loaded(version, int(manifest["seq"]), manifest["meta"])
 
     def remove(self) -> None:

@@ -115,6 +115,7 @@ def _register() -> None:
         records,
         search,
         serve,
+        workers,
     )
 
     for module in (
@@ -135,6 +136,7 @@ def _register() -> None:
         mcp,
         plugins,
         catalog,
+        workers,
     ):
         for command in module.COMMANDS:
             cli.add_command(command)

@@ -47,6 +47,9 @@ class ServerConfig:
     tls_key: str | None = None
     embed: EmbedChoice = field(default_factory=EmbedChoice)
     ef_search: int = 64
+    #: a Kafka log's shared index folder ([log] index_dir): the indexes the `drsg workers` group saves
+    #: there are loaded from it and kept up in memory, never saved by the server
+    group_index_dir: str = ""
     settings: Settings | None = None
 
     @property
@@ -117,6 +120,7 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedChoic
         tls_key=tls.get("key"),
         embed=embed,
         ef_search=settings["index.ef_search"],
+        group_index_dir=settings["log.index_dir"] if settings["log.url"] else "",
         settings=settings,
     )
 

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
@@ -32,11 +33,23 @@ log = structlog.get_logger("drsg.surfaces.server")
 READ_THREADS = 8
 
 
+def group_sidecars(db: Database, index_dir: str) -> dict[str, Any]:
+    """Where a node of a Kafka log finds its indexes when a `drsg workers` group keeps them: their
+    shared folder, read only (a save of the server's would break the group's fenced chain)."""
+    if not index_dir:
+        return {}
+    from drsg.store.kafka_database import KafkaDatabase  # loads kafka-python: only for a Kafka log
+
+    if not isinstance(db, KafkaDatabase):
+        return {}
+    return {"sidecars": Path(index_dir) / db.kafka.topic, "saves": False}
+
+
 class ServerState:
     def __init__(self, db: Database, config: ServerConfig) -> None:
         self.db = db
         self.config = config
-        self.indexes = IndexSet(db, ef_search=config.ef_search)
+        self.indexes = IndexSet(db, ef_search=config.ef_search, **group_sidecars(db, config.group_index_dir))
         self.searcher = Searcher(db, self.indexes, max_queries=config.max_queries)
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="drsg-read")
         self.reading = 0  # reads running in the pool, those a timeout gave up on included

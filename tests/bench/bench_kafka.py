@@ -15,8 +15,9 @@ Every commit creates one node with a line of real text (``text``, label ``Line``
   local head passed it minus the moment it was sent (and minus its ack). That is what a read on the
   node waits for. Commit-to-searchable: the node's keyword index on ``text`` (an ``IndexSet``
   started as ``drsg serve`` starts it, on the copy) — the moment a background catch-up that reached
-  the commit returned, minus its send. (The issue asks for this through a consumer group of index
-  workers; none is built yet: here one node indexes its own copy.)
+  the commit returned, minus its send. And through the consumer group: a ``drsg workers`` member
+  (workers/index_group.py, in a thread) on a second node's copy, owning every shard — the moment
+  its catch-up that reached the commit returned, minus its send.
 
     .venv/bin/python -m tests.bench.bench_kafka [--commits 2000] [--rate 1000] [--seconds 10]
 """
@@ -36,6 +37,7 @@ from drsg.store.backends import open_log
 from drsg.store.kafka_database import KafkaDatabase
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
+from drsg.workers.index_group import GroupOptions, IndexGroup
 from drsg.workers.manager import IndexSet
 from tests.bench import common
 from tests.support.kafka_broker import Broker
@@ -77,25 +79,56 @@ def database_round(broker: Broker, topic: str, lines: list[str]) -> float:
         db.close()
 
 
+def timed(indexes: IndexSet, moments: list[tuple[float, int]]) -> None:
+    """Record ``(when, head reached)`` each time a catch-up of ``indexes`` applies something."""
+    plain = indexes.catch_up
+
+    def catch_up(head: int | None = None) -> int:
+        before = indexes.applied
+        got = plain(head)
+        if got != before:
+            moments.append((time.perf_counter(), got))
+        return got
+
+    indexes.catch_up = catch_up  # type: ignore[method-assign]  # what the background loops call
+
+
+def first_reached(sent: dict[int, float], moments: list[tuple[float, int]]) -> list[float]:
+    """Per commit, ms from its send to the first catch-up that reached it."""
+    found, reached = [], iter(moments)
+    moment = next(reached, None)
+    for seq in sorted(sent):
+        while moment is not None and moment[1] < seq:
+            moment = next(reached, None)
+        if moment is None:
+            break
+        found.append((moment[0] - sent[seq]) * 1000)
+    return found
+
+
 def lag_run(broker: Broker, lines: list[str], rate: float, seconds: float) -> dict[str, Any]:
     topic = f"bench-lag-{uuid.uuid4().hex[:8]}"
-    db = drsg.open(common.fresh_dir(f"kafka-{topic}") / "node.drsg", log=broker.url(topic))
+    folder = common.fresh_dir(f"kafka-{topic}")
+    db = drsg.open(folder / "node.drsg", log=broker.url(topic))
     assert isinstance(db, KafkaDatabase)
     db.write(lambda tx: tx.declare_index(tx.plane("startup"), "keyword", "Line", "text", {}))
     indexes = IndexSet(db)
     indexes.catch_up()
     searchable: list[tuple[float, int]] = []  # (when a background catch-up returned, the head it reached)
-    plain_catch_up = indexes.catch_up
-
-    def timed_catch_up(head: int | None = None) -> int:
-        before = indexes.applied
-        got = plain_catch_up(head)
-        if got != before:
-            searchable.append((time.perf_counter(), got))
-        return got
-
-    indexes.catch_up = timed_catch_up  # type: ignore[method-assign]  # what the background loop calls
+    timed(indexes, searchable)
     indexes.start()  # as `drsg serve` starts it on the node's copy
+    worker_node = drsg.open(folder / "worker.drsg", log=broker.url(topic))  # a worker machine's own copy
+    assert isinstance(worker_node, KafkaDatabase)
+    member = IndexGroup(worker_node, worker_node.kafka, GroupOptions(index_dir=folder / "shared", shards=4))
+    through_group: list[tuple[float, int]] = []
+    timed(member.indexes, through_group)
+    leave = threading.Event()
+    member_thread = threading.Thread(target=member.run, args=(leave,), daemon=True)
+    member_thread.start()
+    joined = time.monotonic()
+    while not member.owned and time.monotonic() < joined + 60:
+        time.sleep(0.05)
+    joined = time.monotonic() - joined
     base = db.head()  # the startup plane's and the index declaration's commits
     total = int(rate * seconds)
     sent: dict[int, float] = {}
@@ -133,35 +166,34 @@ def lag_run(broker: Broker, lines: list[str], rate: float, seconds: float) -> di
     producer.flush(30)
     offered = total / (time.perf_counter() - began)
     deadline = time.monotonic() + 60
-    while len(seen) < total and time.monotonic() < deadline:
-        time.sleep(0.05)
-    while (not searchable or searchable[-1][1] < base + total) and time.monotonic() < deadline:
+
+    def reached(moments: list[tuple[float, int]]) -> bool:
+        return bool(moments) and moments[-1][1] >= base + total
+
+    while (len(seen) < total or not reached(searchable) or not reached(through_group)) and time.monotonic() < deadline:
         time.sleep(0.05)
     stop.set()
     db.log.interrupt()
     watcher.join(5)
     producer.close()
+    leave.set()
+    member_thread.join(30)
     indexes.close()
     hits = indexes.get(0, "keyword", "Line", "text")
     indexed = hits.seq if hits is not None else 0
+    grouped = member.indexes.get(0, "keyword", "Line", "text")
     db.close()
-    from_send = [(seen[s] - sent[s]) * 1000 for s in sent if s in seen]
-    from_ack = [(seen[s] - acked[s]) * 1000 for s in sent if s in seen and s in acked]
-    found, reached = [], iter(searchable)
-    moment = next(reached, None)
-    for seq in sorted(sent):  # the first catch-up that reached each commit
-        while moment is not None and moment[1] < seq:
-            moment = next(reached, None)
-        if moment is None:
-            break
-        found.append((moment[0] - sent[seq]) * 1000)
+    worker_node.close()
     return {
         "offered": offered,
-        "from_send": from_send,
-        "from_ack": from_ack,
-        "searchable": found,
-        "missing": total - len(from_send),
+        "from_send": [(seen[s] - sent[s]) * 1000 for s in sent if s in seen],
+        "from_ack": [(seen[s] - acked[s]) * 1000 for s in sent if s in seen and s in acked],
+        "searchable": first_reached(sent, searchable),
+        "group": first_reached(sent, through_group),
+        "joined": joined,
+        "missing": total - sum(1 for s in sent if s in seen),
         "indexed": indexed - base,
+        "group_indexed": (grouped.seq if grouped is not None else 0) - base,
     }
 
 
@@ -197,12 +229,15 @@ def main() -> None:
          f"{p(lag['from_ack'], 50):.1f} / {p(lag['from_ack'], 99):.1f}", "-", "-"),
         ("commit-to-searchable (the node's keyword index on its copy), from send: p50 / p99 ms",
          f"{p(lag['searchable'], 50):.1f} / {p(lag['searchable'], 99):.1f}", "-", "-"),
+        ("commit-to-searchable through the consumer group (a `drsg workers` member on a second copy), "
+         "from send: p50 / p99 ms", f"{p(lag['group'], 50):.1f} / {p(lag['group'], 99):.1f}", "-", "-"),
     ]  # fmt: skip
     notes = [
         f"{args.commits} commits per round, {args.rounds} rounds (raw {', '.join(f'{r:,.0f}' for r in rates['raw'])}; "
         f"log {', '.join(f'{r:,.0f}' for r in rates['log'])}; db {', '.join(f'{r:,.0f}' for r in rates['db'])})",
         f"lag rows: {len(lag['from_send'])} commits over {args.seconds:g} s, {lag['missing']} not materialised "
-        f"in time; the keyword index (tantivy, IndexSet as `drsg serve` runs it) applied {lag['indexed']}",
+        f"in time; the keyword index (tantivy, IndexSet as `drsg serve` runs it) applied {lag['indexed']}, "
+        f"the group member's {lag['group_indexed']} (it was given its shards {lag['joined']:.1f} s after joining)",
         "broker: tansu (memory-only) on loopback, on the same machine as producer and node",
     ]
     common.record(
