@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -78,9 +79,10 @@ def doc(tmp_path: Path) -> Path:
     return path
 
 
-def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str) -> Ran:
+def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str, log: str | None = None) -> Ran:
     chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "MY_CHAT_KEY")
-    return drsg("digest", *args, *chat, "--chunk-chars", "200")
+    where = ("--log", log) if log else ()
+    return drsg(*where, "digest", *args, *chat, "--chunk-chars", "200")
 
 
 def node(drsg: Callable[..., Ran], plane: str, key: str) -> dict[str, Any]:
@@ -480,3 +482,25 @@ def test_a_documents_names_take_the_planes_spelling(drsg, fake, model, doc, db_p
     assert nodes["Ada Lovelace"].props["_label_as_written"] == "Person"
     again = digest(drsg, fake, str(doc), "-p", "p", "--no-embed", "--mode", "coarse", "--apply", "--json")
     assert again.json_lines()[0]["report"]["chat_requests"] == 0  # the same question as before: cached
+
+
+def test_apply_through_a_kafka_log_reaches_every_node(drsg, fake, model, doc, tmp_path, kafka_broker) -> None:  # type: ignore[no-untyped-def]
+    """A batch producer on a Kafka log: `digest --apply` returns once the broker has acknowledged its
+    commits, and another node's copy holds the same graph."""
+    url = kafka_broker.url(f"digest-{uuid.uuid4().hex[:12]}")
+    ran = digest(drsg, fake, str(doc), "--plane", "pioneers", "--apply", "--no-embed", "--json", log=url)
+    assert ran.code == 0, ran.err
+    report = ran.json_lines()[0]["report"]
+    writer = drsg_api.open(tmp_path / "graph.drsg", log=url)  # the CLI's own copy
+    other = drsg_api.open(tmp_path / "other.drsg", log=url)  # a node that only read the topic
+    try:
+        assert other.head() == writer.head()
+        with writer.snapshot() as mine, other.snapshot() as theirs:
+            plane = mine.plane("pioneers").id
+            assert len(list(mine.nodes(plane))) == report["entities"] > 0
+            assert [n.to_json() for n in theirs.nodes(plane)] == [n.to_json() for n in mine.nodes(plane)]
+            assert [e.to_json() for e in theirs.edges(plane)] == [e.to_json() for e in mine.edges(plane)]
+        assert [c.origin.get("via") for c in other.commits()][-1] == "digest"
+    finally:
+        other.close()
+        writer.close()
