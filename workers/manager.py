@@ -132,8 +132,8 @@ class IndexSet:
                 worker = self.workers[key]
                 if key not in declared or declared[key] != worker.decl:
                     del self.workers[key]
-                    if key not in declared and self.keeps(worker.decl.plane):
-                        worker.sidecar.remove()
+                    if key not in declared and self.keeps(worker.decl.plane) and self.saves:
+                        worker.sidecar.remove()  # (a read-only set leaves the group's files to the group)
             for key, decl in declared.items():
                 if key in self.workers:
                     continue

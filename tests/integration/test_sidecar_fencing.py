@@ -102,3 +102,30 @@ def test_an_index_set_drops_an_index_another_worker_saved_and_loads_it_again(tmp
         assert [link[:2] for link in worker.sidecar.lineage] == [[0, db.head() - 1], [db.head() - 1, db.head()]]
     finally:
         db.close()
+
+
+def test_a_read_only_index_set_loads_the_shared_sidecars_and_never_writes_them(tmp_path: Path) -> None:
+    db = drsg.open(tmp_path / "g.drsg")
+    assert isinstance(db, Database)
+    try:
+        plane = db.write(lambda tx: tx.ensure_plane("docs")).value
+        db.write(lambda tx: tx.declare_index(plane, "keyword", "Doc", "text", {"language": "english"}))
+        db.write(lambda tx: tx.create_node(plane, "d0", ["Doc"], {"text": "shared words"}))
+        shared = tmp_path / "shared" / "topic"
+        owner = IndexSet(db, sidecars=shared, fenced=True)
+        owner.catch_up()
+        assert owner.save() == 1
+        folder = shared.with_name("topic.bm25")
+        saved = sorted(p.name for p in folder.rglob("*"))
+        reader = IndexSet(db, sidecars=shared, saves=False)  # a server on a node of the group's log
+        db.write(lambda tx: tx.create_node(plane, "d1", ["Doc"], {"text": "more shared words"}))
+        reader.catch_up()
+        (worker,) = reader.workers.values()
+        assert len(worker) == 2 and worker.sidecar.in_force_seq == db.head() - 1  # loaded, then applied
+        assert reader.save() == 0
+        db.write(lambda tx: tx.drop_index(plane, "keyword", "Doc", "text"))
+        reader.catch_up()
+        assert reader.workers == {}
+        assert sorted(p.name for p in folder.rglob("*")) == saved  # nothing saved over, nothing removed
+    finally:
+        db.close()
