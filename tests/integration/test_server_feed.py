@@ -33,6 +33,7 @@ import drsg
 from tests.integration.test_feed import oracle
 from tests.integration.test_server import TOKEN, RunningServer, clean_env, cli, start_server
 from tests.support.process_memory import memory_kb
+from tests.support.tcp import tcp_sockets
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -463,12 +464,9 @@ def bulk_write(db: Path, plane: str, count: int, size: int) -> None:
 
 def unsent_bytes(local_port: int, remote_port: int) -> int:
     """Bytes the kernel holds unsent (or unacknowledged) on the TCP socket local_port → remote_port."""
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            local, remote = int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16)
-            if (local, remote) == (local_port, remote_port):
-                return int(fields[4].split(":")[0], 16)
+    for local, remote, unsent, _ in tcp_sockets():
+        if (local, remote) == (local_port, remote_port):
+            return unsent
     raise AssertionError(f"no TCP socket {local_port} → {remote_port}")
 
 
