@@ -33,8 +33,10 @@ memory://tansu/``, it accepts connections ~10 ms after start and answers a metad
 - ``acks='all'`` works; kafka-python 3's default producer is idempotent (``enable_idempotence=True``,
   ``acks=-1``) and tansu accepts it. After a memory-only broker restarts, that producer's next send
   fails at once with UnknownProducerIdError (the broker forgot the producer id), and every send after
-  it with "Unexpected error in InitProducerIdResponse": the producer is wedged, so a refused append
-  makes a new one. Produced one at a time and acknowledged, appends run at ~1,400/s.
+  it with "Unexpected error in InitProducerIdResponse": the producer is wedged, so a failed append
+  makes a new one. (So is one whose batch was in flight when a broker died: it is retried, expires
+  after ``delivery_timeout_ms``, the producer drops its id, and then waits for a new one for good.)
+  Produced one at a time and acknowledged, appends run at ~1,400/s.
 - ListOffsets (``end_offsets``) is wrong whenever the newest record batch holds more than one record:
   it answers the batch's *base* offset + 1 (10 records in one batch at offsets 1–10: it says 2). The
   high watermark in fetch responses was right. Hence: never trust end offsets.
@@ -50,7 +52,10 @@ memory://tansu/``, it accepts connections ~10 ms after start and answers a metad
 - Broker down at start: producer, consumer and admin client all raise KafkaTimeoutError ("Unable to
   bootstrap") after exactly ``bootstrap_timeout_ms`` (default 30 s). Broker killed mid-run: a send
   fails with KafkaTimeoutError ("Expiring 1 record(s)") after ``delivery_timeout_ms``; a consumer's
-  poll raises nothing and returns no records for its whole timeout.
+  poll raises nothing and returns no records for its whole timeout. Restarted with its topics (tansu
+  on S3, tests/support/kafka_broker.py): the same producer and consumers go on once they reconnect,
+  which kafka-python's doubling backoff put off by up to 8.6 s after a 15 s outage (a write right
+  after the restart failed its 5 s bound): capped at RECONNECT_MAX_MS, under a second.
 """
 
 from __future__ import annotations
@@ -93,6 +98,9 @@ WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
 READ_BATCH = 512
 MAX_RECORD = 16 << 20  # bytes in one commit record (an import's chunk); the topic must allow as many
 IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
+# kafka-python doubles its wait between reconnects up to 30 s: after a 15 s outage a node's consumer
+# saw the restarted broker 8.6 s late. Capped at 1 s, every client is back within about a second.
+RECONNECT_MAX_MS = 1000
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
 
@@ -192,6 +200,7 @@ class KafkaLog(Log):
         return {
             "bootstrap_servers": self.bootstrap,
             "bootstrap_timeout_ms": self._ms(self.timeout),
+            "reconnect_backoff_max_ms": RECONNECT_MAX_MS,
             "client_id": "drsg",
         }
 
@@ -307,25 +316,25 @@ class KafkaLog(Log):
             with self._lock:
                 ts = max(int(self.clock() * 1000), self._last_ts)
             record = encode(ts, made_origin, list(mutations))
+            producer = self._producer_for_append()
             try:
-                if self._producer is None:
-                    self._producer = self._new_producer()
-                sent = self._producer.send(
+                sent = producer.send(
                     self.topic, value=record, partition=PARTITION, headers=list((headers or {}).items()) or None
                 )
                 acked = sent.get(timeout=self.timeout + 2)
-            except kafka.errors.KafkaTimeoutError:
-                raise DatabaseUnavailable(
-                    f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
-                    f"it may or may not be in the log — look at the head, then retry"
-                ) from None
             except kafka.errors.KafkaError as exc:
-                # the producer may be wedged for good (after a broker forgot its id, every later send is
-                # refused): the next append starts a new one
-                broken, self._producer = self._producer, None
-                if broken is not None:
-                    with contextlib.suppress(Exception):
-                        broken.close(timeout=0)
+                # A failed send can leave the idempotent producer wedged for good: after a memory-only
+                # broker forgot its id every later send is refused, and after a batch in flight when
+                # the broker died expired, it waits for a producer id it never gets again. The next
+                # append starts a new one.
+                self._producer = None
+                with contextlib.suppress(Exception):
+                    producer.close(timeout=0)
+                if isinstance(exc, kafka.errors.KafkaTimeoutError):
+                    raise DatabaseUnavailable(
+                        f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
+                        f"it may or may not be in the log — look at the head, then retry"
+                    ) from None
                 raise DatabaseUnavailable(
                     f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
                 ) from None
@@ -339,6 +348,15 @@ class KafkaLog(Log):
                 raise DamagedDatabase(self._lost)
             self._advance(seq, ts)
         return Commit(seq, ts, list(mutations), made_origin)
+
+    def _producer_for_append(self) -> Any:
+        """This log's producer, made anew after a failed append (its making waits for the broker)."""
+        if self._producer is None:
+            try:
+                self._producer = self._new_producer()
+            except kafka.errors.KafkaError as exc:
+                raise DatabaseUnavailable(f"{self._unavailable(exc).message}; nothing was written — retry") from None
+        return self._producer
 
     def read(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
         for record in self.records(from_seq, to_seq):

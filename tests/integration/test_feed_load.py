@@ -96,7 +96,7 @@ class Follower:
             budget = self.rng.randint(1, 600)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.rng.uniform(0.05, 2.5)):
-                    await (self._ws(session, budget) if self.via == "ws" else self._sse(session, budget))
+                    await getattr(self, f"_{self.via}")(session, budget)  # _ws, _sse (or a subclass's)
 
     async def _ws(self, session: aiohttp.ClientSession, budget: int) -> None:
         params: dict[str, Any] = {"plane": self.feed.plane, "from_seq": self.position, "resolved_every": 0.2}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import aiohttp
@@ -25,9 +26,9 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def served(tmp_path: Path, kafka_broker: Broker) -> Iterator[tuple[RunningServer, KafkaDatabase]]:
-    url = kafka_broker.url(f"serve-{uuid.uuid4().hex[:12]}")
+@contextmanager
+def serve_on_kafka(tmp_path: Path, url: str) -> Iterator[tuple[RunningServer, KafkaDatabase]]:
+    """`drsg serve` on the Kafka log ``url``, and another node on it in this process; both closed after."""
     server = start_server(tmp_path / "served.drsg", tmp_path, env={"DRSG_LOG_URL": url}, name="kafka")
     other = drsg.open(tmp_path / "other.drsg", log=url)
     assert isinstance(other, KafkaDatabase)
@@ -36,6 +37,12 @@ def served(tmp_path: Path, kafka_broker: Broker) -> Iterator[tuple[RunningServer
     finally:
         other.close()
         assert server.stop() == 0
+
+
+@pytest.fixture
+def served(tmp_path: Path, kafka_broker: Broker) -> Iterator[tuple[RunningServer, KafkaDatabase]]:
+    with serve_on_kafka(tmp_path, kafka_broker.url(f"serve-{uuid.uuid4().hex[:12]}")) as nodes:
+        yield nodes
 
 
 def test_the_server_node_feeds_another_nodes_commits_and_resumes_from_last_event_id(
