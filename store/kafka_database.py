@@ -24,6 +24,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from typing import Any, TypeVar, Unpack
 
 import structlog
@@ -31,7 +32,7 @@ import structlog
 from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.backends import split_url
-from drsg.store.database import Database
+from drsg.store.database import Database, Stats
 from drsg.store.environment import Txn
 from drsg.store.kafka_log import KafkaLog, Record
 from drsg.store.kafka_materialiser import (
@@ -58,6 +59,27 @@ from drsg.store.writer import CommitResult
 T = TypeVar("T")
 ATTEMPTS = 20  # runs of one commit function before a write gives up on other writers
 log = structlog.get_logger("drsg.store")
+
+
+@dataclass(frozen=True)
+class KafkaStats(Stats):
+    """A node's figures (its copy's, as the embedded store's) and how its copy stands against the
+    topic: what an operator looks at when a node lags, refuses its topic or meets poison records."""
+
+    log_url: str
+    log_head: int  # the topic's head as this node knows it (commit_seq: how far its copy has got)
+    poison_records: int  # kept as empty commits, each logged as kafka_record_skipped
+    error: str | None  # why the materialiser's last round failed (None: the last one went well)
+
+    def to_json(self) -> dict[str, Json]:
+        log_state: dict[str, Json] = {
+            "url": self.log_url,
+            "head": self.log_head,
+            "materialised": self.commit_seq,
+            "poison_records": self.poison_records,
+            "error": self.error,
+        }
+        return {**super().to_json(), "log": log_state}
 
 
 class _DryRun(Exception):
@@ -125,6 +147,16 @@ class KafkaDatabase(Database):
     @property
     def log_url(self) -> str:
         return self.kafka.url
+
+    def stats(self) -> KafkaStats:
+        materialiser = self.materialiser
+        return KafkaStats(
+            **asdict(super().stats()),
+            log_url=self.kafka.url,
+            log_head=self.kafka.head(),
+            poison_records=self.poison_records,
+            error=None if materialiser is None else materialiser.error,
+        )
 
     @property
     def poison_records(self) -> int:

@@ -18,8 +18,9 @@ the log alone, the same way on every node (:class:`Judge`):
 - a record without a base (a plain ``KafkaLog.append``, another tool's producer) is a resolved fact
   and applied as it is, as ``LmdbLog.append`` does;
 - a poison record (not a commit, a damaged one, an offset the broker skipped, or one whose mutations
-  the projection refuses) is kept as an empty commit too: logged, counted in the file's meta table
-  (:func:`poison_count`), never a stuck node.
+  the projection refuses) is kept as an empty commit too: logged (``kafka_record_skipped``), counted
+  in the file's meta table (:func:`poison_count`; shown with the materialiser's last error by
+  ``drsg stats`` and ``db.stats``, store/kafka_database.py ``KafkaStats``), never a stuck node.
 
 An empty commit's origin says why (``{"skipped": "stale: …"}``); its timestamp is the record's.
 The meta table names the log the file materialises and the newest record it holds (seq and CRC), so

@@ -311,6 +311,7 @@ def test_a_running_node_stops_at_a_topic_recreated_with_another_history(tmp_path
         wait_until(lambda: a.materialiser is not None and a.materialiser.error, "node a to notice", timeout=30)
         assert "was made on another commit 2 than the one this copy holds" in a.materialiser.error
         assert "rebuilds it from the topic" in a.materialiser.error
+        assert a.stats().to_json()["log"]["error"] == a.materialiser.error  # where an operator looks
         assert keys_in(a) == ["old"]  # nothing of the other history was taken
         with pytest.raises(DatabaseUnavailable, match="the topic is not the log this copy was made from"):
             a.catch_up(3, timeout=1.0)

@@ -8,6 +8,8 @@ resume semantics, on the copy.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +20,8 @@ import pytest
 
 import drsg
 from drsg.store.kafka_database import KafkaDatabase
-from tests.integration.test_server import RunningServer, start_server
+from tests.integration.test_kafka_database import produce
+from tests.integration.test_server import RunningServer, clean_env, cli, drsg_argv, start_server
 from tests.integration.test_server_feed import Frame, connect, sse_events, sse_url
 from tests.support.kafka_broker import Broker
 from tests.support.waiting import wait_until
@@ -119,3 +122,36 @@ def test_a_websocket_watch_resumes_from_seq_with_another_nodes_commits_once_in_o
     seqs = [m["seq"] for m in seen + rest]
     assert seqs == sorted(set(seqs))
     assert [m["changes"][0]["record"]["external_key"] for m in seen + rest] == [f"d{i}" for i in range(6)]
+
+
+def test_a_poison_record_is_counted_in_db_stats_and_drsg_stats_logged_and_the_node_goes_on(
+    served: tuple[RunningServer, KafkaDatabase], kafka_broker: Broker, tmp_path: Path
+) -> None:
+    server, other = served
+    before = server.call("db.stats")
+    assert before["log"] == {
+        "url": other.log_url, "head": before["commit_seq"], "materialised": before["commit_seq"],
+        "poison_records": 0, "error": None,
+    }  # fmt: skip
+    poison = produce(kafka_broker, other.kafka.topic, b"\x00 not a drsg commit")  # another tool's raw bytes
+    other.catch_up(poison)  # else the write may be made before it, land stale, and run again
+    made = other.write(lambda tx: tx.create_node(tx.plane("startup"), "after-poison", ["Doc"], {}))
+    assert made.seq == poison + 1
+    wait_until(lambda: server.head() >= made.seq, "the server's node to materialise the commit after the poison")
+    after = server.call("db.stats")
+    assert after["nodes"] == before["nodes"] + 1  # it went on past the poison record
+    assert after["log"] == {**before["log"], "head": made.seq, "materialised": made.seq, "poison_records": 1}
+    skips = [e for e in server.logs() if e["event"] == "kafka_record_skipped"]
+    assert [(e["seq"], e["level"]) for e in skips] == [(poison, "warning")] and skips[0]["reason"], skips
+    # `drsg stats` on a node of its own says so too; the embedded store's output is as it was
+    env = clean_env(DRSG_LOG_URL=other.log_url)
+    argv = [*drsg_argv(), "--db", str(tmp_path / "third.drsg"), "stats"]
+    ran = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert f"log {other.log_url}: {made.seq} of {made.seq} commits materialised, 1 poison records skipped" in ran.stdout
+    drsg.open(tmp_path / "embedded.drsg").close()
+    embedded = cli(tmp_path / "embedded.drsg", "stats", "--json")
+    assert (
+        "log" not in json.loads(embedded.stdout)
+        and len(cli(tmp_path / "embedded.drsg", "stats").stdout.splitlines()) == 2
+    )
