@@ -63,8 +63,8 @@ def stats(obj: Context, as_json: bool) -> None:
         log_state = figures.to_json().get("log")  # a node on a Kafka log: its copy against the topic
         if isinstance(log_state, dict):
             click.echo(
-                f"log {log_state['url']}: {log_state['materialised']} of {log_state['head']} commits materialised, "
-                f"{log_state['poison_records']} poison records skipped (logged as kafka_record_skipped)"
+                f"log {log_state['url']}: {log_state['materialised']} of {log_state['head']} commits materialised; "
+                f"poison records skipped: {log_state['poison_records']} (each logged as kafka_record_skipped)"
             )
             if log_state["error"]:
                 click.echo(f"materialiser's last error: {log_state['error']}")
