@@ -185,7 +185,7 @@ def test_a_write_in_a_broker_outage_gets_the_retryable_error_and_succeeds_after_
             took = time.monotonic() - began
         assert answer["error"]["code"] == -32000 and answer["error"]["data"] == {"error": "DatabaseUnavailable"}
         assert "retry" in answer["error"]["message"], answer
-        assert TIMEOUT - 0.5 < took < TIMEOUT + 3, took  # within the broker timeout, not a hang
+        assert took < TIMEOUT + 3, took  # within the broker timeout, not a hang
         began = time.monotonic()  # a CLI write: its node cannot open, and says so in one line
         ran = subprocess.run(
             [*drsg_argv(), "--db", str(tmp_path / "cli.drsg"), "node", "put", "cli-during", "-l", "Doc"],
