@@ -114,6 +114,7 @@ class Judge:
     group: int | None = None  # the pending group's GROUP header
     last_ts: int = 0
     last_crc: int | None = None  # the CRC of the record before the next one (None: not known)
+    url: str = ""  # the log's, named in what it logs
 
     def feed(self, record: Record) -> list[Entry]:
         """What ``record`` (the next seq) makes come out. A commit made on the right seq but on a
@@ -133,7 +134,7 @@ class Judge:
                 raise CorruptRecord(seq, "missing from the log (gap)")
             commit = decode(seq, record.value)
         except CorruptRecord as exc:
-            log.warning("kafka_record_skipped", seq=seq, reason=exc.problem)
+            log.warning("kafka_record_skipped", url=self.url, seq=seq, reason=exc.problem)
             poison = self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}", poison=True)
             return [*self._break(seq), poison]
         entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
@@ -283,7 +284,7 @@ class Materialiser:
             head = read_state(txn, env.dbs["meta"]).head
             last_crc = crc_at(txn, env, head)
         self._next = head + 1  # the next record to judge
-        self.judge = Judge(last_crc=last_crc)
+        self.judge = Judge(last_crc=last_crc, url=kafka.url)
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)
@@ -382,8 +383,9 @@ class Materialiser:
             except DrsgError:
                 raise
             except Exception as exc:
-                log.warning("kafka_record_skipped", seq=entry.seq, reason=f"{type(exc).__name__}: {exc}")
-                self._ready[i] = entry = entry.skipped(f"unappliable: {type(exc).__name__}: {exc}", poison=True)
+                reason = f"{type(exc).__name__}: {exc}"
+                log.warning("kafka_record_skipped", url=self.kafka.url, seq=entry.seq, reason=reason)
+                self._ready[i] = entry = entry.skipped(f"unappliable: {reason}", poison=True)
                 written = write_entries(self.env, [entry], self.kafka.url)
             if not written:  # a staged write began meanwhile: the rest waits for it
                 del self._ready[:i]

@@ -142,7 +142,8 @@ def test_a_poison_record_is_counted_in_db_stats_and_drsg_stats_logged_and_the_no
     assert after["nodes"] == before["nodes"] + 1  # it went on past the poison record
     assert after["log"] == {**before["log"], "head": made.seq, "materialised": made.seq, "poison_records": 1}
     skips = [e for e in server.logs() if e["event"] == "kafka_record_skipped"]
-    assert [(e["seq"], e["level"]) for e in skips] == [(poison, "warning")] and skips[0]["reason"], skips
+    assert [(e["url"], e["seq"], e["level"]) for e in skips] == [(other.log_url, poison, "warning")], skips
+    assert skips[0]["reason"]
     # `drsg stats` on a node of its own says so too; the embedded store's output is as it was
     env = clean_env(DRSG_LOG_URL=other.log_url)
     argv = [*drsg_argv(), "--db", str(tmp_path / "third.drsg"), "stats"]
