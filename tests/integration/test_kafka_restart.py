@@ -54,9 +54,15 @@ BIG = 8192  # bytes of a property: a produce request this big is a commit (a fet
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[Broker]:
+def persistent_broker() -> Iterator[Broker]:
     with Broker(storage="s3") as started:
         yield started
+
+
+@pytest.fixture
+def broker(persistent_broker: Broker) -> Broker:
+    """The module's broker, up (a test that failed while it was killed left it down)."""
+    return persistent_broker if persistent_broker.running else persistent_broker.start()
 
 
 class Recorder(Follower):
@@ -131,11 +137,20 @@ def test_subscribers_resuming_through_a_broker_restart_get_every_commit_once_in_
                 assert before.returncode == 1 and "DatabaseUnavailable" in err, err  # the write in the outage
                 # every subscriber drops and resumes against the node while the broker is down
                 resumed = [f.connections for f in followers]
-                await asyncio.to_thread(
-                    wait_until,
-                    lambda: all(f.connections > seen for f, seen in zip(followers, resumed, strict=True)),
-                    "every subscriber to resume during the outage",
-                )
+
+                def all_resumed() -> bool:
+                    for task in readers:
+                        if task.done():
+                            task.result()  # a subscriber that gave up: its error
+                    return all(f.connections > seen for f, seen in zip(followers, resumed, strict=True))
+
+                try:
+                    await asyncio.to_thread(wait_until, all_resumed, "every subscriber to resume during the outage")
+                except AssertionError as exc:  # which one did not
+                    stuck = [(f.via, f.feed, f.connections, f.position) for f in followers]
+                    raise AssertionError(
+                        f"{exc}: (via, filter, connections, position) {stuck} (before: {resumed})"
+                    ) from None
                 broker.start()
                 after = rpc_writer(server, "after", 80, 2, 4)
                 _, err = await asyncio.to_thread(after.communicate, timeout=120)

@@ -169,6 +169,11 @@ class Broker:
         self.started_in = 0.0  # seconds from spawn to the first answered metadata request
 
     @property
+    def running(self) -> bool:
+        process = self.broker.process
+        return process is not None and process.poll() is None
+
+    @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
