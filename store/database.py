@@ -27,7 +27,7 @@ from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit, LogReader
 from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.projection import rebuild
-from drsg.store.reader import Reader, head_snapshot
+from drsg.store.reader import HeadSnapshot, Reader
 from drsg.store.records import Plane
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
@@ -85,6 +85,7 @@ class Database:
         self._on_close: list[Callable[[], None]] = []
         self.path = opened.path
         self.env = opened.env
+        self._head_snapshot = HeadSnapshot()  # what `with db.snapshot()` makes of its transaction
         self.writer = opened.writer
         self.readonly = opened.readonly
         try:
@@ -198,7 +199,7 @@ class Database:
     def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
         if as_of is None:
-            return _ReadHold(self.env, head_snapshot)
+            return _ReadHold(self.env, self._head_snapshot)
 
         def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
             reader = Reader(txn, dbs)

@@ -79,6 +79,7 @@ class Txn(Protocol):
     def drop(self, db: DbHandle, delete: bool = True) -> None: ...
     def commit(self) -> None: ...
     def abort(self) -> None: ...
+    def id(self) -> int: ...
 
 
 @dataclass
@@ -269,7 +270,8 @@ class ReadTxn:
     def __enter__(self) -> lmdb.Transaction:
         env = self.env
         hold = env.gate.shared()
-        for _ in range(3):
+        resized = 0  # a counter, not a for loop over a range: every read pays for the loop's iterator
+        while True:
             hold.__enter__()
             try:
                 if env.closed:  # checked under the gate: close() sets it while it holds the gate alone
@@ -278,13 +280,15 @@ class ReadTxn:
                 return txn
             except lmdb.MapResizedError:
                 hold.__exit__(None, None, None)
+                resized += 1
+                if resized == 3:
+                    raise StoreError(f"{env.path}: the map kept being resized by another process; retry") from None
                 env.adopt()  # outside the gate: adopting waits for this process's readers to finish
             except BaseException as exc:
                 hold.__exit__(None, None, None)
                 if isinstance(exc, lmdb.Error):  # as _begin says it: reader slots full, and so on
                     raise _unavailable(env.path, exc) from None
                 raise
-        raise StoreError(f"{env.path}: the map kept being resized by another process; retry")
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         try:

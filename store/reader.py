@@ -17,10 +17,26 @@ from drsg.store.meta import read_head
 from drsg.store.snapshot import Snapshot
 
 
-def head_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
-    """``Reader(txn, dbs).snapshot()`` without the Reader: the read most queries make."""
-    head = read_head(txn, dbs["meta"])
-    return Snapshot(txn, dbs, head, head)
+class HeadSnapshot:
+    """``Reader(txn, dbs).snapshot()`` without the Reader, for read transactions of one environment:
+    the read most queries make. It remembers the head by LMDB's transaction id: a read transaction
+    sees the commits of the write whose id it bears, so one with the id of the last read sees the
+    same head, and only a read after a new write looks it up again (0.3 µs of a 3 µs read)."""
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen = (-1, 0)  # (transaction id, head): replaced whole, so threads never see half of it
+
+    def __call__(self, txn: Txn, dbs: Dbs) -> Snapshot:
+        txn_id = txn.id()
+        seen = self._seen
+        if seen[0] == txn_id:
+            head = seen[1]
+        else:
+            head = read_head(txn, dbs["meta"])
+            self._seen = (txn_id, head)
+        return Snapshot(txn, dbs, head, head)
 
 
 class Reader:

@@ -233,7 +233,7 @@ class Snapshot:
         and nested generators and per-edge calls cost more than the seeks."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
-        inv_at, decode, read_u64 = self._inv_at, unpack, keys.read_u64
+        inv_at, decode, u64_at = self._inv_at, unpack, keys.U64.unpack_from  # read_u64 without its frame
         edges = self._cursor("edges")
         edge_seek, edge_item, sought, inv_int = edges.set_range, edges.item, keys.RECORD_AT.pack, self._inv_int
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
@@ -253,7 +253,7 @@ class Snapshot:
                     if key[:-8] != group:
                         continue  # this group did not exist yet at `at`; `key` starts the next one
                 if other:
-                    edge_id = read_u64(group, len(group) - 8)
+                    edge_id = u64_at(group, len(group) - 8)[0]
                     start = sought(plane, edge_id, inv_int)
                     if edge_seek(start):
                         edge_key, record = edge_item()
@@ -264,7 +264,7 @@ class Snapshot:
                                 edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
                             else:
                                 edge = Edge(plane, edge_id, src, dst, edge_type_, props)
-                            yield Neighbor(edge, read_u64(other), db)
+                            yield Neighbor(edge, u64_at(other)[0], db)
                 ok = seek(group + _SKIP_GROUP)
                 if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
                     raise _out_of_order(db)
