@@ -30,7 +30,6 @@ import hashlib
 import importlib.metadata
 import os
 import threading
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,7 +40,7 @@ import tantivy
 
 from drsg.store.records import IndexDecl
 from drsg.workers.analysis import ANALYZER_VERSION, analyze, canonical_language
-from drsg.workers.base import IndexWorker, Pool
+from drsg.workers.base import IndexWorker, Pool, pairs, pool_of
 
 LAYOUT = 1  # the tantivy schema below and the sidecar file; bump when either changes
 DOCS_FILE = "docs.msgpack"
@@ -150,16 +149,30 @@ class KeywordIndex(IndexWorker):
 
     # ------------------------------------------------------------------ queries
 
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best nodes by BM25 as ``(node id, score)`` pairs, as :meth:`search_arrays` ranks
+        them: a single search reads records for its pairs, and a few need no arrays on the way."""
+        scores, ids, k = self._candidates(query, k)
+        return _ranked(scores, ids, k) if len(ids) <= _FEW else pairs(_ranked_arrays(scores, ids, k))
+
     def search_arrays(self, query: str, k: int) -> Pool:
         """The ``k`` best nodes by BM25 as arrays (hybrid fusion works on arrays): score descending,
         then node id ascending."""
-        terms = Counter(analyze(query, self.language))
+        scores, ids, k = self._candidates(query, k)
+        return pool_of(_ranked(scores, ids, k)) if len(ids) <= _FEW else _ranked_arrays(scores, ids, k)
+
+    def _candidates(self, query: str, k: int) -> tuple[list[float], list[int], int]:
+        """The hits that can be in the top ``k`` (every hit scoring at least the k-th, best first) as
+        their scores and node ids, and ``k`` cut to the hits there are."""
+        terms: dict[str, int] = {}
+        for term in analyze(query, self.language):  # a dict, not a Counter: a third of its cost here
+            terms[term] = terms.get(term, 0) + 1
         searcher = self._searcher
         if not terms or k <= 0 or searcher is None or searcher.num_docs == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0)
+            return [], [], 0
         hits = _top_with_ties(searcher, _or_query(self.schema, terms), k)
         if not hits:
-            return np.empty(0, dtype=np.int64), np.empty(0)
+            return [], [], 0
         k = min(k, len(hits))
         # Only hits scoring at least the k-th can be in the top k: the rest need no id.
         kth = hits[k - 1][0]
@@ -167,18 +180,7 @@ class KeywordIndex(IndexWorker):
         while keep < len(hits) and hits[keep][0] >= kth:
             keep += 1
         found = searcher.fast_field_values("id", [address for _, address in hits[:keep]])
-        if keep <= _FEW:
-            # (-score, id) sorts score descending, then id ascending: a dozen pairs sort in Python
-            # at a third of numpy's cost (lexsort, negation, two gathers); negating twice is exact.
-            ranked = sorted(zip([-score for score, _ in hits[:keep]], _ints(found), strict=True))[:k]
-            return (
-                np.array([node_id for _, node_id in ranked], dtype=np.int64),
-                np.array([-score for score, _ in ranked], dtype=np.float64),
-            )
-        scores = np.array([score for score, _ in hits[:keep]], dtype=np.float64)
-        ids = np.array(found, dtype=np.int64)
-        order = np.lexsort((ids, -scores))[:k]
-        return ids[order], scores[order]
+        return [score for score, _ in hits[:keep]], _ints(found), k
 
     def __len__(self) -> int:
         """Documents searchable now (flushed)."""
@@ -246,15 +248,34 @@ class KeywordIndex(IndexWorker):
         return [(i, str(searcher.doc(a)["body"][0]), h) for i, h, a in zip(ids, digests, addresses, strict=True)]
 
 
-def _or_query(schema: tantivy.Schema, terms: Counter[str]) -> tantivy.Query:
+# Looked up once: every query builds its clauses from these.
+_term_query, _boost_query = tantivy.Query.term_query, tantivy.Query.boost_query
+_boolean_query, _SHOULD = tantivy.Query.boolean_query, tantivy.Occur.Should
+
+
+def _or_query(schema: tantivy.Schema, terms: dict[str, int]) -> tantivy.Query:
     """An OR of term queries; a repeated query term counts once per occurrence, as in a sum over the query."""
     clauses = []
     for term, count in sorted(terms.items()):
-        clause = tantivy.Query.term_query(schema, "body", term)
+        clause = _term_query(schema, "body", term)
         if count > 1:
-            clause = tantivy.Query.boost_query(clause, float(count))
-        clauses.append((tantivy.Occur.Should, clause))
-    return tantivy.Query.boolean_query(clauses)
+            clause = _boost_query(clause, float(count))
+        clauses.append((_SHOULD, clause))
+    return _boolean_query(clauses)
+
+
+def _ranked(scores: list[float], ids: list[int], k: int) -> list[tuple[int, float]]:
+    """The best ``k`` of a few hits, score descending, then node id ascending: (-score, id) pairs
+    sort in Python at a third of numpy's cost (lexsort, negation, two gathers); negating twice is exact."""
+    return [(node_id, -score) for score, node_id in sorted(zip([-score for score in scores], ids, strict=True))[:k]]
+
+
+def _ranked_arrays(scores: list[float], ids: list[int], k: int) -> Pool:
+    """:func:`_ranked` for many hits, in numpy."""
+    score_array = np.array(scores, dtype=np.float64)
+    id_array = np.array(ids, dtype=np.int64)
+    order = np.lexsort((id_array, -score_array))[:k]
+    return id_array[order], score_array[order]
 
 
 def _top_with_ties(searcher: tantivy.Searcher, q: tantivy.Query, k: int) -> list[tuple[float, Any]]:

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import NotFound, UsageError
 from drsg.kernel.metrics import check_metric
@@ -25,7 +23,7 @@ from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.base import Pool
+from drsg.workers.base import IndexWorker, Pool, pool_of
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
 from drsg.workers.vector import VectorIndex
@@ -111,7 +109,7 @@ class Searcher:
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
         with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
-            return hydrate_pool(snap, plane_id, self.keyword_pool(snap, plane_id, label, prop, text, k, current))
+            return hydrate(snap, plane_id, self._keyword_index(snap, plane_id, label, prop, current).search(text, k))
 
     # ------------------------------------------------------------------ ranked ids; callers load records
     # (hybrid retrieval combines candidate pools and loads only the winners)
@@ -131,11 +129,16 @@ class Searcher:
         worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
         if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
             return worker.search_arrays(query, k)
-        return _pool(exact_vector_search(snap, plane, label, prop, query, metric, k))
+        return pool_of(exact_vector_search(snap, plane, label, prop, query, metric, k))
 
     def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:
         """Top-k (node ids, BM25 scores), best first; AS OF an earlier commit, over that snapshot's
         documents exactly. NotFound when no keyword index is declared on (label, prop)."""
+        return self._keyword_index(snap, plane, label, prop, current).search_arrays(text, k)
+
+    def _keyword_index(self, snap: Snapshot, plane: int, label: str, prop: str, current: bool) -> IndexWorker:
+        """The keyword index a query on (label, prop) searches: the worker's at the head, else one
+        built in memory over the snapshot's documents. NotFound when none is declared."""
         worker = self.indexes.get(plane, "keyword", label, prop) if current else None
         if worker is None:
             decl = snap.index(plane, "keyword", label, prop)
@@ -146,7 +149,7 @@ class Searcher:
                 )
             worker = worker_class("keyword")(decl, self.db.path, "")
             worker.rebuild(snap)
-        return worker.search_arrays(text, k)
+        return worker
 
 
 class QueryView:
@@ -204,12 +207,6 @@ def embedded(query: Vector | str, embed: TextEmbedder | None) -> Vector:
     if embed is None:
         raise UsageError('this query has a text to embed (NEAR "text"): it needs an embedder (--embed)')
     return embed(query)
-
-
-def _pool(ranked: list[tuple[int, float]]) -> Pool:
-    ids = np.fromiter((node for node, _ in ranked), dtype=np.int64, count=len(ranked))
-    scores = np.fromiter((score for _, score in ranked), dtype=np.float64, count=len(ranked))
-    return ids, scores
 
 
 def hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list[Hit]:
