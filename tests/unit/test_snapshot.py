@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -293,6 +295,27 @@ def test_a_snapshot_does_not_see_later_commits(db: Database) -> None:
         assert [n.key for n in snap.nodes(p.id)] == ["before"]
     with db.snapshot() as snap:
         assert [n.key for n in snap.nodes(p.id)] == ["before", "after"]
+
+
+def test_each_snapshot_reads_the_head_its_transaction_sees(db: Database, tmp_path: Path) -> None:
+    """The head is remembered by LMDB's transaction id (store/reader.py): a read after a commit,
+    this process's or another's, sees the new head; one still open keeps its own."""
+    p = db.plane("startup")
+    with db.snapshot() as first:
+        assert first.head == first.at == db.head()
+    db.write(lambda tx: tx.create_node(p, "here"))
+    script = (
+        "import sys, drsg; db = drsg.open(sys.argv[1]); "
+        "db.write(lambda tx: tx.create_node(tx.plane('startup'), 'there'))"
+    )
+    with db.snapshot() as before:
+        assert before.head == first.head + 1 and before.node_by_key(p.id, "here") is not None
+        subprocess.run([sys.executable, "-c", script, str(tmp_path / "g.drsg")], check=True, timeout=60)
+        with db.snapshot() as after:  # a second read, begun after the other process's commit
+            assert after.head == before.head + 1 and after.node_by_key(p.id, "there") is not None
+        assert before.head == first.head + 1 and before.node_by_key(p.id, "there") is None
+    with db.snapshot() as last:
+        assert last.head == db.head() == first.head + 2
 
 
 def test_stats_count_live_records(db: Database) -> None:
