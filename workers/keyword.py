@@ -32,14 +32,14 @@ import os
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import msgpack
 import numpy as np
 import tantivy
 
 from drsg.store.records import IndexDecl
-from drsg.workers.analysis import ANALYZER_VERSION, analyze, canonical_language
+from drsg.workers.analysis import ANALYZER_VERSION, analyzer, canonical_language
 from drsg.workers.base import IndexWorker, Pool, pairs, pool_of
 
 LAYOUT = 1  # the tantivy schema below and the sidecar file; bump when either changes
@@ -75,6 +75,7 @@ class KeywordIndex(IndexWorker):
     def __init__(self, decl: IndexDecl, db_path: str | os.PathLike[str], db_uuid: str) -> None:
         super().__init__(decl, db_path, db_uuid)
         self.language = canonical_language(decl.language)
+        self._analyze = analyzer(self.language)
         self._libraries = _libraries(self.language)
         self.schema = _schema()
         self._lock = threading.RLock()
@@ -103,7 +104,7 @@ class KeywordIndex(IndexWorker):
 
     def upsert(self, node_id: int, value: Any) -> None:
         # Empty documents are not stored: text that analyses to nothing is a removal.
-        terms = " ".join(analyze(value, self.language)) if self.accepts(value) else ""
+        terms = " ".join(self._analyze(value)) if self.accepts(value) else ""
         with self._lock:
             self._pending[node_id] = terms
 
@@ -165,7 +166,7 @@ class KeywordIndex(IndexWorker):
         """The hits that can be in the top ``k`` (every hit scoring at least the k-th, best first) as
         their scores and node ids, and ``k`` cut to the hits there are."""
         terms: dict[str, int] = {}
-        for term in analyze(query, self.language):  # a dict, not a Counter: a third of its cost here
+        for term in self._analyze(query):  # a dict, not a Counter: a third of its cost here
             terms[term] = terms.get(term, 0) + 1
         searcher = self._searcher
         if not terms or k <= 0 or searcher is None or searcher.num_docs == 0:
@@ -179,8 +180,10 @@ class KeywordIndex(IndexWorker):
         keep = k
         while keep < len(hits) and hits[keep][0] >= kth:
             keep += 1
-        found = searcher.fast_field_values("id", [address for _, address in hits[:keep]])
-        return [score for score, _ in hits[:keep]], _ints(found), k
+        top = hits[:keep]
+        # The id field is i64: tantivy hands back ints, which need no _ints copy on a query's path.
+        ids = cast("list[int]", searcher.fast_field_values("id", [address for _, address in top]))
+        return [score for score, _ in top], ids, k
 
     def __len__(self) -> int:
         """Documents searchable now (flushed)."""

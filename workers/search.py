@@ -64,6 +64,9 @@ class Searcher:
         self.db = db
         self.indexes = indexes or IndexSet(db)
         self._running = Gate(max_queries or cores())  # shared by the queries running, up to the limit
+        # The two holds every query takes, looked up once (each gate has one shared hold).
+        self._query_hold = self._running.shared()
+        self._index_hold = self.indexes.reading()
         self._planes: dict[str, tuple[int, int]] = {}  # plane name -> (seq, plane id) last looked up
 
     def plane_id(self, snap: Snapshot, name: str) -> int:
@@ -166,7 +169,7 @@ class QueryView:
     def __enter__(self) -> tuple[Snapshot, int, bool]:
         searcher = self.searcher
         self.current = False
-        searcher._running.shared().__enter__()
+        searcher._query_hold.__enter__()
         self.hold = None
         try:
             hold = searcher.db.snapshot(self.as_of)
@@ -174,7 +177,7 @@ class QueryView:
             self.hold = hold
             if snap.at == snap.head:
                 searcher.indexes.catch_up(snap.head)
-                searcher.indexes.reading().__enter__()
+                searcher._index_hold.__enter__()
                 self.current = True
             return snap, searcher.plane_id(snap, self.plane), self.current
         except BaseException as exc:
@@ -186,12 +189,12 @@ class QueryView:
         try:
             if self.current:
                 self.current = False
-                searcher.indexes.reading().__exit__(kind, exc, tb)
+                searcher._index_hold.__exit__(kind, exc, tb)
             if self.hold is not None:
                 hold, self.hold = self.hold, None
                 hold.__exit__(kind, exc, tb)  # raises damage met while reading as DamagedDatabase
         finally:
-            searcher._running.shared().__exit__(kind, exc, tb)
+            searcher._query_hold.__exit__(kind, exc, tb)
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:
