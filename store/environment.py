@@ -262,14 +262,14 @@ class ReadTxn:
     ``begin()``. A read that met damage (LMDB's errors, undecodable records) raises it as one
     DamagedDatabase."""
 
-    __slots__ = ("env", "txn")
+    __slots__ = ("env", "hold", "txn")
 
     def __init__(self, env: Environment) -> None:
         self.env = env
 
     def __enter__(self) -> lmdb.Transaction:
         env = self.env
-        hold = env.gate.shared()
+        self.hold = hold = env.gate.shared()  # kept for __exit__: one lookup a read, not two
         resized = 0  # a counter, not a for loop over a range: every read pays for the loop's iterator
         while True:
             hold.__enter__()
@@ -294,7 +294,7 @@ class ReadTxn:
         try:
             self.txn.abort()
         finally:
-            self.env.gate.shared().__exit__(None, None, None)
+            self.hold.__exit__(None, None, None)
         if isinstance(exc, READ_DAMAGE):
             raise damaged(self.env.path, exc) from None
 

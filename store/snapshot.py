@@ -32,8 +32,8 @@ class Snapshot:
         self.dbs = dbs
         self.at = at
         self.head = at if head is None else head  # the newest commit this transaction can see
-        self._inv_at = keys.inv(at)
-        self._inv_int = keys.inv_int(at)  # the same, to pack with a group (keys.RECORD_AT)
+        self._inv_int = inv_int = keys.inv_int(at)  # to pack with a group (keys.RECORD_AT)
+        self._inv_at = keys.U64.pack(inv_int)  # keys.inv(at) from it: every read makes a snapshot
         self._cursors: dict[str, Cursor] = {}
 
     def _cursor(self, db: str) -> Cursor:
