@@ -235,7 +235,7 @@ class Snapshot:
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
         inv_at, decode, u64_at = self._inv_at, unpack, keys.U64.unpack_from  # read_u64 without its frame
         edges = self._cursor("edges")
-        edge_seek, edge_item, sought, inv_int = edges.set_range, edges.item, keys.RECORD_AT.pack, self._inv_int
+        edge_seek, edge_item, plane_group = edges.set_range, edges.item, keys.plane_group(plane)
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)
@@ -253,11 +253,12 @@ class Snapshot:
                     if key[:-8] != group:
                         continue  # this group did not exist yet at `at`; `key` starts the next one
                 if other:
-                    edge_id = u64_at(group, len(group) - 8)[0]
-                    start = sought(plane, edge_id, inv_int)
-                    if edge_seek(start):
+                    # The edge's group from the adjacency key's bytes (its id is their last 8): no unpack and pack.
+                    edge_group = plane_group + group[-8:]
+                    if edge_seek(edge_group + inv_at):
                         edge_key, record = edge_item()
-                        if record and len(edge_key) == _NODE_KEY and edge_key[:_NODE_GROUP] == start[:_NODE_GROUP]:
+                        if record and len(edge_key) == _NODE_KEY and edge_key[:_NODE_GROUP] == edge_group:
+                            edge_id = u64_at(edge_group, 4)[0]
                             try:
                                 src, dst, edge_type_, props = decode(record)
                             except (TypeError, ValueError):
@@ -267,10 +268,15 @@ class Snapshot:
                             yield Neighbor(edge, u64_at(other)[0], db)
                 # _next_group written out: most groups hold one version, so a step usually starts the next
                 ok = step()
-                if ok and key_at()[:-8] == group:  # an older version of this group: seek past them all
-                    ok = seek(group + _SKIP_GROUP)
-                if ok and key_at() <= group:  # a damaged page can send a seek backwards: never loop on it
-                    raise _out_of_order(db)
+                if ok:
+                    following = key_at()
+                    if following[:-8] == group:  # an older version of this group: seek past them all
+                        ok = seek(group + _SKIP_GROUP)
+                        if not ok:
+                            break
+                        following = key_at()
+                    if following <= group:  # a damaged page can send a seek backwards: never loop on it
+                        raise _out_of_order(db)
 
     def neighbor_ids(
         self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
