@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 import threading
@@ -14,6 +15,7 @@ import drsg
 from drsg.kernel.errors import NotFound
 from drsg.kernel.values import Described, Vector
 from drsg.store.database import Database
+from drsg.store.transaction import WriteTx
 
 
 @pytest.fixture
@@ -356,3 +358,38 @@ def test_stats_count_the_declared_indexes_of_every_plane(db: Database) -> None:
     assert db.stats().indexes == 2
     db.write(lambda tx: tx.drop_plane("other"))
     assert db.stats().to_json()["indexes"] == 1
+
+
+def test_walks_are_the_same_when_other_reads_move_the_shared_cursors_between_their_steps(db: Database) -> None:
+    """A snapshot's cursors are shared by its reads: a walk (nodes, neighbours) that steps from
+    where it left its cursor must find its way again when a lookup or a nested walk moved it."""
+    rng = random.Random(7)
+
+    def build(tx: WriteTx) -> None:
+        plane = tx.ensure_plane("p")
+        for i in range(40):
+            tx.create_node(plane, f"n{i}", ["N"], {"i": i})
+        for _ in range(120):
+            tx.create_edge(plane, f"@n{rng.randrange(40)}", f"@n{rng.randrange(40)}", rng.choice("AB"), {})
+
+    db.write(build)
+    for i in range(0, 40, 3):  # older versions behind some groups, and tombstones
+        db.write(lambda tx, i=i: tx.update_node(tx.plane("p"), f"@n{i}", {"i": -i}))
+    for i in range(1, 40, 7):
+        db.write(lambda tx, i=i: tx.delete_node(tx.plane("p"), f"@n{i}"))
+    with db.snapshot() as snap:
+        plane = snap.plane("p").id
+        alone = [(n.id, n.props) for n in snap.nodes(plane)]
+        ids = [node_id for node_id, _ in alone]
+        interleaved = []
+        for node in snap.nodes(plane):
+            interleaved.append((node.id, node.props))
+            snap.node(plane, rng.choice(ids))  # the nodes cursor moved elsewhere between two steps
+        assert interleaved == alone
+        for node_id in ids:
+            flat = [(n.edge.id, n.node, n.direction) for n in snap.neighbors(plane, node_id)]
+            nested = []
+            for n in snap.neighbors(plane, node_id):
+                nested.append((n.edge.id, n.node, n.direction))
+                list(snap.neighbors(plane, n.node))  # a 2-hop walk on the same adjacency cursors
+            assert nested == flat, node_id
