@@ -6,6 +6,7 @@ carries one unbroken chain of the saves that led to it."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ import structlog
 
 import drsg
 from drsg.store.database import Database
+from drsg.store.records import Plane
 from drsg.workers.manager import IndexSet
 from drsg.workers.sidecar import LINEAGE, Sidecar, SidecarFenced, SidecarInvalid
 
@@ -76,56 +78,59 @@ def test_the_lineage_keeps_the_newest_saves(tmp_path: Path) -> None:
     assert load(Sidecar(tmp_path, "ix", "db")) == LINEAGE + 5
 
 
-def test_an_index_set_drops_an_index_another_worker_saved_and_loads_it_again(tmp_path: Path) -> None:
-    db = drsg.open(tmp_path / "g.drsg")
-    assert isinstance(db, Database)
-    try:
-        plane = db.write(lambda tx: tx.ensure_plane("docs")).value
-        db.write(lambda tx: tx.declare_index(plane, "keyword", "Doc", "text", {"language": "english"}))
-        for i in range(3):
-            db.write(lambda tx, i=i: tx.create_node(plane, f"d{i}", ["Doc"], {"text": f"shared words {i}"}))
-        shared = tmp_path / "shared" / "topic"
-        one, two = (IndexSet(db, sidecars=shared, fenced=True) for _ in range(2))
-        one.catch_up()
-        two.catch_up()
-        assert one.save() == 1
-        db.write(lambda tx: tx.create_node(plane, "d3", ["Doc"], {"text": "shared words 3"}))
-        two.catch_up()
-        with structlog.testing.capture_logs() as logs:
-            assert two.save() == 0  # one saved since two built its index from the log
-        assert [e["event"] for e in logs] == ["index_fenced"]
-        assert two.workers == {}
-        two.catch_up()  # owned still: loaded again, from one's save, then brought to the head
-        (worker,) = two.workers.values()
-        assert worker.seq == db.head() and len(worker) == 4
-        assert two.save() == 1
-        assert [link[:2] for link in worker.sidecar.lineage] == [[0, db.head() - 1], [db.head() - 1, db.head()]]
-    finally:
-        db.close()
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    """A database whose plane `docs` has a keyword index on Doc.text."""
+    database = drsg.open(tmp_path / "g.drsg")
+    assert isinstance(database, Database)
+    database.write(lambda tx: tx.declare_index(tx.ensure_plane("docs"), "keyword", "Doc", "text", {}))
+    yield database
+    database.close()
 
 
-def test_a_read_only_index_set_loads_the_shared_sidecars_and_never_writes_them(tmp_path: Path) -> None:
-    db = drsg.open(tmp_path / "g.drsg")
-    assert isinstance(db, Database)
-    try:
-        plane = db.write(lambda tx: tx.ensure_plane("docs")).value
-        db.write(lambda tx: tx.declare_index(plane, "keyword", "Doc", "text", {"language": "english"}))
-        db.write(lambda tx: tx.create_node(plane, "d0", ["Doc"], {"text": "shared words"}))
-        shared = tmp_path / "shared" / "topic"
-        owner = IndexSet(db, sidecars=shared, fenced=True)
-        owner.catch_up()
-        assert owner.save() == 1
-        folder = shared.with_name("topic.bm25")
-        saved = sorted(p.name for p in folder.rglob("*"))
-        reader = IndexSet(db, sidecars=shared, saves=False)  # a server on a node of the group's log
-        db.write(lambda tx: tx.create_node(plane, "d1", ["Doc"], {"text": "more shared words"}))
-        reader.catch_up()
-        (worker,) = reader.workers.values()
-        assert len(worker) == 2 and worker.sidecar.in_force_seq == db.head() - 1  # loaded, then applied
-        assert reader.save() == 0
-        db.write(lambda tx: tx.drop_index(plane, "keyword", "Doc", "text"))
-        reader.catch_up()
-        assert reader.workers == {}
-        assert sorted(p.name for p in folder.rglob("*")) == saved  # nothing saved over, nothing removed
-    finally:
-        db.close()
+def docs(db: Database) -> Plane:
+    with db.snapshot() as snap:
+        return snap.plane("docs")
+
+
+def test_an_index_set_drops_an_index_another_worker_saved_and_loads_it_again(db: Database, tmp_path: Path) -> None:
+    plane = docs(db)
+    for i in range(3):
+        db.write(lambda tx, i=i: tx.create_node(plane, f"d{i}", ["Doc"], {"text": f"shared words {i}"}))
+    shared = tmp_path / "shared" / "topic"
+    one, two = (IndexSet(db, sidecars=shared, fenced=True) for _ in range(2))
+    one.catch_up()
+    two.catch_up()
+    assert one.save() == 1
+    db.write(lambda tx: tx.create_node(plane, "d3", ["Doc"], {"text": "shared words 3"}))
+    two.catch_up()
+    with structlog.testing.capture_logs() as logs:
+        assert two.save() == 0  # one saved since two built its index from the log
+    assert [e["event"] for e in logs] == ["index_fenced"]
+    assert two.workers == {}
+    two.catch_up()  # owned still: loaded again, from one's save, then brought to the head
+    (worker,) = two.workers.values()
+    assert worker.seq == db.head() and len(worker) == 4
+    assert two.save() == 1
+    assert [link[:2] for link in worker.sidecar.lineage] == [[0, db.head() - 1], [db.head() - 1, db.head()]]
+
+
+def test_a_read_only_index_set_loads_the_shared_sidecars_and_never_writes_them(db: Database, tmp_path: Path) -> None:
+    plane = docs(db)
+    db.write(lambda tx: tx.create_node(plane, "d0", ["Doc"], {"text": "shared words"}))
+    shared = tmp_path / "shared" / "topic"
+    owner = IndexSet(db, sidecars=shared, fenced=True)
+    owner.catch_up()
+    assert owner.save() == 1
+    folder = shared.with_name("topic.bm25")
+    saved = sorted(p.name for p in folder.rglob("*"))
+    reader = IndexSet(db, sidecars=shared, saves=False)  # a server on a node of the group's log
+    db.write(lambda tx: tx.create_node(plane, "d1", ["Doc"], {"text": "more shared words"}))
+    reader.catch_up()
+    (worker,) = reader.workers.values()
+    assert len(worker) == 2 and worker.sidecar.in_force_seq == db.head() - 1  # loaded, then applied
+    assert reader.save() == 0
+    db.write(lambda tx: tx.drop_index(plane, "keyword", "Doc", "text"))
+    reader.catch_up()
+    assert reader.workers == {}
+    assert sorted(p.name for p in folder.rglob("*")) == saved  # nothing saved over, nothing removed
