@@ -196,7 +196,8 @@ class KafkaLog(Log):
     def _ms(seconds: float) -> int:
         return max(1, int(seconds * 1000))
 
-    def _client_config(self) -> dict[str, Any]:
+    def client_config(self) -> dict[str, Any]:
+        """What every kafka-python client of this log is given (the index workers' group's too)."""
         return {
             "bootstrap_servers": self.bootstrap,
             "bootstrap_timeout_ms": self._ms(self.timeout),
@@ -209,7 +210,7 @@ class KafkaLog(Log):
             acks="all",
             enable_idempotence=True,
             linger_ms=0,
-            **self._client_config(),
+            **self.client_config(),
             request_timeout_ms=self._ms(self.timeout),
             delivery_timeout_ms=self._ms(self.timeout),  # retries included: the append's bound
             max_block_ms=self._ms(self.timeout),
@@ -219,7 +220,7 @@ class KafkaLog(Log):
     def _consumer(self) -> Any:
         """A consumer outside any group, assigned to partition 0 (positions are set by seek)."""
         consumer = kafka.KafkaConsumer(
-            **self._client_config(),
+            **self.client_config(),
             group_id=None,
             enable_auto_commit=False,
             fetch_max_wait_ms=FETCH_WAIT_MS,
@@ -239,7 +240,7 @@ class KafkaLog(Log):
 
     def _ensure_topic(self) -> None:
         """Create the topic with one partition when it is missing; refuse one with several."""
-        admin = kafka.KafkaAdminClient(**self._client_config(), request_timeout_ms=self._ms(self.timeout))
+        admin = kafka.KafkaAdminClient(**self.client_config(), request_timeout_ms=self._ms(self.timeout))
         try:
             if self.topic not in admin.list_topics():
                 with contextlib.suppress(kafka.errors.TopicAlreadyExistsError):  # another process made it

@@ -94,7 +94,6 @@ class IndexGroup:
         self.topic = index_topic(kafka_log.topic)
         self.group = options.group or f"drsg-index-{kafka_log.topic}"
         self.owned: frozenset[int] = frozenset()  # the shards assigned to this member now
-        self.generation = 0  # assignments received so far
         self.shards = self._ensure_topic()
         options.index_dir.mkdir(parents=True, exist_ok=True)
         self.indexes = IndexSet(
@@ -129,8 +128,9 @@ class IndexGroup:
         return shards
 
     def _client_config(self) -> dict[str, Any]:
+        """The log's own client settings (bootstrap bound, reconnect cap), under the workers' name."""
         return {
-            "bootstrap_servers": self.kafka_log.bootstrap,
+            **self.kafka_log.client_config(),
             "client_id": "drsg-workers",
             "request_timeout_ms": max(1, int(self.kafka_log.timeout * 1000)),
         }
@@ -163,7 +163,6 @@ class IndexGroup:
 
     def assigned(self, shards: frozenset[int]) -> None:
         with self._holding:
-            self.generation += 1
             self.owned = shards
             self.indexes.keep(self._keeps(shards))
         log.info("shards_assigned", group=self.group, shards=sorted(shards), of=self.shards)
