@@ -235,16 +235,7 @@ def run(source: str, size: Size) -> tuple[list[tuple[str, str, str, str]], list[
     assert worker is not None
 
     reached: list[tuple[float, int]] = []  # (when a background catch-up returned, the head it reached)
-    plain_catch_up = indexes.catch_up
-
-    def timed_catch_up(head: int | None = None) -> int:
-        before = indexes.applied
-        got = plain_catch_up(head)
-        if got != before:
-            reached.append((time.monotonic(), got))
-        return got
-
-    indexes.catch_up = timed_catch_up  # type: ignore[method-assign]  # what the background loop calls
+    plain_catch_up = common.timed_catch_ups(indexes, reached, time.monotonic)  # what the background loop calls
     indexes.start()  # as `drsg serve` starts it (surfaces/server/state.py)
     cpu0, wall0 = time.process_time(), time.monotonic()
     idle_end = wall0 + IDLE_SECONDS

@@ -94,20 +94,6 @@ def database_round(broker: Broker, topic: str, lines: list[str]) -> float:
         db.close()
 
 
-def timed(indexes: IndexSet, moments: list[tuple[float, int]]) -> None:
-    """Record ``(when, head reached)`` each time a catch-up of ``indexes`` applies something."""
-    plain = indexes.catch_up
-
-    def catch_up(head: int | None = None) -> int:
-        before = indexes.applied
-        got = plain(head)
-        if got != before:
-            moments.append((time.perf_counter(), got))
-        return got
-
-    indexes.catch_up = catch_up  # type: ignore[method-assign]  # what the background loops call
-
-
 def first_reached(sent: dict[int, float], moments: list[tuple[float, int]]) -> list[float]:
     """Per commit, ms from its send to the first catch-up that reached it."""
     found, reached = [], iter(moments)
@@ -130,13 +116,13 @@ def lag_run(broker: Broker, lines: list[str], rate: float, seconds: float) -> di
     indexes = IndexSet(db)
     indexes.catch_up()
     searchable: list[tuple[float, int]] = []  # (when a background catch-up returned, the head it reached)
-    timed(indexes, searchable)
+    common.timed_catch_ups(indexes, searchable, time.perf_counter)
     indexes.start()  # as `drsg serve` starts it on the node's copy
     worker_node = drsg.open(folder / "worker.drsg", log=broker.url(topic))  # a worker machine's own copy
     assert isinstance(worker_node, KafkaDatabase)
     member = IndexGroup(worker_node, worker_node.kafka, GroupOptions(index_dir=folder / "shared", shards=4))
     through_group: list[tuple[float, int]] = []
-    timed(member.indexes, through_group)
+    common.timed_catch_ups(member.indexes, through_group, time.perf_counter)
     leave = threading.Event()
     member_thread = threading.Thread(target=member.run, args=(leave,), daemon=True)
     member_thread.start()

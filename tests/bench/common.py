@@ -13,7 +13,9 @@ import os
 import platform
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -170,3 +172,20 @@ def fresh_dir(name: str) -> Path:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path
+
+
+def timed_catch_ups(indexes: Any, moments: list[tuple[float, int]], clock: Callable[[], float]) -> Any:
+    """Record ``(clock(), head reached)`` each time a catch-up of ``indexes`` (an IndexSet) applies
+    something: what the background loops (serve's, the index group's) call is wrapped. Returns the
+    unwrapped method, to put back."""
+    plain = indexes.catch_up
+
+    def catch_up(head: int | None = None) -> int:
+        before = indexes.applied
+        got = plain(head)
+        if got != before:
+            moments.append((clock(), got))
+        return int(got)
+
+    indexes.catch_up = catch_up
+    return plain
