@@ -239,7 +239,7 @@ class Snapshot:
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)
-            seek, item, key_at = cur.set_range, cur.item, cur.key
+            seek, item, key_at, step = cur.set_range, cur.item, cur.key, cur.next
             ok = seek(prefix)
             while ok:
                 key, other = item()
@@ -266,8 +266,17 @@ class Snapshot:
                             else:
                                 edge = Edge(plane, edge_id, src, dst, edge_type_, props)
                             yield Neighbor(edge, u64_at(other)[0], db)
-                ok = _next_group(cur, group)  # (a step, unless a nested walk moved the cursor)
-                if ok and key_at() <= group:  # a damaged page can send a seek backwards: never loop on it
+                # On to the next group: _next_group written out (a step from where this walk left
+                # the cursor, else a seek), its key read once for both tests.
+                if key_at() == key and step():
+                    key = key_at()
+                    if key[:-8] == group:
+                        ok = seek(group + _SKIP_GROUP)
+                        key = key_at() if ok else key
+                else:
+                    ok = seek(group + _SKIP_GROUP)
+                    key = key_at() if ok else key
+                if ok and key <= group:  # a damaged page can send a seek backwards: never loop on it
                     raise _out_of_order(db)
 
     def neighbor_ids(
