@@ -28,6 +28,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_watch --trials 5 --checkouts 1 --idle 5 --phases 2
   $PY -m tests.bench.bench_catalog --no-record
   $PY -m tests.bench.bench_diff --sizes 2000,10000 --changes 10,100
+  $PY -m tests.bench.bench_index_lag --quick --no-record
+  $PY -m tests.bench.bench_kafka --commits 300 --rounds 1 --seconds 3
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -50,3 +52,5 @@ make -s plugins && $PY -m tests.bench.bench_c_plugin
 $PY -m tests.bench.bench_watch
 $PY -m tests.bench.bench_catalog
 $PY -m tests.bench.bench_diff
+$PY -m tests.bench.bench_index_lag
+$PY -m tests.bench.bench_kafka
