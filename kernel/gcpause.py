@@ -1,7 +1,7 @@
 """Pausing Python's cyclic garbage collector across a bulk stretch.
 
-A catalog index run and the index workers' catch-up after it allocate a few hundred thousand
-container objects (mutations, records, node properties) that stay alive for the stretch. Each
+A catalog index run, the index workers' catch-up after it and a JSONL import allocate a few hundred
+thousand container objects (mutations, records, node properties) that stay alive for the stretch. Each
 full collection the allocations trigger walks every tracked object with the GIL held and cannot
 be interrupted: with ~300k of them, 100-180 ms in which no other thread runs — the longest
 blocks ``drsg serve``'s event loop saw while indexing a 10,000-column catalog (profiled; the

@@ -26,6 +26,7 @@ import msgspec
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
+from drsg.kernel.gcpause import collector_paused
 from drsg.kernel.values import Json, Value, check_name, props_from_json, props_to_json, to_json
 from drsg.store.database import Database
 from drsg.store.records import Node
@@ -110,7 +111,14 @@ def import_jsonl(
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
         db.plane(plane_name)  # fail fast, before reading anything
-    with db.staged({"via": "import", "source": source.name}) as stage, source.open("rb") as fh:
+    # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
+    # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
+    # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.
+    with (
+        collector_paused(),
+        db.staged({"via": "import", "source": source.name}) as stage,
+        source.open("rb") as fh,
+    ):
         importer = _Importer(stage, fh, plane_name, create_plane, on_conflict, commit_lines, progress)
         report = importer.run(source)
         seqs = stage.finish()

@@ -5,6 +5,7 @@ a large commit decoded a mutation at a time, and the workers offering the GIL be
 from __future__ import annotations
 
 import gc
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from drsg.pipeline.catalog import service
 from drsg.pipeline.catalog.connections import Connection
 from drsg.store import log as commit_log
 from drsg.store.database import Database
+from drsg.store.jsonl import import_jsonl
 from drsg.store.transaction import WriteTx
 from drsg.workers import base
 from drsg.workers.manager import IndexSet
@@ -106,6 +108,19 @@ def test_a_catalog_index_run_runs_no_collection(tmp_path: Path, collections: lis
         reports = service.index(db, conn, "full", 20, [])
         assert _none_inside(collections) and gc.isenabled()
         assert reports[0]["created"] == 40 * 21 and reports[1]["updated"] > 0
+
+
+def test_an_import_runs_no_collection(tmp_path: Path, collections: list[int]) -> None:
+    source = tmp_path / "graph.jsonl"
+    nodes = [{"labels": ["Doc"], "external_key": f"d{i}", "properties": {"text": f"line {i}"}} for i in range(6000)]
+    edges = [{"src_key": f"d{i}", "dst_key": f"d{i + 1}", "type": "NEXT"} for i in range(5999)]
+    source.write_text("".join(json.dumps(line) + "\n" for line in nodes + edges))
+    with Database(tmp_path / "g.drsg", create=True) as db:
+        gc.collect()
+        collections.clear()
+        report = import_jsonl(db, source, "startup", commit_lines=2000)  # several chunks
+        assert _none_inside(collections) and gc.isenabled()
+        assert (report.nodes_created, report.edges_created) == (6000, 5999)
 
 
 def test_a_large_commit_decodes_a_mutation_at_a_time_to_the_same_commit(tmp_path: Path) -> None:
