@@ -3,7 +3,7 @@
 # appends a dated section (machine, CPU, Python) to tests/bench/RESULTS.md.
 #   bash tests/bench/run_all.sh            # all of (a)–(d), about 10 minutes on 2 cores
 #   QUICK=1 bash tests/bench/run_all.sh    # smaller sizes, for a smoke run (results not recorded)
-#   PROFILE=1 bash tests/bench/run_all.sh  # also profile (a) and (b) with py-spy (see profile.sh)
+#   PROFILE=1 bash tests/bench/run_all.sh  # also profile group commit and one caller with py-spy (profile.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PYTHON:-.venv/bin/python}
