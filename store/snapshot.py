@@ -74,9 +74,7 @@ class Snapshot:
             value = cur.value()
             if value:
                 yield group, value
-            ok = _next_group(cur, group)
-            if ok and cur.key() <= group:  # a damaged page can send a seek backwards: never loop on it
-                raise _out_of_order(db)
+            ok = _next_group(cur, group, db)
 
     def versions(self, db: str, group: bytes) -> Iterator[tuple[int, bytes | None]]:
         """Every version of one group with seq <= at, oldest first."""
@@ -239,7 +237,7 @@ class Snapshot:
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
         for db in ("out", "in") if direction == "both" else (direction,):
             cur = self._cursor(db)
-            seek, item, key_at, step = cur.set_range, cur.item, cur.key, cur.next
+            seek, item = cur.set_range, cur.item
             ok = seek(prefix)
             while ok:
                 key, other = item()
@@ -266,18 +264,7 @@ class Snapshot:
                             else:
                                 edge = Edge(plane, edge_id, src, dst, edge_type_, props)
                             yield Neighbor(edge, u64_at(other)[0], db)
-                # On to the next group: _next_group written out (a step from where this walk left
-                # the cursor, else a seek), its key read once for both tests.
-                if key_at() == key and step():
-                    key = key_at()
-                    if key[:-8] == group:
-                        ok = seek(group + _SKIP_GROUP)
-                        key = key_at() if ok else key
-                else:
-                    ok = seek(group + _SKIP_GROUP)
-                    key = key_at() if ok else key
-                if ok and key <= group:  # a damaged page can send a seek backwards: never loop on it
-                    raise _out_of_order(db)
+                ok = _next_group(cur, group, db)
 
     def neighbor_ids(
         self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
@@ -397,15 +384,27 @@ class Snapshot:
         return out
 
 
-def _next_group(cur: Cursor, group: bytes) -> bool:
-    """Move past every version of ``group``. Most groups hold one version, so from one of them a step
-    usually lands on the next group: 0.1-0.25 µs less than a seek (py-lmdb, 20k nodes). But a
-    snapshot's cursors are shared, and a read between two steps of a walk (a lookup while a plane is
-    exported, a nested walk) may have moved this one elsewhere: then only a seek finds the way."""
+def _next_group(cur: Cursor, group: bytes, table: str) -> bool:
+    """Move past every version of ``group`` in ``table``; False past the table's end. Most groups hold
+    one version, so from one of them a step usually lands on the next group: 0.1-0.25 µs less than a
+    seek (py-lmdb, 20k nodes). But a snapshot's cursors are shared, and a read between two steps of a
+    walk (a lookup while a plane is exported, a nested walk) may have moved this one elsewhere: then
+    only a seek finds the way. A damaged page can send the cursor backwards: that raises, rather than
+    walking in a loop."""
     width = keys.SEQ_WIDTH
-    if cur.key()[:-width] == group and cur.next() and cur.key()[:-width] != group:
-        return True
-    return cur.set_range(group + _SKIP_GROUP)
+    if cur.key()[:-width] == group and cur.next():
+        key = cur.key()
+        if key[:-width] == group:  # another version of it: seek past them all
+            if not cur.set_range(group + _SKIP_GROUP):
+                return False
+            key = cur.key()
+    elif cur.set_range(group + _SKIP_GROUP):
+        key = cur.key()
+    else:
+        return False
+    if key <= group:
+        raise _out_of_order(table)
+    return True
 
 
 def _out_of_order(table: str) -> DamagedDatabase:
