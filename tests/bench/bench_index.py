@@ -838,6 +838,14 @@ def bench_reads(size: Size) -> Section:
         own transaction, as a single lookup pays)."""
         lat: dict[str, list[float]] = {"engine": [], "raw": [], "engine_txn": [], "raw_txn": []}
         clock = time.perf_counter
+
+        def raw_alone(i: int) -> float:
+            """Seconds of one raw operation in a read transaction of its own."""
+            t = clock()
+            with env.begin(buffers=False) as txn:
+                raw(txn, i)
+            return clock() - t
+
         for rnd in range(size.read_rounds + 1):  # the first round warms up, unrecorded
             keep = rnd > 0
             with db.snapshot() as snap:
@@ -858,19 +866,13 @@ def bench_reads(size: Size) -> Section:
                 # Whichever reads an operation's pages second finds them in the CPU's caches: take
                 # turns going first, so neither side is always the one that warmed them.
                 if i % 2:
-                    t = clock()
-                    with env.begin(buffers=False) as txn:
-                        raw(txn, i)
-                    r = clock() - t
+                    r = raw_alone(i)
                 t = clock()
                 with db.snapshot() as snap:
                     engine(snap, i)
                 e = clock() - t
                 if not i % 2:
-                    t = clock()
-                    with env.begin(buffers=False) as txn:
-                        raw(txn, i)
-                    r = clock() - t
+                    r = raw_alone(i)
                 if keep:
                     lat["engine_txn"].append(e)
                     lat["raw_txn"].append(r)
