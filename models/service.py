@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import openai
 import structlog
 
+from drsg.kernel.backoff import backoff
 from drsg.kernel.errors import ConfigError, DrsgError
 
 log = structlog.get_logger("drsg.models.service")
@@ -44,8 +45,7 @@ class RetryPolicy:
 
     def backoff(self, retry: int, rng: Callable[[], float]) -> float:
         """Delay before retry number ``retry`` (1-based): exponential, with jitter in [50 %, 100 %]."""
-        ceiling = min(self.max_delay, self.base_delay * 2 ** (retry - 1))
-        return ceiling * (0.5 + 0.5 * rng())
+        return backoff(retry, self.base_delay, self.max_delay, rng)
 
 
 def retry_after(headers: Mapping[str, str], now: Callable[[], float] = time.time) -> float | None:

@@ -10,7 +10,10 @@ local LMDB file at ``path``, which follows the topic (store/kafka_materialiser.p
 3. produces them (acks=all) with the head they were made on, and waits until the local file has
    materialised that record: applied (the write's seqs), or stale because another node's commit
    landed first — then it runs the function again on the newer state, up to ``ATTEMPTS`` times
-   (commit functions may run more than once, as under the group-commit writer).
+   (commit functions may run more than once, as under the group-commit writer). Before each run
+   again it waits a jittered, doubling pause: a record lands stale when anything came between its
+   base and its seq, stale records too, so two nodes retrying in step can each land behind the
+   other's last stale record run after run; the pause takes them out of step.
 
 A function that seals several commits (``tx.commit_point()``) and a staged write (``drsg import``)
 are produced as one group, applied all at once or not at all. Writes from this process are one at
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -29,6 +34,7 @@ from typing import Any, TypeVar, Unpack
 
 import structlog
 
+from drsg.kernel.backoff import backoff
 from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.backends import split_url
@@ -58,6 +64,7 @@ from drsg.store.writer import CommitResult
 
 T = TypeVar("T")
 ATTEMPTS = 20  # runs of one commit function before a write gives up on other writers
+RETRY_FIRST, RETRY_CEILING = 0.01, 0.32  # seconds before a run again: about a produce-to-read round trip, doubling
 log = structlog.get_logger("drsg.store")
 
 
@@ -196,7 +203,9 @@ class KafkaDatabase(Database):
         if self._stager == threading.get_ident():  # it would wait for the file the stage holds
             raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
         with self._write_lock:
-            for _ in range(ATTEMPTS):
+            for attempt in range(ATTEMPTS):
+                if attempt:  # in step with another node, each lands behind the other's stale record
+                    time.sleep(backoff(attempt, RETRY_FIRST, RETRY_CEILING, random.random))
                 self.catch_up()
                 try:
                     with self._file_lock:

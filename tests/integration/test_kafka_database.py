@@ -137,6 +137,35 @@ def test_nodes_racing_for_the_same_keys_each_key_is_made_once(tmp_path: Path, ur
             db.close()
 
 
+def test_nodes_writing_at_once_all_the_time_each_get_every_write_in(tmp_path: Path, url: str) -> None:
+    # Every write of one node lands behind the other's, stale ones included: without a jittered
+    # pause before a run again the two retried in step until one gave up (CI, stop 30).
+    nodes = [node_of(tmp_path, name, url) for name in ("a", "b")]
+    start = threading.Barrier(len(nodes))
+    refused: list[str] = []
+
+    def write_all(db: KafkaDatabase, name: str) -> None:
+        start.wait()
+        for i in range(40):
+            try:
+                db.write(lambda tx, i=i: tx.create_node(tx.plane("startup"), f"{name}{i}", ["X"], {}))
+            except Exception as exc:  # shown by the assertion below, not lost in a thread
+                refused.append(f"{name}{i}: {type(exc).__name__}: {exc}")
+
+    try:
+        threads = [threading.Thread(target=write_all, args=(db, name)) for db, name in zip(nodes, "ab", strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(300)
+        assert not refused
+        nodes[0].catch_up(max(db.kafka.head() for db in nodes))
+        assert keys_in(nodes[0]) == sorted(f"{name}{i}" for name in "ab" for i in range(40))
+    finally:
+        for db in nodes:
+            db.close()
+
+
 def test_poison_records_are_skipped_logged_counted_and_the_node_goes_on(
     tmp_path: Path, url: str, kafka_broker: Broker
 ) -> None:
