@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import traceback
 from typing import Any
@@ -14,9 +15,45 @@ from drsg.kernel.errors import DrsgError
 from drsg.surfaces.cli.context import Context, fail
 from drsg.surfaces.cli.supervise import run_supervised
 
+#: Each command's module under drsg.surfaces.cli, imported when the command runs (or ``--help``
+#: lists them all): together they pull in numpy, hnswlib, tantivy and wasmtime, 0.33 s of a 0.48 s
+#: start, so ``drsg get`` or ``drsg import`` imported them all for nothing (now 0.15 s).
+#: tests/integration/test_cli.py checks this against every module's COMMANDS.
+COMMAND_MODULES: dict[str, str] = {
+    "plane": "planes",
+    **dict.fromkeys(("get", "node", "edge", "neighbors"), "records"),
+    **dict.fromkeys(("import", "export"), "bulk"),
+    **dict.fromkeys(("log", "stats", "check", "rebuild", "config"), "history"),
+    "diff": "diff",
+    **dict.fromkeys(("index", "search", "query", "vectorize"), "search"),
+    "hybrid": "hybrid",
+    "algo": "algo",
+    "ask": "ask",
+    "hybrid-eval": "evaluate",
+    "digest": "digest",
+    "init": "init",
+    "feed": "feed",
+    "serve": "serve",
+    "mcp": "mcp",
+    "plugin": "plugins",
+    **dict.fromkeys(("catalog", "find"), "catalog"),
+    "workers": "workers",
+}
+
 
 class DrsgGroup(click.Group):
-    """Turns drsg errors into one line and the documented exit code (0 ok, 1 runtime, 2 usage)."""
+    """Turns drsg errors into one line and the documented exit code (0 ok, 1 runtime, 2 usage);
+    loads a command's module only when the command is asked for (:data:`COMMAND_MODULES`)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMAND_MODULES, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            for command in importlib.import_module(f"drsg.surfaces.cli.{module}").COMMANDS:
+                self.add_command(command)
+        return self.commands.get(cmd_name)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """click's own usage errors (a missing argument, an unknown option, a bad choice) are one
@@ -94,55 +131,6 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
     level = {0: loaded["logging.level"], 1: "info"}.get(verbose, "debug")
     logs.configure(level, loaded["logging.format"])
     ctx.obj = Context(db_path=db_path, config=config, verbose=verbose, settings=loaded)
-
-
-def _register() -> None:
-    from drsg.surfaces.cli import (
-        algo,
-        ask,
-        bulk,
-        catalog,
-        diff,
-        digest,
-        evaluate,
-        feed,
-        history,
-        hybrid,
-        init,
-        mcp,
-        planes,
-        plugins,
-        records,
-        search,
-        serve,
-        workers,
-    )
-
-    for module in (
-        planes,
-        records,
-        bulk,
-        history,
-        diff,
-        search,
-        hybrid,
-        algo,
-        ask,
-        evaluate,
-        digest,
-        init,
-        feed,
-        serve,
-        mcp,
-        plugins,
-        catalog,
-        workers,
-    ):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def main() -> None:
