@@ -14,8 +14,11 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
     exit 1
 fi
 echo "$what: installing $packages" >&2
-if [ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -60 2>/dev/null | head -n 1)" ]; then
+# (a stamp of our own: apt dates the lists by the server's Last-Modified, not by when it read them)
+stamp=/var/cache/apt/drsg-lists-read
+if [ -z "$(find "$stamp" -mmin -60 2>/dev/null)" ]; then
     apt-get update -qq
+    touch "$stamp"
 fi
 # policy-rc.d keeps the packages from starting their own services
 printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d.drsg && chmod +x /usr/sbin/policy-rc.d.drsg
