@@ -8,17 +8,17 @@ code and tree-sitter sources compiled natively (tests/bench/c_plugin_native.c), 
 Also: what a call costs before any work (a fresh store + instantiate + describe), beside a direct
 Python call of the built-in handler's parse for the same file.
 
-    .venv/bin/python -m tests.bench.bench_c_plugin [--files N]
+    .venv/bin/python -m tests.bench.bench_c_plugin [--files N] [--no-record]
 
-Results are printed, not recorded (add them to tests/bench/RESULTS.md by hand).
+Results are printed and appended to tests/bench/RESULTS.md (``--no-record``, or DRSG_BENCH_NO_RECORD=1: printed only).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
-import platform
 import statistics
 import subprocess
 import sys
@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from drsg.pipeline.code.handler import SourceTree
+from tests.bench import common
 from tests.support.wasm_plugin import BUILD, REPO, ComponentPlugin, built_plugin
 
 WORK = REPO / "build" / "bench" / "c-tree"
@@ -91,8 +92,10 @@ def native_binary() -> Path:
     return out
 
 
-def wasm_run(plugin: ComponentPlugin, tree: SourceTree, files: list[str], mib: float, title: str) -> tuple:
-    """One pass the host's way; prints its figures and returns (seconds, facts, parse seconds, notes)."""
+def wasm_run(
+    plugin: ComponentPlugin, tree: SourceTree, files: list[str], mib: float, title: str, lines: list[str]
+) -> tuple:
+    """One pass the host's way; adds its figures to ``lines`` and returns (seconds, facts, parse seconds, notes)."""
     started = time.perf_counter()
     partials = [plugin.parse(tree, [f]) for f in files]
     parse_s = time.perf_counter() - started
@@ -101,12 +104,12 @@ def wasm_run(plugin: ComponentPlugin, tree: SourceTree, files: list[str], mib: f
     assemble_s = time.perf_counter() - started
     facts = len(out.nodes) + len(out.edges)
     total = parse_s + assemble_s
-    print(f"{title}:")
-    print(
+    lines.append(f"{title}:")
+    lines.append(
         f"  parse {parse_s:.2f} s ({len(files)} calls, each a fresh store and instance), assemble {assemble_s:.2f} s "
         f"(the output lifted and checked); partials {sum(map(len, partials)) / (1 << 20):.2f} MiB"
     )
-    print(
+    lines.append(
         f"  {len(files) / total:,.0f} files/s, {mib / total:.2f} MiB/s, {facts / total:,.0f} facts/s "
         f"({len(out.nodes):,} nodes, {len(out.edges):,} edges)"
     )
@@ -134,7 +137,10 @@ def _direct_call_floor() -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=0, help="use only the first N files (0: all)")
+    parser.add_argument("--no-record", action="store_true", help="print only; do not append to RESULTS.md")
     args = parser.parse_args()
+    began = dt.datetime.now(dt.UTC)
+    out: list[str] = []
 
     wasm = built_plugin("c")
     tree_root = c_tree()
@@ -143,8 +149,7 @@ def main() -> None:
         files = files[: args.files]
     size = sum((tree_root / f).stat().st_size for f in files)
     mib = size / (1 << 20)
-    print(f"tree: {len(files)} files, {mib:.1f} MiB of C ({', '.join(SDISTS)})")
-    print(f"machine: {platform.node()} {platform.machine()}, Python {platform.python_version()}")
+    out.append(f"tree: {len(files)} files, {mib:.1f} MiB of C ({', '.join(SDISTS)})")
 
     plugin = ComponentPlugin(wasm)
     # what one call costs with no work: a fresh store, instantiate, describe
@@ -155,35 +160,36 @@ def main() -> None:
         overhead.append(time.perf_counter() - started)
     direct = _direct_call_floor()
     floor = statistics.median(overhead)
-    print(
+    out.append(
         f"per call, before any work (store + instantiate + describe): median {floor * 1e3:.2f} ms; "
         f"a direct Python call of the built-in handler's parse on an empty file: {direct * 1e3:.3f} ms "
         f"({floor / direct:.0f}x)"
     )
 
     tree = SourceTree(tree_root, files)
-    total, facts, parse_s, notes = wasm_run(plugin, tree, files, mib, "wasm, through drsg's plugin host")
+    total, facts, parse_s, notes = wasm_run(plugin, tree, files, mib, "wasm, through drsg's plugin host", out)
 
     native = native_binary()
     ran = subprocess.run([str(native), str(tree_root)], input="\n".join(files) + "\n", capture_output=True, text=True)
     figures = json.loads(ran.stdout)
     native_s = figures["parse_s"] + figures["assemble_s"]
     native_facts = figures["nodes"] + figures["edges"]
-    print(
+    out.append(
         f"native: parse {figures['parse_s']:.2f} s, assemble {figures['assemble_s']:.2f} s: "
         f"{len(files) / native_s:,.0f} files/s, {mib / native_s:.2f} MiB/s, {native_facts / native_s:,.0f} facts/s"
     )
     same = "equal" if native_facts == facts else "DIFFERENT, though it is the same code"
-    print(f"native facts {native_facts:,} vs wasm {facts:,}: {same}")
-    print(
+    out.append(f"native facts {native_facts:,} vs wasm {facts:,}: {same}")
+    out.append(
         f"largest partial (native, compressed): {figures['largest_partial']:,} bytes, {figures['largest_partial_file']}"
     )
-    print(
+    out.append(
         f"ratio wasm/native time: {total / native_s:.2f}x (parse calls alone, store and instance included: "
         f"{parse_s / figures['parse_s']:.2f}x)"
     )
     for note in notes:
-        print(f"  note: {note}")
+        out.append(f"  note: {note}")
+    common.append_section("The C parser plugin on a real C tree", began, ["```", *out, "```"], not args.no_record)
 
 
 if __name__ == "__main__":
