@@ -331,6 +331,7 @@ class _KafkaStage(StagedWrite):
         if done is None:
             raise Conflict(
                 f"{self.db.kafka.url}: another writer committed while this write was staged; "
-                "nothing was written — run it again"
+                "nothing was written — run it again (it lands only if no other node writes while it is "
+                "staged: pause them, or split the file into smaller imports)"
             )
         return done[0]
