@@ -118,6 +118,14 @@ def test_components_equal_weakly_connected_components(graph: Graph, label: str |
     assert all(rep == min(members) for rep, members in groups.items())  # upstream's representative
 
 
+def test_shortest_path_both_ways_takes_the_cheaper_of_two_reciprocal_edges() -> None:
+    # the case that showed networkx's to_undirected() merging u→v with v→u (the oracle was wrong)
+    graph = (["A", "A", "A"], [(0, 2, 0), (1, 2, 5), (2, 0, 1)])
+    with stored(graph) as (frame, ids, edge_ids):
+        path = shortest_path(frame, ids[0], ids[1], "both", "w")
+    assert path is not None and path.cost == 5 and path.edges == [edge_ids[0], edge_ids[1]]
+
+
 @SETTINGS
 @given(graphs, st.sampled_from(["out", "in", "both"]), st.booleans(), st.data())
 def test_shortest_paths_equal_networkx(graph: Graph, direction: str, weighted: bool, data: st.DataObject) -> None:
@@ -129,8 +137,11 @@ def test_shortest_paths_equal_networkx(graph: Graph, direction: str, weighted: b
     g = oracle(graph)
     if direction == "in":
         g = g.reverse(copy=True)
-    elif direction == "both":
-        g = g.to_undirected()
+    elif direction == "both":  # every edge either way, each its own: to_undirected() merges u→v with v→u
+        undirected = nx.MultiGraph()
+        undirected.add_nodes_from(g)
+        undirected.add_edges_from((s, d, attrs) for s, d, attrs in g.edges(data=True))
+        g = undirected
     try:
         expected = nx.shortest_path_length(g, src, dst, weight="w" if weighted else None)
     except nx.NetworkXNoPath:
