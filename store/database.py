@@ -228,6 +228,11 @@ class Database:
                 yield commit
             self.log.wait(next_seq - 1, FOLLOW_WAIT)
 
+    def health(self) -> dict[str, Json]:
+        """What ``/health`` says beyond "ok", which anyone may ask (no token): figures and flags
+        only, never a path, a URL or an error's text. An embedded file has nothing to add."""
+        return {}
+
     def stats(self) -> Stats:
         with self.snapshot() as snap:
             planes = snap.planes()

@@ -165,6 +165,21 @@ class KafkaDatabase(Database):
             error=None if materialiser is None else materialiser.error,
         )
 
+    def health(self) -> dict[str, Json]:
+        """How this node's copy stands against the topic, for ``/health``: how far behind the head it
+        knows it is, and whether the materialiser's last round failed (``drsg stats`` says why)."""
+        materialiser = self.materialiser
+        topic, copy = self.kafka.head(), self.head()
+        return {
+            "log": {
+                "head": topic,
+                "materialised": copy,
+                "behind": max(0, topic - copy),
+                "poison_records": self.poison_records,
+                "failing": materialiser is None or materialiser.error is not None,
+            }
+        }
+
     @property
     def poison_records(self) -> int:
         """Records of the topic this copy kept as empty commits because they were no good commit

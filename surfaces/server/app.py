@@ -81,9 +81,15 @@ async def rpc_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def health_handler(request: web.Request) -> web.StreamResponse:
+    """``ok`` (200), ``stopping`` (503), or ``degraded`` (200) when the database says a part of it is
+    failing — a Kafka node whose copy stopped following the topic still answers reads from its copy,
+    so it stays in rotation; its figures say how far behind it is (Database.health)."""
     state = request.app[STATE]
-    status = "stopping" if state.stopping else "ok"
-    return web.json_response({"status": status, "version": __version__}, status=503 if state.stopping else 200)
+    if state.stopping:
+        return web.json_response({"status": "stopping", "version": __version__}, status=503)
+    parts = state.db.health()
+    failing = any(isinstance(part, dict) and part.get("failing") for part in parts.values())
+    return web.json_response({"status": "degraded" if failing else "ok", "version": __version__, **parts})
 
 
 #: The routes. The change feed's (``/ws``, ``/feed/{plane}``) are added by ``feed_routes.install``.

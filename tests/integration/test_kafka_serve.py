@@ -20,6 +20,9 @@ import pytest
 
 import drsg
 from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka_materialiser import BASE, PREV, u64_header
+from drsg.store.log import encode
+from drsg.store.mutations import NodePut
 from tests.integration.test_kafka_database import produce
 from tests.integration.test_server import RunningServer, clean_env, cli, drsg_argv, start_server
 from tests.integration.test_server_feed import Frame, connect, sse_events, sse_url
@@ -122,6 +125,29 @@ def test_a_websocket_watch_resumes_from_seq_with_another_nodes_commits_once_in_o
     seqs = [m["seq"] for m in seen + rest]
     assert seqs == sorted(set(seqs))
     assert [m["changes"][0]["record"]["external_key"] for m in seen + rest] == [f"d{i}" for i in range(6)]
+
+
+def test_health_says_how_far_the_copy_is_and_degraded_once_it_stops_following_the_topic(
+    served: tuple[RunningServer, KafkaDatabase], kafka_broker: Broker
+) -> None:
+    server, other = served
+    made = other.write(lambda tx: tx.create_node(tx.plane("startup"), "k", ["Doc"], {})).seq
+    assert made is not None
+    wait_until(lambda: server.get("/health").json()["log"]["materialised"] >= made, "the server's node to catch up")
+    health = server.get("/health")
+    assert health.status == 200 and health.json() == {
+        "status": "ok", "version": drsg.__version__,
+        "log": {"head": made, "materialised": made, "behind": 0, "poison_records": 0, "failing": False},
+    }  # fmt: skip
+    # a commit made on another record at the same seq: the topic is not the log this copy holds
+    forged = encode(1, {}, [NodePut(0, 99, "forged", ["Doc"], {})])
+    produce(kafka_broker, other.kafka.topic, forged, {BASE: u64_header(made), PREV: u64_header(12345)})
+    wait_until(lambda: server.get("/health").json()["status"] == "degraded", "the server's node to stop", timeout=30)
+    health = server.get("/health")
+    assert health.status == 200 and health.json()["log"]["failing"] is True  # it still answers from its copy
+    assert health.json()["log"]["materialised"] == made and health.json()["log"]["behind"] >= 1
+    assert other.kafka.topic.encode() not in health.body and b"127.0.0.1" not in health.body  # no URL for everyone
+    assert "another commit" in server.call("db.stats")["log"]["error"]  # the reason, behind the token
 
 
 def test_a_poison_record_is_counted_in_db_stats_and_drsg_stats_logged_and_the_node_goes_on(
