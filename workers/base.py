@@ -57,8 +57,12 @@ class IndexWorker(ABC):
         self.decl = decl
         self.seq = 0  # every commit <= seq has been applied
         self.dirty = False  # applied commits not yet saved
-        root = Path(f"{db_path}{self.suffix}")
-        self.sidecar = Sidecar(root, safe_name(decl.plane, decl.label, decl.prop), db_uuid)
+        self.sidecar = Sidecar(self.sidecar_root(db_path), safe_name(decl.plane, decl.label, decl.prop), db_uuid)
+
+    @classmethod
+    def sidecar_root(cls, db_path: str | os.PathLike[str]) -> Path:
+        """The folder this kind's sidecars are saved in, for sidecars kept at ``db_path``."""
+        return Path(f"{db_path}{cls.suffix}")
 
     # ------------------------------------------------------------------ what a backend implements
 

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -47,6 +48,11 @@ def worker_class(kind: str) -> type[IndexWorker]:
     from drsg.workers.keyword import KeywordIndex  # tantivy loads only when a keyword index exists
 
     return KeywordIndex
+
+
+def sidecar_roots(sidecars: str | os.PathLike[str]) -> list[Path]:
+    """The folders an index set keeping its sidecars at ``sidecars`` saves them in, one per kind."""
+    return [worker_class(kind).sidecar_root(sidecars) for kind in ("vector", "keyword")]
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,30 @@ class Loaded:
     meta: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class InForce:
+    """What one sidecar's manifest says of the version in force (shown, never loaded from)."""
+
+    name: str
+    seq: int  # the commit its index reached
+    meta: dict[str, Any]  # the declaration it was built for: kind, plane, label, prop, …
+    saved_by: str | None  # host:pid of the save that made it
+    saved_at: float  # when (the version folder's time)
+
+
+def in_force(root: Path) -> tuple[list[InForce], list[tuple[str, str]]]:
+    """Every sidecar under ``root`` by name: what its version in force says, and (name, why) for
+    those with none readable."""
+    found: list[InForce] = []
+    unreadable: list[tuple[str, str]] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []:
+        try:
+            found.append(Sidecar(root, folder.name, "").status())
+        except SidecarInvalid as exc:
+            unreadable.append((folder.name, str(exc)))
+    return found, unreadable
+
+
 class SidecarInvalid(Exception):
     """The sidecar cannot be trusted; the caller rebuilds the index from the log."""
 
@@ -149,9 +173,20 @@ class Sidecar:
             read_files(loaded)
             return loaded
 
-    def _load(self, expected_meta: dict[str, Any]) -> Loaded:
-        # whatever is found, a rebuild replaces what is in force now (a fenced save checks that)
-        self.in_force, self.in_force_seq, self.lineage = self._current_name(), 0, []
+    def status(self) -> InForce:
+        """The version in force as it says it is (its files are not checked: that reads them all),
+        for ``drsg workers --status``; SidecarInvalid when none is readable."""
+        with self._locked(exclusive=False):
+            version, manifest = self._in_force()
+        lineage = manifest.get("lineage")
+        last = lineage[-1] if isinstance(lineage, list) and lineage and isinstance(lineage[-1], list) else []
+        meta, seq = manifest.get("meta"), manifest.get("seq")
+        if not isinstance(meta, dict) or not isinstance(seq, int):
+            raise SidecarInvalid("malformed manifest")
+        return InForce(self.dir.name, seq, meta, str(last[-1]) if last else None, version.stat().st_mtime)
+
+    def _in_force(self) -> tuple[Path, dict[str, Any]]:
+        """The version folder ``CURRENT`` names and its manifest, of this format."""
         try:
             name = (self.dir / "CURRENT").read_text().strip()
         except (OSError, UnicodeDecodeError) as exc:
@@ -165,6 +200,12 @@ class Sidecar:
             raise SidecarInvalid(f"unreadable manifest ({exc.__class__.__name__})") from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise SidecarInvalid("unknown sidecar format")
+        return version, manifest
+
+    def _load(self, expected_meta: dict[str, Any]) -> Loaded:
+        # whatever is found, a rebuild replaces what is in force now (a fenced save checks that)
+        self.in_force, self.in_force_seq, self.lineage = self._current_name(), 0, []
+        version, manifest = self._in_force()
         if manifest.get("db") != self.db_uuid:
             raise SidecarInvalid("it belongs to another database")
         if manifest.get("meta") != expected_meta:

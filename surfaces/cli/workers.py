@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import sys
 import threading
@@ -10,7 +11,8 @@ from pathlib import Path
 import click
 
 from drsg.kernel.errors import UsageError
-from drsg.surfaces.cli.context import Context
+from drsg.surfaces.cli.context import Context, emit_json
+from drsg.surfaces.cli.options import json_option
 
 
 @click.command("workers")
@@ -43,6 +45,13 @@ from drsg.surfaces.cli.context import Context
     metavar="SECONDS",
     help="Silence after which the group gives a member's shards to the others.",
 )
+@click.option(
+    "--status",
+    is_flag=True,
+    help="Instead of joining: show every index the group saved in --index-dir, how far behind this node's copy "
+    "of the log it is, and which member saved it when.",
+)
+@json_option
 @click.pass_obj
 def workers(
     obj: Context,
@@ -51,6 +60,8 @@ def workers(
     shards: int | None,
     save_every: float,
     session_timeout: float,
+    status: bool,
+    as_json: bool,
 ) -> None:
     """Index a Kafka log's planes as one member of a consumer group (SIGTERM/Ctrl-C: save, leave).
 
@@ -60,6 +71,7 @@ def workers(
     folder the group shares (--index-dir). Start one per machine; add one and the group hands it
     shards; stop one (or lose it) and the others take its shards over from its last save.
     Logs are JSON lines on stderr: shards_assigned, shards_released, index_saved, index_fenced.
+    `--status` shows what the group has saved, against this node's copy (--json: one index per line).
     """
     from drsg.workers.index_group import GroupOptions, IndexGroup
 
@@ -72,6 +84,9 @@ def workers(
     folder = index_dir or settings["log.index_dir"]
     if not folder:
         raise UsageError("give --index-dir DIR (or [log] index_dir): the folder every worker of the group shares")
+    if status:
+        _show_status(obj, Path(folder), as_json)
+        return
     options = GroupOptions(
         index_dir=Path(folder),
         group=group or settings["log.group"],
@@ -101,6 +116,47 @@ def workers(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _show_status(obj: Context, folder: Path, as_json: bool) -> None:
+    """What the group saved in ``folder``: each index's checkpoint against this node's copy's head."""
+    from drsg.store.kafka_database import KafkaDatabase
+    from drsg.workers.manager import sidecar_roots
+    from drsg.workers.sidecar import InForce, in_force
+
+    with obj.open(write=False) as db:
+        assert isinstance(db, KafkaDatabase)  # log.url is set: Context.open made one
+        head = db.catch_up()  # the topic's head as this node knows it, materialised
+        root = folder / db.kafka.topic  # as the group's IndexSet keeps them (workers/index_group.py)
+    found: list[InForce] = []
+    unreadable: list[tuple[str, str]] = []
+    for kind_root in sidecar_roots(root):
+        more, bad = in_force(kind_root)
+        found, unreadable = found + more, unreadable + bad
+    if not found and not unreadable and not as_json:
+        click.echo(
+            f"no index saved in {folder} for {root.name} yet: no member of the group has saved one (head {head})"
+        )
+    for index in found:
+        meta = index.meta
+        saved_at = dt.datetime.fromtimestamp(index.saved_at, dt.UTC).isoformat(timespec="seconds")
+        if as_json:
+            emit_json({
+                "sidecar": index.name, "plane": meta.get("plane"), "kind": meta.get("kind"),
+                "label": meta.get("label"), "property": meta.get("property"), "seq": index.seq, "head": head,
+                "behind": max(0, head - index.seq), "saved_by": index.saved_by, "saved_at": saved_at,
+            })  # fmt: skip
+        else:
+            click.echo(
+                f"plane {meta.get('plane')} {meta.get('kind')} {meta.get('label')}.{meta.get('property')}: "
+                f"seq {index.seq}, {max(0, head - index.seq)} behind head {head}; "
+                f"saved by {index.saved_by or 'unknown'} at {saved_at}"
+            )
+    for name, why in unreadable:
+        if as_json:
+            emit_json({"sidecar": name, "problem": why})
+        else:
+            click.echo(f"{name}: unreadable ({why}); its next owner rebuilds it from the log")
 
 
 COMMANDS = [workers]

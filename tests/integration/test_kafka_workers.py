@@ -214,6 +214,27 @@ def test_workers_killed_paused_and_rebalanced_lose_nothing_and_apply_nothing_twi
         logged = {(e["base"], e["seq"]) for e in saves if e["sidecar"] == name}
         assert logged <= set(lineage), (name, sorted(logged - set(lineage)))  # no save was overwritten
     assert len({owner for m in found.values() for *_, owner in m["lineage"]}) >= 3  # the work moved about
+    # `drsg workers --status` on another node of the log reads the same from the shared folder
+    argv = [sys.executable, "-m", "drsg.surfaces.cli", "--db", str(tmp_path / "status.drsg"), "--log", url]
+    status = subprocess.run(
+        [*argv, "workers", "--status", "--index-dir", str(shared), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert status.returncode == 0, status.stderr
+    rows = [json.loads(line) for line in status.stdout.splitlines()]
+    assert {r["sidecar"]: (r["seq"], r["head"], r["behind"], r["saved_by"]) for r in rows} == {
+        name: (head, head, 0, m["lineage"][-1][2]) for name, m in found.items()
+    }
+    shown = subprocess.run(
+        [*argv, "workers", "--status", "--index-dir", str(shared)], capture_output=True, text=True, timeout=120
+    ).stdout.splitlines()
+    assert len(shown) == len(found)
+    assert all(line.startswith("plane ") and f"seq {head}, 0 behind head {head}; saved by " in line for line in shown)
+    assert sorted((r["plane"], r["kind"], r["label"], r["property"]) for r in rows) == sorted(
+        (m["meta"]["plane"], m["meta"]["kind"], m["meta"]["label"], m["meta"]["property"]) for m in found.values()
+    )
     # a server on a node of the log serves the group's indexes: loaded from the shared folder, not saved
     server = start_server(
         tmp_path / "reader.drsg",
@@ -290,3 +311,11 @@ def test_workers_need_a_kafka_log_and_a_shared_folder(tmp_path: Path, kafka_brok
         "error: give --index-dir DIR (or [log] index_dir): the folder every worker of the group shares"
     ]
     assert not (tmp_path / "n.drsg").exists()  # nothing written
+    empty = run(
+        "--log", kafka_broker.url(f"workers-{uuid.uuid4().hex[:12]}"), "workers", "--status", "--index-dir", "x"
+    )
+    assert empty.returncode == 0, empty.stderr
+    assert (
+        empty.stdout.startswith("no index saved in x for workers-")
+        and "no member of the group has saved one" in empty.stdout
+    )
