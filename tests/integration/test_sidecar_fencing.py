@@ -6,6 +6,7 @@ carries one unbroken chain of the saves that led to it."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from drsg.store.database import Database
 from drsg.store.records import Plane
 from drsg.workers.manager import IndexSet
 from drsg.workers.sidecar import LINEAGE, Sidecar, SidecarFenced, SidecarInvalid
+from drsg.workers.sidecar import in_force as sidecar_in_force
 
 META = {"kind": "test"}
 
@@ -134,3 +136,17 @@ def test_a_read_only_index_set_loads_the_shared_sidecars_and_never_writes_them(d
     reader.catch_up()
     assert reader.workers == {}
     assert sorted(p.name for p in folder.rglob("*")) == saved  # nothing saved over, nothing removed
+
+
+def test_the_status_reads_what_each_version_in_force_says_and_names_the_unreadable(tmp_path: Path) -> None:
+    first, second = Sidecar(tmp_path, "ix", "db"), Sidecar(tmp_path, "other", "db")
+    save(first, 5)
+    save(first, 9)
+    save(second, 3)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "CURRENT").write_text("v-nowhere")
+    found, unreadable = sidecar_in_force(tmp_path)
+    assert [(s.name, s.seq, s.meta) for s in found] == [("ix", 9, META), ("other", 3, META)]
+    assert all(s.saved_by and s.saved_by.endswith(f":{os.getpid()}") for s in found)  # host:pid of the save
+    assert unreadable == [("broken", "CURRENT names a missing version 'v-nowhere'")]
+    assert sidecar_in_force(tmp_path / "none") == ([], [])  # no folder yet: nothing saved
