@@ -4,7 +4,8 @@ Hypothesis draws a small graph (nodes with labels A/B and an int ``n``, edges of
 plan (a scan or seek, then Expand, ExpandVar, Filter, Distinct, Sort, Skip and Limit steps); the
 engine runs it through ``run_plan_subgraph`` against the database, the oracle walks Python lists
 with the definitions of ``drsg.plan.traversal``'s docstring. Result node ids, in order, must match,
-and so must the set of edges the walks took.
+and so must the set of edges the walks took; a walk that holds more than ``MAX_ROWS`` rows is
+refused by both (self-loops walked both ways multiply fast).
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 import drsg as drsg_api
+from drsg.kernel.errors import UsageError
 from drsg.plan.query import plan_from_json
 from drsg.workers.plans import run_plan_subgraph
 from drsg.workers.search import Searcher
+from drsg.workers.traverse import MAX_ROWS
 
 Graph = tuple[list[tuple[str, int]], list[tuple[int, int, str]]]  # nodes (label, n); edges (src, dst, type)
 
@@ -133,14 +136,19 @@ def oracle_step(
     out = list(rows) if low == 0 else []
     frontier = rows
     for hop in range(1, high + 1):
-        frontier = [
-            (other, h + 1, (*path, e))
-            for node, h, path in frontier
-            for e, other in adjacent(edges, node, direction, body["edge_type"])
-        ]
+        step: list[Walk] = []
+        for node, h, path in frontier:  # row by row: a refused walk is never built whole
+            step.extend((other, h + 1, (*path, e)) for e, other in adjacent(edges, node, direction, body["edge_type"]))
+            if len(step) + len(out) > MAX_ROWS:
+                raise TooManyRows
         if hop >= low:
-            out.extend(frontier)
+            out.extend(step)
+        frontier = step
     return out
+
+
+class TooManyRows(Exception):
+    """The walk holds more than MAX_ROWS rows: the engine refuses it (a UsageError naming the fix)."""
 
 
 def value(nodes: list[tuple[str, int]], row: Walk, expr: Any) -> Any:
@@ -172,6 +180,14 @@ def sort_value(v: Any) -> tuple[int, float]:
 
 @settings(max_examples=120, deadline=None)
 @given(graph=graphs, source=sources, plan_steps=st.lists(steps, max_size=5))
+@example(  # CI's: 11 self-loops walked both ways, 22 rows a hop, past MAX_ROWS at the fourth
+    graph=([("A", 0)], [(0, 0, "R")] * 11),
+    source="ScanAll",
+    plan_steps=[
+        {"Expand": {"dir": "Both", "edge_type": "R"}},
+        {"ExpandVar": {"dir": "Both", "edge_type": "R", "min": 2, "max": 3}},
+    ],
+)
 def test_traversal_plans_equal_the_oracle(graph: Graph, source: Any, plan_steps: list[Any]) -> None:
     nodes, edges = graph
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,9 +201,21 @@ def test_traversal_plans_equal_the_oracle(graph: Graph, source: Any, plan_steps:
 
             edge_ids = db.write(fill).value
             plan = {"source": source, "steps": plan_steps}
-            rows, _nodes, got_edges = run_plan_subgraph(Searcher(db), "p", plan_from_json(plan))
+            try:
+                rows, _nodes, got_edges = run_plan_subgraph(Searcher(db), "p", plan_from_json(plan))
+            except UsageError as exc:
+                if f"passed {MAX_ROWS} rows at hop" not in str(exc):
+                    raise
+                refused = True
+            else:
+                refused = False
         finally:
             db.close()
-    want_rows, want_edges = oracle(graph, plan)
+    try:
+        want_rows, want_edges = oracle(graph, plan)
+    except TooManyRows:
+        assert refused, "the walk holds more rows than MAX_ROWS, and the engine ran it"
+        return
+    assert not refused, "the engine refused a walk of fewer rows than MAX_ROWS"
     assert [int(r.node.key[1:]) for r in rows if r.node.key] == want_rows
     assert {e.id for e in got_edges} == {edge_ids[e] for e in want_edges}
