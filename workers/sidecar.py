@@ -52,12 +52,12 @@ class InForce:
 
     name: str
     seq: int  # the commit its index reached
-    meta: dict[str, Any]  # the declaration it was built for: kind, plane, label, prop, …
+    meta: dict[str, Any]  # the declaration it was built for: kind, plane, label, property, …
     saved_by: str | None  # host:pid of the save that made it
     saved_at: float  # when (the version folder's time)
 
 
-def in_force(root: Path) -> tuple[list[InForce], list[tuple[str, str]]]:
+def survey(root: Path) -> tuple[list[InForce], list[tuple[str, str]]]:
     """Every sidecar under ``root`` by name: what its version in force says, and (name, why) for
     those with none readable."""
     found: list[InForce] = []
@@ -176,14 +176,15 @@ class Sidecar:
     def status(self) -> InForce:
         """The version in force as it says it is (its files are not checked: that reads them all),
         for ``drsg workers --status``; SidecarInvalid when none is readable."""
-        with self._locked(exclusive=False):
+        with self._locked(exclusive=False):  # a save removes the old version: read it while none can
             version, manifest = self._in_force()
+            saved_at = version.stat().st_mtime
         lineage = manifest.get("lineage")
         last = lineage[-1] if isinstance(lineage, list) and lineage and isinstance(lineage[-1], list) else []
         meta, seq = manifest.get("meta"), manifest.get("seq")
         if not isinstance(meta, dict) or not isinstance(seq, int):
             raise SidecarInvalid("malformed manifest")
-        return InForce(self.dir.name, seq, meta, str(last[-1]) if last else None, version.stat().st_mtime)
+        return InForce(self.dir.name, seq, meta, str(last[-1]) if last else None, saved_at)
 
     def _in_force(self) -> tuple[Path, dict[str, Any]]:
         """The version folder ``CURRENT`` names and its manifest, of this format."""

@@ -122,7 +122,7 @@ def _show_status(obj: Context, folder: Path, as_json: bool) -> None:
     """What the group saved in ``folder``: each index's checkpoint against this node's copy's head."""
     from drsg.store.kafka_database import KafkaDatabase
     from drsg.workers.manager import sidecar_roots
-    from drsg.workers.sidecar import InForce, in_force
+    from drsg.workers.sidecar import InForce, survey
 
     with obj.open(write=False) as db:
         assert isinstance(db, KafkaDatabase)  # log.url is set: Context.open made one
@@ -131,7 +131,7 @@ def _show_status(obj: Context, folder: Path, as_json: bool) -> None:
     found: list[InForce] = []
     unreadable: list[tuple[str, str]] = []
     for kind_root in sidecar_roots(root):
-        more, bad = in_force(kind_root)
+        more, bad = survey(kind_root)
         found, unreadable = found + more, unreadable + bad
     if not found and not unreadable and not as_json:
         click.echo(
@@ -140,16 +140,17 @@ def _show_status(obj: Context, folder: Path, as_json: bool) -> None:
     for index in found:
         meta = index.meta
         saved_at = dt.datetime.fromtimestamp(index.saved_at, dt.UTC).isoformat(timespec="seconds")
+        behind = max(0, head - index.seq)
         if as_json:
             emit_json({
                 "sidecar": index.name, "plane": meta.get("plane"), "kind": meta.get("kind"),
                 "label": meta.get("label"), "property": meta.get("property"), "seq": index.seq, "head": head,
-                "behind": max(0, head - index.seq), "saved_by": index.saved_by, "saved_at": saved_at,
+                "behind": behind, "saved_by": index.saved_by, "saved_at": saved_at,
             })  # fmt: skip
         else:
             click.echo(
                 f"plane {meta.get('plane')} {meta.get('kind')} {meta.get('label')}.{meta.get('property')}: "
-                f"seq {index.seq}, {max(0, head - index.seq)} behind head {head}; "
+                f"seq {index.seq}, {behind} behind head {head}; "
                 f"saved by {index.saved_by or 'unknown'} at {saved_at}"
             )
     for name, why in unreadable:

@@ -17,8 +17,7 @@ import drsg
 from drsg.store.database import Database
 from drsg.store.records import Plane
 from drsg.workers.manager import IndexSet
-from drsg.workers.sidecar import LINEAGE, Sidecar, SidecarFenced, SidecarInvalid
-from drsg.workers.sidecar import in_force as sidecar_in_force
+from drsg.workers.sidecar import LINEAGE, Sidecar, SidecarFenced, SidecarInvalid, survey
 
 META = {"kind": "test"}
 
@@ -145,8 +144,8 @@ def test_the_status_reads_what_each_version_in_force_says_and_names_the_unreadab
     save(second, 3)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "CURRENT").write_text("v-nowhere")
-    found, unreadable = sidecar_in_force(tmp_path)
+    found, unreadable = survey(tmp_path)
     assert [(s.name, s.seq, s.meta) for s in found] == [("ix", 9, META), ("other", 3, META)]
     assert all(s.saved_by and s.saved_by.endswith(f":{os.getpid()}") for s in found)  # host:pid of the save
     assert unreadable == [("broken", "CURRENT names a missing version 'v-nowhere'")]
-    assert sidecar_in_force(tmp_path / "none") == ([], [])  # no folder yet: nothing saved
+    assert survey(tmp_path / "none") == ([], [])  # no folder yet: nothing saved
