@@ -14,7 +14,12 @@ upstream's import format. Each run is a fresh subprocess so ``ru_maxrss`` is its
   is left of the engine's time is everything drsg does beyond LMDB (JSON, validation, encoding, its
   reads). Target (#14): drsg ≥ 0.5× raw, with peak RSS ≤ 400 MiB.
 
-    .venv/bin/python -m tests.bench.bench_import [--nodes 1000000] [--edges 2000000] [--cli]
+``ru_maxrss`` counts the LMDB map's resident file pages (page cache) as well as the heap, and the
+kernel keeps them mapped while memory is free; so the CLI and the raw replay also run under a hard
+memory limit (``--memory-limit``, 400 MiB by default, page cache included; tests/bench/memory_cgroup.py)
+where this process may make a memory cgroup: whether the import fits in that much memory, and how fast.
+
+    .venv/bin/python -m tests.bench.bench_import [--nodes 1000000] [--edges 2000000] [--cli] [--memory-limit 400]
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.bench import common
+from tests.bench import common, memory_cgroup
 
 # Peak anonymous memory (the heap, LMDB's dirty pages) and file-backed resident pages (the LMDB map:
 # page cache the kernel may reclaim), sampled: ru_maxrss counts both.
@@ -225,6 +230,17 @@ def generate(path: Path, nodes: int, edges: int, seed: int) -> None:
     tmp.rename(path)
 
 
+# A child's own peak RSS: ru_maxrss of RUSAGE_CHILDREN is the largest of every child this process
+# has waited for, so a run under a limit gets a parent of its own.
+CHILD_PEAK = r"""
+import json, resource, subprocess, sys
+out = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+sys.stderr.write(out.stderr)
+print(json.dumps({"maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "out": out.stdout}))
+raise SystemExit(out.returncode)
+"""
+
+
 def run(cmd: list[str]) -> dict:  # type: ignore[type-arg]
     os.sync()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=common.REPO)
@@ -249,6 +265,34 @@ def run_cli(db: Path, data: Path) -> dict:  # type: ignore[type-arg]
     return {"secs": secs, "maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "out": out.stdout}
 
 
+def limited_rows(work: Path, data: Path, puts_file: Path, lines: int, limit_mib: int) -> tuple[str, str, str, str]:
+    """The CLI and the raw replay, each under a memory cgroup of ``limit_mib`` (page cache counted)."""
+    title = f"under a {limit_mib} MiB memory cgroup (page cache counted): lines/s, ru_maxrss, major faults"
+    why_not = memory_cgroup.unavailable()
+    if why_not is not None:
+        return (title, f"not measured: {why_not}", "", "")
+    exe = shutil.which("drsg", path=str(Path(sys.executable).parent)) or "drsg"
+    cli = [exe, "--db", str(work / "limited.drsg"), "import", str(data), "--plane", "startup"]
+    eng = memory_cgroup.run([sys.executable, "-c", CHILD_PEAK, *cli], limit_mib, cwd=common.REPO)
+    raw = memory_cgroup.run([sys.executable, "-c", RAW, str(work / "limited.lmdb"), str(puts_file)], limit_mib)
+    eng_rss = json.loads(eng.stdout.strip().splitlines()[-1])["maxrss_kb"]
+    raw_out = json.loads(raw.stdout.strip().splitlines()[-1])
+    print(f"under {limit_mib} MiB: drsg {eng}, raw {raw_out}", flush=True)
+
+    def shown(rate: float, secs: float, rss_kb: int, run: memory_cgroup.Limited) -> str:
+        faults = "" if run.major_faults is None else f", {run.major_faults:,} major faults"
+        peak = f"cgroup peak {run.peak_bytes / 2**20:,.0f} MiB"
+        return f"{rate:,.0f} ({secs:.1f} s), {rss_kb / 1024:,.0f} MiB ({peak}){faults}"
+
+    eng_rate, raw_rate = lines / eng.secs, lines / raw_out["secs"]
+    return (
+        title,
+        "the CLI " + shown(eng_rate, eng.secs, eng_rss, eng),
+        shown(raw_rate, raw_out["secs"], raw_out["maxrss_kb"], raw),
+        f"{common.ratio(eng_rate, raw_rate):.3f}×",
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=1_000_000)
@@ -256,6 +300,13 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--cli", action="store_true", help="also time the drsg import command")
     ap.add_argument("--keep", action="store_true", help="keep the imported databases in out/import")
+    ap.add_argument(
+        "--memory-limit",
+        type=int,
+        default=400,
+        metavar="MIB",
+        help="also run the CLI and the raw replay under this memory limit, page cache included (0: not)",
+    )
     args = ap.parse_args()
     work = common.OUT / "import"
     work.mkdir(parents=True, exist_ok=True)
@@ -266,7 +317,7 @@ def main() -> None:
     lines = args.nodes + args.edges
     size_mib = data.stat().st_size / 2**20
 
-    scratch = ("engine.drsg", "rec.drsg", "raw.lmdb", "floor.lmdb", "cli.drsg")
+    scratch = ("engine.drsg", "rec.drsg", "raw.lmdb", "floor.lmdb", "cli.drsg", "limited.drsg", "limited.lmdb")
     for name in scratch:
         for path in (work / name, work / f"{name}-lock"):
             path.unlink(missing_ok=True)
@@ -324,6 +375,8 @@ def main() -> None:
                 "",
             )
         )
+    if args.memory_limit:
+        rows.append(limited_rows(work, data, puts_file, lines, args.memory_limit))
     common.record(
         f"(d) JSONL import, {args.nodes:,} nodes + {args.edges:,} edges",
         rows,
