@@ -31,17 +31,18 @@ class Limited:
     secs: float
     stdout: str
     peak_bytes: int  # the most memory (heap + page cache) ever charged to the run
-    major_faults: int | None  # pages read back from disk because the limit evicted them (v1 only)
+    major_faults: int | None  # pages read back from disk because the limit evicted them
 
 
 def _own_cgroup() -> tuple[Path, str, str] | None:
     """(folder, limit file, peak file) of this process's memory cgroup, or None without one."""
+    unified = ROOT / "cgroup.controllers"  # present when v2 alone is mounted at /sys/fs/cgroup
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, controllers, path = line.split(":", 2)
         if "memory" in controllers.split(","):  # v1
             return ROOT / "memory" / path.lstrip("/"), "memory.limit_in_bytes", "memory.max_usage_in_bytes"
-        if controllers == "" and "memory" in (ROOT / "cgroup.controllers").read_text(errors="replace").split():
-            return ROOT / path.lstrip("/"), "memory.max", "memory.peak"  # v2, unified at /sys/fs/cgroup
+        if controllers == "" and unified.exists() and "memory" in unified.read_text().split():
+            return ROOT / path.lstrip("/"), "memory.max", "memory.peak"  # v2
     return None
 
 
@@ -92,9 +93,6 @@ def run(cmd: Sequence[str], limit_mib: int, cwd: Path | None = None) -> Limited:
                 f"{' '.join(cmd[:3])} … under {limit_mib} MiB failed ({out.returncode}):\n{out.stderr[-4000:]}"
             )
         peak = int((child / peak_file).read_text())
-        faults = None
-        stat = child / "memory.stat"
-        if peak_file == "memory.max_usage_in_bytes" and stat.exists():
-            fields = dict(line.split() for line in stat.read_text().splitlines())
-            faults = int(fields.get("pgmajfault", 0))
+        stat = dict(line.split()[:2] for line in (child / "memory.stat").read_text().splitlines())
+        faults = int(stat["pgmajfault"]) if "pgmajfault" in stat else None
         return Limited(secs, out.stdout, peak, faults)
