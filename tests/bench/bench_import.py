@@ -249,20 +249,22 @@ def run(cmd: list[str]) -> dict:  # type: ignore[type-arg]
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def run_cli(db: Path, data: Path) -> dict:  # type: ignore[type-arg]
-    """The CLI as a user runs it; wall time and the child's peak RSS."""
-    import resource
-
+def cli_import(db: Path, data: Path) -> list[str]:
+    """``drsg import`` as a user runs it, behind CHILD_PEAK (which prints its own peak RSS)."""
     exe = shutil.which("drsg", path=str(Path(sys.executable).parent)) or "drsg"
+    return [sys.executable, "-c", CHILD_PEAK, exe, "--db", str(db), "import", str(data), "--plane", "startup"]
+
+
+def run_cli(db: Path, data: Path) -> dict:  # type: ignore[type-arg]
+    """The CLI as a user runs it; wall time and its own peak RSS (not the largest of every child
+    this process has run: RUSAGE_CHILDREN would count the engine and raw runs before it too)."""
     os.sync()
     start = time.perf_counter()
-    out = subprocess.run(
-        [exe, "--db", str(db), "import", str(data), "--plane", "startup"], capture_output=True, text=True
-    )
+    out = subprocess.run(cli_import(db, data), capture_output=True, text=True)
     secs = time.perf_counter() - start
     if out.returncode != 0:
         raise SystemExit(f"drsg import failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    return {"secs": secs, "maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "out": out.stdout}
+    return {"secs": secs, **json.loads(out.stdout.strip().splitlines()[-1])}
 
 
 def limited_rows(work: Path, data: Path, puts_file: Path, lines: int, limit_mib: int) -> tuple[str, str, str, str]:
@@ -271,10 +273,8 @@ def limited_rows(work: Path, data: Path, puts_file: Path, lines: int, limit_mib:
     why_not = memory_cgroup.unavailable()
     if why_not is not None:
         return (title, f"not measured: {why_not}", "", "")
-    exe = shutil.which("drsg", path=str(Path(sys.executable).parent)) or "drsg"
-    cli = [exe, "--db", str(work / "limited.drsg"), "import", str(data), "--plane", "startup"]
     try:
-        eng = memory_cgroup.run([sys.executable, "-c", CHILD_PEAK, *cli], limit_mib, cwd=common.REPO)
+        eng = memory_cgroup.run(cli_import(work / "limited.drsg", data), limit_mib, cwd=common.REPO)
         raw = memory_cgroup.run([sys.executable, "-c", RAW, str(work / "limited.lmdb"), str(puts_file)], limit_mib)
     except OSError as exc:  # the controller is there but will not take this cgroup (v2's rules, say)
         return (title, f"not measured: {exc}", "", "")
