@@ -11,19 +11,18 @@ import pytest
 from tests.bench import common
 
 
-@pytest.fixture
-def fresh_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """text_lines as in a fresh checkout: no cache file, nothing remembered in the process."""
-    monkeypatch.setattr(common, "OUT", tmp_path)
-    monkeypatch.setattr(common, "_LINES", [])
-    monkeypatch.setattr(common, "_whole", False)
-    return tmp_path
-
-
 def _forget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A new process in the same checkout: the cache file stays, the process's memory does not."""
     monkeypatch.setattr(common, "_LINES", [])
     monkeypatch.setattr(common, "_whole", False)
+
+
+@pytest.fixture
+def fresh_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """text_lines as in a fresh checkout: no cache file, nothing remembered in the process."""
+    monkeypatch.setattr(common, "OUT", tmp_path)
+    _forget(monkeypatch)
+    return tmp_path
 
 
 def test_a_small_first_request_leaves_the_corpus_whole(fresh_corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
