@@ -241,12 +241,17 @@ raise SystemExit(out.returncode)
 """
 
 
+def last_json(stdout: str) -> dict:  # type: ignore[type-arg]
+    """What a child script printed last: its figures, one JSON object."""
+    return json.loads(stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def run(cmd: list[str]) -> dict:  # type: ignore[type-arg]
     os.sync()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=common.REPO)
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(cmd[:3])} … failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return last_json(out.stdout)
 
 
 def cli_import(db: Path, data: Path) -> list[str]:
@@ -264,7 +269,7 @@ def run_cli(db: Path, data: Path) -> dict:  # type: ignore[type-arg]
     secs = time.perf_counter() - start
     if out.returncode != 0:
         raise SystemExit(f"drsg import failed ({out.returncode}):\n{out.stderr[-4000:]}")
-    return {"secs": secs, **json.loads(out.stdout.strip().splitlines()[-1])}
+    return {"secs": secs, **last_json(out.stdout)}
 
 
 def limited_rows(work: Path, data: Path, puts_file: Path, lines: int, limit_mib: int) -> tuple[str, str, str, str]:
@@ -278,8 +283,8 @@ def limited_rows(work: Path, data: Path, puts_file: Path, lines: int, limit_mib:
         raw = memory_cgroup.run([sys.executable, "-c", RAW, str(work / "limited.lmdb"), str(puts_file)], limit_mib)
     except OSError as exc:  # the controller is there but will not take this cgroup (v2's rules, say)
         return (title, f"not measured: {exc}", "", "")
-    eng_rss = json.loads(eng.stdout.strip().splitlines()[-1])["maxrss_kb"]
-    raw_out = json.loads(raw.stdout.strip().splitlines()[-1])
+    eng_rss = last_json(eng.stdout)["maxrss_kb"]
+    raw_out = last_json(raw.stdout)
     print(f"under {limit_mib} MiB: drsg {eng}, raw {raw_out}", flush=True)
 
     def shown(rate: float, secs: float, rss_kb: int, run: memory_cgroup.Limited) -> str:
