@@ -60,6 +60,46 @@ def test_a_secret_word_anywhere_in_a_name_is_sensitive(words: list[str]) -> None
         assert is_sensitive(name) and is_sensitive("".join(w.capitalize() for w in name.split("_")))
 
 
+#: sensitive terms as the words a name spells them with (``PassWord``, ``api_keys``)
+SECRET_WORDS = [["password"], ["pass", "word"], ["pwd"], ["token"], ["secret"], ["credential"], ["api", "key"],
+                ["private", "key"], ["id", "card"], ["salt"], ["passphrase"]]  # fmt: skip
+#: long terms that count inside a word too, so a flat ``userpassword`` is masked
+FLAT_SECRETS = {"password", "passphrase", "credential"}
+
+
+@given(
+    worded(),
+    worded(),
+    st.sampled_from(SECRET_WORDS),
+    st.booleans(),
+    st.sampled_from(["snake", "camel", "pascal", "kebab", "upper_snake", "dotted", "spaced", "flat"]),
+)
+def test_a_secret_term_in_any_compound_is_sensitive(
+    before: list[str], after: list[str], secret: list[str], plural: bool, style: str
+) -> None:
+    if style == "flat" and "".join(secret) not in FLAT_SECRETS:
+        style = "snake"  # a short term is a word only where something marks where the word ends
+    term = [*secret[:-1], secret[-1] + ("s" if plural else "")]
+    words = [*before[: len(before) // 2], *term, *after[: len(after) // 2]]
+    separators = {"snake": "_", "kebab": "-", "upper_snake": "_", "dotted": ".", "spaced": " ", "flat": ""}
+    if style in separators:
+        name = separators[style].join(words)
+        name = name.upper() if style == "upper_snake" else name
+    else:
+        parts = [w.capitalize() for w in words]
+        name = (words[0] + "".join(parts[1:])) if style == "camel" else "".join(parts)
+    assert is_sensitive(name), name
+
+
+@given(
+    st.text(st.sampled_from("用户登录支付的号码新旧备用"), max_size=4),
+    st.sampled_from(["密码", "口令", "密钥", "身份证号码", "银行卡号", "令牌"]),
+    st.text(st.sampled_from("号码哈希值旧新_"), max_size=3),
+)
+def test_a_chinese_secret_term_inside_a_compound_is_sensitive(before: str, term: str, after: str) -> None:
+    assert is_sensitive(before + term + after)
+
+
 # --------------------------------------------------------------------------- masking vs brute force
 
 COLUMNS = {

@@ -48,7 +48,21 @@ def test_sensitive(name: str) -> None:
     assert is_sensitive(name)
 
 
-@pytest.mark.parametrize("name", ["passenger", "name", "status", "card_type", "key_name", "idx"])
+@pytest.mark.parametrize(
+    "name",
+    ["PassWord", "userPassWord", "passwords", "user_tokens", "secrets", "credentials", "api_keys", "APIKeys",
+     "userpassword", "USERPASSWORD", "pass_word", "登录密码", "用户密码", "身份证号码", "身份证号", "银行卡号",
+     "支付密钥", "访问令牌", "token_count", "password_changed_at"],
+)  # fmt: skip
+def test_sensitive_in_compounds_plurals_and_chinese(name: str) -> None:
+    assert is_sensitive(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["passenger", "name", "status", "card_type", "key_name", "idx", "secretary", "tokenizer", "classname",
+     "business", "footprint", "compass_word", "keys", "passes", "手机号", "用户名"],
+)  # fmt: skip
 def test_not_sensitive(name: str) -> None:
     assert not is_sensitive(name)
 
