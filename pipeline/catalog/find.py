@@ -3,9 +3,11 @@ SELECT against the live database; and ``sql``: one read-only statement, masked a
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drsg.kernel.errors import NotFound, UsageError
+from drsg.kernel.values import check_utf8
 from drsg.pipeline.catalog.backend import Backend, secret_pairs
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, Table
@@ -39,6 +41,12 @@ def check_request(request: Any) -> tuple[str, list[str], dict[str, Any]]:
     where = request.get("where") or {}
     if not isinstance(where, dict) or any(isinstance(v, dict | list) for v in where.values()):
         raise UsageError('find: "where" must map words to single values, e.g. {"name": "Zhang San"}')
+    limit = request.get("limit", 1)
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:  # not a bool, a float or "10"
+        shown = json.dumps(limit)[:40]
+        raise UsageError(f'find: "limit" must be a whole number of rows from 1 to {MAX_LIMIT}, e.g. 10, not {shown}')
+    for text in [entity, *fields, *where, *(v for v in where.values() if isinstance(v, str))]:
+        check_utf8(text, "find")  # a lone surrogate ("\\ud800") cannot reach a database as UTF-8
     return entity, fields, where
 
 
@@ -63,7 +71,7 @@ def find(
     """``similar``: the descriptions' vector channel, asked only where the words name no table or
     column by name, alias or comment (so what the keywords resolve is resolved as without it)."""
     entity, fields, where = check_request(request)
-    limit = max(1, min(int(request.get("limit", limit)), MAX_LIMIT))
+    limit = max(1, min(request.get("limit", limit), MAX_LIMIT))
     ranked = rank_tables(catalog, entity, [*fields, *where])
     margin = 0.0
     if not ranked and similar is not None:

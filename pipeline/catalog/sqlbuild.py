@@ -8,6 +8,8 @@ from typing import Any
 from drsg.kernel.errors import UsageError
 from drsg.pipeline.catalog.model import Column
 
+INT64 = (-(2**63), 2**63 - 1)
+
 
 def bind_value(column: Column, value: Any) -> tuple[Any, str | None]:
     """``value`` as the column's type would hold it, and a note when the enum sample disagrees.
@@ -25,11 +27,14 @@ def bind_value(column: Column, value: Any) -> tuple[Any, str | None]:
         if isinstance(value, bool):
             return int(value), None
         try:
-            return int(str(value)), None
+            whole = int(str(value))
         except ValueError:
-            raise UsageError(
-                f"{column.name} is {column.declared_type}: {value!r} is not an integer; give a number"
-            ) from None
+            whole = None
+        if whole is None or not INT64[0] <= whole <= INT64[1]:  # no engine's integer holds more
+            what = "an integer" if whole is None else "a 64-bit integer"
+            shown = str(value)[:40]
+            raise UsageError(f"{column.name} is {column.declared_type}: {shown!r} is not {what}; give a number")
+        return whole, None
     if klass in ("float", "decimal"):
         try:
             return float(str(value)), None
