@@ -1,8 +1,10 @@
 """The handlers a digest routes to: installed parser plugins first, then the built-in ones.
 
 An installed plugin claiming an extension wins over a built-in handler claiming it too, so a user
-can replace the Python handler with upstream's plugin. A plugin that fails to load (its file
-changed, a forbidden import) stops the digest with an error naming it: it is never skipped.
+can replace the Python handler with upstream's plugin. Routing reads what the registry recorded; a
+plugin is loaded and verified only when a file routes to it, and one that fails then (its file
+changed, a forbidden import) stops the digest with an error naming it: it is never skipped. A
+tampered plugin therefore blocks the trees that hold its files, not every digest.
 """
 
 from __future__ import annotations
@@ -26,14 +28,7 @@ def load_handlers(settings: Settings | None = None) -> list[Handler]:
     if settings is not None:
         from drsg.pipeline.plugins.registry import Registry
 
-        registry = Registry.from_settings(settings)
-        try:
-            for entry in registry.entries():
-                handlers.append(registry.load(entry.name))
-        except BaseException:
-            for handler in handlers:
-                handler.close()
-            raise
+        handlers = Registry.from_settings(settings).pending()
     return [*handlers, *builtin_handlers()]
 
 

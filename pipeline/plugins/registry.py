@@ -27,8 +27,9 @@ import hashlib
 import json
 import os
 import re
+import threading
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from typing import Any
 from drsg.kernel.errors import NotFound, PluginError
 from drsg.kernel.files import write_atomic
 from drsg.kernel.settings import Settings
+from drsg.pipeline.code.handler import Handler, Manifest, Options, Output, SourceTree, Subject
 from drsg.pipeline.fetch.guard import Network, download
 from drsg.pipeline.plugins import sandbox
 from drsg.pipeline.plugins.host import Budget, PluginHandler
@@ -157,6 +159,11 @@ class Registry:
         out["vocabulary_note"] = VOCABULARY_NOTE
         return out
 
+    def pending(self) -> list[Handler]:
+        """Every installed plugin as a handler that routes by what the registry recorded and is
+        loaded (verified) only when a file routes to it: a tampered plugin blocks only its own files."""
+        return [_Pending(self, entry) for entry in self.entries()]
+
     def load(self, name: str) -> PluginHandler:
         """The installed plugin, re-hashed and re-described; refused if either no longer matches."""
         entry = self.get(name)
@@ -268,3 +275,41 @@ def render(entries: list[Entry]) -> str:
             lines.append(f"logo = {_toml_string(entry.logo)}")
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
+
+
+class _Pending(Handler):
+    """An installed plugin known by its registry entry; :meth:`Registry.load` runs at its first real use
+    (a parse, an assemble, its fingerprint), so its checks — the file's hash, ``describe()`` — still
+    stand before it reads a byte, and a plugin no file routes to is never opened."""
+
+    concurrent = True  # what PluginHandler says: every call has its own store
+
+    def __init__(self, registry: Registry, entry: Entry) -> None:
+        self._registry, self._entry = registry, entry
+        self._manifest = Manifest(entry.name, entry.version, entry.extensions, entry.logo)
+        self._loaded: PluginHandler | None = None
+        self._lock = threading.Lock()  # parse calls run in threads: load once
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._manifest
+
+    def _handler(self) -> PluginHandler:
+        with self._lock:
+            if self._loaded is None:
+                self._loaded = self._registry.load(self._entry.name)
+            return self._loaded
+
+    @property
+    def fingerprint(self) -> str:
+        return self._handler().fingerprint
+
+    def parse(self, tree: SourceTree, subject: Subject, options: Options) -> bytes:
+        return self._handler().parse(tree, subject, options)
+
+    def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
+        return self._handler().assemble(tree, partials, options)
+
+    def close(self) -> None:
+        if self._loaded is not None:
+            self._loaded.close()

@@ -109,3 +109,22 @@ def test_digest_routes_to_an_installed_plugin_and_refuses_a_tampered_one(
     installed.write_bytes(installed.read_bytes() + b" ")
     refused = drsg("digest", str(root), "--code-only")
     assert refused.code == 1 and "plugin echo's file" in refused.err and "changed since it was installed" in refused.err
+
+
+def test_a_tampered_plugin_blocks_only_the_trees_that_hold_its_files(
+    drsg: Callable[..., Ran], store: Path, tmp_path: Path
+) -> None:
+    """Issue #33 item 5: a plugin is verified when a file routes to it, not before every digest."""
+    assert drsg("plugin", "install", str(ECHO)).code == 0
+    installed = store / "echo-1.0.0.wasm"
+    installed.write_bytes(installed.read_bytes() + b" ")
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "mod.py").write_text("def f():\n    pass\n")
+    ran = drsg("digest", str(code), "--code-only", "--apply")
+    assert ran.code == 0, ran.err  # no .txt here: the tampered echo is never opened
+    assert any(line.startswith("preprocessed by py@1.0.0 (") for line in ran.lines())
+    (code / "note.txt").write_text("Hello")
+    refused = drsg("digest", str(code), "--code-only", "--apply")
+    assert refused.code == 1 and len(refused.err.splitlines()) == 1
+    assert "plugin echo's file" in refused.err and "changed since it was installed" in refused.err
