@@ -54,6 +54,23 @@ class Snapshot:
             return None
         return cur.value() or None
 
+    def appeared_after(self, db: str, group: bytes) -> int | None:
+        """The first seq after ``at``, up to ``head``, at which ``group`` has a value: why a name
+        missing from an as-of read exists now. None when it does not (or this is the head)."""
+        if self.head <= self.at:
+            return None
+        cur = self._cursor(db)
+        first = None
+        ok = cur.set_range(group + keys.inv(self.head))  # newest first: walk down to `at`
+        while ok:
+            key = cur.key()
+            if len(key) != len(group) + keys.SEQ_WIDTH or not key.startswith(group) or keys.seq_of(key) <= self.at:
+                break
+            if cur.value():
+                first = keys.seq_of(key)
+            ok = cur.next()
+        return first
+
     def groups(self, db: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """``(group, value)`` for every group under ``prefix`` alive at seq ``at``."""
         cur = self._cursor(db)
@@ -115,6 +132,12 @@ class Snapshot:
     def plane(self, name: str) -> Plane:
         plane = self.find_plane(name)
         if plane is None:
+            since = self.appeared_after("plane_names", keys.plane_name_group(name))
+            if since is not None:  # an as-of read before the plane was made: creating it is no fix
+                raise NotFound(
+                    f"no plane named {name!r} at seq {self.at}: it was created at seq {since}; "
+                    f"read as of seq {since} or later"
+                )
             known = ", ".join(sorted(p.name for p in self.planes())) or "none"
             raise NotFound(f"no plane named {name!r} (planes: {known}); create it with `drsg plane create {name}`")
         return plane
@@ -322,6 +345,10 @@ class Snapshot:
             return None
         since = keys.seq_of(self._cursor("indexes").key())
         return IndexDecl(plane, kind, label, prop, unpack(value), since)
+
+    def index_declared_after(self, plane: int, kind: str, label: str, prop: str) -> int | None:
+        """The seq after ``at`` that declared this index, when an as-of read predates it."""
+        return self.appeared_after("indexes", keys.index_group(plane, kind, label, prop))
 
     def fusion_profile(self, plane: int, label: str, vector: str, keyword: str) -> FusionDecl | None:
         """The fusion profile in force for hybrid queries over (label, vector, keyword), if any;

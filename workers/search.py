@@ -146,6 +146,12 @@ class Searcher:
         if worker is None:
             decl = snap.index(plane, "keyword", label, prop)
             if decl is None:
+                since = snap.index_declared_after(plane, "keyword", label, prop)
+                if since is not None:  # as of a commit before the declaration: declaring it is no fix
+                    raise NotFound(
+                        f"no keyword index on {label}.{prop} at seq {snap.at}: it was declared at seq {since}; "
+                        f"search as of seq {since} or later"
+                    )
                 raise NotFound(
                     f"no keyword index on {label}.{prop}; declare one with "
                     f"`drsg index keyword {label} {prop} --plane {snap.plane_by_id(plane).name}`"  # type: ignore[union-attr]

@@ -1,0 +1,25 @@
+"""The rough edges a newcomer hit in their first hour with the CLI (issue #35), one test each."""
+
+from __future__ import annotations
+
+
+def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "docs").code == 0  # seq 2 (seq 1 is the bootstrap)
+    assert drsg("node", "put", "d1", "-p", "docs", "-l", "Doc", "-P", 'body="hybrid retrieval"').code == 0  # 3
+    assert drsg("index", "keyword", "Doc", "body", "-p", "docs").code == 0  # 4
+    query = 'SEARCH (d:Doc) ON body MATCHING "hybrid"'
+    before_index = drsg("search", f"{query} AS OF 3", "-p", "docs")
+    assert before_index.code == 1
+    assert before_index.err.strip() == (
+        "error: no keyword index on Doc.body at seq 3: it was declared at seq 4; search as of seq 4 or later"
+    )
+    before_plane = drsg("search", f"{query} AS OF 1", "-p", "docs")
+    assert before_plane.code == 1
+    assert before_plane.err.strip() == (
+        "error: no plane named 'docs' at seq 1: it was created at seq 2; read as of seq 2 or later"
+    )
+    assert drsg("get", "@d1", "-p", "docs", "--as-of", "1").err == before_plane.err  # every as-of read
+    # at the head, a missing one still names the fix
+    missing = drsg("search", 'SEARCH (d:Doc) ON title MATCHING "x"', "-p", "docs")
+    assert missing.code == 1 and "declare one with `drsg index keyword Doc title --plane docs`" in missing.err
+    assert "create it with `drsg plane create nowhere`" in drsg("search", query, "-p", "nowhere").err
