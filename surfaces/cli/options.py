@@ -54,11 +54,17 @@ def prop_options(fn: F) -> F:
         "props",
         multiple=True,
         metavar="NAME=JSON",
-        help="A property; the value is JSON (text that is not JSON is a string): -P born=1815 -P name=Ada.",
+        help="A property; the value is JSON (other text is a string, with a note if it looked like JSON): "
+        "-P born=1815 -P name=Ada.",
     )(fn)
     return click.option(
         "--props", "props_json", default=None, metavar="JSON", help="All properties as one JSON object."
     )(fn)
+
+
+#: how a JSON number, string, list or map starts: a value that starts so but does not parse was
+#: meant as JSON (a plain word like `Ada` is a string by design, with no note)
+_JSON_STARTS = frozenset('"[{-.0123456789')
 
 
 def json_pairs(pairs: tuple[str, ...], flag: str, example: str) -> dict[str, Any]:
@@ -72,6 +78,12 @@ def json_pairs(pairs: tuple[str, ...], flag: str, example: str) -> dict[str, Any
             out[name] = json.loads(text)
         except ValueError:
             out[name] = text
+            if text.lstrip()[:1] in _JSON_STARTS:  # `18x15`, `[1,2`: meant as JSON, so say it is a string now
+                click.echo(
+                    f"note: {flag} {name}: {text} is not valid JSON, so it is stored as a string; "
+                    f"write {flag} '{name}={json.dumps(text)}' to mean the string, or fix the JSON",
+                    err=True,
+                )
         except RecursionError:
             raise BadValue(f"{flag} {name}: lists and maps nest too deeply to read; flatten the value") from None
     return out

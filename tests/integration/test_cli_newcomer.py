@@ -23,3 +23,21 @@ def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> No
     missing = drsg("search", 'SEARCH (d:Doc) ON title MATCHING "x"', "-p", "docs")
     assert missing.code == 1 and "declare one with `drsg index keyword Doc title --plane docs`" in missing.err
     assert "create it with `drsg plane create nowhere`" in drsg("search", query, "-p", "nowhere").err
+
+
+def test_a_value_meant_as_json_that_falls_back_to_a_string_says_so(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0
+    args = ["-P", 'name="unterminated', "-P", "tags=[1,2", "-P", "born=18x15", "-P", "nick=Ada", "-P", "n=5"]
+    ran = drsg("node", "put", "x", "-p", "p", *args)
+    assert ran.code == 0  # stored as before (upstream's JSON dialect keeps the text), but not silently
+    notes = ran.err.splitlines()
+    assert notes == [
+        'note: --prop name: "unterminated is not valid JSON, so it is stored as a string; '
+        'write --prop \'name="\\"unterminated"\' to mean the string, or fix the JSON',
+        "note: --prop tags: [1,2 is not valid JSON, so it is stored as a string; "
+        "write --prop 'tags=\"[1,2\"' to mean the string, or fix the JSON",
+        "note: --prop born: 18x15 is not valid JSON, so it is stored as a string; "
+        "write --prop 'born=\"18x15\"' to mean the string, or fix the JSON",
+    ]  # a plain word (nick=Ada) is a string by design: no note
+    props = drsg("get", "@x", "-p", "p", "--json").json_lines()[0]["properties"]
+    assert props == {"name": '"unterminated', "tags": "[1,2", "born": "18x15", "nick": "Ada", "n": 5}
