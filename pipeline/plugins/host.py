@@ -231,20 +231,22 @@ class PluginHandler(Handler):
             wire.name, wire.bytes = subject.name, bytes(subject.data)
         else:
             wire = list(subject)
-        answer = self._call("parse", tree, wire, [tuple(pair) for pair in options])
-        partial = self._result(answer, "parse")
+        # every failure names what was parsed: a trap in a 10,000-file digest is no use without it
+        where = f"parse() of {_subject_name(subject)}"
+        answer = self._call("parse", tree, wire, [tuple(pair) for pair in options], where=where)
+        partial = self._result(answer, where)
         if not isinstance(partial, bytes):
-            raise PluginError(f"plugin {self.name} answered parse with {type(partial).__name__}, not bytes")
+            raise PluginError(f"plugin {self.name} answered {where} with {type(partial).__name__}, not bytes")
         if len(partial) > MAX_PARTIAL:
             raise PluginError(
-                f"plugin {self.name} answered a {len(partial)}-byte partial, over the {MAX_PARTIAL}-byte "
-                "limit per parse call; a plugin should keep partials compact"
+                f"plugin {self.name} answered a {len(partial)}-byte partial, over the {MAX_PARTIAL}-byte limit per "
+                f"parse call, for {where}; a plugin should keep partials compact"
             )
         return partial
 
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
         answer = self._call("assemble", tree, [bytes(p) for p in partials], [tuple(pair) for pair in options])
-        output = self._result(answer, "assemble")
+        output = self._result(answer, "assemble()")
         try:
             wire = _plain(output)
             return output_from_wire(wire, self.name)
@@ -274,14 +276,16 @@ class PluginHandler(Handler):
                 raise PluginError(f"plugin {manifest.name} claims extension {ext!r}; claims are lowercase with a dot")
         return manifest
 
-    def _result(self, answer: Any, func: str) -> Any:
+    def _result(self, answer: Any, where: str) -> Any:
         if isinstance(answer, str):  # the plugin's err(string): its own one line
             line = answer.strip().splitlines()[0] if answer.strip() else "(no message)"
-            raise PluginError(f"plugin {self.name} {func} failed: {line[:500]}")
+            raise PluginError(f"plugin {self.name} failed in {where}: {line[:500]}")
         return answer
 
-    def _call(self, func: str, tree: SourceTree | None, *args: Any) -> Any:
-        """One call in a fresh store and instance, its traps mapped to the budget they hit."""
+    def _call(self, func: str, tree: SourceTree | None, *args: Any, where: str = "") -> Any:
+        """One call in a fresh store and instance, its traps mapped to the budget they hit (``where``
+        says what was being done in the message, ``func()`` by default)."""
+        where = where or f"{func}()"
         call = _Call(tree, self.name, self.budget)
         store = wasmtime.Store(sandbox.engine())
         store.set_fuel(self.budget.fuel or U64_MAX)
@@ -304,7 +308,7 @@ class PluginHandler(Handler):
             try:
                 answer = function(store, *args)
             except Exception as exc:  # a trap (WasmtimeError), or what a host function raised
-                raise self._trap(exc, call, store, f"{func}()") from None
+                raise self._trap(exc, call, store, where) from None
             if call.failure is not None:
                 raise call.failure
             return answer  # the store (and instance) go with it: no post_return needed
@@ -341,6 +345,16 @@ class PluginHandler(Handler):
             f"plugin {self.name} needed more than its {self.budget.memory_mb} MiB of memory in {where}; raise "
             "[plugins] memory_mb (DRSG_PLUGINS_MEMORY_MB; wasm32 stops at 4096)"
         )
+
+
+def _subject_name(subject: Subject) -> str:
+    """The file(s) a parse call reads, for its errors (a chunk of many: the first and how many more)."""
+    if isinstance(subject, Doc):
+        return subject.name
+    if not subject:
+        return "no files"
+    more = f" and {len(subject) - 1} more file(s)" if len(subject) > 1 else ""
+    return f"{subject[0]}{more}"
 
 
 def _trap_code(exc: BaseException) -> wasmtime.TrapCode | None:

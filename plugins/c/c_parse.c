@@ -700,7 +700,7 @@ int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, u
                 continue;
             }
             parse_one(parser, files[i], bytes, include_source, limit, partial);
-            free((void *)bytes.ptr); /* the host allocated it through cabi_realloc */
+            free((void *)bytes.ptr); /* the host allocated it through cabi_realloc (NULL when empty) */
         }
     }
     ts_parser_delete(parser);

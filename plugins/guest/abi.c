@@ -41,7 +41,9 @@ int host_read(wstr path, wstr *bytes, wstr *err) {
     wresult_list r;
     drsg_host_read(path.ptr, path.len, &r);
     if (r.is_err) return *err = r.v.err, 1;
-    *bytes = (wstr){r.v.ok.ptr, r.v.ok.len};
+    /* an empty file's list points at cabi_realloc's sentinel (its alignment), not at a heap block: give
+     * the caller NULL, which free() accepts, instead of a pointer free() would chase to 0xfffffffd */
+    *bytes = r.v.ok.len ? (wstr){r.v.ok.ptr, r.v.ok.len} : (wstr){0, 0};
     return 0;
 }
 

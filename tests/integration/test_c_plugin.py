@@ -318,3 +318,31 @@ def test_hostile_files_give_facts_not_traps(plugin: ComponentPlugin, tmp_path: P
     assert any(note.startswith("1 region(s) nested more than 200 deep") for note in out.report.notes)
     again = plugin.run(tmp_path, chunk=3)
     assert output_bytes(raw) == output_bytes(again)
+
+
+def test_an_empty_file_is_a_module_not_a_memory_fault(plugin: ComponentPlugin, tmp_path: Path) -> None:
+    """Issue #33 item 6: an empty file's bytes came back as cabi_realloc's non-heap sentinel, which
+    parse freed: `plugin c trapped in parse(): memory fault at wasm address 0xfffffffd`."""
+    (tmp_path / "empty.c").write_bytes(b"")
+    (tmp_path / "empty.h").write_bytes(b"")
+    (tmp_path / "main.c").write_text("int main(void) { return 0; }\n")
+    out = plugin.run(tmp_path)
+    check_well_formed(out)
+    assert {"empty.c", "empty.h", "main.c", "main"} <= set(nodes_by_key(out))
+
+
+def test_digest_handler_c_on_python_files_reads_them_all(
+    drsg: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`drsg digest --handler c` on a Python package (empty __init__.py files and all): facts, no trap."""
+    monkeypatch.setenv("DRSG_PLUGINS_STORE_DIR", str(tmp_path / "store"))
+    assert drsg("plugin", "install", str(built_plugin("c"))).code == 0
+    tree = tmp_path / "pkg"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "__init__.py").write_text("")
+    (tree / "sub" / "__init__.py").write_text("")
+    (tree / "sub" / "mod.py").write_text("def f(x):\n    return g(x)\n")
+    ran = drsg("digest", str(tree), "--handler", "c", "--code-only")
+    assert ran.code == 0, ran.err
+    assert ran.lines()[0].startswith("preprocessed by c@1.0.0 (")
+    assert "note: c@1.0.0: pkg: 3 file(s) read" in ran.out
