@@ -87,6 +87,25 @@ Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | Non
 MAX_DEPTH = 100
 
 
+def json_depth(value: Any, stop: int = MAX_DEPTH) -> int:
+    """Nesting depth of a parsed JSON value, without recursion (stops counting past ``stop``): a value
+    deeper than Python's recursion must be measured before anything walks it."""
+    if type(value) is not dict and type(value) is not list:
+        return 0
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if level > deepest:
+            deepest = level
+            if level > stop:
+                return level
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, level + 1))
+    return deepest
+
+
 def _nested(where: str, depth: int) -> int:
     if depth >= MAX_DEPTH:
         raise BadValue(f"{where}: lists and maps nest deeper than {MAX_DEPTH} levels; flatten the value")

@@ -77,7 +77,7 @@ class RemoteChatModel(ChatModel):
     def _parse(self, content: bytes) -> ChatAnswer:
         try:
             body = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past Python's reader
             raise self._bad(f"answered with a malformed body ({len(content)} bytes); try again") from None
         choices = body.get("choices") if isinstance(body, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):

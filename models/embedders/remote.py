@@ -115,7 +115,7 @@ class RemoteEmbedder(Embedder):
     def _parse(self, content: bytes, count: int) -> np.ndarray:
         try:
             body = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past Python's reader
             raise self._bad(f"answered with malformed JSON ({len(content)} bytes)") from None
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):

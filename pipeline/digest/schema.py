@@ -20,6 +20,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from drsg.kernel.values import MAX_DEPTH, json_depth
+
 MAX_KEY = 200  # characters
 MAX_LABEL = 64
 MAX_PROP_NAME = 64
@@ -67,13 +69,18 @@ def json_object(text: str) -> dict[str, Any]:
     if start < 0 or end <= start:
         raise MalformedAnswer("no JSON object in the answer")
     body = text[start : end + 1]
+    deep = f"the JSON nests deeper than {MAX_DEPTH} levels"
     for candidate in (body, _TRAILING_COMMA.sub(r"\1", body)):
         try:
             value = json.loads(candidate)
+        except RecursionError:  # deeper than Python's reader recurses: no answer needs that
+            raise MalformedAnswer(deep) from None
         except ValueError as exc:
             problem = str(exc)
             continue
         if isinstance(value, dict):
+            if json_depth(value) > MAX_DEPTH:  # what reads an answer walks it recursively
+                raise MalformedAnswer(deep)
             return value
         problem = "the JSON is not an object"
     raise MalformedAnswer(problem)

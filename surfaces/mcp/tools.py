@@ -22,10 +22,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from drsg import __version__
 from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
+from drsg.kernel.values import json_depth
 from drsg.surfaces.drift import synced_of
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
-from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers, json_depth
+from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers
 from drsg.surfaces.server.state import ServerState
 
 MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
@@ -74,7 +75,7 @@ class Tools:
         spec = REGISTRY[method]
         async with self.slots:
             try:
-                if json_depth(params) > MAX_DEPTH:
+                if json_depth(params, MAX_DEPTH) > MAX_DEPTH:
                     raise RpcError(INVALID_PARAMS, f"arguments nest deeper than {MAX_DEPTH} levels")
                 result = await spec.handler(self.state, spec.bind(params))
             except RpcError as exc:

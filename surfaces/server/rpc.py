@@ -28,6 +28,7 @@ from drsg.kernel.errors import (
     DrsgError,
     RpcError,
 )
+from drsg.kernel.values import json_depth
 from drsg.surfaces.server.schema import validate
 
 MAX_DEPTH = 64  # nesting of params; deeper is refused before any handler sees it
@@ -99,24 +100,6 @@ class Reply:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def json_depth(value: Any) -> int:
-    """Nesting depth of a parsed JSON value, without recursion (stops counting past MAX_DEPTH)."""
-    if type(value) is not dict and type(value) is not list:
-        return 0
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        if level > deepest:
-            deepest = level
-            if level > MAX_DEPTH:
-                return level
-        for child in item.values() if type(item) is dict else item:
-            kind = type(child)
-            if kind is dict or kind is list:
-                stack.append((child, level + 1))
-    return deepest
 
 
 def dumps(obj: Any) -> str:
@@ -218,7 +201,7 @@ class Dispatcher:
         method = self.methods.get(name)
         if method is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {name!r}; rpc.discover lists the methods")
-        if json_depth(params) > MAX_DEPTH:
+        if json_depth(params, MAX_DEPTH) > MAX_DEPTH:
             raise RpcError(INVALID_PARAMS, f"{name}: params nest deeper than {MAX_DEPTH} levels")
         bound = method.bind(params)
         started = time.perf_counter()

@@ -309,3 +309,29 @@ def test_a_property_past_the_schema_sample_is_still_asked_for(drsg, fake, tmp_pa
     result = json.loads(ask(drsg, fake, "which item is rare?", "--json").out)
     assert keys(result) == {"rare"}
     assert "rare" not in sent(fake, 0)[0]["content"].split("The graph's schema:")[1]  # the sample never saw it
+
+
+def test_an_answer_nested_too_deep_is_refused_and_repaired(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    deep = 100_000
+    too_deep = '{"plan": ' + "[" * deep + "]" * deep + "}"  # Python's json reader cannot recurse this far
+    deep_plan = {"source": {"SeekKeys": ["ada"]}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WROTE_ABOUT"}}]}
+    nested: Any = "ada"
+    for _ in range(900):  # readable, but deeper than anything checking a plan should walk
+        nested = [nested]
+    deep_plan["source"] = {"SeekKeys": nested}
+    script(fake, too_deep, {"plan": deep_plan}, {"asks": nested}, {"plan": ADA_WROTE})
+    ran = ask(drsg, fake, "what did ada write about?", "--json")
+    assert ran.code == 0, ran.err
+    result = json.loads(ran.out)
+    assert keys(result) == {"analytical_engine"} and result["attempts"] == 4
+    assert result["usage"]["refused"] == 3
+    assert "nests deeper than" in sent(fake, 1)[-1]["content"]
+    assert len(sent(fake, 1)[-1]["content"]) < 5_000  # the repair does not echo 200,000 brackets
+
+
+def test_a_response_body_nested_too_deep_is_one_line(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+    deep = 100_000
+    fake.script("/chat/completions", *[Reply(body='{"choices": ' + "[" * deep + "]" * deep + "}")] * 5)
+    ran = ask(drsg, fake, "what did ada write about?")
+    assert ran.code == 1 and len(ran.err.splitlines()) == 1, ran.err
+    assert "malformed body" in ran.err and "internal error" not in ran.err

@@ -282,6 +282,7 @@ def _too_big(body: dict) -> None:  # type: ignore[type-arg]
     [
         (malformed(), r"answered with malformed JSON \(\d+ bytes\)"),
         (malformed("<html>502 Bad Gateway</html>"), "malformed JSON"),
+        (malformed('{"data": ' + "[" * 100_000 + "]" * 100_000 + "}"), "malformed JSON"),  # past Python's reader
         (Reply(json={"object": "list"}), "without a `data` list"),
         (Reply(json=[1, 2, 3]), "without a `data` list"),
         (
