@@ -71,19 +71,29 @@ def stats(obj: Context, as_json: bool) -> None:
 
 
 @click.command("check")
+@json_option
 @click.pass_obj
-def check(obj: Context) -> None:
+def check(obj: Context, as_json: bool) -> None:
     """Verify the whole file: every table's order, every log record's checksum with no gap, and the
-    projection against a replay of the log (run in a child process, so damage is a report, not a crash)."""
+    projection against a replay of the log (run in a child process, so damage is a report, not a crash).
+
+    --json prints one object: {"ok", "commits", "nodes", "records": {table: count}, "problems", "notes"};
+    the exit code is 1 when the file is damaged, either way."""
     report = verify_file(Path(obj.db_path))
+    figures = {"ok": report.ok, "commits": report.commits, "records": report.records}
     if not report.ok:
+        if as_json:
+            emit_json({**figures, "nodes": None, "problems": report.problems, "notes": report.notes})
         for problem in report.problems:
             click.echo(f"damaged: {problem}", err=True)
         raise SystemExit(1)
-    for note in report.notes:
-        click.echo(f"note: {note}", err=True)
     with obj.open(write=False) as db, db.snapshot() as snap:  # verified: safe to read in this process
         nodes = sum(sum(1 for _ in snap.nodes(p.id)) for p in snap.planes())
+    if as_json:
+        emit_json({**figures, "nodes": nodes, "problems": [], "notes": report.notes})
+        return
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     click.echo(
         f"ok: {report.commits} commits verified, {nodes} nodes readable across all planes; "
         f"{sum(report.records.values())} records in {len(report.records)} tables, and the projection "

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tests.integration.test_check_rebuild import _delete, _tamper
+
 
 def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> None:  # type: ignore[no-untyped-def]
     assert drsg("plane", "create", "docs").code == 0  # seq 2 (seq 1 is the bootstrap)
@@ -41,3 +45,20 @@ def test_a_value_meant_as_json_that_falls_back_to_a_string_says_so(drsg) -> None
     ]  # a plain word (nick=Ada) is a string by design: no note
     props = drsg("get", "@x", "-p", "p", "--json").json_lines()[0]["properties"]
     assert props == {"name": '"unterminated', "tags": "[1,2", "born": "18x15", "nick": "Ada", "n": 5}
+
+
+def test_check_takes_json_like_every_read_command(drsg, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0
+    assert drsg("node", "put", "a", "-p", "p").code == 0
+    ran = drsg("check", "--json")
+    assert ran.code == 0, ran.err
+    [report] = ran.json_lines()
+    assert report["ok"] is True and report["commits"] == 3 and report["nodes"] == 1
+    assert report["records"]["nodes"] == 1 and report["problems"] == [] and report["notes"] == []
+    _tamper(db_path, "nodes", _delete, pick=0)
+    damaged = drsg("check", "--json")
+    assert damaged.code == 1
+    [report] = damaged.json_lines()
+    assert report["ok"] is False and report["nodes"] is None
+    assert any("table nodes: the projection differs" in p for p in report["problems"])
+    assert "damaged: table nodes" in damaged.err  # the one-line report stays on stderr
