@@ -37,10 +37,11 @@ def _change_line(seq: int, ts: int, plane: str | None, change: dict[str, Any]) -
 @click.option(
     "--from",
     "from_seq",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=0),
     default=None,
     metavar="SEQ",
-    help="First commit seq to deliver (resume with the last seq seen + 1); default: from now on.",
+    help="First commit seq to deliver (resume with the last seq seen + 1; 0: from the start, as `diff`); "
+    "default: from now on, said on stderr.",
 )
 @click.option(
     "--until", "to_seq", type=click.IntRange(min=1), default=None, metavar="SEQ", help="Stop after this commit seq."
@@ -78,7 +79,7 @@ def feed(
     resolved_every: float | None,
     as_json: bool,
 ) -> None:
-    """Follow the changes of a plane, commit by commit, from --from SEQ or from now (Ctrl-C stops).
+    """Follow the changes of a plane, commit by commit, from --from SEQ (0: the start) or from now (Ctrl-C stops).
 
     --json prints one object per commit: {"plane", "seq", "ts", "changes", "truncated"}; a dropped
     plane ends the feed with a last object carrying "dropped": true.
@@ -87,7 +88,7 @@ def feed(
         subscription = Subscription(
             db,
             None if all_planes else plane,
-            from_seq,
+            None if from_seq is None else max(from_seq, 1),  # seq 0 is the empty start: commits begin at 1
             labels=labels or None,
             ops=ops or None,
             include_before=include_before,
@@ -97,6 +98,15 @@ def feed(
             to_seq=to_seq,
             follow=not no_follow,
         )
+        if from_seq is None:  # no --from starts after the head, so an idle plane prints nothing: say why
+            start = subscription.from_seq
+            click.echo(
+                f"following from seq {start} (the next commit); --from 0 replays every commit"
+                if not no_follow
+                else f"nothing to show: without --from the feed starts after the head (seq {start - 1}); "
+                "--from 0 shows every commit",
+                err=True,
+            )
         # Ctrl-C (and SIGTERM) end the feed at its next step, not wherever the signal lands: an
         # exception raised inside a read transaction's bookkeeping could leave the database gate held.
         stop = lambda *_: subscription.stop()  # noqa: E731

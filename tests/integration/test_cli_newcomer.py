@@ -62,3 +62,18 @@ def test_check_takes_json_like_every_read_command(drsg, db_path: Path) -> None: 
     assert report["ok"] is False and report["nodes"] is None
     assert any("table nodes: the projection differs" in p for p in report["problems"])
     assert "damaged: table nodes" in damaged.err  # the one-line report stays on stderr
+
+
+def test_feed_takes_from_0_and_says_where_it_starts_without_from(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0  # seq 2
+    assert drsg("node", "put", "a", "-p", "p").code == 0  # seq 3
+    everything = drsg("feed", "-p", "p", "--from", "0", "--no-follow", "--json")
+    assert everything.code == 0, everything.err
+    assert [m["seq"] for m in everything.json_lines()] == [3] and everything.err == ""
+    assert drsg("feed", "-p", "p", "--from", "1", "--no-follow", "--json").out == everything.out
+    idle = drsg("feed", "-p", "p", "--no-follow")
+    assert idle.code == 0 and idle.out == ""
+    assert idle.err == (
+        "nothing to show: without --from the feed starts after the head (seq 3); --from 0 shows every commit\n"
+    )
+    assert drsg("feed", "-p", "p", "--from", "-1").code == 2  # below 0 is still a usage error
