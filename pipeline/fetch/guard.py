@@ -130,7 +130,9 @@ def download(
         parts = urlsplit(current)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise FetchError(f"{current} is not an http(s) URL with a host; only http and https are fetched")
-        connection = _connection(parts.scheme, parts.hostname, parts.port, timeout, allow_private)
+        # the port always given: with none, http.client reads it off the host, and "::1" becomes "::" port 1
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        connection = _connection(parts.scheme, parts.hostname, port, timeout, allow_private)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
             connection.request("GET", path, headers={"User-Agent": "drsg", "Accept-Encoding": "identity"})

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 import tomllib
 from collections.abc import Iterator, Sequence
@@ -232,6 +233,10 @@ class Registry:
             first = f"installed {manifest.ident} (replacing {old.version})  {short}"
         return Installed(entry, old, [first, f"  handles: {' '.join(manifest.extensions)}"])
 
+    def install_file(self, path: Path) -> Installed:
+        """Install the component in the local file ``path``, read under the same cap as a download."""
+        return self.install(read_artifact(path), str(path.resolve()))
+
     def install_url(self, url: str, allow_private: tuple[Network, ...] = ()) -> Installed:
         """Download ``url`` through the fetch guard (http(s), the address policy, the size cap), then install."""
         return self.install(download(url, max_bytes=MAX_DOWNLOAD, allow_private=allow_private).body, url)
@@ -256,6 +261,23 @@ class Registry:
 
     def _write(self, entries: list[Entry]) -> None:
         write_atomic(self.root / REGISTRY_FILE, render(entries).encode("utf-8"))
+
+
+def read_artifact(path: Path) -> bytes:
+    """A local plugin file's bytes: a regular file of at most :data:`MAX_DOWNLOAD` bytes (the cap a
+    URL has), so ``/dev/zero``, a FIFO or a huge file is refused in one line, not read until memory ends."""
+    try:
+        # O_NONBLOCK: opening a FIFO no one writes to returns at once (fstat then refuses it) instead of waiting
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise PluginError(f"{path} is not a regular file; install a plugin from a .wasm file or an http(s) URL")
+            data = file.read(MAX_DOWNLOAD + 1)  # the size stat gave can change while it is read
+    except OSError as exc:
+        raise PluginError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_DOWNLOAD:
+        raise PluginError(f"{path} is over the {MAX_DOWNLOAD}-byte limit for a plugin; is it the right file?")
+    return data
 
 
 def _toml_string(text: str) -> str:

@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from drsg.kernel.errors import PluginError
 from drsg.pipeline.fetch.guard import networks
 from drsg.pipeline.plugins.registry import Entry, Registry, is_url
 from drsg.surfaces.cli.context import Context, emit_json
@@ -32,12 +31,7 @@ def plugin_install(obj: Context, source: str) -> None:
     if is_url(source):
         installed = registry.install_url(source, networks(obj.settings["fetch.allow_private"]))
     else:
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise PluginError(f"cannot read {path}: {exc.strerror or exc}") from None
-        installed = registry.install(data, str(path.resolve()))
+        installed = registry.install_file(Path(source))
     for line in installed.lines:
         click.echo(line)
 

@@ -4,6 +4,7 @@ and one-line errors with the documented exit codes."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +129,62 @@ def test_a_tampered_plugin_blocks_only_the_trees_that_hold_its_files(
     refused = drsg("digest", str(code), "--code-only", "--apply")
     assert refused.code == 1 and len(refused.err.splitlines()) == 1
     assert "plugin echo's file" in refused.err and "changed since it was installed" in refused.err
+
+
+def test_a_local_file_has_the_download_cap_and_must_be_regular(
+    drsg: Callable[..., Ran], store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #33 item 24: `plugin install /dev/zero` read until memory ran out (internal error)."""
+    from drsg.pipeline.plugins import registry
+
+    fifo = tmp_path / "fifo.wasm"
+    os.mkfifo(fifo)  # nobody writes to it: opening it must not wait
+    for special in ("/dev/zero", str(fifo)):
+        refused = drsg("plugin", "install", special)
+        assert (
+            refused.code == 1
+            and refused.err
+            == f"error: {special} is not a regular file; install a plugin from a .wasm file or an http(s) URL\n"
+        )
+    monkeypatch.setattr(registry, "MAX_DOWNLOAD", ECHO.stat().st_size - 1)  # the cap, made small enough to test
+    big = drsg("plugin", "install", str(ECHO))
+    assert big.code == 1 and len(big.err.splitlines()) == 1 and "over the" in big.err and "-byte limit" in big.err
+    assert not (store / "registry.toml").exists()
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+
+    if not socket.has_ipv6:
+        return False
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="this machine has no IPv6 loopback (::1)")
+def test_install_from_an_ipv6_literal_url(
+    drsg: Callable[..., Ran], store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #33 item 24: `http://[::1]/x.wasm` was read as host "::" port 1 ("cannot resolve ::")."""
+    import errno
+
+    monkeypatch.setenv("DRSG_FETCH_ALLOW_PRIVATE", "::1/128")
+    routes = {"/echo.wasm": (200, {}, ECHO.read_bytes())}
+    with serving(routes, host="::1") as base:
+        assert base.startswith("http://[::1]:")
+        ran = drsg("plugin", "install", f"{base}/echo.wasm")
+    assert ran.code == 0, ran.err
+    assert drsg("plugin", "list", "--json").json_lines()[0]["source"] == f"{base}/echo.wasm"
+    # with no port in the URL, the scheme's: a server on [::1]:80 when it can be had, else the refusal says where
+    try:
+        with serving(routes, host="::1", port=80):
+            ran = drsg("plugin", "install", "http://[::1]/echo.wasm")
+        assert ran.code == 0, ran.err
+    except OSError as exc:
+        assert exc.errno in (errno.EADDRINUSE, errno.EACCES)
+        ran = drsg("plugin", "install", "http://[::1]/echo.wasm")
+        assert "cannot resolve" not in ran.err and "::1" in ran.err

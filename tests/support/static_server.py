@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,8 +13,9 @@ Route = tuple[int, dict[str, str], bytes]
 
 
 @contextmanager
-def serving(routes: dict[str, Route]) -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` while the server runs; unknown paths are 404."""
+def serving(routes: dict[str, Route], host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` while the server runs (``host`` "::1": ``http://[::1]:PORT``); unknown
+    paths are 404."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -28,11 +30,14 @@ def serving(routes: dict[str, Route]) -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    server_class = type("Server", (ThreadingHTTPServer,), {"address_family": family})
+    server = server_class((host, port), Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://{shown}:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()
