@@ -50,7 +50,7 @@ from drsg.surfaces.server.state import ServerState
 log = structlog.get_logger("drsg.surfaces.server")
 STATE = web.AppKey("drsg_state", ServerState)
 DISPATCHER = web.AppKey("drsg_dispatcher", Dispatcher)
-PUBLIC_PATHS = frozenset({"/health", "/"})  # and the dashboard's static files (surfaces/web)
+PUBLIC_PATHS = frozenset({"/health", "/", "/favicon.ico"})  # and the dashboard's static files (surfaces/web)
 BODY_TIMEOUT = 60.0  # seconds for a request body to arrive, so a stalled client holds nothing for long
 
 

@@ -62,6 +62,12 @@ async def static(request: web.Request) -> web.Response:
     return _answer(request.match_info["name"])
 
 
+async def favicon(request: web.Request) -> web.Response:
+    """Browsers ask for /favicon.ico whatever the page links (the page links favicon.svg): answered,
+    without a token, so no page load logs a failed request."""
+    return _answer("favicon.svg")
+
+
 async def convert(request: web.Request) -> web.Response:
     """An uploaded document (the raw body; its file name in ``?name=``) → its Markdown, for the
     AIgest page to preview with `digest.run`. Nothing is written."""
@@ -85,6 +91,7 @@ def _error(status: int, message: str) -> web.Response:
 ROUTES: list[Any] = [
     web.get("/", index),
     web.get(STATIC_PREFIX + "{name}", static),
+    web.get("/favicon.ico", favicon),
     web.post("/ui/convert", convert),
 ]
 

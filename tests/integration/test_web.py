@@ -367,3 +367,52 @@ def test_the_catalog_page_lists_connections_and_finds_masked(page: Any, served: 
     assert "[REDACTED]" in page.inner_text("#rows") and "sys_user" in page.inner_text("#found")
     assert SECRET not in page.content()
     shot(page, "catalog")
+
+
+@pytest.fixture(scope="module")
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """A server with a token over an empty database: what a first visit meets."""
+    workdir = tmp_path_factory.mktemp("web-bare")
+    running = start_server(workdir / "graph.drsg", workdir)
+    yield running
+    assert running.stop() == 0
+
+
+def _watched(browser: Any) -> tuple[Any, Any, list[str]]:
+    """A fresh page whose console errors, page errors and failed answers (HTTP >= 400) are collected."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(f"page: {exc}"))
+    page.on("response", lambda r: problems.append(f"HTTP {r.status} {r.url}") if r.status >= 400 else None)
+    return context, page, problems
+
+
+def test_a_page_load_logs_no_console_error(browser: Any, bare: RunningServer) -> None:
+    context, page, problems = _watched(browser)
+    page.goto(f"http://127.0.0.1:{bare.port}/#planes", wait_until="networkidle")
+    page.wait_for_selector("#token")
+    page.fill("#token", TOKEN)
+    page.click("#signin")
+    page.wait_for_selector("#planes table")
+    page.wait_for_load_state("networkidle")
+    context.close()
+    assert problems == []
+    favicon = bare.get("/favicon.ico")  # asked for by every browser, before any token is given
+    assert favicon.status in (200, 204), favicon.status
+
+
+def test_a_wrong_token_leaves_the_header_signed_out(browser: Any, bare: RunningServer) -> None:
+    context, page, _ = _watched(browser)
+    page.goto(f"http://127.0.0.1:{bare.port}/#planes")
+    page.fill("#token", "not-the-token")
+    page.click("#signin")
+    page.wait_for_function("document.querySelector('main').innerText.includes('the token is wrong')")
+    assert page.inner_text("#who") == "not signed in"
+    assert page.evaluate("sessionStorage.getItem('drsg-token')") is None  # a refused token is not sent again
+    page.fill("#token", TOKEN)
+    page.click("#signin")
+    page.wait_for_selector("#planes table")
+    assert page.inner_text("#who") == "signed in"
+    context.close()

@@ -83,6 +83,8 @@ function planePicker(onChange) {
 // --------------------------------------------------------------------------- login
 
 function login(message) {
+  if (sessionStorage.getItem(TOKEN)) sessionStorage.removeItem(TOKEN);  // refused: never sent again
+  document.getElementById("who").textContent = "not signed in";
   show(el("div", { class: "card" },
     el("h2", {}, "Sign in"),
     el("p", {}, message || "This server needs its token (the DRSG_TOKEN it was started with)."),
