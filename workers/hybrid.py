@@ -51,12 +51,14 @@ class HybridHit(Hit):
     """A fused hit: ``score`` is the fused score; ``channels`` the raw score per channel (vector
     distance, BM25, decay^hops; None when the channel did not see the node), ``normalised`` the
     per-channel normalised score (or RRF share) that was weighted, ``explanation`` one line
-    (formatted when read, with the ``ranking``'s channels and weights)."""
+    (formatted when read, with the ``ranking``'s channels and weights). ``hops``: with the graph
+    channel on, how far the node is from the nearest seed (0: a seed; None: out of reach)."""
 
     channels: dict[str, float | None] = field(default_factory=dict)
     normalised: dict[str, float | None] = field(default_factory=dict)
     ranking: Ranking | None = field(default=None, repr=False, compare=False)
     profile: FusionDecl | None = field(default=None, repr=False, compare=False)  # the fusion profile used
+    hops: int | None = field(default=None, compare=False)
 
     @property
     def explanation(self) -> str:
@@ -64,6 +66,8 @@ class HybridHit(Hit):
         if self.ranking is None:
             return ""
         line = explain_line(score, self.normalised, self.ranking.legend)
+        if self.hops is not None:  # a seed's graph score is the same as every seed's: say which it is
+            line += "  (g: a seed)" if self.hops == 0 else f"  (g: {self.hops} hop{'s' * (self.hops > 1)} from a seed)"
         if self.profile is not None:
             line += f"  (fusion profile set at commit {self.profile.since})"
         return line
@@ -81,10 +85,20 @@ def distances_from_similarities(metric: str, similarities: NDArray[np.float64]) 
     return 1.0 - similarities if metric == "cosine" else -similarities
 
 
+def vector_similarity(metric: str, distance: float) -> float:
+    """:func:`distances_from_similarities` undone for one score: what `search NEAR` prints."""
+    return 1.0 - distance if metric == "cosine" else -distance
+
+
 def expand(snap: Snapshot, plane: int, seeds: list[int], hops: int, decay: float) -> dict[int, float]:
     """Multi-source BFS from ``seeds`` over undirected edges of every type, up to ``hops``:
     node → ``decay^distance`` (a seed 1.0). Stops early when a level reaches nothing new."""
-    return {node: decay**d for node, d in distances(snap, plane, seeds, hops).items()}
+    return decayed(distances(snap, plane, seeds, hops), decay)
+
+
+def decayed(dist: dict[int, int], decay: float) -> dict[int, float]:
+    """The graph channel's raw score from :func:`distances`: ``decay^distance``."""
+    return {node: decay**d for node, d in dist.items()}
 
 
 def distances(snap: Snapshot, plane: int, seeds: list[int], hops: int) -> dict[int, int]:
@@ -178,10 +192,11 @@ def _run(
             _has_vectors(snap, plane, spec)
     if spec.keyword is not None:
         pools["keyword"] = channel_keyword_pool(searcher, snap, plane, spec, current, strict)
-    graph = None
+    graph = dist = None
     if spec.graph is not None:
-        graph = expand(snap, plane, graph_seeds(spec, pools), spec.graph.hops, spec.graph.decay)
-    return _hits(snap, plane, spec, channels_of(spec, pools, graph), profile)
+        dist = distances(snap, plane, graph_seeds(spec, pools), spec.graph.hops)
+        graph = decayed(dist, spec.graph.decay)
+    return _hits(snap, plane, spec, channels_of(spec, pools, graph), profile, dist)
 
 
 def channel_vector_pool(
@@ -222,10 +237,16 @@ def channel_keyword_pool(
 
 
 def _hits(
-    snap: Snapshot, plane: int, spec: HybridSpec, channels: list[Channel], profile: FusionDecl | None
+    snap: Snapshot,
+    plane: int,
+    spec: HybridSpec,
+    channels: list[Channel],
+    profile: FusionDecl | None,
+    dist: dict[int, int] | None = None,
 ) -> list[HybridHit]:
     """The fused top ``k``, records loaded for those only (read together, as many as are missing:
-    a node gone at this snapshot, an edge's far end, is skipped and the next one read)."""
+    a node gone at this snapshot, an edge's far end, is skipped and the next one read); ``dist``:
+    the graph channel's hops per node, for the explanation."""
     out: list[HybridHit] = []
     ranking = Ranking(channels, spec.fusion, spec.rrf_k, checked=True)  # spec.check() did
     entries = ranking.entries(CHANNELS)
@@ -237,7 +258,10 @@ def _hits(
         nodes = snap.nodes_at(plane, [entry[0] for entry in batch])
         for (_, score, raw, norm), node in zip(batch, nodes, strict=True):
             if node is not None:
-                out.append(HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking, profile=profile))
+                hops = None if dist is None else dist.get(node.id)
+                out.append(
+                    HybridHit(node, score, channels=raw, normalised=norm, ranking=ranking, profile=profile, hops=hops)
+                )
     return out
 
 

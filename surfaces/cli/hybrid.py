@@ -29,7 +29,7 @@ from drsg.plan.hybrid import (
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
 from drsg.surfaces.cli.search import open_indexes, query_embedder
-from drsg.workers.hybrid import HybridHit
+from drsg.workers.hybrid import HybridHit, vector_similarity
 from drsg.workers.hybrid import hybrid as run_hybrid
 from drsg.workers.search import Searcher
 
@@ -121,7 +121,10 @@ def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
     ).check()
 
 
-def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> None:
+def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False, spec: HybridSpec | None = None) -> None:
+    """One line per hit: fused score, name, each channel's raw score — ``v`` the vector similarity
+    (as `search NEAR` prints it; JSON's ``channels.vector`` keeps upstream's distance), ``k`` BM25,
+    ``g`` decay^hops from the nearest seed."""
     if as_json:
         for hit in hits:
             out = hit.to_json()
@@ -135,10 +138,21 @@ def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False) -> N
         fused = FusionProfile.from_json(profile.profile).describe()
         where = f"{profile.label} ({profile.vector} + {profile.keyword})"
         click.echo(f"  fusion profile for {where}, set at commit {profile.since}: {fused}")
+    if explain and spec is not None and spec.graph is not None:
+        # every seed scores g 1: the channel lifts the seeds' neighbours, it cannot order the seeds
+        decay = "decay" if profile is not None else f"{spec.graph.decay:g}"  # a profile may set its own
+        click.echo(
+            f"  g: 1 for a seed (the top {spec.graph.seeds} vector and top {spec.graph.seeds} keyword hits), "
+            f"{decay}^hops for a node that many hops from one; alike for every seed, so it "
+            "lifts their neighbours and leaves the seeds' order to the other channels"
+        )
+    metric = spec.vector.metric if spec is not None and spec.vector is not None else "cosine"
     for hit in hits:
         name = hit.node.key if hit.node.key is not None else f"#{hit.node.id}"
         ch = hit.channels
-        raw = f"v={_raw(ch.get('vector'))} k={_raw(ch.get('keyword'))} g={_raw(ch.get('graph'))}"
+        distance = ch.get("vector")
+        v = None if distance is None else vector_similarity(metric, distance)
+        raw = f"v={_raw(v)} k={_raw(ch.get('keyword'))} g={_raw(ch.get('graph'))}"
         click.echo(f"  {hit.score or 0.0:.4f}\t{name}\t[{raw}]")
         if explain:
             click.echo(f"      {hit.explanation}")
@@ -191,7 +205,7 @@ def hybrid(
                 Searcher(db, indexes), plane, spec, as_of=as_of, strict=True
             )  # a channel that cannot run is an error here
         obj.say_synced(db, plane, as_json)
-    print_hits(hits, as_json, explain)
+    print_hits(hits, as_json, explain, spec)
 
 
 COMMANDS = [hybrid]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.test_check_rebuild import _delete, _tamper
+import pytest
+
+from tests.integration.test_check_rebuild import SAMPLE, _delete, _tamper
 
 
 def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> None:  # type: ignore[no-untyped-def]
@@ -77,3 +79,34 @@ def test_feed_takes_from_0_and_says_where_it_starts_without_from(drsg) -> None: 
         "nothing to show: without --from the feed starts after the head (seq 3); --from 0 shows every commit\n"
     )
     assert drsg("feed", "-p", "p", "--from", "-1").code == 2  # below 0 is still a usage error
+
+
+def test_hybrid_explain_shows_similarity_as_search_does_and_what_the_graph_gave(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("import", str(SAMPLE), "--plane", "pioneers", "--create-plane").code == 0
+    assert drsg("index", "keyword", "Person", "note", "--plane", "pioneers").code == 0
+    assert drsg("vectorize", "--plane", "pioneers", "--label", "Person", "--from", "note").code == 0
+    text = "breaking enemy codes in wartime"
+    near = drsg("search", f'SEARCH (p:Person) ON embedding NEAR "{text}" TOPK 20', "-p", "pioneers", "--json")
+    similarity = {h["external_key"]: h["score"] for h in near.json_lines()}
+    args = ["--label", "Person", "--vector", "embedding", "--keyword", "note", "--graph-hops", "1", "--k", "10"]
+    ran = drsg("hybrid", text, "-p", "pioneers", *args, "--explain")
+    assert ran.code == 0, ran.err
+    lines = ran.lines()
+    assert lines[1].startswith("  g: 1 for a seed (the top 10 vector and top 10 keyword hits), 0.5^hops")
+    hits = [(line, explained) for line, explained in zip(lines[2::2], lines[3::2], strict=True)]
+    seen_seed = seen_neighbour = False
+    for line, explained in hits:
+        key, raw = line.split("\t")[1], line.split("\t")[2]
+        v = raw.split()[0].removeprefix("[v=")
+        if v != "-":  # the vector channel's score is the similarity `search NEAR` prints, not a distance
+            assert float(v) == round(similarity[key], 3), (key, v, similarity[key])
+        if raw.endswith("g=1.000]"):
+            assert explained.endswith("(g: a seed)")
+            seen_seed = True
+        elif raw.endswith("g=0.500]"):
+            assert explained.endswith("(g: 1 hop from a seed)")
+            seen_neighbour = True
+    assert seen_seed and seen_neighbour  # the graph channel's two kinds of contribution, each named
+    as_json = drsg("hybrid", text, "-p", "pioneers", *args, "--json").json_lines()
+    top = as_json[0]  # JSON keeps upstream's raw channel: the cosine distance
+    assert top["channels"]["vector"] == pytest.approx(1 - similarity[top["external_key"]], abs=1e-6)
