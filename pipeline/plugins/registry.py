@@ -13,15 +13,20 @@ upgrade. The file is stored via a temporary file and a rename, then ``registry.t
     source = "https://…/rust.wasm"
     extensions = [".rs"]
     logo = "…"            # only when the plugin gives one
+    compiled = "<cache file name>"          # drsg's own: the compile cache and its pin
+    compiled_sha256 = "…"
 
 Loading re-hashes the file (a changed file is refused) and asks ``describe()`` again, which must still
-answer the recorded name, version and extensions. A lock file serialises installs and removals
-across processes.
+answer the recorded name, version and extensions. The compiled form cached under ``cache/`` is native
+code, trusted by wasmtime: it is used only when its SHA-256 is the ``compiled_sha256`` recorded here
+when drsg wrote it; otherwise the verified ``.wasm`` is compiled again and the pin rewritten. A lock
+file serialises installs and removals across processes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -82,13 +87,20 @@ class Entry:
     source: str
     extensions: tuple[str, ...]
     logo: str | None = None
+    compiled: str | None = None  # the compile cache's file name, and the SHA-256 it had when drsg wrote it
+    compiled_sha256: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["extensions"] = list(self.extensions)
         if self.logo is None:
             del out["logo"]
+        del out["compiled"], out["compiled_sha256"]  # drsg's own bookkeeping, not upstream's record
         return out
+
+    def pin(self, digest: str) -> str | None:
+        """The compile cache's pinned SHA-256, when it is for this wasmtime and this artifact."""
+        return self.compiled_sha256 if self.compiled == sandbox.cache_name(digest) else None
 
 
 @dataclass
@@ -137,6 +149,8 @@ class Registry:
                         str(raw.get("source", "")),
                         tuple(str(ext) for ext in raw.get("extensions", [])),
                         None if raw.get("logo") is None else str(raw["logo"]),
+                        None if raw.get("compiled") is None else str(raw["compiled"]),
+                        None if raw.get("compiled_sha256") is None else str(raw["compiled_sha256"]),
                     )
                 )
             except (KeyError, TypeError) as exc:
@@ -182,7 +196,11 @@ class Registry:
                 f"plugin {name}'s file {path} changed since it was installed (sha256 {digest[:12]}, "
                 f"installed {entry.sha256[:12]}); reinstall it with `drsg plugin install {entry.source}`"
             )
-        handler = PluginHandler(sandbox.compile_component(data, name, self.cache_dir), name, self.budget, digest)
+        pinned = entry.pin(digest)
+        component, now = sandbox.compile_pinned(data, name, self.cache_dir, pinned)
+        if now is not None and now != pinned:
+            self._pin(name, digest, now)
+        handler = PluginHandler(component, name, self.budget, digest)
         manifest = handler.manifest
         described = (manifest.name, manifest.version, manifest.extensions)
         if described != (entry.name, entry.version, entry.extensions):
@@ -199,7 +217,7 @@ class Registry:
         """Check, store and record the component ``data`` (from ``source``: a path or a URL)."""
         label = Path(source).name or source
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        component = sandbox.compile_component(data, label, self.cache_dir)
+        component, compiled = sandbox.compile_pinned(data, label, self.cache_dir, None)
         manifest = PluginHandler(component, label, self.budget).manifest  # imports, exports, describe()
         name, version = manifest.name, manifest.version
         if not NAME.fullmatch(name):
@@ -219,7 +237,17 @@ class Registry:
                         f"plugin {name} claims {' '.join(shared)}, already claimed by installed plugin "
                         f"{other.name}@{other.version}; remove it first with `drsg plugin remove {other.name}`"
                     )
-            entry = Entry(name, version, f"{name}-{version}.wasm", digest, source, manifest.extensions, manifest.logo)
+            entry = Entry(
+                name,
+                version,
+                f"{name}-{version}.wasm",
+                digest,
+                source,
+                manifest.extensions,
+                manifest.logo,
+                None if compiled is None else sandbox.cache_name(digest),
+                compiled,
+            )
             write_atomic(self.root / entry.file, data)
             self._write([entry if e.name == name else e for e in entries] if old else [*entries, entry])
             if old is not None and old.file != entry.file:
@@ -246,8 +274,22 @@ class Registry:
             entry = self.get(name)
             self._write([e for e in self.entries() if e.name != name])
             (self.root / entry.file).unlink(missing_ok=True)
-            sandbox.cache_path(self.cache_dir, entry.sha256).unlink(missing_ok=True)
+            sandbox.drop_cache(self.cache_dir, entry.sha256)
         return entry
+
+    def _pin(self, name: str, digest: str, compiled: str) -> None:
+        """Record the compile cache just written for plugin ``name`` (best effort: unrecorded, the next
+        process compiles again rather than trust the file)."""
+        with contextlib.suppress(OSError), self._locked():
+            entries = self.entries()
+            self._write(
+                [
+                    dataclasses.replace(e, compiled=sandbox.cache_name(digest), compiled_sha256=compiled)
+                    if e.name == name and e.sha256 == digest
+                    else e
+                    for e in entries
+                ]
+            )
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -295,6 +337,9 @@ def render(entries: list[Entry]) -> str:
         lines.append(f"extensions = [{', '.join(_toml_string(ext) for ext in entry.extensions)}]")
         if entry.logo is not None:
             lines.append(f"logo = {_toml_string(entry.logo)}")
+        if entry.compiled is not None and entry.compiled_sha256 is not None:
+            lines.append(f"compiled = {_toml_string(entry.compiled)}")
+            lines.append(f"compiled_sha256 = {_toml_string(entry.compiled_sha256)}")
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)
 

@@ -9,13 +9,14 @@ arguments — ``add_wasip2`` is never called, since it has no clock control and 
 
 Compiling is the slow part (seconds for a real parser), so a component is compiled once per process
 and its compiled form cached on disk, keyed by the artifact's SHA-256 and the wasmtime version.
-A cached file starts with the SHA-256 of what follows, so a truncated or altered file is discarded
-and recompiled instead of being handed to ``deserialize`` (which trusts its input completely).
+``deserialize`` trusts its input completely (it is native code), so a cached file is used only when
+its SHA-256 is the one pinned *outside* it — in ``registry.toml``, written when the file was made
+(:func:`compile_pinned`). A file anyone altered, replaced or truncated, or one nothing pinned, is
+never deserialized: the verified ``.wasm`` is compiled again and the cache rewritten.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 import threading
@@ -104,7 +105,7 @@ def deadline_ticks(timeout_s: float | None) -> int:
 
 WASMTIME_VERSION = metadata.version("wasmtime")
 #: bumped when the engine's configuration changes, so old compiled files are not reused
-ENGINE_TAG = "fuel-epoch-hostmem-1"
+ENGINE_TAG = "fuel-epoch-hostmem-2"  # 2: no checksum header, pinned in registry.toml
 
 
 # ---------------------------------------------------------------------------------- compile cache
@@ -121,59 +122,94 @@ class CompileStats:
 
 STATS = CompileStats()
 _compiled: dict[str, wc.Component] = {}
+#: a cache file -> its SHA-256 as this process wrote or verified it
+_pins: dict[Path, str] = {}
 _compile_lock = threading.Lock()
 
 
 def compile_component(data: bytes, name: str, cache_dir: Path | None) -> wc.Component:
-    """The compiled component for ``data``: from this process, else the disk cache, else compiled now."""
+    """The compiled component for ``data``: from this process, else compiled now (and cached, unpinned)."""
+    return compile_pinned(data, name, cache_dir, None)[0]
+
+
+def compile_pinned(
+    data: bytes, name: str, cache_dir: Path | None, pinned: str | None
+) -> tuple[wc.Component, str | None]:
+    """The compiled component for ``data`` and the SHA-256 of its cache file now on disk (None: no
+    cache). From this process, else from the disk cache when that file's SHA-256 is ``pinned`` (the
+    registry's record), else compiled now and the cache written: the caller records what it answers."""
     digest = hashlib.sha256(data).hexdigest()
+    path = None if cache_dir is None else cache_path(cache_dir, digest)
     with _compile_lock:
         cached = _compiled.get(digest)
-        if cached is not None:
+        if cached is not None and (path is None or path in _pins):
             STATS.from_memory += 1
-            return cached
-        component = _from_disk(cache_dir, digest) if cache_dir is not None else None
-        if component is not None:
-            STATS.from_disk += 1
-        else:
+            return cached, None if path is None else _pins[path]
+        component = cached
+        if component is None and path is not None and pinned is not None:
+            component = _from_disk(path, pinned)
+            if component is not None:
+                STATS.from_disk += 1
+                _pins[path] = pinned
+                _compiled[digest] = component
+                return component, pinned
+        if component is None:
             try:
                 component = wc.Component(engine(), data)
             except wasmtime.WasmtimeError as exc:
                 raise PluginError(f"plugin {name} is not a WebAssembly component: {_first(exc)}") from None
             STATS.compiled += 1
-            if cache_dir is not None:
-                _to_disk(cache_dir, digest, component)
         _compiled[digest] = component
-        return component
+        if path is None:
+            return component, None
+        written = _to_disk(path, component)
+        if written is None:
+            _pins.pop(path, None)
+        else:
+            _pins[path] = written
+        return component, written
 
 
 def cache_path(cache_dir: Path, digest: str) -> Path:
-    return cache_dir / f"{digest}-wasmtime-{WASMTIME_VERSION}-{ENGINE_TAG}.cwasm"
+    return cache_dir / cache_name(digest)
 
 
-def _from_disk(cache_dir: Path, digest: str) -> wc.Component | None:
+def drop_cache(cache_dir: Path, digest: str) -> None:
+    """Delete the compile cache of the artifact ``digest`` (a plugin removed), and forget its pin."""
     path = cache_path(cache_dir, digest)
+    with _compile_lock:
+        _pins.pop(path, None)
+        path.unlink(missing_ok=True)
+
+
+def cache_name(digest: str) -> str:
+    """The compile cache's file name for the artifact of SHA-256 ``digest``, under this wasmtime."""
+    return f"{digest}-wasmtime-{WASMTIME_VERSION}-{ENGINE_TAG}.cwasm"
+
+
+def _from_disk(path: Path, pinned: str) -> wc.Component | None:
     try:
         raw = path.read_bytes()
     except OSError:
         return None
-    check, body = raw[:32], raw[32:]
-    if hashlib.sha256(body).digest() != check:
-        path.unlink(missing_ok=True)  # truncated or altered: never handed to deserialize
-        return None
+    if hashlib.sha256(raw).hexdigest() != pinned:
+        return None  # not the file the registry pinned: never handed to deserialize (it is rewritten)
     try:
-        return wc.Component.deserialize(engine(), body)
+        return wc.Component.deserialize(engine(), raw)
     except wasmtime.WasmtimeError:
-        path.unlink(missing_ok=True)  # another engine's or version's: recompile
-        return None
+        return None  # pinned, yet refused (another engine's): recompile
 
 
-def _to_disk(cache_dir: Path, digest: str, component: wc.Component) -> None:
-    """Best effort: a cache that cannot be written only costs the next process a compile."""
-    with contextlib.suppress(OSError):
-        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+def _to_disk(path: Path, component: wc.Component) -> str | None:
+    """Best effort: the SHA-256 of the file written, or None when it could not be (the next process
+    then compiles again)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         body = bytes(component.serialize())
-        write_atomic(cache_path(cache_dir, digest), hashlib.sha256(body).digest() + body)
+        write_atomic(path, body)
+    except OSError:
+        return None
+    return hashlib.sha256(body).hexdigest()
 
 
 def _first(exc: BaseException) -> str:

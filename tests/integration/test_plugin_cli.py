@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -188,3 +189,37 @@ def test_install_from_an_ipv6_literal_url(
         assert exc.errno in (errno.EADDRINUSE, errno.EACCES)
         ran = drsg("plugin", "install", "http://[::1]/echo.wasm")
         assert "cannot resolve" not in ran.err and "::1" in ran.err
+
+
+def test_a_patched_compile_cache_is_recompiled_not_run(
+    drsg: Callable[..., Ran], store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #33 item 23: bytes patched in the compiled code (its old in-file checksum made right) are
+    never run — the digest compiles the verified .wasm again and reads the tree as ever."""
+    import hashlib
+
+    from tests.support.fake_openai import FakeOpenAI
+    from tests.support.scripted_model import ScriptedModel
+
+    assert drsg("plugin", "install", str(ECHO)).code == 0
+    [cached] = (store / "cache").iterdir()
+    body = bytearray(cached.read_bytes())
+    for at in range(len(body) // 3, len(body) // 3 + 64):
+        body[at] = 0xCC  # int3 over whatever was there: run, it would stop the process with SIGTRAP
+    cached.write_bytes(hashlib.sha256(body[32:]).digest() + bytes(body[32:]))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "note.txt").write_text("Hello")
+    from drsg.pipeline.plugins import sandbox
+
+    monkeypatch.setattr(sandbox, "_compiled", {})  # the digest runs as a new process would: nothing compiled
+    with FakeOpenAI(dims=8, api_key="k") as fake:  # the echo plugin leaves prose: a scripted model reads it
+        ScriptedModel().install(fake)
+        monkeypatch.setenv("ECHO_KEY", "k")
+        ran = drsg("digest", str(tree), "--chat", fake.base_url, "--model", "m", "--chat-key-env", "ECHO_KEY")
+    assert ran.code == 0, ran.err
+    assert ran.lines()[0].startswith("preprocessed by echo@1.0.0 (")
+    [entry] = drsg("plugin", "list", "--json").json_lines()
+    assert "compiled_sha256" not in entry  # the pin is drsg's bookkeeping, not part of the record
+    pinned = tomllib.loads((store / "registry.toml").read_text())["plugin"][0]["compiled_sha256"]
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == pinned  # rewritten, and pinned again

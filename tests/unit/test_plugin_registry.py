@@ -44,7 +44,11 @@ def test_install_list_show_remove(registry: Registry) -> None:
     assert installed.lines == [f"installed echo@1.0.0  sha256:{digest[:12]}", "  handles: .txt"]
     assert installed.replaced is None
     [entry] = registry.entries()
-    assert entry == Entry("echo", "1.0.0", "echo-1.0.0.wasm", digest, "/src/echo.wat", (".txt",))
+    cache = sandbox.cache_path(registry.cache_dir, digest)
+    compiled = hashlib.sha256(cache.read_bytes()).hexdigest()  # the compile cache, pinned at install
+    assert entry == Entry(
+        "echo", "1.0.0", "echo-1.0.0.wasm", digest, "/src/echo.wat", (".txt",), None, cache.name, compiled
+    )
     assert (registry.root / "echo-1.0.0.wasm").read_bytes() == ECHO.encode()
     table = tomllib.loads((registry.root / "registry.toml").read_text())
     assert table["plugin"] == [
@@ -55,8 +59,11 @@ def test_install_list_show_remove(registry: Registry) -> None:
             "sha256": digest,
             "source": "/src/echo.wat",
             "extensions": [".txt"],
+            "compiled": cache.name,
+            "compiled_sha256": compiled,
         }
     ]
+    assert "compiled" not in entry.to_json() and "compiled_sha256" not in entry.to_json()
     card = registry.show("echo")
     assert card["vocabulary"] is None and "not declared" in card["vocabulary_note"]
     assert registry.load("echo").manifest.ident == "echo@1.0.0"
@@ -158,13 +165,38 @@ def test_the_compile_cache(registry: Registry, monkeypatch: pytest.MonkeyPatch) 
     tree = SourceTree(PLUGINS, ["echo.wat"])
     assert handler.parse(tree, ("echo.wat",), []).startswith(b";; echo@1.0.0")
 
-    raw = bytearray(cached.read_bytes())
-    raw[-100] ^= 0xFF  # damage the compiled code: the checksum no longer matches
+    good = cached.read_bytes()
+    raw = bytearray(good)
+    raw[-100] ^= 0xFF  # damage the compiled code: no longer the file the registry pinned
     cached.write_bytes(bytes(raw))
     monkeypatch.setattr(sandbox, "_compiled", {})
     registry.load("echo")
     assert stats.compiled == compiled + 2  # recompiled instead of trusting the file
-    assert hashlib.sha256(cached.read_bytes()[32:]).digest() == cached.read_bytes()[:32]  # and rewritten
+    [entry] = registry.entries()
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == entry.compiled_sha256  # rewritten, and pinned
+
+
+def test_a_swapped_compile_cache_never_runs(registry: Registry, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #33 item 23: the cache is native code. One whose in-file checksum is right but which is not
+    the file the registry pinned — here another plugin's compiled code, checksummed as drsg once wrote
+    it — is never deserialized: the verified .wasm is compiled again, and the pin follows it."""
+    data = ECHO.encode()
+    registry.install(data, "a")
+    cached = sandbox.cache_path(registry.cache_dir, hashlib.sha256(data).hexdigest())
+    impostor = bytes(sandbox.wc.Component(sandbox.engine(), ECH2).serialize())
+    cached.write_bytes(hashlib.sha256(impostor).digest() + impostor)  # what the old in-file check accepted
+    monkeypatch.setattr(sandbox, "_compiled", {})  # as if a new process
+    stats = sandbox.STATS
+    compiled, from_disk = stats.compiled, stats.from_disk
+    handler = registry.load("echo")  # the impostor would describe itself as ech2: refused as changed
+    assert handler.manifest.ident == "echo@1.0.0"
+    assert handler.parse(SourceTree(PLUGINS, ["echo.wat"]), ("echo.wat",), []).startswith(b";; echo@1.0.0")
+    assert (stats.compiled, stats.from_disk) == (compiled + 1, from_disk)  # compiled, never read from the file
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == registry.entries()[0].compiled_sha256
+
+    cached.write_bytes(b"")  # a truncated one alike
+    monkeypatch.setattr(sandbox, "_compiled", {})
+    assert registry.load("echo").manifest.ident == "echo@1.0.0" and stats.compiled == compiled + 2
 
 
 def test_a_registry_naming_a_path_elsewhere_is_refused(registry: Registry, tmp_path: Path) -> None:
