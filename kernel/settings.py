@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import ipaddress
+import json
 import math
 import os
 import re
@@ -339,8 +340,40 @@ class Entry:
     source: str
     help: str
 
+    @property
+    def written(self) -> str:
+        """The value as drsg.toml takes it (:func:`toml_text`)."""
+        setting = _BY_NAME.get(self.name)
+        return toml_text(self.value, size=setting is not None and setting.parse is _size)
+
 
 MASK = "***"
+
+
+def toml_text(value: object, size: bool = False) -> str:
+    """``value`` as one writes it in drsg.toml, so `drsg config` shows what a user types: a list as
+    a TOML array, None as the 0 that means it (no limit, one per core), and with ``size`` a byte
+    count in the largest unit that holds it exactly (``"64MiB"``, which :func:`_size` reads)."""
+    if value is None:
+        return "0"  # only _seconds and _count_or_auto give None, each for 0
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if size and isinstance(value, int):
+        unit = next((unit for unit in "TGMK" if value % _UNITS[unit] == 0), None)
+        return str(value) if unit is None else f'"{value // _UNITS[unit]}{unit}iB"'
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # a TOML basic string escapes as JSON does
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        pairs = (f"{k if _BARE_KEY.fullmatch(k) else json.dumps(k)} = {toml_text(v)}" for k, v in value.items())
+        return "{" + ", ".join(pairs) + "}"
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    return repr(value)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)

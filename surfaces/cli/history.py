@@ -114,15 +114,15 @@ def rebuild(obj: Context) -> None:
 @json_option
 @click.pass_obj
 def config(obj: Context, as_json: bool) -> None:
-    """Show every setting of every drsg.toml section, its value and where it came from (flag, env,
-    drsg.toml, default); secrets masked."""
+    """Show every setting of every drsg.toml section, its value as drsg.toml takes it and where it came
+    from (flag, env, drsg.toml, default); secrets masked."""
     for entry in obj.settings.entries():
         if as_json:
             record = {"name": entry.name, "env": entry.env, "value": entry.value, "source": entry.source}
             emit_json({**record, "help": entry.help}, default=str)  # str: a TOML date in a plugin's table
         else:
             env = f"env {entry.env}" if entry.env else "drsg.toml only"
-            click.echo(f"{entry.name} = {entry.value!r}\t({entry.source}; {env}) — {entry.help}")
+            click.echo(f"{entry.name} = {entry.written}\t({entry.source}; {env}) — {entry.help}")
 
 
 COMMANDS = [log_cmd, stats, check, rebuild, config]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from drsg.kernel import settings
 from tests.integration.test_check_rebuild import SAMPLE, _delete, _tamper
 
 
@@ -110,3 +111,26 @@ def test_hybrid_explain_shows_similarity_as_search_does_and_what_the_graph_gave(
     as_json = drsg("hybrid", text, "-p", "pioneers", *args, "--json").json_lines()
     top = as_json[0]  # JSON keeps upstream's raw channel: the cosine distance
     assert top["channels"]["vector"] == pytest.approx(1 - similarity[top["external_key"]], abs=1e-6)
+
+
+def test_config_shows_values_as_drsg_toml_takes_them(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        '[store]\nmap_size = "128M"\n[digest]\nignore_files = ["gitignore", "dockerignore"]\n'
+        '[server]\nmax_queries = 4\nallowed_origins = ["https://a.example"]\n'
+    )
+    ran = drsg("--config", str(mine), "config")
+    assert ran.code == 0, ran.err
+    shown = dict(line.split("\t", 1)[0].split(" = ", 1) for line in ran.lines())
+    assert shown["store.map_size"] == '"128MiB"' and shown["store.max_map_size"] == '"1TiB"'
+    assert shown["digest.ignore_files"] == '["gitignore", "dockerignore"]' and shown["ask.masked"] == "[]"
+    assert shown["fetch.enabled"] == "true" and shown["log.url"] == '""' and shown["server.tls"] == "{}"
+    assert shown["server.max_queries"] == "4" and shown["store.group_max"] == "1000"
+    # what it shows, pasted into a drsg.toml, reads back as the same settings
+    sections: dict[str, list[str]] = {}
+    for name, value in shown.items():
+        section, key = name.split(".", 1)
+        sections.setdefault(section, []).append(f"{key} = {value}")
+    pasted = tmp_path / "pasted.toml"
+    pasted.write_text("".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
+    assert settings.load(str(pasted), environ={}).values == settings.load(str(mine), environ={}).values
