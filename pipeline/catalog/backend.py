@@ -6,16 +6,19 @@ One module per engine (``sqlite_backend``, …), chosen by the connection's DSN
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.masking import is_sensitive
-from drsg.pipeline.catalog.model import Catalog
+from drsg.pipeline.catalog.model import Catalog, Column, Table
 
 #: longest text value an enum sample keeps (a longer one is prose, not a code)
 ENUM_VALUE_CHARS = 64
+#: most rows counted for a table the engine keeps no estimate of (a never-analysed PostgreSQL table):
+#: exact below it, a lower bound at it
+COUNT_CAP = 100_000
 
 
 @dataclass
@@ -52,9 +55,10 @@ class Backend(abc.ABC):
         """Connect and say what answered (engine and version); raise on failure."""
 
     @abc.abstractmethod
-    def introspect(self, level: str, enum_limit: int) -> Catalog:
+    def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         """The catalog at ``level`` ("l1": names and declared types; "l2"/"full": everything). An L2
-        step that fails adds a warning and leaves the L1 facts in place."""
+        step that fails adds a warning and leaves the L1 facts in place. ``sensitive``: the names
+        masked beside the built-in ones (``connections.sensitive_names``), never sampled."""
 
     @abc.abstractmethod
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
@@ -65,6 +69,17 @@ class Backend(abc.ABC):
         q = self.quote_char
         return q + name.replace(q, q + q) + q
 
+    def sample_sql(self, table: str, column: str, source: str | None = None) -> str:
+        """The one statement an enum sample runs: at most ``limit`` distinct non-null values (from
+        ``source``, a subquery standing for the table, when given)."""
+        col = self.quote(column)
+        where = self.quote(table) if source is None else f"({source}) defined"
+        return f"select distinct {col} from {where} where {col} is not null limit {self.placeholder}"
+
+    def count_sql(self, table: str) -> str:
+        """A row count that stops at :data:`COUNT_CAP` rows (for a table the engine keeps no estimate of)."""
+        return f"select count(*) from (select 1 from {self.quote(table)} limit {COUNT_CAP}) counted"
+
 
 def enum_sample(values: list[Any], limit: int) -> list[str] | None:
     """The sample to keep from ``SELECT DISTINCT … LIMIT limit+1``: all of them when there are at
@@ -74,6 +89,45 @@ def enum_sample(values: list[Any], limit: int) -> list[str] | None:
     if any(not isinstance(v, str) or len(v) > ENUM_VALUE_CHARS for v in values):
         return None
     return sorted(values)
+
+
+def sampled(table: Table, column: Column, names: Iterable[str]) -> bool:
+    """Whether a column of ``table`` may be sampled at all: a text column that is not sensitive (by
+    name), not generated (it may compute a secret) and not unique (an e-mail address, a key: no
+    small set of values, and sampling it copies personal data). A view's column passes here; what
+    it reads is checked against :func:`withheld_pairs` by the database when it is sampled."""
+    if column.type_class != "text" or column.generated or is_sensitive(column.name, names):
+        return False
+    return not (table.kind == "table" and _unique(table, column))
+
+
+def withheld_pairs(catalog: Catalog, names: Iterable[str]) -> set[tuple[str, str]]:
+    """The (table, column) pairs of base tables a sample never reads, directly or through a view,
+    lowercased: the sensitive ones, the generated ones, and the unique text ones (a view may join
+    on an integer key and still be sampled; it may not pass an e-mail address on)."""
+    names = list(names)
+    out = secret_pairs(catalog, names)
+    for t in catalog.tables:
+        if t.kind == "table":
+            out |= {
+                (t.name.lower(), c.name.lower())
+                for c in t.columns
+                if c.generated or (c.type_class == "text" and _unique(t, c))
+            }
+    return out
+
+
+def _unique(table: Table, column: Column) -> bool:
+    """A single-column unique constraint or index, or the table's one-column primary key."""
+    return column.unique or (column.primary and sum(c.primary for c in table.columns) == 1)
+
+
+def sample_failed(table: str, column: str | None, exc: BaseException) -> str:
+    """The warning for a sample or count that failed: which object, and the error's class only
+    (a server's message can carry a value, e.g. the text that failed a cast)."""
+    where = f"{table}.{column}" if column else table
+    what = "sample" if column else "row count"
+    return f"{where}: {what} failed ({type(exc).__name__}); none kept"
 
 
 def secret_pairs(catalog: Catalog, extra: Iterable[str] = ()) -> set[tuple[str, str]]:

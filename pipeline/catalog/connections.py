@@ -11,12 +11,15 @@ import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from drsg.kernel.errors import ConfigError, NotFound, UsageError
 from drsg.kernel.files import write_atomic
 from drsg.kernel.values import check_name
+
+if TYPE_CHECKING:
+    from drsg.kernel.settings import Settings
 
 ENGINES = ("sqlite", "postgresql", "mysql")
 _SCHEMES = {
@@ -75,6 +78,14 @@ class Connection:
     def public(self) -> dict[str, Any]:
         """The connection as it is shown and stored: references, never the secret."""
         return asdict(self)
+
+
+def sensitive_names(conn: Connection, settings: Settings | None) -> list[str]:
+    """Every column name ``conn`` masks beside the built-in policy: its own (``catalog add
+    --sensitive``) and the configured ``[catalog] sensitive`` (``DRSG_CATALOG_SENSITIVE``). The one
+    place the list is made: indexing, sampling, the digest and queries all ask here."""
+    configured = settings["catalog.sensitive"] if settings is not None else ()
+    return list(dict.fromkeys([*conn.sensitive_extra, *configured]))
 
 
 def engine_of(dsn: str) -> str:
@@ -143,6 +154,8 @@ class Connections:
         if conn.sensitive_columns not in ("mask", "show"):
             raise UsageError(f"sensitive_columns is 'mask' or 'show', not {conn.sensitive_columns!r}")
         check_dsn(conn.dsn)
+        if conn.engine == "sqlite":  # resolved now: a relative path would mean another file from another folder
+            conn = Connection(**{**conn.public(), "dsn": str(sqlite_path(conn.dsn).expanduser().resolve())})
         everything = self.load()
         if conn.name in everything and not replace:
             raise UsageError(f"connection {conn.name!r} exists; remove it first or pass --replace")

@@ -40,6 +40,7 @@ class Column:
     primary: bool = False
     unique: bool = False
     enum_sample: list[str] | None = None  # the one data-shaped field: SELECT DISTINCT … LIMIT n (L2)
+    generated: bool = False  # computed from other columns (GENERATED ALWAYS AS): never sampled
 
     @property
     def type_class(self) -> str:

@@ -13,11 +13,12 @@ statement only, and the read-only transaction refuses any write."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, secret_pairs
+from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 
@@ -66,7 +67,7 @@ class MysqlBackend(Backend):
             db.close()
         return f"{'mariadb' if 'mariadb' in version.lower() else 'mysql'} {version}"
 
-    def introspect(self, level: str, enum_limit: int) -> Catalog:
+    def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         import pymysql
 
         db = self._open()
@@ -75,6 +76,7 @@ class MysqlBackend(Backend):
             cur.execute("SELECT DATABASE()")
             catalog = Catalog("mysql", str(cur.fetchone()[0]), level)
             tables: dict[str, Table] = {}
+            unestimated: list[Table] = []  # InnoDB's estimate lags: a fresh table says 0 rows
             try:
                 cur.execute(
                     "SELECT TABLE_NAME, TABLE_TYPE, TABLE_COMMENT, TABLE_ROWS FROM information_schema.TABLES "
@@ -85,17 +87,21 @@ class MysqlBackend(Backend):
                     if level != "l1":
                         table.comment = comment or None if kind != "VIEW" else None
                         table.row_estimate = int(rows) if rows is not None and kind != "VIEW" else None
+                        if kind != "VIEW" and not rows:
+                            unestimated.append(table)
                     tables[name] = table
                     catalog.tables.append(table)
                 cur.execute(
                     "SELECT TABLE_NAME, ORDINAL_POSITION, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, "
-                    "COLUMN_COMMENT, COLUMN_KEY FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+                    "COLUMN_COMMENT, COLUMN_KEY, EXTRA FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
                     "ORDER BY TABLE_NAME, ORDINAL_POSITION"
                 )
-                for tname, pos, name, declared, nullable, default, comment, key in cur.fetchall():
+                for tname, pos, name, declared, nullable, default, comment, key, extra in cur.fetchall():
                     if tname not in tables:
                         continue
-                    column = Column(name, int(pos), str(declared))
+                    # VIRTUAL/STORED GENERATED (MariaDB: also PERSISTENT); not MySQL's DEFAULT_GENERATED
+                    generated = bool(re.search(r"\b(VIRTUAL|STORED|PERSISTENT)\b", str(extra or ""), re.I))
+                    column = Column(name, int(pos), str(declared), generated=generated)
                     if level != "l1":
                         column.nullable, column.comment = nullable == "YES", comment or None
                         column.default = None if default in (None, "NULL") else str(default)
@@ -107,14 +113,52 @@ class MysqlBackend(Backend):
                 ) from None
             if level != "l1":
                 try:
-                    self._enrich(cur, catalog, tables, enum_limit)
+                    self._enrich(cur, catalog, tables)
                 except pymysql.MySQLError as exc:  # L2 never discards L1
                     catalog.warnings.append(f"l2: {_message(exc)}")
+                else:
+                    self._count(cur, catalog, unestimated)
+                    self._sample(cur, catalog, enum_limit, sensitive)
             return catalog
         finally:
             db.close()
 
-    def _enrich(self, cur: Any, catalog: Catalog, tables: dict[str, Table], enum_limit: int) -> None:
+    def _count(self, cur: Any, catalog: Catalog, tables: list[Table]) -> None:
+        """Row counts (to :data:`COUNT_CAP`) for the tables whose estimate says 0."""
+        import pymysql
+
+        for table in tables:
+            try:
+                cur.execute(self.count_sql(table.name))
+                table.row_estimate = int(cur.fetchone()[0])
+            except pymysql.MySQLError as exc:
+                catalog.warnings.append(sample_failed(table.name, None, exc))
+
+    def _sample(self, cur: Any, catalog: Catalog, enum_limit: int, sensitive: Sequence[str]) -> None:
+        """Enum samples, one statement each (a failure is a warning naming the column; a failed
+        statement leaves the read-only transaction usable). A view's column whose trace reads a
+        withheld column is not sampled."""
+        import pymysql
+
+        withheld = withheld_pairs(catalog, sensitive)
+        for table in catalog.tables:
+            for column in table.columns:
+                if not sampled(table, column, sensitive):
+                    continue
+                sql = self.sample_sql(table.name, column.name)
+                try:
+                    if table.kind == "view":  # a base table's column was judged above
+                        self._check(cur, sql, [enum_limit + 1], withheld)
+                    cur.execute(sql, [enum_limit + 1])
+                    values = [row[0] for row in cur.fetchall()]
+                except UsageError:
+                    continue  # over a withheld column: never sampled
+                except pymysql.MySQLError as exc:
+                    catalog.warnings.append(sample_failed(table.name, column.name, exc))
+                    continue
+                column.enum_sample = enum_sample(values, enum_limit)
+
+    def _enrich(self, cur: Any, catalog: Catalog, tables: dict[str, Table]) -> None:
         cur.execute(
             "SELECT TABLE_NAME, CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME "
             "FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = DATABASE() "
@@ -144,21 +188,6 @@ class MysqlBackend(Backend):
             reads = {m for m in re.findall(r"`[^`]+`\.`([^`]+)`", definition or "") if m in tables and m != vname}
             if vname in tables:
                 tables[vname].view_refs = sorted(reads)
-        sensitive = secret_pairs(catalog, self.conn.sensitive_extra)
-        for table in catalog.tables:
-            for column in table.columns:
-                if column.type_class != "text" or (table.name.lower(), column.name.lower()) in sensitive:
-                    continue
-                sql = (
-                    f"SELECT DISTINCT {self.quote(column.name)} FROM {self.quote(table.name)} "
-                    f"WHERE {self.quote(column.name)} IS NOT NULL LIMIT %s"
-                )
-                try:
-                    self._check(cur, sql, [enum_limit + 1], sensitive)
-                except UsageError:
-                    continue  # a view's column over a masked one: never sampled
-                cur.execute(sql, [enum_limit + 1])
-                column.enum_sample = enum_sample([row[0] for row in cur.fetchall()], enum_limit)
 
     def _check(self, cur: Any, sql: str, params: list[Any], sensitive: set[tuple[str, str]]) -> None:
         """Refuse a statement whose optimizer trace reads a masked column (or that withholds its trace)."""

@@ -63,6 +63,7 @@ def _column_props(t: Table, c: Column, extra: list[str]) -> dict[str, Value]:
             "unique": c.unique,
             "enum_sample": list(c.enum_sample) if c.enum_sample is not None else None,
             "sensitive": is_sensitive(c.name, extra),
+            "generated": True if c.generated else None,
             "terms": terms_text(c.name, c.comment),
             "description": f"column {t.name}.{c.name} {c.declared_type}" + (f": {c.comment}" if c.comment else ""),
         }
@@ -215,6 +216,7 @@ def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:
                 bool(p.get("primary", False)),
                 bool(p.get("unique", False)),
                 [str(v) for v in sample] if isinstance(sample, list) else None,
+                bool(p.get("generated", False)),
             )
             columns.setdefault(str(p["table"]), []).append((col.ordinal, col))
         elif "Index" in node.labels:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, secret_pairs
+from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 
@@ -29,7 +30,7 @@ where n.nspname = current_schema() and c.relkind in ('r', 'v', 'm', 'p') order b
 """
 _COLUMNS = """
 select a.attrelid, a.attnum, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
-       pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum)
+       pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum), a.attgenerated <> ''
 from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
 left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
 where n.nspname = current_schema() and c.relkind in ('r', 'v', 'm', 'p') and a.attnum > 0 and not a.attisdropped
@@ -45,7 +46,7 @@ from pg_constraint k join pg_namespace n on n.oid = k.connamespace
 where n.nspname = current_schema() and k.contype in ('p', 'u', 'f')
 """
 _INDEXES = """
-select i.indrelid, x.relname, i.indisunique,
+select i.indrelid, x.relname, i.indisunique, i.indpred is null,
        array(select attname from unnest(i.indkey::int2[]) with ordinality u(n, o)
              join pg_attribute a on a.attrelid = i.indrelid and a.attnum = u.n order by u.o)
 from pg_index i join pg_class x on x.oid = i.indexrelid join pg_namespace n on n.oid = x.relnamespace
@@ -76,7 +77,7 @@ class PostgresBackend(Backend):
         with self._open() as db:
             return "postgresql " + str(db.execute("show server_version").fetchone()[0])
 
-    def introspect(self, level: str, enum_limit: int) -> Catalog:
+    def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         import psycopg
 
         with self._open() as db:
@@ -84,16 +85,22 @@ class PostgresBackend(Backend):
                 database = str(db.execute("select current_database()").fetchone()[0])
                 catalog = Catalog("postgresql", database, level)
                 by_oid: dict[int, Table] = {}
+                unanalysed: list[Table] = []  # reltuples -1 (PG 14+) or 0: never analysed, or empty
+                materialized: dict[int, Table] = {}
                 for oid, name, kind, comment, tuples in db.execute(_TABLES).fetchall():
                     table = Table(name, "view" if kind == "v" else "table")
                     by_oid[oid] = table
                     if level != "l1":
                         table.comment = comment
                         table.row_estimate = max(int(tuples), 0) if table.kind == "table" else None
+                        if table.kind == "table" and int(tuples) <= 0:
+                            unanalysed.append(table)
+                        if kind == "m":
+                            materialized[oid] = table
                     catalog.tables.append(table)
-                for oid, num, name, declared, notnull, default, comment in db.execute(_COLUMNS).fetchall():
+                for oid, num, name, declared, notnull, default, comment, generated in db.execute(_COLUMNS).fetchall():
                     if oid in by_oid:
-                        column = Column(name, num, declared)
+                        column = Column(name, num, declared, generated=bool(generated))
                         if level != "l1":
                             column.nullable, column.default, column.comment = not notnull, default, comment
                         by_oid[oid].columns.append(column)
@@ -107,7 +114,62 @@ class PostgresBackend(Backend):
                 except psycopg.Error as exc:  # L2 never discards L1
                     db.rollback()
                     catalog.warnings.append(f"l2: {_first_line(exc)}")
+                else:
+                    self._count(db, catalog, unanalysed)
+                    self._sample(db, catalog, by_oid, materialized, enum_limit, sensitive)
             return catalog
+
+    def _count(self, db: Any, catalog: Catalog, tables: list[Table]) -> None:
+        """Row counts (to :data:`COUNT_CAP`) for the tables PostgreSQL has no estimate of yet."""
+        import psycopg
+
+        for table in tables:
+            try:
+                with db.transaction():  # a savepoint: one failure spoils nothing after it
+                    table.row_estimate = int(db.execute(self.count_sql(table.name)).fetchone()[0])
+            except psycopg.Error as exc:
+                catalog.warnings.append(sample_failed(table.name, None, exc))
+
+    def _sample(
+        self,
+        db: Any,
+        catalog: Catalog,
+        by_oid: dict[int, Table],
+        materialized: dict[int, Table],
+        enum_limit: int,
+        sensitive: Sequence[str],
+    ) -> None:
+        """Enum samples, each in its own savepoint. A view's column whose plan reads a withheld
+        column is not sampled; a materialized view's plan shows only itself, so its definition
+        is planned in its place."""
+        import psycopg
+
+        withheld = withheld_pairs(catalog, sensitive)
+        definitions = {
+            materialized[oid].name: str(text).strip().rstrip(";")
+            for oid, text in db.execute(
+                "select c.oid, pg_get_viewdef(c.oid) from pg_class c where c.oid = any(%s)", [list(materialized)]
+            ).fetchall()
+        }
+        for table in by_oid.values():
+            for column in table.columns:
+                if not sampled(table, column, sensitive):
+                    continue
+                sql = self.sample_sql(table.name, column.name)
+                source = definitions.get(table.name)
+                planned = sql if source is None else self.sample_sql(table.name, column.name, source)
+                try:
+                    with db.transaction():
+                        # a base table's column was judged above; a view's plan names every column
+                        # its scans read, so a view over a table with any withheld column is skipped
+                        over = table.kind == "view" or source is not None
+                        if over and _reads_masked(_plan(db, planned, [enum_limit + 1]), withheld):
+                            continue  # over a withheld column: never sampled
+                        values = [row[0] for row in db.execute(sql, [enum_limit + 1], prepare=True).fetchall()]
+                except (psycopg.Error, UsageError) as exc:
+                    catalog.warnings.append(sample_failed(table.name, column.name, exc))
+                    continue
+                column.enum_sample = enum_sample(values, enum_limit)
 
     def _enrich(self, db: Any, catalog: Catalog, by_oid: dict[int, Table], enum_limit: int) -> None:
         for oid, kind, ref, cols, ref_cols in db.execute(_CONSTRAINTS).fetchall():
@@ -122,27 +184,17 @@ class PostgresBackend(Backend):
                     column.primary = True
                 elif column is not None and kind == "u" and len(cols) == 1:
                     column.unique = True
-        for oid, name, unique, cols in db.execute(_INDEXES).fetchall():
+        for oid, name, unique, whole, cols in db.execute(_INDEXES).fetchall():
             if oid in by_oid:
                 by_oid[oid].indexes.append(IndexInfo(name, list(cols), bool(unique)))
+                column = by_oid[oid].column(cols[0]) if unique and whole and len(cols) == 1 else None
+                if column is not None:  # a unique index (not only a constraint) makes a column unique
+                    column.unique = True
         for view, ref in db.execute(_VIEW_REFS).fetchall():
             if view in by_oid and ref in by_oid:
                 by_oid[view].view_refs.append(by_oid[ref].name)
         for table in by_oid.values():
             table.view_refs.sort()
-        sensitive = secret_pairs(catalog, self.conn.sensitive_extra)
-        for table in catalog.tables:
-            for column in table.columns:
-                if column.type_class != "text" or (table.name.lower(), column.name.lower()) in sensitive:
-                    continue
-                sql = (
-                    f"select distinct {self.quote(column.name)} from {self.quote(table.name)} "
-                    f"where {self.quote(column.name)} is not null limit %s"
-                )
-                if _reads_masked(_plan(db, sql, [enum_limit + 1]), sensitive):
-                    continue  # a view's column over a masked one: never sampled
-                values = [row[0] for row in db.execute(sql, [enum_limit + 1], prepare=True).fetchall()]
-                column.enum_sample = enum_sample(values, enum_limit)
 
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
         import psycopg

@@ -28,27 +28,28 @@ def index(
     conn: Connection,
     level: str,
     enum_limit: int,
-    extra: list[str],
+    sensitive: list[str],
     embedder: Embedder | None = None,
 ) -> list[dict[str, Any]]:
     """Index ``conn`` at ``level``: ``full`` writes L1 first (one commit, usable at once), then L2
     (a second commit); an L2 failure is reported and the L1 commit stays. One report per commit.
+    ``sensitive``: the connection's names masked beside the built-in ones
+    (``connections.sensitive_names``), marked in the plane and never sampled.
     With ``embedder``, the last level's commit carries the descriptions' vectors (L2 adds the
     comments, so a full run embeds once, at L2)."""
     if level not in LEVELS:
         raise UsageError(f"unknown level {level!r}; use l1, l2 or full")
     with collector_paused():  # 10,000 columns' records and mutations: full collections would hold the GIL 100+ ms
-        return _index(db, conn, level, enum_limit, extra, embedder)
+        return _index(db, conn, level, enum_limit, sensitive, embedder)
 
 
 def _index(
-    db: Database, conn: Connection, level: str, enum_limit: int, extra: list[str], embedder: Embedder | None
+    db: Database, conn: Connection, level: str, enum_limit: int, names: list[str], embedder: Embedder | None
 ) -> list[dict[str, Any]]:
     backend = backend_for(conn)
-    names = [*conn.sensitive_extra, *extra]
     reports = []
     if level in ("l1", "full"):
-        snapshot = backend.introspect("l1", enum_limit)
+        snapshot = backend.introspect("l1", enum_limit, names)
         with db.snapshot() as snap:
             if snap.find_plane(conn.plane) is not None:
                 snapshot = keep_l2(snapshot, read_catalog(snap, conn.plane))
@@ -57,7 +58,7 @@ def _index(
         reports.append({**written, "level": "l1"})
     if level in ("l2", "full"):
         try:
-            catalog = backend.introspect("l2", enum_limit)
+            catalog = backend.introspect("l2", enum_limit, names)
         except Exception as exc:  # the L1 commit above stays: an index that lists columns is most of the value
             if level == "l2":
                 raise

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, secret_pairs
+from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
 from drsg.pipeline.catalog.connections import sqlite_path
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
@@ -62,7 +63,7 @@ class SqliteBackend(Backend):
 
     # ------------------------------------------------------------------ the catalog
 
-    def introspect(self, level: str, enum_limit: int) -> Catalog:
+    def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         db = self._open()
         try:
             catalog = Catalog("sqlite", self.path.name, level)
@@ -75,25 +76,25 @@ class SqliteBackend(Backend):
                 raise CatalogError(f"connection {self.conn.name!r}: cannot read the schema ({exc})") from None
             for kind, name, _sql in objects:
                 table = Table(name, kind)
-                for cid, col, declared, _notnull, _default, _pk, *_ in db.execute(
+                for cid, col, declared, _notnull, _default, _pk, hidden, *_ in db.execute(
                     f"pragma table_xinfo({self.quote(name)})"
-                ):
-                    table.columns.append(Column(col, cid + 1, declared or ""))
+                ):  # hidden 2 and 3: a generated column (virtual, stored)
+                    table.columns.append(Column(col, cid + 1, declared or "", generated=hidden in (2, 3)))
                 catalog.tables.append(table)
             if level != "l1":
-                sensitive = secret_pairs(catalog, self.conn.sensitive_extra)
+                enriched = []
                 for table, (_kind, _name, sql) in zip(catalog.tables, objects, strict=True):
                     try:
-                        self._enrich(db, table, sql, enum_limit, sensitive)
+                        self._enrich(db, table, sql)
+                        enriched.append(table)
                     except sqlite3.Error as exc:  # L2 never discards L1
                         catalog.warnings.append(f"{table.name}: {exc}")
+                self._sample(db, catalog, enriched, enum_limit, sensitive)
             return catalog
         finally:
             db.close()
 
-    def _enrich(
-        self, db: sqlite3.Connection, table: Table, sql: str, enum_limit: int, sensitive: set[tuple[str, str]]
-    ) -> None:
+    def _enrich(self, db: sqlite3.Connection, table: Table, sql: str) -> None:
         name = table.name
         comments = _comments(sql)
         table.comment = comments.get("")
@@ -112,22 +113,30 @@ class SqliteBackend(Backend):
                 if unique and len(cols) == 1 and table.column(cols[0]):
                     table.column(cols[0]).unique = True  # type: ignore[union-attr]
             table.row_estimate = _row_estimate(db, self.quote(name))
-        # Samples are read through the masking authorizer, shown or not: a view's column over a
-        # password reads as NULL there, so no secret is ever persisted, whatever the view calls it.
-        db.set_authorizer(_masking(sensitive, set(), []))
+            if table.row_estimate is None:  # WITHOUT ROWID: counted, to COUNT_CAP
+                table.row_estimate = int(db.execute(self.count_sql(name)).fetchone()[0])
+
+    def _sample(
+        self, db: sqlite3.Connection, catalog: Catalog, tables: list[Table], enum_limit: int, sensitive: Sequence[str]
+    ) -> None:
+        """Enum samples, one statement each (a failure is a warning naming the column). They are
+        read through the masking authorizer over the withheld columns, shown or not: a view's
+        column over a password (or a generated or unique column) reads as NULL there, so its value
+        is never persisted, whatever the view calls it. Only tables whose L2 facts were read are
+        sampled: uniqueness comes from them."""
+        withheld = withheld_pairs(catalog, sensitive)
+        db.set_authorizer(_masking(withheld, set(), []))
         try:
-            for column in table.columns:
-                if column.type_class != "text" or (table.name.lower(), column.name.lower()) in sensitive:
-                    continue
-                values = [
-                    row[0]
-                    for row in db.execute(
-                        f"select distinct {self.quote(column.name)} from {self.quote(table.name)} "
-                        f"where {self.quote(column.name)} is not null limit ?",
-                        (enum_limit + 1,),
-                    )
-                ]
-                column.enum_sample = enum_sample(values, enum_limit)
+            for table in tables:
+                for column in table.columns:
+                    if not sampled(table, column, sensitive):
+                        continue
+                    try:
+                        rows = db.execute(self.sample_sql(table.name, column.name), (enum_limit + 1,)).fetchall()
+                    except sqlite3.Error as exc:
+                        catalog.warnings.append(sample_failed(table.name, column.name, exc))
+                        continue
+                    column.enum_sample = enum_sample([row[0] for row in rows], enum_limit)
         finally:
             db.set_authorizer(None)
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from drsg.kernel.errors import NotFound
@@ -17,7 +18,10 @@ def _table(catalog: Catalog, name: str) -> Table:
     return found
 
 
-def column_json(c: Column, extra: list[str] | None = None) -> dict[str, Any]:
+def column_json(c: Column, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """A column as the verbs show it; a sensitive one never with a sample (one taken before its
+    name was configured sensitive stays in the plane until the next index run drops it)."""
+    sensitive = is_sensitive(c.name, extra)
     out: dict[str, Any] = {
         "name": c.name,
         "ordinal": c.ordinal,
@@ -26,9 +30,10 @@ def column_json(c: Column, extra: list[str] | None = None) -> dict[str, Any]:
         "nullable": c.nullable,
         "primary": c.primary,
         "unique": c.unique,
-        "sensitive": is_sensitive(c.name, extra or ()),
+        "sensitive": sensitive,
     }
-    for key, value in (("default", c.default), ("comment", c.comment), ("enum_sample", c.enum_sample)):
+    sample = None if sensitive else c.enum_sample
+    for key, value in (("default", c.default), ("comment", c.comment), ("enum_sample", sample)):
         if value is not None:
             out[key] = value
     return out
@@ -47,12 +52,13 @@ def objects(catalog: Catalog) -> list[dict[str, Any]]:
     ]
 
 
-def columns(catalog: Catalog, table: str) -> dict[str, Any]:
+def columns(catalog: Catalog, table: str, sensitive: Sequence[str] = ()) -> dict[str, Any]:
     t = _table(catalog, table)
-    return {"table": t.name, "kind": t.kind, "comment": t.comment, "columns": [column_json(c) for c in t.columns]}
+    cols = [column_json(c, sensitive) for c in t.columns]
+    return {"table": t.name, "kind": t.kind, "comment": t.comment, "columns": cols}
 
 
-def schema(catalog: Catalog, table: str | None = None) -> dict[str, Any]:
+def schema(catalog: Catalog, table: str | None = None, sensitive: Sequence[str] = ()) -> dict[str, Any]:
     tables = [_table(catalog, table)] if table else catalog.tables
     return {
         "engine": catalog.engine,
@@ -63,7 +69,7 @@ def schema(catalog: Catalog, table: str | None = None) -> dict[str, Any]:
                 "name": t.name,
                 "kind": t.kind,
                 "comment": t.comment,
-                "columns": [column_json(c) for c in t.columns],
+                "columns": [column_json(c, sensitive) for c in t.columns],
                 "foreign_keys": [
                     {"columns": fk.columns, "references": fk.ref_table, "ref_columns": fk.ref_columns}
                     for fk in t.foreign_keys
@@ -108,9 +114,11 @@ def refs(catalog: Catalog, table: str) -> dict[str, Any]:
     }
 
 
-def digest(catalog: Catalog, max_chars: int = 6000) -> str:
+def digest(catalog: Catalog, max_chars: int = 6000, sensitive: Sequence[str] = ()) -> str:
     """One line per table, for a model's prompt: columns with types, keys, comments, enum samples,
-    sensitive columns marked; cut at ``max_chars`` with a note of how many tables were left out."""
+    sensitive columns marked (by the policy and ``sensitive``, the connection's names:
+    ``connections.sensitive_names``) and never with a sample; cut at ``max_chars`` with a note of
+    how many tables were left out."""
     lines = [f"# {catalog.engine} {catalog.database}: {len(catalog.tables)} tables/views ({catalog.level})"]
     used = len(lines[0])
     for i, t in enumerate(catalog.tables):
@@ -119,9 +127,9 @@ def digest(catalog: Catalog, max_chars: int = 6000) -> str:
             bits = [c.name, c.declared_type or "?"]
             if c.primary:
                 bits.append("pk")
-            if is_sensitive(c.name):
-                bits.append("sensitive")
-            if c.enum_sample:
+            if is_sensitive(c.name, sensitive):
+                bits.append("sensitive")  # a sample taken before the name was configured is not shown
+            elif c.enum_sample:
                 bits.append("{" + ",".join(c.enum_sample[:8]) + "}")
             if c.comment:
                 bits.append(f"«{c.comment}»")

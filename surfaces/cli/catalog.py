@@ -181,12 +181,13 @@ def catalog_index(
     --embed also embeds the table and column descriptions (a plane that has vectors is kept
     embedded by the embedder that made them: only changed descriptions are embedded again)."""
     from drsg.pipeline.catalog import service
+    from drsg.pipeline.catalog.connections import sensitive_names
 
     conn = _connections(obj).get(name)
-    extra = list(obj.settings["catalog.sensitive"])
+    names = sensitive_names(conn, obj.settings)
     with obj.open(write=True) as db:
         embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=True)
-        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], extra, embedder)
+        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], names, embedder)
     for report in reports:
         if as_json:
             emit_json(report)
@@ -330,9 +331,11 @@ def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int 
 @click.pass_obj
 def catalog_schema(obj: Context, table: str | None, conn_name: str | None, as_json: bool, as_of: AsOf | None) -> None:
     """The whole catalog (or one table): columns, keys, indexes, what views read."""
+    from drsg.pipeline.catalog.connections import sensitive_names
     from drsg.pipeline.catalog.views import schema
 
-    _show(schema(_catalog(obj, conn_name, as_of)[1], table), as_json)
+    conn, cat = _catalog(obj, conn_name, as_of)
+    _show(schema(cat, table, sensitive_names(conn, obj.settings)), as_json)
 
 
 @catalog.command("objects")
@@ -359,9 +362,11 @@ def catalog_objects(obj: Context, conn_name: str | None, as_json: bool, as_of: A
 @click.pass_obj
 def catalog_columns(obj: Context, table: str, conn_name: str | None, as_json: bool, as_of: AsOf | None) -> None:
     """A table's columns: type, type class, nullability, keys, comment, enum sample."""
+    from drsg.pipeline.catalog.connections import sensitive_names
     from drsg.pipeline.catalog.views import columns
 
-    _show(columns(_catalog(obj, conn_name, as_of)[1], table), as_json)
+    conn, cat = _catalog(obj, conn_name, as_of)
+    _show(columns(cat, table, sensitive_names(conn, obj.settings)), as_json)
 
 
 @catalog.command("impact")
@@ -396,9 +401,11 @@ def catalog_refs(obj: Context, table: str, conn_name: str | None, as_json: bool)
 @click.pass_obj
 def catalog_digest(obj: Context, conn_name: str | None, max_chars: int, as_of: AsOf | None) -> None:
     """The compact catalog a model reads in its prompt: one line per table."""
+    from drsg.pipeline.catalog.connections import sensitive_names
     from drsg.pipeline.catalog.views import digest
 
-    click.echo(digest(_catalog(obj, conn_name, as_of)[1], max_chars))
+    conn, cat = _catalog(obj, conn_name, as_of)
+    click.echo(digest(cat, max_chars, sensitive_names(conn, obj.settings)))
 
 
 COMMANDS = [catalog, find_command]

@@ -83,12 +83,13 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
     conn = await ctx.read(lambda: _connection(ctx, p.get("connection")))  # its first import runs off the loop
     level = str(p.get("level") or "full")
     limit = _setting(ctx, "catalog.enum_limit", 20)
-    extra = list(_setting(ctx, "catalog.sensitive", ()))
 
     def run(at: str) -> list[dict[str, Any]]:
         from drsg.pipeline.catalog import service  # imported in the read thread: ~10-100 ms the loop keeps
+        from drsg.pipeline.catalog.connections import sensitive_names
 
-        return service.index(ctx.db, conn, at, limit, extra, _embedder(ctx, conn, indexing=True))
+        names = sensitive_names(conn, ctx.config.settings)
+        return service.index(ctx.db, conn, at, limit, names, _embedder(ctx, conn, indexing=True))
 
     if not (p.get("background") and level == "full"):
         return await ctx.read(lambda: run(level), limited=False)

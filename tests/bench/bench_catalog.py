@@ -66,13 +66,13 @@ def timed_index(db_path: Path, conn: Connection, level: str) -> dict[str, float]
     out: dict[str, float] = {}
     with Database(db_path, create=True) as db:
         t0 = time.perf_counter()
-        l1 = backend.introspect("l1", 20)
+        l1 = backend.introspect("l1", 20, ())
         t1 = time.perf_counter()
         write_catalog(db, conn.plane, l1, conn.name, [], l2_run=False)
         t2 = time.perf_counter()
         out["l1_introspect"], out["l1_write"] = t1 - t0, t2 - t1
         if level == "full":
-            l2 = backend.introspect("l2", 20)
+            l2 = backend.introspect("l2", 20, ())
             t3 = time.perf_counter()
             l2.level = "full"
             write_catalog(db, conn.plane, l2, conn.name, [], l2_run=True)

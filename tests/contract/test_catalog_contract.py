@@ -72,13 +72,13 @@ class CatalogContract:
 
     @pytest.fixture
     def catalog(self, backend: Backend) -> Catalog:
-        return backend.introspect("full", 20)
+        return backend.introspect("full", 20, backend.conn.sensitive_extra)
 
     def test_test_names_the_engine(self, backend: Backend) -> None:
         assert self.engine in backend.test().lower()
 
     def test_l1_is_names_and_declared_types_only(self, backend: Backend) -> None:
-        l1 = backend.introspect("l1", 20)
+        l1 = backend.introspect("l1", 20, backend.conn.sensitive_extra)
         names = {t.name for t in l1.tables}
         assert {"sys_user", "sys_dept", "orders", "ad_click", "paid_orders", "user_secrets"} <= names
         user = l1.table("sys_user")

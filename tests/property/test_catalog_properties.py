@@ -147,7 +147,7 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_masking_never_answers_a_secret_and_changes_nothing_else(app: Path, sql: str) -> None:
     masked = backend_for(Connection("app", str(app), "sqlite"))
     shown = backend_for(Connection("app", str(app), "sqlite", sensitive_columns="show"))
-    catalog = masked.introspect("l1", 20)
+    catalog = masked.introspect("l1", 20, ())
     try:
         plain = run_sql(catalog, shown, sql, 1000)
     except UsageError:
@@ -186,7 +186,7 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
 def test_masking_on_the_servers_against_brute_force(servers: dict[str, str], engine: str, sql: str) -> None:
     masked = backend_for(Connection("p", servers[engine], engine, password_env=PASSWORD_VAR))
     shown = backend_for(Connection("p", servers[engine], engine, password_env=PASSWORD_VAR, sensitive_columns="show"))
-    catalog = _catalogs.setdefault(engine, masked.introspect("l1", 20))
+    catalog = _catalogs.setdefault(engine, masked.introspect("l1", 20, ()))
     try:
         plain = run_sql(catalog, shown, sql, 1000)
     except UsageError:
