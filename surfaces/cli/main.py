@@ -42,12 +42,58 @@ COMMAND_MODULES: dict[str, str] = {
 }
 
 
+#: the group's own options, which a user may also type after the command (`drsg mcp --db X`): name →
+#: whether it takes a value. A command's own option of the same name (digest's -v) keeps its meaning.
+GLOBAL_OPTIONS = {"--db": True, "-d": True, "--config": True, "--log": True, "-v": False, "--verbose": False}
+
+
 class DrsgGroup(click.Group):
     """Turns drsg errors into one line and the documented exit code (0 ok, 1 runtime, 2 usage);
     loads a command's module only when the command is asked for (:data:`COMMAND_MODULES`)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMAND_MODULES, *self.commands})
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:  # click suggests among loaded commands: offer them all
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=self.list_commands(ctx), ctx=exc.ctx
+            ) from None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, self._hoisted(ctx, args))
+
+    def _hoisted(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """``args`` with the global options typed after the command moved before it, where click
+        reads them: ``stats --db X`` is ``--db X stats``. Nothing after ``--`` moves."""
+        at = 0
+        while at < len(args) and args[at].startswith("-") and args[at] != "--":
+            at += 2 if GLOBAL_OPTIONS.get(args[at], False) else 1  # a leading option (and its value)
+        if at >= len(args) or args[at] == "--":
+            return args
+        command = self.get_command(ctx, args[at])
+        taken = _option_names(command) if command is not None else set()
+        before, rest, after = list(args[:at]), [args[at]], iter(args[at + 1 :])
+        for token in after:
+            if token == "--":
+                rest += [token, *after]
+                break
+            name = token.split("=", 1)[0] if token.startswith("--") else token
+            short_vs = len(token) > 1 and token.strip("v") == "-"  # -v, -vv
+            if (name in GLOBAL_OPTIONS or short_vs) and (name if not short_vs else "-v") not in taken:
+                before.append(token)
+                if GLOBAL_OPTIONS.get(name) and "=" not in token:
+                    value = next(after, None)
+                    if value is None:
+                        raise click.BadOptionUsage(name, f"Option '{name}' requires an argument.", ctx=ctx)
+                    before.append(value)
+            else:
+                rest.append(token)
+        return before + rest
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         module = COMMAND_MODULES.get(cmd_name)
@@ -99,6 +145,14 @@ class DrsgGroup(click.Group):
             sys.exit(1)
 
 
+def _option_names(command: click.Command) -> set[str]:
+    """Every option name a command (and, for a group, every command under it) declares."""
+    names = {name for p in command.params if isinstance(p, click.Option) for name in (*p.opts, *p.secondary_opts)}
+    for sub in getattr(command, "commands", {}).values():
+        names |= _option_names(sub)
+    return names
+
+
 @click.group(cls=DrsgGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--db",
@@ -123,7 +177,8 @@ class DrsgGroup(click.Group):
 def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | None, verbose: int) -> None:
     """drsg — an AI-native graph store around one append-only log.
 
-    Every write is a commit on the log; reads can go back to any commit (--as-of).
+    Every write is a commit on the log; reads can go back to any commit (--as-of). The options
+    below may come before the command or after it (`drsg stats --db graph.drsg`).
     """
     try:
         loaded = settings.load(config, flags={"log.url": log_url})

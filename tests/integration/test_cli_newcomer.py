@@ -134,3 +134,23 @@ def test_config_shows_values_as_drsg_toml_takes_them(drsg, tmp_path: Path) -> No
     pasted = tmp_path / "pasted.toml"
     pasted.write_text("".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
     assert settings.load(str(pasted), environ={}).values == settings.load(str(mine), environ={}).values
+
+
+def test_a_mistyped_command_is_offered_the_nearest_one(drsg) -> None:  # type: ignore[no-untyped-def]
+    ran = drsg("nod", "put", "x")
+    assert ran.code == 2
+    assert ran.err.startswith("error: No such command 'nod'. Did you mean 'node'?; see `")
+
+
+def test_global_options_work_after_the_command_too(drsg, db_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    other = tmp_path / "other.drsg"
+    assert drsg("plane", "create", "p", "--db", str(other)).code == 0  # the fixture's --db comes first: last wins
+    assert drsg("node", "put", "a", "-p", "p", f"--db={other}", "-v").code == 0
+    [stats] = drsg("stats", "--json", "-d", str(other)).json_lines()
+    assert stats["nodes"] == 1 and not db_path.exists()  # the fixture's --db was never written
+    config = tmp_path / "c.toml"
+    config.write_text("[store]\ngroup_max = 7\n")
+    shown = {r["name"]: r["value"] for r in drsg("config", "--json", "--config", str(config)).json_lines()}
+    assert shown["store.group_max"] == 7
+    missing = drsg("stats", "--db")
+    assert missing.code == 2 and "Option '--db' requires an argument" in missing.err
