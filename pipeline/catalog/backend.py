@@ -10,10 +10,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drsg.kernel.errors import UsageError
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, Table
+from drsg.pipeline.catalog.statement import Checked, LiveSchema, check
 
+#: longest a ``catalog sql`` statement may run (the servers' own limits are set to it too)
+STATEMENT_SECONDS = 30
 #: longest text value an enum sample keeps (a longer one is prose, not a code)
 ENUM_VALUE_CHARS = 64
 #: most rows counted for a table the engine keeps no estimate of (a never-analysed PostgreSQL table):
@@ -65,6 +69,17 @@ class Backend(abc.ABC):
         """Run one read-only statement with ``params`` bound, at most ``limit`` rows, the
         ``sensitive`` (table, column) pairs withheld by the database itself."""
 
+    @abc.abstractmethod
+    def query(self, sql: str, limit: int, extra: Iterable[str] = ()) -> Rows:
+        """``catalog sql``: ``sql`` checked against the live schema, read in the same session
+        (``statement.check``), and run as rewritten: sensitive outputs ``[REDACTED]``, at most
+        ``limit`` rows, the database's own masking beneath, a time limit, no server text echoed.
+        ``extra``: column names masked beside the connection's own."""
+
+    def checked(self, live: LiveSchema, sql: str, extra: Iterable[str]) -> Checked:
+        names = [*self.conn.sensitive_extra, *extra]
+        return check(sql, live, names, mask=self.conn.sensitive_columns != "show")
+
     def quote(self, name: str) -> str:
         q = self.quote_char
         return q + name.replace(q, q + q) + q
@@ -79,6 +94,22 @@ class Backend(abc.ABC):
     def count_sql(self, table: str) -> str:
         """A row count that stops at :data:`COUNT_CAP` rows (for a table the engine keeps no estimate of)."""
         return f"select count(*) from (select 1 from {self.quote(table)} limit {COUNT_CAP}) counted"
+
+
+def timed_out() -> UsageError:
+    return UsageError(
+        f"sql: the statement ran past the {STATEMENT_SECONDS} s limit and was stopped; narrow it (a WHERE, a LIMIT, "
+        f"a bounded recursion)"
+    )
+
+
+def refused(engine: str, code: object) -> UsageError:
+    """The database refused a checked statement: its error text can carry data (a value echoed in a
+    conversion error), so only its code is named."""
+    return UsageError(
+        f"sql: {engine} refused the statement (error {code}); check the column types and names with "
+        f"`drsg catalog schema`"
+    )
 
 
 def enum_sample(values: list[Any], limit: int) -> list[str] | None:

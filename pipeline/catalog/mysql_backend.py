@@ -13,16 +13,27 @@ statement only, and the read-only transaction refuses any write."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
+from drsg.pipeline.catalog.backend import (
+    STATEMENT_SECONDS,
+    Backend,
+    Rows,
+    enum_sample,
+    refused,
+    sample_failed,
+    sampled,
+    timed_out,
+    withheld_pairs,
+)
+from drsg.pipeline.catalog.live import mysql_schema
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 
-STATEMENT_SECONDS = 30
+_TIMED_OUT = (1969, 3024)  # MariaDB's max_statement_time, MySQL's max_execution_time
 _TRACE_BYTES = 4 << 20
 
 
@@ -228,25 +239,47 @@ class MysqlBackend(Backend):
                 )
 
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+        db = self._open()
+        try:
+            return self._run(db.cursor(), sql, params, limit, sensitive)
+        finally:
+            db.close()
+
+    def query(self, sql: str, limit: int, extra: Iterable[str] = ()) -> Rows:
         import pymysql
 
         db = self._open()
         try:
             cur = db.cursor()
             try:
-                self._check(cur, sql, params, sensitive)
-                cur.execute(sql, params or None)
-                fetched = cur.fetchmany(limit + 1)
-                names = [d[0] for d in cur.description or ()]
+                live = mysql_schema(cur)
             except pymysql.MySQLError as exc:
-                code = exc.args[0] if exc.args else 0
-                if code == 1792:  # ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
-                    raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
-                if code == 1064 and ";" in sql.strip().rstrip(";"):
-                    raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
-                raise UsageError(f"sql: the server refused the statement ({_message(exc)}); fix it") from None
+                raise refused("the server", exc.args[0] if exc.args else "?") from None
+            checked = self.checked(live, sql, extra)
+            rows = self._run(cur, checked.sql, [], limit, checked.sensitive)
         finally:
             db.close()
+        rows.redacted = checked.redacted
+        return rows
+
+    def _run(self, cur: Any, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+        import pymysql
+
+        try:
+            self._check(cur, sql, params, sensitive)
+            cur.execute(sql, params or None)
+            fetched = cur.fetchmany(limit + 1)
+            names = [d[0] for d in cur.description or ()]
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else 0
+            if code == 1792:  # ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+                raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
+            if code == 1064 and ";" in sql.strip().rstrip(";"):
+                raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
+            if code in _TIMED_OUT:
+                raise timed_out() from None
+            # never the server's text: it can carry a value (``XPATH syntax error: '~hunter2'``)
+            raise refused("the server", code) from None
         return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
 
 

@@ -14,15 +14,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
+from drsg.pipeline.catalog.backend import (
+    STATEMENT_SECONDS,
+    Backend,
+    Rows,
+    enum_sample,
+    refused,
+    sample_failed,
+    sampled,
+    timed_out,
+    withheld_pairs,
+)
+from drsg.pipeline.catalog.live import postgres_schema
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 
-STATEMENT_TIMEOUT_MS = 30_000
+STATEMENT_TIMEOUT_MS = STATEMENT_SECONDS * 1000
 _TABLES = """
 select c.oid, c.relname, c.relkind, obj_description(c.oid, 'pg_class'), c.reltuples::bigint
 from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -197,34 +208,48 @@ class PostgresBackend(Backend):
             table.view_refs.sort()
 
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
-        import psycopg
-
         with self._open() as db:
-            try:
-                plan = _plan(db, sql, params)
-                if _writes(plan):
-                    raise UsageError("sql: only a read-only SELECT is allowed (no writes)")
-                hit = _reads_masked(plan, sensitive)
-                if sensitive:
-                    _check_functions(db, plan)
-                if sensitive and _reads_statistics(plan):
-                    raise UsageError(
-                        "sql: the statement reads the planner's statistics (pg_stats), which hold sampled values of "
-                        "masked columns; it is not run"
-                    )
-                if hit:
-                    raise UsageError(
-                        f"sql: the statement reads {hit}, a masked column; leave it out (find answers it as "
-                        f"{REDACTED}), or add the connection with --show-sensitive"
-                    )
-                cursor = db.execute(sql, params if params else None, prepare=True)
-                fetched = cursor.fetchmany(limit + 1)
-                names = [d.name for d in cursor.description or ()]
-            except psycopg.errors.ReadOnlySqlTransaction:
-                raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
-            except psycopg.Error as exc:
-                raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
-        return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
+            return _run(db, sql, params, limit, sensitive)
+
+    def query(self, sql: str, limit: int, extra: Iterable[str] = ()) -> Rows:
+        with self._open() as db:
+            checked = self.checked(postgres_schema(db), sql, extra)
+            rows = _run(db, checked.sql, [], limit, checked.sensitive)
+        rows.redacted = checked.redacted
+        return rows
+
+
+def _run(db: Any, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+    """The plan checked (the second layer under ``statement.check``), then the statement run."""
+    import psycopg
+
+    try:
+        plan = _plan(db, sql, params)
+        if _writes(plan):
+            raise UsageError("sql: only a read-only SELECT is allowed (no writes)")
+        hit = _reads_masked(plan, sensitive)
+        if sensitive:
+            _check_functions(db, plan)
+        if sensitive and _reads_statistics(plan):
+            raise UsageError(
+                "sql: the statement reads the planner's statistics (pg_stats), which hold sampled values of "
+                "masked columns; it is not run"
+            )
+        if hit:
+            raise UsageError(
+                f"sql: the statement reads {hit}, a masked column; leave it out (find answers it as "
+                f"{REDACTED}), or add the connection with --show-sensitive"
+            )
+        cursor = db.execute(sql, params if params else None, prepare=True)
+        fetched = cursor.fetchmany(limit + 1)
+        names = [d.name for d in cursor.description or ()]
+    except psycopg.errors.ReadOnlySqlTransaction:
+        raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
+    except psycopg.errors.QueryCanceled:
+        raise timed_out() from None
+    except psycopg.Error as exc:
+        raise refused("PostgreSQL", exc.sqlstate) from None
+    return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -237,15 +262,12 @@ def _plan(db: Any, sql: str, params: list[Any]) -> list[Any]:
 
     try:
         row = db.execute("explain (verbose, format json) " + sql, params if params else None, prepare=True).fetchone()
-    except psycopg.errors.SyntaxError as exc:
-        if "multiple commands" in str(exc) or ";" in sql.strip().rstrip(";"):
-            raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
-        raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
     except psycopg.Error as exc:
-        text = str(exc)
-        if "multiple commands" in text:
+        if "multiple commands" in str(exc):
             raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
-        raise UsageError(f"sql: PostgreSQL refused the statement ({_first_line(exc)}); fix it") from None
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            raise timed_out() from None
+        raise refused("PostgreSQL", exc.sqlstate) from None  # its text can carry a value (a failed cast)
     plan = row[0]
     return plan if isinstance(plan, list) else json.loads(plan)
 

@@ -14,14 +14,26 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from drsg.kernel.errors import CatalogError, UsageError
-from drsg.pipeline.catalog.backend import Backend, Rows, enum_sample, sample_failed, sampled, withheld_pairs
+from drsg.pipeline.catalog.backend import (
+    STATEMENT_SECONDS,
+    Backend,
+    Rows,
+    enum_sample,
+    sample_failed,
+    sampled,
+    timed_out,
+    withheld_pairs,
+)
+from drsg.pipeline.catalog.backend import refused as refused_by
 from drsg.pipeline.catalog.connections import sqlite_path
+from drsg.pipeline.catalog.live import sqlite_schema
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 
@@ -144,10 +156,31 @@ class SqliteBackend(Backend):
 
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
         db = self._open()
+        try:
+            return self._run(db, sql, params, limit, sensitive)
+        finally:
+            db.close()
+
+    def query(self, sql: str, limit: int, extra: Iterable[str] = ()) -> Rows:
+        db = self._open()
+        try:
+            checked = self.checked(sqlite_schema(db), sql, extra)
+            rows = self._run(db, checked.sql, [], limit, checked.sensitive)
+        finally:
+            db.close()
+        rows.redacted = sorted({*rows.redacted, *checked.redacted})
+        return rows
+
+    def _run(
+        self, db: sqlite3.Connection, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]
+    ) -> Rows:
         withheld: set[str] = set()
         refused: list[str] = []
+        deadline = time.monotonic() + STATEMENT_SECONDS
 
         db.set_authorizer(_masking(sensitive, withheld, refused))
+        # the time limit: SQLite calls this every 10,000 steps and abandons the statement on 1
+        db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
         try:
             cursor = db.execute(sql, params)
             fetched = cursor.fetchmany(limit + 1)
@@ -155,13 +188,17 @@ class SqliteBackend(Backend):
         except sqlite3.ProgrammingError as exc:
             if "one statement" in str(exc):
                 raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
-            raise UsageError(f"sql: {exc}; check the statement and its parameters") from None
-        except sqlite3.DatabaseError as exc:
+            raise UsageError("sql: the statement and its parameters do not match; check them") from None
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise timed_out() from None
             if refused or "not authorized" in str(exc):
                 raise UsageError("sql: only a read-only SELECT is allowed (no writes, ATTACH, PRAGMA)") from None
-            raise UsageError(f"sql: SQLite refused the statement ({exc}); fix it and try again") from None
+            raise refused_by("SQLite", getattr(exc, "sqlite_errorname", "SQLITE_ERROR")) from None
+        except sqlite3.DatabaseError as exc:
+            raise refused_by("SQLite", getattr(exc, "sqlite_errorname", "SQLITE_ERROR")) from None
         finally:
-            db.close()
+            db.set_progress_handler(None, 0)
         masked = {name.split(".", 1)[1].lower() for name in withheld}
         names = [name.strip('"`[]') for name in names]
         rows = [
@@ -182,6 +219,8 @@ def _masking(sensitive: set[tuple[str, str]], withheld: set[str], refused: list[
             return sqlite3.SQLITE_OK
         if action in _READ_ONLY:
             return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA and arg1 == "data_version" and arg2 is None:
+            return sqlite3.SQLITE_OK  # read by a full-text index's own statements: a counter, no data
         refused.append(str(action))
         return sqlite3.SQLITE_DENY
 

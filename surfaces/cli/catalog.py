@@ -315,12 +315,15 @@ def _choice(flags: dict[str, str | None]) -> EmbedChoice:
 @json_option
 @click.pass_obj
 def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int | None, as_json: bool) -> None:
-    """Run one read-only statement, sensitive columns masked by the database, rows limited."""
+    """Run one SELECT: parsed and allowed only when safe (one SELECT; tables and columns of the live
+    schema; functions from an allow-list); sensitive columns answered [REDACTED] where selected and
+    refused anywhere else; rows and time limited."""
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import run_sql
 
-    conn, cat = _catalog(obj, conn_name)
-    _show(run_sql(cat, backend_for(conn), statement, limit or obj.settings["catalog.row_limit"]), as_json)
+    conn = _pick(obj, conn_name)
+    limit = limit or obj.settings["catalog.row_limit"]
+    _show(run_sql(backend_for(conn), statement, limit, obj.settings["catalog.sensitive"]), as_json)
 
 
 @catalog.command("schema")

@@ -158,12 +158,11 @@ async def catalog_sql(ctx: ServerState, p: Params) -> Any:
     limit = int(p.get("limit") or _setting(ctx, "catalog.row_limit", 100))
 
     def run() -> dict[str, Any]:  # imports too: a first import off the loop
-        from drsg.pipeline.catalog import service
         from drsg.pipeline.catalog.backends import backend_for
         from drsg.pipeline.catalog.find import run_sql
 
         conn = _connection(ctx, p.get("connection"))
-        return run_sql(service.load(ctx.db, conn), backend_for(conn), str(p["sql"]), limit)
+        return run_sql(backend_for(conn), str(p["sql"]), limit, _setting(ctx, "catalog.sensitive", ()))
 
     return await ctx.read(run)
 
