@@ -306,7 +306,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("fetch.max_total_bytes", 24 << 20, _size, "most bytes one crawl reads in all"),
     Setting("fetch.max_seconds", 120, _seconds, "wall-clock seconds one crawl may take (0 = no limit)"),
     Setting("fetch.request_timeout_secs", 20, _seconds, "longest one request may take (0 = only max_seconds)"),
-    Setting("fetch.host_spacing_ms", 500, _at_least(0), "pause between two requests to one host, in ms"),
+    Setting("fetch.host_spacing_ms", 500, _at_least(0), "pause between two requests to one host (hops too), in ms"),
     Setting(
         "fetch.contact",
         "",

@@ -2,10 +2,12 @@
 
 The policy lives here, once, for every backend: the URL check (:func:`checked_url`: http(s) with a
 host; an address in any spelling judged before any lookup), redirects followed by hand (≤ 5, each
-hop checked again), a status other than 200 refused, bodies read under a byte cap and a shared
-:class:`Meter`, compressed bodies inflated here in bounded steps (so a gzip bomb stops at the cap).
-A backend supplies only the exchange — one request, its status, headers and body chunks — and the
-address check on what it connects to:
+hop checked again, and each request — the first and every hop — passed through the caller's
+:data:`Gate`, where a crawler applies robots.txt, host spacing and its request count), a status
+other than 200 refused, bodies read under a byte cap and a shared :class:`Meter`, compressed
+bodies inflated here in bounded steps (so a gzip bomb stops at the cap). A backend supplies only
+the exchange — one request, its status, headers and body chunks — and the address check on what it
+connects to:
 
 - :class:`drsg.pipeline.fetch.client.Client`: aiohttp, the guard at the resolver and at the
   connector's socket factory (the address ``connect()`` is given);
@@ -24,7 +26,7 @@ import socket
 import unicodedata
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -34,6 +36,10 @@ from drsg.kernel.errors import FetchError, FetchRefused
 from drsg.pipeline.fetch.guard import MAX_REDIRECTS, REDIRECTS, Network, refusal
 
 PERMIT = "list its block in [fetch] allow_private to permit it"
+
+#: wraps each request of one ``get`` (the first and every redirect hop), given its URL: it may wait
+#: before the request, refuse it (FetchError, FetchRefused) before anything is sent, or count it
+Gate = Callable[[str], contextlib.AbstractAsyncContextManager[object]]
 
 
 def checked_url(url: str, allow: Sequence[Network] = ()) -> str:
@@ -146,16 +152,17 @@ class Fetcher(ABC):
         timeout: float | None = None,
         meter: Meter | None = None,
         any_status: bool = False,
+        gate: Gate | None = None,
     ) -> Page:
         """GET ``url``, following redirects by hand; FetchRefused when the guard says no, FetchError past
         ``max_bytes`` (after inflating), past what ``meter`` has left, on a status other than 200 (unless
-        ``any_status``), or for anything else that went wrong."""
+        ``any_status``), or for anything else that went wrong. ``gate`` wraps every request, hops included."""
         seconds = self.timeout if timeout is None else timeout
         limit = seconds if math.isfinite(seconds) else None
         current = url
         for _hop in range(self.max_redirects + 1):
             checked_url(current, self.allow)
-            async with self.exchange(current, limit) as response:
+            async with gate(current) if gate else contextlib.nullcontext(), self.exchange(current, limit) as response:
                 if response.status in REDIRECTS:
                     location = response.headers.get("Location")
                     if not location:

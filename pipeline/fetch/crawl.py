@@ -2,19 +2,22 @@
 
 Level by level from the root: the links of the pages kept at depth d are scored before any
 request (``scoring.link_score``); the best ones the page budget leaves room for are fetched,
-``concurrency`` at once, each host no faster than its spacing (raised to its robots.txt
-``Crawl-delay``, capped), robots.txt read once per host; each fetched page is scored on its text and
-kept when it reaches the floor of its depth, and only kept pages' links are followed. Every link
-considered and not kept is reported with why. Budgets: pages, depth, bytes per response, total
-bytes, total time (the whole crawl's wall clock), concurrency and per-host spacing.
+``concurrency`` at once. Every request, each redirect hop included, passes the crawler's gate: its
+host's robots.txt (read once per host), its host's spacing (raised to the robots.txt
+``Crawl-delay``, capped), a concurrency slot, and the request count. Each page read is scored on
+its text and kept when it reaches the floor of its depth; only kept pages' links are followed.
+Every link considered and not kept is reported with why. Budgets: pages, depth, bytes per
+response, total bytes, total time (the whole crawl's wall clock), concurrency and per-host spacing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,34 +138,20 @@ class _Crawler:
             return self._out_of_time()
         if not self.meter.left:
             return f"the crawl's {self.budget.total_bytes}-byte total budget is spent"
-        host = self.hosts.setdefault(urlsplit(url).netloc, _Host(delay=self.budget.spacing))
-        async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
-            if not host.robots_read:
-                await self._robots(url, host)
-            if host.robots_block is not None:
-                return host.robots_block
-            if host.robots is not None and not host.robots.can_fetch(url, ROBOTS_TOKEN):
-                return "robots.txt disallows it"
-            start = max(time.monotonic(), host.next_at)
-            host.next_at = start + host.delay
-        if start >= self.deadline:
-            return self._out_of_time()
-        await asyncio.sleep(max(0.0, start - time.monotonic()))
-        async with self.slots:
-            remaining = self.deadline - time.monotonic()
-            if remaining <= 0:
-                return self._out_of_time()
-            try:
+        left = self.deadline - time.monotonic()
+        try:  # the crawl's deadline bounds the whole chain, its hops' waits included
+            async with asyncio.timeout(left if math.isfinite(left) else None):
                 got = await self.client.get(
                     url,
                     max_bytes=self.budget.page_bytes,
-                    timeout=min(self.budget.request_timeout, remaining),
+                    timeout=self.budget.request_timeout,  # each request's own limit
                     meter=self.meter,
+                    gate=functools.partial(self._gate, url),
                 )
-            except FetchError as exc:
-                return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
-            finally:
-                self.requests += 1
+        except TimeoutError:
+            return self._out_of_time()
+        except FetchError as exc:
+            return self._out_of_time() if time.monotonic() >= self.deadline else str(exc)
         try:  # parsing is CPU work: a thread keeps the loop (and a server's other requests) moving
             reading = await asyncio.get_running_loop().run_in_executor(
                 self.parser, _reading, got.url, got.content_type, got.body
@@ -170,6 +159,32 @@ class _Crawler:
             return reading, len(got.body)
         except ConversionError as exc:
             return str(exc)
+
+    @contextlib.asynccontextmanager
+    async def _gate(self, first: str, url: str) -> AsyncIterator[None]:
+        """Every request of one page's fetch, the first and each redirect hop: its host's robots.txt
+        (read once, whichever host the hop names) must allow it, it starts no sooner than its host's
+        spacing after the last request there, it takes a concurrency slot and counts as a request."""
+        hop = "" if url == first else f"it redirects to {url}, and "
+        host = self.hosts.setdefault(urlsplit(url).netloc, _Host(delay=self.budget.spacing))
+        async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
+            if not host.robots_read:
+                await self._robots(url, host)
+            if host.robots_block is not None:
+                raise FetchRefused(hop + host.robots_block)
+            if host.robots is not None and not host.robots.can_fetch(url, ROBOTS_TOKEN):
+                raise FetchRefused(f"{hop}robots.txt disallows {'that' if hop else 'it'}")
+            start = max(time.monotonic(), host.next_at)
+            host.next_at = start + host.delay
+        if start >= self.deadline:
+            raise FetchError(self._out_of_time())
+        await asyncio.sleep(max(0.0, start - time.monotonic()))
+        async with self.slots:
+            if time.monotonic() >= self.deadline:
+                raise FetchError(self._out_of_time())
+            host.next_at = max(host.next_at, time.monotonic() + host.delay)  # a wait for the slot moves it on
+            self.requests += 1
+            yield
 
     async def _robots(self, url: str, host: _Host) -> None:
         """robots.txt, once per host (RFC 9309 §2.3.1): 4xx means no rules; 5xx or unreachable means
@@ -189,6 +204,9 @@ class _Crawler:
         except FetchError as exc:
             host.robots_block = f"robots.txt could not be read ({exc}), so the host counts as disallowed"
             return
+        except asyncio.CancelledError:  # the crawl's deadline: the host stays disallowed, never unread and open
+            host.robots_block = "robots.txt could not be read in time, so the host counts as disallowed"
+            raise
         finally:
             host.next_at = time.monotonic() + host.delay
             self.requests += 1

@@ -10,9 +10,10 @@ and say what went wrong in the same words.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -94,6 +95,24 @@ class FetcherContract:
         with pytest.raises(FetchRefused):
             self.get(made, path)
         assert sent()[-1] == path  # the hop was the last request: nothing went to the private address
+
+    def test_a_gate_wraps_every_request_hops_included(self, made: Any) -> None:
+        _factory, base, sent = made
+        seen: list[str] = []
+
+        @contextlib.asynccontextmanager
+        async def gate(url: str) -> AsyncIterator[None]:
+            seen.append(url)
+            if url.endswith("/plain") and len(seen) > 2:  # the second time round: the hop is refused
+                raise FetchRefused(f"the gate refuses {url}")
+            yield
+
+        assert self.get(made, "/hop", gate=gate).body == TEXT
+        assert seen == [base + "/hop", base + "/plain"]
+        before = len(sent())
+        with pytest.raises(FetchRefused, match="the gate refuses"):
+            self.get(made, "/hop", gate=gate)
+        assert sent()[before:] == ["/hop"]  # the refused hop was never sent
 
     def test_status_other_than_200(self, made: Any) -> None:
         with pytest.raises(FetchError, match="answered HTTP 410 Gone"):

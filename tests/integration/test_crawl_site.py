@@ -6,16 +6,17 @@ the host's spacing (its Crawl-delay, capped)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from drsg.kernel.errors import FetchError
+from drsg.pipeline.fetch.base import Exchange
 from drsg.pipeline.fetch.client import USER_AGENT, Client
 from drsg.pipeline.fetch.crawl import Budget, Crawl, crawl
 from drsg.pipeline.fetch.guard import networks
@@ -141,16 +142,18 @@ def test_the_time_budget_bites(site: crawl_site.Site) -> None:
 
 
 class CountingClient(Client):
-    """The real client, counting the requests it has open at once."""
+    """The real client, counting the requests (each redirect hop one) it has open at once."""
 
     open_now = 0
     most = 0
 
-    async def get(self, url: str, **kwargs: Any) -> Any:
+    @contextlib.asynccontextmanager
+    async def exchange(self, url: str, timeout: float | None) -> AsyncIterator[Exchange]:
         CountingClient.open_now += 1
         CountingClient.most = max(CountingClient.most, CountingClient.open_now)
         try:
-            return await super().get(url, **kwargs)
+            async with super().exchange(url, timeout) as response:
+                yield response
         finally:
             CountingClient.open_now -= 1
 
