@@ -10,6 +10,7 @@ from drsg.kernel.gcpause import collector_paused
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.catalog import semantic
+from drsg.pipeline.catalog.backend import sampled
 from drsg.pipeline.catalog.backends import backend_for
 from drsg.pipeline.catalog.connections import Connection
 from drsg.pipeline.catalog.model import Catalog, keep_l2
@@ -53,6 +54,10 @@ def _index(
         with db.snapshot() as snap:
             if snap.find_plane(conn.plane) is not None:
                 snapshot = keep_l2(snapshot, read_catalog(snap, conn.plane))
+        for table in snapshot.tables:  # a sample kept from before a name was made sensitive goes now
+            for column in table.columns:
+                if column.enum_sample is not None and not sampled(table, column, names):
+                    column.enum_sample = None
         now = embedder if level == "l1" else None
         written = write_catalog(db, conn.plane, snapshot, conn.name, names, l2_run=False, embedder=now)
         reports.append({**written, "level": "l1"})

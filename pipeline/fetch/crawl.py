@@ -2,17 +2,19 @@
 
 Level by level from the root: the links of the pages kept at depth d are scored before any
 request (``scoring.link_score``); the best ones the page budget leaves room for are fetched,
-``concurrency`` at once. Every request, each redirect hop included, passes the crawler's gate: its
-host's robots.txt (read once per host), its host's spacing (raised to the robots.txt
-``Crawl-delay``, capped), a concurrency slot, and the request count. Each page read is scored on
-its text and kept when it reaches the floor of its depth; only kept pages' links are followed.
-Every link considered and not kept is reported with why. Budgets: pages, depth, bytes per
-response, total bytes, total time (the whole crawl's wall clock), concurrency and per-host spacing.
+``concurrency`` at once (a link that cannot be read gives its slot to the next one). Every request,
+each redirect hop included, passes the crawler's gate: its host's robots.txt (read once per host),
+its host's spacing (raised to the robots.txt ``Crawl-delay``, capped), a concurrency slot, and the
+request count. Each page read is scored on its text and kept when it reaches the floor
+(``scoring.floor``: absolute, and relative to the best at its depth); only kept pages' links are
+followed. Every link considered and not kept is reported with why. Budgets: pages, depth, bytes per response, total
+bytes, total time (the whole crawl's wall clock), concurrency and per-host spacing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import math
@@ -269,22 +271,9 @@ async def _crawl(root: str, crawler: _Crawler, budget: Budget, topic: str, start
         frontier = []
         if not ranked:
             break
-        room = max(0, budget.pages - len(result.kept))
-        for _score, url in ranked[room:]:
-            result.dropped.append(
-                Dropped(url, f"lower-ranked than the {room} link(s) the {budget.pages}-page budget left room for")
-            )
-        chosen = ranked[:room]
-        crawler.planned += len(chosen)
-        fetched = await asyncio.gather(*(crawler.fetch(url) for _s, url in chosen))
-        read = []
-        for (_score, url), outcome in zip(chosen, fetched, strict=True):
-            if isinstance(outcome, str):
-                result.dropped.append(Dropped(url, outcome))
-            else:
-                read.append((url, *outcome))
+        read = await _read_level(crawler, [url for _score, url in ranked], budget, result)
         scores = scoring.page_scores(goal, [r.markdown for _u, r, _n in read])
-        line = scoring.floor(scores)
+        line = scoring.floor(scores, goal)
         for (url, reading, size), score in zip(read, scores, strict=True):
             kept = score >= line
             result.pages.append(
@@ -311,6 +300,42 @@ async def _crawl(root: str, crawler: _Crawler, budget: Budget, topic: str, start
     result.requests, result.bytes = crawler.requests, crawler.meter.used
     result.seconds = round(time.monotonic() - started, 3)
     return result
+
+
+async def _read_level(
+    crawler: _Crawler, ranked: list[str], budget: Budget, result: Crawl
+) -> list[tuple[str, Any, int]]:
+    """The best-ranked links read, as many as the page budget leaves room for: that many fetches at
+    once, and a link that cannot be read gives its slot to the next one in rank order. Returns
+    (url, reading, bytes) in rank order; each link not read is in ``result.dropped``, why."""
+    room = max(0, budget.pages - len(result.kept))
+    queue = collections.deque(ranked)
+    read: dict[str, tuple[Any, int]] = {}
+    failed: dict[str, str] = {}
+
+    slots = min(room, len(queue))
+    crawler.planned += slots
+
+    async def slot() -> None:
+        while queue:
+            url = queue.popleft()
+            if len(ranked) - len(queue) > slots:  # a refill: one more than planned
+                crawler.planned += 1
+            outcome = await crawler.fetch(url)
+            if not isinstance(outcome, str):
+                read[url] = outcome
+                return
+            failed[url] = outcome  # the slot goes to the next link
+
+    await asyncio.gather(*(slot() for _ in range(slots)))
+    left = set(queue)
+    for url in ranked:
+        if url in failed:
+            result.dropped.append(Dropped(url, failed[url]))
+        elif url in left:
+            why = f"lower-ranked than the {room} link(s) the {budget.pages}-page budget left room for"
+            result.dropped.append(Dropped(url, why))
+    return [(url, *read[url]) for url in ranked if url in read]
 
 
 def ordered(crawled: list[CrawledPage]) -> list[CrawledPage]:

@@ -11,8 +11,9 @@ depth is never a factor in a score, only the tie-break toward the root when scor
   link sits in the page's prose (not navigation, header, footer or a cookie banner), ×1.15 on the
   same host.
 - **After fetching**, a page is scored on its text with BM25's saturation and length norm against
-  the mean length of its batch, clamped to [0, 1]; it is kept when it reaches ¼ of the best score
-  at its depth.
+  the mean length of its batch, clamped to [0, 1]; it is kept when it reaches both the absolute
+  floor :data:`MIN_SCORE` (judged against the target itself, so a page that barely mentions it is
+  dropped even when nothing better was read beside it) and ¼ of the best score at its depth.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ TOPIC_BOOST = 3.0
 IN_PROSE = 1.25
 SAME_HOST = 1.15
 MIN_RATIO = 0.25
+#: the least relevance a page is kept with, whatever its neighbours scored: pages about the target
+#: score 0.15-0.6 (tests/integration/test_crawl_site.py); one that shares only a minor word of the
+#: root page (a gardening page that says "order") scores under 0.01
+MIN_SCORE = 0.05
 
 _NOT_ALNUM = re.compile(r"[^0-9A-Za-z\u00C0-\uFFFF]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -101,6 +106,8 @@ def page_scores(goal: Target, texts: Sequence[str]) -> list[float]:
     return scores
 
 
-def floor(scores: Sequence[float]) -> float:
-    """The keep threshold for one depth: a quarter of its best score."""
-    return max(scores, default=0.0) * MIN_RATIO
+def floor(scores: Sequence[float], goal: Target) -> float:
+    """The keep threshold for one depth: a quarter of its best score, and never under
+    :data:`MIN_SCORE` (an empty target keeps every page read)."""
+    relative = max(scores, default=0.0) * MIN_RATIO
+    return relative if goal.empty else max(MIN_SCORE, relative)

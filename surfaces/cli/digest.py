@@ -63,8 +63,10 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     relations, clean them up, and print what would be written. `--apply` writes it in one commit.
 
     A URL is crawled: its links scored on their words before any request and the pages on their text after
-    (`--topic` sharpens the target), under `--pages`, `--depth` and the `[fetch]` budgets, through the fetch
-    guard; the pages kept become one document, each behind `<!-- drsg:source URL -->` and `# Title`.
+    (`--topic` sharpens the target; a page is kept at relevance 0.05 or more and at least a quarter of the
+    best at its depth; a link that cannot be read gives its place to the next), under `--pages`, `--depth`
+    and the `[fetch]` budgets, through the fetch guard, robots.txt checked at every redirect hop; the pages
+    kept become one document, each behind `<!-- drsg:source URL -->` and `# Title`.
 
     A directory is walked (its .gitignore honoured; dotfiles, build and dependency folders and drsg's own
     files always skipped) and each file routed by extension: code a handler claims (Python built in; parser

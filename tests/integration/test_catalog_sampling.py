@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from drsg.store.database import Database
 from tests.conftest import Ran
 from tests.support.catalog_schema import make_sqlite
 from tests.support.db_servers import APP_PASSWORD, APP_USER, MariaServer, PgServer
@@ -157,6 +158,21 @@ def test_a_materialized_view_over_a_password_is_not_sampled(
     matview = _columns(drsg, "m_pw")
     assert "enum_sample" not in matview["p"]
     assert "hunter2" not in drsg("catalog", "digest").out
+
+
+def test_a_name_made_sensitive_later_loses_its_sample_on_the_next_run(
+    drsg: Callable[..., Ran], tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert drsg("catalog", "add", "app", str(make_sqlite(tmp_path / "app.db"))).code == 0
+    assert drsg("catalog", "index", "app").code == 0
+    assert _columns(drsg, "orders")["status"]["enum_sample"] == ["paid", "unpaid"]
+    monkeypatch.setenv("DRSG_CATALOG_SENSITIVE", "status")
+    digest = drsg("catalog", "digest").out
+    assert "status VARCHAR(16) sensitive" in digest and "{paid,unpaid}" not in digest  # hidden at once
+    assert drsg("catalog", "index", "app", "--level", "l1").code == 0  # an l1 run keeps l2's facts, not this
+    with Database(db_path, readonly=True) as db, db.snapshot() as snap:
+        node = snap.node_by_key(snap.plane("catalog_app").id, "c:orders.status")
+        assert node is not None and "enum_sample" not in node.props and node.props["sensitive"] is True
 
 
 def test_a_relative_sqlite_path_works_from_another_folder(

@@ -1,7 +1,9 @@
 """The crawler's rules where a site tries to get round them, against real servers on loopback.
 
 A redirect is a request like any other: each hop passes the robots.txt of the host it names (read
-for that host when it is a new one), waits its host's spacing and counts in the report.
+for that host when it is a new one), waits its host's spacing and counts in the report. A page is
+kept on its relevance to the target, not only against its neighbours; a link that cannot be read
+gives its slot in the page budget to the next one.
 """
 
 from __future__ import annotations
@@ -122,3 +124,49 @@ def test_redirect_hops_are_spaced_and_counted(hosts: tuple[Host, Host]) -> None:
         assert gaps and min(gaps) >= DELAY - 0.03, (host.paths(), gaps)
     assert result.requests == len(site.hits) + len(other.hits)  # each hop is a request in the report
     assert "/hop" in site.paths() and "/notes/attention" in site.paths()
+
+
+# --------------------------------------------------------------------------- relevance and refills
+
+GARDEN = html(
+    "Gardening", "<p>Roses need sun and water, and the beds need order.</p>" + "<p>Prune, mulch, weed.</p>" * 30
+)
+
+
+def relevance_site(links: str, pages: dict[str, object]) -> Host:
+    return Host(
+        {"/": html("Attention and the Transformer", ARTICLE + f"<p>{links}</p>"), **pages}, robots="User-agent: *\n"
+    )
+
+
+def test_a_page_off_the_target_is_not_kept_for_want_of_better_neighbours() -> None:
+    """The issue's case: the relevant link cannot be read, and the one page read beside it is about
+    gardening (it shares a minor word of the root page): a quarter of its own score lets it through."""
+    site = relevance_site(
+        '<a href="/papers/transformer-attention">Transformer attention</a> '
+        '<a href="/garden/order">Word order in the garden</a>',
+        {"/papers/transformer-attention": 500, "/garden/order": GARDEN},
+    )
+    with serving_app(site.app()) as running:
+        site.url = running.url
+        result = run(site.url + "/")
+    garden = next(p for p in result.pages if p.url.endswith("/garden/order"))
+    assert 0 < garden.score < 0.05 and not garden.kept
+    assert "is below the floor 0.050" in reasons(site, result)["/garden/order"]
+    assert [p.url for p in result.kept] == [site.url]
+
+
+def test_a_slot_a_failed_page_used_goes_to_the_next_link() -> None:
+    site = relevance_site(
+        '<a href="/papers/transformer-attention">Transformer self-attention, multi-head attention</a> '
+        '<a href="/papers/attention">Attention in the Transformer</a> <a href="/notes">Notes on attention</a>',
+        {"/papers/transformer-attention": 500, "/papers/attention": html("Attention", ARTICLE), "/notes": 404},
+    )
+    with serving_app(site.app()) as running:
+        site.url = running.url
+        result = run(site.url + "/", Budget(pages=2, depth=1, spacing=0.0, request_timeout=2.0, seconds=30))
+    dropped = reasons(site, result)
+    assert "answered HTTP 500" in dropped["/papers/transformer-attention"]  # the best-ranked link failed …
+    assert [p.url.removeprefix(site.url) for p in result.kept] == ["", "/papers/attention"]  # … the next took its slot
+    assert "lower-ranked than the 1 link(s) the 2-page budget left room for" in dropped["/notes"]
+    assert "/notes" not in site.paths()  # the budget still bites: nothing past the kept page

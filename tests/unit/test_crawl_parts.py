@@ -64,7 +64,24 @@ def test_page_scores_and_the_floor() -> None:
     texts = ["Transformer attention, attention.", "Attention once, then a long text about bread " * 5, "bread"]
     scores = scoring.page_scores(GOAL, texts)
     assert scores[0] > scores[1] > scores[2] == 0.0
-    assert scoring.floor(scores) == pytest.approx(scores[0] / 4)
+    assert scoring.floor(scores, GOAL) == pytest.approx(scores[0] / 4)
+
+
+def test_the_floor_judges_against_the_target_not_only_the_neighbours() -> None:
+    """A page that shares a minor word of the root in passing is not kept because nothing better was
+    read beside it (the issue's "Gardening" page, 0.006)."""
+    root = (
+        "The Transformer is built on attention. Self-attention lets every token attend to every other token, "
+        "and multi-head attention runs several attention functions at once. Attention replaced recurrence; "
+        "positional encodings keep word order."
+    )
+    goal = scoring.target(root, "transformer attention")
+    garden = "Gardening: roses need sun and water, and the beds need order. " + "Prune, mulch, weed. " * 30
+    (alone,) = scoring.page_scores(goal, [garden])
+    assert 0 < alone < 0.01
+    assert scoring.floor([alone], goal) == scoring.MIN_SCORE > alone
+    assert scoring.floor([0.8, alone], goal) == pytest.approx(0.2)  # the relative floor, when higher
+    assert scoring.floor([alone], scoring.target("", "")) == pytest.approx(alone / 4)  # no target: no absolute floor
 
 
 words = st.lists(st.sampled_from(["transformer", "attention", "everywhere", "bread", "cookie", "the"]), max_size=30)
