@@ -208,11 +208,16 @@ def channel_vector_pool(
     return searcher.vector_pool(snap, plane, spec.label, spec.vector.prop, query, metric, spec.candidates, current)
 
 
+def holds_vectors(snap: Snapshot, plane: int, label: str | None, prop: str) -> bool:
+    """Whether any node (of ``label``) holds a vector in ``prop``: why a vector search found nothing."""
+    return any(isinstance(node.props.get(prop), Vector) for node in snap.nodes(plane, label))
+
+
 def _has_vectors(snap: Snapshot, plane: int, spec: HybridSpec) -> None:
     """NotFound when no node (of the label) holds a vector in the vector channel's property."""
     assert spec.vector is not None
     prop = spec.vector.prop
-    if not any(isinstance(node.props.get(prop), Vector) for node in snap.nodes(plane, spec.label)):
+    if not holds_vectors(snap, plane, spec.label, prop):
         whose = f"{spec.label} node" if spec.label else "node"
         raise NotFound(
             f"no {whose} holds a vector in {prop!r}; embed them (`drsg vectorize --from TEXT --into {prop}`) "

@@ -22,6 +22,7 @@ from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, plane_option
 from drsg.workers.analysis import LANGUAGES, canonical_language
+from drsg.workers.hybrid import holds_vectors
 from drsg.workers.manager import IndexSet
 from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit, Searcher
@@ -222,7 +223,27 @@ def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool
 
         hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
         obj.say_synced(db, plane, as_json)
+        hint = None if hits else _no_vectors_hint(db, plane, plan)
     _print_hits(hits, as_json)
+    if hint:
+        click.echo(hint, err=True)
+
+
+def _no_vectors_hint(db: Database, plane: str, plan: Plan) -> str | None:
+    """Why a NEAR search found nothing, when it is that no node holds a vector to compare: the fix."""
+    vector = plan.source.get("VectorTopK") if isinstance(plan.source, dict) else None
+    if not isinstance(vector, dict):
+        return None
+    label, prop = vector.get("label"), str(vector.get("property") or "embedding")
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        if found is None or holds_vectors(snap, found.id, label, prop):
+            return None
+    whose, only = (f"{label} node", f" --label {label}") if label else ("node", "")
+    return (
+        f"hint: no {whose} in plane {plane!r} holds a vector in {prop!r}; embed a text property first: "
+        f"`drsg vectorize --plane {plane}{only} --from TEXT_PROPERTY --into {prop}`"
+    )
 
 
 @click.command("search")

@@ -154,3 +154,17 @@ def test_global_options_work_after_the_command_too(drsg, db_path: Path, tmp_path
     assert shown["store.group_max"] == 7
     missing = drsg("stats", "--db")
     assert missing.code == 2 and "Option '--db' requires an argument" in missing.err
+
+
+def test_near_on_a_plane_without_vectors_names_the_fix(drsg) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "docs").code == 0
+    assert drsg("node", "put", "d1", "-p", "docs", "-l", "Doc", "-P", 'body="time travel"').code == 0
+    ran = drsg("search", "SEARCH (d:Doc) ON embedding NEAR [0.1, 0.2] TOPK 3", "-p", "docs")
+    assert ran.code == 0 and ran.out == "0 result(s)\n"  # still an empty answer, as upstream's
+    assert ran.err == (
+        "hint: no Doc node in plane 'docs' holds a vector in 'embedding'; embed a text property first: "
+        "`drsg vectorize --plane docs --label Doc --from TEXT_PROPERTY --into embedding`\n"
+    )
+    assert drsg("vectorize", "--plane", "docs", "--label", "Doc", "--from", "body").code == 0
+    found = drsg("search", 'SEARCH (d:Doc) ON embedding NEAR "time travel" TOPK 3', "-p", "docs")
+    assert found.code == 0 and found.lines()[0] == "1 result(s)" and found.err == ""
