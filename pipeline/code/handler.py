@@ -139,10 +139,15 @@ class SourceTree:
             raise ValueError(f"{path!r} cannot be read: {exc.strerror or exc}") from None
 
     def label(self) -> str | None:
-        name = self.root.name
-        if name == "src" and self.root.parent.name:
-            name = self.root.parent.name
-        return name or None
+        return tree_label(self.root)
+
+
+def tree_label(root: Path) -> str | None:
+    """What a tree is called (the WIT's ``label``): its directory's name, or the parent's when it is ``src``."""
+    name = root.name
+    if name == "src" and root.parent.name:
+        name = root.parent.name
+    return name or None
 
 
 class Handler(ABC):

@@ -12,6 +12,13 @@ properties only this source supplied follow the new text, others are never overw
 earlier apply of the same source wrote and this one no longer states is withdrawn. Re-applying an
 unchanged document therefore writes nothing at all.
 
+Two trees never share a parsed key: a parsed fact that defines a key (a ``_generated_by`` statement with
+properties of its own, not an ``External`` stand-in, which only names what a tree uses) is refused,
+and the whole apply with it, when another source's parsed fact already defines that key — digesting
+``crateB/src`` after ``crateA/src`` into one plane would otherwise turn crateA's ``util.helper`` into
+crateB's. Stand-ins are shared (both trees import ``os``), and one never relabels another tree's
+definition. The same tree applied again (drift, ``serve watch``) is the same source: it updates.
+
 Withdrawing (and so forgetting, which is applying nothing): a record loses this source's entry and
 the properties no other source supplied; a record a digest created is deleted when no source is
 left (edges first, so nodes go detached), and ``_source`` moves to a remaining source. Records
@@ -21,12 +28,14 @@ created by users are never deleted.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from drsg.kernel.errors import NotFound
+from drsg.kernel.errors import Conflict, NotFound
 from drsg.kernel.values import Described
-from drsg.pipeline.code.handler import GENERATED_BY, HOST_OWNED
+from drsg.pipeline.code.handler import GENERATED_BY, HOST_OWNED, tree_label
 from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
@@ -192,8 +201,11 @@ def apply_in(
     source = proposal.source
     out = Applied()
     wrote = False
+    claimed: dict[str, list[str]] = {}  # another tree's source -> the keys it defines that this one would take
     for item in proposal.nodes:
-        wrote |= _assert_node(tx, plane, proposal, item, out)
+        wrote |= _assert_node(tx, plane, proposal, item, out, claimed)
+    if claimed:
+        raise _tree_conflict(proposal, claimed)  # raised inside the write: nothing of it is committed
     stated: set[tuple[int, str, int]] = set()
     ids: dict[str, int | None] = {}
     existing: dict[tuple[int, str], dict[int, Edge]] = {}  # (src, type) -> dst -> edge, read once per pair
@@ -233,8 +245,11 @@ def apply_in(
     return out, created
 
 
-def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNode, out: Applied) -> bool:
-    """Create the node, or state it again (see ``_restate``). Returns whether anything was written."""
+def _assert_node(
+    tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNode, out: Applied, claimed: dict[str, list[str]]
+) -> bool:
+    """Create the node, or state it again (see ``_restate``). Returns whether anything was written; a
+    key another tree's parsed facts define is noted in ``claimed`` instead (the apply is then refused)."""
     source = proposal.source
     node = tx.view.node_by_key(plane.id, item.key)
     if node is None:
@@ -242,9 +257,14 @@ def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNo
         tx.create_node(plane, item.key, [item.label, *item.extra_labels], props)
         out.nodes_created += 1
         return True
+    statement = _statement(item.props)
+    definers = [other for other, said in _ledger(node.props).items() if other != source and _defines(said)]
+    if definers and _defines(statement):
+        claimed.setdefault(definers[0], []).append(item.key)
+        return False
     gaps = {k: v for k, v in item.props.items() if k == EMBEDDING and k not in node.props}
-    change = _restate(node.props, source, _statement(item.props))
-    labels = _relabel(node.labels, node.props, item)
+    change = _restate(node.props, source, statement)
+    labels = None if definers else _relabel(node.labels, node.props, item)  # a stand-in never relabels a definition
     if change is None and not gaps and labels is None:
         out.untouched.append(item.key)
         return False
@@ -255,6 +275,26 @@ def _assert_node(tx: WriteTx, plane: Plane, proposal: Proposal, item: ProposedNo
     else:
         out.untouched.append(item.key)
     return True
+
+
+def _defines(statement: dict[str, Any]) -> bool:
+    """Whether a source's statement is a parsed definition: facts of a tree beyond its provenance (an
+    ``External`` stand-in states nothing but ``_generated_by``)."""
+    return GENERATED_BY in statement and any(not name.startswith("_") for name in statement)
+
+
+def _tree_conflict(proposal: Proposal, claimed: dict[str, list[str]]) -> Conflict:
+    other, keys = next(iter(claimed.items()))
+    count = sum(len(taken) for taken in claimed.values())
+    shown = ", ".join(keys[:5]) + (", …" if len(keys) > 5 else "")
+    also = f" (and {len(claimed) - 1} other tree(s))" if len(claimed) > 1 else ""
+    label = tree_label(Path(proposal.source)) or "NAME"
+    return Conflict(
+        f"{proposal.source} defines {count} key(s) that {other}{also} already defines in plane {proposal.plane!r} "
+        f"({shown}); two trees' parsed facts cannot share keys in one plane: digest it into a plane of its own "
+        f"(--plane {shlex.quote(label)}), or forget the other tree first "
+        f"(drsg digest {shlex.quote(other)} --forget --plane {shlex.quote(proposal.plane)}); nothing was written"
+    )
 
 
 def _relabel(labels: list[str], props: dict[str, Any], item: ProposedNode) -> list[str] | None:

@@ -375,3 +375,38 @@ def test_unclaimed_text_over_256_kib_is_skipped_with_a_note(drsg, tmp_path) -> N
     assert "  note: 1 file(s) skipped: dump.sql (over 256 KiB)" in ran.lines()
     assert "  skipped dump.sql  (over 256 KiB)" in ran.lines()
     assert ran.code == 2 and "NO_SUCH_KEY" in ran.err  # small.cfg is still prose for the model
+
+
+def test_two_trees_never_share_a_parsed_key_in_one_plane(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #33 item 2: crateB/src's `util` and `util.helper` silently took over crateA/src's. The second
+    tree is refused in one line naming both fixes, and nothing is written; in a plane of its own it
+    reads; the first tree digested again still updates in place; a tree that only imports another's
+    module (an External stand-in) shares the plane without relabelling the definition."""
+    for crate, body in (("crateA", "def helper():\n    return 1\n"), ("crateB", "def helper(x):\n    return x\n")):
+        (tmp_path / crate / "src").mkdir(parents=True)
+        (tmp_path / crate / "src" / "util.py").write_text(body + "import os\n")
+    a, b = tmp_path / "crateA" / "src", tmp_path / "crateB" / "src"
+    assert drsg("digest", str(a), "--plane", "p", "--code-only", "--apply").code == 0
+    before = drsg("export", "--plane", "p").out
+
+    refused = drsg("digest", str(b), "--plane", "p", "--code-only", "--apply")
+    assert refused.code == 1 and len(refused.err.splitlines()) == 1, refused.err
+    assert f"{b} defines 2 key(s) that {a} already defines in plane 'p' (util, util.helper)" in refused.err
+    assert "(--plane crateB)" in refused.err and f"drsg digest {a} --forget --plane p" in refused.err
+    assert drsg("export", "--plane", "p").out == before  # nothing written
+
+    assert drsg("digest", str(b), "--plane", "crateB", "--code-only", "--apply").code == 0
+    (a / "util.py").write_text("def helper():\n    return 2\n\ndef more():\n    pass\n")
+    again = drsg("digest", str(a), "--plane", "p", "--code-only", "--apply")  # the same tree: drift, in place
+    assert again.code == 0, again.err
+    keys = {line["external_key"] for line in drsg("export", "--plane", "p").json_lines() if "labels" in line}
+    assert {"util", "util.helper", "util.more"} <= keys and "os" not in keys  # os: no longer imported
+
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "main.py").write_text("import util\n\ndef run():\n    return 0\n")
+    shared = drsg("digest", str(user), "--plane", "p", "--code-only", "--apply")
+    assert shared.code == 0, shared.err
+    nodes = {line["external_key"]: line for line in drsg("export", "--plane", "p").json_lines() if "labels" in line}
+    assert nodes["util"]["labels"] == ["Module"]  # crateA's module, not user's stand-in for it
+    assert nodes["main.run"]["labels"] == ["Function"]
