@@ -108,6 +108,8 @@ class Guard:
 
 
 class TestSqlite(Guard):
+    SIDE_EFFECTS = ("SELECT load_extension('/tmp/evil')", "SELECT readfile('/etc/passwd')")
+
     @pytest.fixture(autouse=True)
     def _database(self, tmp_path: Path) -> None:
         self.path = make_sqlite(tmp_path / "guard.db")
