@@ -158,7 +158,11 @@ def sample_failed(table: str, column: str | None, exc: BaseException) -> str:
     (a server's message can carry a value, e.g. the text that failed a cast)."""
     where = f"{table}.{column}" if column else table
     what = "sample" if column else "row count"
-    return f"{where}: {what} failed ({type(exc).__name__}); none kept"
+    # the engine's code, never its text: PostgreSQL's SQLSTATE, SQLite's error name, MySQL's number
+    code = getattr(exc, "sqlstate", None) or getattr(exc, "sqlite_errorname", None)
+    if code is None and exc.args and isinstance(exc.args[0], int):
+        code = exc.args[0]
+    return f"{where}: {what} failed ({type(exc).__name__}{f' {code}' if code else ''}); none kept"
 
 
 def secret_pairs(catalog: Catalog, extra: Iterable[str] = ()) -> set[tuple[str, str]]:

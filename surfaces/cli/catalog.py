@@ -103,7 +103,8 @@ def catalog_add(
 ) -> None:
     """Add a connection: DSN is an SQLite path, postgresql://USER@HOST:PORT/DB or mysql://USER@HOST:PORT/DB.
 
-    The password is never stored: name where it is with --password-env or --keyring."""
+    The password is never stored: name where it is with --password-env or --keyring. An SQLite
+    path is stored absolute, so the connection works from any folder."""
     from drsg.pipeline.catalog.connections import Connection, check_dsn, engine_of
 
     if password_env and keyring_name:
