@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from drsg import __version__
-from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
+from drsg.kernel.errors import INVALID_PARAMS, DrsgError, NotFound, RpcError
 from drsg.kernel.values import json_depth
 from drsg.surfaces.drift import synced_of
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
@@ -136,7 +136,13 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
     ) -> str:
         """One node by `id` or external `key` (exactly one), now or `as_of` a past commit seq. `hidden`
         shows the `_` provenance properties."""
-        return await tools.call("node.get", {"plane": plane, **_node_params(id, key), "as_of": as_of}, hidden=hidden)
+        text = await tools.call("node.get", {"plane": plane, **_node_params(id, key), "as_of": as_of}, hidden=hidden)
+        if text == "null":  # node.get's answer (upstream's); a model is told what was not there
+            which = f"id {id}" if key is None else f"key {key!r}"
+            when = f" at seq {as_of}" if as_of is not None else ""
+            missing = NotFound(f"no node with {which} in plane {plane!r}{when}; search or describe_plane finds nodes")
+            raise ToolError(f"error {missing.rpc_code}: {missing.message}")
+        return text
 
     @server.tool(structured_output=False)
     async def history(plane: str, id: int | None = None, key: str | None = None, hidden: bool = False) -> str:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 
 from drsg.kernel import settings
 from tests.integration.test_check_rebuild import SAMPLE, _delete, _tamper
+from tests.integration.test_mcp import call, over_stdio, refused
+from tests.support.fake_openai import FakeOpenAI
 
 
 def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> None:  # type: ignore[no-untyped-def]
@@ -168,3 +171,25 @@ def test_near_on_a_plane_without_vectors_names_the_fix(drsg) -> None:  # type: i
     assert drsg("vectorize", "--plane", "docs", "--label", "Doc", "--from", "body").code == 0
     found = drsg("search", 'SEARCH (d:Doc) ON embedding NEAR "time travel" TOPK 3', "-p", "docs")
     assert found.code == 0 and found.lines()[0] == "1 result(s)" and found.err == ""
+
+
+def test_mcp_get_node_of_a_missing_node_says_what_was_not_found(drsg, db_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert drsg("plane", "create", "p").code == 0  # seq 2
+    assert drsg("node", "put", "a", "-p", "p").code == 0  # seq 3
+
+    async def run() -> list[str]:
+        with FakeOpenAI() as fake:  # the stdio helper names a chat service; no tool here calls it
+            async with over_stdio(db_path, fake, tmp_path) as session:
+                assert (await call(session, "get_node", {"plane": "p", "key": "a"}))["external_key"] == "a"
+                return [
+                    await refused(session, "get_node", {"plane": "p", "key": "nobody"}),
+                    await refused(session, "get_node", {"plane": "p", "id": 99}),
+                    await refused(session, "get_node", {"plane": "p", "key": "a", "as_of": 2}),
+                ]
+
+    tail = "; search or describe_plane finds nodes"
+    assert anyio.run(run) == [
+        f"Error executing tool get_node: error -32602: no node with key 'nobody' in plane 'p'{tail}",
+        f"Error executing tool get_node: error -32602: no node with id 99 in plane 'p'{tail}",
+        f"Error executing tool get_node: error -32602: no node with key 'a' in plane 'p' at seq 2{tail}",
+    ]
