@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,26 @@ def contributed(db: Database, plane: str, source: str) -> Touched:
     return nodes, edges
 
 
+def refuse_shared_keys(db: Database, plane: str, source: str, facts: Iterable[tuple[str, dict[str, Any]]]) -> None:
+    """Raise the Conflict that applying ``source``'s parsed ``facts`` (key, properties) to ``plane`` would
+    (see the module docstring): read-only, so a digest can refuse before it spends a model call."""
+    claimed: dict[str, list[str]] = {}
+    with db.snapshot() as snap:
+        found = snap.find_plane(plane)
+        if found is None:
+            return
+        for key, props in facts:
+            if not _defines(_statement(props)):
+                continue
+            node = snap.node_by_key(found.id, key)
+            ledger = _ledger(node.props) if node is not None else {}
+            definers = [other for other, said in ledger.items() if other != source and _defines(said)]
+            if definers:
+                claimed.setdefault(definers[0], []).append(key)
+    if claimed:
+        raise _tree_conflict(source, plane, claimed)
+
+
 def origin_of(proposal: Proposal) -> dict[str, Any]:
     return {"via": "digest", "source": proposal.source, "run": proposal.run, "model": proposal.model}
 
@@ -205,7 +226,7 @@ def apply_in(
     for item in proposal.nodes:
         wrote |= _assert_node(tx, plane, proposal, item, out, claimed)
     if claimed:
-        raise _tree_conflict(proposal, claimed)  # raised inside the write: nothing of it is committed
+        raise _tree_conflict(proposal.source, proposal.plane, claimed)  # inside the write: nothing committed
     stated: set[tuple[int, str, int]] = set()
     ids: dict[str, int | None] = {}
     existing: dict[tuple[int, str], dict[int, Edge]] = {}  # (src, type) -> dst -> edge, read once per pair
@@ -283,17 +304,17 @@ def _defines(statement: dict[str, Any]) -> bool:
     return GENERATED_BY in statement and any(not name.startswith("_") for name in statement)
 
 
-def _tree_conflict(proposal: Proposal, claimed: dict[str, list[str]]) -> Conflict:
+def _tree_conflict(source: str, plane: str, claimed: dict[str, list[str]]) -> Conflict:
     other, keys = next(iter(claimed.items()))
     count = sum(len(taken) for taken in claimed.values())
     shown = ", ".join(keys[:5]) + (", …" if len(keys) > 5 else "")
     also = f" (and {len(claimed) - 1} other tree(s))" if len(claimed) > 1 else ""
-    label = tree_label(Path(proposal.source)) or "NAME"
+    label = tree_label(Path(source)) or "NAME"
     return Conflict(
-        f"{proposal.source} defines {count} key(s) that {other}{also} already defines in plane {proposal.plane!r} "
+        f"{source} defines {count} key(s) that {other}{also} already defines in plane {plane!r} "
         f"({shown}); two trees' parsed facts cannot share keys in one plane: digest it into a plane of its own "
         f"(--plane {shlex.quote(label)}), or forget the other tree first "
-        f"(drsg digest {shlex.quote(other)} --forget --plane {shlex.quote(proposal.plane)}); nothing was written"
+        f"(drsg digest {shlex.quote(other)} --forget --plane {shlex.quote(plane)}); nothing was written"
     )
 
 

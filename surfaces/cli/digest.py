@@ -181,7 +181,7 @@ def run_digest(
     ``flags["do_apply"]``, apply it."""
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
-    from drsg.pipeline.digest.ledger import apply
+    from drsg.pipeline.digest.ledger import apply, refuse_shared_keys
     from drsg.pipeline.digest.proposal import PreviewStore
     from drsg.pipeline.digest.run import DigestOptions, decided_by, digest
     from drsg.pipeline.digest.sources import read_source
@@ -215,6 +215,9 @@ def run_digest(
             proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))
             if proposal is not None:
                 proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
+        if doc.reading is not None:  # another tree's keys: refused now, before a model call is spent
+            facts = ((node.key, node.properties) for result in doc.reading.results for node in result.output.nodes)
+            refuse_shared_keys(db, plane, doc.name, facts)
         if proposal is None:
             with _progress() as progress:
                 proposal = digest(db, doc, plane, options, calls, embedder, progress)

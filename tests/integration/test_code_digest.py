@@ -394,6 +394,11 @@ def test_two_trees_never_share_a_parsed_key_in_one_plane(drsg, tmp_path) -> None
     assert f"{b} defines 2 key(s) that {a} already defines in plane 'p' (util, util.helper)" in refused.err
     assert "(--plane crateB)" in refused.err and f"drsg digest {a} --forget --plane p" in refused.err
     assert drsg("export", "--plane", "p").out == before  # nothing written
+    (b / "NOTES.md").write_text("# Notes\n\nProse a model would read.\n")
+    closed = ("--chat", "http://127.0.0.1:9/v1", "--model", "m", "--chat-key-env", "NO_SUCH_KEY_SET")  # no one there
+    preview = drsg("digest", str(b), "--plane", "p", *closed)  # refused before any model call, preview too
+    assert preview.code == 1 and "already defines in plane 'p' (util, util.helper)" in preview.err, preview.err
+    (b / "NOTES.md").unlink()
 
     assert drsg("digest", str(b), "--plane", "crateB", "--code-only", "--apply").code == 0
     (a / "util.py").write_text("def helper():\n    return 2\n\ndef more():\n    pass\n")
