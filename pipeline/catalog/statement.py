@@ -40,7 +40,7 @@ _NODES: tuple[type[exp.Expression], ...] = (
     exp.NullSafeNEQ, exp.And, exp.Or, exp.Not, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod,
     exp.Neg, exp.DPipe, exp.Like, exp.ILike, exp.In, exp.Between, exp.Is, exp.Distinct, exp.Window,
     exp.WindowSpec, exp.Tuple, exp.Exists, exp.DataType, exp.DataTypeParam, exp.Var, exp.Interval,
-    exp.HexString, exp.Escape, exp.Bracket, exp.Any, exp.All,
+    exp.HexString, exp.Escape, exp.Bracket, exp.Any, exp.All, exp.If,
 )  # fmt: skip
 
 

@@ -61,6 +61,11 @@ class Guard:
         answer = self.sql("SELECT name, password AS p, upper(password) AS u, lower(password) FROM sys_user ORDER BY id")
         assert [row[1:] for row in answer["rows"]] == [["[REDACTED]"] * 3] * 2
         assert answer["rows"][0][0] == "张三" and answer["redacted"] == ["sys_user.password"]
+        case = self.sql(
+            "SELECT CASE WHEN password LIKE 's%' THEN 1 ELSE 0 END AS c, CASE WHEN id = 1 THEN 'a' END AS d "
+            "FROM sys_user ORDER BY id"
+        )
+        assert case["rows"] == [["[REDACTED]", "a"], ["[REDACTED]", None]]
 
     def test_a_column_added_after_indexing_is_masked(self) -> None:  # item 15
         self.alter("CREATE TABLE late_added (id INTEGER PRIMARY KEY, name VARCHAR(20), reset_token VARCHAR(64))")
