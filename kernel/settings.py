@@ -101,6 +101,14 @@ def _seconds(value: object) -> float | None:
     return None if seconds == 0 else seconds
 
 
+def _some_seconds(value: object) -> float:
+    """Seconds, more than 0: a limit that must hold."""
+    seconds = _seconds(value)
+    if seconds is None:
+        raise ValueError("must be more than 0 seconds")
+    return seconds
+
+
 def _count_or_auto(value: object) -> int | None:
     """A count; 0 means "one per CPU core" (None)."""
     number = _integer(value)
@@ -293,6 +301,19 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("server.max_request_bytes", 8 << 20, _size, "largest request body accepted (bigger: HTTP 413)"),
     Setting("server.max_batch", 1000, _positive, "most calls in one JSON-RPC batch"),
     Setting("server.shutdown_timeout_secs", 30, _seconds, "on SIGTERM, how long in-flight requests may take"),
+    Setting(
+        "server.header_timeout_secs",
+        10,
+        _some_seconds,
+        "longest a connection may take to send a request's head, from connecting or its last answer (then closed)",
+    ),
+    Setting(
+        "server.max_connections",
+        0,
+        _at_least(0),
+        "open connections at once; one past it is closed at once (0 = 3/4 of the open-file limit)",
+    ),
+    Setting("server.min_free_disk", 100 << 20, _size, "free space on the database's disk below which /health degrades"),
     Setting("server.token", "", _token, "bearer token every call must carry", env_name="DRSG_TOKEN", secret=True),
     Setting("server.allowed_origins", (), _origins, "browser origins allowed (CORS)", env_name="DRSG_ALLOWED_ORIGINS"),
     Setting("server.tls", {}, _tls, "{cert = …, key = …} PEM files: serve HTTPS", env_name=None),

@@ -14,6 +14,9 @@ one item passed as ``extra_routes``. Every route except ``/health`` is behind th
 * a body declared larger than ``max_request_bytes`` is refused (HTTP 413, -32600) before it is read,
   and an undeclared (chunked) one is cut off at the limit.
 
+A connection must send a request's head within ``header_timeout_secs`` of connecting (or of its last
+answer), else it is closed; one past ``max_connections`` open is closed at once.
+
 Shutdown (SIGTERM or SIGINT): stop listening, let in-flight requests finish (up to
 ``shutdown_timeout_secs``, then they are cut off), then stop the indexer, save the index sidecars and
 exit, without waiting for reads the cut-off calls left running. A second Ctrl-C exits at once (a
@@ -38,11 +41,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from drsg import __version__
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
 from drsg.store.database import Database
 from drsg.surfaces.server import feed_routes, fetch_route, served  # noqa: F401  (served: every method)
 from drsg.surfaces.server.config import ServerConfig, is_loopback
+from drsg.surfaces.server.health import health
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import Call, Dispatcher, error_body
 from drsg.surfaces.server.state import ServerState
@@ -81,15 +84,9 @@ async def rpc_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def health_handler(request: web.Request) -> web.StreamResponse:
-    """``ok`` (200), ``stopping`` (503), or ``degraded`` (200) when the database says a part of it is
-    failing — a Kafka node whose copy stopped following the topic still answers reads from its copy,
-    so it stays in rotation; its figures say how far behind it is (Database.health)."""
-    state = request.app[STATE]
-    if state.stopping:
-        return web.json_response({"status": "stopping", "version": __version__}, status=503)
-    parts = state.db.health()
-    failing = any(isinstance(part, dict) and part.get("failing") for part in parts.values())
-    return web.json_response({"status": "degraded" if failing else "ok", "version": __version__, **parts})
+    """``ok``, ``degraded``, ``unavailable`` or ``stopping``: see :mod:`drsg.surfaces.server.health`."""
+    status, body = await health(request.app[STATE])
+    return web.json_response(body, status=status)
 
 
 #: The routes. The change feed's (``/ws``, ``/feed/{plane}``) are added by ``feed_routes.install``.
@@ -291,8 +288,17 @@ async def serve(db: Database, config: ServerConfig, announce: Callable[[str], No
     ssl_context = _ssl_context(config)  # before anything starts: a bad TLS file leaves nothing running
     state = ServerState(db, config)
     app = create_app(state)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=config.shutdown_timeout)
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=config.shutdown_timeout,
+        # aiohttp's keep-alive timer runs from a connection's start and from each answer until the next
+        # request's head is parsed, whatever bytes trickle in: the head timeout (slowloris, idle sockets)
+        keepalive_timeout=config.header_timeout,
+    )
     await runner.setup()
+    _bound_connections(runner, config.max_connections or _auto_connections())
     site = web.TCPSite(runner, config.host, config.port, ssl_context=ssl_context, reuse_address=True)
     try:
         await site.start()
@@ -330,6 +336,31 @@ async def serve(db: Database, config: ServerConfig, announce: Callable[[str], No
         log.warning("stopped", abandoned_reads=state.reading)
         os._exit(0)
     log.info("stopped")
+
+
+def _auto_connections() -> int:
+    """Three quarters of the open-file limit: the rest stays for the database, indexes and outgoing calls."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(16, soft * 3 // 4) if soft != resource.RLIM_INFINITY else 65536
+
+
+def _bound_connections(runner: web.AppRunner, limit: int) -> None:
+    """Close a connection at once when ``limit`` are already open: idle or slow clients beyond it
+    could otherwise take every file descriptor. aiohttp's server has no such option; every
+    connection is announced to its ``connection_made``, so the bound sits there."""
+    server = runner.server
+    assert server is not None
+    announce = server.connection_made
+
+    def bounded(handler: Any, transport: asyncio.Transport) -> None:
+        announce(handler, transport)
+        if len(server.connections) > limit:
+            log.warning("connection refused: too many open", limit=limit)
+            handler.force_close()  # its task ends before reading; connection_lost forgets it
+
+    server.connection_made = bounded  # type: ignore[method-assign]
 
 
 def route_library_logs(json_lines: bool) -> None:

@@ -43,6 +43,9 @@ class ServerConfig:
     max_request_bytes: int = 8 << 20
     max_batch: int = 1000
     shutdown_timeout: float | None = 30.0
+    header_timeout: float = 10.0  # a request's head must arrive within it (slowloris, idle sockets)
+    max_connections: int = 0  # 0: 3/4 of the open-file limit
+    min_free_disk: int = 100 << 20  # bytes free on the database's disk below which /health is degraded
     tls_cert: str | None = None
     tls_key: str | None = None
     embed: EmbedChoice = field(default_factory=EmbedChoice)
@@ -116,6 +119,9 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedChoic
         max_request_bytes=settings["server.max_request_bytes"],
         max_batch=settings["server.max_batch"],
         shutdown_timeout=settings["server.shutdown_timeout_secs"],
+        header_timeout=settings["server.header_timeout_secs"],
+        max_connections=settings["server.max_connections"],
+        min_free_disk=settings["server.min_free_disk"],
         tls_cert=tls.get("cert"),
         tls_key=tls.get("key"),
         embed=embed,

@@ -135,7 +135,7 @@ def test_health_says_how_far_the_copy_is_and_degraded_once_it_stops_following_th
     assert made is not None
     wait_until(lambda: server.get("/health").json()["log"]["materialised"] >= made, "the server's node to catch up")
     health = server.get("/health")
-    assert health.status == 200 and health.json() == {
+    assert health.status == 200 and {k: health.json()[k] for k in ("status", "version", "log")} == {
         "status": "ok", "version": drsg.__version__,
         "log": {"head": made, "materialised": made, "behind": 0, "poison_records": 0, "failing": False},
     }  # fmt: skip

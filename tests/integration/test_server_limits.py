@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from drsg.surfaces.server.state import READ_THREADS
 from tests.integration.test_server import RunningServer, cli, start_server
 from tests.support.fake_openai import FakeOpenAI, Reply, Request, embeddings_body
 from tests.support.waiting import wait_until
@@ -293,3 +294,19 @@ def test_allowed_origins_get_in_with_cors_headers_and_others_do_not(tmp_path: Pa
         assert listed.post(STATS, headers={"Origin": "http://localhost:5173"}).status == 403
     finally:
         assert listed.stop() == 0
+
+
+def test_health_is_unavailable_while_every_read_thread_is_stuck(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("stuck")
+    health = running.get("/health")
+    assert health.status == 200 and health.json()["status"] == "ok"
+    calls = [InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH)) for _ in range(READ_THREADS)]
+    wait_until(lambda: running.get("/health").status == 503, "/health to see the read pool stuck", timeout=30)
+    stuck = running.get("/health").json()
+    assert stuck["status"] == "unavailable" and stuck["reads"]["failing"] is True
+    assert stuck["reads"]["running"] == READ_THREADS
+    held.release.set()
+    for call in calls:
+        call.result()
+    wait_until(lambda: running.get("/health").status == 200, "/health to see the read pool answer again")
+    assert running.get("/health").json()["reads"] == {"threads": READ_THREADS, "running": 0, "failing": False}

@@ -1,0 +1,125 @@
+"""Clients that hold a connection without asking anything, and a `/health` that tells the truth, on a
+real `drsg serve` over loopback: a socket that sends nothing, or trickles its request's head a byte
+at a time (slowloris), is closed within `header_timeout_secs`; a connection past `max_connections`
+is closed at once; `/health` answers 503 while every read thread is really blocked (each inside a
+text search whose embedding the scripted service holds: test_server_limits.py), and `degraded` while the database's disk
+(a small tmpfs, really filled) has less than `min_free_disk` free."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_server import RunningServer, start_server
+from tests.support.waiting import wait_until
+
+HEAD_TIMEOUT = 1.5
+
+
+def _closed_within(sock: socket.socket, seconds: float, trickle: bytes = b"") -> float:
+    """Seconds until the server closes ``sock`` (sending ``trickle`` a byte a second meanwhile)."""
+    started = time.monotonic()
+    sock.settimeout(0.2)
+    sent = 0
+    while time.monotonic() - started < seconds:
+        if sent < len(trickle) and time.monotonic() - started >= sent:
+            try:
+                sock.sendall(trickle[sent : sent + 1])
+            except OSError:  # reset: closed
+                return time.monotonic() - started
+            sent += 1
+        try:
+            if sock.recv(1024) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            continue
+        except OSError:
+            return time.monotonic() - started
+    raise AssertionError(f"the connection was still open after {seconds:g} s")
+
+
+def _answers(server: RunningServer) -> bool:
+    try:
+        return server.get("/health").status == 200
+    except OSError:  # closed at once while the held connections are still counted
+        return False
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    workdir = tmp_path_factory.mktemp("slow-clients")
+    env = {"DRSG_SERVER_HEADER_TIMEOUT_SECS": str(HEAD_TIMEOUT), "DRSG_SERVER_MAX_CONNECTIONS": "8"}
+    running = start_server(workdir / "graph.drsg", workdir, env=env)
+    yield running
+    assert running.stop() == 0
+
+
+def test_a_connection_that_sends_nothing_is_closed(strict: RunningServer) -> None:
+    with socket.create_connection((strict.host, strict.port)) as sock:
+        assert _closed_within(sock, 15) < HEAD_TIMEOUT + 2
+
+
+def test_a_request_head_trickled_a_byte_a_second_is_closed(strict: RunningServer) -> None:
+    head = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 40
+    with socket.create_connection((strict.host, strict.port)) as sock:
+        assert _closed_within(sock, 15, trickle=head) < HEAD_TIMEOUT + 2
+
+
+def test_a_kept_alive_connection_is_closed_once_idle_past_the_timeout(strict: RunningServer) -> None:
+    with socket.create_connection((strict.host, strict.port)) as sock:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert _closed_within(sock, 15) < HEAD_TIMEOUT + 2
+    assert strict.get("/health").status == 200  # a prompt client is served as before
+
+
+def test_a_connection_past_max_connections_is_closed_at_once(strict: RunningServer) -> None:
+    held = [socket.create_connection((strict.host, strict.port)) for _ in range(8)]
+    try:
+        time.sleep(0.2)  # the server has seen them all
+        with socket.create_connection((strict.host, strict.port)) as extra:
+            assert _closed_within(extra, 5) < 1.0
+    finally:
+        for sock in held:
+            sock.close()
+    wait_until(lambda: _answers(strict), "the server to take connections again")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_health_is_degraded_while_the_disk_is_nearly_full(small_disk: Path, tmp_path: Path) -> None:
+    running = start_server(small_disk / "graph.drsg", tmp_path, env={"DRSG_SERVER_MIN_FREE_DISK": "4M"})
+    try:
+        health = running.get("/health")
+        assert health.status == 200 and health.json()["status"] == "ok"
+        filler = small_disk / "filler"
+        free = os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize
+        filler.write_bytes(b"\0" * (free - (1 << 20)))  # leave 1 MiB
+        health = running.get("/health")
+        assert health.status == 200 and health.json()["status"] == "degraded", health.json()
+        assert health.json()["disk"]["failing"] is True and health.json()["disk"]["min_free_bytes"] == 4 << 20
+        assert str(small_disk).encode() not in health.body  # no path for everyone
+        filler.unlink()
+        assert running.get("/health").json()["status"] == "ok"
+    finally:
+        assert running.stop() == 0
