@@ -271,7 +271,7 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
 
     try:
         parsed = json.loads(request)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than Python's reader
         raise UsageError(
             'find: the request is JSON, e.g. \'{"entity":"user","fields":["password"],"where":{"name":"Ann"}}\''
         ) from None

@@ -95,6 +95,8 @@ def test_the_cli_says_exit_2_in_one_line(drsg: Callable[..., Ran], tmp_path: Pat
         ran = drsg("find", f'{{"entity":"user","where":{{"id":1}},"limit":{limit}}}')
         assert ran.code == 2 and ran.out == "" and len(ran.err.splitlines()) == 1, ran.err
         assert '"limit" must be a whole number' in ran.err and "internal" not in ran.err
+    deep = drsg("find", '{"entity":"user","where":' + "[" * 20_000 + "]" * 20_000 + "}")
+    assert deep.code == 2 and len(deep.err.splitlines()) == 1 and "internal" not in deep.err, deep.err
     ok = drsg("find", '{"entity":"user","fields":["name"],"where":{"id":1},"limit":5}', "--json")
     assert ok.code == 0 and json.loads(ok.out)["rows"] == [["张三"]]
 
