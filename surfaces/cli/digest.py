@@ -70,7 +70,9 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
 
     A directory is walked (its .gitignore honoured; dotfiles, build and dependency folders and drsg's own
     files always skipped) and each file routed by extension: code a handler claims (Python built in; parser
-    plugins from `drsg plugin install`) is parsed into facts with no model call, the rest is prose."""
+    plugins from `drsg plugin install`) is parsed into facts with no model call, the rest is prose. A tree
+    whose parsed keys another tree already defines in the plane is refused before any model call (digest it
+    into a plane of its own, or --forget the other tree first); the same tree again updates in place."""
     from drsg.pipeline.digest.run import check_mode
 
     if flags["list_sources"]:
