@@ -188,3 +188,15 @@ def test_the_planes_spelling_wins_the_fold_without_asking_the_model() -> None:
     assert (report.before, report.after, report.folded) == (2, 1, 2)
     _, untouched = _reconcile("labels", Counter({"Person": 3}), no_model, ["Place"])
     assert untouched == {}
+
+
+@pytest.mark.parametrize("depth", [101, 900, 100_000])
+def test_an_answer_nested_past_any_schema_is_malformed(depth: int) -> None:
+    """100,000 deep is past Python's JSON reader (RecursionError before); 900 reads, but what walks it
+    recursively would not; 101 is past the deepest value drsg stores."""
+    deep = '{"entities": ' + "[" * depth + "]" * depth + "}"
+    with pytest.raises(MalformedAnswer, match="nests deeper than 100 levels"):
+        parse_extraction(deep)
+    with pytest.raises(MalformedAnswer, match="nests deeper"):
+        json_object("Here it is: " + deep)
+    assert json_object('{"entities": ' + "[" * 99 + "]" * 99 + "}")  # as deep as a stored value may be
