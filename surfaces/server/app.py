@@ -353,12 +353,16 @@ def _bound_connections(runner: web.AppRunner, limit: int) -> None:
     server = runner.server
     assert server is not None
     announce = server.connection_made
+    refused = {"count": 0, "logged": 0.0}  # one log line per 10 s however many are refused: a flood stays out
 
     def bounded(handler: Any, transport: asyncio.Transport) -> None:
         announce(handler, transport)
         if len(server.connections) > limit:
-            log.warning("connection refused: too many open", limit=limit)
             handler.force_close()  # its task ends before reading; connection_lost forgets it
+            refused["count"] += 1
+            if time.monotonic() - refused["logged"] >= 10:
+                log.warning("connections refused: too many open", limit=limit, refused=refused["count"])
+                refused["count"], refused["logged"] = 0, time.monotonic()
 
     server.connection_made = bounded  # type: ignore[method-assign]
 
