@@ -20,11 +20,12 @@ MAX_LIMIT = 1000
 CANDIDATES = 5
 
 
-def sensitive_pairs(catalog: Catalog, backend: Backend) -> set[tuple[str, str]]:
-    """The (table, column) pairs the database withholds, lowercased; none when the connection shows them."""
+def sensitive_pairs(catalog: Catalog, backend: Backend, names: Iterable[str]) -> set[tuple[str, str]]:
+    """The (table, column) pairs the database withholds, lowercased; none when the connection shows them.
+    ``names``: the connection's and the settings' sensitive names (``connections.sensitive_names``)."""
     if backend.conn.sensitive_columns == "show":
         return set()
-    return secret_pairs(catalog, backend.conn.sensitive_extra)
+    return secret_pairs(catalog, names)
 
 
 def check_request(request: Any) -> tuple[str, list[str], dict[str, Any]]:
@@ -67,9 +68,16 @@ def _column(table: Table, word: str, role: str, similar: Similar | None, meant: 
 
 
 def find(
-    catalog: Catalog, backend: Backend, request: Any, limit: int, similar: Similar | None = None
+    catalog: Catalog,
+    backend: Backend,
+    request: Any,
+    limit: int,
+    similar: Similar | None = None,
+    *,
+    sensitive: Iterable[str],
 ) -> dict[str, Any]:
-    """``similar``: the descriptions' vector channel, asked only where the words name no table or
+    """``sensitive``: the names masked beside the built-in policy (``connections.sensitive_names``);
+    ``similar``: the descriptions' vector channel, asked only where the words name no table or
     column by name, alias or comment (so what the keywords resolve is resolved as without it)."""
     entity, fields, where = check_request(request)
     limit = max(1, min(request.get("limit", limit), MAX_LIMIT))
@@ -117,7 +125,7 @@ def find(
         params.append(bound)
         if note:
             notes.append(note)
-    sensitive = sensitive_pairs(catalog, backend)
+    sensitive = sensitive_pairs(catalog, backend, sensitive)
     masked = frozenset(c.name for c in picked if (table.name.lower(), c.name.lower()) in sensitive)
     if table.kind == "view":  # a view's column may be a masked one renamed: the database withholds it
         masked = frozenset()

@@ -278,7 +278,8 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
     conn, cat = _catalog(obj, conn_name)
     with obj.open(write=False) as db:
         similar = similar_in(db, conn.plane, cat, _embedder(obj, db, conn, embed, indexing=False))
-        answer = find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"], similar)
+        names = sensitive_names(conn, obj.settings)
+        answer = find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
     _show(answer, as_json)
 
 
@@ -311,6 +312,7 @@ def _choice(flags: dict[str, str | None]) -> EmbedChoice:
 
 @catalog.command("sql")
 @click.argument("statement")
+    from drsg.pipeline.catalog.connections import sensitive_names
 @conn_option
 @click.option("--limit", default=None, type=int, help="Most rows (default [catalog] row_limit).")
 @json_option

@@ -132,6 +132,7 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
     def run() -> dict[str, Any]:  # imports too: a first import off the loop
         from drsg.pipeline.catalog import service
         from drsg.pipeline.catalog.backends import backend_for
+        from drsg.pipeline.catalog.connections import sensitive_names
         from drsg.pipeline.catalog.find import find
         from drsg.pipeline.catalog.semantic import similar_in
 
@@ -139,7 +140,8 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
         catalog = service.load(ctx.db, conn)
         # words no name, alias or comment matches are matched by meaning when the plane has vectors
         similar = similar_in(ctx.db, conn.plane, catalog, _embedder(ctx, conn, indexing=False))
-        return find(catalog, backend_for(conn), request, limit, similar)
+        names = sensitive_names(conn, ctx.config.settings)
+        return find(catalog, backend_for(conn), request, limit, similar, sensitive=names)
 
     return await ctx.read(run)
 

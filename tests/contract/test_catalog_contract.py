@@ -103,22 +103,45 @@ class CatalogContract:
         assert SECRET not in dumped and OTHER_SECRET not in dumped and "key-zs" not in dumped
 
     def test_find_answers_the_seed_question_in_one_select(self, backend: Backend, catalog: Catalog) -> None:
-        answer = find(catalog, backend, SEED_QUESTION, 100)
+        answer = find(catalog, backend, SEED_QUESTION, 100, sensitive=backend.conn.sensitive_extra)
         assert answer["status"] == "ok" and answer["table"] == "sys_user" and answer["statements"] == 1
         assert answer["fields"] == [{"field": "密码", "column": "password"}]
         assert answer["sql"].upper().startswith("SELECT") and answer["sql"].count("SELECT") == 1
         assert answer["rows"] == [["[REDACTED]"]] and answer["redacted"] == ["sys_user.password"]
 
     def test_find_compares_with_the_real_type(self, backend: Backend, catalog: Catalog) -> None:
-        answer = find(catalog, backend, {"entity": "订单", "fields": ["金额"], "where": {"status": "paid"}}, 100)
+        answer = find(
+            catalog,
+            backend,
+            {"entity": "订单", "fields": ["金额"], "where": {"status": "paid"}},
+            100,
+            sensitive=backend.conn.sensitive_extra,
+        )
         assert answer["table"] == "orders" and answer["where"][0]["value"] == "paid"
         assert sorted(float(r[0]) for r in answer["rows"]) == [7.0, 10.5]
-        numeric = find(catalog, backend, {"entity": "订单", "fields": ["金额"], "where": {"status": 1}}, 100)
+        numeric = find(
+            catalog,
+            backend,
+            {"entity": "订单", "fields": ["金额"], "where": {"status": 1}},
+            100,
+            sensitive=backend.conn.sensitive_extra,
+        )
         assert numeric["where"][0]["value"] == "1" and numeric["rows"] == [] and "paid" in numeric["notes"][0]
 
     def test_find_refuses_to_scan_or_guess(self, backend: Backend, catalog: Catalog) -> None:
-        assert find(catalog, backend, {"entity": "用户", "fields": ["密码"]}, 100)["status"] == "missing_predicate"
-        ambiguous = find(catalog, backend, {"entity": "sys", "fields": [], "where": {"id": 1}}, 100)
+        assert (
+            find(catalog, backend, {"entity": "用户", "fields": ["密码"]}, 100, sensitive=backend.conn.sensitive_extra)[
+                "status"
+            ]
+            == "missing_predicate"
+        )
+        ambiguous = find(
+            catalog,
+            backend,
+            {"entity": "sys", "fields": [], "where": {"id": 1}},
+            100,
+            sensitive=backend.conn.sensitive_extra,
+        )
         assert ambiguous["status"] == "ambiguous" and {c["table"] for c in ambiguous["candidates"]} == {
             "sys_dept",
             "sys_user",
@@ -168,7 +191,7 @@ class CatalogContract:
 
     def test_show_turns_masking_off(self, tmp_path: Path, catalog: Catalog) -> None:
         shown = backend_for(self.connection(tmp_path, sensitive_columns="show"))
-        assert find(catalog, shown, SEED_QUESTION, 100)["rows"] == [[SECRET]]
+        assert find(catalog, shown, SEED_QUESTION, 100, sensitive=shown.conn.sensitive_extra)["rows"] == [[SECRET]]
 
     @pytest.mark.parametrize("sql", WRITES + STACKED)
     def test_writes_and_stacked_statements_are_refused(self, backend: Backend, catalog: Catalog, sql: str) -> None:

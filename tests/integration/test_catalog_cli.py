@@ -171,3 +171,16 @@ def test_hybrid_over_column_descriptions_with_the_local_embedder(indexed: Callab
     )  # fmt: skip
     assert ran.code == 0, ran.err
     assert json.loads(ran.out.splitlines()[0])["key"] == "c:sys_user.password"  # meaning + the alias terms
+
+
+def test_find_masks_the_names_the_settings_call_sensitive(
+    indexed: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[catalog] sensitive` (here DRSG_CATALOG_SENSITIVE) masks in `find` as in `catalog sql`, not only
+    the names given to `catalog add --sensitive`."""
+    request = '{"entity":"sys_user","fields":["name"],"where":{"id":1}}'
+    assert json.loads(indexed("find", request, "--json").out)["rows"] == [["张三"]]
+    monkeypatch.setenv("DRSG_CATALOG_SENSITIVE", "name")
+    answer = json.loads(indexed("find", request, "--json").out)
+    assert answer["rows"] == [["[REDACTED]"]] and "sys_user.name" in answer["redacted"]
+    assert "张三" not in indexed("find", request).out

@@ -66,7 +66,7 @@ def indexed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Catalog,
 def test_any_json_request_answers_or_is_one_usage_error(indexed: tuple[Catalog, Any], request: Any) -> None:
     catalog, backend = indexed
     try:
-        answer = find(catalog, backend, request, 100)
+        answer = find(catalog, backend, request, 100, sensitive=backend.conn.sensitive_extra)
     except DrsgError as exc:
         assert "\n" not in exc.message and exc.message
         return
@@ -78,14 +78,29 @@ def test_any_json_request_answers_or_is_one_usage_error(indexed: tuple[Catalog, 
 def test_a_bad_limit_is_a_usage_error(indexed: tuple[Catalog, Any], limit: str) -> None:
     catalog, backend = indexed
     with pytest.raises(UsageError, match='"limit" must be a whole number'):
-        find(catalog, backend, json.loads(f'{{"entity": "user", "where": {{"id": 1}}, "limit": {limit}}}'), 100)
+        find(
+            catalog,
+            backend,
+            json.loads(f'{{"entity": "user", "where": {{"id": 1}}, "limit": {limit}}}'),
+            100,
+            sensitive=backend.conn.sensitive_extra,
+        )
 
 
 def test_an_integer_no_column_holds_is_a_usage_error(indexed: tuple[Catalog, Any]) -> None:
     catalog, backend = indexed
     with pytest.raises(UsageError, match="not a 64-bit integer"):
-        find(catalog, backend, {"entity": "user", "where": {"id": 2**64}}, 100)
-    assert find(catalog, backend, {"entity": "user", "where": {"id": 2**63 - 1}}, 100)["rows"] == []
+        find(catalog, backend, {"entity": "user", "where": {"id": 2**64}}, 100, sensitive=backend.conn.sensitive_extra)
+    assert (
+        find(
+            catalog,
+            backend,
+            {"entity": "user", "where": {"id": 2**63 - 1}},
+            100,
+            sensitive=backend.conn.sensitive_extra,
+        )["rows"]
+        == []
+    )
 
 
 def test_the_cli_says_exit_2_in_one_line(drsg: Callable[..., Ran], tmp_path: Path) -> None:
