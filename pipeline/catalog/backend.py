@@ -12,6 +12,7 @@ from typing import Any
 
 from drsg.kernel.errors import UsageError
 from drsg.pipeline.catalog.connections import Connection
+from drsg.pipeline.catalog.grants import no_roles
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, Table
 from drsg.pipeline.catalog.statement import Checked, LiveSchema, check
@@ -75,6 +76,16 @@ class Backend(abc.ABC):
         (``statement.check``), and run as rewritten: sensitive outputs ``[REDACTED]``, at most
         ``limit`` rows, the database's own masking beneath, a time limit, no server text echoed.
         ``extra``: column names masked beside the connection's own."""
+
+    def live_schema(self) -> LiveSchema:
+        """The live schema (``live.py``) read in one short session: what ``catalog grants`` grants on.
+        An engine without roles (SQLite) has nothing to grant."""
+        raise no_roles(self.engine)
+
+    def readable(self, names: Sequence[str]) -> list[str] | None:
+        """The columns ``catalog grants`` withholds (``names``: ``connections.sensitive_names``) that
+        the connected role can SELECT itself, by one privilege query; None: the engine has no roles."""
+        return None
 
     def checked(self, live: LiveSchema, sql: str, extra: Iterable[str]) -> Checked:
         names = [*self.conn.sensitive_extra, *extra]

@@ -29,9 +29,11 @@ from drsg.pipeline.catalog.backend import (
     timed_out,
     withheld_pairs,
 )
+from drsg.pipeline.catalog.grants import named, withheld_columns
 from drsg.pipeline.catalog.live import mysql_schema
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
+from drsg.pipeline.catalog.statement import LiveSchema
 
 _TIMED_OUT = (1969, 3024)  # MariaDB's max_statement_time, MySQL's max_execution_time
 _TRACE_BYTES = 4 << 20
@@ -77,6 +79,43 @@ class MysqlBackend(Backend):
         finally:
             db.close()
         return f"{'mariadb' if 'mariadb' in version.lower() else 'mysql'} {version}"
+
+    def live_schema(self) -> LiveSchema:
+        import pymysql
+
+        db = self._open()
+        try:
+            return mysql_schema(db.cursor())
+        except pymysql.MySQLError as exc:
+            code = exc.args[0] if exc.args else "?"
+            raise CatalogError(f"connection {self.conn.name!r}: cannot read the schema ({code})") from None
+        finally:
+            db.close()
+
+    def readable(self, names: Sequence[str]) -> list[str]:
+        """The server's own answer: ``COLUMNS.PRIVILEGES`` lists what the session may do with each
+        column, through its user, its role, a database, table or column grant alike."""
+        import pymysql
+
+        db = self._open()
+        try:
+            cur = db.cursor()
+            try:
+                live = mysql_schema(cur)
+                targets = withheld_columns(live, names)
+                if not targets:
+                    return []
+                cur.execute(
+                    "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS "
+                    "WHERE FIND_IN_SET('select', PRIVILEGES) > 0"
+                )
+                rows = cur.fetchall()
+            except pymysql.MySQLError as exc:
+                code = exc.args[0] if exc.args else "?"
+                raise CatalogError(f"connection {self.conn.name!r}: cannot read its privileges ({code})") from None
+        finally:
+            db.close()
+        return named(live, {tuple(row) for row in rows} & targets)
 
     def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         import pymysql

@@ -29,9 +29,11 @@ from drsg.pipeline.catalog.backend import (
     timed_out,
     withheld_pairs,
 )
+from drsg.pipeline.catalog.grants import named, withheld_columns
 from drsg.pipeline.catalog.live import postgres_schema
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
+from drsg.pipeline.catalog.statement import LiveSchema
 
 STATEMENT_TIMEOUT_MS = STATEMENT_SECONDS * 1000
 _TABLES = """
@@ -68,6 +70,12 @@ select distinct r.ev_class, d.refobjid from pg_depend d join pg_rewrite r on r.o
 where d.classid = 'pg_rewrite'::regclass and d.refclassid = 'pg_class'::regclass and d.refobjid <> r.ev_class
 """
 
+#: the withheld columns the session's role can read (its schema usable, the column selectable): one query
+_READABLE = """
+select s, t, c from unnest(%s::text[], %s::text[], %s::text[]) as u(s, t, c)
+where has_schema_privilege(s, 'USAGE') and has_column_privilege(format('%%I.%%I', s, t), c, 'SELECT')
+"""
+
 
 class PostgresBackend(Backend):
     engine = "postgresql"
@@ -87,6 +95,29 @@ class PostgresBackend(Backend):
     def test(self) -> str:
         with self._open() as db:
             return "postgresql " + str(db.execute("show server_version").fetchone()[0])
+
+    def live_schema(self) -> LiveSchema:
+        import psycopg
+
+        with self._open() as db:
+            try:
+                return postgres_schema(db)
+            except psycopg.Error as exc:
+                raise CatalogError(f"connection {self.conn.name!r}: cannot read the schema ({exc.sqlstate})") from None
+
+    def readable(self, names: Sequence[str]) -> list[str]:
+        import psycopg
+
+        with self._open() as db:
+            try:
+                live = postgres_schema(db)
+                targets = sorted(withheld_columns(live, names))
+                if not targets:
+                    return []
+                rows = db.execute(_READABLE, [list(column) for column in zip(*targets, strict=True)]).fetchall()
+            except psycopg.Error as exc:  # its code only: the text can name what it failed on
+                raise CatalogError(f"connection {self.conn.name!r}: cannot read privileges ({exc.sqlstate})") from None
+        return named(live, rows)
 
     def introspect(self, level: str, enum_limit: int, sensitive: Sequence[str]) -> Catalog:
         import psycopg

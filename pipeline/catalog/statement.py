@@ -32,7 +32,7 @@ from drsg.pipeline.catalog.masking import REDACTED, is_sensitive
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql, normalization_strategy=lowercase"}
 _CASE_INSENSITIVE = {"sqlite", "mysql"}
 #: the node kinds a statement may hold (functions are checked by name, not here)
-_NODES: tuple[type[exp.Expression], ...] = (
+_NODES: tuple[type[exp.Expr], ...] = (
     exp.Select, exp.Union, exp.Intersect, exp.Except, exp.From, exp.Join, exp.Table, exp.TableAlias,
     exp.Column, exp.Identifier, exp.Star, exp.Alias, exp.Literal, exp.Boolean, exp.Null, exp.Where,
     exp.Group, exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.Fetch, exp.With, exp.CTE,
@@ -82,6 +82,32 @@ def check(sql: str, live: LiveSchema, extra: Iterable[str] = (), *, mask: bool =
 
 def refuse(what: str) -> UsageError:
     return UsageError(f"sql: {what}")
+
+
+@dataclass
+class Lineage:
+    """What of one table or view is sensitive, worked out as :func:`check` does."""
+
+    sensitive: set[str]  # its sensitive columns, lowercased
+    reads: set[tuple[str, str]]  # the sensitive (table, column) a view's definition reads anywhere
+    unknown: str | None = None  # why a view's lineage cannot be worked out (then nothing of it is known safe)
+
+
+def lineage(live: LiveSchema, extra: Iterable[str] = ()) -> dict[tuple[str, str], Lineage]:
+    """Every table's and view's :class:`Lineage`, keyed as ``live.tables`` (``catalog grants``, the
+    role warning). A view gets a checker of its own, so ``reads`` holds what it reads, nested views included."""
+    names = list(extra)
+    shared = _Checker(live, names, True)
+    out: dict[tuple[str, str], Lineage] = {}
+    for key, table in live.tables.items():
+        checker = _Checker(live, names, True) if table.kind == "view" else shared
+        try:
+            sensitive = checker._sensitive(table)
+        except UsageError as exc:
+            out[key] = Lineage(set(), set(), str(exc).removeprefix("sql: "))
+            continue
+        out[key] = Lineage(sensitive, set(checker.read) if table.kind == "view" else set())
+    return out
 
 
 class _Checker:
@@ -134,7 +160,7 @@ class _Checker:
         self._allowed(tree)
         return tree
 
-    def _allowed(self, tree: exp.Expression) -> None:
+    def _allowed(self, tree: exp.Expr) -> None:
         """Every node a kind on the allow-list, every function and type on theirs."""
         for node in tree.walk():
             if isinstance(node, _NODES):  # structure and operators (some are functions to sqlglot: AND, OR)
@@ -168,7 +194,7 @@ class _Checker:
             nested.setdefault(table.schema, {})[table.name] = columns
         return MappingSchema(nested, dialect=self.dialect, normalize=self.live.engine in _CASE_INSENSITIVE)
 
-    def _resolve(self, tree: exp.Expression) -> list[Scope]:
+    def _resolve(self, tree: exp.Expr) -> list[Scope]:
         """Qualify every table and column against the live schema; the scopes, innermost first."""
         try:
             qualify(
@@ -290,9 +316,9 @@ class _Checker:
             flags[index] = True
         return flags
 
-    def _reads(self, scope: Scope, outputs: dict[int, list[bool]]) -> list[tuple[exp.Expression, str]]:
+    def _reads(self, scope: Scope, outputs: dict[int, list[bool]]) -> list[tuple[exp.Expr, str]]:
         """The nodes of ``scope`` that carry a sensitive value: columns and nested subqueries."""
-        hits: list[tuple[exp.Expression, str]] = []
+        hits: list[tuple[exp.Expr, str]] = []
         for column in scope.columns:
             place = self._column(scope, column, outputs)
             if place:
@@ -338,7 +364,7 @@ class _Checker:
                 if not (index < len(flags) and flags[index]) and not (index < len(top) and top[index]):
                     continue
                 name = item.alias_or_name
-                value: exp.Expression = exp.Literal.string(REDACTED)
+                value: exp.Expr = exp.Literal.string(REDACTED)
                 if any(not isinstance(agg.parent, exp.Window) for agg in item.find_all(exp.AggFunc)):
                     value = exp.Min(this=value)  # an aggregate stays one: the row count does not change
                 item.replace(exp.alias_(value, name, quoted=True))
@@ -348,7 +374,7 @@ class _Checker:
         return masked, redacted
 
 
-def _name_outputs(tree: exp.Expression) -> None:
+def _name_outputs(tree: exp.Expr) -> None:
     """Give the outputs the resolver named ``_col_N`` the expression's own text, as engines do."""
     if not isinstance(tree, exp.Select):
         return
@@ -371,7 +397,7 @@ def _source(scope: Scope | None, name: str) -> tuple[exp.Table | Scope | None, S
     return None, None
 
 
-def _in_this_scope(scope: Scope, node: exp.Expression) -> bool:
+def _in_this_scope(scope: Scope, node: exp.Expr) -> bool:
     """Whether ``node`` belongs to ``scope``'s own SELECT, not a subquery nested in it."""
     parent = node.parent
     while parent is not None and parent is not scope.expression:
@@ -381,7 +407,7 @@ def _in_this_scope(scope: Scope, node: exp.Expression) -> bool:
     return parent is scope.expression
 
 
-def _alias_ref(select: exp.Expression, column: exp.Column) -> None:
+def _alias_ref(select: exp.Expr, column: exp.Column) -> None:
     """An unqualified name left by the resolver: only an ``ORDER BY`` naming one of the outputs."""
     outputs = {n.lower() for n in getattr(select, "named_selects", [])}
     if column.find_ancestor(exp.Order) is not None and column.name.lower() in outputs:
@@ -389,9 +415,9 @@ def _alias_ref(select: exp.Expression, column: exp.Column) -> None:
     raise refuse(f"cannot tell what {column.name} reads; qualify it with its table")
 
 
-def _projection_index(select: exp.Select, node: exp.Expression) -> int | None:
+def _projection_index(select: exp.Select, node: exp.Expr) -> int | None:
     """Which projection item ``node`` sits in, or None when it is in another clause."""
-    child: exp.Expression = node
+    child: exp.Expr = node
     parent = node.parent
     while parent is not None and parent is not select:
         child, parent = parent, parent.parent
@@ -400,7 +426,7 @@ def _projection_index(select: exp.Select, node: exp.Expression) -> int | None:
     return child.index
 
 
-def _branches(tree: exp.Expression) -> Iterable[exp.Select]:
+def _branches(tree: exp.Expr) -> Iterable[exp.Select]:
     if isinstance(tree, exp.SetOperation):
         yield from _branches(tree.left)
         yield from _branches(tree.right)

@@ -149,10 +149,55 @@ def catalog_remove(obj: Context, name: str) -> None:
 @click.argument("name")
 @click.pass_obj
 def catalog_test(obj: Context, name: str) -> None:
-    """Connect once and say what answered."""
+    """Connect once and say what answered; warn (stderr) when its role can read a sensitive column."""
     from drsg.pipeline.catalog.backends import backend_for
 
-    click.echo(f"ok: {name} answered ({backend_for(_connections(obj).get(name)).test()})")
+    conn = _connections(obj).get(name)
+    backend = backend_for(conn)
+    click.echo(f"ok: {name} answered ({backend.test()})")
+    _warn_readable(obj, conn, backend)
+
+
+def _warn_readable(obj: Context, conn: Any, backend: Any) -> None:
+    """One line on stderr when the role the connection logs in as can read what drsg masks."""
+    from drsg.kernel.errors import CatalogError
+    from drsg.pipeline.catalog.connections import sensitive_names
+    from drsg.pipeline.catalog.grants import warning
+
+    if conn.sensitive_columns == "show":
+        return  # masking is off for it: the operator chose to read them
+    try:
+        readable = backend.readable(sensitive_names(conn, obj.settings))
+    except CatalogError as exc:
+        click.echo(f"warning: {exc}; whether its role can read the sensitive columns is not known", err=True)
+        return
+    if readable:
+        click.echo(warning(conn.name, readable), err=True)
+
+
+@catalog.command("grants")
+@click.argument("name")
+@click.option("--role", default=None, metavar="ROLE", help="The read role's name (default drsg_reader).")
+@json_option
+@click.pass_obj
+def catalog_grants(obj: Context, name: str, role: str | None, as_json: bool) -> None:
+    """Print the SQL that makes a read role: SELECT on every column drsg does not mask, none it masks.
+
+    PostgreSQL and MySQL/MariaDB: column-level GRANTs from the live schema (a view only when its
+    definition reads no sensitive column; what is left out is a comment saying why). Run it as a
+    superuser, then connect drsg as the role. SQLite has no roles: a usage error (exit 2)."""
+    from drsg.pipeline.catalog.backends import backend_for
+    from drsg.pipeline.catalog.connections import sensitive_names
+    from drsg.pipeline.catalog.grants import ROLE, check_role, plan, script
+
+    conn = _connections(obj).get(name)
+    role = check_role(role or ROLE)  # before connecting
+    grants = plan(backend_for(conn).live_schema(), role, sensitive_names(conn, obj.settings))
+    if as_json:
+        emit_json(grants.to_json())
+    else:
+        for line in script(grants):
+            click.echo(line)
 
 
 @catalog.command("index")
@@ -266,6 +311,7 @@ def catalog_search(
 
 def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedChoice) -> None:
     from drsg.pipeline.catalog.backends import backend_for
+    from drsg.pipeline.catalog.connections import sensitive_names
     from drsg.pipeline.catalog.find import find
     from drsg.pipeline.catalog.semantic import similar_in
 
@@ -312,7 +358,6 @@ def _choice(flags: dict[str, str | None]) -> EmbedChoice:
 
 @catalog.command("sql")
 @click.argument("statement")
-    from drsg.pipeline.catalog.connections import sensitive_names
 @conn_option
 @click.option("--limit", default=None, type=int, help="Most rows (default [catalog] row_limit).")
 @json_option
@@ -320,13 +365,16 @@ def _choice(flags: dict[str, str | None]) -> EmbedChoice:
 def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int | None, as_json: bool) -> None:
     """Run one SELECT: parsed and allowed only when safe (one SELECT; tables and columns of the live
     schema; functions from an allow-list); sensitive columns answered [REDACTED] where selected and
-    refused anywhere else; rows and time limited."""
+    refused anywhere else; rows and time limited. A warning on stderr when the connection's own role
+    can read a sensitive column (`drsg catalog grants NAME` prints a role that cannot)."""
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import run_sql
 
     conn = _pick(obj, conn_name)
     limit = limit or obj.settings["catalog.row_limit"]
-    _show(run_sql(backend_for(conn), statement, limit, obj.settings["catalog.sensitive"]), as_json)
+    backend = backend_for(conn)
+    _show(run_sql(backend, statement, limit, obj.settings["catalog.sensitive"]), as_json)
+    _warn_readable(obj, conn, backend)
 
 
 @catalog.command("schema")
