@@ -125,13 +125,13 @@ def find(
         params.append(bound)
         if note:
             notes.append(note)
-    sensitive = sensitive_pairs(catalog, backend, sensitive)
-    masked = frozenset(c.name for c in picked if (table.name.lower(), c.name.lower()) in sensitive)
+    withheld = sensitive_pairs(catalog, backend, sensitive)
+    masked = frozenset(c.name for c in picked if (table.name.lower(), c.name.lower()) in withheld)
     if table.kind == "view":  # a view's column may be a masked one renamed: the database withholds it
         masked = frozenset()
     names = [c.name for c in picked]
     sql = build_select(table.name, names, [c.name for _, c, _ in filters], backend.quote, backend.placeholder, masked)
-    rows = backend.select(sql, [*params, limit + 1], limit, sensitive)
+    rows = backend.select(sql, [*params, limit + 1], limit, withheld)
     hidden = [i for i, name in enumerate(names) if name in masked]
     rows.rows = [[REDACTED if i in hidden else v for i, v in enumerate(row)] for row in rows.rows]
     rows.redacted = sorted({*rows.redacted, *(f"{table.name}.{name}" for name in masked)})

@@ -70,6 +70,7 @@ def _allowed(engine: str) -> frozenset[str]:
     keys = set()
     for spelling in (*_COMMON, *_ENGINES[engine]):
         tree = sqlglot.parse_one(f"select {spelling}", read=_DIALECTS[engine])
+        assert isinstance(tree, exp.Select)
         node = tree.selects[0]
         node = node.this if isinstance(node, exp.Alias) else node
         node = node.this if isinstance(node, exp.Window) else node

@@ -32,7 +32,7 @@ from drsg.pipeline.catalog.masking import REDACTED, is_sensitive
 DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql, normalization_strategy=lowercase"}
 _CASE_INSENSITIVE = {"sqlite", "mysql"}
 #: the node kinds a statement may hold (functions are checked by name, not here)
-_NODES: tuple[type[exp.Expression], ...] = (
+_NODES: tuple[type[exp.Expr], ...] = (
     exp.Select, exp.Union, exp.Intersect, exp.Except, exp.From, exp.Join, exp.Table, exp.TableAlias,
     exp.Column, exp.Identifier, exp.Star, exp.Alias, exp.Literal, exp.Boolean, exp.Null, exp.Where,
     exp.Group, exp.Having, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.Fetch, exp.With, exp.CTE,
@@ -160,7 +160,7 @@ class _Checker:
         self._allowed(tree)
         return tree
 
-    def _allowed(self, tree: exp.Expression) -> None:
+    def _allowed(self, tree: exp.Expr) -> None:
         """Every node a kind on the allow-list, every function and type on theirs."""
         for node in tree.walk():
             if isinstance(node, _NODES):  # structure and operators (some are functions to sqlglot: AND, OR)
@@ -188,13 +188,15 @@ class _Checker:
                 raise refuse("SELECT … INTO writes; leave the INTO out")
 
     def _schema(self) -> MappingSchema:
-        nested: dict[str, dict[str, dict[str, str]]] = {}
+        nested: dict[str, object] = {}  # schema -> table -> column -> type
         for table in self.live.tables.values():
             columns = {c.lower() if self.live.engine in _CASE_INSENSITIVE else c: "text" for c in table.columns}
-            nested.setdefault(table.schema, {})[table.name] = columns
+            tables = nested.setdefault(table.schema, {})
+            assert isinstance(tables, dict)
+            tables[table.name] = columns
         return MappingSchema(nested, dialect=self.dialect, normalize=self.live.engine in _CASE_INSENSITIVE)
 
-    def _resolve(self, tree: exp.Expression) -> list[Scope]:
+    def _resolve(self, tree: exp.Expr) -> list[Scope]:
         """Qualify every table and column against the live schema; the scopes, innermost first."""
         try:
             qualify(
@@ -316,9 +318,9 @@ class _Checker:
             flags[index] = True
         return flags
 
-    def _reads(self, scope: Scope, outputs: dict[int, list[bool]]) -> list[tuple[exp.Expression, str]]:
+    def _reads(self, scope: Scope, outputs: dict[int, list[bool]]) -> list[tuple[exp.Expr, str]]:
         """The nodes of ``scope`` that carry a sensitive value: columns and nested subqueries."""
-        hits: list[tuple[exp.Expression, str]] = []
+        hits: list[tuple[exp.Expr, str]] = []
         for column in scope.columns:
             place = self._column(scope, column, outputs)
             if place:
@@ -343,7 +345,9 @@ class _Checker:
                 return None
             self.read.add((table.name.lower(), column.name.lower()))
             return f"{table.name}.{column.name}"
-        names = [n.lower() for n in source.expression.named_selects]
+        query = source.expression
+        assert isinstance(query, exp.Query)  # a scope's non-table source is a subquery or CTE body
+        names = [n.lower() for n in query.named_selects]
         flags = outputs.get(id(source.expression), [])
         index = names.index(column.name.lower()) if column.name.lower() in names else -1
         if 0 <= index < len(flags) and flags[index]:
@@ -364,7 +368,7 @@ class _Checker:
                 if not (index < len(flags) and flags[index]) and not (index < len(top) and top[index]):
                     continue
                 name = item.alias_or_name
-                value: exp.Expression = exp.Literal.string(REDACTED)
+                value: exp.Expr = exp.Literal.string(REDACTED)
                 if any(not isinstance(agg.parent, exp.Window) for agg in item.find_all(exp.AggFunc)):
                     value = exp.Min(this=value)  # an aggregate stays one: the row count does not change
                 item.replace(exp.alias_(value, name, quoted=True))
@@ -374,7 +378,7 @@ class _Checker:
         return masked, redacted
 
 
-def _name_outputs(tree: exp.Expression) -> None:
+def _name_outputs(tree: exp.Expr) -> None:
     """Give the outputs the resolver named ``_col_N`` the expression's own text, as engines do."""
     if not isinstance(tree, exp.Select):
         return
@@ -397,7 +401,7 @@ def _source(scope: Scope | None, name: str) -> tuple[exp.Table | Scope | None, S
     return None, None
 
 
-def _in_this_scope(scope: Scope, node: exp.Expression) -> bool:
+def _in_this_scope(scope: Scope, node: exp.Expr) -> bool:
     """Whether ``node`` belongs to ``scope``'s own SELECT, not a subquery nested in it."""
     parent = node.parent
     while parent is not None and parent is not scope.expression:
@@ -407,7 +411,7 @@ def _in_this_scope(scope: Scope, node: exp.Expression) -> bool:
     return parent is scope.expression
 
 
-def _alias_ref(select: exp.Expression, column: exp.Column) -> None:
+def _alias_ref(select: exp.Expr, column: exp.Column) -> None:
     """An unqualified name left by the resolver: only an ``ORDER BY`` naming one of the outputs."""
     outputs = {n.lower() for n in getattr(select, "named_selects", [])}
     if column.find_ancestor(exp.Order) is not None and column.name.lower() in outputs:
@@ -415,9 +419,9 @@ def _alias_ref(select: exp.Expression, column: exp.Column) -> None:
     raise refuse(f"cannot tell what {column.name} reads; qualify it with its table")
 
 
-def _projection_index(select: exp.Select, node: exp.Expression) -> int | None:
+def _projection_index(select: exp.Select, node: exp.Expr) -> int | None:
     """Which projection item ``node`` sits in, or None when it is in another clause."""
-    child: exp.Expression = node
+    child: exp.Expr = node
     parent = node.parent
     while parent is not None and parent is not select:
         child, parent = parent, parent.parent
@@ -426,7 +430,7 @@ def _projection_index(select: exp.Select, node: exp.Expression) -> int | None:
     return child.index
 
 
-def _branches(tree: exp.Expression) -> Iterable[exp.Select]:
+def _branches(tree: exp.Expr) -> Iterable[exp.Select]:
     if isinstance(tree, exp.SetOperation):
         yield from _branches(tree.left)
         yield from _branches(tree.right)
