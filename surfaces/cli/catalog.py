@@ -253,7 +253,7 @@ def catalog_index(
 
 
 @catalog.command("search")
-@click.argument("words")
+@click.argument("words", nargs=-1, required=True)
 @conn_option
 @click.option("--k", default=10, show_default=True, help="Most hits.")
 @click.option("--keyword", "bm25", is_flag=True, help="Rank by BM25 over the catalog's keyword index instead.")
@@ -263,7 +263,7 @@ def catalog_index(
 @click.pass_obj
 def catalog_search(
     obj: Context,
-    words: str,
+    words: tuple[str, ...],
     conn_name: str | None,
     k: int,
     bm25: bool,
@@ -274,10 +274,12 @@ def catalog_search(
     as_json: bool,
     as_of: AsOf | None,
 ) -> None:
-    """Tables and columns for some words (split identifiers, Chinese, aliases), offline; fused with
-    the descriptions' meaning when the catalog was indexed with --embed (hybrid: min-max, 1/1)."""
+    """Tables and columns for some WORDS (split identifiers, Chinese, aliases), offline; fused with
+    the descriptions' meaning when the catalog was indexed with --embed (hybrid: min-max, 1/1).
+    Several words may be given unquoted (`catalog search 用户 密码`): they are one query."""
     from drsg.pipeline.catalog.resolve import search
 
+    text = " ".join(words)  # unquoted words are one query, as if quoted
     conn = _pick(obj, conn_name)
     with obj.open(write=False) as db:
         embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=False)
@@ -286,9 +288,9 @@ def catalog_search(
         from drsg.surfaces.cli.search import open_indexes
         from drsg.workers.search import Searcher
 
-        query = embedder.embed([words])[0] if embedder is not None else None  # before any snapshot opens
+        query = embedder.embed([text])[0] if embedder is not None else None  # before any snapshot opens
         with obj.open(write=False) as db, open_indexes(db) as indexes:
-            hits = service.search(Searcher(db, indexes), conn, words, k, bm25=bm25, query=query, as_of=as_of)
+            hits = service.search(Searcher(db, indexes), conn, text, k, bm25=bm25, query=query, as_of=as_of)
         for hit in hits:
             where = f"{hit['table']}.{hit['column']}" if "column" in hit else hit["table"]
             if as_json:
@@ -301,7 +303,7 @@ def catalog_search(
                 click.echo(f"{hit['score']:.3f}\t{where}\tbm25")
         return
     _conn, cat = _catalog(obj, conn_name, as_of)
-    for match in search(cat, words, k):
+    for match in search(cat, text, k):
         if as_json:
             emit_json(match.to_json())
         else:

@@ -111,6 +111,21 @@ def test_search_splits_identifiers_reads_chinese_and_aliases(indexed: Callable[.
     assert top("部门名称") == "sys_dept.dept_name"
 
 
+def test_search_takes_several_unquoted_words_as_one_query(indexed: Callable[..., Ran]) -> None:
+    unquoted = indexed("catalog", "search", "用户", "密码", "--json")
+    assert unquoted.code == 0, unquoted.err  # was a usage error: one WORDS argument only
+    assert unquoted.json_lines() == indexed("catalog", "search", "用户 密码", "--json").json_lines()
+    hits = [(hit["table"], hit.get("column")) for hit in unquoted.json_lines()]
+    assert hits[0] == ("sys_user", None) and ("sys_user", "password") in hits
+    keyword = indexed("catalog", "search", "clicked", "at", "--keyword", "--json")
+    assert (
+        keyword.code == 0
+        and keyword.json_lines() == indexed("catalog", "search", "clicked at", "--keyword", "--json").json_lines()
+    )
+    none = indexed("catalog", "search")
+    assert none.code == 2 and len(none.err.splitlines()) == 1 and "WORDS" in none.err
+
+
 def test_find_answers_the_seed_question(indexed: Callable[..., Ran]) -> None:
     answer = json.loads(indexed("find", SEED, "--json").out)
     assert answer["table"] == "sys_user" and answer["rows"] == [["[REDACTED]"]] and answer["statements"] == 1
