@@ -290,6 +290,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("catalog.enum_limit", 20, _positive, "most distinct values a low-cardinality text column's sample keeps"),
     Setting("catalog.row_limit", 100, _positive, "most rows `catalog find`/`catalog sql` return (at most 1000)"),
     Setting("catalog.sensitive", (), _strings, "column names masked beside the built-in secret-like ones"),
+    Setting(
+        "catalog.statement_seconds",
+        30,
+        _positive,
+        "longest one `catalog sql`/`catalog find` statement may run, in seconds (then stopped, in the database too)",
+    ),
     Setting("server.addr", "127.0.0.1:7700", _text, "HOST:PORT to listen on (loopback unless a token is set)"),
     Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
     Setting(

@@ -17,7 +17,8 @@ from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, Table
 from drsg.pipeline.catalog.statement import Checked, LiveSchema, check
 
-#: longest a ``catalog sql`` statement may run (the servers' own limits are set to it too)
+#: longest a ``catalog sql`` statement may run by default (``[catalog] statement_seconds``; the
+#: servers' own limits are set to it too)
 STATEMENT_SECONDS = 30
 #: longest text value an enum sample keeps (a longer one is prose, not a code)
 ENUM_VALUE_CHARS = 64
@@ -52,8 +53,9 @@ class Backend(abc.ABC):
     quote_char: str = '"'
     placeholder: str = "?"
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, statement_seconds: int = STATEMENT_SECONDS) -> None:
         self.conn = conn
+        self.statement_seconds = statement_seconds  # the time limit of every statement it runs
 
     @abc.abstractmethod
     def test(self) -> str:
@@ -107,10 +109,10 @@ class Backend(abc.ABC):
         return f"select count(*) from (select 1 from {self.quote(table)} limit {COUNT_CAP}) counted"
 
 
-def timed_out() -> UsageError:
+def timed_out(seconds: int) -> UsageError:
     return UsageError(
-        f"sql: the statement ran past the {STATEMENT_SECONDS} s limit and was stopped; narrow it (a WHERE, a LIMIT, "
-        f"a bounded recursion)"
+        f"sql: the statement ran past the {seconds} s limit ([catalog] statement_seconds) and was stopped; narrow it "
+        f"(a WHERE, a LIMIT, a bounded recursion)"
     )
 
 

@@ -19,7 +19,6 @@ from urllib.parse import unquote, urlsplit
 
 from drsg.kernel.errors import CatalogError, UsageError
 from drsg.pipeline.catalog.backend import (
-    STATEMENT_SECONDS,
     Backend,
     Rows,
     enum_sample,
@@ -63,9 +62,9 @@ class MysqlBackend(Backend):
             raise CatalogError(f"connection {self.conn.name!r}: cannot connect ({_message(exc)})") from None
         with db.cursor() as cur:
             if _is_mariadb(db):
-                cur.execute(f"SET SESSION max_statement_time = {STATEMENT_SECONDS}")
+                cur.execute(f"SET SESSION max_statement_time = {self.statement_seconds}")
             else:
-                cur.execute(f"SET SESSION max_execution_time = {STATEMENT_SECONDS * 1000}")
+                cur.execute(f"SET SESSION max_execution_time = {self.statement_seconds * 1000}")
             cur.execute(f"SET SESSION optimizer_trace = 'enabled=on', optimizer_trace_max_mem_size = {_TRACE_BYTES}")
             cur.execute("START TRANSACTION READ ONLY")
         return db
@@ -316,7 +315,7 @@ class MysqlBackend(Backend):
             if code == 1064 and ";" in sql.strip().rstrip(";"):
                 raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
             if code in _TIMED_OUT:
-                raise timed_out() from None
+                raise timed_out(self.statement_seconds) from None
             # never the server's text: it can carry a value (``XPATH syntax error: '~hunter2'``)
             raise refused("the server", code) from None
         return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)

@@ -19,7 +19,6 @@ from typing import Any
 
 from drsg.kernel.errors import CatalogError, UsageError
 from drsg.pipeline.catalog.backend import (
-    STATEMENT_SECONDS,
     Backend,
     Rows,
     enum_sample,
@@ -35,7 +34,6 @@ from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 from drsg.pipeline.catalog.statement import LiveSchema
 
-STATEMENT_TIMEOUT_MS = STATEMENT_SECONDS * 1000
 _TABLES = """
 select c.oid, c.relname, c.relkind, obj_description(c.oid, 'pg_class'), c.reltuples::bigint
 from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -89,7 +87,7 @@ class PostgresBackend(Backend):
         except psycopg.Error as exc:
             raise CatalogError(f"connection {self.conn.name!r}: cannot connect ({_first_line(exc)})") from None
         db.read_only = True
-        db.execute(f"set statement_timeout = {STATEMENT_TIMEOUT_MS}")
+        db.execute(f"set statement_timeout = {self.statement_seconds * 1000}")
         return db
 
     def test(self) -> str:
@@ -205,7 +203,8 @@ class PostgresBackend(Backend):
                         # a base table's column was judged above; a view's plan names every column
                         # its scans read, so a view over a table with any withheld column is skipped
                         over = table.kind == "view" or source is not None
-                        if over and _reads_masked(_plan(db, planned, [enum_limit + 1]), withheld):
+                        plan = _plan(db, planned, [enum_limit + 1], self.statement_seconds) if over else []
+                        if over and _reads_masked(plan, withheld):
                             continue  # over a withheld column: never sampled
                         values = [row[0] for row in db.execute(sql, [enum_limit + 1], prepare=True).fetchall()]
                 except (psycopg.Error, UsageError) as exc:
@@ -240,22 +239,22 @@ class PostgresBackend(Backend):
 
     def select(self, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
         with self._open() as db:
-            return _run(db, sql, params, limit, sensitive)
+            return _run(db, sql, params, limit, sensitive, self.statement_seconds)
 
     def query(self, sql: str, limit: int, extra: Iterable[str] = ()) -> Rows:
         with self._open() as db:
             checked = self.checked(postgres_schema(db), sql, extra)
-            rows = _run(db, checked.sql, [], limit, checked.sensitive)
+            rows = _run(db, checked.sql, [], limit, checked.sensitive, self.statement_seconds)
         rows.redacted = checked.redacted
         return rows
 
 
-def _run(db: Any, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]]) -> Rows:
+def _run(db: Any, sql: str, params: list[Any], limit: int, sensitive: set[tuple[str, str]], seconds: int) -> Rows:
     """The plan checked (the second layer under ``statement.check``), then the statement run."""
     import psycopg
 
     try:
-        plan = _plan(db, sql, params)
+        plan = _plan(db, sql, params, seconds)
         if _writes(plan):
             raise UsageError("sql: only a read-only SELECT is allowed (no writes)")
         hit = _reads_masked(plan, sensitive)
@@ -277,7 +276,7 @@ def _run(db: Any, sql: str, params: list[Any], limit: int, sensitive: set[tuple[
     except psycopg.errors.ReadOnlySqlTransaction:
         raise UsageError("sql: only a read-only SELECT is allowed (no writes)") from None
     except psycopg.errors.QueryCanceled:
-        raise timed_out() from None
+        raise timed_out(seconds) from None
     except psycopg.Error as exc:
         raise refused("PostgreSQL", exc.sqlstate) from None
     return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
@@ -287,7 +286,7 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _plan(db: Any, sql: str, params: list[Any]) -> list[Any]:
+def _plan(db: Any, sql: str, params: list[Any], seconds: int) -> list[Any]:
     """The statement's plan, over the extended protocol (one statement only)."""
     import psycopg
 
@@ -297,7 +296,7 @@ def _plan(db: Any, sql: str, params: list[Any]) -> list[Any]:
         if "multiple commands" in str(exc):
             raise UsageError("sql: one statement at a time; remove everything after the first ';'") from None
         if isinstance(exc, psycopg.errors.QueryCanceled):
-            raise timed_out() from None
+            raise timed_out(seconds) from None
         raise refused("PostgreSQL", exc.sqlstate) from None  # its text can carry a value (a failed cast)
     plan = row[0]
     return plan if isinstance(plan, list) else json.loads(plan)

@@ -22,7 +22,6 @@ from urllib.parse import quote
 
 from drsg.kernel.errors import CatalogError, UsageError
 from drsg.pipeline.catalog.backend import (
-    STATEMENT_SECONDS,
     Backend,
     Rows,
     enum_sample,
@@ -176,7 +175,7 @@ class SqliteBackend(Backend):
     ) -> Rows:
         withheld: set[str] = set()
         refused: list[str] = []
-        deadline = time.monotonic() + STATEMENT_SECONDS
+        deadline = time.monotonic() + self.statement_seconds
 
         db.set_authorizer(_masking(sensitive, withheld, refused))
         # the time limit: SQLite calls this every 10,000 steps and abandons the statement on 1
@@ -191,7 +190,7 @@ class SqliteBackend(Backend):
             raise UsageError("sql: the statement and its parameters do not match; check them") from None
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc):
-                raise timed_out() from None
+                raise timed_out(self.statement_seconds) from None
             if refused or "not authorized" in str(exc):
                 raise UsageError("sql: only a read-only SELECT is allowed (no writes, ATTACH, PRAGMA)") from None
             raise refused_by("SQLite", getattr(exc, "sqlite_errorname", "SQLITE_ERROR")) from None

@@ -327,7 +327,8 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
     with obj.open(write=False) as db:
         similar = similar_in(db, conn.plane, cat, _embedder(obj, db, conn, embed, indexing=False))
         names = sensitive_names(conn, obj.settings)
-        answer = find(cat, backend_for(conn), parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
+        backend = backend_for(conn, obj.settings["catalog.statement_seconds"])
+        answer = find(cat, backend, parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
     _show(answer, as_json)
 
 
@@ -374,7 +375,7 @@ def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int 
 
     conn = _pick(obj, conn_name)
     limit = limit or obj.settings["catalog.row_limit"]
-    backend = backend_for(conn)
+    backend = backend_for(conn, obj.settings["catalog.statement_seconds"])
     _show(run_sql(backend, statement, limit, obj.settings["catalog.sensitive"]), as_json)
     _warn_readable(obj, conn, backend)
 

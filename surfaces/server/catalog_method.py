@@ -141,7 +141,8 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
         # words no name, alias or comment matches are matched by meaning when the plane has vectors
         similar = similar_in(ctx.db, conn.plane, catalog, _embedder(ctx, conn, indexing=False))
         names = sensitive_names(conn, ctx.config.settings)
-        return find(catalog, backend_for(conn), request, limit, similar, sensitive=names)
+        backend = backend_for(conn, _setting(ctx, "catalog.statement_seconds", 30))
+        return find(catalog, backend, request, limit, similar, sensitive=names)
 
     return await ctx.read(run)
 
@@ -164,7 +165,8 @@ async def catalog_sql(ctx: ServerState, p: Params) -> Any:
         from drsg.pipeline.catalog.find import run_sql
 
         conn = _connection(ctx, p.get("connection"))
-        return run_sql(backend_for(conn), str(p["sql"]), limit, _setting(ctx, "catalog.sensitive", ()))
+        backend = backend_for(conn, _setting(ctx, "catalog.statement_seconds", 30))
+        return run_sql(backend, str(p["sql"]), limit, _setting(ctx, "catalog.sensitive", ()))
 
     return await ctx.read(run)
 
