@@ -53,6 +53,19 @@ def chat_key(name: str | None = None, settings: Settings | None = None) -> tuple
     return preset.key_env, secret(preset.key_env, settings) is not None
 
 
+def check_chat_key(
+    name: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    key_env: str | None = None,
+    settings: Settings | None = None,
+) -> None:
+    """Refuse, as :func:`get_chat` would, a choice whose key is missing — without building a client:
+    a surface checks before it spends time reading what the model is to be asked about."""
+    preset, _url, _model = _choose(name, model, base_url)
+    service_key(f"the {preset.name} chat model", key_env, preset.key_env, settings)
+
+
 def _choose(name: str | None, model: str | None, base_url: str | None) -> tuple[ChatPreset, str, str]:
     chosen, base_url = provider_name(name, "openai", base_url)
     preset = CHAT_PRESETS.get(chosen)

@@ -41,12 +41,19 @@ class ModelCalls:
         key_env: str | None = None,
         settings: Settings | None = None,
         cache: AnswerCache | None = None,
+        hint: str = "",
     ) -> ModelCalls:
         """Calls to the chat model a surface chose by name (``--chat``, ``--model``, …); its key is
-        read from the environment or the settings on the first call, never passed in."""
+        read from the environment or the settings on the first call, never passed in. ``hint`` ends
+        the error a choice that cannot connect (a missing key) raises: another way the user has."""
 
         def connect() -> ChatModel:
-            return get_chat(chat, model, url, key_env, settings)
+            try:
+                return get_chat(chat, model, url, key_env, settings)
+            except ConfigError as exc:
+                if not hint:
+                    raise
+                raise ConfigError(f"{exc}, {hint}") from None
 
         return cls(chat_identity(chat, model, url), connect, cache)
 

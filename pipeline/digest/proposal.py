@@ -44,7 +44,7 @@ class Proposal:
     source: str  # the source's stable name (a canonical path)
     plane: str
     run: str
-    model: str
+    model: str | None  # None: no model was asked (a tree of code only)
     fingerprint: str
     embedder: str | None = None  # identity of the embedder behind `embedding`, when there is one
     nodes: list[ProposedNode] = field(default_factory=list)

@@ -85,13 +85,15 @@ def digest(
     progress: Progress | None = None,
 ) -> Proposal:
     run = f"{os.path.basename(doc.name.rstrip('/')) or doc.name}-{int(time.time())}"
-    proposal = Proposal(doc.name, plane, run, calls.model, decided_by(doc, options, calls.model, embedder))
-    if embedder is not None and options.embed:
+    chunks = chunk_text(doc.text, options.chunk_chars)
+    # no prose, no model: the proposal (and its commit's origin) names none rather than one never asked
+    model = calls.model if chunks else None
+    proposal = Proposal(doc.name, plane, run, model, decided_by(doc, options, calls.model, embedder))
+    if embedder is not None and options.embed and chunks:
         proposal.embedder = embedder.identity()
     proposal.notes.extend(doc.notes)
     proposal.plane_props = dict(doc.plane_props)
     parsed = _parsed_facts(doc)
-    chunks = chunk_text(doc.text, options.chunk_chars)
     start = _usage(calls, embedder)
     if not chunks:
         proposal.notes.append(NO_PROSE)
@@ -192,6 +194,12 @@ def _add_facts(proposal: Proposal, doc: Document, parsed: dict[str, FactNode], k
         "skipped": len(reading.skipped),
     }
     proposal.report["facts"] = reading.facts
+    kept = proposal.nodes[-len(parsed) :] if parsed else []  # the parsed facts, appended above
+    proposal.report["parsed"] = {
+        "nodes": len(kept),
+        "new": sum(1 for node in kept if not node.linked),
+        "edges": sum(len(result.output.edges) for result in reading.results),
+    }
     proposal.report["preprocessed"] = [
         {"handler": r.handler.manifest.ident, "facts": len(r.output.nodes) + len(r.output.edges), "files": len(r.files)}
         for r in doc.reading.results

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,11 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     files always skipped) and each file routed by extension: code a handler claims (Python built in; parser
     plugins from `drsg plugin install`) is parsed into facts with no model call, the rest is prose. A tree
     whose parsed keys another tree already defines in the plane is refused before any model call (digest it
-    into a plane of its own, or --forget the other tree first); the same tree again updates in place."""
+    into a plane of its own, or --forget the other tree first); the same tree again updates in place.
+    A tree of code alone asks no model: its summary counts the parsed nodes and edges, and `--json`
+    names no model. Without the chat model's key a file or URL is refused before anything is read
+    (a saved preview can still be applied); a tree is read first, as it may hold no prose, and the
+    error offers --code-only."""
     from drsg.pipeline.digest.run import check_mode
 
     if flags["list_sources"]:
@@ -92,7 +96,32 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     if is_url(source):
         _digest_url(obj, source, plane_for(source, plane), flags)
         return
+    check_chat_key_first(obj, source, plane_for(source, plane), flags)
     _digest(obj, source, plane_for(source, plane), flags)
+
+
+def check_chat_key_first(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
+    """A URL or a file is prose for the chat model: without its key, refuse before any crawl or read
+    (unless --apply has a saved preview to apply, which needs no model). A tree may hold no prose at
+    all, so its key is checked at the first call the answer cache cannot answer, --code-only offered."""
+    from drsg.kernel.errors import ConfigError
+    from drsg.models.chat.providers import check_chat_key
+    from drsg.pipeline.code.walk import digest_folder
+    from drsg.pipeline.digest.proposal import PreviewStore
+    from drsg.pipeline.digest.sources import source_name
+
+    if not is_url(source) and not Path(source).expanduser().is_file():
+        return
+    saved = PreviewStore(digest_folder(obj.db_path) / "previews").path(plane, source_name(source))
+    if flags["do_apply"] and saved.exists():
+        return
+    try:
+        check_chat_key(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
+    except ConfigError as exc:
+        what = "a crawled page is prose" if is_url(source) else f"{Path(source).name} is read as prose"
+        raise ConfigError(
+            f"{exc} — {what}, for the chat model, so nothing was read (a local model takes no key: --chat ollama)"
+        ) from None
 
 
 def is_url(source: str) -> bool:
@@ -157,17 +186,20 @@ def digest_flags(ctx: click.Context, obj: Context, **given: Any) -> dict[str, An
 
 
 def _digest(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
+    shown: list[str] = []  # the reading's notes, printed before any model call: not again in the summary
+
     def show(doc: Any) -> None:
         if not flags["as_json"]:
             _print_reading(doc, flags["accounting"] + obj.verbose)
             for note in doc.notes:
                 click.echo(f"  note: {note}")
+            shown.extend(doc.notes)
 
     done = run_digest(obj, source, plane, flags, show)
     if done.saved is not None:
-        _print_preview(done.proposal, done.saved, flags["as_json"])
+        _print_preview(done.proposal, done.saved, flags["as_json"], shown=shown)
     else:
-        _print_applied(done.proposal, done.applied, done.created, flags["as_json"])
+        _print_applied(done.proposal, done.applied, done.created, flags["as_json"], shown=shown)
 
 
 def run_digest(
@@ -205,7 +237,9 @@ def run_digest(
     previews = PreviewStore(folder / "previews")
     cache = None if flags["no_cache"] else AnswerCache(folder / "cache")
     chat = (flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"])
-    calls = ModelCalls.for_chat(*chat, obj.settings, cache)  # connects on the first call the cache cannot answer
+    code_only = doc.reading is None or tree_options_of(obj, flags).code_only
+    hint = "" if code_only else "or leave the tree's prose out with --code-only (its code needs no model)"
+    calls = ModelCalls.for_chat(*chat, obj.settings, cache, hint)  # connects on the first call the cache cannot answer
     model = calls.model
     with obj.open(write=True) as db:
         embedder = None
@@ -235,6 +269,7 @@ def _digest_url(obj: Context, source: str, plane: str, flags: dict[str, Any]) ->
     from drsg.pipeline.fetch.crawl import budget_for, read_url
 
     budget = budget_for(obj.settings, flags["pages"], flags["depth"])
+    check_chat_key_first(obj, source, plane, flags)  # after the budget's own refusals, before any request
 
     def progress(done: int, total: int, url: str) -> None:
         click.echo(f"fetched {done}/{total} {url}", err=True)
@@ -335,26 +370,39 @@ class _progress:
             self._bar.__exit__(None, None, None)
 
 
-def _summary(proposal: Any) -> list[str]:
+def _summary(proposal: Any, shown: Collection[str] = ()) -> list[str]:
+    """The summary: what the prose gave (when there was prose, or nothing was parsed either), what the
+    code gave, the model's cost, and the notes not ``shown`` already."""
     from drsg.pipeline.digest.run import NO_PROSE
 
     r = proposal.report
+    parsed = r.get("parsed")
     lines = [] if r["chunks"] else [NO_PROSE]
-    lines += [
-        f"digest: {r['chunks']} chunks → {r['entities']} new entities ({r['linked']} linked to existing), "
-        f"{r['relations']} relations ({r['dropped_relations']} dangling dropped)",
+    if r["chunks"] or not parsed:
+        lines.append(
+            f"digest: {r['chunks']} chunks → {r['entities']} new entities ({r['linked']} linked to existing), "
+            f"{r['relations']} relations ({r['dropped_relations']} dangling dropped)"
+        )
+    if parsed:
+        lines.append(
+            f"{'  + ' if r['chunks'] else 'digest: '}{parsed['nodes']} parsed nodes ({parsed['new']} new), "
+            f"{parsed['edges']} parsed edges from {r['files']['read']} file(s)"
+        )
+    lines.append(
         f"  {r['chat_requests']} chat request(s); tokens {r['input_tokens']} in / {r['output_tokens']} out / "
-        f"{r['embed_tokens']} embed",
-    ]
-    lines.extend(f"  note: {note}" for note in proposal.notes if note != NO_PROSE)
+        f"{r['embed_tokens']} embed"
+    )
+    lines.extend(f"  note: {note}" for note in proposal.notes if note != NO_PROSE and note not in shown)
     return lines
 
 
-def _print_preview(proposal: Any, saved: Path, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+def _print_preview(
+    proposal: Any, saved: Path, as_json: bool, extra: dict[str, Any] | None = None, shown: Collection[str] = ()
+) -> None:
     if as_json:
         emit_json({**proposal.to_json(lean=True), "preview": str(saved), **(extra or {})})
         return
-    for line in _summary(proposal):
+    for line in _summary(proposal, shown):
         click.echo(line)
     _verbose_passes(proposal)
     for node in proposal.nodes[:SHOWN_NODES]:
@@ -375,7 +423,12 @@ def _verbose_passes(proposal: Any) -> None:
 
 
 def _print_applied(
-    proposal: Any, applied: Any, created: bool, as_json: bool, extra: dict[str, Any] | None = None
+    proposal: Any,
+    applied: Any,
+    created: bool,
+    as_json: bool,
+    extra: dict[str, Any] | None = None,
+    shown: Collection[str] = (),
 ) -> None:
     if as_json:
         emit_json(
@@ -398,7 +451,7 @@ def _print_applied(
         return
     if created:
         click.echo(f"created plane '{proposal.plane}'")
-    for line in _summary(proposal):
+    for line in _summary(proposal, shown):
         click.echo(line)
     click.echo(f"applied: wrote {applied.nodes_created} nodes, {applied.edges_created} edges")
     if applied.nodes_updated:

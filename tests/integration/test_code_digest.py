@@ -180,6 +180,36 @@ def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg, fake, tm
     assert prose.code == 2 and "NO_SUCH_KEY" in prose.err  # the README is prose: it needs the model and a key
 
 
+def test_a_code_digest_counts_what_it_parsed_says_each_note_once_and_names_no_model(
+    drsg, fake, tmp_path, db_path
+) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    undefined_call()\n\nclass K:\n    def m(self):\n        pass\n")
+    (root / "README.md").write_text("# proj\n\nIt runs things.\n")
+    ran = drsg("digest", str(root), "--code-only")
+    assert ran.code == 0, ran.err
+    notes = [line for line in ran.lines() if line.startswith("  note:")]
+    assert len(notes) == 1 and "named nothing defined here" in notes[0]  # was printed twice
+    preview = json.loads(drsg("digest", str(root), "--code-only", "--json").out)
+    nodes, edges = len(preview["nodes"]), len(preview["edges"])
+    assert nodes == 4 and edges == 3
+    assert "digest: 4 parsed nodes (4 new), 3 parsed edges from 1 file(s)" in ran.lines()
+    assert not any("0 chunks" in line for line in ran.lines())  # was "0 chunks → 0 new entities" over 4 nodes
+    assert preview["model"] is None and preview["embedder"] is None  # no model was asked
+    assert preview["report"]["parsed"] == {"nodes": 4, "new": 4, "edges": 3}
+    applied = drsg("digest", str(root), "--code-only", "--apply")
+    assert applied.code == 0 and "applied: wrote 4 nodes, 3 edges" in applied.lines()
+    again = drsg("digest", str(root), "--code-only")
+    assert "digest: 4 parsed nodes (0 new), 3 parsed edges from 1 file(s)" in again.lines()
+    assert drsg("log", "--json").json_lines()[-1]["origin"]["model"] is None
+    # without a key, the README (prose) needs the model: the error offers --code-only
+    nokey = drsg("digest", str(root), "-p", "other")
+    assert nokey.code == 2 and len(nokey.err.splitlines()) == 1, nokey.err
+    assert "needs OPENAI_API_KEY" in nokey.err and "--code-only" in nokey.err
+    assert fake.requests == []
+
+
 def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path / "mylib" / "src"
     (root / "mylib").mkdir(parents=True)

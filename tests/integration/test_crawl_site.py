@@ -283,6 +283,17 @@ def test_apply_after_a_preview_reuses_it_with_no_model_call(drsg, fake, configur
     assert listed.startswith(f"{root}  (commits ")  # the ledger knows the crawl by its root URL
 
 
+def test_a_missing_key_is_refused_before_any_page_is_fetched(
+    drsg, fake, configured, site, db_path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("CRAWL_CHAT_KEY")
+    hits = len(site.hits)
+    ran = digest(drsg, fake, site.url + "/", "--plane", "web")
+    assert ran.code == 2 and len(ran.err.splitlines()) == 1, ran.err
+    assert "needs CRAWL_CHAT_KEY; export it" in ran.err and "nothing was read" in ran.err
+    assert len(site.hits) == hits and fake.requests == [] and not db_path.exists()  # the crawl used to run first
+
+
 def test_cli_user_errors_are_one_line_and_write_nothing(drsg, fake, configured, site, db_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     ScriptedModel().install(fake)
     missing = digest(drsg, fake, site.url + "/no-such-page", "--plane", "web")

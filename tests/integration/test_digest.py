@@ -341,6 +341,7 @@ def test_user_errors_are_one_line_and_write_nothing(drsg, fake, model, doc, tmp_
     monkeypatch.chdir(tmp_path)
     nokey = drsg("digest", str(doc), "--chat", "openai", "--no-embed", "--apply")
     assert nokey.code == 2 and "needs OPENAI_API_KEY; export it or put it under [llm] in drsg.toml" in nokey.err
+    assert f"{doc.name} is read as prose, for the chat model, so nothing was read" in nokey.err  # checked first
     assert not db_path.exists()  # the failed command left no database behind
     # a URL is crawled: these are refused before any request (no test here may reach off this machine)
     over = drsg("digest", "https://example.com/page", "--no-embed", "--pages", "11")
