@@ -4,7 +4,9 @@ queries in a read-only transaction with a statement timeout.
 Masking asks the database which columns a statement reads: before it runs, the statement is
 planned with ``EXPLAIN (VERBOSE, FORMAT JSON)`` — views expanded, ``*`` spelled out, every CTE,
 subquery and UNION branch a node — and a statement whose plan reads a masked column anywhere
-(an output, a filter, an index condition) is refused, naming the column. ``find`` never selects a
+(an output, a filter, an index condition) is refused, naming the column. A scan's whole row that
+a join above it does not use is not a read (``_read_text``): a view joining a table that holds a
+password, without outputting it, is readable. ``find`` never selects a
 masked column (it asks for ``NULL`` in its place and answers ``[REDACTED]``). Every statement
 goes over the extended protocol (``prepare=True``), which takes exactly one statement, so nothing
 can be stacked behind it; a plan that writes (``ModifyTable``) is refused, and the read-only
@@ -200,8 +202,8 @@ class PostgresBackend(Backend):
                 planned = sql if source is None else self.sample_sql(table.name, column.name, source)
                 try:
                     with db.transaction():
-                        # a base table's column was judged above; a view's plan names every column
-                        # its scans read, so a view over a table with any withheld column is skipped
+                        # a base table's column was judged above; a view's column is skipped when its
+                        # plan reads a withheld column (``_read_text``: what the view uses, not its scans' rows)
                         over = table.kind == "view" or source is not None
                         plan = _plan(db, planned, [enum_limit + 1], self.statement_seconds) if over else []
                         if over and _reads_masked(plan, withheld):
@@ -350,28 +352,77 @@ def _writes(plan: Any) -> bool:
     return any(node.get("Node Type") == "ModifyTable" for node in _nodes(plan))
 
 
+#: nodes that pass their child's rows up unchanged: their Output is the child's
+_PASS_THROUGH = {
+    "Hash", "Sort", "Incremental Sort", "Materialize", "Memoize", "Limit", "Unique", "Gather", "Gather Merge",
+    "LockRows",
+}  # fmt: skip
+#: nodes that name, by the children's aliases, every child column they use (in their Output or conditions)
+_PROJECTING = {"Nested Loop", "Hash Join", "Merge Join", "Aggregate", "WindowAgg", "Result", "ProjectSet", "Group"}
+#: a node's keys that name things, not values it reads
+_NAMES = {
+    "Node Type",
+    "Relation Name",
+    "Schema",
+    "Alias",
+    "Index Name",
+    "CTE Name",
+    "Subplan Name",
+    "Parent Relationship",
+}
+_BARE = re.compile(r'^(?:(?:"(?:[^"]|"")+"|[\w$]+)\.)?(?:"(?:[^"]|"")+"|[\w$]+)$')
+
+
+def _read_text(plan: Any) -> list[tuple[dict[str, Any], str]]:
+    """Each node with the text of what it reads, lowercased: its conditions and keys, and its Output
+    where that is read. A scan emits its table's whole row (the planner's physical target list) and
+    a Hash or Sort passes it on; where their parent names what it uses (a join, an aggregate), the
+    columns it does not use are not read. Everything else counts: the top node's Output (what the
+    statement returns), the rows a subquery, CTE or UNION branch hands over, and any computed
+    expression in an Output."""
+    out: list[tuple[dict[str, Any], str]] = []
+    stack = [(p.get("Plan", p), True) for p in plan] if isinstance(plan, list) else [(plan, True)]
+    while stack:
+        node, exposed = stack.pop()
+        kind = str(node.get("Node Type", ""))
+        wide = "Relation Name" in node or kind in _PASS_THROUGH  # its Output may carry unused columns
+        shown = [item for item in node.get("Output", []) if exposed or not wide or not _BARE.match(str(item).strip())]
+        rest = {k: v for k, v in node.items() if k not in _NAMES and k not in ("Plans", "Output")}
+        out.append((node, json.dumps([rest, shown], ensure_ascii=False).lower()))
+        for child in node.get("Plans", []):
+            if child.get("Parent Relationship") in ("InitPlan", "SubPlan") or kind not in _PASS_THROUGH | _PROJECTING:
+                stack.append((child, True))  # a subplan's, subquery's or branch's rows are all handed over
+            else:
+                stack.append((child, exposed and kind in _PASS_THROUGH))
+    return out
+
+
 def _reads_masked(plan: Any, sensitive: set[tuple[str, str]]) -> str | None:
-    """The first masked column a plan touches, as "table.column". Conservative: a node on a masked
-    table that names the column anywhere in its outputs or conditions counts, and so does any node
-    naming it qualified by an alias of that table."""
+    """The first masked column a plan reads (:func:`_read_text`), as "table.column": named bare
+    on a node over the masked table, or qualified by an alias of it anywhere."""
     if not sensitive:
         return None
     masked_tables = {t for t, _ in sensitive}
     aliases: dict[str, str] = {}
-    nodes = _nodes(plan)
-    for node in nodes:
+    nodes = _read_text(plan)
+    for node, _ in nodes:
         relation = str(node.get("Relation Name", "")).lower()
         if relation in masked_tables:
             aliases[str(node.get("Alias", relation)).lower()] = relation
-    for node in nodes:
-        text = json.dumps({k: v for k, v in node.items() if k != "Plans"}, ensure_ascii=False).lower()
+    for node, text in nodes:
         relation = str(node.get("Relation Name", "")).lower()
         for table, column in sensitive:
-            if relation == table and re.search(rf"(?<![\w$]){re.escape(column)}(?![\w$])", text):
+            name = _ident(column)
+            if relation == table and re.search(rf"(?<![\w$]){name}(?![\w$])", text):
                 return f"{table}.{column}"
             for alias, aliased in aliases.items():
                 # ``u.password``, or ``u.*``: a whole-row reference (row_to_json(u), u::text) reads every column
-                named = rf"(?<![\w$]){re.escape(alias)}\.(?:{re.escape(column)}(?![\w$])|\*)"
+                named = rf"(?<![\w$]){_ident(alias)}\.(?:{name}(?![\w$])|\*)"
                 if aliased == table and re.search(named, text):
                     return f"{table}.{column}"
     return None
+
+
+def _ident(name: str) -> str:
+    """A pattern for a name as a plan prints it, bare or quoted (``"pass word"``, JSON-escaped)."""
+    return rf'(?:{re.escape(name)}|\\"{re.escape(name)}\\")'

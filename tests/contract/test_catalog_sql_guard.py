@@ -68,6 +68,27 @@ class Guard:
         )
         assert case["rows"] == [["[REDACTED]", "a"], ["[REDACTED]", None]]
 
+    def test_a_view_joining_a_masked_table_is_read_unless_it_outputs_the_secret(self) -> None:
+        # a view that joins sys_user for its name reads no password, on every engine (PostgreSQL's
+        # plan check once counted the scan's whole row as read and refused it for every role)
+        answer = self.sql("SELECT * FROM paid_orders ORDER BY id")
+        assert answer["columns"] == ["id", "amount", "name"] and answer["redacted"] == []
+        assert [[row[0], row[2]] for row in answer["rows"]] == [[1, "张三"], [3, "李四"]]
+        joined = self.sql("SELECT o.id, u.name FROM orders o JOIN sys_user u ON u.id = o.user_id ORDER BY o.id")
+        assert joined["rows"] == [[1, "张三"], [2, "张三"], [3, "李四"]]
+        self.alter("CREATE VIEW paid_pw AS SELECT o.id, u.password FROM orders o JOIN sys_user u ON u.id = o.user_id")
+        for view in ("paid_pw", "user_secrets"):
+            if not self.MASKS_VIEW_OUTPUT:
+                assert "masked column" in self.refused(f"SELECT * FROM {view}")
+                continue
+            masked = self.sql(f"SELECT * FROM {view}")
+            assert not leaked(masked) and masked["rows"] and masked["redacted"], masked
+            assert all("[REDACTED]" in row for row in masked["rows"]), masked
+
+    #: a view whose output carries a password answers it [REDACTED] (MariaDB: its trace shows the
+    #: view's own SELECT, password and all, so the server layer refuses it instead)
+    MASKS_VIEW_OUTPUT = True
+
     def test_a_column_added_after_indexing_is_masked(self) -> None:  # item 15
         self.alter("CREATE TABLE late_added (id INTEGER PRIMARY KEY, name VARCHAR(20), reset_token VARCHAR(64))")
         self.alter(f"INSERT INTO late_added VALUES (1, 'x', '{SECRET}')")
@@ -241,6 +262,7 @@ def maria_guard(maria_server: MariaServer) -> MariaServer:
 
 class TestMariadb(Guard):
     SIDE_EFFECTS = ("SELECT GET_LOCK('drsg', 1)", "SELECT RELEASE_ALL_LOCKS()", "SELECT SLEEP(1)")
+    MASKS_VIEW_OUTPUT = False
     #: the server ends a recursion itself (max_recursive_iterations): a billion-row join instead
     FOREVER = (
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) "
