@@ -28,8 +28,10 @@ from drsg.kernel.errors import UsageError
 from drsg.pipeline.catalog.functions import allowed_function, allowed_type
 from drsg.pipeline.catalog.masking import REDACTED, is_sensitive
 
-#: sqlglot's dialect per engine; MySQL/MariaDB compare column names case-insensitively
-DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql, normalization_strategy=lowercase"}
+#: sqlglot's dialect per engine. SQLite and MySQL/MariaDB compare column names case-insensitively,
+#: quoted (`Mixed Col`) or not, so every name is resolved lowercased there and spelled back as the
+#: database holds it (``_Checker._respell``); PostgreSQL's quoted names keep their case.
+DIALECTS = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql, normalization_strategy=case_insensitive"}
 _CASE_INSENSITIVE = {"sqlite", "mysql"}
 #: the node kinds a statement may hold (functions are checked by name, not here)
 _NODES: tuple[type[exp.Expr], ...] = (
@@ -61,10 +63,15 @@ class LiveTable:
 class LiveSchema:
     engine: str
     default: str  # the schema an unqualified name is in
-    tables: dict[tuple[str, str], LiveTable] = field(default_factory=dict)  # (schema, name), lowercased
+    tables: dict[tuple[str, str], LiveTable] = field(default_factory=dict)  # by :meth:`key`
+
+    def key(self, schema: str, name: str) -> tuple[str, str]:
+        """A table's key: lowercased where the engine resolves names so; PostgreSQL's as spelled
+        (``"Orders"`` and ``orders`` are two tables there)."""
+        return (schema.lower(), name.lower()) if self.engine in _CASE_INSENSITIVE else (schema, name)
 
     def add(self, table: LiveTable) -> None:
-        self.tables[(table.schema.lower(), table.name.lower())] = table
+        self.tables[self.key(table.schema, table.name)] = table
 
 
 @dataclass
@@ -126,7 +133,12 @@ class _Checker:
             for item in tree.expressions:
                 if not isinstance(item, exp.Alias | exp.Column | exp.Star):
                     item.meta["drsg_bare"] = item.sql(self.dialect)  # the name the engine would give it
+        for select in _branches(tree):
+            for item in select.expressions:
+                if isinstance(item, exp.Alias | exp.Column):
+                    item.meta["drsg_name"] = item.alias_or_name  # as written: the resolver may lowercase it
         scopes = self._resolve(tree)
+        self._respell(tree, scopes)
         outputs = self._lineage(scopes, strict=True)
         _name_outputs(tree)
         masked, redacted = self._mask(tree, scopes[-1], outputs) if self.mask else ([], [])
@@ -190,7 +202,7 @@ class _Checker:
     def _schema(self) -> MappingSchema:
         nested: dict[str, object] = {}  # schema -> table -> column -> type
         for table in self.live.tables.values():
-            columns = {c.lower() if self.live.engine in _CASE_INSENSITIVE else c: "text" for c in table.columns}
+            columns = {c: "text" for c in table.columns}  # folded by the dialect (SQLite: ASCII only)
             tables = nested.setdefault(table.schema, {})
             assert isinstance(tables, dict)
             tables[table.name] = columns
@@ -220,8 +232,33 @@ class _Checker:
                     self._table(source)
         return scopes
 
+    def _respell(self, tree: exp.Query, scopes: list[Scope]) -> None:
+        """Names as the database spells them where the resolver lowercased them: each table and its
+        columns (MariaDB's table names are case-sensitive), and each output as the statement wrote it."""
+        for scope in scopes:
+            for column in scope.columns:
+                source, _ = _source(scope, column.table)
+                if isinstance(source, exp.Table):
+                    spelled = {c.lower(): c for c in self._table(source).columns}.get(column.name.lower())
+                    if spelled is not None:
+                        column.set("this", exp.to_identifier(spelled, quoted=True))
+            for source in scope.sources.values():
+                if isinstance(source, exp.Table):
+                    table = self._table(source)
+                    source.set("this", exp.to_identifier(table.name, quoted=True))
+                    source.set("db", exp.to_identifier(table.schema, quoted=True))
+        for select in _branches(tree):
+            for item in select.expressions:
+                if not isinstance(item, exp.Alias):
+                    continue
+                name = item.meta.get("drsg_name") or item.this.meta.get("drsg_name")
+                if name is None and isinstance(item.this, exp.Column):
+                    name = item.this.name  # a column ``*`` stood for: its own spelling
+                if name and name.lower() == item.alias.lower():
+                    item.set("alias", exp.to_identifier(name, quoted=True))
+
     def _table(self, node: exp.Table) -> LiveTable:
-        key = (node.db.lower(), node.name.lower())
+        key = self.live.key(node.db, node.name)
         table = self.live.tables.get(key)
         if table is None or node.catalog or not isinstance(node.this, exp.Identifier):
             raise refuse(
@@ -256,7 +293,7 @@ class _Checker:
         """A view's sensitive columns by lineage: its definition checked like a statement (allowed
         nodes and functions only), each output sensitive when its expression reads a sensitive
         column. A view whose lineage cannot be worked out is refused."""
-        key = (table.schema.lower(), table.name.lower())
+        key = self.live.key(table.schema, table.name)
         if key in self.views:
             return self.views[key]
         if self.depth > 16 or not table.definition:
