@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DRSG := $(BIN)/drsg
 DEMO_DB := demo/graph.drsg
 
-.PHONY: setup demo test lint bench clean plugins browser databases
+.PHONY: setup demo test lint bench clean plugins browser databases docs
 
 # setup.py builds the one C module (workers/_fusion.c) in place: a change to either reinstalls.
 $(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c
@@ -70,6 +70,11 @@ databases:
 # The whole test suite (what CI runs).
 test: lint plugins browser databases
 	$(BIN)/python -m pytest -q
+
+# docs/reference/: the CLI's help, the settings registry and the JSON-RPC methods, generated from the
+# code (tests/unit/test_docs.py fails when the committed pages are stale).
+docs: setup
+	$(BIN)/python -m drsg.surfaces.cli.reference
 
 bench: setup
 	bash tests/bench/run_all.sh

@@ -13,7 +13,7 @@ empty variable counts as unset. The file is read once, here, and every section i
 
 A ``DRSG_<SECTION>_…`` variable that names no setting is refused the same way; other ``DRSG_*``
 variables (``DRSG_DB``, ``DRSG_CONFIG``, the test suite's) are not settings and are left alone.
-``drsg config`` prints :meth:`Settings.entries`; the README's Configuration tables are held to this registry.
+``drsg config`` prints :meth:`Settings.entries`; docs/reference/settings.md is generated from this registry.
 """
 
 from __future__ import annotations

@@ -134,11 +134,11 @@ def script(grants: Grants) -> list[str]:
     for table, columns in grants.granted:
         listed = ", ".join(q(c) for c in columns)
         lines.append(f"GRANT SELECT ({listed}) ON {q(table.schema)}.{q(table.name)} TO {role};")
-    if grants.engine == "mysql" and any(table.kind == "view" for table, _ in grants.granted):
-        lines.append(
-            "-- information_schema hides a view's definition from a column-level grant, so `drsg catalog sql` as "
-            "this role cannot check a view's lineage and refuses it (query its tables)"
-        )
+    if grants.engine == "mysql":  # information_schema hides a view's definition from a column-level grant
+        views = [table for table, _ in grants.granted if table.kind == "view"]
+        if views:
+            lines.append("-- SHOW VIEW: `drsg catalog sql` reads a view's definition to check what it reads")
+        lines += [f"GRANT SHOW VIEW ON {q(table.schema)}.{q(table.name)} TO {role};" for table in views]
     for table, column, why in grants.withheld:
         lines.append(_comment(f"withheld: {_name(table)}.{column} ({why})"))
     for table, why in [*grants.left_out, *grants.unknown]:

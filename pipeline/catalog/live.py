@@ -138,5 +138,36 @@ def mysql_schema(cur: Any) -> LiveSchema:
         if (schema, name) in tables:
             tables[(schema, name)].definition = definition or None  # empty: the user may not see it
     for table in tables.values():
+        if table.kind == "view" and table.definition is None:
+            table.definition = _shown_view(cur, table.schema, table.name)
         live.add(table)
     return live
+
+
+def _shown_view(cur: Any, schema: str, name: str) -> str | None:
+    """A view's SELECT from ``SHOW CREATE VIEW``, for a role information_schema hides it from (one
+    with column grants only; SHOW VIEW is enough here), its tables qualified by the view's own
+    database, as the server prints them bare. None when it cannot be read or parsed."""
+    import pymysql
+
+    try:
+        cur.execute(f"SHOW CREATE VIEW {_backticked(schema)}.{_backticked(name)}")
+        row = cur.fetchone()
+    except pymysql.MySQLError:
+        return None
+    try:
+        tree = sqlglot.parse_one(str(row[1]), read="mysql") if row and len(row) > 1 else None
+    except SqlglotError:
+        return None
+    query = tree.expression if isinstance(tree, exp.Create) else None
+    if not isinstance(query, exp.Query):
+        return None
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    for node in query.find_all(exp.Table):
+        if not node.db and node.name.lower() not in ctes:
+            node.set("db", exp.to_identifier(schema, quoted=True))
+    return query.sql("mysql")
+
+
+def _backticked(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
