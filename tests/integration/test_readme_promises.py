@@ -1,4 +1,5 @@
-"""README promises of the CLI that had no test of their own, through the real `drsg` command:
+"""Promises the docs make of the CLI (docs/graph.md, docs/time-travel.md, docs/commands.md) that had
+no test of their own, through the real `drsg` command:
 `export --as-of`, `--as-of` an RFC 3339 time on `get`/`neighbors`/`export`, `log --from/--to`,
 `log --follow` (a real process, fed by another one), `node put --replace`, `plane set-props`."""
 
@@ -35,7 +36,7 @@ def _after(ms: int) -> None:
 
 
 def _times_of(ms: int) -> list[str]:
-    """Every spelling README allows for one instant: RFC 3339 in UTC, with an offset, and TIME ms."""
+    """Every spelling docs/time-travel.md allows for one instant: RFC 3339 in UTC, with an offset, and TIME ms."""
     return [_rfc3339(ms), _rfc3339(ms, IST), f"TIME {ms}"]
 
 

@@ -1,4 +1,4 @@
-"""`drsg serve`'s `[server]` settings that README promises, each against a real server process:
+"""`drsg serve`'s `[server]` settings that docs/reference/settings.md promises, each against a real server process:
 `query_timeout_secs` (-32000), `max_concurrent` (the call past it waits its turn),
 `shutdown_timeout_secs` (on SIGTERM the call in flight finishes, then the server exits), `tls`
 (HTTPS with the configured certificate) and `allowed_origins` (that origin gets in, with the CORS
