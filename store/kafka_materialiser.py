@@ -32,11 +32,9 @@ at any point resumes from there; the broker's committed offsets are never used.
 
 Why no consumer group, and not faust: every node needs every record of the one partition, in
 order, while a group hands a partition to one member alone. So the node follows the partition with
-a plain ``assign()`` consumer of kafka-python (store/kafka_log.py), which sees a new record 6-15 ms
-after its acknowledgement on tansu. Measured against the same tansu 0.6.0 for comparison,
-faust-streaming 0.15.3 (aiokafka 0.14.0, defaults, session timeout 3 s) joined its group and got
-its first record 4.1 s after start, then delivered all 60 records sent 4 a second, but in batches
-about 0.75 s apart: a delivery lag of 434 ms p50 and 2.7 s p99.
+a plain ``assign()`` consumer of kafka-python (store/kafka_log.py), which delivers a new record far
+sooner than faust's batches (the figures: tests/bench/RESULTS.md, "Kafka: what the broker and the
+client were measured to do").
 """
 
 from __future__ import annotations

@@ -22,14 +22,12 @@ When the group hands shards out again, the member saves every index it holds fir
 starts from there), then keeps only the indexes of the shards it was given. On SIGTERM it saves and
 leaves the group, so the others take over at once rather than after the session timeout.
 
-Why kafka-python's group, not faust-streaming agents: measured against the same tansu 0.6.0, a
-faust agent (aiokafka 0.14) got its records in batches about 0.75 s apart — 434 ms p50 and 2.7 s
-p99 from send to delivery — where a member here is woken by its node's own copy (commit-to-
-searchable ~the node's own; tests/bench/bench_kafka.py), and kafka-python's group protocol is the
-only part of the group used. Measured on tansu with session timeout 3 s: a member killed or
-paused loses its shards to the others 4-8 s later; a new member is given shards 2-5 s after it
-joins. kafka-python completes a rebalance only inside a ``poll`` allowed to wait (``poll(0)`` in a
-busy loop never finishes a join), so the group is followed by a thread of its own.
+Why kafka-python's group, not faust-streaming agents: a faust agent gets its records in batches,
+where a member here is woken by its node's own copy, and kafka-python's group protocol is the only
+part of the group used (how long a hand-over takes, and faust's delivery lag: tests/bench/RESULTS.md,
+"Kafka: what the broker and the client were measured to do"). kafka-python completes a rebalance
+only inside a ``poll`` allowed to wait (``poll(0)`` in a busy loop never finishes a join), so the
+group is followed by a thread of its own.
 """
 
 from __future__ import annotations
