@@ -112,12 +112,14 @@ def read_tree(
     options: Mapping[str, Options] | None = None,
     progress: Progress | None = None,
     memo: ParseMemo | None = None,
+    only: str | None = None,
 ) -> Reading:
     """Route and read every admitted file of ``walk`` (see the module docstring); ``memo`` reuses
-    the parses of files whose inputs did not change (``parsed.py``)."""
+    the parses of files whose inputs did not change (``parsed.py``). ``only``: the one file to read,
+    the rest of the walk its handler's context (what it may list and read)."""
     chosen = pick_handler(forced, handlers) if forced is not None else None
     tree = SourceTree(walk.root, walk.files)
-    claimed, unclaimed = route(walk.files, handlers, chosen)
+    claimed, unclaimed = route([only] if only is not None else walk.files, handlers, chosen)
     reading = Reading(walk)
     by_name = {h.manifest.name: h for h in handlers}
     owner: dict[str, str] = {}

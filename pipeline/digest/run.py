@@ -142,6 +142,14 @@ def digest(
     return proposal
 
 
+def refuse_shared(db: Database, doc: Document, plane: str) -> None:
+    """A tree whose parsed keys another tree already defines in the plane: refused before any model call."""
+    from drsg.pipeline.digest.ledger import refuse_shared_keys
+
+    facts = ((key, node.properties) for key, node in _parsed_facts(doc).items())
+    refuse_shared_keys(db, plane, doc.name, facts)
+
+
 def _parsed_facts(doc: Document) -> dict[str, FactNode]:
     if doc.reading is None:
         return {}

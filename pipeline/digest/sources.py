@@ -60,6 +60,19 @@ class TreeOptions:
     handler: str | None = None
     skip: tuple[Path, ...] = ()  # the database and its sidecars when they sit inside the tree
 
+    @classmethod
+    def of(cls, settings: Settings, db: str | Path, handler: str | None = None) -> TreeOptions:
+        """How ``[digest]`` says a tree is read into the database ``db`` (its files left out of the walk)."""
+        from drsg.pipeline.code.walk import store_files
+
+        return cls(
+            ignore_files=settings["digest.ignore_files"],
+            tracked_only=settings["digest.tracked_only"],
+            code_only=settings["digest.code_only"],
+            handler=handler,
+            skip=store_files(Path(db)),
+        )
+
 
 def source_name(path: str) -> str:
     if path.startswith(("http://", "https://")):
@@ -83,9 +96,20 @@ def read_source(
         raise UsageError(f"{path}: no such file or directory; check the path")
     name = source_name(path)
     if root.is_file():
+        if maybe_code(root):  # a file a handler claims is parsed as a tree of one file
+            doc = read_tree_source(root.parent, name, tree or TreeOptions(), settings, progress, memo, only=root.name)
+            if doc.reading is not None and doc.reading.read_by:
+                return doc
         converted = to_markdown(root)
         return Document(name, converted.markdown, [f"{root.name}: {n}" for n in converted.notes], 1)
     return read_tree_source(root, name, tree or TreeOptions(), settings, progress, memo)
+
+
+def maybe_code(file: Path) -> bool:
+    """Whether no converter reads ``file`` as a document (Markdown, PDF, …): a handler may claim it."""
+    from drsg.pipeline.convert.detect import by_extension
+
+    return by_extension(file.name) in (None, "text")
 
 
 def read_tree_source(
@@ -96,32 +120,41 @@ def read_tree_source(
     progress: Progress | None,
     memo: ParseMemo | None = None,
     handlers: Sequence[Handler] | None = None,
+    only: str | None = None,
 ) -> Document:
     """A directory as a Document. ``handlers`` given (a daemon that keeps them loaded) stay open;
-    else the installed and built-in ones are loaded for this read and closed after it."""
+    else the installed and built-in ones are loaded for this read and closed after it. ``only``: the
+    one file of ``root`` to read, named by the user (read whatever the ignore rules say), the rest of
+    the walk its context — so its keys are those a digest of ``root`` gives it. A file no handler
+    claims is left unread; no drift is recorded (the file is not the tree)."""
     from drsg.pipeline.code.drift import drift
     from drsg.pipeline.code.handlers import load_handlers, plugin_options
     from drsg.pipeline.code.read import read_tree
     from drsg.pipeline.code.walk import walk
 
     found = walk(root, options.ignore_files, options.tracked_only, options.skip)
+    if only is not None and only not in found.files:  # named by the user: admitted whatever the rules say
+        found.withheld = [item for item in found.withheld if item.path != only]
+        found.files = sorted([*found.files, only])
     loaded = load_handlers(settings) if handlers is None else list(handlers)
     try:
         reading = read_tree(
             found,
             loaded,
             forced=options.handler,
-            code_only=options.code_only,
+            code_only=options.code_only or only is not None,
             options={h.manifest.name: plugin_options(settings, h.manifest.name) for h in loaded},
             progress=progress,
             memo=memo,
+            only=only,
         )
     finally:
         if handlers is None:
             for handler in loaded:
                 handler.close()
     parts = [f"{source_marker(path)}\n\n{text}" for path, text in reading.prose]
-    doc = Document(name, "\n\n".join(parts), list(reading.notes), len(reading.read_by), reading, drift(found.root))
+    measured = drift(found.root) if only is None else {}
+    doc = Document(name, "\n\n".join(parts), list(reading.notes), len(reading.read_by), reading, measured)
     if reading.skipped:
         doc.notes.append(_skipped_note(reading.skipped))
     return doc

@@ -73,6 +73,8 @@ def digest_cmd(obj: Context, source: str | None, plane: str | None, **flags: Any
     plugins from `drsg plugin install`) is parsed into facts with no model call, the rest is prose. A tree
     whose parsed keys another tree already defines in the plane is refused before any model call (digest it
     into a plane of its own, or --forget the other tree first); the same tree again updates in place.
+    A code file a handler claims (`digest pkg/core.py`) is parsed with its directory as context, its
+    keys those a digest of the directory gives it.
     A tree of code alone asks no model: its summary counts the parsed nodes and edges, and `--json`
     names no model. Without the chat model's key a file or URL is refused before anything is read
     (a saved preview can still be applied); a tree is read first, as it may hold no prose, and the
@@ -108,10 +110,10 @@ def check_chat_key_first(obj: Context, source: str, plane: str, flags: dict[str,
     from drsg.models.chat.providers import check_chat_key
     from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.proposal import PreviewStore
-    from drsg.pipeline.digest.sources import source_name
+    from drsg.pipeline.digest.sources import maybe_code, source_name
 
-    if not is_url(source) and not Path(source).expanduser().is_file():
-        return
+    if not is_url(source) and (not Path(source).expanduser().is_file() or maybe_code(Path(source))):
+        return  # a tree, or a file a handler may parse: no model needed unless prose turns up
     saved = PreviewStore(digest_folder(obj.db_path) / "previews").path(plane, source_name(source))
     if flags["do_apply"] and saved.exists():
         return
@@ -215,9 +217,9 @@ def run_digest(
     ``flags["do_apply"]``, apply it."""
     from drsg.pipeline.digest.cache import AnswerCache
     from drsg.pipeline.digest.calls import ModelCalls
-    from drsg.pipeline.digest.ledger import apply, refuse_shared_keys
+    from drsg.pipeline.digest.ledger import apply
     from drsg.pipeline.digest.proposal import PreviewStore
-    from drsg.pipeline.digest.run import DigestOptions, decided_by, digest
+    from drsg.pipeline.digest.run import DigestOptions, decided_by, digest, refuse_shared
     from drsg.pipeline.digest.sources import read_source
     from drsg.surfaces.cli.search import query_embedder
 
@@ -251,9 +253,7 @@ def run_digest(
             proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))
             if proposal is not None:
                 proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
-        if doc.reading is not None:  # another tree's keys: refused now, before a model call is spent
-            facts = ((node.key, node.properties) for result in doc.reading.results for node in result.output.nodes)
-            refuse_shared_keys(db, plane, doc.name, facts)
+        refuse_shared(db, doc, plane)  # another tree's keys: refused now, before a model call is spent
         if proposal is None:
             with _progress() as progress:
                 proposal = digest(db, doc, plane, options, calls, embedder, progress)
@@ -298,7 +298,6 @@ def _print_crawl(crawl: Any) -> None:
 
 def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:
     """How a directory is read: each flag turns its setting on; not passing one leaves the file's word."""
-    from drsg.pipeline.code.walk import store_files
     from drsg.pipeline.digest.sources import TreeOptions
 
     settings = obj.settings.with_flags(  # parsed and checked as drsg.toml's values are
@@ -308,13 +307,7 @@ def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:
             "digest.code_only": flags["code_only"] or None,
         }
     )
-    return TreeOptions(
-        ignore_files=settings["digest.ignore_files"],
-        tracked_only=settings["digest.tracked_only"],
-        code_only=settings["digest.code_only"],
-        handler=flags["handler"],
-        skip=store_files(Path(obj.db_path)),
-    )
+    return TreeOptions.of(settings, obj.db_path, flags["handler"])
 
 
 def _print_reading(doc: Any, verbosity: int) -> None:

@@ -14,7 +14,8 @@ import asyncio
 import json
 import logging
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from mcp.server.mcpserver import MCPServer
@@ -28,6 +29,10 @@ from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, r
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers
 from drsg.surfaces.server.state import ServerState
+
+if TYPE_CHECKING:
+    from drsg.kernel.settings import Settings
+    from drsg.pipeline.digest.sources import Document
 
 MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
 MAX_ITEMS = 200  # a list longer than this is cut
@@ -73,18 +78,39 @@ class Tools:
 
     async def run(self, method: str, params: dict[str, Any]) -> Any:
         spec = REGISTRY[method]
-        async with self.slots:
-            try:
-                if json_depth(params, MAX_DEPTH) > MAX_DEPTH:
-                    raise RpcError(INVALID_PARAMS, f"arguments nest deeper than {MAX_DEPTH} levels")
-                result = await spec.handler(self.state, spec.bind(params))
-            except RpcError as exc:
-                raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
-            except DrsgError as exc:
-                raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+
+        async def answer() -> Any:
+            if json_depth(params, MAX_DEPTH) > MAX_DEPTH:
+                raise RpcError(INVALID_PARAMS, f"arguments nest deeper than {MAX_DEPTH} levels")
+            return await spec.handler(self.state, spec.bind(params))
+
+        result = await self.guarded(answer)
         if isinstance(result, WithMembers):
             return {"result": result.result, **result.members}
         return result
+
+    async def guarded(self, work: Callable[[], Awaitable[Any]]) -> Any:
+        """``work`` in one of the slots, a drsg error made the tool's error."""
+        async with self.slots:
+            try:
+                return await work()
+            except (RpcError, DrsgError) as exc:
+                raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+
+    async def digest_local(self, plane: str, path: str, source: str | None, mode: str | None) -> str:
+        """A local path digested over stdio: a document's text goes to ``digest.run`` as sent text does;
+        a directory or a code file is read as `drsg digest` reads it (the walk, the handlers, the
+        prose) and proposed by the same digest, its parsed facts keeping `_generated_by`."""
+        from drsg.surfaces.server.digest_method import propose
+
+        settings = self.state.config.settings
+        doc = await self.guarded(lambda: asyncio.to_thread(_read_path, path, self.state.db.path, settings))
+        if doc.reading is None:
+            params = {"plane": plane, "text": doc.text, "source": source or doc.name, "mode": mode}
+            return await self.call("digest.run", params)
+        params = REGISTRY["digest.run"].bind({"plane": plane, "text": "", "mode": mode})
+        proposal = await self.guarded(lambda: propose(self.state, params, doc))
+        return dumps(compact(proposal, hidden=True))
 
 
 def mcp_bound(config: Any) -> int:
@@ -242,16 +268,17 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         source: str | None = None,
         mode: str | None = None,
     ) -> str:
-        """Propose the entities and relations of a document (`text`, or over stdio a local file `path`:
-        Word, PowerPoint, Excel, OpenDocument, RTF, EPUB, CSV, PDF, Markdown) with the server's chat
-        model; nothing is written. Pass the chosen nodes and edges, with `source`, `run` and `model`, to
-        digest_apply."""
+        """Propose the entities and relations of a document (`text`, or over stdio a local `path`: a
+        document — Word, PowerPoint, Excel, OpenDocument, RTF, EPUB, CSV, PDF, Markdown — or a source
+        tree or code file, parsed by drsg's handlers as `drsg digest` does, its prose read by the
+        server's chat model); nothing is written. Pass the chosen nodes and edges, with `source`, `run`
+        and `model`, to digest_apply."""
         if (text is None) == (path is None):
             raise ToolError("error -32602: give `text` or `path` (exactly one)")
         if path is not None:
-            if not tools.allow_path:
+            if not tools.allow_path:  # a remote client must never read the server's files
                 raise ToolError("error -32602: `path` is for the stdio server only (`drsg mcp`); send the `text`")
-            text, source = await asyncio.to_thread(_read_path, path, source)
+            return await tools.digest_local(plane, path, source, mode)
         params = {"plane": plane, "text": text, "source": source, "mode": mode}
         return await tools.call("digest.run", params)
 
@@ -320,15 +347,19 @@ def _route_sdk_logs() -> None:
     sdk.propagate = False
 
 
-def _read_path(path: str, source: str | None) -> tuple[str, str]:
+def _read_path(path: str, db: str, settings: Settings | None) -> Document:
+    """A local document, tree or code file, read with `[digest]`'s walk rules and parse memo, as the CLI does."""
     from pathlib import Path
 
-    from drsg.pipeline.digest.sources import read_source
+    from drsg.kernel import settings as settings_mod
+    from drsg.pipeline.code.parsed import ParseMemo
+    from drsg.pipeline.code.walk import digest_folder
+    from drsg.pipeline.digest.sources import TreeOptions, read_source
 
-    if not Path(path).expanduser().is_file():
-        raise ToolError(f"error -32602: {path}: no such file; give a document's path")
-    try:
-        document = read_source(path)
-    except DrsgError as exc:
-        raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
-    return document.text, source or document.name
+    if not Path(path).expanduser().exists():
+        raise ToolError(
+            f"error -32602: {path}: no such file or directory; give a document's, a tree's or a code file's path"
+        )
+    loaded = settings if settings is not None else settings_mod.load()
+    memo = ParseMemo(digest_folder(db) / "parsed")
+    return read_source(path, TreeOptions.of(loaded, db), loaded, None, memo)

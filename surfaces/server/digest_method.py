@@ -23,7 +23,7 @@ from drsg.pipeline.digest.cache import AnswerCache
 from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
-from drsg.pipeline.digest.run import DigestOptions, digest
+from drsg.pipeline.digest.run import DigestOptions, digest, refuse_shared
 from drsg.pipeline.digest.sources import Document
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
@@ -67,8 +67,15 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
     for name in ("embed", "embed_model"):
         if p.get(name) is not None:
             raise RpcError(INVALID_PARAMS, f"digest.run: `{name}` is not accepted — the server embeds with its own")
-    text, plane = str(p["text"]), str(p["plane"])
+    text = str(p["text"])
     source = str(p.get("source") or f"rpc:{hashlib.sha256(text.encode()).hexdigest()[:16]}")
+    return await propose(ctx, p, Document(source, text))
+
+
+async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
+    """``digest.run``'s work on a document already read: its text, or (the stdio MCP server's local
+    path) a tree's or a code file's parsed facts and prose, as ``drsg digest`` reads them."""
+    plane = str(p["plane"])
     settings = ctx.config.settings
     limit = settings["digest.concurrency"] if settings is not None else 8
     options = DigestOptions(
@@ -84,7 +91,8 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
         embedder = ctx.embedder_for(plane, "embedding") if options.embed or options.link else None
         cache = AnswerCache(digest_folder(ctx.db.path) / "cache")
         calls = ModelCalls.for_chat(chat, model, None, None, settings, cache)
-        return digest(ctx.db, Document(source, text), plane, options, calls, embedder)
+        refuse_shared(ctx.db, doc, plane)  # another tree's keys: refused before a model call, as on the CLI
+        return digest(ctx.db, doc, plane, options, calls, embedder)
 
     proposal = await ctx.read(run, limited=False)
     out = proposal.to_json()

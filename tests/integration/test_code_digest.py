@@ -210,6 +210,19 @@ def test_a_code_digest_counts_what_it_parsed_says_each_note_once_and_names_no_mo
     assert fake.requests == []
 
 
+def test_a_code_file_is_parsed_with_its_directory_as_context(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "proj"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text("def helper():\n    return 1\n")
+    ran = drsg("digest", str(root / "pkg" / "core.py"), "-p", "one", "--apply")
+    assert ran.code == 0, ran.err  # was: unsupported format '.py'
+    assert {r["external_key"] for r in export(drsg, "one") if "external_key" in r} == {"pkg.core", "pkg.core.helper"}
+    assert fake.requests == []
+    note = drsg("digest", str(root / "notes.xyz"))
+    assert note.code == 2 and "no such file" in note.err
+
+
 def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
     root = tmp_path / "mylib" / "src"
     (root / "mylib").mkdir(parents=True)

@@ -192,6 +192,31 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     assert len(fake.requests_to("/chat/completions")) == calls  # no model call to write
     assert (await ok("stats", {}))["commit_seq"] == stats_before["commit_seq"] + 1
 
+    # a source tree and a code file: parsed over stdio as `drsg digest` parses them; never over HTTP
+    tree = workdir / "tree"
+    (tree / "pkg").mkdir(parents=True, exist_ok=True)
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "core.py").write_text(
+        "def helper():\n    return 1\n\nclass Engine:\n    def run(self):\n        helper()\n"
+    )
+    if stdio:
+        parsed = await ok("digest_preview", {"plane": "code", "path": str(tree)})
+        keys = {n["key"] for n in parsed["nodes"]}
+        assert keys == {"pkg", "pkg.core", "pkg.core.helper", "pkg.core.Engine", "pkg.core.Engine.run"}, keys
+        assert all(n["properties"]["_generated_by"].startswith("py@") for n in parsed["nodes"])
+        assert parsed["model"] is None and parsed["report"]["parsed"]["nodes"] == len(parsed["nodes"])
+        one = await ok("digest_preview", {"plane": "code", "path": str(tree / "pkg" / "core.py")})
+        assert {n["key"] for n in one["nodes"]} == keys - {"pkg"}  # its keys as the tree names them
+        assert one["source"] == str(tree / "pkg" / "core.py")
+        assert len(fake.requests_to("/chat/completions")) == calls  # code asks no model
+        chosen = {"nodes": parsed["nodes"], "edges": parsed["edges"], "source": parsed["source"]}
+        written = await ok("digest_apply", {"plane": "code", **chosen})
+        assert written["nodes_written"] == len(parsed["nodes"])
+    else:
+        for local in (tree, tree / "pkg" / "core.py"):
+            text = await refused(session, "digest_preview", {"plane": "code", "path": str(local)})
+            assert "stdio server only" in text
+
     (conn,) = await ok("catalog_list", {})
     assert conn["name"] == "app" and conn["engine"] == "sqlite" and conn["plane"] == "catalog_app"
     found = await ok("find", {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}})
