@@ -368,8 +368,9 @@ def _choice(flags: dict[str, str | None]) -> EmbedChoice:
 def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int | None, as_json: bool) -> None:
     """Run one SELECT: parsed and allowed only when safe (one SELECT; tables and columns of the live
     schema; functions from an allow-list); sensitive columns answered [REDACTED] where selected and
-    refused anywhere else; rows and time limited. A warning on stderr when the connection's own role
-    can read a sensitive column (`drsg catalog grants NAME` prints a role that cannot)."""
+    refused anywhere else; rows and time limited ([catalog] row_limit, statement_seconds). A warning
+    on stderr when the connection's own role can read a sensitive column (`drsg catalog grants NAME`
+    prints a role that cannot)."""
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.find import run_sql
 
