@@ -3,7 +3,9 @@
 
 Upload a .docx on the AIgest page, untick part of the preview, write the rest, and find exactly
 those facts in explore and the commit on the live feed; the time-travel slider shows an older
-state and what its step changed; a stored-XSS property renders as inert text. Each page's
+state and what its step changed; a stored-XSS property renders as inert text. As a person uses it
+(#35): labelled search fields offering the plane's schema, properties as key | value tables, a canvas
+and a slider that keep their size, explore seeded by degree, counts in good English. Each page's
 screenshot is saved under tests/artifacts/."""
 
 from __future__ import annotations
@@ -417,3 +419,172 @@ def test_a_wrong_token_leaves_the_header_signed_out(browser: Any, bare: RunningS
     page.wait_for_selector("#planes table")
     assert page.inner_text("#who") == "signed in"
     context.close()
+
+
+# --------------------------------------------------------------------------- the dashboard, as a person uses it (#35)
+
+LONG_BIO = "word" * 500  # one unbreakable run of 2,000 characters
+
+
+@pytest.fixture(scope="module")
+def wide(served: RunningServer) -> str:
+    """A plane with a node of very long values, exactly one neighbour, and many commits."""
+    served.call("plane.create", {"name": "wide"})
+    longy = served.call(
+        "node.create",
+        {"plane": "wide", "key": "longy", "labels": ["Doc"], "properties": {"name": "longy", "bio": LONG_BIO}},
+    )
+    friend = served.call("node.create", {"plane": "wide", "key": "friend", "properties": {"name": "friend"}})
+    served.call("edge.create", {"plane": "wide", "src": longy["id"], "dst": friend["id"], "type": "KNOWS"})
+    for visit in range(40):
+        served.call("node.update", {"plane": "wide", "key": "friend", "set": {"visits": visit}})
+    return "wide"
+
+
+def _explore(page: Any, served: RunningServer, plane: str, node: str) -> None:
+    page.evaluate("p => sessionStorage.setItem('drsg-plane', p)", plane)
+    goto(page, served, "#explore")
+    page.fill("#node", node)
+    page.click("#go")
+    page.wait_for_selector("#side table")
+
+
+def _sample_schema() -> dict[str, set[str]]:
+    """Label → its property names, read from the sample file itself (not from the server)."""
+    labels: dict[str, set[str]] = {}
+    for line in SAMPLE.read_text().splitlines():
+        record = json.loads(line)
+        for label in record.get("labels", []):
+            labels.setdefault(label, set()).update(k for k in record.get("properties", {}) if not k.startswith("_"))
+    return labels
+
+
+def test_search_fields_are_labelled_and_offer_the_planes_schema(page: Any, served: RunningServer) -> None:
+    served.call("index.ensure", {"plane": "pioneers", "label": "Person", "property": "note", "kind": "keyword"})
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#search")
+    # a filled form still says which box is which: each field has a <label> bound to it
+    for name, field in {
+        "Mode": "mode",
+        "Query": "q",
+        "Label": "label",
+        "Keyword property": "kwprop",
+        "Vector property": "vecprop",
+        "Graph hops": "hops",
+        "Index": "index",
+    }.items():
+        assert page.get_by_label(name, exact=True).get_attribute("id") == field, name
+    page.wait_for_selector("#label[list]", state="attached")  # the choices are in the input's own list
+    page.wait_for_selector("#" + page.get_attribute("#label", "list") + " option", state="attached")
+    offered = page.evaluate("[...document.getElementById('label').list.options].map(o => o.value)")
+    schema = _sample_schema()
+    assert set(offered) == set(schema), offered  # the plane's labels, no more (mallory is a Person too)
+    page.fill("#label", "Person")
+    properties = page.evaluate(
+        "[...document.getElementById('kwprop').list.options].map(o => [o.value, o.label || o.textContent])"
+    )
+    assert properties[0] == ["note", "keyword index on Person.note"]  # the indexed one first
+    assert {value for value, _ in properties} == schema["Person"] | {"title"}  # ada's title, put after the import
+    # or pick the index itself: label and property filled in
+    page.fill("#label", "")
+    page.select_option("#index", label="Person.note (keyword)")
+    assert page.input_value("#label") == "Person" and page.input_value("#kwprop") == "note"
+    shot(page, "search-schema")
+
+
+def test_search_hits_show_properties_as_a_table_of_text(page: Any, served: RunningServer) -> None:
+    served.call("index.ensure", {"plane": "pioneers", "label": "Person", "property": "note", "kind": "keyword"})
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#search")
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "window")  # only mallory's hostile note holds the word
+    page.fill("#label", "Person")
+    page.fill("#kwprop", "note")
+    page.click("#run")
+    page.wait_for_selector("#results td.props table.kv")
+    rows = page.eval_on_selector_all(
+        "#results td.props table.kv tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+    assert ["note", XSS_NOTE] in rows and ["name", XSS_NAME] in rows  # key | value, the values as text
+    assert '{"' not in page.inner_text("#results")  # no raw JSON
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#results img").count() == 0 and page.locator("#results script").count() == 0
+    shot(page, "search-properties")
+
+
+def test_the_canvas_keeps_its_size_beside_very_long_values(page: Any, served: RunningServer, wide: str) -> None:
+    from playwright.sync_api import expect
+
+    _explore(page, served, wide, "@friend")
+    short_width = page.evaluate("document.getElementById('graph').getBoundingClientRect().width")
+    page.fill("#node", "@longy")
+    page.click("#go")
+    expect(page.locator("#title")).to_contain_text("@longy")
+    box = page.evaluate(
+        "(() => { const c = document.getElementById('graph'); "
+        "return [c.getBoundingClientRect().width, c.width / devicePixelRatio]; })()"
+    )
+    assert box[0] >= 600 and box[0] >= short_width - 1, (box, short_width)  # not squeezed by the side
+    assert abs(box[1] - box[0]) <= 2, box  # drawn at its size on screen (whole pixels): labels stay 12 px
+    side = page.evaluate("document.getElementById('side').getBoundingClientRect().right")
+    assert side <= 1280, side  # the long value wraps inside the page
+    assert LONG_BIO not in page.inner_text("#side")  # shortened, the whole of it one click away
+    assert page.get_attribute(f'#side span[title="{LONG_BIO}"]', "title") == LONG_BIO
+    shot(page, "explore-long-values")
+    page.click("#side >> text=show all 2000 characters")
+    assert LONG_BIO in page.inner_text("#side")
+
+
+def test_the_slider_is_as_wide_as_the_page(page: Any, served: RunningServer, wide: str) -> None:
+    _explore(page, served, wide, "@friend")
+    commits = served.call("plane.changes", {"plane": wide, "after": 0})["commits"]
+    assert len(commits) > 40 and page.get_attribute("#slider", "max") == str(len(commits) - 1)  # a stop a commit
+    width = page.evaluate("document.getElementById('slider').getBoundingClientRect().width")
+    assert width >= 0.8 * 1280, width
+    shot(page, "explore-slider")
+
+
+def test_counts_read_as_english(page: Any, served: RunningServer, wide: str) -> None:
+    from playwright.sync_api import expect
+
+    _explore(page, served, wide, "@longy")
+    assert "1 neighbour " in page.inner_text("#side") and "1 neighbours" not in page.inner_text("#side")
+    page.select_option("#plane", "pioneers")
+    page.fill("#node", "@ada")
+    page.click("#go")
+    expect(page.locator("#side")).to_contain_text("3 neighbours ")
+
+
+def _top_by_degree(served: RunningServer, plane: str, as_of: int, n: int = 12) -> list[tuple[int, str]]:
+    """The plane's best-connected (id, key) as of a commit, counted one node at a time over graph.expand."""
+    listed = served.call("graph.seed", {"plane": plane, "limit": 1000, "as_of": as_of})["nodes"]
+    degrees = []
+    for node in listed:
+        around = served.call("graph.expand", {"plane": plane, "id": node["id"], "direction": "both", "as_of": as_of})
+        degrees.append((-around["total"], node["id"], node["external_key"]))
+    return [(node_id, key) for _, node_id, key in sorted(degrees)[:n]]
+
+
+def test_explore_starts_from_the_best_connected_nodes(page: Any, served: RunningServer) -> None:
+    from playwright.sync_api import expect
+
+    page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")
+    goto(page, served, "#explore")  # no node named: the canvas is not left empty
+    page.wait_for_selector("#seeds li")
+    head = int(page.get_attribute("#slider", "max"))
+    seqs = [c["seq"] for c in served.call("plane.changes", {"plane": "pioneers", "after": 0})["commits"]]
+
+    def shown() -> list[int]:
+        return [int(i) for i in page.eval_on_selector_all("#seeds li button", "bs => bs.map(b => b.dataset.id)")]
+
+    assert shown() == [node_id for node_id, _ in _top_by_degree(served, "pioneers", seqs[head])]
+    assert "12 best-connected nodes" in page.inner_text("#title")
+    shot(page, "explore-seeded")
+    slide(page, 0)  # as of the import: before mallory's KNOWS gave ada one more edge
+    expect(page.locator("#title")).to_contain_text(f"as of commit {seqs[0]}")
+    then = _top_by_degree(served, "pioneers", seqs[0])
+    assert then != _top_by_degree(served, "pioneers", seqs[head])  # the slider changes the seeds too
+    assert shown() == [node_id for node_id, _ in then]
+    page.click("#seeds li:first-child button")  # a seed opens its neighbourhood
+    page.wait_for_selector("#around")
+    assert page.input_value("#node") == "@" + then[0][1]

@@ -31,6 +31,8 @@ function say(text, kind = "") { status.className = kind; status.textContent = te
 function plane() { return sessionStorage.getItem(PLANE) || "startup"; }
 function text(value) { return typeof value === "string" ? value : JSON.stringify(value); }
 function short(value, n = 120) { const t = text(value); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
+// "1 neighbour", "2 neighbours": every count the page shows goes through here
+function count(n, one, many = one + "s") { return `${n} ${Number(n) === 1 ? one : many}`; }
 
 function authHeaders() {
   const token = sessionStorage.getItem(TOKEN);
@@ -66,9 +68,20 @@ function visible(props, hidden) {
   return Object.fromEntries(Object.entries(props || {}).filter(([k]) => hidden || !k.startsWith("_")));
 }
 
-function propsTable(props, hidden = false) {
-  const rows = Object.entries(visible(props, hidden)).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {}, short(v, 400))));
-  return el("table", { class: "kv" }, rows.length ? rows : el("tr", {}, el("td", {}, "(no properties)")));
+// A value cell: a long value shows its start, with the whole of it on hover and one click away
+function valueCell(value, limit) {
+  const full = text(value);
+  if (full.length <= limit) return el("td", {}, full);
+  const shown = el("span", { title: full }, short(full, limit));
+  const more = el("button", { class: "link", type: "button", onclick: () => { shown.textContent = full; more.remove(); } },
+    `show all ${count(full.length, "character")}`);
+  return el("td", {}, shown, " ", more);
+}
+
+// Properties as a key | value table (values as text), the same on every page
+function propsTable(props, hidden = false, limit = 300) {
+  const rows = Object.entries(visible(props, hidden)).map(([k, v]) => el("tr", {}, el("td", {}, k), valueCell(v, limit)));
+  return el("table", { class: "kv" }, rows.length ? rows : el("tr", {}, el("td", { class: "none", colspan: 2 }, "(no properties)")));
 }
 
 function planePicker(onChange) {
@@ -103,8 +116,8 @@ async function planesPage() {
   const table = el("div", { id: "planes" });
   async function refresh() {
     const [s, planes] = await Promise.all([rpc("db.stats"), rpc("plane.list")]);
-    stats.replaceChildren(el("strong", {}, `${s.planes} planes · ${s.nodes} nodes · ${s.edges} edges · ` +
-      `${s.indexes} indexes · commit ${s.commit_seq} · ${s.file_size} bytes`));
+    stats.replaceChildren(el("strong", {}, `${count(s.planes, "plane")} · ${count(s.nodes, "node")} · ${count(s.edges, "edge")} · ` +
+      `${count(s.indexes, "index", "indexes")} · commit ${s.commit_seq} · ${count(s.file_size, "byte")}`));
     table.replaceChildren(el("table", {},
       el("tr", {}, el("th", {}, "plane"), el("th", {}, "nodes"), el("th", {}, "edges"), el("th", {}, "")),
       planes.map((p) => el("tr", {},
@@ -120,7 +133,7 @@ async function planesPage() {
 // --------------------------------------------------------------------------- explore with time travel
 
 async function explorePage() {
-  const ref = el("input", { id: "node", placeholder: "@key or id", value: sessionStorage.getItem("drsg-node") || "" });
+  const ref = el("input", { id: "node", placeholder: "@key or id (empty: the best-connected nodes)", size: 34, value: sessionStorage.getItem("drsg-node") || "" });
   const slider = el("input", { id: "slider", type: "range", min: 0, max: 0, value: 0 });
   const at = el("span", { id: "at", class: "muted" });
   const canvas = el("canvas", { id: "graph", width: 860, height: 520 });
@@ -150,11 +163,12 @@ async function explorePage() {
     const seq = seqs[stop];
     const before = stop > 0 ? seqs[stop - 1] : 0;  // the plane's previous commit (none between touched it)
     at.textContent = `as of commit ${seq} (the plane's commit ${stop + 1} of ${seqs.length})`;
-    if (!want) { side.replaceChildren(el("p", { class: "muted" }, "Name a node: @key or an id.")); return; }
+    const step = await rpc("plane.diff", { plane: plane(), from: before, to: seq, lean: true, hidden: false });
+    changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
+    if (!want) return seeded(seq, step);
     const byKey = want.startsWith("@") || !/^\d+$/.test(want);
     const params = byKey ? { key: want.replace(/^@/, "") } : { id: Number(want) };
     const node = await rpc("node.get", { plane: plane(), ...params, as_of: seq, lean: true });
-    const step = await rpc("plane.diff", { plane: plane(), from: before, to: seq, lean: true, hidden: false });
     if (!node) {
       shown = null;
       draw(canvas, null, [], [], step);
@@ -166,16 +180,30 @@ async function explorePage() {
         el("h3", { id: "title" }, `#${node.id}` + (node.external_key ? ` @${node.external_key}` : "")),
         el("p", {}, "labels: " + node.labels.join(", ")),
         propsTable(node.properties, provenance.checked),
-        el("p", { class: "muted" }, `${around.nodes.length} neighbours (click one on the canvas to move there)`));
+        el("p", { id: "around", class: "muted" }, `${count(around.nodes.length, "neighbour")} (click one on the canvas to move there)`));
     }
-    changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
+  }
+
+  // No node named: upstream's Explore start, the plane's top nodes by degree as of this commit
+  async function seeded(seq, step) {
+    const seed = await rpc("graph.seed", { plane: plane(), order: "degree", limit: SEEDS, as_of: seq, lean: true });
+    shown = seed.nodes.length ? draw(canvas, seed.nodes[0], seed.nodes.slice(1), seed.edges, step) : draw(canvas, null, [], [], step);
+    const pick = (n) => () => { ref.value = n.external_key ? "@" + n.external_key : String(n.id); guarded(render)(); };
+    side.replaceChildren(
+      el("h3", { id: "title" }, seed.total > seed.nodes.length
+        ? `The ${count(seed.nodes.length, "best-connected node")} of ${seed.total} as of commit ${seq}`
+        : `${count(seed.nodes.length, "node")} by degree as of commit ${seq}`),
+      seed.nodes.length
+        ? el("ol", { id: "seeds" }, seed.nodes.map((n) => el("li", {},
+          el("button", { class: "link", type: "button", "data-id": n.id, onclick: pick(n) }, nodeName(n)), ` · ${count(n.score, "edge")}`)))
+        : el("p", { class: "muted" }, `Plane ${plane()} has no nodes as of commit ${seq}.`),
+      el("p", { class: "muted" }, "Name a node (@key or an id), or pick one here or on the canvas."));
   }
 
   canvas.addEventListener("click", (event) => {
     if (!shown) return;
     const box = canvas.getBoundingClientRect();
-    const x = (event.clientX - box.left) * (canvas.width / box.width);
-    const y = (event.clientY - box.top) * (canvas.height / box.height);
+    const x = event.clientX - box.left, y = event.clientY - box.top;  // draw() places in CSS pixels
     const hit = shown.find((p) => (p.x - x) ** 2 + (p.y - y) ** 2 < 22 ** 2);
     if (hit) { ref.value = hit.node.external_key ? "@" + hit.node.external_key : String(hit.node.id); guarded(render)(); }
   });
@@ -183,12 +211,22 @@ async function explorePage() {
   provenance.addEventListener("change", () => { sessionStorage.setItem("drsg-hidden", provenance.checked ? "1" : "0"); guarded(render)(); });
   show(el("h2", {}, "Explore"),
     el("div", { class: "row" }, planePicker(guarded(async () => { await latest(); slider.value = slider.max; await render(); })),
-      ref, el("button", { id: "go", onclick: guarded(async () => { await latest(); slider.value = slider.max; await render(); }) }, "Show")),
-    el("div", { class: "row" }, el("label", {}, "Time travel "), slider, at, el("label", {}, provenance, " show _ properties")),
+      el("label", { for: "node" }, "Node"), ref,
+      el("button", { id: "go", onclick: guarded(async () => { await latest(); slider.value = slider.max; await render(); }) }, "Show")),
+    el("div", { class: "timetravel" },
+      el("div", { class: "row" }, el("label", { for: "slider" }, "Time travel"), at, el("label", {}, provenance, " show _ properties")),
+      slider),
     el("div", { class: "cols" }, el("div", {}, canvas, changes), side));
   await latest();
   slider.value = slider.max;
   await render();
+}
+
+const SEEDS = 12;  // nodes on the first canvas: a legible skeleton, as upstream's Explore seeds it
+
+function nodeName(n) {
+  const name = n.properties && typeof n.properties.name === "string" ? n.properties.name : null;
+  return (n.external_key ? `@${n.external_key}` : `#${n.id}`) + (name && name !== n.external_key ? ` (${short(name, 40)})` : "");
 }
 
 function stepList(step) {
@@ -204,14 +242,20 @@ function stepList(step) {
   return items.length ? el("ul", { id: "step" }, items) : el("p", { class: "muted", id: "step" }, "Nothing in this plane.");
 }
 
+// Drawn in CSS pixels on a backing store the size of the canvas's box: labels stay 12 px
 function draw(canvas, center, nodes, edges, step) {
   const g = canvas.getContext("2d");
-  g.clearRect(0, 0, canvas.width, canvas.height);
+  const scale = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || 860, height = canvas.clientHeight || 520;
+  canvas.width = Math.round(width * scale);
+  canvas.height = Math.round(height * scale);
+  g.setTransform(scale, 0, 0, scale, 0, 0);
+  g.clearRect(0, 0, width, height);
   if (!center) return [];
   const created = new Set(step ? step.nodes.created.map((n) => n.id) : []);
   const changed = new Set(step ? step.nodes.changed.map((c) => c.id) : []);
   const newEdges = new Set(step ? step.edges.created.map((e) => e.id) : []);
-  const cx = canvas.width / 2, cy = canvas.height / 2, r = Math.min(cx, cy) - 70;
+  const cx = width / 2, cy = height / 2, r = Math.min(cx, cy) - 70;
   const placed = [{ node: center, x: cx, y: cy }];
   nodes.forEach((n, i) => {
     const a = (2 * Math.PI * i) / Math.max(nodes.length, 1) - Math.PI / 2;
@@ -273,13 +317,50 @@ async function feedPage() {
 // --------------------------------------------------------------------------- search and hybrid
 
 async function searchPage() {
-  const q = el("input", { id: "q", placeholder: "query text", size: 40 });
+  const q = el("input", { id: "q", placeholder: "what to look for", size: 28 });
   const mode = el("select", { id: "mode" }, ["hybrid", "keyword", "vector"].map((m) => el("option", { value: m }, m)));
-  const label = el("input", { id: "label", placeholder: "label", size: 10 });
-  const kw = el("input", { id: "kwprop", placeholder: "keyword property", size: 14 });
-  const vec = el("input", { id: "vecprop", placeholder: "vector property", size: 14 });
+  // typed or picked: the choices come from the plane's schema (plane.catalog) and its indexes
+  const label = el("input", { id: "label", list: "labels", placeholder: "any label", size: 14, autocomplete: "off" });
+  const kw = el("input", { id: "kwprop", list: "kwprops", placeholder: "a keyword-indexed property", size: 22, autocomplete: "off" });
+  const vec = el("input", { id: "vecprop", list: "vecprops", placeholder: "a vector-indexed property", size: 22, autocomplete: "off" });
+  const lists = { labels: el("datalist", { id: "labels" }), keyword: el("datalist", { id: "kwprops" }), vector: el("datalist", { id: "vecprops" }) };
+  const index = el("select", { id: "index" });
   const hops = el("input", { id: "hops", type: "number", min: 0, max: 3, value: 0, size: 3 });
   const out = el("div", { id: "results" });
+  let schema = { labels: {} }, indexes = { keyword: [], vector: [] };
+
+  // The property choices for the label typed (all labels when none): indexed ones first, then the rest
+  function offerProperties() {
+    const which = label.value.trim();
+    for (const kind of ["keyword", "vector"]) {
+      const indexed = indexes[kind].filter((i) => !which || i.label === which);
+      const known = new Set(indexed.map((i) => i.property));
+      const rest = Object.entries(schema.labels).filter(([name]) => !which || name === which)
+        .flatMap(([, entry]) => Object.keys(entry.properties)).filter((name) => !known.has(name) && (known.add(name), true));
+      lists[kind].replaceChildren(
+        ...indexed.map((i) => el("option", { value: i.property }, `${kind} index on ${i.label}.${i.property}`)),
+        ...rest.map((name) => el("option", { value: name }, `not indexed for ${kind} search`)));
+    }
+  }
+
+  async function offer() {
+    [schema, indexes] = await Promise.all([rpc("plane.catalog", { plane: plane() }), rpc("plane.indexes", { plane: plane() })]);
+    lists.labels.replaceChildren(...Object.entries(schema.labels).map(([name, entry]) => el("option", { value: name }, count(entry.count, "node"))));
+    const all = [...indexes.keyword.map((i) => ({ ...i, kind: "keyword" })), ...indexes.vector.map((i) => ({ ...i, kind: "vector" }))];
+    index.replaceChildren(el("option", { value: "" }, all.length ? `choose one of ${count(all.length, "index", "indexes")}…` : "no index declared yet (drsg index keyword / ensure)"),
+      ...all.map((i, n) => el("option", { value: String(n) }, `${i.label}.${i.property} (${i.kind})`)));
+    index.onchange = () => {
+      const i = all[Number(index.value)];
+      if (!index.value || !i) return;
+      label.value = i.label;
+      (i.kind === "keyword" ? kw : vec).value = i.property;
+      if (mode.value !== "hybrid") mode.value = i.kind;
+      offerProperties();
+    };
+    offerProperties();
+  }
+  label.addEventListener("input", offerProperties);
+  const field = (text, input) => el("span", { class: "field" }, el("label", { for: input.id }, text), input);
   const run = guarded(async () => {
     const base = { plane: plane(), label: label.value || undefined, k: 10, lean: true };
     let hits;
@@ -298,12 +379,16 @@ async function searchPage() {
         el("td", {}, `#${h.id}` + (h.external_key ? ` @${h.external_key}` : "")),
         el("td", {}, Number(h.score).toFixed(4)),
         el("td", {}, channel(h, "vector")), el("td", {}, channel(h, "keyword")), el("td", {}, channel(h, "graph")),
-        el("td", {}, short(visible(h.properties), 200))))));
+        el("td", { class: "props" }, propsTable(h.properties, false, 160))))));
   });
   show(el("h2", {}, "Search and hybrid"),
-    el("div", { class: "row" }, planePicker(() => {}), mode, q, label, kw, vec, el("label", {}, "graph hops ", hops), el("button", { id: "run", onclick: run }, "Search")),
+    el("div", { class: "row" }, planePicker(guarded(offer)), field("Index", index)),
+    el("div", { class: "row fields" }, field("Mode", mode), field("Query", q), field("Label", label), field("Keyword property", kw),
+      field("Vector property", vec), field("Graph hops", hops), el("button", { id: "run", onclick: run }, "Search")),
+    lists.labels, lists.keyword, lists.vector,
     el("p", { class: "muted" }, "Hybrid: each hit's fused score with what each channel (vector, keyword, graph) gave it."),
     out);
+  await offer();
 }
 
 // --------------------------------------------------------------------------- ask
@@ -319,9 +404,9 @@ async function askPage() {
     out.replaceChildren(
       el("div", { class: "card" }, el("h3", {}, "Plans"), el("pre", { id: "plans" }, JSON.stringify(a.plans, null, 2))),
       el("div", { class: "card" }, el("h3", {}, `Results (${a.count})`),
-        el("ul", {}, (a.results || []).map((n) => el("li", {}, `#${n.id}` + (n.external_key ? ` @${n.external_key}` : "") + " " + short(visible(n.properties), 160))))),
+        el("ul", {}, (a.results || []).map((n) => el("li", {}, `#${n.id}` + (n.external_key ? ` @${n.external_key}` : ""), propsTable(n.properties, false, 160))))),
       el("div", { class: "card" }, el("h3", {}, "Trace"), el("pre", { id: "trace" }, JSON.stringify(a.trace, null, 2))),
-      el("p", { class: "muted" }, `${a.usage.calls} model calls, ${a.usage.prompt_tokens} + ${a.usage.completion_tokens} tokens`));
+      el("p", { class: "muted" }, `${count(a.usage.calls, "model call")}, ${a.usage.prompt_tokens} + ${count(a.usage.completion_tokens, "token")}`));
   });
   show(el("h2", {}, "Ask"), el("div", { class: "row" }, planePicker(() => {})), question,
     el("div", { class: "row" }, el("label", {}, dry, " dry run (plans only)"), el("button", { id: "ask", onclick: run }, "Ask")), out);
@@ -416,13 +501,13 @@ async function digestPage() {
   function renderPreview() {
     const r = proposal.report || {};
     preview.replaceChildren(
-      el("p", {}, `${proposal.nodes.length} entities and ${proposal.edges.length} relations proposed from ${proposal.source}` +
-        (r.chat_requests !== undefined ? ` (${r.chat_requests} model calls)` : "") + ". Nothing is written until you choose."),
+      el("p", {}, `${count(proposal.nodes.length, "entity", "entities")} and ${count(proposal.edges.length, "relation")} proposed from ${proposal.source}` +
+        (r.chat_requests !== undefined ? ` (${count(r.chat_requests, "model call")})` : "") + ". Nothing is written until you choose."),
       el("h3", {}, "Entities"),
       el("table", { id: "pnodes" }, el("tr", {}, el("th", {}, ""), el("th", {}, "key"), el("th", {}, "label"), el("th", {}, "properties")),
         proposal.nodes.map((n, i) => el("tr", {},
           el("td", {}, el("input", { type: "checkbox", checked: true, "data-node": i, "aria-label": n.key })),
-          el("td", {}, n.key), el("td", {}, n.label), el("td", {}, short(visible(n.properties), 200))))),
+          el("td", {}, n.key), el("td", {}, n.label), el("td", { class: "props" }, propsTable(n.properties, false, 160))))),
       el("h3", {}, "Relations"),
       el("table", { id: "pedges" }, el("tr", {}, el("th", {}, ""), el("th", {}, "from"), el("th", {}, "type"), el("th", {}, "to")),
         proposal.edges.map((e, i) => el("tr", {},
@@ -438,7 +523,7 @@ async function digestPage() {
     const written = await rpc("digest.write", { plane: plane(), nodes, edges, source: proposal.source, run: proposal.run, model: proposal.model });
     const stats = await rpc("db.stats");
     preview.prepend(el("p", { id: "written", class: "created" },
-      `Wrote ${written.nodes_written} entities (${written.nodes_updated} updated) and ${written.edges_written} relations in commit ${stats.commit_seq}.`));
+      `Wrote ${count(written.nodes_written, "entity", "entities")} (${written.nodes_updated} updated) and ${count(written.edges_written, "relation")} in commit ${stats.commit_seq}.`));
   });
 
   show(el("h2", {}, "AIgest"),
@@ -475,7 +560,7 @@ async function catalogPage() {
     let asked;
     try { asked = JSON.parse(request.value); } catch { throw new Error("the request is not JSON: {\"entity\": …, \"fields\": […], \"where\": {…}}"); }
     const a = await rpc("catalog.find", { ...asked, connection: which.value });
-    const head = a.status === "ok" ? `${a.table}: ${a.statements} statement` : a.status;
+    const head = a.status === "ok" ? `${a.table}: ${count(a.statements, "statement")}` : a.status;
     out.replaceChildren(el("h3", {}, head),
       a.sql ? el("pre", { id: "sql" }, a.sql) : "",
       a.columns ? el("table", { id: "rows" }, el("tr", {}, a.columns.map((c) => el("th", {}, c))),
