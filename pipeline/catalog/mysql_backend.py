@@ -12,6 +12,7 @@ statement only, and the read-only transaction refuses any write."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -269,8 +270,9 @@ class MysqlBackend(Backend):
             )
         # Columns are qualified by their table or its alias (`u`.`password`): any qualifier counts,
         # so a masked name read through an alias is caught (over-refusing is the safe side).
+        used = _unmerged(trace)
         for table, column in sorted(sensitive):
-            if re.search(rf"\.\s*`?{re.escape(column)}`?(?![\w`])", trace, re.IGNORECASE):
+            if re.search(rf"\.\s*`?{re.escape(column)}`?(?![\w`])", used, re.IGNORECASE):
                 raise UsageError(
                     f"sql: the statement reads {table}.{column}, a masked column; leave it out (find answers it as "
                     f"{REDACTED}), or add the connection with --show-sensitive"
@@ -319,6 +321,40 @@ class MysqlBackend(Backend):
             # never the server's text: it can carry a value (``XPATH syntax error: '~hunter2'``)
             raise refused("the server", code) from None
         return Rows(names, [list(row) for row in fetched[:limit]], len(fetched) > limit)
+
+
+def _unmerged(trace: str) -> str:
+    """The trace without the own SELECT of each view merged into the statement: that lists every
+    column of the view, but what the statement uses of it is spelled out again, on the view's
+    tables, in the statement's own query and conditions (a view's filter included). A view the
+    server materializes keeps its SELECT (it is run whole). The trace as it is when not JSON."""
+    try:
+        tree = json.loads(trace)
+    except ValueError:
+        return trace
+    merged = set()
+    stack: list[Any] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            view = node.get("view")
+            if isinstance(view, dict) and view.get("algorithm") == "merged":
+                merged.add(view.get("select_id"))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+    def keep(node: Any) -> Any:
+        if isinstance(node, dict):
+            step = node.get("join_preparation")
+            if isinstance(step, dict) and step.get("select_id") in merged:
+                return None
+            return {key: keep(value) for key, value in node.items()}
+        if isinstance(node, list):
+            return [keep(item) for item in node]
+        return node
+
+    return json.dumps(keep(tree), ensure_ascii=False)
 
 
 def _is_mariadb(db: Any) -> bool:
