@@ -154,7 +154,8 @@ def test_a_killed_import_leaves_all_of_the_file_or_none(tmp_path: Path) -> None:
         if staged and kill % 4 == 1:  # kill the write that removes them, too
             _kill_after([str(EXE), "--db", str(path), "plane", "create", f"q{kill}"], 0.45, path)
             outcomes["undo killed"] += 1
-            assert _state(path) == before
+            landed = _state(path)  # the import's content as before; the head moved by the plane's commit at most
+            assert landed[1:] == before[1:] and landed[0] in (before[0], before[0] + 1), (landed[0], before[0])
         with drsg.open(path) as db:
             db.write(lambda tx: None)  # any write removes what the dead import staged
             assert db.head() >= before[0]  # (a killed `plane create` may have landed)
