@@ -126,6 +126,7 @@ class Watcher:
         self.failing = False
         self.ready = False  # the first fold is done (systemd hears it once)
         self._unwatched: set[str] = set()  # folders it may not read, logged once each
+        self._warned: str | None = None  # the walk's warning last logged: said again only when it changes
 
     def fold(self, why: str) -> FoldReport | None:
         """One fold, logged; a failure is logged too (one line) and leaves the daemon running."""
@@ -137,6 +138,9 @@ class Watcher:
             return None
         self.failing = False
         log.info("folded", plane=self.sync.plane, why=why, **report.fields())
+        if report.warning is not None and report.warning != self._warned:
+            log.warning("most of the tree is withheld", plane=self.sync.plane, warning=report.warning)
+        self._warned = report.warning
         for note in report.notes:
             log.debug("fold note", note=note)
         _collect_between_folds()

@@ -2,7 +2,9 @@
 
 The walk reads the working tree, not a commit, so a plane says which commit it was read beside and
 how many files differed (``git status``: modified — tracked files with edits, staged or not, or
-deleted — and untracked, both counted under the walk's root only, ignored files not at all). Every
+deleted — and untracked, both counted under the walk's root only; ignored files not at all, nor
+what the walk's floor never reads — dotfiles such as ``.gitignore``, drsg's ``drsg.toml`` and
+store — since they cannot make the graph differ from the commit). Every
 answer read from the plane then carries :func:`synced_line`. A plane that never measured (written
 before this, or read outside git) says nothing: claiming "clean" for it would be an overclaim.
 """
@@ -13,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drsg.pipeline.code.walk import git_root, run_git
+from drsg.pipeline.code.walk import git_root, run_git, under_floor
 
 SYNCED_COMMIT = "synced_commit"
 SYNCED_ROOT = "synced_root"
@@ -24,8 +26,11 @@ SYNCED_UNTRACKED = "synced_untracked"
 def drift(root: Path) -> dict[str, Any]:
     """The plane properties recording ``root``'s commit and drift; empty outside git (or without git)."""
     root = root.resolve()
-    if git_root(root) is None:
+    top = git_root(root)
+    if top is None:
         return {}
+    inside = root.relative_to(top).as_posix()
+    prefix = "" if inside == "." else inside + "/"  # porcelain paths are the repository's, not the root's
     head = run_git(root, "rev-parse", "HEAD")
     # --no-optional-locks: a status never rewrites the index, which `serve watch` watches for commits
     status = run_git(root, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", ".")
@@ -37,7 +42,9 @@ def drift(root: Path) -> dict[str, Any]:
         if len(entry) < 3:
             continue
         code = entry[:2]
-        if code == "??":
+        if under_floor(root, entry[3:].removeprefix(prefix)):
+            pass  # not what the walk reads: it cannot make the graph differ
+        elif code == "??":
             untracked += 1
         elif code != "!!":
             modified += 1

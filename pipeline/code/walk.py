@@ -2,7 +2,8 @@
 
 The **floor** always stands: dotfiles and dot-directories, build and dependency directories
 (``target/``, ``node_modules/``, ``dist/``, ``build/``, ``.venv/``, ``__pycache__/``, ``vendor/``
-and their kin), drsg's own store and sidecars, and a root-level ``logs/``. What the floor leaves is
+and their kin), drsg's own store and sidecars, its ``drsg.toml`` (drsg's settings, not the
+project's, and it may hold API keys: never prose for a model), and a root-level ``logs/``. What the floor leaves is
 the denominator of every percentage: a ``node_modules/`` of 80,000 files would make one meaningless.
 
 Then the project's own word on what is derived, each chosen by ``--ignore-files``:
@@ -41,6 +42,8 @@ FLOOR_DIRS = frozenset(
 #: what drsg keeps beside a database file: its lock, the index sidecars, the digest cache, an export
 STORE_SIDECARS = ("-lock", ".hnsw", ".bm25", ".digest", ".jsonl")
 _DRSG_SUFFIXES = (".drsg", *(".drsg" + sidecar for sidecar in STORE_SIDECARS))
+#: drsg's settings file, written by `drsg init`: the floor skips it wherever it is
+CONFIG_FILE = "drsg.toml"
 
 
 def store_files(db: Path) -> tuple[Path, ...]:
@@ -302,7 +305,7 @@ class _Walker:
 
 def _floor(entry: os.DirEntry[str], relative: str) -> bool:
     name = entry.name
-    if name.startswith(".") or name.endswith(_DRSG_SUFFIXES):
+    if name.startswith(".") or name.endswith(_DRSG_SUFFIXES) or name == CONFIG_FILE:
         return True
     try:
         if not entry.is_dir(follow_symlinks=False):
@@ -310,6 +313,18 @@ def _floor(entry: os.DirEntry[str], relative: str) -> bool:
     except OSError:
         return True
     return floor_folder(Path(entry.path), relative)
+
+
+def under_floor(root: Path, path: str) -> bool:
+    """Whether the floor skips ``path`` (``/``-separated, below ``root``; it need not exist any more):
+    it, or a folder on its way, is one the walk never reads."""
+    parts = path.split("/")
+    for depth, name in enumerate(parts):
+        if name.startswith(".") or name.endswith(_DRSG_SUFFIXES) or name == CONFIG_FILE:
+            return True
+        if depth < len(parts) - 1 and floor_folder(root.joinpath(*parts[: depth + 1]), "/".join(parts[:depth])):
+            return True
+    return False
 
 
 def floor_folder(path: Path, relative: str) -> bool:

@@ -54,6 +54,8 @@ class FoldReport:
     files: int = 0  # files read (by a handler, or as prose)
     seen: int = 0  # files the floor left
     withheld: int = 0  # by the ignore rules (or --tracked-only)
+    withheld_by: dict[str, int] = field(default_factory=dict)  # the rule file (or --tracked-only) → files
+    warning: str | None = None  # the walk's own: most of the tree withheld, naming the rule files
     skipped: int = 0  # binaries, unreadable, too big
     not_claimed: int = 0  # no handler claims them (prose, when no model reads it)
     parsed: int = 0  # parses run this fold
@@ -70,6 +72,7 @@ class FoldReport:
             "edges": f"+{self.edges_created} -{self.edges_deleted}",
             "files": f"{self.files}/{self.seen}",
             "withheld": self.withheld,
+            "withheld_by": self.withheld_by,
             "skipped": self.skipped,
             "not_claimed": self.not_claimed,
             "parsed": self.parsed,
@@ -152,6 +155,8 @@ class TreeSync:
         if reading is not None:
             report.files, report.seen = len(reading.read_by), reading.walk.seen
             report.withheld, report.skipped = len(reading.walk.withheld), len(reading.skipped)
+            report.withheld_by = dict(reading.walk.withheld_by_source().most_common())
+            report.warning = reading.walk.warning()
             report.not_claimed = len(reading.not_claimed)
         report.parsed, report.reused = self.memo.misses - misses, self.memo.hits - hits
         report.seconds = time.perf_counter() - started

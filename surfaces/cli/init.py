@@ -1,11 +1,17 @@
 """`drsg init [DIR]`: a repository made ready for drsg in one command, one line (or JSON object) per step.
 
 1. ``drsg.toml``: the ``[digest]`` settings of the registry, each under its description — only when
-   there is no such file (a user's file is kept, never rewritten);
-2. ``.gitignore``: the patterns for drsg's own files that it lacks, appended under ``# drsg``;
+   there is no such file (a user's file is kept, never rewritten); for the repository: commit it;
+2. ``.gitignore``: the patterns for drsg's database and sidecars that it lacks, appended under
+   ``# drsg`` and each named on the terminal — files every user of drsg makes, so the rule is shared;
 3. ``.mcp.json``: the ``drsg`` server a coding agent starts (``drsg --db DB mcp``), every other key
-   and server kept;
-4. a first ``digest --apply`` of DIR into its plane — code only unless the chat model has its key.
+   and server kept. The entry names this machine's paths, so inside git the file is kept out of
+   commits in ``.git/info/exclude`` (this clone's own rules, not the shared ``.gitignore``), said so;
+4. a first ``digest --apply`` of DIR into its plane — code only unless the chat model has its key,
+   with the digest's warning when ignore rules withhold most of the tree.
+
+What init writes is not drift: the walk's floor never reads ``drsg.toml`` or dotfiles, so a plane
+read right after it does not say "2 untracked".
 
 Every step is idempotent: run again, each line says "already …" or "unchanged", and the digest
 writes no commit (the ledger restates nothing that is already stated). What can fail is checked
@@ -46,12 +52,12 @@ _UNSET = {"digest.embed_provider": "unset: each plane keeps the embedder that wr
 
 
 def ignore_patterns() -> list[str]:
-    """What `.gitignore` needs for drsg's files: the database, each sidecar (folders with a `/`), logs,
-    and the MCP entry this command writes."""
+    """What `.gitignore` needs for drsg's files: the database and each sidecar (folders with a `/`) —
+    names only drsg makes (a `logs/` or `.mcp.json` rule could hide a project's own files)."""
     from drsg.pipeline.code.walk import STORE_SIDECARS
 
     sidecars = [f"*.drsg{name}" + ("/" if name in _FOLDERS else "") for name in STORE_SIDECARS]
-    return ["*.drsg", *sidecars, "logs/", MCP]  # .mcp.json names this machine's paths: not for the repository
+    return ["*.drsg", *sidecars]
 
 
 def render_config() -> str:
@@ -118,9 +124,12 @@ def init_cmd(
     as_json: bool,
 ) -> None:
     """Make DIR (default `.`) ready for drsg, saying what each step did: write drsg.toml with the
-    [digest] settings and their defaults (an existing one is kept), add drsg's files to .gitignore,
-    add the `drsg` server to .mcp.json for coding agents (`drsg --db DB mcp`; other servers kept),
-    and digest DIR into its plane (code only unless the chat model's API key is set).
+    [digest] settings and their defaults (an existing one is kept; commit it), add the patterns of
+    drsg's database and sidecars to .gitignore (each one named), add the `drsg` server to .mcp.json
+    for coding agents (`drsg --db DB mcp`; other servers kept) — in git, kept out of commits in
+    .git/info/exclude, as it names this machine's paths — and digest DIR into its plane (code only
+    unless the chat model's API key is set), warning when ignore rules withhold most of DIR. The
+    walk never reads drsg.toml or dotfiles, so what init writes does not count as drift.
 
     The database is --db when given, else DIR/graph.drsg. Running it again changes nothing and says
     so. Nothing is written when a check fails (DIR, a .mcp.json that is not JSON, a broken drsg.toml)."""
@@ -146,6 +155,7 @@ def init_cmd(
     entry = {"command": _executable(), "args": ["--db", str(db), "mcp"]}
     # ---- the files
     steps = [_write_config(config_path), _write_ignore(ignore_path, ignore_text), _write_mcp(mcp_path, mcp, entry)]
+    _exclude_locally(root, steps[2])
     for step in steps:
         step.show(as_json)
     # ---- the first digest, with the repository's own settings unless a config was named
@@ -153,6 +163,8 @@ def init_cmd(
     here = replace(obj, db_path=str(db), settings=loaded)
     step = _digest_step(ctx, here, root, plane, given)
     step.show(as_json)
+    if step.extra["warning"] and not as_json:
+        click.echo(f"warning: {step.extra['warning']}", err=True)
     if not as_json:
         click.echo(
             f"to keep plane {step.extra['plane']!r} current as the tree changes: drsg --db {db} serve watch {root}"
@@ -226,7 +238,8 @@ def _write_config(path: Path) -> Step:
     if path.exists():
         return Step("config", str(path), "kept", f"kept {path}: already there, left as it is", {})
     write_atomic(path, render_config().encode("utf-8"), user_file_mode(path))
-    return Step("config", str(path), "written", f"wrote {path} with the [digest] defaults", {})
+    line = f"wrote {path} with the [digest] defaults (the repository's settings: commit it, and .gitignore)"
+    return Step("config", str(path), "written", line, {})
 
 
 def _write_ignore(path: Path, text: str | None) -> Step:
@@ -242,7 +255,7 @@ def _write_ignore(path: Path, text: str | None) -> Step:
     body += ("\n" if body.strip() else "") + block
     write_atomic(path, body.encode("utf-8", errors="surrogateescape"), user_file_mode(path))
     status = "created" if text is None else "added"
-    line = f"{'created' if text is None else 'updated'} {path}: ignores {', '.join(missing)}"
+    line = f"{'created' if text is None else 'updated'} {path}: ignores {', '.join(missing)} (drsg's store)"
     return Step("gitignore", str(path), status, line, {"added": missing})
 
 
@@ -259,6 +272,32 @@ def _write_mcp(path: Path, data: dict[str, Any] | None, entry: dict[str, Any]) -
     verb = {"created": "wrote", "added": "added to", "updated": "updated in"}[status]
     line = f"{verb} {path} the {SERVER!r} MCP server: {' '.join([entry['command'], *entry['args']])}"
     return Step("mcp", str(path), status, line, extra)
+
+
+def _exclude_locally(root: Path, step: Step) -> None:
+    """Keep ``.mcp.json`` (this machine's paths) out of commits in this clone's ``.git/info/exclude``
+    — not the shared ``.gitignore`` — unless git already ignores it, or tracks it (the team shares
+    the file: say so, change no rule). The MCP step's line and JSON say which."""
+    from drsg.pipeline.code.walk import git_root, run_git
+
+    step.extra["excluded"] = None
+    if git_root(root) is None:
+        return
+    if run_git(root, "ls-files", "--error-unmatch", "--", MCP) is not None:
+        step.line += f"; {MCP} is tracked by git, but this entry names this machine's paths: keep it out of commits"
+        return
+    if run_git(root, "check-ignore", "-q", "--", MCP) is not None:
+        return  # already ignored (an older init's .gitignore, or the user's own rules)
+    where = run_git(root, "rev-parse", "--git-path", "info/exclude")
+    if where is None:
+        return
+    exclude = root / where.strip()
+    text = _read_text(exclude) or ""
+    body = text + ("" if not text or text.endswith("\n") else "\n") + f"{HEADER}: names this machine's paths\n/{MCP}\n"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(exclude, body.encode("utf-8", errors="surrogateescape"), user_file_mode(exclude))
+    step.extra["excluded"] = str(exclude)
+    step.line += f"; kept out of git in {exclude} (this clone's own rules: the entry names this machine's paths)"
 
 
 def _digest_step(ctx: click.Context, obj: Context, root: Path, plane: str | None, given: dict[str, Any]) -> Step:
@@ -278,9 +317,16 @@ def _digest_step(ctx: click.Context, obj: Context, root: Path, plane: str | None
         why = f"code and prose (chat model {settings['digest.chat']})"
     flags = {**given, "code_only": given["code_only"] or not ready or None}
     name = plane_for(str(root), plane)
-    done = run_digest(obj, str(root), name, digest_flags(ctx, obj, do_apply=True, **flags))
+    warnings: list[str] = []
+
+    def read(doc: Any) -> None:  # the digest's own >50 % withheld warning, naming the rule files
+        said = doc.reading.walk.warning() if doc.reading is not None else None
+        warnings.extend([said] if said else [])
+
+    done = run_digest(obj, str(root), name, digest_flags(ctx, obj, do_apply=True, **flags), read)
     applied = done.applied
     extra = {
+        "warning": warnings[0] if warnings else None,
         "plane": name,
         "code_only": bool(flags["code_only"] or settings["digest.code_only"]),
         "why": why,

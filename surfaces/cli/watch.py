@@ -48,7 +48,9 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
     Code is read by the handlers (`drsg plugin list`); prose goes to a chat model only when one is
     chosen (--chat/--chat-url, or [digest] chat); changed nodes are embedded only with --embed or
     [digest] embed_provider set. The same walk flags and [digest] settings as `drsg digest`.
-    Runs in the foreground; logs are JSON lines on stderr (-v: each fold's accounting, -vv: notes).
+    Runs in the foreground; logs are JSON lines on stderr (-v: each fold's accounting, -vv: notes);
+    each fold names the ignore files that withheld files (`withheld_by`), and a warning says so, as
+    `drsg digest` does, when they withhold most of the tree.
     SIGTERM/Ctrl-C finish the fold in progress, then stop. Runs beside `drsg serve` on one database.
     """
     from drsg.feed.watch import Watcher, WatchOptions, stop_on_signals

@@ -72,9 +72,12 @@ def test_a_fresh_repository_gets_all_four_steps(drsg, repo) -> None:  # type: ig
     lines = ran.lines()
     assert len(lines) == 5, lines
     assert lines[4] == f"to keep plane 'proj' current as the tree changes: drsg --db {db} serve watch {repo}"
-    assert lines[0] == f"wrote {repo / 'drsg.toml'} with the [digest] defaults"
+    assert lines[0].startswith(f"wrote {repo / 'drsg.toml'} with the [digest] defaults (")
     assert lines[1].startswith(f"created {repo / '.gitignore'}: ignores *.drsg, ")
     assert lines[2].startswith(f"wrote {repo / '.mcp.json'} the 'drsg' MCP server: ")
+    exclude = repo / ".git" / "info" / "exclude"
+    said = "(this clone's own rules: the entry names this machine's paths)"
+    assert lines[2].endswith(f"; kept out of git in {exclude} {said}")
     assert lines[3].startswith(f"digested {repo} into plane 'proj' (created): ")
     assert "code only: no chat key — OPENAI_API_KEY is not set" in lines[3]
 
@@ -95,10 +98,10 @@ def test_a_fresh_repository_gets_all_four_steps(drsg, repo) -> None:  # type: ig
     assert entries["digest.chunk_chars"]["source"] == f"config {config}"
     assert entries["digest.ignore_files"]["value"] == ["gitignore"]
 
-    # 2. .gitignore: git itself ignores the database and every sidecar, and logs/
+    # 2. .gitignore: git itself ignores the database and every sidecar
     assert ignore_patterns() == (repo / ".gitignore").read_text().splitlines()[1:]
-    for path in (*store_files(db), repo / "logs"):
-        inside = path / "x" if path.suffix in (".hnsw", ".bm25", ".digest") or path.name == "logs" else path
+    for path in store_files(db):
+        inside = path / "x" if path.suffix in (".hnsw", ".bm25", ".digest") else path
         ignored = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", str(inside)])
         assert ignored.returncode == 0, f"{inside} is not ignored"
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
@@ -137,6 +140,43 @@ def test_a_second_run_changes_nothing_and_says_so(drsg, repo) -> None:  # type: 
     assert head(db) == seq
 
 
+def test_what_init_writes_is_not_drift_and_its_gitignore_names_only_drsgs_files(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    repo = tmp_path / "proj"
+    commit_tree(repo, {**FILES, "logs/__init__.py": ""})  # the project's own package called logs
+    db = repo / "graph.drsg"
+    ran = drsg("init", str(repo), db=db)
+    assert ran.code == 0, ran.err
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True)
+    assert sorted(status.stdout.splitlines()) == ["?? .gitignore", "?? drsg.toml"]  # the two to commit
+    card = drsg("plane", "show", "proj", "--json", db=db).json_lines()[0]["properties"]
+    assert (card["synced_modified"], card["synced_untracked"]) == (0, 0)  # was 2 untracked: init's own files
+    read = drsg("get", "@pkg.core.helper", "--plane", "proj", db=db)
+    assert read.lines()[0] == f"synced: commit {card['synced_commit'][:12]}"  # no "… 2 untracked" on every read
+    ignore = (repo / ".gitignore").read_text()
+    assert "logs/" not in ignore and ".mcp.json" not in ignore  # a rule that could hide the project's files
+    why = subprocess.run(["git", "-C", str(repo), "check-ignore", "-v", ".mcp.json"], capture_output=True, text=True)
+    assert why.returncode == 0 and why.stdout.startswith(".git/info/exclude:")  # this clone's own rules only
+    assert subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", "logs/__init__.py"]).returncode == 1
+    (repo / "pkg" / "core.py").write_text(FILES["pkg/core.py"] + "\n\ndef more():\n    pass\n")
+    again = drsg("digest", str(repo), "-p", "proj", "--code-only", "--apply", db=db)
+    assert again.code == 0, again.err
+    card = drsg("plane", "show", "proj", "--json", db=db).json_lines()[0]["properties"]
+    assert (card["synced_modified"], card["synced_untracked"]) == (1, 0)  # a real edit still counts
+
+
+def test_a_tree_the_ignore_rules_mostly_withhold_is_warned_about(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = tmp_path / "gen"
+    commit_tree(root, {"main.py": "X = 1\n", ".gitignore": "out/\n", **{f"out/g{i}.py": "Y = 1\n" for i in range(9)}})
+    ran = drsg("init", str(root), db=root / "graph.drsg")
+    assert ran.code == 0, ran.err  # init used to say nothing of it
+    assert ran.err == (
+        "warning: 9 of 10 files were withheld by ignore rules — .gitignore (9). If that is not what you meant, "
+        "`--ignore-files` chooses which of them apply.\n"
+    )
+    as_json = drsg("init", str(root), "--json", "-p", "again", db=root / "graph.drsg").json_lines()
+    assert as_json[3]["warning"].startswith("9 of 10 files were withheld by ignore rules — .gitignore (9)")
+
+
 def test_the_database_is_in_dir_unless_db_is_given(repo, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("DRSG_DB", raising=False)
     monkeypatch.delenv("DRSG_CONFIG", raising=False)
@@ -162,7 +202,7 @@ def test_a_gitignore_without_its_last_newline_keeps_its_lines(drsg, repo, db_pat
     assert (repo / ".gitignore").read_text() == "node_modules/\n*.drsg.hnsw\n*.drsg\n\n# drsg\n" + "\n".join(
         missing
     ) + "\n"
-    assert ran.lines()[1] == f"updated {repo / '.gitignore'}: ignores {', '.join(missing)}"
+    assert ran.lines()[1] == f"updated {repo / '.gitignore'}: ignores {', '.join(missing)} (drsg's store)"
     again = drsg("init", str(repo))
     assert again.lines()[1] == f"{repo / '.gitignore'} already ignores drsg's files"
 
@@ -257,7 +297,9 @@ def test_code_only_when_asked_or_configured_and_the_model_reads_prose_when_it_ca
     assert full.code == 0, full.err
     step = full.json_lines()[3]
     assert step["code_only"] is False and step["why"].startswith("code and prose")
-    assert fake.requests_to("/chat/completions")  # the README (and drsg.toml) went to the model
+    assert fake.requests_to("/chat/completions")  # the README went to the model
+    asked_of = json.dumps([request.json for request in fake.requests_to("/chat/completions")])
+    assert "[digest]" not in asked_of  # drsg.toml (it may hold API keys) is drsg's, never prose for the model
     assert {"Bletchley Park", *CODE_KEYS} <= keys(drsg, db_path, "full")
     assert "Bletchley Park" not in keys(drsg, db_path, "asked")
 

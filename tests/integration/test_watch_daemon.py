@@ -193,6 +193,21 @@ def test_kill_9_mid_fold_then_restart_converges(tmp_path: Path, daemons) -> None
     assert daemon.stop() == 0
 
 
+def test_the_log_names_the_rule_file_that_withholds_most_of_the_tree(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+    root, db = tmp_path / "gen", tmp_path / "w.drsg"
+    commit_tree(root, {"main.py": "X = 1\n", ".gitignore": "out/\n", **{f"out/g{i}.py": "Y = 1\n" for i in range(9)}})
+    daemon = Daemon(db, root)
+    daemons.append(daemon)
+    folded = daemon.event("folded", "the first fold")
+    assert folded["withheld"] == 9 and folded["withheld_by"] == {".gitignore": 9}  # was a bare count
+    warned = daemon.event("most of the tree is withheld", "the walk's warning, as `drsg digest` prints it")
+    assert warned["level"] == "warning" and warned["warning"] == (
+        "9 of 10 files were withheld by ignore rules — .gitignore (9). If that is not what you meant, "
+        "`--ignore-files` chooses which of them apply."
+    )
+    assert daemon.stop() == 0
+
+
 def test_files_it_may_not_read_are_skipped_and_the_daemon_goes_on(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
     """Permission denied — a file and a folder the daemon's user cannot read — is a skipped file,
     never a stopped daemon. (As root nothing is denied, so the daemon runs as `nobody` there.)"""

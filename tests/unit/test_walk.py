@@ -39,6 +39,8 @@ def test_the_floor_skips_dotfiles_build_folders_virtualenvs_and_drsgs_own_files(
         "logs/serve.log",
         "docs/logs/kept.md",
         "demo.egg-info/PKG-INFO",
+        "drsg.toml",  # drsg's settings (they may hold API keys), never the project's prose
+        "sub/drsg.toml",
     )
     found = walk(root)
     assert found.files == ["docs/logs/kept.md", "src/a.py"]
