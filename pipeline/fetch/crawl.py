@@ -169,24 +169,28 @@ class _Crawler:
         spacing after the last request there, it takes a concurrency slot and counts as a request."""
         hop = "" if url == first else f"it redirects to {url}, and "
         host = self.hosts.setdefault(urlsplit(url).netloc, _Host(delay=self.budget.spacing))
-        async with host.lock:  # robots.txt once, and each request's start reserved `delay` after the last
+        # One request to a host at a time passes this lock, so its spacing counts from the moment the
+        # one before it really started (a start reserved ahead is missed when a slot or a busy loop
+        # delays that one: the next then came sooner than the spacing).
+        async with host.lock:
             if not host.robots_read:
                 await self._robots(url, host)
             if host.robots_block is not None:
                 raise FetchRefused(hop + host.robots_block)
             if host.robots is not None and not host.robots.can_fetch(url, ROBOTS_TOKEN):
                 raise FetchRefused(f"{hop}robots.txt disallows {'that' if hop else 'it'}")
-            start = max(time.monotonic(), host.next_at)
-            host.next_at = start + host.delay
-        if start >= self.deadline:
-            raise FetchError(self._out_of_time())
-        await asyncio.sleep(max(0.0, start - time.monotonic()))
-        async with self.slots:
+            if max(time.monotonic(), host.next_at) >= self.deadline:
+                raise FetchError(self._out_of_time())
+            await asyncio.sleep(max(0.0, host.next_at - time.monotonic()))
+            await self.slots.acquire()
+            host.next_at = time.monotonic() + host.delay
+        try:
             if time.monotonic() >= self.deadline:
                 raise FetchError(self._out_of_time())
-            host.next_at = max(host.next_at, time.monotonic() + host.delay)  # a wait for the slot moves it on
             self.requests += 1
             yield
+        finally:
+            self.slots.release()
 
     async def _robots(self, url: str, host: _Host) -> None:
         """robots.txt, once per host (RFC 9309 §2.3.1): 4xx means no rules; 5xx or unreachable means
