@@ -5,25 +5,18 @@ only: mounting needs it; CI runs as root)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support.small_disk import tmpfs
+
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs(tmp_path, 6) as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_a_full_disk_is_one_clean_line_each_time_and_the_import_resumes(drsg, small_disk: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

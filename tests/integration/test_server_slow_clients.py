@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_server import RunningServer, start_server
+from tests.support.small_disk import tmpfs
 from tests.support.waiting import wait_until
 
 HEAD_TIMEOUT = 1.5
@@ -96,15 +96,8 @@ def test_a_connection_past_max_connections_is_closed_at_once(strict: RunningServ
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
-    try:
+    with tmpfs(tmp_path, 16) as disk:
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_health_is_degraded_while_the_disk_is_nearly_full(small_disk: Path, tmp_path: Path) -> None:
