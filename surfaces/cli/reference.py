@@ -42,7 +42,10 @@ def _commands(ctx: click.Context) -> Iterator[click.Context]:
 
 
 def cli_page() -> str:
-    root = click.Context(cli, info_name="drsg", max_content_width=WIDTH, terminal_width=WIDTH)
+    # The group's own context settings (-h beside --help), as `drsg` itself runs: click caches each
+    # command's help option from the first context that asks, so a bare Context gave a page that
+    # depended on whether the CLI had already run in this process.
+    root = click.Context(cli, info_name="drsg", max_content_width=WIDTH, terminal_width=WIDTH, **cli.context_settings)
     parts = [
         "# CLI reference\n\n",
         HEADER.format(source="the click commands in surfaces/cli/"),
