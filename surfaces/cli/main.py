@@ -113,7 +113,9 @@ class DrsgGroup(click.Group):
             sys.exit(exc.exit_code)
         except click.UsageError as exc:
             where = exc.ctx.command_path if exc.ctx is not None else "drsg"
-            click.echo(f"error: {exc.format_message().rstrip('.')}; see `{where} --help`", err=True)
+            message = exc.format_message().rstrip(".")
+            see = f" See `{where} --help`." if message.endswith("?") else f"; see `{where} --help`"  # "Did you mean …?"
+            click.echo(f"error: {message}{see}", err=True)
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             click.echo(f"error: {exc.format_message()}", err=True)

@@ -142,7 +142,7 @@ def test_config_shows_values_as_drsg_toml_takes_them(drsg, tmp_path: Path) -> No
 def test_a_mistyped_command_is_offered_the_nearest_one(drsg) -> None:  # type: ignore[no-untyped-def]
     ran = drsg("nod", "put", "x")
     assert ran.code == 2
-    assert ran.err.startswith("error: No such command 'nod'. Did you mean 'node'?; see `")
+    assert ran.err.startswith("error: No such command 'nod'. Did you mean 'node'? See `")
 
 
 def test_global_options_work_after_the_command_too(drsg, db_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
