@@ -1,7 +1,8 @@
 """Which columns are sensitive: their values come back as ``[REDACTED]`` unless the connection says
-``sensitive_columns = "show"``. Pure: the policy only; each backend has the database enforce it
-(SQLite's authorizer; the statement's plan on PostgreSQL, its optimizer trace on MySQL/MariaDB),
-never by matching the SQL's text.
+``sensitive_columns = "show"``. Pure: the policy only. ``catalog sql`` enforces it by parsing each
+statement and allowing only known-safe SELECTs over the live schema (``statement.py``), with the
+database's own layer beneath (SQLite's authorizer; the plan on PostgreSQL, the optimizer trace on
+MySQL/MariaDB); ``drsg catalog grants`` has the engine enforce it for a read role.
 
 The rule, erring on the side of masking: a name is sensitive when a run of its words (split at
 separators and case humps, ``PassWord`` → ``pass word``), joined and with a plural ``s`` dropped,
