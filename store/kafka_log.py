@@ -430,6 +430,9 @@ class KafkaLog(Log):
     async def wait_async(self, after: int, timeout: float) -> int:
         return await self._heads.wait_async(after, timeout)
 
+    def await_waiters(self, count: int, timeout: float) -> bool:
+        return self._heads.await_waiters(count, timeout)
+
     def interrupt(self) -> None:
         self._heads.interrupt()
 

@@ -107,6 +107,9 @@ class LmdbLog(Log):
     async def wait_async(self, after: int, timeout: float) -> int:
         return await self.notifier.wait_async(after, timeout)
 
+    def await_waiters(self, count: int, timeout: float) -> bool:
+        return self.notifier.await_waiters(count, timeout)
+
     def interrupt(self) -> None:
         self.notifier.interrupt()
 

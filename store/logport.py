@@ -56,6 +56,12 @@ class Log(ABC):
         """As :meth:`wait`, in an event loop, without holding a thread."""
 
     @abstractmethod
+    def await_waiters(self, count: int, timeout: float) -> bool:
+        """Block until at least ``count`` callers are inside :meth:`wait` or :meth:`wait_async`, so
+        that a commit from now on wakes them, or ``timeout`` seconds pass; whether they are. A test
+        orders its threads by this, never by a sleep."""
+
+    @abstractmethod
     def interrupt(self) -> None:
         """End every wait now; each waiter looks again at why it waits."""
 

@@ -63,7 +63,11 @@ class HeadWaiters:
     event loop. A log backend holds one (the LMDB log's :class:`CommitNotifier`, the Kafka log's)."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        lock = threading.RLock()
+        self._cond = threading.Condition(lock)
+        # notified as a wait begins (and as a watcher parks): await_waiters() blocks on it; a condition
+        # of its own on the same lock, so a wait beginning wakes no other waiter
+        self._watched = threading.Condition(lock)
         self._head = 0  # the newest head known here; never ahead of the log's
         self._waiting = 0  # callers inside wait() or wait_async()
         self._round = 0  # bumped by interrupt(): every wait returns
@@ -131,6 +135,21 @@ class HeadWaiters:
     def _enter(self) -> None:
         """A caller starts waiting (the condition is held)."""
         self._waiting += 1
+        self._watched.notify_all()
+
+    @property
+    def waiting(self) -> int:
+        """Callers inside :meth:`wait` or :meth:`wait_async` now."""
+        with self._cond:
+            return self._waiting
+
+    def await_waiters(self, count: int, timeout: float) -> bool:
+        """Block until at least ``count`` callers are waiting, or ``timeout`` seconds pass; whether
+        they are. A thread counts once it sleeps in :meth:`wait` (it holds the lock until then), a
+        coroutine once :meth:`wait_async` has registered it: a commit published after this returns
+        wakes them. For tests that must commit while someone waits, without guessing a sleep."""
+        with self._cond:
+            return self._watched.wait_for(lambda: self._waiting >= count, timeout)
 
     def close(self) -> bool:
         """Release every waiter; later waits return at once. Whether this call closed it."""
@@ -157,6 +176,7 @@ class CommitNotifier(HeadWaiters):
         self.inotify = False  # whether the watcher is woken by file writes (else it polls)
         self._read_head = read_head
         self._thread: threading.Thread | None = None
+        self._parked = False  # the watcher idles on the condition, no read of its under way
         self._wake_pipe: tuple[int, int] | None = None  # wakes the watcher's select() on close
 
     def _enter(self) -> None:
@@ -182,7 +202,10 @@ class CommitNotifier(HeadWaiters):
                     if not self._waiting:
                         delay = 0.0  # whatever came while nobody waited is read at once
                     while not self._waiting and not self._closed:
+                        self._parked = True
+                        self._watched.notify_all()
                         self._cond.wait()
+                    self._parked = False
                     if self._closed:
                         return
                 woke = self._sleep(fd, delay)
@@ -201,6 +224,12 @@ class CommitNotifier(HeadWaiters):
         finally:
             if fd is not None:
                 os.close(fd)
+
+    def await_parked(self, timeout: float) -> bool:
+        """Block until the watcher idles with nobody waiting (every read it began is done), or
+        ``timeout`` seconds pass; whether it does. For tests that count its reads."""
+        with self._cond:
+            return self._watched.wait_for(lambda: self._parked and not self._waiting, timeout)
 
     def _sleep(self, fd: int | None, delay: float) -> bool:
         """Wait up to ``delay`` seconds for a write to the file (or close()); whether it was written."""

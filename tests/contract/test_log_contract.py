@@ -34,6 +34,7 @@ from tests.support.kafka_broker import Broker
 from tests.support.waiting import wait_until
 
 PROMPT = 1.0  # seconds within which a wake-up must arrive (the waits themselves allow 10 s)
+BEGIN = 10.0  # seconds a waiter has to begin waiting (a loaded machine may take long to start a thread)
 
 APPEND_ELSEWHERE = (
     "import sys; from drsg.store.backends import open_log; from drsg.store.mutations import NodePut; "
@@ -133,7 +134,7 @@ class LogContract:
         woke: list[tuple[int, float]] = []
         waiter = threading.Thread(target=lambda: woke.append((log.wait(2, 10), time.monotonic())))
         waiter.start()
-        time.sleep(0.2)  # it is waiting when the commit lands
+        assert log.await_waiters(1, BEGIN)  # it is waiting when the commit lands
         assert not woke
         appending = time.monotonic()
         appended = log.append(node(2))
@@ -146,7 +147,7 @@ class LogContract:
 
         async def scenario() -> tuple[int, float]:
             waiting = asyncio.ensure_future(log.wait_async(2, 10))
-            await asyncio.sleep(0.2)
+            assert await asyncio.to_thread(log.await_waiters, 1, BEGIN)
             assert not waiting.done()
             await asyncio.to_thread(log.append, node(2))
             appended = time.monotonic()
@@ -160,7 +161,7 @@ class LogContract:
         woke: list[int] = []
         waiter = threading.Thread(target=lambda: woke.append(log.wait(2, 10)))
         waiter.start()
-        time.sleep(0.2)
+        assert log.await_waiters(1, BEGIN)
         subprocess.run([sys.executable, "-c", APPEND_ELSEWHERE, log.url, "2"], check=True, timeout=60)
         appended = time.monotonic()
         waiter.join(10)
@@ -181,11 +182,25 @@ class LogContract:
         waiters = [threading.Thread(target=lambda: ended.append(log.wait(2, 30))) for _ in range(3)]
         for waiter in waiters:
             waiter.start()
-        time.sleep(0.2)
+        assert log.await_waiters(3, BEGIN)
         log.interrupt()
         for waiter in waiters:
             waiter.join(PROMPT)
         assert ended == [2, 2, 2]
+
+    def test_await_waiters_counts_the_callers_inside_a_wait(self, log: Log) -> None:
+        self.fill(log, 1)
+        assert not log.await_waiters(1, 0.05)  # nobody waits: it says so when its time is up
+        waiters = [threading.Thread(target=log.wait, args=(2, 30)) for _ in range(2)]
+        waiters[0].start()
+        assert log.await_waiters(1, BEGIN) and not log.await_waiters(2, 0.05)
+        waiters[1].start()
+        assert log.await_waiters(2, BEGIN)
+        log.append(node(2))
+        for waiter in waiters:
+            waiter.join(PROMPT)
+        assert not any(waiter.is_alive() for waiter in waiters)
+        assert not log.await_waiters(1, 0.05)  # a wait that ended counts no more
 
     # ------------------------------------------------------------------ durability and damage
 
@@ -235,7 +250,7 @@ class LogContract:
         ended: list[int] = []
         waiter = threading.Thread(target=lambda: ended.append(log.wait(2, 30)))
         waiter.start()
-        time.sleep(0.2)
+        assert log.await_waiters(1, BEGIN)
         log.close()
         waiter.join(PROMPT)
         assert ended == [2]

@@ -30,6 +30,7 @@ WRITE = (
     "db.write(lambda tx: tx.create_node(tx.plane('p'), sys.argv[2], ['X'], {}))"
 )
 QUIET = 5.0  # the subscriptions' own backstop: far longer than any delivery the tests accept
+BEGIN = 10.0  # seconds a waiter has to begin waiting (a loaded machine may take long to start a thread)
 
 
 def write_elsewhere(db: Path, key: str) -> float:
@@ -55,7 +56,8 @@ def test_other_processes_commits_wake_an_async_subscription_at_once(db: Database
         out = []
         for i in range(3):
             waiting = asyncio.ensure_future(subscription.__anext__())
-            await asyncio.sleep(0.2)  # the subscription is waiting when the commit lands
+            # the subscription is waiting when the commit lands
+            assert await asyncio.to_thread(db.log.await_waiters, 1, BEGIN)
             assert not waiting.done()
             committed = await asyncio.to_thread(write_elsewhere, Path(db.path), f"k{i}")
             message = await asyncio.wait_for(waiting, 10)
@@ -75,7 +77,7 @@ def test_a_plain_iterator_is_woken_by_another_process_without_any_setup(db: Data
         got: list[tuple[dict[str, Any], float]] = []
         waiting = threading.Thread(target=lambda got=got: got.append((next(messages), time.monotonic())))
         waiting.start()
-        time.sleep(0.3)  # the iterator is waiting when the commit lands
+        assert db.log.await_waiters(1, BEGIN)  # the iterator is waiting when the commit lands
         assert not got
         committed = write_elsewhere(Path(db.path), f"k{i}")
         waiting.join(15)
@@ -85,7 +87,7 @@ def test_a_plain_iterator_is_woken_by_another_process_without_any_setup(db: Data
 
 def test_nobody_waiting_means_no_reads_of_the_head(db: Database) -> None:
     assert db.log.wait(db.head(), 0.3) == 2  # a wait starts the watcher; nothing came
-    time.sleep(0.3)  # the watcher has gone idle
+    assert db.log.notifier.await_parked(BEGIN)  # the watcher has gone idle, its reads done
     reads = db.log.notifier.reads
     write_elsewhere(Path(db.path), "unwatched")
     time.sleep(0.6)  # longer than its backstop: a watcher still reading would have read by now
@@ -99,7 +101,7 @@ def test_stop_wakes_a_waiting_plain_iterator_at_once(db: Database) -> None:
     ended = threading.Event()
     reader = threading.Thread(target=lambda: (list(subscription), ended.set()))
     reader.start()
-    time.sleep(0.3)
+    assert db.log.await_waiters(1, BEGIN)
     assert not ended.is_set()
     stopped = time.monotonic()
     subscription.stop()
@@ -123,7 +125,8 @@ def test_the_indexer_is_woken_by_other_processes_commits_and_never_polls(db: Dat
     indexes.catch_up = counted  # type: ignore[method-assign]  # what the background thread calls
     indexes.start()
     try:
-        time.sleep(1.0)
+        assert db.log.await_waiters(1, BEGIN)  # the indexer waits for a commit ...
+        time.sleep(1.0)  # ... and goes on waiting: a window for a read of the head that must not come
         assert rounds == [], "the indexer read the head with no commit to wake it"
         committed = write_elsewhere(Path(db.path), "far")
         deadline = committed + 10
@@ -141,7 +144,7 @@ def test_closing_the_database_ends_the_waits(db: Database) -> None:
     ended: list[int] = []
     waiter = threading.Thread(target=lambda: ended.append(db.log.wait(db.head(), 30)))
     waiter.start()
-    time.sleep(0.2)
+    assert db.log.await_waiters(1, BEGIN)
     db.close()
     waiter.join(5)
     assert ended == [2]

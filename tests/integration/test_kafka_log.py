@@ -297,7 +297,7 @@ def test_an_async_waiter_is_woken_by_a_commit_the_watcher_reads(kafka_broker: Br
     async def scenario() -> tuple[int, float, int]:
         woken = asyncio.ensure_future(waiting.wait_async(0, 10))
         later = asyncio.ensure_future(waiting.wait_async(5, 0.5))  # past any commit made here: times out
-        await asyncio.sleep(0.2)
+        assert await asyncio.to_thread(waiting.await_waiters, 2, 10)
         assert not woken.done()
         await asyncio.to_thread(writing.append, node(1))
         appended = time.monotonic()
