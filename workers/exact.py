@@ -18,10 +18,13 @@ def similarities(metric: str, matrix: np.ndarray, query: np.ndarray) -> np.ndarr
     """Similarity of each row to ``query`` (float64): cosine, dot, or negative Euclidean distance."""
     m = matrix.astype(np.float64)
     q = query.astype(np.float64)
+    similar: np.ndarray  # numpy's operators are typed Any; this says what they give
     if metric == "dot":
-        return m @ q
+        similar = m @ q
+        return similar
     if metric == "l2":
-        return -np.sqrt(np.maximum(((m - q) ** 2).sum(axis=1), 0.0))
+        similar = -np.sqrt(np.maximum(((m - q) ** 2).sum(axis=1), 0.0))
+        return similar
     norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(norms > 0, (m @ q) / np.where(norms > 0, norms, 1.0), 0.0)

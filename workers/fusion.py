@@ -257,7 +257,8 @@ class Ranking:
 
     def top(self, n: int) -> list[int]:
         """The first ``n`` nodes of the fused order, without their detail (what an evaluation ranks by)."""
-        return np.frombuffer(self._ranked[0], dtype=np.int64, count=min(n, len(self))).tolist()
+        nodes: list[int] = np.frombuffer(self._ranked[0], dtype=np.int64, count=min(n, len(self))).tolist()
+        return nodes
 
     @cached_property
     def legend(self) -> Legend:

@@ -101,9 +101,12 @@ class _EfHold:
 
 def similarity_from_distance(metric: str, distances: np.ndarray) -> np.ndarray:
     """Similarities in float64 from hnswlib's float32 distances (widened first, then converted)."""
+    similar: np.ndarray  # numpy's ufuncs are typed Any; this says what they give
     if metric == "l2":
-        return -np.sqrt(np.maximum(distances, 0.0, dtype=np.float64))
-    return np.subtract(1.0, distances, dtype=np.float64)
+        similar = -np.sqrt(np.maximum(distances, 0.0, dtype=np.float64))
+    else:
+        similar = np.subtract(1.0, distances, dtype=np.float64)
+    return similar
 
 
 class VectorIndex(IndexWorker):
@@ -210,12 +213,14 @@ class VectorIndex(IndexWorker):
         """hnswlib's ``count`` nearest (labels, distances), searched at ``ef``."""
         index, share = self.index, self._ef_share
         assert index is not None and share is not None  # made together
+        found: tuple[np.ndarray, np.ndarray]  # hnswlib is untyped
         try:
             with share.at(ef):
-                return index.knn_query(q, k=count)
+                found = index.knn_query(q, k=count)
         except RuntimeError:  # too few reachable live elements for count: search them all
             with share.at(max(len(self.live), ef)):
-                return index.knn_query(q, k=count)
+                found = index.knn_query(q, k=count)
+        return found
 
     # ------------------------------------------------------------------ persistence
 
