@@ -9,7 +9,8 @@ from typing import Any
 
 from drsg.kernel.errors import NotFound, UsageError
 from drsg.kernel.values import check_utf8
-from drsg.pipeline.catalog.backend import Backend, secret_pairs
+from drsg.pipeline.catalog.answer import Ambiguous, Candidate, FieldPick, FindAnswer, Found, MissingPredicate, WherePick
+from drsg.pipeline.catalog.backend import Backend, Rows, secret_pairs
 from drsg.pipeline.catalog.masking import REDACTED
 from drsg.pipeline.catalog.model import Catalog, Column, Table
 from drsg.pipeline.catalog.resolve import best_column, rank_tables
@@ -76,77 +77,107 @@ def find(
     *,
     sensitive: Iterable[str],
 ) -> dict[str, Any]:
+    """:func:`find_answer`'s wire form: what the CLI, JSON-RPC and MCP print."""
+    return find_answer(catalog, backend, request, limit, similar, sensitive=sensitive).to_json()
+
+
+def find_answer(
+    catalog: Catalog,
+    backend: Backend,
+    request: Any,
+    limit: int,
+    similar: Similar | None = None,
+    *,
+    sensitive: Iterable[str],
+) -> FindAnswer:
     """``sensitive``: the names masked beside the built-in policy (``connections.sensitive_names``);
     ``similar``: the descriptions' vector channel, asked only where the words name no table or
     column by name, alias or comment (so what the keywords resolve is resolved as without it)."""
     entity, fields, where = check_request(request)
     limit = max(1, min(request.get("limit", limit), MAX_LIMIT))
-    ranked = rank_tables(catalog, entity, [*fields, *where])
-    margin = 0.0
-    if not ranked and similar is not None:
+    ranked, by_meaning = _rank(catalog, entity, [*fields, *where], similar)
+    ranked, tied = _tied(ranked, MARGIN if by_meaning else 0.0)
+    if len(tied) > 1:
+        candidates = (Candidate(t.name, t.kind, round(s, 3), why, t.comment) for s, t, why in ranked[:CANDIDATES])
+        return Ambiguous(entity, tuple(candidates))
+    table = ranked[0][1]
+    if not where:
+        return MissingPredicate(table.name, tuple(c.name for c in table.columns))
+    meant: dict[str, float] = {entity: round(ranked[0][0], 4)} if by_meaning else {}
+    picked = [_column(table, f, "field", similar, meant) for f in fields] or list(table.columns)
+    filters = [(word, _column(table, word, "filter", similar, meant)) for word in where]
+    bound = [bind_value(column, value) for (_, column), value in zip(filters, where.values(), strict=True)]
+    rows, sql = _select(
+        catalog, backend, table, picked, [c.name for _, c in filters], [v for v, _ in bound], limit, sensitive
+    )
+    return Found(
+        table=table.name,
+        fields=tuple(FieldPick(c.name, f) for f, c in zip(fields, picked, strict=False))
+        or tuple(FieldPick(c.name) for c in picked),
+        where=tuple(WherePick(w, c.name, v) for (w, c), (v, _) in zip(filters, bound, strict=True)),
+        sql=sql,
+        rows=rows,
+        notes=tuple(note for _, note in bound if note),
+        by_meaning=meant or None,
+    )
+
+
+Ranked = list[tuple[float, Table, str]]
+
+
+def _rank(catalog: Catalog, entity: str, words: list[str], similar: Similar | None) -> tuple[Ranked, bool]:
+    """The tables for ``entity`` best first, by name, alias or comment; by meaning (True) only when none match so."""
+    ranked = rank_tables(catalog, entity, words)
+    if ranked or similar is None:
+        by_meaning = False
+    else:
         sims = similar(entity, None)
         by_name = {t.name: t for t in catalog.tables}
         ranked = sorted(
             ((s, by_name[name], f"meaning:{s:.2f}") for name, s in sims.items() if name in by_name),
             key=lambda r: (-r[0], r[1].kind != "table", r[1].name),
         )
-        margin = MARGIN  # similarities this close are no evidence for one table over another
+        by_meaning = True
     if not ranked:
         raise NotFound(f"find: no table or view matches {entity!r}; `drsg catalog search` shows what the catalog has")
+    return ranked, by_meaning
+
+
+def _tied(ranked: Ranked, margin: float) -> tuple[Ranked, list[Table]]:
+    """The tables scoring within ``margin`` of the best; ``margin``: similarities this close are no
+    evidence for one table over another. A view over the one table tied with it does not tie: the
+    table itself answers (and moves first)."""
     tied = [t for score, t, _ in ranked if score >= ranked[0][0] - margin]
     bases = [t for t in tied if t.kind == "table"]
     if len(bases) == 1 and all(t.kind == "view" and bases[0].name in t.view_refs for t in tied if t is not bases[0]):
         ranked = [r for r in ranked if r[1] is bases[0]] + [r for r in ranked if r[1] is not bases[0]]
-        tied = bases  # a view over the table ties with it: the table itself answers
-    if len(tied) > 1:
-        return {
-            "status": "ambiguous",
-            "entity": entity,
-            "candidates": [
-                {"table": t.name, "kind": t.kind, "score": round(s, 3), "matched": why, "comment": t.comment}
-                for s, t, why in ranked[:CANDIDATES]
-            ],
-            "hint": "name the table in entity (or add a field only it has) and ask again",
-        }
-    table = ranked[0][1]
-    if not where:
-        return {
-            "status": "missing_predicate",
-            "table": table.name,
-            "hint": 'say which row: add where, e.g. {"where": {"name": "…"}}; find never scans a table',
-            "columns": [c.name for c in table.columns],
-        }
-    meant: dict[str, float] = {entity: round(ranked[0][0], 4)} if margin else {}
-    picked = [_column(table, f, "field", similar, meant) for f in fields] or list(table.columns)
-    filters = [(word, _column(table, word, "filter", similar, meant), value) for word, value in where.items()]
-    params, notes = [], []
-    for _word, column, value in filters:
-        bound, note = bind_value(column, value)
-        params.append(bound)
-        if note:
-            notes.append(note)
+        tied = bases
+    return ranked, tied
+
+
+def _select(
+    catalog: Catalog,
+    backend: Backend,
+    table: Table,
+    picked: list[Column],
+    where: list[str],
+    params: list[Any],
+    limit: int,
+    sensitive: Iterable[str],
+) -> tuple[Rows, str]:
+    """The one SELECT of ``picked`` filtered on the ``where`` columns, and its SQL; a sensitive
+    column's values ``[REDACTED]`` even where the database would show them."""
     withheld = sensitive_pairs(catalog, backend, sensitive)
     masked = frozenset(c.name for c in picked if (table.name.lower(), c.name.lower()) in withheld)
     if table.kind == "view":  # a view's column may be a masked one renamed: the database withholds it
         masked = frozenset()
     names = [c.name for c in picked]
-    sql = build_select(table.name, names, [c.name for _, c, _ in filters], backend.quote, backend.placeholder, masked)
+    sql = build_select(table.name, names, where, backend.quote, backend.placeholder, masked)
     rows = backend.select(sql, [*params, limit + 1], limit, withheld)
     hidden = [i for i, name in enumerate(names) if name in masked]
     rows.rows = [[REDACTED if i in hidden else v for i, v in enumerate(row)] for row in rows.rows]
     rows.redacted = sorted({*rows.redacted, *(f"{table.name}.{name}" for name in masked)})
-    return {
-        "status": "ok",
-        "table": table.name,
-        "fields": [{"field": f, "column": c.name} for f, c in zip(fields, picked, strict=False)]
-        or [{"column": c.name} for c in picked],
-        "where": [{"field": w, "column": c.name, "value": v} for (w, c, _), v in zip(filters, params, strict=True)],
-        "sql": sql,
-        "statements": 1,
-        **rows.to_json(),
-        "notes": notes,
-        **({"by_meaning": meant} if meant else {}),
-    }
+    return rows, sql
 
 
 def run_sql(backend: Backend, sql: str, limit: int, extra: Iterable[str] = ()) -> dict[str, Any]:

@@ -314,7 +314,7 @@ def catalog_search(
 def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedChoice) -> None:
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.connections import sensitive_names
-    from drsg.pipeline.catalog.find import find
+    from drsg.pipeline.catalog.find import find_answer
     from drsg.pipeline.catalog.semantic import similar_in
 
     try:
@@ -328,8 +328,8 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
         similar = similar_in(db, conn.plane, cat, _embedder(obj, db, conn, embed, indexing=False))
         names = sensitive_names(conn, obj.settings)
         backend = backend_for(conn, obj.settings["catalog.statement_seconds"])
-        answer = find(cat, backend, parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
-    _show(answer, as_json)
+        answer = find_answer(cat, backend, parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
+    _show(answer.to_json(), as_json)
 
 
 @click.command("find")

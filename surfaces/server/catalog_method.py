@@ -133,7 +133,7 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
         from drsg.pipeline.catalog import service
         from drsg.pipeline.catalog.backends import backend_for
         from drsg.pipeline.catalog.connections import sensitive_names
-        from drsg.pipeline.catalog.find import find
+        from drsg.pipeline.catalog.find import find_answer
         from drsg.pipeline.catalog.semantic import similar_in
 
         conn = _connection(ctx, p.get("connection"))
@@ -142,7 +142,7 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
         similar = similar_in(ctx.db, conn.plane, catalog, _embedder(ctx, conn, indexing=False))
         names = sensitive_names(conn, ctx.config.settings)
         backend = backend_for(conn, _setting(ctx, "catalog.statement_seconds", 30))
-        return find(catalog, backend, request, limit, similar, sensitive=names)
+        return find_answer(catalog, backend, request, limit, similar, sensitive=names).to_json()
 
     return await ctx.read(run)
 
