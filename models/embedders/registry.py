@@ -43,6 +43,30 @@ _NO_EMBEDDINGS = {"deepseek": "DeepSeek has no embeddings API"}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+@dataclass(frozen=True)
+class EmbedderChoice:
+    """An embedder as a flag, a request or the configuration names it: a preset name (or a base URL),
+    a model, a base URL, the name of the variable holding its key — each None when not given."""
+
+    name: str | None = None
+    model: str | None = None
+    url: str | None = None
+    key_env: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether anything was given at all (a key variable alone included)."""
+        return any((self.name, self.model, self.url, self.key_env))
+
+    @property
+    def names_one(self) -> bool:
+        """Whether it names an embedder (a key variable alone names none: it goes with the one chosen)."""
+        return any((self.name, self.model, self.url))
+
+    def build(self, settings: Settings | None = None, dimensions: int | None = None) -> Embedder:
+        return get_embedder(self.name, self.model, self.url, self.key_env, settings, dimensions=dimensions)
+
+
 def get_embedder(
     name: str | None = None,
     model: str | None = None,
