@@ -465,7 +465,7 @@ def test_rename_keeps_a_subscription_and_drop_ends_it(db: Database) -> None:
 
     async def main() -> list[dict[str, Any]]:
         task = asyncio.create_task(watch())
-        await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(db.log.await_waiters, 1, 10)  # it is there before the first write
         await db.awrite(lambda tx: tx.create_node(tx.plane("live"), "a", [], {}))
         await db.awrite(lambda tx: tx.rename_plane("live", "alive"))
         await db.awrite(lambda tx: tx.create_node(tx.plane("alive"), "b", [], {}))

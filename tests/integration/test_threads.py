@@ -104,7 +104,7 @@ def test_failing_commits_and_map_growth_do_not_stall_behind_busy_readers(tmp_pat
 
 
 CLOSE_UNDER_READERS = r"""
-import sys, threading, time, drsg
+import sys, threading, drsg
 from drsg.kernel.errors import DatabaseUnavailable
 folder, trials = sys.argv[1], int(sys.argv[2])
 for trial in range(trials):
@@ -112,20 +112,22 @@ for trial in range(trials):
     db.write(lambda tx: [tx.create_plane("p")] + [
         tx.create_node(tx.plane("p"), None, ["A"], {"x": "y" * 3000}) for _ in range(50)
     ], {})
-    stop, outcomes = threading.Event(), []
-    def read():
+    stop, outcomes, reading = threading.Event(), [], [threading.Event() for _ in range(3)]
+    def read(reader):
         try:
             while not stop.is_set():
                 with db.snapshot() as snap:
                     sum(1 for _ in snap.nodes(snap.plane("p").id))
+                reader.set()  # it reads on: the close lands among reads under way
         except DatabaseUnavailable:
             outcomes.append("closed")
         except BaseException as exc:
             outcomes.append(repr(exc))
-    readers = [threading.Thread(target=read) for _ in range(3)]
+    readers = [threading.Thread(target=read, args=(reader,)) for reader in reading]
     for t in readers:
         t.start()
-    time.sleep(0.02)
+    for reader in reading:
+        reader.wait()
     db.close()
     stop.set()
     for t in readers:

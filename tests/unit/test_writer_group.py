@@ -17,6 +17,7 @@ import drsg
 from drsg.store import writer as writer_module
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -180,8 +181,9 @@ def test_a_waiter_that_stops_waiting_does_not_hold_up_the_rest_of_its_group(db: 
         while len(db.writer._queue) < 2 and time.monotonic() < deadline:
             time.sleep(0.001)
         if while_waiting:  # at the main thread itself: its wait is interrupted before its group ran
+            mine = db.writer._queue[0]  # the main thread's request: "behind" queues only after it
             signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # type: ignore[arg-type]
-            time.sleep(0.2)
+            wait_until(lambda: mine.abandoned, "the main thread to stop waiting", timeout=30, poll=0.001)
             release.set()
         else:  # at this thread: the main thread sees it only once woken, before it wakes the next
             release.set()
