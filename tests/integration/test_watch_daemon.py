@@ -275,8 +275,7 @@ def test_beside_drsg_serve_the_feed_shows_each_fold_as_one_commit(tmp_path: Path
         first = daemon.event("folded", "the first fold")
         events: list[dict] = []  # type: ignore[type-arg]
         reader = threading.Thread(target=_read_sse, args=(port, first["seq"] + 1, events), daemon=True)
-        reader.start()
-        time.sleep(0.5)  # the stream is open before the edit (it would resume from `from` anyway)
+        reader.start()  # open before the edit or after, it reads from `from`: no ordering needed
         (root / "pkg/m9.py").write_text("def f9(z=9):\n    return z\n")
         folded = daemon.event("folded", "the fold of the edit")
         wait_until(lambda: any(e["seq"] == folded["seq"] for e in events), "the fold's commit on the feed")
