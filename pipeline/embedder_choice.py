@@ -25,7 +25,8 @@ import structlog
 from drsg.kernel.errors import UsageError
 from drsg.kernel.settings import Settings
 from drsg.models.embedders.base import Embedder
-from drsg.models.embedders.registry import EmbedderChoice, provider_name, recorded_preset
+from drsg.models.embedders.registry import provider_name, recorded_preset
+from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.vectorize import recorded_embedder
 from drsg.store.database import Database
 

@@ -15,6 +15,7 @@ from drsg.kernel.settings import Settings
 from drsg.models.chat.base import ChatModel
 from drsg.models.chat.remote import RemoteChatModel
 from drsg.models.embedders.registry import provider_name, secret, service_key, service_url
+from drsg.models.providers import chat_presets
 from drsg.models.service import RetryPolicy
 
 
@@ -26,12 +27,9 @@ class ChatPreset:
     model: str | None  # None: --model is required
 
 
+#: the chat services of the one preset list (drsg.models.providers)
 CHAT_PRESETS: dict[str, ChatPreset] = {
-    "openai": ChatPreset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "gpt-4o-mini"),
-    "deepseek": ChatPreset("deepseek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek-chat"),
-    "qwen": ChatPreset("qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "qwen-plus"),
-    "ollama": ChatPreset("ollama", "http://localhost:11434/v1", None, "llama3.1"),
-    "url": ChatPreset("url", None, None, None),
+    p.name: ChatPreset(p.name, p.base_url, p.key_env, p.chat_model) for p in chat_presets()
 }
 
 

@@ -19,6 +19,21 @@ from drsg.kernel.settings import Settings, load
 from drsg.models.embedders.base import Embedder
 from drsg.models.embedders.local import ALIASES, MODEL_NAME, LocalEmbedder
 from drsg.models.embedders.remote import RemoteEmbedder, RetryPolicy
+from drsg.models.providers import LOCAL, PRESETS, EmbedderChoice, embedding_presets
+
+__all__ = [  # EmbedderChoice lives with the presets (no model client to load): re-exported here
+    "NAMES",
+    "PROVIDERS",
+    "EmbedderChoice",
+    "Provider",
+    "check_env_name",
+    "get_embedder",
+    "provider_name",
+    "recorded_preset",
+    "secret",
+    "service_key",
+    "service_url",
+]
 
 
 @dataclass(frozen=True)
@@ -30,41 +45,13 @@ class Provider:
     batch_size: int
 
 
+#: the embedding services of the one preset list (drsg.models.providers)
 PROVIDERS: dict[str, Provider] = {
-    "openai": Provider("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "text-embedding-3-small", 256),
-    "qwen": Provider(
-        "qwen", "https://dashscope.aliyuncs.com/compatible-mode/v1", "DASHSCOPE_API_KEY", "text-embedding-v4", 10
-    ),
-    "ollama": Provider("ollama", "http://localhost:11434/v1", None, "nomic-embed-text", 64),
-    "url": Provider("url", None, None, None, 64),
+    p.name: Provider(p.name, p.base_url, p.key_env, p.embed_model, p.embed_batch) for p in embedding_presets()
 }
-NAMES = ("local", *PROVIDERS)
-_NO_EMBEDDINGS = {"deepseek": "DeepSeek has no embeddings API"}
+NAMES = (LOCAL, *PROVIDERS)
+_NO_EMBEDDINGS = {p.name: p.no_embeddings for p in PRESETS.values() if p.no_embeddings is not None}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass(frozen=True)
-class EmbedderChoice:
-    """An embedder as a flag, a request or the configuration names it: a preset name (or a base URL),
-    a model, a base URL, the name of the variable holding its key — each None when not given."""
-
-    name: str | None = None
-    model: str | None = None
-    url: str | None = None
-    key_env: str | None = None
-
-    @property
-    def explicit(self) -> bool:
-        """Whether anything was given at all (a key variable alone included)."""
-        return any((self.name, self.model, self.url, self.key_env))
-
-    @property
-    def names_one(self) -> bool:
-        """Whether it names an embedder (a key variable alone names none: it goes with the one chosen)."""
-        return any((self.name, self.model, self.url))
-
-    def build(self, settings: Settings | None = None, dimensions: int | None = None) -> Embedder:
-        return get_embedder(self.name, self.model, self.url, self.key_env, settings, dimensions=dimensions)
 
 
 def get_embedder(
