@@ -53,7 +53,7 @@ problem. ``tests/unit/test_errors.py`` holds this drawing to the classes: every 
 ``DrsgError`` anywhere in drsg is drawn, under its parent, with its codes.
 
 Two exceptions are internal signals, not errors, and stay out of the tree: ``MalformedAnswer``
-(``drsg.pipeline.digest.schema``: a chat answer that is not the JSON asked for; the caller asks
+(``drsg.pipeline.llm.answers``: a chat answer that is not the JSON asked for; the caller asks
 again or notes it) and ``SidecarInvalid`` (``drsg.workers.sidecar``: an index sidecar that cannot
 be trusted; the worker rebuilds from the log). Both are caught where they are raised and never
 reach a user.

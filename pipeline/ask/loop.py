@@ -28,7 +28,7 @@ from drsg.models.embedders.base import Embedder
 from drsg.pipeline.ask import prompts
 from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, parse_answer
 from drsg.pipeline.ask.tools import MAX_ENTITIES, Tools
-from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.pipeline.vectorize import recorded_embedder
 from drsg.plan.query import Plan, plan_from_json
 from drsg.plan.schema import SoftSchema, check_plan

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from drsg.pipeline.digest.schema import MalformedAnswer, json_object
+from drsg.pipeline.llm.answers import MalformedAnswer, json_object
 
 TOOLS = ("find_edge", "find_entity")
 MAX_ASKS = 8

@@ -15,10 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from drsg.kernel.errors import ChatError
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.chunking import split_in_half
 from drsg.pipeline.digest.prompts import extract_messages, repair_messages
-from drsg.pipeline.digest.schema import Extraction, MalformedAnswer, parse_extraction
+from drsg.pipeline.digest.schema import Extraction, parse_extraction
+from drsg.pipeline.llm.answers import MalformedAnswer
+from drsg.pipeline.llm.calls import ModelCalls
 
 MIN_SPLIT_CHARS = 64  # below this a cut-off answer is not split again
 MAX_SPLIT_DEPTH = 6

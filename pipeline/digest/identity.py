@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import collapse, fold, fold_names
 from drsg.pipeline.digest.prompts import identity_messages
+from drsg.pipeline.llm.calls import ModelCalls
 
 MAX_PAIRS_PER_KEY = 4
 MAX_PAIRS = 200

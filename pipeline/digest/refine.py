@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from drsg.kernel.errors import ChatError
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.prompts import refine_messages
 from drsg.pipeline.digest.schema import clean_props, clean_text
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.workers.analysis import analyze
 
 

@@ -19,17 +19,17 @@ from drsg.kernel.errors import ChatError, UsageError
 from drsg.kernel.values import Described, Vector
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.code.handler import FactNode
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.chunking import chunk_text
 from drsg.pipeline.digest.draft import Draft, Entity
 from drsg.pipeline.digest.extract import extract_all
 from drsg.pipeline.digest.identity import resolve
 from drsg.pipeline.digest.linking import PlaneVectors, contexts, entity_text, plane_candidates
-from drsg.pipeline.digest.prompts import PROMPT_VERSION
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, fingerprint
 from drsg.pipeline.digest.refine import refine
 from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.digest.vocabulary import reconcile
+from drsg.pipeline.llm.cache import PROMPT_VERSION
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.store.database import Database
 
 MODES = ("coarse", "fine", "super")

@@ -1,10 +1,10 @@
 """Reading a model's extraction answer as data (pure; no I/O).
 
 The answer must be one JSON object ``{"entities": [...], "relations": [...]}``. A model's text is
-untrusted input: code fences and prose around the object are tolerated (first ``{`` to last
-``}``), trailing commas are repaired, and then every item is checked against the schema below.
+untrusted input: it is read as one object by ``drsg.pipeline.llm.answers.json_object`` (fences,
+prose and trailing commas tolerated), and then every item is checked against the schema below.
 Items that do not fit are dropped and counted, never half-written; anything outside the schema
-(extra fields, instructions, tool requests) is ignored. :class:`MalformedAnswer` means nothing
+(extra fields, instructions, tool requests) is ignored. ``MalformedAnswer`` means nothing
 usable could be read.
 
     entity   {"key": str, "label": str, "properties": {name: scalar | [scalar]}, "description": str}
@@ -13,14 +13,13 @@ usable could be read.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.kernel.values import MAX_DEPTH, json_depth
+from drsg.pipeline.llm.answers import json_object
 
 MAX_KEY = 200  # characters
 MAX_LABEL = 64
@@ -31,12 +30,7 @@ MAX_DESCRIPTION = 1000
 MAX_LIST = 32
 MAX_ITEMS = 500  # entities, and relations, kept from one answer (a runaway answer is cut, and counted)
 RESERVED_PROPS = frozenset({"embedding", "description"})  # written by drsg, never by the model
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
 _NOT_WORD = re.compile(r"[^0-9A-Za-z]+")
-
-
-class MalformedAnswer(ValueError):
-    """The answer holds no JSON object drsg could read."""
 
 
 @dataclass(frozen=True)
@@ -61,29 +55,6 @@ class Extraction:
     entities: list[ExtractedEntity] = field(default_factory=list)
     relations: list[ExtractedRelation] = field(default_factory=list)
     dropped: int = 0  # items that did not fit the schema
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a model's answer (fences, prose and trailing commas tolerated)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise MalformedAnswer("no JSON object in the answer")
-    body = text[start : end + 1]
-    deep = f"the JSON nests deeper than {MAX_DEPTH} levels"
-    for candidate in (body, _TRAILING_COMMA.sub(r"\1", body)):
-        try:
-            value = json.loads(candidate)
-        except RecursionError:  # deeper than Python's reader recurses: no answer needs that
-            raise MalformedAnswer(deep) from None
-        except ValueError as exc:
-            problem = str(exc)
-            continue
-        if isinstance(value, dict):
-            if json_depth(value) > MAX_DEPTH:  # what reads an answer walks it recursively
-                raise MalformedAnswer(deep)
-            return value
-        problem = "the JSON is not an object"
-    raise MalformedAnswer(problem)
 
 
 def parse_extraction(text: str) -> Extraction:

@@ -26,12 +26,12 @@ from drsg.kernel.settings import Settings
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.code.handler import Handler
 from drsg.pipeline.code.parsed import ParseMemo
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import Applied, apply, apply_delta, changes
 from drsg.pipeline.digest.linking import entity_text
 from drsg.pipeline.digest.proposal import Proposal
 from drsg.pipeline.digest.run import DigestOptions, digest, facts_only
 from drsg.pipeline.digest.sources import TreeOptions, read_tree_source, source_name
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.pipeline.vectorize import embed_nodes
 from drsg.store.database import Database
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut, PlaneCreate, PlaneDrop, PlaneRename

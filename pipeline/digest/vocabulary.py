@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import collapse, fold, fold_names, tally
 from drsg.pipeline.digest.prompts import vocabulary_messages
+from drsg.pipeline.llm.calls import ModelCalls
 
 MAX_NAMES = 400
 

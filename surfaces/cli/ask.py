@@ -55,7 +55,7 @@ def ask(
     """
     from drsg.pipeline.ask.loop import AskOptions
     from drsg.pipeline.ask.loop import ask as run_ask
-    from drsg.pipeline.digest.calls import ModelCalls
+    from drsg.pipeline.llm.calls import ModelCalls
     from drsg.workers.search import Searcher
 
     question = question.strip()

@@ -215,12 +215,12 @@ def run_digest(
     """`drsg digest SOURCE`'s work without its printing: read SOURCE (``read`` sees the document before
     any model call) unless ``doc`` is it already read, digest it, and save the preview — or, with
     ``flags["do_apply"]``, apply it."""
-    from drsg.pipeline.digest.cache import AnswerCache
-    from drsg.pipeline.digest.calls import ModelCalls
     from drsg.pipeline.digest.ledger import apply
     from drsg.pipeline.digest.proposal import PreviewStore
     from drsg.pipeline.digest.run import DigestOptions, decided_by, digest, refuse_shared
     from drsg.pipeline.digest.sources import read_source
+    from drsg.pipeline.llm.cache import AnswerCache
+    from drsg.pipeline.llm.calls import ModelCalls
     from drsg.surfaces.cli.search import query_embedder
 
     options = DigestOptions(

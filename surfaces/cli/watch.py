@@ -96,8 +96,8 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
 def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
     """The chat model for prose, when one is chosen (a flag, or [digest] chat set); else None."""
     from drsg.pipeline.code.walk import digest_folder
-    from drsg.pipeline.digest.cache import AnswerCache
-    from drsg.pipeline.digest.calls import ModelCalls
+    from drsg.pipeline.llm.cache import AnswerCache
+    from drsg.pipeline.llm.calls import ModelCalls
 
     settings = obj.settings
     chosen = flags["chat"] is not None or flags["chat_url"] is not None

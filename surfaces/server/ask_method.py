@@ -16,7 +16,7 @@ from typing import Any
 
 from drsg.kernel.errors import APP_ERROR, INVALID_PARAMS, AskFailed, RpcError
 from drsg.pipeline.ask.loop import AskOptions, ask
-from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.surfaces.server.digest_method import CHAT
 from drsg.surfaces.server.params import Params, as_of
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, rpc

@@ -19,12 +19,12 @@ from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
 from drsg.models.chat.providers import CHAT_PRESETS
 from drsg.pipeline.code.walk import digest_folder
-from drsg.pipeline.digest.cache import AnswerCache
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
 from drsg.pipeline.digest.run import DigestOptions, digest, refuse_shared
 from drsg.pipeline.digest.sources import Document
+from drsg.pipeline.llm.cache import AnswerCache
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
 from drsg.surfaces.server.state import ServerState

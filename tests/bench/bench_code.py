@@ -25,10 +25,10 @@ import drsg
 from drsg.pipeline.code.python_handler import PythonHandler
 from drsg.pipeline.code.read import read_tree
 from drsg.pipeline.code.walk import walk
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import TreeOptions, read_source
+from drsg.pipeline.llm.calls import ModelCalls
 from tests.bench.common import OUT, RESULTS, machine
 
 

@@ -24,9 +24,9 @@ from typing import ClassVar
 import drsg
 from drsg.models.chat.remote import RemoteChatModel
 from drsg.models.embedders import get_embedder
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import read_source
+from drsg.pipeline.llm.calls import ModelCalls
 from tests.bench.common import OUT, REPO, RESULTS, machine
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.scripted_model import ScriptedModel

@@ -33,7 +33,7 @@ from drsg.kernel.errors import DrsgError
 from drsg.models.chat.providers import chat_key
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.ask.loop import AskOptions, ask
-from drsg.pipeline.digest.calls import ModelCalls
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.store.jsonl import import_jsonl
 from drsg.workers.search import Searcher
 

@@ -26,11 +26,11 @@ from drsg.models.chat.providers import chat_identity, get_chat
 from drsg.models.embedders.registry import get_embedder
 from drsg.pipeline.code.handlers import builtin_handlers
 from drsg.pipeline.code.parsed import ParseMemo
-from drsg.pipeline.digest.cache import AnswerCache
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.run import DigestOptions
 from drsg.pipeline.digest.sources import TreeOptions
 from drsg.pipeline.digest.sync import FoldReport, TreeSync
+from drsg.pipeline.llm.cache import AnswerCache
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.store.database import Database
 from drsg.store.mutations import EdgePut, NodeDelete, NodePut
 from tests.support.code_planes import canonical, fresh_export

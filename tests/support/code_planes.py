@@ -11,10 +11,10 @@ import itertools
 from pathlib import Path
 
 from drsg.pipeline.code.walk import store_files
-from drsg.pipeline.digest.calls import ModelCalls
 from drsg.pipeline.digest.ledger import apply
 from drsg.pipeline.digest.run import DigestOptions, digest
 from drsg.pipeline.digest.sources import TreeOptions, read_source
+from drsg.pipeline.llm.calls import ModelCalls
 from drsg.store.database import Database
 from drsg.store.jsonl import export_lines
 

@@ -18,13 +18,12 @@ from drsg.pipeline.digest.schema import (
     ExtractedEntity,
     ExtractedRelation,
     Extraction,
-    MalformedAnswer,
     clean_label,
     clean_type,
-    json_object,
     parse_extraction,
 )
 from drsg.pipeline.digest.vocabulary import _groups
+from drsg.pipeline.llm.answers import MalformedAnswer, json_object
 
 # --------------------------------------------------------------------------- chunking
 
@@ -179,8 +178,8 @@ def test_a_runaway_answer_is_cut_and_counted() -> None:
 
 
 def test_the_planes_spelling_wins_the_fold_without_asking_the_model() -> None:
-    from drsg.pipeline.digest.calls import ModelCalls
     from drsg.pipeline.digest.vocabulary import _reconcile
+    from drsg.pipeline.llm.calls import ModelCalls
 
     no_model = ModelCalls("none:none", None, None)  # any model call would raise
     report, renames = _reconcile("labels", Counter({"person": 2, "Person": 1}), no_model, ["PERSON", "Place"])

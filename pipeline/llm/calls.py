@@ -1,8 +1,9 @@
-"""Model calls for one digest: the chat model behind the answer cache, with counted tokens.
+"""Model calls for one digest or one question: the chat model behind the answer cache, with counted tokens.
 
-``ask_json`` serves the clean-up passes: one call (or a cache hit), the answer read as a JSON
-object, ``None`` when unreadable (a pass then changes nothing). Extraction has its own loop in
-``extract.py`` but goes through :meth:`ModelCalls.complete` so every call is counted.
+``ask_json`` serves the digest's clean-up passes: one call (or a cache hit), the answer read as a
+JSON object, ``None`` when unreadable (a pass then changes nothing). Extraction (``digest/extract.py``)
+and ``ask``'s loop have their own loops but go through :meth:`ModelCalls.complete` so every call is
+counted.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
 from drsg.models.chat.base import ChatAnswer, ChatModel, Message
 from drsg.models.chat.providers import chat_identity, get_chat
-from drsg.pipeline.digest.cache import AnswerCache
-from drsg.pipeline.digest.prompts import cache_key_text
-from drsg.pipeline.digest.schema import MalformedAnswer, json_object
+from drsg.pipeline.llm.answers import MalformedAnswer, json_object
+from drsg.pipeline.llm.cache import AnswerCache
 
 
 class ModelCalls:
@@ -77,7 +77,7 @@ class ModelCalls:
             self.cache.put(key, answer)
 
     def ask_json(self, kind: str, messages: list[Message]) -> dict[str, Any] | None:
-        key, hit = self.cached(kind, cache_key_text(messages))
+        key, hit = self.cached(kind, json.dumps(messages, ensure_ascii=False, sort_keys=True))
         if hit is not None:
             return json_object(hit)
         answer = self.complete(messages)

@@ -15,7 +15,10 @@ import json
 from pathlib import Path
 
 from drsg.kernel.files import write_atomic
-from drsg.pipeline.digest.prompts import PROMPT_VERSION
+
+#: the version of the prompts whose answers are kept (digest's extraction and clean-up passes): bump it
+#: when one of them changes, and every answer cached before is asked again
+PROMPT_VERSION = "digest-1"
 
 
 class AnswerCache:
