@@ -1,4 +1,5 @@
-"""Shared pieces of the converters: limits, the input handed to a converter, and library warnings.
+"""Shared pieces of the converters: limits, the input handed to a converter, library warnings, and the
+marker that opens each source's Markdown in a document of many.
 
 A converter is a function ``(Source) -> Output``: it receives the whole document as bytes (already
 checked against ``Limits.max_bytes``) and returns the Markdown body and a list of notes. It raises
@@ -20,6 +21,14 @@ MiB = 1024 * 1024
 
 #: (markdown, notes) as returned by one converter.
 Output = tuple[str, list[str]]
+
+#: opens each source's text in a document of many (a tree's files, a crawl's pages); chunking splits on it
+SOURCE_MARKER = "<!-- drsg:source"
+
+
+def source_marker(name: str) -> str:
+    """The paragraph that introduces one source's text in a multi-source document."""
+    return f"{SOURCE_MARKER} {name} -->"
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import re
 
-SOURCE_MARKER = "<!-- drsg:source"
+from drsg.pipeline.convert.base import SOURCE_MARKER
+
 MIN_CHUNK_CHARS = 200
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
-
-
-def source_marker(name: str) -> str:
-    """The paragraph that introduces one source's text in a multi-source document."""
-    return f"{SOURCE_MARKER} {name} -->"
 
 
 def chunk_text(text: str, chunk_chars: int = 4000) -> list[str]:

@@ -1,4 +1,5 @@
-"""Reading what to digest: one file as Markdown prose, or a directory tree as facts and prose.
+"""Reading what to digest: one file as Markdown prose, a directory tree as facts and prose, or a URL
+crawled (``drsg.pipeline.fetch.crawl``) into one document of its pages.
 
 A file is converted to Markdown (``drsg.pipeline.convert``). A directory is walked
 (``drsg.pipeline.code.walk``: drsg's floor, then the ignore files chosen) and read
@@ -11,19 +12,24 @@ working directory.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.errors import UsageError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Handler
 from drsg.pipeline.code.parsed import ParseMemo
 from drsg.pipeline.code.read import Progress, Reading
-from drsg.pipeline.digest.chunking import source_marker
+from drsg.pipeline.convert.base import source_marker
+
+if TYPE_CHECKING:
+    from drsg.pipeline.fetch.crawl import Budget, Crawl
+    from drsg.pipeline.fetch.crawl import Progress as PageProgress
 
 
 @dataclass
@@ -90,7 +96,7 @@ def read_source(
     from drsg.pipeline.convert import to_markdown
 
     if path.startswith(("http://", "https://")):
-        raise UsageError(f"{path} is a URL: it is crawled (drsg.pipeline.fetch.crawl.read_url), not read as a file")
+        raise UsageError(f"{path} is a URL: it is crawled (drsg.pipeline.digest.sources.read_url), not read as a file")
     root = Path(path).expanduser()
     if not root.exists():
         raise UsageError(f"{path}: no such file or directory; check the path")
@@ -127,10 +133,12 @@ def read_tree_source(
     one file of ``root`` to read, named by the user (read whatever the ignore rules say), the rest of
     the walk its context — so its keys are those a digest of ``root`` gives it. A file no handler
     claims is left unread; no drift is recorded (the file is not the tree)."""
+    # loaded here, not at the top: a file's digest needs none of them, and the plugins need wasmtime
     from drsg.pipeline.code.drift import drift
-    from drsg.pipeline.code.handlers import load_handlers, plugin_options
     from drsg.pipeline.code.read import read_tree
     from drsg.pipeline.code.walk import walk
+    from drsg.pipeline.plugins.handlers import load_handlers
+    from drsg.pipeline.plugins.host import plugin_options
 
     found = walk(root, options.ignore_files, options.tracked_only, options.skip)
     if only is not None and only not in found.files:  # named by the user: admitted whatever the rules say
@@ -163,3 +171,18 @@ def read_tree_source(
 def _skipped_note(skipped: Iterable[tuple[str, str]]) -> str:
     items = [f"{path} ({why})" for path, why in skipped]
     return f"{len(items)} file(s) skipped: " + "; ".join(items[:5]) + (" …" if len(items) > 5 else "")
+
+
+def read_url(
+    root: str, settings: Settings, budget: Budget, topic: str = "", progress: PageProgress | None = None
+) -> tuple[Document, Crawl]:
+    """``root`` crawled into one Document that digests as a pasted one (its name: the root URL)."""
+    from drsg.pipeline.fetch.crawl import client_for, crawl  # aiohttp: loaded only when a URL is read
+
+    async def run() -> Crawl:
+        async with client_for(settings, budget) as client:
+            return await crawl(root, client, budget, topic, progress)
+
+    result = asyncio.run(run())
+    notes = [f"crawl: read {len(result.kept)} page(s) of {result.candidates + 1} seen, {result.requests} request(s)"]
+    return Document(root, result.document(), notes, len(result.kept)), result

@@ -29,7 +29,6 @@ from protego import Protego
 
 from drsg.kernel.errors import ConversionError, FetchError, FetchRefused, UsageError
 from drsg.kernel.settings import Settings
-from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.fetch import page as pages
 from drsg.pipeline.fetch import scoring
 from drsg.pipeline.fetch.base import Fetcher, Meter, checked_url
@@ -408,17 +407,3 @@ def budget_for(settings: Settings, pages: int | None = None, depth: int | None =
         max_crawl_delay=float(settings["fetch.max_crawl_delay_secs"]),
         request_timeout=math.inf if timeout is None else float(timeout),
     )
-
-
-def read_url(
-    root: str, settings: Settings, budget: Budget, topic: str = "", progress: Progress | None = None
-) -> tuple[Document, Crawl]:
-    """``root`` crawled into one Document that digests as a pasted one (its name: the root URL)."""
-
-    async def run() -> Crawl:
-        async with client_for(settings, budget) as client:
-            return await crawl(root, client, budget, topic, progress)
-
-    result = asyncio.run(run())
-    notes = [f"crawl: read {len(result.kept)} page(s) of {result.candidates + 1} seen, {result.requests} request(s)"]
-    return Document(root, result.document(), notes, len(result.kept)), result

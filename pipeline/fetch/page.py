@@ -20,8 +20,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from bs4 import BeautifulSoup, Tag
 
+from drsg.pipeline.convert.base import SOURCE_MARKER, source_marker
 from drsg.pipeline.convert.html import html_to_markdown
-from drsg.pipeline.digest.chunking import SOURCE_MARKER, source_marker
 
 _FURNITURE_TAGS = ("nav", "aside", "form", "button", "iframe", "svg", "dialog")
 _FURNITURE_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search", "dialog", "alertdialog"}

@@ -62,11 +62,13 @@ class Budget:
         return cls(settings["plugins.fuel"], settings["plugins.memory_mb"], settings["plugins.timeout_s"])
 
 
-def plugin_options(settings: Settings, name: str) -> list[tuple[str, str]]:
-    """``[plugins.<name>]`` as the string pairs the plugin receives: text as is, numbers as written,
-    booleans ``true``/``false``; anything else (a list, a table, a date) is refused, naming the key."""
-    pairs = []
-    for key, value in settings.plugin_tables.get(name, {}).items():
+def plugin_options(settings: Settings | None, name: str) -> list[tuple[str, str]]:
+    """``[plugins.<name>]`` as the string pairs the plugin receives (none without settings): text as
+    is, numbers as written, booleans ``true``/``false``; anything else (a list, a table, a date) is
+    refused, naming the key."""
+    pairs: list[tuple[str, str]] = []
+    tables = settings.plugin_tables if settings is not None else {}
+    for key, value in tables.get(name, {}).items():
         if isinstance(value, bool):
             text = "true" if value else "false"
         elif isinstance(value, int | float | str):

@@ -266,7 +266,8 @@ def run_digest(
 
 def _digest_url(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
     """Crawl SOURCE (progress on stderr), print what was kept and discarded, then digest the document."""
-    from drsg.pipeline.fetch.crawl import budget_for, read_url
+    from drsg.pipeline.digest.sources import read_url
+    from drsg.pipeline.fetch.crawl import budget_for
 
     budget = budget_for(obj.settings, flags["pages"], flags["depth"])
     check_chat_key_first(obj, source, plane, flags)  # after the budget's own refusals, before any request

@@ -54,10 +54,10 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
     SIGTERM/Ctrl-C finish the fold in progress, then stop. Runs beside `drsg serve` on one database.
     """
     from drsg.feed.watch import Watcher, WatchOptions, stop_on_signals
-    from drsg.pipeline.code.handlers import load_handlers
     from drsg.pipeline.code.parsed import ParseMemo
     from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.sync import TreeSync
+    from drsg.pipeline.plugins.handlers import load_handlers
     from drsg.surfaces.cli.digest import tree_options_of
 
     if directory is not None and dir_flag is not None and directory.resolve() != dir_flag.resolve():

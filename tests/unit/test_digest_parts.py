@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from drsg.pipeline.digest.chunking import MIN_CHUNK_CHARS, SOURCE_MARKER, chunk_text, source_marker, split_in_half
+from drsg.pipeline.convert.base import SOURCE_MARKER, source_marker
+from drsg.pipeline.digest.chunking import MIN_CHUNK_CHARS, chunk_text, split_in_half
 from drsg.pipeline.digest.draft import Draft
 from drsg.pipeline.digest.folding import collapse, fold, fold_names
 from drsg.pipeline.digest.identity import candidate_pairs
