@@ -3,17 +3,24 @@
     >>> import drsg
     >>> db = drsg.open("graph.drsg")
     >>> db.write(lambda tx: tx.create_node(tx.plane("startup"), "ada", ["Person"], {"born": 1815}))
+    >>> db.plane("startup").get("ada").props["born"]
+    1815
+
+docs/python-api.md is the API's guide (a plane's reads and writes, search, hybrid, ask, the feed).
 
 This package is the public API; each layer is a subpackage in a folder of its own at the root of
 the repository (ARCHITECTURE.md): ``drsg.kernel``, ``drsg.plan``, ``drsg.models``, ``drsg.store``,
-``drsg.workers``, ``drsg.pipeline``, ``drsg.feed`` and, at the top, ``drsg.surfaces``. ``open`` imports
-the store lazily, so ``import drsg`` stays cheap.
+``drsg.workers``, ``drsg.pipeline``, ``drsg.feed`` and, at the top, ``drsg.surfaces``; the API's own
+modules are ``drsg.api``. Every name but the errors is loaded on first use, so ``import drsg`` stays
+cheap.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Unpack
 
 # the error tree, so users catch ``drsg.NotFound`` without knowing where it lives
 from drsg.kernel.errors import (
@@ -32,33 +39,99 @@ from drsg.kernel.errors import (
 )
 
 if TYPE_CHECKING:
-    from drsg.store.database import Database
+    from drsg.api.database import Database
+    from drsg.api.feed import Feed
+    from drsg.api.plane import Plane
+    from drsg.api.results import AskAnswer, Deleted, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
+    from drsg.kernel.asof import AsOf
+    from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.store.diff import PlaneDiff
+    from drsg.store.jsonl import ImportReport
+    from drsg.store.lmdb_log import LmdbOptions
+    from drsg.store.records import Edge, Node, Version
 
 __version__ = "0.1.0"
+#: where each public name that is not an error lives, loaded on first use (``import drsg`` stays cheap)
+_LAZY = {
+    "AsOf": "drsg.kernel.asof",
+    "AskAnswer": "drsg.api.results",
+    "Database": "drsg.api.database",
+    "Deleted": "drsg.api.results",
+    "Edge": "drsg.store.records",
+    "EmbedderChoice": "drsg.models.embedders.registry",
+    "Feed": "drsg.api.feed",
+    "FeedMessage": "drsg.api.results",
+    "Hit": "drsg.api.results",
+    "ImportReport": "drsg.store.jsonl",
+    "Linked": "drsg.api.results",
+    "Neighbour": "drsg.api.results",
+    "Node": "drsg.store.records",
+    "Plane": "drsg.api.plane",
+    "PlaneDiff": "drsg.store.diff",
+    "Vectorized": "drsg.api.results",
+    "Version": "drsg.store.records",
+    "Written": "drsg.api.results",
+}
 __all__ = [
+    "AsOf",
+    "AskAnswer",
     "BadAsOf",
     "BadValue",
     "ChatError",
     "ConfigError",
     "Conflict",
+    "Database",
     "DatabaseUnavailable",
+    "Deleted",
     "DrsgError",
+    "Edge",
+    "EmbedderChoice",
     "EmbedderError",
+    "Feed",
+    "FeedMessage",
+    "Hit",
+    "ImportReport",
+    "Linked",
+    "Neighbour",
+    "Node",
     "NotFound",
+    "Plane",
+    "PlaneDiff",
     "StoreError",
     "StoreFull",
     "UsageError",
+    "Vectorized",
+    "Version",
+    "Written",
     "open",
 ]
 
 
-def open(path: str | os.PathLike[str] = "graph.drsg", *, log: str | None = None, **options: Any) -> Database:
-    """Open (creating if needed) the database at ``path``. ``log="kafka://HOST:PORT/TOPIC"`` writes
-    through that topic and keeps ``path`` as this node's copy of it (drsg.store.kafka_database)."""
-    if log and log != "lmdb://":
-        from drsg.store.kafka_database import KafkaDatabase
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'drsg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # looked up once
+    return value
 
-        return KafkaDatabase(path, log, **options)
-    from drsg.store.database import Database
 
-    return Database(path, **options)
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def open(
+    path: str | os.PathLike[str] = "graph.drsg",
+    *,
+    log: str | None = None,
+    settings: Mapping[str, object] | None = None,
+    timeout: float | None = None,
+    **options: Unpack[LmdbOptions],
+) -> Database:
+    """Open (creating if needed) the database at ``path``: the store's database with the library's
+    calls (drsg.api.database). ``log="kafka://HOST:PORT/TOPIC"`` writes through that topic and keeps
+    ``path`` as this node's copy of it (``timeout``: how long to wait for its broker); ``settings``
+    are the settings registry's, by name; ``options`` the LMDB file's (drsg.store.lmdb_log)."""
+    from drsg.api.database import open_database
+
+    return open_database(path, log=log, settings=settings, timeout=timeout, **options)

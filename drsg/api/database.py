@@ -1,0 +1,197 @@
+"""The public ``Database``: the store's database with the library's reads and writes on top.
+
+``drsg.open`` returns one. It *is* the store's database (an embedded LMDB file, or a Kafka log's
+node with its LMDB copy) with :class:`Database` mixed in first, so everything the store's offers
+stays as it is (``db.write(lambda tx: …)``, ``db.read()``, ``db.snapshot()``, ``db.head()``,
+``close()``, ``with``) and code below the surfaces that takes the store's database takes this one.
+What the mixin adds: ``db.plane(name)`` is a :class:`~drsg.api.plane.Plane` with the library's calls,
+the settings a call needs (an embedder, a chat model) are the same registry the CLI reads, and the
+search indexes are opened once, on first use, and saved on close.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
+
+import structlog
+
+from drsg.kernel.errors import ConfigError
+from drsg.kernel.settings import REGISTRY, Settings, load
+from drsg.store.database import Database as StoreDatabase
+from drsg.store.lmdb_log import LmdbOptions
+
+if TYPE_CHECKING:
+    from drsg.api.feed import Feed
+    from drsg.api.plane import Plane
+    from drsg.kernel.asof import AsOf
+    from drsg.kernel.values import Json
+    from drsg.pipeline.embedder_choice import EmbedderCache
+    from drsg.store.database import Stats, _ReadHold
+    from drsg.store.log import Commit
+    from drsg.store.reader import Reader
+    from drsg.store.records import Plane as PlaneRecord
+    from drsg.store.snapshot import Snapshot
+    from drsg.store.transaction import WriteTx
+    from drsg.store.writer import CommitResult
+    from drsg.workers.search import Searcher
+
+T = TypeVar("T")
+
+
+log = structlog.get_logger("drsg.api")
+_SETTING_NAMES = frozenset(setting.name for setting in REGISTRY)
+
+
+class Database:
+    """The library's calls on a database; :func:`open` returns one (see the module's docstring)."""
+
+    if TYPE_CHECKING:  # the store's database supplies these (the concrete classes below)
+        path: str
+
+        def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]: ...
+        async def awrite(
+            self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None
+        ) -> CommitResult[T]: ...
+        def read(self) -> _ReadHold[Reader]: ...
+        def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]: ...
+        def head(self) -> int: ...
+        def commits(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]: ...
+        def stats(self) -> Stats: ...
+        def on_close(self, stop: Callable[[], None]) -> None: ...
+        def close(self) -> None: ...
+        def __exit__(self, *exc: object) -> None: ...
+
+    _settings_given: Mapping[str, object]
+    _settings: Settings | None
+    _searcher: Searcher | None
+    _embedders: EmbedderCache | None
+
+    def _start_api(self, settings: Mapping[str, object] | None) -> None:
+        """The concrete classes' constructors call this once the store's part is open."""
+        unknown = sorted(set(settings or {}) - _SETTING_NAMES)
+        if unknown:
+            raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
+        self._settings_given = dict(settings or {})
+        self._settings = None
+        self._searcher = None
+        self._embedders = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    # ------------------------------------------------------------------ planes
+
+    def plane(self, name: str) -> Plane:
+        """The plane called ``name``, with the library's reads and writes (NotFound if none is)."""
+        from drsg.api.plane import Plane
+
+        with self.snapshot() as snap:
+            return Plane(self, snap.plane(name))
+
+    def planes(self) -> list[Plane]:
+        """Every plane, as of the head."""
+        from drsg.api.plane import Plane
+
+        with self.snapshot() as snap:
+            return [Plane(self, record) for record in snap.planes()]
+
+    def create_plane(self, name: str, props: Mapping[str, Any] | None = None) -> Plane:
+        """A new plane (Conflict if the name is taken)."""
+        from drsg.api.plane import Plane
+
+        made: PlaneRecord = self.write(lambda tx: tx.create_plane(name, props), {"via": "api"}).value
+        return Plane(self, made)
+
+    # ------------------------------------------------------------------ the change feed
+
+    def feed(self, from_seq: int | None = None, **options: Any) -> Feed:
+        """Every plane's changes from ``from_seq`` (default: the next commit) on: iterate it, in a
+        thread (``for``) or in asyncio (``async for``); see :class:`~drsg.api.feed.Feed`."""
+        from drsg.api.feed import Feed
+
+        return Feed(self, None, from_seq, **options)
+
+    # ------------------------------------------------------------------ what calls share
+
+    @property
+    def settings(self) -> Settings:
+        """The settings registry's values (drsg.toml, ``DRSG_*`` variables, then what ``open``
+        was given), read on first use."""
+        if self._settings is None:
+            self._settings = load(flags=self._settings_given)
+        return self._settings
+
+    @property
+    def searcher(self) -> Searcher:
+        """The search indexes, opened (and caught up) on first use and saved on close."""
+        if self._searcher is None:
+            from drsg.workers.manager import IndexSet
+            from drsg.workers.search import Searcher
+
+            store = self.store
+            indexes = IndexSet(store, ef_search=self.settings["index.ef_search"])
+            self._searcher = Searcher(store, indexes)
+            self.on_close(lambda: _save(indexes.save))
+        return self._searcher
+
+    @property
+    def embedders(self) -> EmbedderCache:
+        """The embedders this database's calls built, each made once (a model loads once)."""
+        if self._embedders is None:
+            from drsg.pipeline.embedder_choice import EmbedderCache
+
+            self._embedders = EmbedderCache()
+        return self._embedders
+
+    @property
+    def store(self) -> StoreDatabase:
+        """This database as the store's layers take it. A Kafka node offers the same methods."""
+        return cast(StoreDatabase, self)
+
+
+def _save(save: Callable[[], object]) -> None:
+    try:
+        save()  # sidecars live beside the database: a read saves them too, so the next open starts warm
+    except OSError as exc:
+        log.warning("could not save index sidecars; the next open will catch up again", reason=str(exc))
+
+
+class EmbeddedDatabase(Database, StoreDatabase):
+    """A database in one LMDB file (a path, or an ``lmdb://`` URL)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        settings: Mapping[str, object] | None = None,
+        **options: Unpack[LmdbOptions],
+    ) -> None:
+        StoreDatabase.__init__(self, path, **options)
+        try:
+            self._start_api(settings)
+        except BaseException:
+            StoreDatabase.close(self)
+            raise
+
+
+def open_database(
+    path: str | os.PathLike[str] = "graph.drsg",
+    *,
+    log: str | None = None,
+    settings: Mapping[str, object] | None = None,
+    timeout: float | None = None,
+    **options: Unpack[LmdbOptions],
+) -> Database:
+    """Open (creating if needed) the database at ``path``. ``log="kafka://HOST:PORT/TOPIC"`` writes
+    through that topic and keeps ``path`` as this node's copy of it. ``settings`` are the settings
+    registry's, by name (``{"index.ef_search": 128}``), over drsg.toml and ``DRSG_*`` variables;
+    ``options`` the LMDB file's (``create``, ``readonly``, ``map_size``, ``max_map_size``,
+    ``group_max``; ``timeout`` for a Kafka log's broker)."""
+    if log and log != "lmdb://":
+        from drsg.api.kafka import KafkaDatabase
+
+        return KafkaDatabase(path, log, settings, timeout=5.0 if timeout is None else timeout, **options)
+    if timeout is not None:
+        raise ConfigError("timeout is how long a Kafka log waits for its broker; drop it for a database file")
+    return EmbeddedDatabase(path, settings, **options)

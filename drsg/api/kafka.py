@@ -1,0 +1,39 @@
+"""The public ``Database`` on a Kafka log: the store's Kafka node with the library's calls mixed in.
+
+A module of its own so that only a ``kafka://`` URL loads the Kafka client (``import drsg`` and an
+embedded database never do).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Unpack
+
+from drsg.api.database import Database
+from drsg.store.kafka.database import KafkaDatabase as StoreKafkaDatabase
+from drsg.store.kafka.database import KafkaStats
+from drsg.store.lmdb_log import LmdbOptions
+
+
+class KafkaDatabase(Database, StoreKafkaDatabase):
+    """A database on a Kafka log, materialised in the LMDB file ``path`` (drsg.store.kafka.database)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        log_url: str,
+        settings: Mapping[str, object] | None = None,
+        *,
+        timeout: float = 5.0,
+        **options: Unpack[LmdbOptions],
+    ) -> None:
+        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, **options)
+        try:
+            self._start_api(settings)
+        except BaseException:
+            StoreKafkaDatabase.close(self)
+            raise
+
+    def stats(self) -> KafkaStats:  # the node's figures (the mixin declares the store's plainer ones)
+        return StoreKafkaDatabase.stats(self)

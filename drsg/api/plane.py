@@ -1,0 +1,266 @@
+"""``Plane``: one plane of a database and the library's calls on it.
+
+A plane is the store's plane record (its id, name and properties, as of when it was looked up)
+bound to its database, so it goes wherever the record does (``tx.create_node(plane, …)``). Reads
+take ``as_of`` (a commit seq, an RFC 3339 string, an aware datetime, or an :class:`AsOf`) and read
+that commit's graph; writes are one commit each and say its seq. A node is named by its id (an
+int) or its key (a string; a leading ``@`` is allowed, as on the command line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from drsg.api.results import AskAnswer, Deleted, Hit, Linked, Neighbour, Vectorized, Written
+from drsg.kernel.asof import AsOf, parse_as_of, parse_rfc3339_ms
+from drsg.kernel.errors import BadAsOf, NotFound
+from drsg.kernel.values import Vector
+from drsg.store.records import Node, Version
+from drsg.store.records import Plane as PlaneRecord
+from drsg.store.transaction import WriteTx
+
+if TYPE_CHECKING:
+    from drsg.api.database import Database
+    from drsg.api.feed import Feed
+    from drsg.kernel.values import Json, Value
+    from drsg.models.chat.base import ChatModel
+    from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.store.diff import PlaneDiff
+    from drsg.store.jsonl import ImportReport
+    from drsg.store.reader import Reader
+    from drsg.store.snapshot import Snapshot
+
+#: what a read's ``as_of`` may be
+AsOfLike = AsOf | int | str | datetime
+ORIGIN: dict[str, Json] = {"via": "api"}  # a commit's origin: written through the library
+
+
+def as_of_of(value: AsOfLike | None) -> AsOf | None:
+    """``as_of`` as the store reads it; a naive datetime is BadAsOf, as a string without an offset is."""
+    if value is None or isinstance(value, AsOf):
+        return value
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise BadAsOf(f"the time {value.isoformat()} has no UTC offset; pass an aware datetime (tzinfo=UTC)")
+        return AsOf(ms=parse_rfc3339_ms(value.isoformat()))
+    return parse_as_of(value)
+
+
+def _ref(ref: int | str) -> int | str:
+    return ref.removeprefix("@") if isinstance(ref, str) else ref
+
+
+class Plane(PlaneRecord):
+    """A plane of ``db`` (:meth:`Database.plane`); see the module's docstring."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: Database, record: PlaneRecord) -> None:
+        super().__init__(record.id, record.name, record.props)
+        self.db = db
+
+    # ------------------------------------------------------------------ reading records
+
+    def _node(self, snap: Snapshot, ref: int | str) -> Node:
+        target = _ref(ref)
+        node = snap.node(self.id, target) if isinstance(target, int) else snap.node_by_key(self.id, target)
+        if node is None:
+            raise NotFound(f"no node {ref!r} in plane {self.name!r} at seq {snap.at}; check the id or key")
+        return node
+
+    def get(self, ref: int | str, *, as_of: AsOfLike | None = None) -> Node:
+        """The node with this id or key, now or as of a commit (NotFound if there is none)."""
+        with self.db.snapshot(as_of_of(as_of)) as snap:
+            return self._node(snap, ref)
+
+    def nodes(self, label: str | None = None, *, as_of: AsOfLike | None = None) -> list[Node]:
+        """Every node (with ``label``), in id order."""
+        with self.db.snapshot(as_of_of(as_of)) as snap:
+            return list(snap.nodes(self.id, label))
+
+    def neighbours(
+        self,
+        ref: int | str,
+        *,
+        direction: str = "both",
+        type: str | None = None,
+        as_of: AsOfLike | None = None,
+    ) -> list[Neighbour]:
+        """A node's edges (``direction`` "out", "in" or "both"; only ``type`` if given) and the
+        nodes at their other ends."""
+        with self.db.snapshot(as_of_of(as_of)) as snap:
+            center = self._node(snap, ref)
+            return [
+                Neighbour(hop.edge, hop.direction, snap.node(self.id, hop.node))
+                for hop in snap.neighbors(self.id, center.id, direction, type)
+            ]
+
+    def history(self, ref: int | str) -> list[Version]:
+        """Every version of a node, oldest first (``record`` None for a deletion); NotFound if the
+        node never existed."""
+        with self.db.snapshot() as snap:
+            target = _ref(ref)
+            node_id = target if isinstance(target, int) else snap.key_holder(self.id, target)
+            versions = snap.node_history(self.id, node_id) if node_id is not None else []
+        if not versions:
+            raise NotFound(f"node {ref!r} never existed in plane {self.name!r}")
+        return versions
+
+    def diff(self, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
+        """What changed in the plane between two commits (seq 0: before the first; ``to``: the head)."""
+        from drsg.store.diff import diff_plane
+
+        with self.db.read() as reader:
+            ends = [reader.head if end is None else _seq(reader, end) for end in (from_, to)]
+            return diff_plane(reader, self.name, ends[0], ends[1])
+
+    # ------------------------------------------------------------------ writing records
+
+    def put(
+        self,
+        key: str | None,
+        labels: Iterable[str] = (),
+        props: Mapping[str, Value] | None = None,
+        *,
+        replace: bool = False,
+    ) -> Written:
+        """Create a node, or update the node with this key (labels added, properties merged; with
+        ``replace``, both replaced)."""
+        mode = "replace" if replace else "update"
+        done = self.db.write(lambda tx: tx.put_node(tx.plane(self.name), key, list(labels), props, mode=mode), ORIGIN)
+        return Written(done.value.op, done.value.node, done.seq)
+
+    def link(self, src: int | str, dst: int | str, type: str, props: Mapping[str, Value] | None = None) -> Linked:
+        """Make an edge ``src -[type]-> dst`` (nodes by id or key)."""
+        done = self.db.write(lambda tx: tx.create_edge(tx.plane(self.name), _ref(src), _ref(dst), type, props), ORIGIN)
+        return Linked(done.value, done.seq)
+
+    def unlink(self, edge_id: int) -> Linked:
+        """Delete one edge by id; returns the edge as it was."""
+        done = self.db.write(lambda tx: tx.delete_edge(tx.plane(self.name), edge_id), ORIGIN)
+        return Linked(done.value, done.seq)
+
+    def delete(self, ref: int | str) -> Deleted:
+        """Delete a node and every edge at it."""
+
+        def delete(tx: WriteTx) -> tuple[Node, int]:
+            gone = tx.delete_node(tx.plane(self.name), _ref(ref))
+            return gone, sum(1 for m in tx.mutations if m.op == "edge.delete")
+
+        done = self.db.write(delete, ORIGIN)
+        return Deleted(done.value[0], done.value[1], done.seq)
+
+    # ------------------------------------------------------------------ JSONL
+
+    def export_jsonl(self, out: IO[str] | str | Path, *, as_of: AsOfLike | None = None, canonical: bool = False) -> int:
+        """Write the plane as JSONL (``drsg export``'s format) to a file or text stream; returns
+        the lines written."""
+        from drsg.store.jsonl import export_jsonl
+
+        if isinstance(out, str | Path):
+            with Path(out).open("w", encoding="utf-8") as fh:
+                return export_jsonl(self.db.store, self.name, fh, as_of_of(as_of), canonical=canonical)
+        return export_jsonl(self.db.store, self.name, out, as_of_of(as_of), canonical=canonical)
+
+    def import_jsonl(self, path: str | Path, *, on_conflict: str = "error") -> ImportReport:
+        """Import a JSONL file (``drsg import``'s format) into the plane, all or nothing;
+        ``on_conflict``: "error", "skip" or "update"."""
+        from drsg.store.jsonl import import_jsonl
+
+        return import_jsonl(self.db.store, path, self.name, on_conflict)
+
+    # ------------------------------------------------------------------ the change feed
+
+    def feed(self, from_seq: int | None = None, **options: Any) -> Feed:
+        """This plane's changes from ``from_seq`` on (default: the next commit); iterate it with
+        ``for`` or ``async for`` (:class:`~drsg.api.feed.Feed`)."""
+        from drsg.api.feed import Feed
+
+        return Feed(self.db, self.name, from_seq, **options)
+
+    # ------------------------------------------------------------------ search and models (drsg.api.retrieval)
+
+    def search(
+        self,
+        query: str | Vector | Sequence[float],
+        prop: str = "embedding",
+        *,
+        keyword: bool = False,
+        label: str | None = None,
+        k: int = 10,
+        metric: str = "cosine",
+        as_of: AsOfLike | None = None,
+        embed: EmbedderChoice | None = None,
+    ) -> list[Hit]:
+        """The ``k`` nodes nearest ``query`` in the vector property ``prop`` (a text query is
+        embedded with the embedder that wrote the vectors; a vector as it is), or with ``keyword=True`` the best BM25
+        matches of the text in the keyword-indexed ``prop`` of ``label`` nodes. ``embed`` names the
+        embedder for a text query; the one that wrote the vectors is used by default, and another is
+        refused (drsg.pipeline.embedder_choice)."""
+        from drsg.api import retrieval
+
+        return retrieval.search(self, query, prop, keyword, label, k, metric, as_of_of(as_of), embed)
+
+    def query(
+        self, statement: str, *, params: Mapping[str, Any] | None = None, embed: EmbedderChoice | None = None
+    ) -> list[Hit]:
+        """Run a SEARCH or HYBRID statement (``drsg search``'s language, AS OF included);
+        ``params`` are its ``$parameters``' values."""
+        from drsg.api import retrieval
+
+        return retrieval.query(self, statement, params, embed)
+
+    def hybrid(self, text: str, *, as_of: AsOfLike | None = None, **options: Any) -> list[Hit]:
+        """Hybrid retrieval: vector, keyword and graph channels fused (``drsg hybrid``'s options, as
+        keywords: ``label``, ``vector``, ``keyword``, ``graph_hops``, ``k``, ``weights``, ``fusion``
+        …; see :func:`drsg.api.retrieval.hybrid_spec`)."""
+        from drsg.api import retrieval
+
+        return retrieval.hybrid(self, text, as_of_of(as_of), options)
+
+    def vectorize(
+        self,
+        source: str,
+        into: str = "embedding",
+        *,
+        label: str | None = None,
+        metric: str = "cosine",
+        embed: EmbedderChoice | None = None,
+        batch: int = 64,
+    ) -> Vectorized:
+        """Embed the text property ``source`` into the vector property ``into`` for every node (of
+        ``label``) whose text changed, then ensure a vector index on it. ``embed`` names the
+        embedder; by default the one that wrote ``into``'s vectors (another is refused), else the
+        configured one, else the local model."""
+        from drsg.api import retrieval
+
+        return retrieval.vectorize(self, source, into, label, metric, embed, batch)
+
+    def ask(
+        self,
+        question: str,
+        *,
+        chat: ChatModel | None = None,
+        as_of: AsOfLike | None = None,
+        dry_run: bool = False,
+        embed: EmbedderChoice | None = None,
+    ) -> AskAnswer:
+        """A natural-language question as read-only plans, run (unless ``dry_run``) as of one seq;
+        ``chat`` is the model (default: the ``digest.chat``/``digest.model`` settings'); ``embed``
+        names an embedder to give the model its find_edge/find_entity tools."""
+        from drsg.api import retrieval
+
+        return retrieval.ask(self, question, chat, as_of_of(as_of), dry_run, embed)
+
+
+def _seq(reader: Reader, end: AsOfLike) -> int:
+    """A diff's end as a seq: a seq as it is (0 is the empty state before the first commit;
+    diff_plane checks the range), else the commit the time names."""
+    if isinstance(end, int) and not isinstance(end, bool):
+        return end
+    found = as_of_of(end)
+    assert found is not None  # only None is None
+    return reader.resolve(found)

@@ -1,0 +1,133 @@
+"""What the public API's calls return: frozen records a Python user reads by field, never dicts.
+
+The store's own records are the API's where they already are what a user reads (a node, an edge,
+a version, a plane's diff, an import's report): they are re-exported, not copied. The types here
+are the ones a call puts together: a write's outcome with its commit seq, a neighbour, a search hit
+with each channel's score, a feed message, an ask answer, a vectorize report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from drsg.store.records import Edge, Node
+
+__all__ = ["AskAnswer", "Deleted", "FeedMessage", "Hit", "Linked", "Neighbour", "Vectorized", "Written"]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A node put: ``op`` is "created" or "updated"; ``seq`` the commit that wrote it (None: the
+    node was already so, and nothing was written)."""
+
+    op: str
+    node: Node
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """An edge made, and the commit that made it."""
+
+    edge: Edge
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """A node deleted, with the number of edges at it that went with it."""
+
+    node: Node
+    edges: int
+    seq: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbour:
+    """One edge at a node and the node at its other end (None if that node is gone);
+    ``direction`` is "out" or "in", as seen from the node asked about."""
+
+    edge: Edge
+    direction: str
+    node: Node | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A search or hybrid hit. ``score``: a search's similarity or BM25 score, a hybrid query's fused
+    score. ``channels``: a hybrid query's raw score per channel (``vector`` a distance, ``keyword``
+    BM25, ``graph`` decay^hops; None where the channel did not see the node), ``normalised`` what
+    was weighted; ``hops`` how far the node is from the graph channel's nearest seed. A plain search
+    leaves them empty."""
+
+    node: Node
+    score: float | None
+    channels: Mapping[str, float | None] = field(default_factory=dict)
+    normalised: Mapping[str, float | None] = field(default_factory=dict)
+    hops: int | None = None
+    explanation: str = ""
+
+    @property
+    def key(self) -> str | None:
+        return self.node.key
+
+
+@dataclass(frozen=True, slots=True)
+class FeedMessage:
+    """One message of a change feed: a commit's changes to the plane (``changes`` in the wire
+    shape, drsg.feed.changes), or a ``resolved`` watermark (every matching commit up to it has been
+    delivered; then ``seq`` is that watermark and ``changes`` is empty). ``dropped``: the plane was
+    dropped by this commit and the feed ends."""
+
+    seq: int
+    ts: int | None = None
+    plane: str | None = None
+    changes: tuple[Mapping[str, Any], ...] = ()
+    resolved: bool = False
+    dropped: bool = False
+
+    @classmethod
+    def of(cls, message: Mapping[str, Any]) -> FeedMessage:
+        if "resolved" in message:
+            return cls(seq=int(message["resolved"]), resolved=True)
+        return cls(
+            seq=int(message["seq"]),
+            ts=message.get("ts"),
+            plane=message.get("plane"),
+            changes=tuple(message.get("changes", ())),
+            dropped=bool(message.get("dropped", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class AskAnswer:
+    """A question's answer: the read-only ``plans`` it became (upstream's plan JSON), whether they
+    ``ran`` (not on a dry run), the nodes they ended at (``results``, records; ``answers`` their
+    ids), the ``edges`` they walked, what ``bounds`` limited the answer, the ``trace`` of the model's
+    turns, and the seq ``at`` which everything was read."""
+
+    question: str
+    plans: tuple[Mapping[str, Any], ...]
+    ran: bool
+    results: tuple[Mapping[str, Any], ...]
+    answers: tuple[int, ...]
+    edges: tuple[Mapping[str, Any], ...]
+    bounds: tuple[str, ...]
+    trace: tuple[str, ...]
+    attempts: int
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Vectorized:
+    """What ``Plane.vectorize`` did: nodes embedded, already current, without text; the labels
+    whose vector index it ensured; the commits it wrote; the embedder's identity."""
+
+    embedded: int
+    unchanged: int
+    no_text: int
+    labels: frozenset[str]
+    seqs: tuple[int, ...]
+    embedder: str

@@ -1,0 +1,226 @@
+"""What ``Plane.search``, ``hybrid``, ``query``, ``vectorize`` and ``ask`` do: the wiring the
+surfaces did each for themselves, done once.
+
+The embedder for a text query or a vectorize comes from the one rule
+(drsg.pipeline.embedder_choice): the one named (``embed=EmbedderChoice(…)``), else the one the
+plane recorded with the vectors, else the configured one (``[digest] embed_provider``), else the
+local model; a named one that is not the recorded one is refused. Built embedders are kept per
+database (a model loads once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from drsg.api.results import AskAnswer, Hit, Vectorized
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import UsageError
+from drsg.kernel.values import Vector
+from drsg.models.embedders.base import Embedder
+from drsg.models.embedders.registry import EmbedderChoice
+from drsg.pipeline.embedder_choice import choose_embedder, configured_choice, named_embedder
+from drsg.plan.hybrid import (
+    DEFAULT_CANDIDATES,
+    DEFAULT_DECAY,
+    DEFAULT_K,
+    DEFAULT_RRF_K,
+    DEFAULT_SEEDS,
+    DEFAULT_WEIGHTS,
+    GraphPart,
+    HybridSpec,
+    KeywordPart,
+    VectorPart,
+)
+
+if TYPE_CHECKING:
+    from drsg.api.plane import Plane
+    from drsg.models.chat.base import ChatModel
+    from drsg.workers.search import Hit as WorkerHit
+
+
+def embedder_for(plane: Plane, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]) -> Embedder:
+    """The embedder for ``prop``'s vector space in ``plane``, by the one rule."""
+    db = plane.db
+    settings = db.settings
+    return choose_embedder(
+        db.store,
+        plane.name,
+        prop,
+        settings,
+        named=embed,
+        configured=configured_choice(settings),
+        purpose=purpose,
+        cache=db.embedders,
+    )
+
+
+def hit_of(hit: WorkerHit) -> Hit:
+    """The public hit for a search's (a hybrid one carries its channels)."""
+    from drsg.workers.hybrid import HybridHit
+
+    if isinstance(hit, HybridHit):
+        return Hit(hit.node, hit.score, dict(hit.channels), dict(hit.normalised), hit.hops, hit.explanation)
+    return Hit(hit.node, hit.score)
+
+
+def search(
+    plane: Plane,
+    query: str | Vector | Sequence[float],
+    prop: str,
+    keyword: bool,
+    label: str | None,
+    k: int,
+    metric: str,
+    as_of: AsOf | None,
+    embed: EmbedderChoice | None,
+) -> list[Hit]:
+    searcher = plane.db.searcher
+    if keyword:
+        if not isinstance(query, str):
+            raise UsageError("a keyword search takes text; pass a string, or keyword=False for a vector")
+        if label is None:
+            raise UsageError(f"a keyword search names the label whose {prop!r} is indexed; pass label=…")
+        return [hit_of(hit) for hit in searcher.keyword(plane.name, label, prop, query, k, as_of)]
+    if isinstance(query, str):
+        vector = embedder_for(plane, prop, embed, "query").embed([query])[0]
+    else:
+        vector = query if isinstance(query, Vector) else Vector.of(query)
+    return [hit_of(hit) for hit in searcher.vector(plane.name, label, prop, vector, metric, k, as_of)]
+
+
+def query(plane: Plane, statement: str, params: Mapping[str, Any] | None, embed: EmbedderChoice | None) -> list[Hit]:
+    """A SEARCH or HYBRID statement (``drsg search``'s), its AS OF included."""
+    from drsg.plan.hybrid import parse_query, text_property
+    from drsg.workers.plans import run_plan
+
+    plan = parse_query(statement, dict(params or {}))
+    prop = text_property(plan)
+    embedder = None if prop is None else embedder_for(plane, prop, embed, "query")
+
+    def embed_text(text: str) -> Vector:
+        assert embedder is not None  # only a plan with a text query asks
+        return embedder.embed([text])[0]
+
+    return [hit_of(hit) for hit in run_plan(plane.db.searcher, plane.name, plan, embed_text)]
+
+
+def hybrid_spec(
+    text: str,
+    *,
+    label: str | None = None,
+    vector: str | None = None,
+    keyword: str | None = None,
+    graph_hops: int | None = None,
+    graph_decay: float = DEFAULT_DECAY,
+    graph_seeds: int = DEFAULT_SEEDS,
+    metric: str = "cosine",
+    k: int = DEFAULT_K,
+    candidates: int = DEFAULT_CANDIDATES,
+    weights: Mapping[str, float] | None = None,
+    fusion: str | None = None,
+    rrf_k: int | None = None,
+    graph_norm: str = "range",
+) -> HybridSpec:
+    """A checked hybrid query: a channel is on when its property is named (``vector``,
+    ``keyword``), the graph channel with ``graph_hops``. With no ``weights``, ``fusion`` or
+    ``rrf_k``, the plane's fusion profile decides them, as ``drsg hybrid`` does."""
+    return HybridSpec(
+        label=label,
+        vector=None if vector is None else VectorPart(vector, text, metric),
+        keyword=None if keyword is None else KeywordPart(keyword, text),
+        graph=None if graph_hops is None else GraphPart(graph_hops, graph_decay, graph_seeds),
+        weights={**DEFAULT_WEIGHTS, **(weights or {})},
+        candidates=candidates,
+        k=k,
+        fusion=fusion or "minmax",
+        rrf_k=DEFAULT_RRF_K if rrf_k is None else rrf_k,
+        graph_norm=graph_norm,
+        use_profile=weights is None and fusion is None and rrf_k is None,
+    ).check()
+
+
+def hybrid(plane: Plane, text: str, as_of: AsOf | None, options: Mapping[str, Any]) -> list[Hit]:
+    from drsg.workers.hybrid import hybrid as run_hybrid
+
+    options = dict(options)
+    embed = options.pop("embed", None)
+    spec = hybrid_spec(text, **options)
+    if spec.vector is not None:  # embedded first, outside the query's snapshot
+        embedded = embedder_for(plane, spec.vector.prop, embed, "query").embed([text])[0]
+        spec = replace(spec, vector=VectorPart(spec.vector.prop, embedded, spec.vector.metric))
+    hits = run_hybrid(plane.db.searcher, plane.name, spec, as_of=as_of, strict=True)
+    return [hit_of(hit) for hit in hits]
+
+
+def vectorize(
+    plane: Plane,
+    source: str,
+    into: str,
+    label: str | None,
+    metric: str,
+    embed: EmbedderChoice | None,
+    batch: int,
+) -> Vectorized:
+    from drsg.pipeline.vectorize import ensure_vector_indexes
+    from drsg.pipeline.vectorize import vectorize as embed_plane
+
+    store = plane.db.store
+    embedder = embedder_for(plane, into, embed, "write")
+    report = embed_plane(store, embedder, plane.name, source, into, label, batch)
+    ensure_vector_indexes(store, plane.name, report.labels, into, metric)
+    plane.db.searcher.indexes.catch_up()
+    return Vectorized(
+        report.embedded,
+        report.unchanged,
+        report.skipped_no_text,
+        frozenset(report.labels),
+        tuple(report.seqs),
+        embedder.identity(),
+    )
+
+
+def ask(
+    plane: Plane,
+    question: str,
+    chat: ChatModel | None,
+    as_of: AsOf | None,
+    dry_run: bool,
+    embed: EmbedderChoice | None,
+) -> AskAnswer:
+    from drsg.pipeline.ask.loop import AskOptions
+    from drsg.pipeline.ask.loop import ask as run_ask
+    from drsg.pipeline.llm.calls import ModelCalls
+
+    db = plane.db
+    settings = db.settings
+    question = question.strip()
+    if not question:
+        raise UsageError("the question is empty; ask something, e.g. plane.ask('who …?')")
+    if chat is None:
+        calls = ModelCalls.for_chat(settings["digest.chat"], settings["digest.model"] or None, settings=settings)
+    else:
+        model = chat
+        calls = ModelCalls(model.identity(), lambda: model, None)
+    options = AskOptions(
+        dry_run=dry_run,
+        max_attempts=settings["ask.max_attempts"],
+        limit=settings["ask.limit"],
+        as_of=as_of,
+        masked=tuple(settings["ask.masked"]),
+    )
+    embedder = None if embed is None else named_embedder(embed, settings, cache=db.embedders)
+    result = run_ask(db.store, db.searcher, plane.name, question, calls, embedder, options)
+    return AskAnswer(
+        result.question,
+        tuple(result.plans),
+        result.ran,
+        tuple(result.results),
+        tuple(result.answers),
+        tuple(result.edges),
+        tuple(result.bounds),
+        tuple(result.trace),
+        result.attempts,
+        result.at,
+    )
