@@ -35,8 +35,8 @@ def serve(
 
     \b
     Auth: `Authorization: Bearer $DRSG_TOKEN` on every call when DRSG_TOKEN (or [server].token) is set.
-    Text search queries are embedded by the server: --embed…, else [digest] embed_provider, else the
-    embedder the plane recorded, else the local model; API keys come from the server's environment.
+    Text search queries are embedded by the server: with the embedder the plane recorded, else --embed…,
+    else [digest] embed_provider, else the local model; API keys come from the server's environment.
     Logs are JSON lines on stderr. SIGTERM/Ctrl-C: in-flight requests finish, indexes are saved.
     `drsg serve watch DIR` is the daemon that keeps a code plane true to a working tree.
     """
@@ -47,8 +47,8 @@ def serve(
             raise click.UsageError(f"{flag} is the server's; give the watch its own flags after `watch`")
         return
     obj: Context = ctx.obj
+    from drsg.surfaces.app import serve as run
     from drsg.surfaces.server.app import route_library_logs
-    from drsg.surfaces.server.app import serve as run
     from drsg.surfaces.server.config import EmbedChoice, server_config
 
     config = server_config(obj.settings, addr, EmbedChoice(embed, embed_model, embed_url, embed_key_env))

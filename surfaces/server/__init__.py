@@ -14,7 +14,7 @@
     state.py     what the methods share: database, indexes, read pool, deadline-bound writes, embedders
     config.py    [server] settings, DRSG_TOKEN, the address
 
-Embedding::
+Embedding (``drsg.surfaces.app`` has the same two with the MCP tools and the dashboard mounted)::
 
     from drsg.surfaces.server.app import create_app, serve
     from drsg.surfaces.server.config import ServerConfig

@@ -264,12 +264,7 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     fetch_route.install(app, state)  # POST /digest/fetch
-    from drsg.surfaces import web as web_ui
-    from drsg.surfaces.mcp import http as mcp_http  # the MCP SDK loads only with the server
-
-    mcp_http.install(app, state)  # /mcp: the MCP tools over Streamable HTTP
-    web_ui.install(app)  # /: the dashboard
-    return app
+    return app  # drsg.surfaces.app mounts the MCP tools (/mcp) and the dashboard (/) on it
 
 
 def _ssl_context(config: ServerConfig) -> ssl.SSLContext | None:
@@ -283,11 +278,17 @@ def _ssl_context(config: ServerConfig) -> ssl.SSLContext | None:
     return context
 
 
-async def serve(db: Database, config: ServerConfig, announce: Callable[[str], None]) -> None:
-    """Serve until SIGTERM/SIGINT, then stop gracefully. ``announce`` gets the startup line."""
+async def serve(
+    db: Database,
+    config: ServerConfig,
+    announce: Callable[[str], None],
+    build: Callable[[ServerState], web.Application] = create_app,
+) -> None:
+    """Serve ``build``'s application until SIGTERM/SIGINT, then stop gracefully. ``announce`` gets the
+    startup line. ``drsg serve`` builds it with the MCP tools and the dashboard (``drsg.surfaces.app``)."""
     ssl_context = _ssl_context(config)  # before anything starts: a bad TLS file leaves nothing running
     state = ServerState(db, config)
-    app = create_app(state)
+    app = build(state)
     runner = web.AppRunner(
         app,
         access_log=None,
