@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import signal
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from drsg.surfaces.cli.main import cli
+from tests.support.cli import Drsg, runner
 from tests.support.db_servers import MariaServer, PgServer
 from tests.support.kafka_broker import Broker
 
@@ -28,31 +25,12 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "graph.drsg"
 
 
-@dataclass
-class Ran:
-    code: int
-    out: str
-    err: str
-
-    def lines(self) -> list[str]:
-        return [line for line in self.out.splitlines() if line]
-
-    def json_lines(self) -> list[dict]:  # type: ignore[type-arg]
-        return [json.loads(line) for line in self.lines()]
-
-
 @pytest.fixture
-def drsg(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
+def drsg(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> Drsg:
     """Run `drsg --db <tmp db> ARGS…` in-process and capture stdout, stderr and the exit code."""
     for var in ("DRSG_CONFIG", "DRSG_DB", "DRSG_STORE_MAX_MAP_SIZE", "DRSG_STORE_MAP_SIZE"):
         monkeypatch.delenv(var, raising=False)
-
-    def run(*args: str, db: Path | None = None, input: str | None = None) -> Ran:
-        runner = CliRunner()
-        result = runner.invoke(cli, ["--db", str(db or db_path), *args], input=input, catch_exceptions=False)
-        return Ran(result.exit_code, result.stdout, result.stderr)
-
-    return run
+    return runner(db_path)
 
 
 @pytest.fixture(scope="session")

@@ -139,7 +139,7 @@ def served(work: Path, catalog: Path) -> dict[str, float]:
 
 
 def _served(work: Path, catalog: Path) -> dict[str, float]:
-    from tests.integration.test_server import start_server
+    from tests.support.server import start_server
 
     db_path = work / "served.drsg"
     Connections(db_path).add(Connection("bench", str(catalog), "sqlite"))

@@ -50,7 +50,7 @@ from drsg.store.transaction import WriteTx
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from tests.bench import common
-from tests.glove import rows
+from tests.support.glove import rows
 
 MAP = 1 << 30
 K = 10

@@ -43,7 +43,7 @@ from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.workers.manager import IndexSet
 from tests.bench import common
-from tests.glove import rows
+from tests.support.glove import rows
 
 MAP = 1 << 30
 PLANE = "startup"

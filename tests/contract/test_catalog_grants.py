@@ -22,8 +22,8 @@ from typing import Any
 import pymysql
 import pytest
 
-from tests.conftest import Ran
 from tests.support.catalog_schema import MYSQL_DDL, PG_DDL, PORTABLE_ROWS
+from tests.support.cli import Ran
 from tests.support.db_servers import APP_PASSWORD, MariaServer, PgServer
 
 VAR, BOSS_VAR, READER_VAR = "DRSG_TEST_GRANTS_APP", "DRSG_TEST_GRANTS_BOSS", "DRSG_TEST_GRANTS_READER"

@@ -30,7 +30,7 @@ from drsg.workers.analysis import analyze
 from drsg.workers.base import IndexWorker, pairs
 from drsg.workers.keyword import KeywordIndex
 from drsg.workers.vector import VectorIndex
-from tests.glove import rows
+from tests.support.glove import rows
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 LABEL, PROP = "Doc", "body"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_server import RunningServer, cli, start_server
+from tests.support.server import RunningServer, cli, start_server
 
 
 @pytest.fixture(scope="module")

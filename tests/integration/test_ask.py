@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import drsg as drsg_api
-from tests.conftest import Ran
+from tests.support.cli import Drsg, Ran
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion, error
 
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
@@ -62,7 +62,7 @@ WORKED_AT = {"source": {"ScanLabel": "Person"}, "steps": [{"Expand": {"dir": "Ou
 ADA_WROTE = {"source": {"SeekKeys": ["ada"]}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WROTE_ABOUT"}}]}
 
 
-def test_a_plan_runs_and_returns_its_subgraph(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_a_plan_runs_and_returns_its_subgraph(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(fake, {"plan": ADA_WROTE})
     ran = ask(drsg, fake, "what did ada write about?", "--json")
     assert ran.code == 0, ran.err
@@ -82,7 +82,7 @@ def test_a_plan_runs_and_returns_its_subgraph(drsg, fake, sample) -> None:  # ty
     assert "subgraph: 2 nodes, 1 edges" in text.out and "  ada --WROTE_ABOUT--> analytical_engine" in text.out
 
 
-def test_decomposition_and_both_tools(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_decomposition_and_both_tools(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(
         fake,
         {"asks": ["where did people work?", "what did ada write about?"]},
@@ -113,7 +113,7 @@ def test_decomposition_and_both_tools(drsg, fake, sample) -> None:  # type: igno
     assert result["usage"]["tool_calls"] == 3 and result["attempts"] == 6
 
 
-def test_repair_after_unparsable_and_unknown_edge_type(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_repair_after_unparsable_and_unknown_edge_type(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     wrong = {"source": {"SeekKeys": ["ada"]}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WROTE"}}]}
     script(fake, "Sure! Here is the plan: {source: ScanAll", {"plan": wrong}, {"plan": ADA_WROTE})
     ran = ask(drsg, fake, "what did ada write about?", "--json")
@@ -127,7 +127,9 @@ def test_repair_after_unparsable_and_unknown_edge_type(drsg, fake, sample) -> No
     assert "not one JSON object" in sent(fake, 1)[-1]["content"]
 
 
-def test_gives_up_at_the_bound_with_upstreams_message(drsg, fake, sample, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_gives_up_at_the_bound_with_upstreams_message(
+    drsg: Drsg, fake: FakeOpenAI, sample: None, db_path: Path
+) -> None:
     script(fake, *[{"plan": {"source": {"ScanLabel": "Wizard"}}}] * 3)
     ran = ask(drsg, fake, "which wizards are there?", "--max-attempts", "3")
     assert ran.code == 1
@@ -140,13 +142,13 @@ def test_gives_up_at_the_bound_with_upstreams_message(drsg, fake, sample, db_pat
     assert "last turn" not in sent(fake, 1)[-1]["content"]
 
 
-def test_last_turn_refuses_tools(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_last_turn_refuses_tools(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(fake, {"tool": "find_edge", "query": "x"}, {"tool": "find_edge", "query": "y"})
     ran = ask(drsg, fake, "anything?", "--embed", "local", "--max-attempts", "2")
     assert ran.code == 1 and "tools are not available on the last turn" in ran.err
 
 
-def test_dry_run_validates_but_does_not_run(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_dry_run_validates_but_does_not_run(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(fake, {"plan": WORKED_AT})
     ran = ask(drsg, fake, "where did people work?", "--dry-run")
     assert ran.code == 0, ran.err
@@ -159,7 +161,7 @@ def test_dry_run_validates_but_does_not_run(drsg, fake, sample) -> None:  # type
     )
 
 
-def test_a_model_that_tries_to_write_changes_nothing(drsg, fake, sample, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_that_tries_to_write_changes_nothing(drsg: Drsg, fake: FakeOpenAI, sample: None, db_path: Path) -> None:
     with drsg_api.open(db_path) as db:
         head = db.head()
     script(
@@ -181,7 +183,7 @@ def test_a_model_that_tries_to_write_changes_nothing(drsg, fake, sample, db_path
     assert drsg("get", "@ada", "--plane", PLANE).code == 0
 
 
-def test_the_schema_prompt_hides_provenance_and_masked_values(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_the_schema_prompt_hides_provenance_and_masked_values(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     secret_value = "hunter2-very-secret"
     ran = drsg(
         "node", "put", "mallory", "--plane", PLANE, "--label", "Person",
@@ -198,7 +200,7 @@ def test_the_schema_prompt_hides_provenance_and_masked_values(drsg, fake, sample
     assert all(KEY not in m["content"] for m in sent(fake, 0))
 
 
-def test_as_of_asks_the_plane_as_it_was(drsg, fake, sample, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_as_of_asks_the_plane_as_it_was(drsg: Drsg, fake: FakeOpenAI, sample: None, db_path: Path) -> None:
     with drsg_api.open(db_path) as db:
         before = db.head()
     assert drsg("node", "put", "lamarr", "--plane", PLANE, "--label", "Person").code == 0
@@ -211,7 +213,7 @@ def test_as_of_asks_the_plane_as_it_was(drsg, fake, sample, db_path) -> None:  #
     assert "Person (8 nodes)" in sent(fake, 1)[0]["content"]
 
 
-def test_what_bounded_the_answer(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_what_bounded_the_answer(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(
         fake,
         {"asks": ["who?", "what?"]},
@@ -222,7 +224,7 @@ def test_what_bounded_the_answer(drsg, fake, sample) -> None:  # type: ignore[no
     assert keys(result) == {"ada", "babbage", "turing"}  # ada once, though both plans found her
 
 
-def test_user_errors_are_one_line(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_user_errors_are_one_line(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     missing = ask(drsg, fake, "who?", "--plane", "nope")
     assert missing.code == 1 and len(missing.err.strip().splitlines()) == 1 and "nope" in missing.err
     empty = ask(drsg, fake, "   ")
@@ -230,7 +232,7 @@ def test_user_errors_are_one_line(drsg, fake, sample) -> None:  # type: ignore[n
     assert fake.requests_to("/chat/completions") == []
 
 
-def test_cut_off_and_failing_answers_are_repaired_or_retried(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_cut_off_and_failing_answers_are_repaired_or_retried(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     cut = Reply(json=chat_completion('{"plan": {"source": {"SeekKeys": ["ad', finish_reason="length"))
     fake.script("/chat/completions", error(500), error(429, retry_after=0.01), cut)
     script(fake, {"plan": ADA_WROTE})
@@ -242,7 +244,9 @@ def test_cut_off_and_failing_answers_are_repaired_or_retried(drsg, fake, sample)
     assert len(fake.requests_to("/chat/completions")) == 4
 
 
-def test_without_an_embedder_the_prompt_has_no_tools_and_a_tool_call_is_refused(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_without_an_embedder_the_prompt_has_no_tools_and_a_tool_call_is_refused(
+    drsg: Drsg, fake: FakeOpenAI, sample: None
+) -> None:
     script(fake, {"tool": "find_edge", "query": "wrote"}, {"plan": ADA_WROTE})
     result = json.loads(ask(drsg, fake, "what did ada write about?", "--json").out)
     assert keys(result) == {"analytical_engine"} and result["usage"]["refused"] == 1
@@ -250,7 +254,7 @@ def test_without_an_embedder_the_prompt_has_no_tools_and_a_tool_call_is_refused(
     assert "find_edge" not in sent(fake, 0)[0]["content"]
 
 
-def test_drsg_query_runs_the_same_traversal_steps(drsg, sample) -> None:  # type: ignore[no-untyped-def]
+def test_drsg_query_runs_the_same_traversal_steps(drsg: Drsg, sample: None) -> None:
     plan = {
         "source": {"ScanLabel": "Person"},
         "steps": [
@@ -267,7 +271,9 @@ def test_drsg_query_runs_the_same_traversal_steps(drsg, sample) -> None:  # type
     assert bad.code == 2 and "is not supported; the steps are Expand, ExpandVar, Filter" in bad.err
 
 
-def test_the_operator_can_mask_more_properties(drsg, fake, sample, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_operator_can_mask_more_properties(
+    drsg: Drsg, fake: FakeOpenAI, sample: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DRSG_ASK_MASKED", "note,country")
     script(fake, {"plan": {"source": {"ScanLabel": "Person"}}})
     assert ask(drsg, fake, "who is there?", "--dry-run").code == 0
@@ -276,7 +282,9 @@ def test_the_operator_can_mask_more_properties(drsg, fake, sample, monkeypatch) 
     assert "first published algorithm" not in system and "United States" not in system
 
 
-def test_find_entity_searches_the_planes_own_vectors_when_it_has_them(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_find_entity_searches_the_planes_own_vectors_when_it_has_them(
+    drsg: Drsg, fake: FakeOpenAI, sample: None
+) -> None:
     assert drsg("vectorize", "--plane", PLANE, "--from", "name", "--embed", "local").code == 0
     query = "a mathematician who wrote about an engine"
     script(fake, {"tool": "find_entity", "query": query, "label": "Person"}, {"plan": ADA_WROTE})
@@ -287,7 +295,7 @@ def test_find_entity_searches_the_planes_own_vectors_when_it_has_them(drsg, fake
     assert all(e["label"] == "Person" and e["description"] for e in found)
 
 
-def test_a_sub_question_left_without_a_plan_is_named(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_a_sub_question_left_without_a_plan_is_named(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     script(fake, {"asks": ["what did ada write about?", "who met turing?"]}, {"plan": ADA_WROTE})
     short = json.loads(ask(drsg, fake, "what did ada write, who met turing?", "--max-attempts", "2", "--json").out)
     assert short["bounds"] == ["sub-question 2 got no plan: who met turing?"]  # the last turn takes what it gets
@@ -296,7 +304,7 @@ def test_a_sub_question_left_without_a_plan_is_named(drsg, fake, sample) -> None
     assert "plan rejected: 2 sub-questions need 2 plans" in full["trace"] and full["bounds"] == []
 
 
-def test_a_property_past_the_schema_sample_is_still_asked_for(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_property_past_the_schema_sample_is_still_asked_for(drsg: Drsg, fake: FakeOpenAI, tmp_path: Path) -> None:
     from drsg.workers.schema import SAMPLE_NODES
 
     lines = [{"labels": ["Item"], "external_key": f"i{n}", "properties": {"n": n}} for n in range(SAMPLE_NODES)]
@@ -311,7 +319,7 @@ def test_a_property_past_the_schema_sample_is_still_asked_for(drsg, fake, tmp_pa
     assert "rare" not in sent(fake, 0)[0]["content"].split("The graph's schema:")[1]  # the sample never saw it
 
 
-def test_an_answer_nested_too_deep_is_refused_and_repaired(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_an_answer_nested_too_deep_is_refused_and_repaired(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     deep = 100_000
     too_deep = '{"plan": ' + "[" * deep + "]" * deep + "}"  # Python's json reader cannot recurse this far
     deep_plan = {"source": {"SeekKeys": ["ada"]}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WROTE_ABOUT"}}]}
@@ -329,7 +337,7 @@ def test_an_answer_nested_too_deep_is_refused_and_repaired(drsg, fake, sample) -
     assert len(sent(fake, 1)[-1]["content"]) < 5_000  # the repair does not echo 200,000 brackets
 
 
-def test_a_response_body_nested_too_deep_is_one_line(drsg, fake, sample) -> None:  # type: ignore[no-untyped-def]
+def test_a_response_body_nested_too_deep_is_one_line(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
     deep = 100_000
     fake.script("/chat/completions", *[Reply(body='{"choices": ' + "[" * deep + "]" * deep + "}")] * 5)
     ran = ask(drsg, fake, "what did ada write about?")

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+from tests.support.cli import Drsg
 
 
-def _ok(drsg, *args: str) -> dict:  # type: ignore[no-untyped-def, type-arg]
+def _ok(drsg: Drsg, *args: str) -> dict[str, Any]:
     ran = drsg(*args, "--plane", "p", "--json")
     assert ran.code == 0, ran.err
-    return ran.json_lines()[0]  # type: ignore[no-any-return]
+    return ran.json_lines()[0]
 
 
-def _seed(drsg) -> int:  # type: ignore[no-untyped-def]
+def _seed(drsg: Drsg) -> int:
     """Keys written out of order (and across UTF-8 widths), a keyless node, parallel edges, a
     self-loop, nested maps written with unsorted keys. Returns the keyless node's id."""
     assert drsg("plane", "create", "p").code == 0
@@ -36,7 +39,7 @@ def _seed(drsg) -> int:  # type: ignore[no-untyped-def]
     return int(keyless)
 
 
-def test_canonical_export_order(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_canonical_export_order(drsg: Drsg) -> None:
     keyless = _seed(drsg)
     ran = drsg("export", "--plane", "p", "--canonical")
     assert ran.code == 0, ran.err
@@ -63,7 +66,7 @@ def test_canonical_export_order(drsg) -> None:  # type: ignore[no-untyped-def]
     assert default.lines() != ran.lines() and sorted(map(_normal, default.lines())) == sorted(map(_normal, ran.lines()))
 
 
-def test_canonical_export_import_export_is_byte_identical(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_canonical_export_import_export_is_byte_identical(drsg: Drsg, tmp_path: Path) -> None:
     _seed(drsg)
     keyless = [n for n in drsg("export", "--plane", "p").json_lines() if "labels" in n and "external_key" not in n]
     # A keyless node gets a new id in the copy, so its lines would differ: the round trip is of keyed nodes.

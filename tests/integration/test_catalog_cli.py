@@ -12,8 +12,8 @@ import pytest
 
 from drsg.pipeline.catalog.connections import catalog_folder
 from drsg.store.database import Database
-from tests.conftest import Ran
 from tests.support.catalog_schema import SECRET, make_sqlite
+from tests.support.cli import Ran
 
 SEED = '{"entity":"用户","fields":["密码"],"where":{"name":"张三"}}'
 

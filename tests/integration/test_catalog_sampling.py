@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from drsg.store.database import Database
-from tests.conftest import Ran
 from tests.support.catalog_schema import make_sqlite
+from tests.support.cli import Ran
 from tests.support.db_servers import APP_PASSWORD, APP_USER, MariaServer, PgServer
 
 PASSWORD_VAR = "DRSG_TEST_SAMPLING_PASSWORD"

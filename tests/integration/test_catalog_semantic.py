@@ -18,7 +18,7 @@ from drsg.pipeline.catalog import service
 from drsg.pipeline.catalog.connections import Connections
 from drsg.pipeline.catalog.resolve import search
 from drsg.store.database import Database
-from tests.conftest import Ran
+from tests.support.cli import Ran
 
 DDL = """
 CREATE TABLE person ( -- people we know
@@ -152,7 +152,7 @@ def test_a_reindex_keeps_unchanged_vectors_and_reembeds_changed_ones(
 
 
 def test_find_by_meaning_over_json_rpc(both: Callable[..., Ran], db_path: Path, tmp_path: Path) -> None:
-    from tests.integration.test_server import start_server
+    from tests.support.server import start_server
 
     server = start_server(db_path, tmp_path)
     try:

@@ -13,12 +13,13 @@ import pytest
 
 from drsg.store.environment import DB_NAMES
 from drsg.store.verify import PROJECTION
+from tests.support.cli import Drsg
 
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
 
 
 @pytest.fixture
-def seeded(drsg, db_path: Path) -> str:  # type: ignore[no-untyped-def]
+def seeded(drsg: Drsg, db_path: Path) -> str:
     assert drsg("import", str(SAMPLE), "--plane", "pioneers", "--create-plane").code == 0
     assert drsg("node", "put", "ada", "--plane", "pioneers", "-P", 'title="Countess"').code == 0
     assert drsg("node", "delete", "@dijkstra", "--plane", "pioneers").code == 0
@@ -42,22 +43,22 @@ def _tamper(path: Path, table: str, change: Change, pick: int = 1) -> None:
     env.close()
 
 
-def _delete(txn, db, key, value) -> None:  # type: ignore[no-untyped-def]
+def _delete(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
     txn.delete(key, db=db)
 
 
-def _alter(txn, db, key, value) -> None:  # type: ignore[no-untyped-def]
+def _alter(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
     txn.put(key, value[:-1] + bytes([value[-1] ^ 0x01]) if value else b"\x01", db=db)
 
 
-def _extra(txn, db, key, value) -> None:  # type: ignore[no-untyped-def]
+def _extra(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
     txn.put(key[:-1] + bytes([key[-1] ^ 0x80]), value, db=db)
 
 
 @pytest.mark.parametrize("table", PROJECTION)
 @pytest.mark.parametrize("change", [_delete, _alter, _extra], ids=["lost", "altered", "extra"])
-def test_check_names_a_damaged_projection_table_and_rebuild_repairs_it(  # type: ignore[no-untyped-def]
-    drsg, db_path: Path, seeded: str, table: str, change
+def test_check_names_a_damaged_projection_table_and_rebuild_repairs_it(
+    drsg: Drsg, db_path: Path, seeded: str, table: str, change: Change
 ) -> None:
     _tamper(db_path, table, change)
     found = drsg("check")
@@ -73,8 +74,8 @@ LOG_DAMAGE = [(_alter, "checksum mismatch"), (_delete, "missing from the log (ga
 
 
 @pytest.mark.parametrize(("change", "problem"), LOG_DAMAGE)
-def test_check_names_a_damaged_log_record_and_rebuild_refuses_to_hide_it(  # type: ignore[no-untyped-def]
-    drsg, db_path: Path, seeded: str, change, problem: str
+def test_check_names_a_damaged_log_record_and_rebuild_refuses_to_hide_it(
+    drsg: Drsg, db_path: Path, seeded: str, change: Change, problem: str
 ) -> None:
     _tamper(db_path, "log", change, pick=2)
     found = drsg("check")
@@ -85,7 +86,7 @@ def test_check_names_a_damaged_log_record_and_rebuild_refuses_to_hide_it(  # typ
     assert len(rebuilt.err.strip().splitlines()) == 1
 
 
-def test_check_says_ok_on_a_healthy_database_with_what_it_verified(drsg, seeded: str) -> None:  # type: ignore[no-untyped-def]
+def test_check_says_ok_on_a_healthy_database_with_what_it_verified(drsg: Drsg, seeded: str) -> None:
     ran = drsg("check")
     assert ran.code == 0
     assert ran.out.startswith("ok: 5 commits verified, 20 nodes readable across all planes;")

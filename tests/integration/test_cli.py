@@ -15,6 +15,7 @@ import click
 import pytest
 
 from drsg.surfaces.cli.main import cli
+from tests.support.cli import Drsg
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the hand-written command guide (README.md links it); every command must be described there
@@ -23,18 +24,18 @@ COMMANDS_DOC = (ROOT / "docs" / "commands.md").read_text()
 SETTINGS_DOC = (ROOT / "docs" / "reference" / "settings.md").read_text()
 
 
-def _seed(drsg) -> None:  # type: ignore[no-untyped-def]
+def _seed(drsg: Drsg) -> None:
     assert drsg("plane", "create", "social").code == 0
     assert drsg("node", "put", "ada", "-p", "social", "-l", "Person", "-P", "born=1815").code == 0
     assert drsg("node", "put", "bob", "-p", "social", "-l", "Person").code == 0
     assert drsg("edge", "put", "@ada", "@bob", "KNOWS", "-p", "social", "-P", "since=1833").code == 0
 
 
-def _head(drsg) -> int:  # type: ignore[no-untyped-def]
+def _head(drsg: Drsg) -> int:
     return int(drsg("stats", "--json").json_lines()[0]["commit_seq"])
 
 
-def test_write_read_and_time_travel(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_write_read_and_time_travel(drsg: Drsg) -> None:
     _seed(drsg)
     assert drsg("node", "put", "ada", "-p", "social", "-P", "born=1816").out.startswith("updated node #1 @ada")
     now = drsg("get", "@ada", "-p", "social", "--json").json_lines()[0]
@@ -50,7 +51,7 @@ def test_write_read_and_time_travel(drsg) -> None:  # type: ignore[no-untyped-de
     assert [h["record"]["properties"]["born"] for h in history] == [1815, 1816]
 
 
-def test_time_travel_by_timestamp_and_deleted_node(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_time_travel_by_timestamp_and_deleted_node(drsg: Drsg) -> None:
     _seed(drsg)
     commits = drsg("log", "--json").json_lines()
     assert [c["seq"] for c in commits] == list(range(1, len(commits) + 1))
@@ -66,7 +67,7 @@ def test_time_travel_by_timestamp_and_deleted_node(drsg) -> None:  # type: ignor
     assert drsg("neighbors", "@bob", "-p", "social").lines() == []
 
 
-def test_plane_lifecycle_and_stats(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_plane_lifecycle_and_stats(drsg: Drsg) -> None:
     _seed(drsg)
     assert drsg("plane", "rename", "social", "people").code == 0
     cards = {c["name"]: c for c in drsg("plane", "list", "--json").json_lines()}
@@ -83,7 +84,7 @@ def test_plane_lifecycle_and_stats(drsg) -> None:  # type: ignore[no-untyped-def
     assert drsg("plane", "drop", "startup").code == 2
 
 
-def test_import_export_round_trip(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_import_export_round_trip(drsg: Drsg, tmp_path: Path) -> None:
     sample = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
     ran = drsg("import", str(sample), "--plane", "pioneers", "--create-plane", "--json")
     assert ran.code == 0, ran.err
@@ -100,7 +101,7 @@ def test_import_export_round_trip(drsg, tmp_path: Path) -> None:  # type: ignore
     assert (tmp_path / "x.jsonl").read_text() == exported
 
 
-def test_import_conflict_modes(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_import_conflict_modes(drsg: Drsg, tmp_path: Path) -> None:
     _seed(drsg)
     f = tmp_path / "in.jsonl"
     f.write_text(
@@ -146,7 +147,7 @@ def test_import_conflict_modes(drsg, tmp_path: Path) -> None:  # type: ignore[no
         ),
     ],
 )
-def test_bad_import_lines_write_nothing(drsg, tmp_path: Path, content: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_import_lines_write_nothing(drsg: Drsg, tmp_path: Path, content: str, expected: str) -> None:
     assert drsg("plane", "create", "p").code == 0
     head = _head(drsg)
     f = tmp_path / "bad.jsonl"
@@ -159,7 +160,7 @@ def test_bad_import_lines_write_nothing(drsg, tmp_path: Path, content: str, expe
     assert drsg("stats", "--json").json_lines()[0]["nodes"] == 0
 
 
-def test_bad_lines_are_all_reported_with_numbers(drsg, tmp_path: Path, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_lines_are_all_reported_with_numbers(drsg: Drsg, tmp_path: Path, db_path: Path) -> None:
     f = tmp_path / "bad.jsonl"
     f.write_text("\n".join(['{"labels":["A"]}', "nope", '{"labels":["A"]}', "{", "[]"]) + "\n")
     ran = drsg("import", str(f))
@@ -168,7 +169,7 @@ def test_bad_lines_are_all_reported_with_numbers(drsg, tmp_path: Path, db_path: 
     assert not db_path.exists()  # the import would have created the database; it left nothing
 
 
-def test_unknown_plane_and_missing_nodes(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_plane_and_missing_nodes(drsg: Drsg) -> None:
     _seed(drsg)
     head = _head(drsg)
     for args, code, text in [
@@ -202,14 +203,14 @@ def test_unknown_plane_and_missing_nodes(drsg) -> None:  # type: ignore[no-untyp
         ("last tuesday", "cannot read"),
     ],
 )
-def test_bad_as_of(drsg, as_of: str, text: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_as_of(drsg: Drsg, as_of: str, text: str) -> None:
     _seed(drsg)
     ran = drsg("get", "@ada", "-p", "social", "--as-of", as_of)
     assert ran.code == 2
     assert text in ran.err
 
 
-def test_missing_database_is_not_created_by_reads(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_database_is_not_created_by_reads(drsg: Drsg, tmp_path: Path) -> None:
     missing = tmp_path / "typo.drsg"
     for args in (("stats",), ("get", "1"), ("log",), ("plane", "list"), ("export",)):
         ran = drsg(*args, db=missing)
@@ -219,7 +220,7 @@ def test_missing_database_is_not_created_by_reads(drsg, tmp_path: Path) -> None:
     assert ran.code == 1 and "does not exist" in ran.err
 
 
-def test_failed_write_to_a_new_database_leaves_no_file(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_failed_write_to_a_new_database_leaves_no_file(drsg: Drsg, tmp_path: Path) -> None:
     fresh = tmp_path / "fresh.drsg"
     ran = drsg("node", "put", "x", "-p", "nope", db=fresh)
     assert ran.code == 1
@@ -244,7 +245,7 @@ def _assert_one_line_write_refusal(write: subprocess.CompletedProcess[str]) -> N
     assert len(write.stderr.strip().splitlines()) == 1
 
 
-def test_read_only_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_read_only_database(drsg: Drsg, tmp_path: Path) -> None:
     """Reads work where the user may not write; writes fail with one line and change nothing."""
     _seed(drsg)
     db = tmp_path / "graph.drsg"
@@ -258,7 +259,7 @@ def test_read_only_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-un
     assert db.read_bytes() == before
 
 
-def test_read_only_database_folder_as_root_too(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_read_only_database_folder_as_root_too(drsg: Drsg, tmp_path: Path) -> None:
     """A database copied into a read-only folder (a mounted backup: no lock file beside it) is
     read-only for root as well: reads work, a write fails with one line, and nothing in the folder
     changes or appears — no lock file either. A file there that is not LMDB is named as such."""
@@ -284,7 +285,7 @@ def test_read_only_database_folder_as_root_too(drsg, tmp_path: Path) -> None:  #
     assert {path.name: path.read_bytes() for path in folder.iterdir()} == before
 
 
-def test_full_map_is_a_clean_error(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_full_map_is_a_clean_error(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _seed(drsg)
     head = _head(drsg)
     f = tmp_path / "big.jsonl"
@@ -302,7 +303,7 @@ def test_full_map_is_a_clean_error(drsg, tmp_path: Path, monkeypatch: pytest.Mon
     assert drsg("import", str(f), "-p", "social").code == 0  # room to grow: the same import now works
 
 
-def test_bad_config_is_a_usage_error(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_bad_config_is_a_usage_error(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     conf = tmp_path / "drsg.toml"
     conf.write_text("[store]\nmapsize = 1\n")
     ran = drsg("--config", str(conf), "stats")
@@ -312,7 +313,7 @@ def test_bad_config_is_a_usage_error(drsg, tmp_path: Path, monkeypatch: pytest.M
     assert ran.code == 2 and "store.group_max" in ran.err
 
 
-def test_config_sources(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_config_sources(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     conf = tmp_path / "drsg.toml"
     conf.write_text('[store]\nmax_map_size = "8G"\n[server]\nmax_batch = 5\n')
     monkeypatch.setenv("DRSG_STORE_GROUP_MAX", "7")
@@ -336,7 +337,7 @@ def test_config_sources(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert ran.code == 2 and ran.out == "" and "server.max_queries" in ran.err and len(ran.err.splitlines()) == 1
 
 
-def test_check_and_rebuild(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_check_and_rebuild(drsg: Drsg) -> None:
     _seed(drsg)
     before = drsg("export", "-p", "social").out
     assert drsg("rebuild").out.startswith("rebuilt the projection from 5 commits")

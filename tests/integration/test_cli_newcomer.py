@@ -10,10 +10,11 @@ import pytest
 from drsg.kernel import settings
 from tests.integration.test_check_rebuild import SAMPLE, _delete, _tamper
 from tests.integration.test_mcp import call, over_stdio, refused
+from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
 
 
-def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg: Drsg) -> None:
     assert drsg("plane", "create", "docs").code == 0  # seq 2 (seq 1 is the bootstrap)
     assert drsg("node", "put", "d1", "-p", "docs", "-l", "Doc", "-P", 'body="hybrid retrieval"').code == 0  # 3
     assert drsg("index", "keyword", "Doc", "body", "-p", "docs").code == 0  # 4
@@ -35,7 +36,7 @@ def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg) -> No
     assert "create it with `drsg plane create nowhere`" in drsg("search", query, "-p", "nowhere").err
 
 
-def test_a_value_meant_as_json_that_falls_back_to_a_string_says_so(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_a_value_meant_as_json_that_falls_back_to_a_string_says_so(drsg: Drsg) -> None:
     assert drsg("plane", "create", "p").code == 0
     args = ["-P", 'name="unterminated', "-P", "tags=[1,2", "-P", "born=18x15", "-P", "nick=Ada", "-P", "n=5"]
     ran = drsg("node", "put", "x", "-p", "p", *args)
@@ -53,7 +54,7 @@ def test_a_value_meant_as_json_that_falls_back_to_a_string_says_so(drsg) -> None
     assert props == {"name": '"unterminated', "tags": "[1,2", "born": "18x15", "nick": "Ada", "n": 5}
 
 
-def test_check_takes_json_like_every_read_command(drsg, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_check_takes_json_like_every_read_command(drsg: Drsg, db_path: Path) -> None:
     assert drsg("plane", "create", "p").code == 0
     assert drsg("node", "put", "a", "-p", "p").code == 0
     ran = drsg("check", "--json")
@@ -70,7 +71,7 @@ def test_check_takes_json_like_every_read_command(drsg, db_path: Path) -> None: 
     assert "damaged: table nodes" in damaged.err  # the one-line report stays on stderr
 
 
-def test_feed_takes_from_0_and_says_where_it_starts_without_from(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_feed_takes_from_0_and_says_where_it_starts_without_from(drsg: Drsg) -> None:
     assert drsg("plane", "create", "p").code == 0  # seq 2
     assert drsg("node", "put", "a", "-p", "p").code == 0  # seq 3
     everything = drsg("feed", "-p", "p", "--from", "0", "--no-follow", "--json")
@@ -85,7 +86,7 @@ def test_feed_takes_from_0_and_says_where_it_starts_without_from(drsg) -> None: 
     assert drsg("feed", "-p", "p", "--from", "-1").code == 2  # below 0 is still a usage error
 
 
-def test_hybrid_explain_shows_similarity_as_search_does_and_what_the_graph_gave(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_explain_shows_similarity_as_search_does_and_what_the_graph_gave(drsg: Drsg) -> None:
     assert drsg("import", str(SAMPLE), "--plane", "pioneers", "--create-plane").code == 0
     assert drsg("index", "keyword", "Person", "note", "--plane", "pioneers").code == 0
     assert drsg("vectorize", "--plane", "pioneers", "--label", "Person", "--from", "note").code == 0
@@ -116,7 +117,7 @@ def test_hybrid_explain_shows_similarity_as_search_does_and_what_the_graph_gave(
     assert top["channels"]["vector"] == pytest.approx(1 - similarity[top["external_key"]], abs=1e-6)
 
 
-def test_config_shows_values_as_drsg_toml_takes_them(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_config_shows_values_as_drsg_toml_takes_them(drsg: Drsg, tmp_path: Path) -> None:
     mine = tmp_path / "mine.toml"
     mine.write_text(
         '[store]\nmap_size = "128M"\n[digest]\nignore_files = ["gitignore", "dockerignore"]\n'
@@ -139,13 +140,13 @@ def test_config_shows_values_as_drsg_toml_takes_them(drsg, tmp_path: Path) -> No
     assert settings.load(str(pasted), environ={}).values == settings.load(str(mine), environ={}).values
 
 
-def test_a_mistyped_command_is_offered_the_nearest_one(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_a_mistyped_command_is_offered_the_nearest_one(drsg: Drsg) -> None:
     ran = drsg("nod", "put", "x")
     assert ran.code == 2
     assert ran.err.startswith("error: No such command 'nod'. Did you mean 'node'? See `")
 
 
-def test_global_options_work_after_the_command_too(drsg, db_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_global_options_work_after_the_command_too(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.drsg"
     assert drsg("plane", "create", "p", "--db", str(other)).code == 0  # the fixture's --db comes first: last wins
     assert drsg("node", "put", "a", "-p", "p", f"--db={other}", "-v").code == 0
@@ -159,7 +160,7 @@ def test_global_options_work_after_the_command_too(drsg, db_path: Path, tmp_path
     assert missing.code == 2 and "Option '--db' requires an argument" in missing.err
 
 
-def test_near_on_a_plane_without_vectors_names_the_fix(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_near_on_a_plane_without_vectors_names_the_fix(drsg: Drsg) -> None:
     assert drsg("plane", "create", "docs").code == 0
     assert drsg("node", "put", "d1", "-p", "docs", "-l", "Doc", "-P", 'body="time travel"').code == 0
     ran = drsg("search", "SEARCH (d:Doc) ON embedding NEAR [0.1, 0.2] TOPK 3", "-p", "docs")
@@ -173,7 +174,7 @@ def test_near_on_a_plane_without_vectors_names_the_fix(drsg) -> None:  # type: i
     assert found.code == 0 and found.lines()[0] == "1 result(s)" and found.err == ""
 
 
-def test_mcp_get_node_of_a_missing_node_says_what_was_not_found(drsg, db_path: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_mcp_get_node_of_a_missing_node_says_what_was_not_found(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
     assert drsg("plane", "create", "p").code == 0  # seq 2
     assert drsg("node", "put", "a", "-p", "p").code == 0  # seq 3
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.glove import rows
+from tests.support.cli import Drsg
+from tests.support.glove import rows
 
 SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
 
@@ -22,7 +23,7 @@ def _docs(tmp_path: Path) -> Path:
     return f
 
 
-def test_keyword_index_and_search(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_keyword_index_and_search(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
     ran = drsg("index", "keyword", "Doc", "body", "--plane", "docs", "--lang", "en")
     assert ran.code == 0 and ran.out.strip() == "ensured keyword index on Doc.body (English)"
@@ -41,7 +42,7 @@ def test_keyword_index_and_search(drsg, tmp_path: Path) -> None:  # type: ignore
     assert conflict.code == 1 and "already has a keyword index" in conflict.err
 
 
-def test_keyword_search_as_of_and_after_redeclaration(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_keyword_search_as_of_and_after_redeclaration(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
     assert drsg("index", "keyword", "Doc", "body", "--plane", "docs").code == 0
     q = 'SEARCH (d:Doc) ON body MATCHING "hybrid" TOPK 50'
@@ -60,7 +61,7 @@ def test_keyword_search_as_of_and_after_redeclaration(drsg, tmp_path: Path) -> N
     assert redeclared == now  # a re-declared index is built afresh, not left empty by the drop
 
 
-def test_vector_index_search_and_plan(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_vector_index_search_and_plan(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
     ran = drsg("index", "ensure", "--plane", "docs")
     assert ran.code == 0 and ran.lines() == ["ensured vector index on Doc.embedding", "1 label(s) indexed"]
@@ -88,7 +89,7 @@ def test_vector_index_search_and_plan(drsg, tmp_path: Path) -> None:  # type: ig
     assert missing.out.strip() == "no label in plane 'docs' carries `nothing_here` — nothing to index"
 
 
-def test_search_errors_are_one_line(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_search_errors_are_one_line(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
     assert drsg("index", "ensure", "Doc", "embedding", "--plane", "docs").code == 0
     head = drsg("stats", "--json").json_lines()[0]["commit_seq"]
@@ -111,7 +112,7 @@ def test_search_errors_are_one_line(drsg, tmp_path: Path) -> None:  # type: igno
     assert drsg("stats", "--json").json_lines()[0]["commit_seq"] == head
 
 
-def test_hybrid_statement_and_plan_match_the_hybrid_command(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_hybrid_statement_and_plan_match_the_hybrid_command(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("import", str(_docs(tmp_path)), "--plane", "docs", "--create-plane").code == 0
     assert drsg("index", "keyword", "Doc", "body", "--plane", "docs").code == 0
     q = [round(float(x), 6) for x in rows(1007, 1)[0]]

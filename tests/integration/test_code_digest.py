@@ -13,13 +13,14 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import drsg as drsg_api
-from tests.conftest import Ran
+from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git_tree import commit_tree
 
@@ -80,13 +81,13 @@ def oracle(root: Path) -> dict[str, tuple[str, int]]:
     return found
 
 
-def export(drsg: Callable[..., Ran], plane: str) -> list[dict]:  # type: ignore[type-arg]
+def export(drsg: Drsg, plane: str) -> list[dict[str, Any]]:
     ran = drsg("export", "--plane", plane)
     assert ran.code == 0, ran.err
     return [json.loads(line) for line in ran.out.splitlines()]
 
 
-def check_against_oracle(records: list[dict], root: Path) -> None:  # type: ignore[type-arg]
+def check_against_oracle(records: list[dict[str, Any]], root: Path) -> None:
     nodes = {r["external_key"]: r for r in records if "external_key" in r}
     expected = oracle(root)
     assert len(expected) > 20
@@ -103,7 +104,7 @@ def check_against_oracle(records: list[dict], root: Path) -> None:  # type: igno
         assert edge["properties"]["_generated_by"] == "py@1.0.0"
 
 
-def test_this_repository_store_layer_digests_to_what_ast_finds(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_this_repository_store_layer_digests_to_what_ast_finds(drsg: Drsg, fake: FakeOpenAI, tmp_path: Path) -> None:
     root = tmp_path / "store"
     shutil.copytree(REPO / "store", root, ignore=shutil.ignore_patterns("__pycache__"))
     ran = drsg(
@@ -122,7 +123,7 @@ def test_this_repository_store_layer_digests_to_what_ast_finds(drsg, fake, tmp_p
     assert export(drsg, "store") == first
 
 
-def test_a_package_from_pypi_digests_to_what_ast_finds(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_package_from_pypi_digests_to_what_ast_finds(drsg: Drsg, fake: FakeOpenAI, tmp_path: Path) -> None:
     from importlib.metadata import version
 
     target = tmp_path / "site"
@@ -160,7 +161,7 @@ def test_a_package_from_pypi_digests_to_what_ast_finds(drsg, fake, tmp_path) -> 
     )
 
 
-def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg: Drsg, fake: FakeOpenAI, tmp_path: Path) -> None:
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("")
@@ -181,8 +182,8 @@ def test_a_mixed_tree_parses_the_code_and_reads_the_rest_as_prose(drsg, fake, tm
 
 
 def test_a_code_digest_counts_what_it_parsed_says_each_note_once_and_names_no_model(
-    drsg, fake, tmp_path, db_path
-) -> None:  # type: ignore[no-untyped-def]
+    drsg: Drsg, fake: FakeOpenAI, tmp_path: Path, db_path: Path
+) -> None:
     root = tmp_path / "proj"
     root.mkdir()
     (root / "a.py").write_text("def f():\n    undefined_call()\n\nclass K:\n    def m(self):\n        pass\n")
@@ -210,7 +211,7 @@ def test_a_code_digest_counts_what_it_parsed_says_each_note_once_and_names_no_mo
     assert fake.requests == []
 
 
-def test_a_code_file_is_parsed_with_its_directory_as_context(drsg, fake, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_code_file_is_parsed_with_its_directory_as_context(drsg: Drsg, fake: FakeOpenAI, tmp_path: Path) -> None:
     root = tmp_path / "proj"
     (root / "pkg").mkdir(parents=True)
     (root / "pkg" / "__init__.py").write_text("")
@@ -223,7 +224,7 @@ def test_a_code_file_is_parsed_with_its_directory_as_context(drsg, fake, tmp_pat
     assert note.code == 2 and "no such file" in note.err
 
 
-def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_src_layout_and_handler_flag(drsg: Drsg, tmp_path: Path) -> None:
     root = tmp_path / "mylib" / "src"
     (root / "mylib").mkdir(parents=True)
     (root / "mylib" / "__init__.py").write_text("from .a import f\n")
@@ -241,7 +242,7 @@ def test_src_layout_and_handler_flag(drsg, tmp_path) -> None:  # type: ignore[no
     assert unknown.code == 2 and "no handler named 'cobol'; the known handlers are: py" in unknown.err
 
 
-def test_the_plane_records_its_commit_and_drift(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_plane_records_its_commit_and_drift(drsg: Drsg, tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "repo"
     head = commit_tree(root, {"a.py": "def a():\n    pass\n", "b.py": "def b():\n    a()\n"})
     assert drsg("digest", str(root), "--code-only", "--apply", "-p", "r").code == 0
@@ -262,7 +263,7 @@ def test_the_plane_records_its_commit_and_drift(drsg, tmp_path, db_path) -> None
     assert synced_line({}) is None  # a plane that never measured says nothing
 
 
-def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg: Drsg, tmp_path: Path, db_path: Path) -> None:
     root = tmp_path / "loose"
     root.mkdir()
     (root / "a.py").write_text("x = 1\n")
@@ -272,7 +273,9 @@ def test_tracked_only_outside_git_is_refused_and_nothing_is_written(drsg, tmp_pa
     assert not db_path.exists()
 
 
-def test_every_answer_from_a_measured_plane_says_what_it_was_read_from(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_every_answer_from_a_measured_plane_says_what_it_was_read_from(
+    drsg: Drsg, tmp_path: Path, db_path: Path
+) -> None:
     root = tmp_path / "repo"
     head = commit_tree(root, {"a.py": "def a():\n    pass\n\ndef b():\n    a()\n"})
     (root / "new.py").write_text("Y = 2\n")
@@ -319,7 +322,9 @@ TRACKED = {"app/main.py", "web/index.py", "docs/guide.md"}
 @pytest.mark.parametrize("ignore", [None, "gitignore,dockerignore", "dockerignore", ""])
 @pytest.mark.parametrize("tracked_only", [False, True])
 @pytest.mark.parametrize("code_only", [False, True])
-def test_every_flag_combination_reads_what_the_rules_say(drsg, tmp_path, ignore, tracked_only, code_only) -> None:  # type: ignore[no-untyped-def]
+def test_every_flag_combination_reads_what_the_rules_say(
+    drsg: Drsg, tmp_path: Path, ignore: str | None, tracked_only: bool, code_only: bool
+) -> None:
     root = _accounting_tree(tmp_path)
     args = ["digest", str(root), "-vvv", "--chat-key-env", "NO_SUCH_KEY", "--no-embed"]
     if ignore is not None:
@@ -350,8 +355,8 @@ def test_every_flag_combination_reads_what_the_rules_say(drsg, tmp_path, ignore,
 
 
 def test_a_dockerignore_withholding_most_of_the_tree_warns_and_config_sets_the_flags(
-    drsg, tmp_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tmp_path / "front"
     for i in range(5):
         (root / "src").mkdir(parents=True, exist_ok=True)
@@ -377,7 +382,9 @@ def test_a_dockerignore_withholding_most_of_the_tree_warns_and_config_sets_the_f
     assert bad.code == 2 and "'npmignore' is not gitignore or dockerignore" in bad.err
 
 
-def test_where_a_parser_and_the_model_claim_one_key_the_parser_wins(drsg, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_where_a_parser_and_the_model_claim_one_key_the_parser_wins(
+    drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.support.scripted_model import ScriptedModel, World, WorldEntity, WorldRelation
 
     root = tmp_path / "proj"
@@ -408,7 +415,7 @@ def test_where_a_parser_and_the_model_claim_one_key_the_parser_wins(drsg, tmp_pa
     assert ("app.core.Engine", "CONTAINS", "app.core.Engine.run") in edges
 
 
-def test_unclaimed_text_over_256_kib_is_skipped_with_a_note(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_unclaimed_text_over_256_kib_is_skipped_with_a_note(drsg: Drsg, tmp_path: Path) -> None:
     root = tmp_path / "gen"
     root.mkdir()
     (root / "a.py").write_text("X = 1\n")
@@ -420,7 +427,7 @@ def test_unclaimed_text_over_256_kib_is_skipped_with_a_note(drsg, tmp_path) -> N
     assert ran.code == 2 and "NO_SUCH_KEY" in ran.err  # small.cfg is still prose for the model
 
 
-def test_two_trees_never_share_a_parsed_key_in_one_plane(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_two_trees_never_share_a_parsed_key_in_one_plane(drsg: Drsg, tmp_path: Path) -> None:
     """Issue #33 item 2: crateB/src's `util` and `util.helper` silently took over crateA/src's. The second
     tree is refused in one line naming both fixes, and nothing is written; in a plane of its own it
     reads; the first tree digested again still updates in place; a tree that only imports another's

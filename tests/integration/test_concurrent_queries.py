@@ -27,7 +27,7 @@ from drsg.store.transaction import WriteTx
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 from drsg.workers.vector import _EfShare
-from tests.glove import rows
+from tests.support.glove import rows
 from tests.support.waiting import wait_until
 
 N = 3000

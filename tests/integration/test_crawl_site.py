@@ -20,8 +20,8 @@ from drsg.pipeline.fetch.base import Exchange
 from drsg.pipeline.fetch.client import USER_AGENT, Client
 from drsg.pipeline.fetch.crawl import Budget, Crawl, crawl
 from drsg.pipeline.fetch.guard import networks
-from tests.conftest import Ran
 from tests.support import crawl_site
+from tests.support.cli import Drsg, Ran
 from tests.support.fake_openai import FakeOpenAI, Reply, Request, chat_completion
 from tests.support.scripted_model import ScriptedModel
 
@@ -218,7 +218,9 @@ def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str) -> Ran:
     return drsg("digest", *args, *chat, "--no-embed", "--mode", "coarse")
 
 
-def test_cli_preview_lists_kept_and_discarded(drsg, fake, configured, site) -> None:  # type: ignore[no-untyped-def]
+def test_cli_preview_lists_kept_and_discarded(
+    drsg: Drsg, fake: FakeOpenAI, configured: Path, site: crawl_site.Site
+) -> None:
     ScriptedModel().install(fake)
     configured.write_text(configured.read_text() + 'contact = "https://example.org/crawler"\n')
     before = len(site.hits)
@@ -234,7 +236,9 @@ def test_cli_preview_lists_kept_and_discarded(drsg, fake, configured, site) -> N
     assert drsg("plane", "show", "web").code != 0  # a preview writes nothing
 
 
-def test_a_page_with_a_prompt_injection_changes_nothing_else(drsg, fake, configured, site, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_page_with_a_prompt_injection_changes_nothing_else(
+    drsg: Drsg, fake: FakeOpenAI, configured: Path, site: crawl_site.Site, db_path: Path
+) -> None:
     model = ScriptedModel().install(fake)
 
     def obey(request: Request) -> Reply | None:  # a model that falls for the page
@@ -269,7 +273,9 @@ def test_a_page_with_a_prompt_injection_changes_nothing_else(drsg, fake, configu
     assert forgot.code == 0 and forgot.out.startswith(f"forgot {root}:")
 
 
-def test_apply_after_a_preview_reuses_it_with_no_model_call(drsg, fake, configured, site) -> None:  # type: ignore[no-untyped-def]
+def test_apply_after_a_preview_reuses_it_with_no_model_call(
+    drsg: Drsg, fake: FakeOpenAI, configured: Path, site: crawl_site.Site
+) -> None:
     ScriptedModel().install(fake)
     root = site.url + "/"
     args = ("--plane", "web", "--topic", TOPIC, "--pages", "4")
@@ -284,8 +290,13 @@ def test_apply_after_a_preview_reuses_it_with_no_model_call(drsg, fake, configur
 
 
 def test_a_missing_key_is_refused_before_any_page_is_fetched(
-    drsg, fake, configured, site, db_path, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    drsg: Drsg,
+    fake: FakeOpenAI,
+    configured: Path,
+    site: crawl_site.Site,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("CRAWL_CHAT_KEY")
     hits = len(site.hits)
     ran = digest(drsg, fake, site.url + "/", "--plane", "web")
@@ -294,7 +305,14 @@ def test_a_missing_key_is_refused_before_any_page_is_fetched(
     assert len(site.hits) == hits and fake.requests == [] and not db_path.exists()  # the crawl used to run first
 
 
-def test_cli_user_errors_are_one_line_and_write_nothing(drsg, fake, configured, site, db_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cli_user_errors_are_one_line_and_write_nothing(
+    drsg: Drsg,
+    fake: FakeOpenAI,
+    configured: Path,
+    site: crawl_site.Site,
+    db_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     ScriptedModel().install(fake)
     missing = digest(drsg, fake, site.url + "/no-such-page", "--plane", "web")
     assert missing.code == 1 and "answered HTTP 404" in missing.err

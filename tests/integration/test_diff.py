@@ -8,8 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from drsg.kernel.asof import format_ms
-from tests.conftest import Ran
-from tests.integration.test_server import start_server
+from tests.support.cli import Ran
+from tests.support.server import start_server
 
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import Drsg
 from tests.support.small_disk import tmpfs
 
 
@@ -19,7 +20,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield disk
 
 
-def test_a_full_disk_is_one_clean_line_each_time_and_the_import_resumes(drsg, small_disk: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_full_disk_is_one_clean_line_each_time_and_the_import_resumes(
+    drsg: Drsg, small_disk: Path, tmp_path: Path
+) -> None:
     db = small_disk / "g.drsg"
     assert drsg("plane", "create", "p", db=db).code == 0
     filler = small_disk / "filler"

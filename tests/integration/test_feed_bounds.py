@@ -13,7 +13,7 @@ import pytest
 
 import drsg
 from drsg.feed.subscription import RESOLVED_EVERY_RANGE, Subscription
-from tests.integration.test_server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 
 TOO_FAST, TOO_SLOW = 1e-9, 1e9
 

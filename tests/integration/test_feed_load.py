@@ -30,8 +30,8 @@ import aiohttp
 import pytest
 
 import drsg
-from tests.integration.test_server import TOKEN, RunningServer, clean_env, drsg_argv, start_server
 from tests.support.feed_oracle import Change, Filter, Replay, change_of
+from tests.support.server import TOKEN, RunningServer, clean_env, drsg_argv, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

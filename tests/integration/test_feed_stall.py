@@ -22,8 +22,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.integration.test_server import TOKEN, clean_env, start_server
 from tests.support.process_memory import memory_kb
+from tests.support.server import TOKEN, clean_env, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -19,7 +19,7 @@ import pytest
 import drsg as drsg_api
 from drsg.workers import find as find_module
 from tests.integration.test_ask import SAMPLE
-from tests.integration.test_server import RunningServer, cli, start_server
+from tests.support.server import RunningServer, cli, start_server
 
 
 def _head(db: Path) -> int:

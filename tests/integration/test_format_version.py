@@ -12,6 +12,7 @@ from drsg.kernel.errors import DatabaseUnavailable
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, Database
 from drsg.store.meta import META_FORMAT
+from tests.support.cli import Drsg
 
 
 def _set_format(path: Path, version: int | None) -> None:
@@ -65,7 +66,7 @@ def test_the_format_this_drsg_writes_is_recorded_and_opens(made: Path) -> None:
 
 
 @pytest.mark.parametrize("version", OTHERS.values(), ids=list(OTHERS))
-def test_the_cli_refuses_it_in_one_line_with_exit_1(drsg, made: Path, version: int | None) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_refuses_it_in_one_line_with_exit_1(drsg: Drsg, made: Path, version: int | None) -> None:
     _set_format(made, version)
     for args in (("stats",), ("get", "@a"), ("node", "put", "b")):
         ran = drsg(*args)

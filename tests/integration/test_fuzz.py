@@ -35,7 +35,7 @@ from drsg.plan.query import plan_from_json
 from drsg.store.jsonl import ON_CONFLICT, import_jsonl
 from drsg.workers.plans import run_plan
 from drsg.workers.search import Searcher
-from tests.integration.test_server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 
 FUZZ_EXAMPLES = int(os.environ.get("DRSG_FUZZ_EXAMPLES", "500"))
 FUZZ = settings(

@@ -25,7 +25,7 @@ from drsg.store.database import Database
 from drsg.workers.hybrid import HybridHit, expand, hybrid
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
-from tests.glove import rows
+from tests.support.glove import rows
 
 SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
 PARAGRAPHS = [p.strip() for p in SEED.read_text().split("\n\n") if len(p.strip()) > 40][:30]

@@ -17,13 +17,13 @@ from drsg.kernel.values import Vector
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
-from tests.glove import rows
+from tests.support.glove import rows
 
 WRITER = r"""
 import sys, drsg
 from drsg.kernel.values import Vector
 from drsg.workers.manager import IndexSet
-from tests.glove import rows
+from tests.support.glove import rows
 path, start = sys.argv[1], int(sys.argv[2])
 db = drsg.open(path)
 plane = db.plane("startup")

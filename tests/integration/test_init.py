@@ -19,7 +19,7 @@ from drsg.models.chat.providers import chat_key
 from drsg.pipeline.code.walk import store_files
 from drsg.surfaces.cli.init import ignore_patterns, render_config
 from drsg.surfaces.cli.main import cli
-from tests.conftest import Ran
+from tests.support.cli import Drsg, Ran
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git_tree import commit_tree
 
@@ -65,7 +65,7 @@ def keys(drsg: Callable[..., Ran], db: Path, plane: str) -> set[str]:
     return {record["external_key"] for record in ran.json_lines() if "external_key" in record}
 
 
-def test_a_fresh_repository_gets_all_four_steps(drsg, repo) -> None:  # type: ignore[no-untyped-def]
+def test_a_fresh_repository_gets_all_four_steps(drsg: Drsg, repo: Path) -> None:
     db = repo / "graph.drsg"
     ran = drsg("init", str(repo), db=db)
     assert ran.code == 0, ran.err
@@ -119,7 +119,7 @@ def test_a_fresh_repository_gets_all_four_steps(drsg, repo) -> None:  # type: ig
     assert not any("Bletchley" in key for key in found)
 
 
-def test_a_second_run_changes_nothing_and_says_so(drsg, repo) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_run_changes_nothing_and_says_so(drsg: Drsg, repo: Path) -> None:
     db = repo / "graph.drsg"
     first = drsg("init", str(repo), db=db)
     assert first.code == 0, first.err
@@ -140,7 +140,7 @@ def test_a_second_run_changes_nothing_and_says_so(drsg, repo) -> None:  # type: 
     assert head(db) == seq
 
 
-def test_what_init_writes_is_not_drift_and_its_gitignore_names_only_drsgs_files(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_init_writes_is_not_drift_and_its_gitignore_names_only_drsgs_files(drsg: Drsg, tmp_path: Path) -> None:
     repo = tmp_path / "proj"
     commit_tree(repo, {**FILES, "logs/__init__.py": ""})  # the project's own package called logs
     db = repo / "graph.drsg"
@@ -164,7 +164,7 @@ def test_what_init_writes_is_not_drift_and_its_gitignore_names_only_drsgs_files(
     assert (card["synced_modified"], card["synced_untracked"]) == (1, 0)  # a real edit still counts
 
 
-def test_a_tree_the_ignore_rules_mostly_withhold_is_warned_about(drsg, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_tree_the_ignore_rules_mostly_withhold_is_warned_about(drsg: Drsg, tmp_path: Path) -> None:
     root = tmp_path / "gen"
     commit_tree(root, {"main.py": "X = 1\n", ".gitignore": "out/\n", **{f"out/g{i}.py": "Y = 1\n" for i in range(9)}})
     ran = drsg("init", str(root), db=root / "graph.drsg")
@@ -177,7 +177,7 @@ def test_a_tree_the_ignore_rules_mostly_withhold_is_warned_about(drsg, tmp_path)
     assert as_json[3]["warning"].startswith("9 of 10 files were withheld by ignore rules — .gitignore (9)")
 
 
-def test_the_database_is_in_dir_unless_db_is_given(repo, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_database_is_in_dir_unless_db_is_given(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DRSG_DB", raising=False)
     monkeypatch.delenv("DRSG_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -194,7 +194,7 @@ def test_the_database_is_in_dir_unless_db_is_given(repo, tmp_path, monkeypatch) 
     assert "updated in" in moved.stdout.splitlines()[2]
 
 
-def test_a_gitignore_without_its_last_newline_keeps_its_lines(drsg, repo, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_gitignore_without_its_last_newline_keeps_its_lines(drsg: Drsg, repo: Path, db_path: Path) -> None:
     (repo / ".gitignore").write_text("node_modules/\n*.drsg.hnsw\n*.drsg")  # two of ours already, one unslashed
     ran = drsg("init", str(repo))
     assert ran.code == 0, ran.err
@@ -207,7 +207,7 @@ def test_a_gitignore_without_its_last_newline_keeps_its_lines(drsg, repo, db_pat
     assert again.lines()[1] == f"{repo / '.gitignore'} already ignores drsg's files"
 
 
-def test_an_existing_mcp_json_keeps_its_other_keys_and_servers(drsg, repo, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_existing_mcp_json_keeps_its_other_keys_and_servers(drsg: Drsg, repo: Path, db_path: Path) -> None:
     other = {"command": "npx", "args": ["-y", "some-server"], "env": {"A": "1"}}
     before = {"$schema": "x", "mcpServers": {"other": other, "drsg": {"command": "old", "args": []}}, "extra": [1, 2]}
     (repo / ".mcp.json").write_text(json.dumps(before))
@@ -229,7 +229,9 @@ def test_an_existing_mcp_json_keeps_its_other_keys_and_servers(drsg, repo, db_pa
         ('{"mcpServers": []}', '"mcpServers" is not a JSON object'),
     ],
 )
-def test_a_broken_mcp_json_stops_it_before_anything_is_written(drsg, repo, db_path, text, says) -> None:  # type: ignore[no-untyped-def]
+def test_a_broken_mcp_json_stops_it_before_anything_is_written(
+    drsg: Drsg, repo: Path, db_path: Path, text: str, says: str
+) -> None:
     (repo / ".gitignore").write_text("build/\n")
     (repo / ".mcp.json").write_text(text)
     ran = drsg("init", str(repo))
@@ -244,7 +246,9 @@ def test_a_broken_mcp_json_stops_it_before_anything_is_written(drsg, repo, db_pa
     assert not db_path.exists() and not Path(f"{db_path}-lock").exists()
 
 
-def test_what_the_digest_would_refuse_is_refused_before_anything_is_written(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_the_digest_would_refuse_is_refused_before_anything_is_written(
+    drsg: Drsg, tmp_path: Path, db_path: Path
+) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "a.py").write_text("X = 1\n")
@@ -259,7 +263,7 @@ def test_what_the_digest_would_refuse_is_refused_before_anything_is_written(drsg
     assert not db_path.exists()
 
 
-def test_a_missing_dir_or_a_file_is_a_usage_error(drsg, tmp_path, db_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_dir_or_a_file_is_a_usage_error(drsg: Drsg, tmp_path: Path, db_path: Path) -> None:
     gone = drsg("init", str(tmp_path / "nope"))
     assert gone.code == 2
     assert len(gone.err.splitlines()) == 1
@@ -271,8 +275,8 @@ def test_a_missing_dir_or_a_file_is_a_usage_error(drsg, tmp_path, db_path) -> No
     assert not db_path.exists()
 
 
-def test_code_only_when_asked_or_configured_and_the_model_reads_prose_when_it_can(  # type: ignore[no-untyped-def]
-    drsg, repo, db_path, fake, monkeypatch
+def test_code_only_when_asked_or_configured_and_the_model_reads_prose_when_it_can(
+    drsg: Drsg, repo: Path, db_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from tests.support.scripted_model import ScriptedModel, World, WorldEntity, WorldRelation
 
@@ -304,7 +308,7 @@ def test_code_only_when_asked_or_configured_and_the_model_reads_prose_when_it_ca
     assert "Bletchley Park" not in keys(drsg, db_path, "asked")
 
 
-def test_the_chat_key_is_found_where_the_chat_model_finds_it(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_chat_key_is_found_where_the_chat_model_finds_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     empty = tmp_path / "empty.toml"
@@ -320,7 +324,7 @@ def test_the_chat_key_is_found_where_the_chat_model_finds_it(tmp_path, monkeypat
     assert chat_key("http://127.0.0.1:9/v1", settings.load(str(empty))) == (None, True)
 
 
-def test_the_generated_config_is_the_registry(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_generated_config_is_the_registry(tmp_path: Path) -> None:
     written = tomllib.loads(render_config())
     digest = {s.key: s.default for s in settings.REGISTRY if s.section == "digest" and s.key != "embed_provider"}
     assert {key: tuple(v) if isinstance(v, list) else v for key, v in written["digest"].items()} == digest

@@ -21,10 +21,10 @@ from mcp.shared.exceptions import MCPError
 
 from tests.integration.test_ask import SAMPLE, WORKED_AT
 from tests.integration.test_digest import PIONEERS, WORLD
-from tests.integration.test_server import TOKEN, clean_env, cli, drsg_argv, start_server
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.scripted_model import ScriptedModel
+from tests.support.server import TOKEN, clean_env, cli, drsg_argv, start_server
 
 TOOLS = {
     "list_planes",

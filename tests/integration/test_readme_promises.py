@@ -11,15 +11,17 @@ import subprocess
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from tests.integration.test_cli import _head, _seed
-from tests.integration.test_server import clean_env, cli, drsg_argv
+from tests.support.cli import Drsg
+from tests.support.server import clean_env, cli, drsg_argv
 from tests.support.waiting import Lines, wait_until
 
 IST = timezone(timedelta(hours=5, minutes=30))
 
 
-def _commit_ms(drsg, seq: int) -> int:  # type: ignore[no-untyped-def]
+def _commit_ms(drsg: Drsg, seq: int) -> int:
     return int(drsg("log", "--from", str(seq), "--to", str(seq), "--json").json_lines()[0]["ts"])
 
 
@@ -40,7 +42,7 @@ def _times_of(ms: int) -> list[str]:
     return [_rfc3339(ms), _rfc3339(ms, IST), f"TIME {ms}"]
 
 
-def test_export_as_of_is_exactly_the_export_made_then(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_export_as_of_is_exactly_the_export_made_then(drsg: Drsg, tmp_path: Path) -> None:
     _seed(drsg)
     then = _head(drsg)
     made_then = drsg("export", "-p", "social").out
@@ -68,7 +70,7 @@ def test_export_as_of_is_exactly_the_export_made_then(drsg, tmp_path: Path) -> N
     assert later == made_then.replace('"born":1815', '"born":1816')
 
 
-def test_get_and_neighbors_as_of_an_rfc3339_time(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_get_and_neighbors_as_of_an_rfc3339_time(drsg: Drsg) -> None:
     _seed(drsg)
     then_ms = _commit_ms(drsg, _head(drsg))
     _after(then_ms)
@@ -91,7 +93,7 @@ def test_get_and_neighbors_as_of_an_rfc3339_time(drsg) -> None:  # type: ignore[
     assert ran.code == 2 and "before the first commit" in ran.err and len(ran.err.splitlines()) == 1
 
 
-def test_log_from_and_to_pick_a_range_of_commits(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_log_from_and_to_pick_a_range_of_commits(drsg: Drsg) -> None:
     _seed(drsg)  # commits 1 (bootstrap) … 5
     everything = drsg("log", "--json").json_lines()
     assert [c["seq"] for c in everything] == [1, 2, 3, 4, 5]
@@ -106,7 +108,7 @@ def test_log_from_and_to_pick_a_range_of_commits(drsg) -> None:  # type: ignore[
     assert drsg("log", "--from", "0").code == 2
 
 
-def test_log_follow_prints_a_commit_another_process_makes(drsg, db_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_log_follow_prints_a_commit_another_process_makes(drsg: Drsg, db_path: Path) -> None:
     _seed(drsg)
     follower = subprocess.Popen(
         [*drsg_argv(), "--db", str(db_path), "log", "--follow", "--json"],
@@ -133,7 +135,7 @@ def test_log_follow_prints_a_commit_another_process_makes(drsg, db_path: Path) -
             follower.wait(10)
 
 
-def test_node_put_replace_replaces_labels_and_properties(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_node_put_replace_replaces_labels_and_properties(drsg: Drsg) -> None:
     _seed(drsg)
     merged = drsg("node", "put", "ada", "-p", "social", "-l", "Countess", "-P", 'title="Countess"', "--json")
     assert merged.json_lines()[0]["op"] == "updated"
@@ -156,7 +158,7 @@ def test_node_put_replace_replaces_labels_and_properties(drsg) -> None:  # type:
     assert created["op"] == "created" and created["labels"] == ["Z"]
 
 
-def test_plane_set_props_merges_into_the_planes_properties(drsg) -> None:  # type: ignore[no-untyped-def]
+def test_plane_set_props_merges_into_the_planes_properties(drsg: Drsg) -> None:
     assert drsg("plane", "create", "social").code == 0
     ran = drsg("plane", "set-props", "social", "-P", 'owner="qa"', "-P", "version=1")
     assert ran.code == 0 and ran.out == "set 2 properties on plane 'social'\n"
@@ -164,8 +166,8 @@ def test_plane_set_props_merges_into_the_planes_properties(drsg) -> None:  # typ
     ran = drsg("plane", "set-props", "social", "--props", '{"version": 2, "tags": ["a", "b"]}')
     assert ran.code == 0, ran.err
 
-    def props(*extra: str) -> dict:  # type: ignore[type-arg]
-        return drsg("plane", "show", "social", "--json", *extra).json_lines()[0]["properties"]  # type: ignore[no-any-return]
+    def props(*extra: str) -> Any:
+        return drsg("plane", "show", "social", "--json", *extra).json_lines()[0]["properties"]
 
     assert props() == {"owner": "qa", "version": 2, "tags": ["a", "b"]}
     assert props("--as-of", str(first)) == {"owner": "qa", "version": 1}

@@ -9,7 +9,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from tests.integration.test_server import clean_env, drsg_argv
+from tests.support.server import clean_env, drsg_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 _FLOAT = re.compile(r"-?\d+\.\d+")

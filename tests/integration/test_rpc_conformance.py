@@ -21,9 +21,9 @@ import pytest
 from drsg.pipeline.catalog.connections import Connection, Connections
 from drsg.surfaces.server.schema import upstream
 from drsg.surfaces.server.schema import validate as drsg_validate
-from tests.integration.test_server import RunningServer, paragraphs, start_server
 from tests.support.catalog_schema import make_sqlite
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.server import RunningServer, paragraphs, start_server
 from tests.support.static_server import serving
 
 PLUGIN = Path(__file__).resolve().parents[1] / "data" / "plugins" / "echo.wat"

@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.integration.test_server import TOKEN, RunningServer, start_server
+from tests.support.server import TOKEN, RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

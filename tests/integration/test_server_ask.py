@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_ask import ADA_WROTE, SAMPLE, WORKED_AT
-from tests.integration.test_server import RunningServer, cli, start_server
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.server import RunningServer, cli, start_server
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from drsg.pipeline.catalog.connections import Connection, Connections
-from tests.integration.test_server import RunningServer, start_server
 from tests.support.catalog_schema import PG_DDL, PORTABLE_ROWS, SECRET, make_sqlite
 from tests.support.db_servers import APP_PASSWORD, PgServer
+from tests.support.server import RunningServer, start_server
 from tests.support.waiting import wait_until
 
 SEED = {"entity": "用户", "fields": ["密码"], "where": {"name": "张三"}}

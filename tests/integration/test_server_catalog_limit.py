@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from drsg.pipeline.catalog.connections import Connection, Connections
-from tests.integration.test_server import RunningServer, start_server
 from tests.support.catalog_schema import make_sqlite
+from tests.support.server import RunningServer, start_server
 
 FOREVER = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM r) SELECT count(*) FROM r"
 LIMIT_SECONDS = 1

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_digest import PIONEERS, WORLD
-from tests.integration.test_server import RunningServer, start_server
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.scripted_model import ScriptedModel
+from tests.support.server import RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

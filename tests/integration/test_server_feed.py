@@ -31,8 +31,8 @@ import pytest
 
 import drsg
 from tests.integration.test_feed import oracle
-from tests.integration.test_server import TOKEN, RunningServer, clean_env, cli, start_server
 from tests.support.process_memory import memory_kb
+from tests.support.server import TOKEN, RunningServer, clean_env, cli, start_server
 from tests.support.tcp import tcp_sockets
 
 pytestmark = pytest.mark.timeout(120)

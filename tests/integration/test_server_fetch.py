@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.integration.test_server import RunningServer, start_server
 from tests.support import crawl_site
+from tests.support.server import RunningServer, start_server
 
 FETCH_ENV = {
     "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32",

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_server import RunningServer, start_server
 from tests.support import instruments
+from tests.support.server import RunningServer, start_server
 
 CHANNELS = {"vector", "keyword", "graph"}
 

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from drsg.surfaces.server.state import READ_THREADS
-from tests.integration.test_server import RunningServer, cli, start_server
 from tests.support.fake_openai import FakeOpenAI, Reply, Request, embeddings_body
+from tests.support.server import RunningServer, cli, start_server
 from tests.support.waiting import wait_until
 
 DIMS = 8

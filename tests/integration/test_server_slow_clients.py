@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 from tests.support.small_disk import tmpfs
 from tests.support.waiting import wait_until
 

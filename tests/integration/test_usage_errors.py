@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import Drsg
+
 HUGE = "99999999999999999999999"  # past 64 bits: struct.error before
 DEEP = "[" * 600 + "]" * 600  # RecursionError / msgpack's nesting limit before
 
 
 @pytest.fixture
-def seeded(drsg) -> None:  # type: ignore[no-untyped-def]
+def seeded(drsg: Drsg) -> None:
     assert drsg("plane", "create", "p").code == 0
     assert drsg("node", "put", "a", "--plane", "p").code == 0
 
@@ -49,8 +51,8 @@ CASES = {
 
 @pytest.mark.parametrize(("args", "says"), CASES.values(), ids=list(CASES))
 def test_a_mistake_is_one_line_and_exit_2_and_writes_nothing(
-    drsg, seeded: None, args: tuple[str, ...], says: str
-) -> None:  # type: ignore[no-untyped-def]
+    drsg: Drsg, seeded: None, args: tuple[str, ...], says: str
+) -> None:
     before = drsg("log", "--json").out
     ran = drsg(*args)
     assert ran.code == 2, ran.err
@@ -60,7 +62,7 @@ def test_a_mistake_is_one_line_and_exit_2_and_writes_nothing(
     assert drsg("log", "--json").out == before
 
 
-def test_a_deeply_nested_import_line_is_a_bad_line(drsg, seeded: None, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_deeply_nested_import_line_is_a_bad_line(drsg: Drsg, seeded: None, tmp_path: Path) -> None:
     source = tmp_path / "deep.jsonl"
     source.write_text('{"labels": ["X"], "properties": {"a": ' + "[" * 5000 + "]" * 5000 + "}}\n")
     ran = drsg("import", str(source), "--plane", "p")
@@ -70,12 +72,12 @@ def test_a_deeply_nested_import_line_is_a_bad_line(drsg, seeded: None, tmp_path:
     assert ran.code == 2 and "nest deeper than 100 levels" in ran.err
 
 
-def test_import_reads_a_device_or_a_pipe(drsg, seeded: None) -> None:  # type: ignore[no-untyped-def]
+def test_import_reads_a_device_or_a_pipe(drsg: Drsg, seeded: None) -> None:
     ran = drsg("import", "/dev/null", "--plane", "p")
     assert ran.code == 0 and "imported 0 node(s)" in ran.out  # it said "no such file" before
 
 
-def test_an_empty_file_is_refused_not_made_a_new_database(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_empty_file_is_refused_not_made_a_new_database(drsg: Drsg, tmp_path: Path) -> None:
     empty = tmp_path / "empty.drsg"
     empty.write_bytes(b"")
     for args in (("check",), ("rebuild",), ("stats",), ("node", "put", "x")):

@@ -16,7 +16,7 @@ from drsg.store.transaction import WriteTx
 from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
-from tests.glove import rows
+from tests.support.glove import rows
 
 N = 4000
 K = 10

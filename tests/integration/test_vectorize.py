@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
 
 SEED = Path(__file__).resolve().parents[1] / "data" / "ai_native_en.txt"
@@ -21,7 +22,7 @@ def _docs(tmp_path: Path, count: int = 25) -> tuple[Path, list[str]]:
     return f, paragraphs
 
 
-def test_vectorize_locally_then_search_by_text(drsg, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_vectorize_locally_then_search_by_text(drsg: Drsg, tmp_path: Path) -> None:
     f, paragraphs = _docs(tmp_path)
     assert drsg("import", str(f), "--plane", "docs", "--create-plane").code == 0
     ran = drsg("vectorize", "--plane", "docs", "--label", "Doc", "--from", "body")
@@ -57,7 +58,7 @@ def test_vectorize_locally_then_search_by_text(drsg, tmp_path: Path) -> None:  #
     assert once["embedded"] == 1 and once["current"] == len(paragraphs) - 1
 
 
-def test_remote_embedder_through_the_openai_client(drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+def test_remote_embedder_through_the_openai_client(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     f, paragraphs = _docs(tmp_path, 10)
     assert drsg("import", str(f), "--plane", "docs", "--create-plane").code == 0
     monkeypatch.delenv("MY_EMBED_KEY", raising=False)

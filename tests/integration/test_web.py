@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from tests.integration.test_digest import PIONEERS, WORLD
-from tests.integration.test_server import TOKEN, RunningServer, cli, start_server
 from tests.integration.test_server_fetch import FETCH_ENV
 from tests.support import crawl_site
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.scripted_model import ScriptedModel
+from tests.support.server import TOKEN, RunningServer, cli, start_server
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

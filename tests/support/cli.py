@@ -1,0 +1,44 @@
+"""The `drsg` command run in-process, as the tests' ``drsg`` fixture (tests/conftest.py) runs it: what a
+run gave (:class:`Ran`) and the fixture's type (:class:`Drsg`), so a test annotates ``drsg: Drsg``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from click.testing import CliRunner
+
+from drsg.surfaces.cli.main import cli
+
+
+@dataclass
+class Ran:
+    """One run of the command: its exit code and what it wrote to stdout and stderr."""
+
+    code: int
+    out: str
+    err: str
+
+    def lines(self) -> list[str]:
+        return [line for line in self.out.splitlines() if line]
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.lines()]
+
+
+class Drsg(Protocol):
+    """Run ``drsg --db DB ARGS…`` (DB: the test's database unless ``db`` names another), ``input`` on stdin."""
+
+    def __call__(self, *args: str, db: Path | None = None, input: str | None = None) -> Ran: ...
+
+
+def runner(db_path: Path) -> Drsg:
+    """A :class:`Drsg` whose database is ``db_path`` unless a call names another."""
+
+    def run(*args: str, db: Path | None = None, input: str | None = None) -> Ran:
+        result = CliRunner().invoke(cli, ["--db", str(db or db_path), *args], input=input, catch_exceptions=False)
+        return Ran(result.exit_code, result.stdout, result.stderr)
+
+    return run
