@@ -18,6 +18,7 @@ from typing import Any
 from drsg.kernel.errors import UsageError
 from drsg.kernel.files import write_atomic
 from drsg.kernel.values import lean_vectors, props_from_json, to_json
+from drsg.pipeline.digest.report import DigestReport
 
 FORMAT = 2  # 2: extra labels and plane properties (a code digest's)
 
@@ -49,7 +50,7 @@ class Proposal:
     embedder: str | None = None  # identity of the embedder behind `embedding`, when there is one
     nodes: list[ProposedNode] = field(default_factory=list)
     edges: list[ProposedEdge] = field(default_factory=list)
-    report: dict[str, Any] = field(default_factory=dict)
+    report: DigestReport = field(default_factory=DigestReport)
     notes: list[str] = field(default_factory=list)
     plane_props: dict[str, Any] = field(default_factory=dict)  # set on the plane when applied (drift)
 
@@ -67,7 +68,7 @@ class Proposal:
             "model": self.model,
             "fingerprint": self.fingerprint,
             "embedder": self.embedder,
-            "report": self.report,
+            "report": self.report.to_json(),
             "notes": self.notes,
             "plane_props": to_json(self.plane_props),
             "nodes": [
@@ -101,7 +102,7 @@ class Proposal:
                 for n in data["nodes"]
             ],
             [ProposedEdge(e["src"], e["type"], e["dst"], props_from_json(e["properties"])) for e in data["edges"]],
-            data["report"],
+            DigestReport.from_json(data["report"]),
             data["notes"],
             props_from_json(data["plane_props"]),
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from drsg.kernel.errors import ChatError, UsageError
@@ -26,6 +26,7 @@ from drsg.pipeline.digest.identity import resolve
 from drsg.pipeline.digest.linking import PlaneVectors, contexts, entity_text, plane_candidates
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode, fingerprint
 from drsg.pipeline.digest.refine import refine
+from drsg.pipeline.digest.report import CodeRead, DigestReport, FilesRead, ParsedFacts, Preprocessed, Usage
 from drsg.pipeline.digest.sources import Document
 from drsg.pipeline.digest.vocabulary import reconcile
 from drsg.pipeline.llm.cache import PROMPT_VERSION
@@ -95,11 +96,29 @@ def digest(
     proposal.plane_props = dict(doc.plane_props)
     parsed = _parsed_facts(doc)
     start = _usage(calls, embedder)
-    if not chunks:
+    if chunks:
+        report = _digest_prose(db, plane, options, calls, embedder, chunks, proposal, set(parsed), progress)
+    else:
         proposal.notes.append(NO_PROSE)
-        proposal.report = _report(0, start, _usage(calls, embedder), {})
-        _add_facts(proposal, doc, parsed, _known(db, plane, parsed))
-        return proposal
+        report = DigestReport()
+    usage = _usage(calls, embedder) - start
+    code = _add_facts(proposal, doc, parsed, _known(db, plane, parsed))  # after the model's nodes are counted
+    proposal.report = replace(report, usage=usage, code=code)
+    return proposal
+
+
+def _digest_prose(
+    db: Database,
+    plane: str,
+    options: DigestOptions,
+    calls: ModelCalls,
+    embedder: Embedder | None,
+    chunks: list[str],
+    proposal: Proposal,
+    parsed: set[str],
+    progress: Progress | None,
+) -> DigestReport:
+    """The model's part: extract each chunk, clean up, propose the nodes and edges; its report."""
     # The plane's embedded nodes, read once: they feed the EXISTING ENTITIES context and identity's pairs.
     known = PlaneVectors(db, plane) if embedder is not None and options.link else None
     context = contexts(known, chunks, embedder) if known is not None and embedder is not None else [[] for _ in chunks]
@@ -115,7 +134,7 @@ def digest(
     for result in results:
         proposal.notes.extend(result.notes)
     draft = Draft.merge((r.index, r.extraction) for r in results)
-    passes: dict[str, Any] = {}
+    passes: dict[str, dict[str, int]] = {}
     labels, types, merged = reconcile(draft, calls, *_vocabulary(db, plane))
     passes["labels"], passes["edge_types"] = labels.to_json(), types.to_json()
     if options.mode in ("fine", "super"):
@@ -128,18 +147,18 @@ def digest(
     if options.mode == "super":
         ticks = (lambda done, total: progress("refining", done, total)) if progress else None
         passes["refined"] = refine(draft, chunks, calls, options.concurrency, ticks).to_json()
-    dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None, set(parsed))
-    proposal.report = _report(len(chunks), start, _usage(calls, embedder), passes)
-    proposal.report.update(
-        entities=sum(1 for n in proposal.nodes if not n.linked),
-        linked=sum(1 for n in proposal.nodes if n.linked),
+    dropped = _propose(db, plane, draft, proposal, embedder if options.embed else None, parsed)
+    entities = sum(1 for n in proposal.nodes if not n.linked)
+    return DigestReport(
+        chunks=len(chunks),
+        entities=entities,
         relations=len(proposal.edges),
+        linked=len(proposal.nodes) - entities,
         dropped_relations=dropped,
         merged_relations=merged,
+        passes=passes,
         dropped_items=draft.dropped_items,
     )
-    _add_facts(proposal, doc, parsed, _known(db, plane, parsed))
-    return proposal
 
 
 def refuse_shared(db: Database, doc: Document, plane: str) -> None:
@@ -163,7 +182,7 @@ def facts_only(doc: Document, plane: str) -> Proposal:
     proposal = Proposal(doc.name, plane, "", "", "")
     proposal.notes.extend(doc.notes)
     proposal.plane_props = dict(doc.plane_props)
-    _add_facts(proposal, doc, _parsed_facts(doc), set())
+    proposal.report = DigestReport(code=_add_facts(proposal, doc, _parsed_facts(doc), set()))
     return proposal
 
 
@@ -176,10 +195,11 @@ def _known(db: Database, plane: str, parsed: dict[str, FactNode]) -> set[str]:
         return {key for key in parsed if snap.node_id_by_key(found.id, key) is not None}
 
 
-def _add_facts(proposal: Proposal, doc: Document, parsed: dict[str, FactNode], known: set[str]) -> None:
-    """The parsers' facts join the proposal; where the model named a parsed key, the parser wins."""
+def _add_facts(proposal: Proposal, doc: Document, parsed: dict[str, FactNode], known: set[str]) -> CodeRead | None:
+    """The parsers' facts join the proposal; where the model named a parsed key, the parser wins.
+    Returns what the parsers read (None without a tree read)."""
     if doc.reading is None:
-        return
+        return None
     before = len(proposal.nodes)
     proposal.nodes = [node for node in proposal.nodes if node.key not in parsed]
     if len(proposal.nodes) < before:
@@ -194,24 +214,18 @@ def _add_facts(proposal: Proposal, doc: Document, parsed: dict[str, FactNode], k
         for edge in result.output.edges:
             proposal.edges.append(ProposedEdge(edge.src, edge.type, edge.dst, edge.properties))
     reading = doc.reading
-    proposal.report["files"] = {
-        "seen": reading.walk.seen,  # what drsg's floor left: the denominator
-        "read": len(reading.read_by),
-        "withheld": len(reading.walk.withheld),
-        "not_claimed": len(reading.not_claimed),
-        "skipped": len(reading.skipped),
-    }
-    proposal.report["facts"] = reading.facts
+    walk = reading.walk
+    files = FilesRead(
+        walk.seen, len(reading.read_by), len(walk.withheld), len(reading.not_claimed), len(reading.skipped)
+    )
     kept = proposal.nodes[-len(parsed) :] if parsed else []  # the parsed facts, appended above
-    proposal.report["parsed"] = {
-        "nodes": len(kept),
-        "new": sum(1 for node in kept if not node.linked),
-        "edges": sum(len(result.output.edges) for result in reading.results),
-    }
-    proposal.report["preprocessed"] = [
-        {"handler": r.handler.manifest.ident, "facts": len(r.output.nodes) + len(r.output.edges), "files": len(r.files)}
-        for r in doc.reading.results
-    ]
+    new = sum(1 for node in kept if not node.linked)
+    facts = ParsedFacts(len(kept), new, sum(len(result.output.edges) for result in reading.results))
+    handlers = tuple(
+        Preprocessed(r.handler.manifest.ident, len(r.output.nodes) + len(r.output.edges), len(r.files))
+        for r in reading.results
+    )
+    return CodeRead(files, reading.facts, facts, handlers)
 
 
 def _vocabulary(db: Database, plane: str) -> tuple[list[str], list[str]]:
@@ -279,27 +293,14 @@ def _node_props(entity: Entity) -> dict[str, Any]:
     return props
 
 
-def _usage(calls: ModelCalls, embedder: Embedder | None) -> dict[str, int]:
+def _usage(calls: ModelCalls, embedder: Embedder | None) -> Usage:
     """Counters that only grow; a report is the difference between two readings."""
     chat = calls.chat
     embed_tokens = getattr(embedder, "tokens", 0)
-    return {
-        "chat_requests": chat.calls if chat is not None else 0,
-        "input_tokens": chat.prompt_tokens if chat is not None else 0,
-        "output_tokens": chat.completion_tokens if chat is not None else 0,
-        "embed_tokens": embed_tokens if isinstance(embed_tokens, int) else 0,
-        "cache_hits": calls.cache.hits if calls.cache is not None else 0,
-    }
-
-
-def _report(chunks: int, start: dict[str, int], end: dict[str, int], passes: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "chunks": chunks,
-        "entities": 0,
-        "relations": 0,
-        "linked": 0,
-        "dropped_relations": 0,
-        "merged_relations": 0,
-        **{name: end[name] - start[name] for name in start},
-        "passes": passes,
-    }
+    return Usage(
+        chat_requests=chat.calls if chat is not None else 0,
+        input_tokens=chat.prompt_tokens if chat is not None else 0,
+        output_tokens=chat.completion_tokens if chat is not None else 0,
+        embed_tokens=embed_tokens if isinstance(embed_tokens, int) else 0,
+        cache_hits=calls.cache.hits if calls.cache is not None else 0,
+    )

@@ -367,24 +367,26 @@ class _progress:
 def _summary(proposal: Any, shown: Collection[str] = ()) -> list[str]:
     """The summary: what the prose gave (when there was prose, or nothing was parsed either), what the
     code gave, the model's cost, and the notes not ``shown`` already."""
+    from drsg.pipeline.digest.report import DigestReport
     from drsg.pipeline.digest.run import NO_PROSE
 
-    r = proposal.report
-    parsed = r.get("parsed")
-    lines = [] if r["chunks"] else [NO_PROSE]
-    if r["chunks"] or not parsed:
+    r: DigestReport = proposal.report
+    lines = [] if r.chunks else [NO_PROSE]
+    if r.chunks or r.code is None:
         lines.append(
-            f"digest: {r['chunks']} chunks → {r['entities']} new entities ({r['linked']} linked to existing), "
-            f"{r['relations']} relations ({r['dropped_relations']} dangling dropped)"
+            f"digest: {r.chunks} chunks → {r.entities} new entities ({r.linked} linked to existing), "
+            f"{r.relations} relations ({r.dropped_relations} dangling dropped)"
         )
-    if parsed:
+    if r.code is not None:
+        parsed = r.code.parsed
         lines.append(
-            f"{'  + ' if r['chunks'] else 'digest: '}{parsed['nodes']} parsed nodes ({parsed['new']} new), "
-            f"{parsed['edges']} parsed edges from {r['files']['read']} file(s)"
+            f"{'  + ' if r.chunks else 'digest: '}{parsed.nodes} parsed nodes ({parsed.new} new), "
+            f"{parsed.edges} parsed edges from {r.code.files.read} file(s)"
         )
+    use = r.usage
     lines.append(
-        f"  {r['chat_requests']} chat request(s); tokens {r['input_tokens']} in / {r['output_tokens']} out / "
-        f"{r['embed_tokens']} embed"
+        f"  {use.chat_requests} chat request(s); tokens {use.input_tokens} in / {use.output_tokens} out / "
+        f"{use.embed_tokens} embed"
     )
     lines.extend(f"  note: {note}" for note in proposal.notes if note != NO_PROSE and note not in shown)
     return lines
@@ -411,9 +413,9 @@ def _verbose_passes(proposal: Any) -> None:
     ctx = click.get_current_context()
     if not ctx.find_root().params.get("verbose"):
         return
-    for name, sub in proposal.report.get("passes", {}).items():
+    for name, sub in proposal.report.passes.items():
         click.echo(f"  pass {name}: " + ", ".join(f"{k} {v}" for k, v in sub.items()))
-    click.echo(f"  cache hits: {proposal.report.get('cache_hits', 0)}")
+    click.echo(f"  cache hits: {proposal.report.usage.cache_hits}")
 
 
 def _print_applied(

@@ -90,7 +90,7 @@ def main() -> None:
             proposal = digest(db, doc, "docs", DigestOptions(mode=mode, concurrency=4), calls, embedder)
             total = time.perf_counter() - start
             db.close()
-            r = proposal.report
+            r = proposal.report.to_json()
             rows.append(
                 (
                     mode,
