@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from drsg.api.results import AskAnswer, Deleted, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
     from drsg.kernel.asof import AsOf
     from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.pipeline.catalog.answer import Ambiguous, Found, MissingPredicate
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.lmdb_log import LmdbOptions
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 #: where each public name that is not an error lives, loaded on first use (``import drsg`` stays cheap)
 _LAZY = {
+    "Ambiguous": "drsg.pipeline.catalog.answer",
     "AsOf": "drsg.kernel.asof",
     "AskAnswer": "drsg.api.results",
     "Database": "drsg.api.database",
@@ -60,10 +62,12 @@ _LAZY = {
     "Edge": "drsg.store.records",
     "EmbedderChoice": "drsg.models.embedders.registry",
     "Feed": "drsg.api.feed",
+    "Found": "drsg.pipeline.catalog.answer",
     "FeedMessage": "drsg.api.results",
     "Hit": "drsg.api.results",
     "ImportReport": "drsg.store.jsonl",
     "Linked": "drsg.api.results",
+    "MissingPredicate": "drsg.pipeline.catalog.answer",
     "Neighbour": "drsg.api.results",
     "Node": "drsg.store.records",
     "Plane": "drsg.api.plane",
@@ -73,6 +77,7 @@ _LAZY = {
     "Written": "drsg.api.results",
 }
 __all__ = [
+    "Ambiguous",
     "AsOf",
     "AskAnswer",
     "BadAsOf",
@@ -89,9 +94,11 @@ __all__ = [
     "EmbedderError",
     "Feed",
     "FeedMessage",
+    "Found",
     "Hit",
     "ImportReport",
     "Linked",
+    "MissingPredicate",
     "Neighbour",
     "Node",
     "NotFound",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from drsg.kernel.values import Json, Value
     from drsg.models.chat.base import ChatModel
     from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.pipeline.catalog.answer import FindAnswer
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.reader import Reader
@@ -238,6 +239,14 @@ class Plane(PlaneRecord):
         from drsg.api import retrieval
 
         return retrieval.vectorize(self, source, into, label, metric, embed, batch)
+
+    def find(self, request: Mapping[str, Any], *, embed: EmbedderChoice | None = None) -> FindAnswer:
+        """On a catalog plane (``drsg catalog index``'s): answer ``{"entity": …, "fields": […],
+        "where": {…}}`` with one SELECT against the live database, sensitive columns masked. The
+        answer is ``Found`` (its rows), ``Ambiguous`` (the candidate tables) or ``MissingPredicate``."""
+        from drsg.api import catalog
+
+        return catalog.find(self, request, embed)
 
     def ask(
         self,

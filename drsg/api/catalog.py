@@ -1,0 +1,56 @@
+"""``Plane.find`` on a catalog plane: a request answered with one SELECT against the live database.
+
+A catalog plane (``catalog_<name>``) is what ``drsg catalog index NAME`` wrote for a connection; the
+connection (its DSN and password reference) is in the database's connections file. The answer is
+one of drsg.pipeline.catalog.answer's three types: ``Found``, ``Ambiguous`` or ``MissingPredicate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from drsg.kernel.errors import UsageError
+from drsg.models.embedders.registry import EmbedderChoice
+from drsg.pipeline.catalog.answer import FindAnswer
+from drsg.pipeline.catalog.connections import Connection, Connections
+
+if TYPE_CHECKING:
+    from drsg.api.plane import Plane
+
+
+def connection_of(plane: Plane) -> Connection:
+    """The catalog connection whose plane this is; a UsageError naming the fix when it is none's."""
+    for conn in Connections(plane.db.path).load().values():
+        if conn.plane == plane.name:
+            return conn
+    raise UsageError(
+        f"plane {plane.name!r} is no catalog's; `drsg catalog add NAME DSN` then `drsg catalog index NAME` "
+        f"writes one (plane catalog_NAME)"
+    )
+
+
+def find(plane: Plane, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
+    from drsg.pipeline.catalog import service
+    from drsg.pipeline.catalog.backends import backend_for
+    from drsg.pipeline.catalog.connections import sensitive_names
+    from drsg.pipeline.catalog.find import find_answer
+    from drsg.pipeline.catalog.semantic import VECTOR, similar_in
+    from drsg.pipeline.embedder_choice import optional_embedder
+
+    db = plane.db
+    settings = db.settings
+    conn = connection_of(plane)
+    catalog = service.load(db.store, conn)
+    embedder = optional_embedder(
+        db.store, plane.name, VECTOR, settings, named=embed, purpose="query", cache=db.embedders
+    )
+    if embedder is None and embed is not None and embed.names_one:
+        raise UsageError(
+            f"plane {plane.name!r} holds no description vectors; index them first: "
+            f"`drsg catalog index {conn.name} --embed {embed.name or 'local'}`"
+        )
+    similar = similar_in(db.store, plane.name, catalog, embedder)
+    backend = backend_for(conn, settings["catalog.statement_seconds"])
+    names = sensitive_names(conn, settings)
+    return find_answer(catalog, backend, dict(request), settings["catalog.row_limit"], similar, sensitive=names)
