@@ -42,10 +42,11 @@ if TYPE_CHECKING:
     from drsg.api.database import Database
     from drsg.api.feed import Feed
     from drsg.api.plane import Plane
-    from drsg.api.results import AskAnswer, Deleted, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
+    from drsg.api.results import AskAnswer, Deleted, Digested, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
     from drsg.kernel.asof import AsOf
     from drsg.models.embedders.registry import EmbedderChoice
     from drsg.pipeline.catalog.answer import Ambiguous, Found, MissingPredicate
+    from drsg.pipeline.digest.report import DigestReport
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.lmdb_log import LmdbOptions
@@ -59,6 +60,8 @@ _LAZY = {
     "AskAnswer": "drsg.api.results",
     "Database": "drsg.api.database",
     "Deleted": "drsg.api.results",
+    "DigestReport": "drsg.pipeline.digest.report",
+    "Digested": "drsg.api.results",
     "Edge": "drsg.store.records",
     "EmbedderChoice": "drsg.models.embedders.registry",
     "Feed": "drsg.api.feed",
@@ -88,6 +91,8 @@ __all__ = [
     "Database",
     "DatabaseUnavailable",
     "Deleted",
+    "DigestReport",
+    "Digested",
     "DrsgError",
     "Edge",
     "EmbedderChoice",

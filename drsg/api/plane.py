@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from drsg.api.results import AskAnswer, Deleted, Hit, Linked, Neighbour, Vectorized, Written
+from drsg.api.results import AskAnswer, Deleted, Digested, Hit, Linked, Neighbour, Vectorized, Written
 from drsg.kernel.asof import AsOf, parse_as_of, parse_rfc3339_ms
 from drsg.kernel.errors import BadAsOf, NotFound
 from drsg.kernel.values import Vector
@@ -247,6 +247,24 @@ class Plane(PlaneRecord):
         from drsg.api import catalog
 
         return catalog.find(self, request, embed)
+
+    def digest(
+        self,
+        source: str | Path,
+        *,
+        apply: bool = False,
+        chat: ChatModel | None = None,
+        embed: EmbedderChoice | None = None,
+        mode: str | None = None,
+        cache: bool = True,
+    ) -> Digested:
+        """Read a document, a folder or a tree of code into the plane: a preview (saved, nothing
+        written) unless ``apply``, which writes the saved preview — or a new digest — in one commit.
+        Prose needs a chat model (``chat``, else the ``digest.chat``/``digest.model`` settings');
+        code needs none. ``mode``: "coarse", "fine" or "super" clean-up passes (``digest.mode``)."""
+        from drsg.api import digest
+
+        return digest.digest(self, source, apply, chat, embed, mode, cache)
 
     def ask(
         self,

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from drsg.store.records import Edge, Node
 
-__all__ = ["AskAnswer", "Deleted", "FeedMessage", "Hit", "Linked", "Neighbour", "Vectorized", "Written"]
+if TYPE_CHECKING:
+    from drsg.pipeline.digest.ledger import Applied
+    from drsg.pipeline.digest.proposal import Proposal
+    from drsg.pipeline.digest.report import DigestReport
+
+__all__ = ["AskAnswer", "Deleted", "Digested", "FeedMessage", "Hit", "Linked", "Neighbour", "Vectorized", "Written"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +137,16 @@ class Vectorized:
     labels: frozenset[str]
     seqs: tuple[int, ...]
     embedder: str
+
+
+@dataclass(frozen=True, slots=True)
+class Digested:
+    """A digest: the ``proposal`` (its nodes and edges) and its ``report`` (what the prose gave, what
+    it cost, each clean-up pass, what the parsers read). A preview has ``saved`` (where the proposal
+    waits to be applied; nothing written); an apply has ``applied`` (what its commit wrote, and its
+    seq)."""
+
+    proposal: Proposal
+    report: DigestReport
+    saved: Path | None = None
+    applied: Applied | None = None
