@@ -292,7 +292,7 @@ class PluginHandler(Handler):
         store = wasmtime.Store(sandbox.engine())
         store.set_fuel(self.budget.fuel or U64_MAX)
         call.limit = memory.Limit(min(self.budget.memory_mb, WASM32_MAX_MB) << 20)
-        if not sandbox.memory_watched:  # wasmtime's limiter then: the limit holds, unseen
+        if not sandbox.ENGINE.memory_watched:  # wasmtime's limiter then: the limit holds, unseen
             store.set_limits(memory_size=call.limit.max_bytes)
         store.set_epoch_deadline(sandbox.deadline_ticks(self.budget.timeout_s))
         previous, previous_limit = getattr(_current, "call", None), getattr(memory.current, "limit", None)

@@ -13,6 +13,9 @@ and its compiled form cached on disk, keyed by the artifact's SHA-256 and the wa
 its SHA-256 is the one pinned *outside* it — in ``registry.toml``, written when the file was made
 (:func:`compile_pinned`). A file anyone altered, replaced or truncated, or one nothing pinned, is
 never deserialized: the verified ``.wasm`` is compiled again and the cache rewritten.
+
+Nothing starts at import: the process's engine and its watchdog thread (:data:`ENGINE`) start with
+the first plugin compiled or run, and :func:`close` stops the thread and drops the engine.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -68,32 +70,75 @@ WASI_FUNCS = {
 
 # ------------------------------------------------------------------------------------- the engine
 
-_engine: wasmtime.Engine | None = None
-_engine_lock = threading.Lock()
-#: whether the engine allocates linear memory through drsg.pipeline.plugins.memory (set with the engine)
-memory_watched = False
+
+class PluginEngine:
+    """A wasmtime engine (fuel metering and epoch interruption on) and the watchdog thread that ticks
+    its epoch. Nothing starts when it is made: :meth:`start` builds the engine and starts the thread
+    (idempotent); :meth:`close` stops the thread and drops the engine, so a later :meth:`start` begins
+    afresh. A component compiled for one engine is useless to the next: the process's engine is closed
+    with :func:`close`, which drops them too. Close only when no plugin call is running."""
+
+    def __init__(self) -> None:
+        self._engine: wasmtime.Engine | None = None
+        self._watchdog: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        #: whether the engine allocates linear memory through drsg.pipeline.plugins.memory (set by start)
+        self.memory_watched = False
+
+    @property
+    def watchdog(self) -> threading.Thread | None:
+        return self._watchdog
+
+    def start(self) -> wasmtime.Engine:
+        """The engine, built and its watchdog started on the first call."""
+        running = self._engine
+        if running is not None:
+            return running
+        with self._lock:
+            if self._engine is None:
+                fastbytes.install()
+                config = wasmtime.Config()
+                config.wasm_component_model = True
+                config.consume_fuel = True
+                config.epoch_interruption = True
+                self.memory_watched = memory.install(config)
+                built = wasmtime.Engine(config)
+                self._stop = threading.Event()
+                self._watchdog = threading.Thread(
+                    target=_tick, args=(built, self._stop), name="drsg-plugin-epoch", daemon=True
+                )
+                self._watchdog.start()
+                self._engine = built
+            return self._engine
+
+    def close(self) -> None:
+        """Stop the watchdog (joined) and forget the engine and what was compiled for it."""
+        with self._lock:
+            watchdog, self._engine, self._watchdog = self._watchdog, None, None
+            self._stop.set()
+        if watchdog is not None:
+            watchdog.join()
+
+
+def _tick(engine: wasmtime.Engine, stop: threading.Event) -> None:
+    while not stop.wait(TICK_S):
+        engine.increment_epoch()
+
+
+#: the process's one engine: started by the first plugin compiled or run (``engine()``), never at import
+ENGINE = PluginEngine()
 
 
 def engine() -> wasmtime.Engine:
-    """The process's one engine: fuel metering and epoch interruption on, and its watchdog ticking."""
-    global _engine, memory_watched
-    with _engine_lock:
-        if _engine is None:
-            fastbytes.install()
-            config = wasmtime.Config()
-            config.wasm_component_model = True
-            config.consume_fuel = True
-            config.epoch_interruption = True
-            memory_watched = memory.install(config)
-            _engine = wasmtime.Engine(config)
-            threading.Thread(target=_tick, args=(_engine,), name="drsg-plugin-epoch", daemon=True).start()
-        return _engine
+    """The process's one engine, started on first use."""
+    return ENGINE.start()
 
 
-def _tick(engine: wasmtime.Engine) -> None:
-    while True:
-        time.sleep(TICK_S)
-        engine.increment_epoch()
+def __getattr__(name: str) -> bool:
+    if name == "memory_watched":  # the process engine's, read as a module attribute (tests)
+        return ENGINE.memory_watched
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def deadline_ticks(timeout_s: float | None) -> int:
@@ -168,6 +213,13 @@ def compile_pinned(
         else:
             _pins[path] = written
         return component, written
+
+
+def close() -> None:
+    """Stop the process's engine and its watchdog, and forget what was compiled for it (:class:`PluginEngine`)."""
+    with _compile_lock:
+        ENGINE.close()
+        _compiled.clear()
 
 
 def cache_path(cache_dir: Path, digest: str) -> Path:
