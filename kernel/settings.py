@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 from drsg.kernel.errors import ConfigError
 
@@ -229,6 +229,28 @@ class Setting:
         return self.env_name
 
 
+#: the types a setting may hold, each with the :class:`Settings` method that reads it
+KINDS: Mapping[str, str] = {
+    "str": "text",
+    "int": "integer",
+    "int | None": "optional_integer",
+    "float": "number",
+    "float | None": "optional_number",
+    "bool": "flag",
+    "tuple[str, ...]": "strings",
+    "dict[str, str]": "table",
+}
+
+
+def kind_of(parse: Callable[..., object]) -> str:
+    """The return type ``parse`` declares, one of :data:`KINDS`; the registry holds no other."""
+    declared = getattr(parse, "__annotations__", {}).get("return")
+    if declared not in KINDS:
+        name = getattr(parse, "__qualname__", repr(parse))
+        raise TypeError(f"setting parser {name} declares it returns {declared!r}; declare one of {', '.join(KINDS)}")
+    return str(declared)
+
+
 def _log_url(value: object) -> str:
     """Empty, ``lmdb://`` (both: the --db file's own log) or a ``kafka://`` URL."""
     text = _text(value).strip()
@@ -347,6 +369,7 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("plugins.timeout_s", 60, _seconds, "wall-clock seconds per plugin call, host calls included (0 = off)"),
 )
 _BY_NAME = {setting.name: setting for setting in REGISTRY}
+_KIND = {setting.name: kind_of(setting.parse) for setting in REGISTRY}  # checked once, on import
 #: every section of drsg.toml; [llm] holds free NAME = "secret" pairs
 SECTIONS: tuple[str, ...] = (*dict.fromkeys(setting.section for setting in REGISTRY), "llm")
 _VARIABLES = frozenset(setting.env for setting in REGISTRY if setting.env)
@@ -411,7 +434,39 @@ class Settings:
     llm: Mapping[str, str] = field(default_factory=dict)  # [llm] NAME = "secret"
     plugin_tables: Mapping[str, Mapping[str, Toml]] = field(default_factory=dict)  # [plugins.<name>], as written
 
-    def __getitem__(self, name: str) -> Any:  # Any: the value's type depends on the name
+    def __getitem__(self, name: str) -> Any:  # Any: the value's type depends on the name; prefer a typed read
+        return self.values[name]
+
+    # Typed reads: each returns what the setting's parser declares (mypy checks the parsers) and refuses
+    # a setting of another type: a bug in the caller, so a TypeError naming the read that fits.
+    def text(self, name: str) -> str:
+        return cast(str, self._read(name, "str"))
+
+    def integer(self, name: str) -> int:
+        return cast(int, self._read(name, "int"))
+
+    def optional_integer(self, name: str) -> int | None:  # None: 0, "one per core"
+        return cast("int | None", self._read(name, "int | None"))
+
+    def number(self, name: str) -> float:
+        return cast(float, self._read(name, "float"))
+
+    def optional_number(self, name: str) -> float | None:  # None: 0 seconds, "no limit"
+        return cast("float | None", self._read(name, "float | None"))
+
+    def flag(self, name: str) -> bool:
+        return cast(bool, self._read(name, "bool"))
+
+    def strings(self, name: str) -> tuple[str, ...]:
+        return cast("tuple[str, ...]", self._read(name, "tuple[str, ...]"))
+
+    def table(self, name: str) -> dict[str, str]:
+        return cast("dict[str, str]", self._read(name, "dict[str, str]"))
+
+    def _read(self, name: str, kind: str) -> Value:
+        declared = _KIND[name]  # KeyError: no such setting, as settings[name]
+        if declared != kind:
+            raise TypeError(f"setting {name} holds {declared}: read it with Settings.{KINDS[declared]}()")
         return self.values[name]
 
     def with_flags(self, flags: Mapping[str, object]) -> Settings:
