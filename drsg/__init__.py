@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from drsg.api.plane import Plane
     from drsg.api.results import AskAnswer, Deleted, Digested, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
     from drsg.kernel.asof import AsOf
-    from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.models.providers import EmbedderChoice
     from drsg.pipeline.catalog.answer import Ambiguous, Found, MissingPredicate
     from drsg.pipeline.digest.report import DigestReport
     from drsg.store.diff import PlaneDiff
@@ -63,7 +63,7 @@ _LAZY = {
     "DigestReport": "drsg.pipeline.digest.report",
     "Digested": "drsg.api.results",
     "Edge": "drsg.store.records",
-    "EmbedderChoice": "drsg.models.embedders.registry",
+    "EmbedderChoice": "drsg.models.providers",
     "Feed": "drsg.api.feed",
     "Found": "drsg.pipeline.catalog.answer",
     "FeedMessage": "drsg.api.results",

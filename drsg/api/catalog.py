@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.errors import UsageError
-from drsg.models.embedders.registry import EmbedderChoice
+from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.catalog.answer import FindAnswer
 from drsg.pipeline.catalog.connections import Connection, Connections
 

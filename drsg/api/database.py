@@ -68,13 +68,16 @@ class Database:
     _searcher: Searcher | None
     _embedders: EmbedderCache | None
 
-    def _start_api(self, settings: Mapping[str, object] | None) -> None:
-        """The concrete classes' constructors call this once the store's part is open."""
-        unknown = sorted(set(settings or {}) - _SETTING_NAMES)
-        if unknown:
-            raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
-        self._settings_given = dict(settings or {})
-        self._settings = None
+    def _start_api(self, settings: Settings | Mapping[str, object] | None) -> None:
+        """The concrete classes' constructors call this once the store's part is open. ``settings``:
+        loaded ones as they are (a surface's, its flags applied), or overrides by name."""
+        if isinstance(settings, Settings):
+            self._settings_given, self._settings = {}, settings
+        else:
+            unknown = sorted(set(settings or {}) - _SETTING_NAMES)
+            if unknown:
+                raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
+            self._settings_given, self._settings = dict(settings or {}), None
         self._searcher = None
         self._embedders = None
 
@@ -164,7 +167,7 @@ class EmbeddedDatabase(Database, StoreDatabase):
     def __init__(
         self,
         path: str | os.PathLike[str],
-        settings: Mapping[str, object] | None = None,
+        settings: Settings | Mapping[str, object] | None = None,
         **options: Unpack[LmdbOptions],
     ) -> None:
         StoreDatabase.__init__(self, path, **options)
@@ -179,7 +182,7 @@ def open_database(
     path: str | os.PathLike[str] = "graph.drsg",
     *,
     log: str | None = None,
-    settings: Mapping[str, object] | None = None,
+    settings: Settings | Mapping[str, object] | None = None,
     timeout: float | None = None,
     **options: Unpack[LmdbOptions],
 ) -> Database:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from drsg.api.results import Digested
-from drsg.models.embedders.registry import EmbedderChoice
+from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder
 
 if TYPE_CHECKING:

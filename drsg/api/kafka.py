@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Unpack
 
 from drsg.api.database import Database
+from drsg.kernel.settings import Settings
 from drsg.store.kafka.database import KafkaDatabase as StoreKafkaDatabase
 from drsg.store.kafka.database import KafkaStats
 from drsg.store.lmdb_log import LmdbOptions
@@ -23,7 +24,7 @@ class KafkaDatabase(Database, StoreKafkaDatabase):
         self,
         path: str | os.PathLike[str],
         log_url: str,
-        settings: Mapping[str, object] | None = None,
+        settings: Settings | Mapping[str, object] | None = None,
         *,
         timeout: float = 5.0,
         **options: Unpack[LmdbOptions],

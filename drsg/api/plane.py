@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from drsg.api.feed import Feed
     from drsg.kernel.values import Json, Value
     from drsg.models.chat.base import ChatModel
-    from drsg.models.embedders.registry import EmbedderChoice
+    from drsg.models.providers import EmbedderChoice
     from drsg.pipeline.catalog.answer import FindAnswer
+    from drsg.plan.query import Plan
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.reader import Reader
@@ -206,10 +207,10 @@ class Plane(PlaneRecord):
         return retrieval.search(self, query, prop, keyword, label, k, metric, as_of_of(as_of), embed)
 
     def query(
-        self, statement: str, *, params: Mapping[str, Any] | None = None, embed: EmbedderChoice | None = None
+        self, statement: str | Plan, *, params: Mapping[str, Any] | None = None, embed: EmbedderChoice | None = None
     ) -> list[Hit]:
-        """Run a SEARCH or HYBRID statement (``drsg search``'s language, AS OF included);
-        ``params`` are its ``$parameters``' values."""
+        """Run a SEARCH or HYBRID statement (``drsg search``'s language, AS OF included), or a parsed
+        logical plan (drsg.plan.query); ``params`` are a statement's ``$parameters``' values."""
         from drsg.api import retrieval
 
         return retrieval.query(self, statement, params, embed)
@@ -217,7 +218,8 @@ class Plane(PlaneRecord):
     def hybrid(self, text: str, *, as_of: AsOfLike | None = None, **options: Any) -> list[Hit]:
         """Hybrid retrieval: vector, keyword and graph channels fused (``drsg hybrid``'s options, as
         keywords: ``label``, ``vector``, ``keyword``, ``graph_hops``, ``k``, ``weights``, ``fusion``
-        …; see :func:`drsg.api.retrieval.hybrid_spec`)."""
+        …; see :func:`drsg.api.retrieval.hybrid_spec`), or ``spec=`` a HybridSpec built already;
+        ``embed`` names the embedder for the vector channel (by default the one that wrote it)."""
         from drsg.api import retrieval
 
         return retrieval.hybrid(self, text, as_of_of(as_of), options)

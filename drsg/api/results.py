@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from drsg.pipeline.digest.ledger import Applied
     from drsg.pipeline.digest.proposal import Proposal
     from drsg.pipeline.digest.report import DigestReport
+    from drsg.store.records import FusionDecl
+    from drsg.workers.search import Hit as SearchHit
 
 __all__ = ["AskAnswer", "Deleted", "Digested", "FeedMessage", "Hit", "Linked", "Neighbour", "Vectorized", "Written"]
 
@@ -74,10 +76,18 @@ class Hit:
     normalised: Mapping[str, float | None] = field(default_factory=dict)
     hops: int | None = None
     explanation: str = ""
+    profile: FusionDecl | None = None  # the plane's fusion profile a hybrid query used, if any
+    wire: SearchHit | None = field(default=None, repr=False, compare=False)  # the search's own hit
 
     @property
     def key(self) -> str | None:
         return self.node.key
+
+    def to_json(self) -> dict[str, Any]:
+        """The hit as ``drsg search --json`` and JSON-RPC give it (the search's own rendering)."""
+        if self.wire is None:
+            raise ValueError("a Hit made by hand has no wire form; the library's searches make one")
+        return self.wire.to_json()
 
 
 @dataclass(frozen=True, slots=True)

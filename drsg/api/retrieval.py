@@ -19,7 +19,7 @@ from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
-from drsg.models.embedders.registry import EmbedderChoice
+from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder, configured_choice, named_embedder
 from drsg.plan.hybrid import (
     DEFAULT_CANDIDATES,
@@ -37,6 +37,7 @@ from drsg.plan.hybrid import (
 if TYPE_CHECKING:
     from drsg.api.plane import Plane
     from drsg.models.chat.base import ChatModel
+    from drsg.plan.query import Plan
     from drsg.workers.search import Hit as WorkerHit
 
 
@@ -61,8 +62,9 @@ def hit_of(hit: WorkerHit) -> Hit:
     from drsg.workers.hybrid import HybridHit
 
     if isinstance(hit, HybridHit):
-        return Hit(hit.node, hit.score, dict(hit.channels), dict(hit.normalised), hit.hops, hit.explanation)
-    return Hit(hit.node, hit.score)
+        channels, normalised = dict(hit.channels), dict(hit.normalised)
+        return Hit(hit.node, hit.score, channels, normalised, hit.hops, hit.explanation, hit.profile, hit)
+    return Hit(hit.node, hit.score, wire=hit)
 
 
 def search(
@@ -90,12 +92,14 @@ def search(
     return [hit_of(hit) for hit in searcher.vector(plane.name, label, prop, vector, metric, k, as_of)]
 
 
-def query(plane: Plane, statement: str, params: Mapping[str, Any] | None, embed: EmbedderChoice | None) -> list[Hit]:
-    """A SEARCH or HYBRID statement (``drsg search``'s), its AS OF included."""
+def query(
+    plane: Plane, statement: str | Plan, params: Mapping[str, Any] | None, embed: EmbedderChoice | None
+) -> list[Hit]:
+    """A SEARCH or HYBRID statement (``drsg search``'s), or a logical plan, its AS OF included."""
     from drsg.plan.hybrid import parse_query, text_property
     from drsg.workers.plans import run_plan
 
-    plan = parse_query(statement, dict(params or {}))
+    plan = parse_query(statement, dict(params or {})) if isinstance(statement, str) else statement
     prop = text_property(plan)
     embedder = None if prop is None else embedder_for(plane, prop, embed, "query")
 
@@ -146,7 +150,8 @@ def hybrid(plane: Plane, text: str, as_of: AsOf | None, options: Mapping[str, An
 
     options = dict(options)
     embed = options.pop("embed", None)
-    spec = hybrid_spec(text, **options)
+    given = options.pop("spec", None)
+    spec = given.check() if isinstance(given, HybridSpec) else hybrid_spec(text, **options)
     if spec.vector is not None:  # embedded first, outside the query's snapshot
         embedded = embedder_for(plane, spec.vector.prop, embed, "query").embed([text])[0]
         spec = replace(spec, vector=VectorPart(spec.vector.prop, embedded, spec.vector.metric))

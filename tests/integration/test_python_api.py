@@ -220,3 +220,20 @@ def test_settings_are_the_registrys_by_name(tmp_path: Path) -> None:
         drsg.open(tmp_path / "b.drsg", settings={"index.ef": 1})
     with pytest.raises(drsg.ConfigError, match="Kafka"):
         drsg.open(tmp_path / "c.drsg", timeout=1.0)
+
+
+def test_hits_keep_the_searchs_wire_form_and_a_plan_or_spec_runs_as_given(
+    people: drsg.Plane, db: drsg.Database
+) -> None:
+    from drsg.api.retrieval import hybrid_spec
+    from drsg.plan.query import parse_plan_json
+
+    db.write(lambda tx: tx.declare_index(tx.plane("people"), "keyword", "Person", "bio", {"language": "english"}))
+    [hit] = people.query(parse_plan_json('{"source": {"SeekKeys": ["ada"]}}'))
+    assert hit.to_json()["key"] == "ada" and "channels" not in hit.to_json()
+    spec = hybrid_spec("engine", label="Person", keyword="bio", k=1)
+    [fused] = people.hybrid("ignored: the spec holds the text", spec=spec)
+    wire = fused.to_json()
+    assert wire["channels"] == dict(fused.channels) and wire["score"] == fused.score and fused.profile is None
+    with pytest.raises(ValueError, match="wire form"):
+        drsg.Hit(hit.node, 1.0).to_json()
