@@ -35,22 +35,40 @@ def check_request(request: Any) -> tuple[str, list[str], dict[str, Any]]:
     unknown = set(request) - {"entity", "fields", "where", "limit"}
     if unknown:
         raise UsageError(f"find: unknown key(s) {sorted(unknown)}; use entity, fields, where, limit")
+    entity, fields = _entity(request), _fields(request)
+    where = _where(request)
+    _limit(request)
+    for text in [entity, *fields, *where, *(v for v in where.values() if isinstance(v, str))]:
+        check_utf8(text, "find")  # a lone surrogate ("\\ud800") cannot reach a database as UTF-8
+    return entity, fields, where
+
+
+def _entity(request: dict[str, Any]) -> str:
     entity = request.get("entity")
     if not isinstance(entity, str) or not entity.strip():
         raise UsageError('find: "entity" must name the thing asked about, e.g. "user" or "用户"')
+    return entity
+
+
+def _fields(request: dict[str, Any]) -> list[str]:
     fields = request.get("fields") or []
     if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
         raise UsageError('find: "fields" must be a list of words, e.g. ["password"]')
+    return fields
+
+
+def _where(request: dict[str, Any]) -> dict[str, Any]:
     where = request.get("where") or {}
     if not isinstance(where, dict) or any(isinstance(v, dict | list) for v in where.values()):
         raise UsageError('find: "where" must map words to single values, e.g. {"name": "Zhang San"}')
+    return where
+
+
+def _limit(request: dict[str, Any]) -> None:
     limit = request.get("limit", 1)
     if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:  # not a bool, a float or "10"
         shown = json.dumps(limit)[:40]
         raise UsageError(f'find: "limit" must be a whole number of rows from 1 to {MAX_LIMIT}, e.g. 10, not {shown}')
-    for text in [entity, *fields, *where, *(v for v in where.values() if isinstance(v, str))]:
-        check_utf8(text, "find")  # a lone surrogate ("\\ud800") cannot reach a database as UTF-8
-    return entity, fields, where
 
 
 def _column(table: Table, word: str, role: str, similar: Similar | None, meant: dict[str, float]) -> Column:
@@ -104,6 +122,22 @@ def find_answer(
     if not where:
         return MissingPredicate(table.name, tuple(c.name for c in table.columns))
     meant: dict[str, float] = {entity: round(ranked[0][0], 4)} if by_meaning else {}
+    return _found(catalog, backend, table, fields, where, limit, similar, meant, sensitive)
+
+
+def _found(
+    catalog: Catalog,
+    backend: Backend,
+    table: Table,
+    fields: list[str],
+    where: dict[str, Any],
+    limit: int,
+    similar: Similar | None,
+    meant: dict[str, float],
+    sensitive: Iterable[str],
+) -> Found:
+    """The words resolved to ``table``'s columns (by meaning, into ``meant``, where no name says), the
+    values bound as the columns' types, and the one SELECT run."""
     picked = [_column(table, f, "field", similar, meant) for f in fields] or list(table.columns)
     filters = [(word, _column(table, word, "filter", similar, meant)) for word in where]
     bound = [bind_value(column, value) for (_, column), value in zip(filters, where.values(), strict=True)]
