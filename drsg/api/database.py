@@ -12,6 +12,7 @@ search indexes are opened once, on first use, and saved on close.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
 
@@ -67,6 +68,7 @@ class Database:
     _settings: Settings | None
     _searcher: Searcher | None
     _embedders: EmbedderCache | None
+    _lazy: threading.Lock  # the searcher and the embedders are made once, whichever thread asks first
 
     def _start_api(self, settings: Settings | Mapping[str, object] | None) -> None:
         """The concrete classes' constructors call this once the store's part is open. ``settings``:
@@ -78,6 +80,7 @@ class Database:
             if unknown:
                 raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
             self._settings_given, self._settings = dict(settings or {}), None
+        self._lazy = threading.Lock()
         self._searcher = None
         self._embedders = None
 
@@ -129,24 +132,26 @@ class Database:
     @property
     def searcher(self) -> Searcher:
         """The search indexes, opened (and caught up) on first use and saved on close."""
-        if self._searcher is None:
-            from drsg.workers.manager import IndexSet
-            from drsg.workers.search import Searcher
+        with self._lazy:
+            if self._searcher is None:
+                from drsg.workers.manager import IndexSet
+                from drsg.workers.search import Searcher
 
-            store = self.store
-            indexes = IndexSet(store, ef_search=self.settings["index.ef_search"])
-            self._searcher = Searcher(store, indexes)
-            self.on_close(lambda: _save(indexes.save))
-        return self._searcher
+                store = self.store
+                indexes = IndexSet(store, ef_search=self.settings["index.ef_search"])
+                self._searcher = Searcher(store, indexes)
+                self.on_close(lambda: _save(indexes.save))
+            return self._searcher
 
     @property
     def embedders(self) -> EmbedderCache:
         """The embedders this database's calls built, each made once (a model loads once)."""
-        if self._embedders is None:
-            from drsg.pipeline.embedder_choice import EmbedderCache
+        with self._lazy:
+            if self._embedders is None:
+                from drsg.pipeline.embedder_choice import EmbedderCache
 
-            self._embedders = EmbedderCache()
-        return self._embedders
+                self._embedders = EmbedderCache()
+            return self._embedders
 
     @property
     def store(self) -> StoreDatabase:

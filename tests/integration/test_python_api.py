@@ -237,3 +237,20 @@ def test_hits_keep_the_searchs_wire_form_and_a_plan_or_spec_runs_as_given(
     assert wire["channels"] == dict(fused.channels) and wire["score"] == fused.score and fused.profile is None
     with pytest.raises(ValueError, match="wire form"):
         drsg.Hit(hit.node, 1.0).to_json()
+
+
+def test_threads_share_one_searcher_and_one_embedder_cache(db: drsg.Database) -> None:
+    import threading
+
+    start, got = threading.Barrier(8), []
+
+    def take() -> None:
+        start.wait()
+        got.append((db.searcher, db.embedders))
+
+    threads = [threading.Thread(target=take) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(searcher) for searcher, _ in got}) == 1 and len({id(cache) for _, cache in got}) == 1
