@@ -12,11 +12,6 @@ This module imports nothing heavy: a surface may name a choice without loading a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from drsg.kernel.settings import Settings
-    from drsg.models.embedders.base import Embedder
 
 
 @dataclass(frozen=True)
@@ -86,8 +81,3 @@ class EmbedderChoice:
     def names_one(self) -> bool:
         """Whether it names an embedder (a key variable alone names none: it goes with the one chosen)."""
         return any((self.name, self.model, self.url))
-
-    def build(self, settings: Settings | None = None, dimensions: int | None = None) -> Embedder:
-        from drsg.models.embedders.registry import get_embedder  # the model clients load on first use
-
-        return get_embedder(self.name, self.model, self.url, self.key_env, settings, dimensions=dimensions)

@@ -25,7 +25,7 @@ import structlog
 from drsg.kernel.errors import UsageError
 from drsg.kernel.settings import Settings
 from drsg.models.embedders.base import Embedder
-from drsg.models.embedders.registry import provider_name, recorded_preset
+from drsg.models.embedders.registry import get_embedder, provider_name, recorded_preset
 from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.vectorize import recorded_embedder
 from drsg.store.database import Database
@@ -36,6 +36,7 @@ __all__ = [
     "choose_embedder",
     "configured_choice",
     "named_embedder",
+    "optional_embedder",
     "same_space",
 ]
 
@@ -56,7 +57,7 @@ class EmbedderCache:
         with self._lock:
             embedder = self._made.get(key)
             if embedder is None:
-                embedder = choice.build(settings, dimensions)
+                embedder = _build(choice, dimensions, settings)
                 self._made[key] = embedder
                 log.info("embedder ready", embedder=embedder.identity())
             return embedder
@@ -69,7 +70,11 @@ class EmbedderCache:
 def _make(
     choice: EmbedderChoice, dimensions: int | None, settings: Settings | None, cache: EmbedderCache | None
 ) -> Embedder:
-    return cache.get(choice, dimensions, settings) if cache is not None else choice.build(settings, dimensions)
+    return cache.get(choice, dimensions, settings) if cache is not None else _build(choice, dimensions, settings)
+
+
+def _build(choice: EmbedderChoice, dimensions: int | None, settings: Settings | None) -> Embedder:
+    return get_embedder(choice.name, choice.model, choice.url, choice.key_env, settings, dimensions=dimensions)
 
 
 def configured_choice(settings: Settings) -> EmbedderChoice | None:
@@ -126,6 +131,26 @@ def choose_embedder(
         return _recorded(plane, prop, recorded, settings, key_env, configured, purpose, cache)
     chosen = configured or EmbedderChoice()
     return _make(replace(chosen, key_env=key_env) if key_env else chosen, None, settings, cache)
+
+
+def optional_embedder(
+    db: Database,
+    plane: str,
+    prop: str,
+    settings: Settings,
+    *,
+    named: EmbedderChoice | None = None,
+    configured: EmbedderChoice | None = None,
+    purpose: Literal["query", "write"] = "query",
+    cache: EmbedderCache | None = None,
+) -> Embedder | None:
+    """:func:`choose_embedder`'s embedder when there are vectors to keep to — ``prop``'s are recorded —
+    or, to write them, one is named or configured; else None: the caller goes without (keywords alone)."""
+    if recorded_embedder(db, plane, prop) is None:
+        given = (named is not None and named.names_one) or (configured is not None and configured.explicit)
+        if purpose == "query" or not given:
+            return None
+    return choose_embedder(db, plane, prop, settings, named=named, configured=configured, purpose=purpose, cache=cache)
 
 
 def _recorded(

@@ -28,8 +28,8 @@ from drsg.models.embedders.base import Embedder
 from drsg.pipeline.ask import prompts
 from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, parse_answer
 from drsg.pipeline.ask.tools import MAX_ENTITIES, Tools
+from drsg.pipeline.embedder_choice import same_space
 from drsg.pipeline.llm.calls import ModelCalls
-from drsg.pipeline.vectorize import recorded_embedder
 from drsg.plan.query import Plan, plan_from_json
 from drsg.plan.schema import SoftSchema, check_plan
 from drsg.store.database import Database
@@ -114,7 +114,7 @@ def ask(
     tools = None
     if embedder is not None:
         search = None
-        if recorded_embedder(db, plane, "embedding") == embedder.identity():
+        if same_space(db, plane, "embedding", embedder):  # only then may its vectors be searched
 
             def search(query: Vector, label: str | None, k: int) -> list[Node]:
                 return [hit.node for hit in searcher.vector(plane, label, "embedding", query, "cosine", k, pinned)]

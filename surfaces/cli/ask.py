@@ -10,7 +10,7 @@ import click
 from drsg.kernel.asof import AsOf
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, chat_options, embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import make_embedder, open_indexes
+from drsg.surfaces.cli.search import embed_choice, make_embedder, open_indexes
 
 
 @click.command("ask")
@@ -73,9 +73,8 @@ def ask(
     with obj.open(write=False) as db, open_indexes(db) as indexes:
         embedder = None
         if flags["embed"] is not None or flags["embed_url"] is not None:
-            embedder = make_embedder(
-                obj, (flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
-            )
+            choice = embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
+            embedder = make_embedder(obj, choice)
         result = run_ask(db, Searcher(db, indexes), plane, question, calls, embedder, options)
     if as_json:
         emit_json(result.to_json(calls))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import click
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UsageError
+from drsg.models.embedders.base import Embedder
+from drsg.models.providers import EmbedderChoice
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, embed_options, json_option
-from drsg.surfaces.cli.search import EmbedChoice
+from drsg.surfaces.cli.search import embed_choice
 
 
 def _connections(obj: Context) -> Any:
@@ -47,26 +49,21 @@ def _show(value: Any, as_json: bool) -> None:
         emit_json(value, pretty=True)
 
 
-def _embedder(obj: Context, db: Any, conn: Any, embed: EmbedChoice, *, indexing: bool) -> Any:
+def _embedder(obj: Context, db: Any, conn: Any, embed: EmbedderChoice, *, indexing: bool) -> Embedder | None:
     """The embedder for the catalog's descriptions: the one that wrote the plane's vectors unless
     --embed names one (another one is refused: two vector spaces), --embed's when the plane has
     none yet (indexing only), else None (keywords alone)."""
     from drsg.pipeline.catalog.semantic import VECTOR
-    from drsg.pipeline.vectorize import recorded_embedder
-    from drsg.surfaces.cli.search import make_embedder, query_embedder
+    from drsg.pipeline.embedder_choice import optional_embedder
 
-    chosen = any(value is not None for value in embed[:3])
-    recorded = recorded_embedder(db, conn.plane, VECTOR)  # None also when the plane is not there yet
-    if recorded is not None:
-        return query_embedder(obj, db, conn.plane, VECTOR, embed)
-    if not chosen:
-        return None
-    if not indexing:
+    purpose: Literal["query", "write"] = "write" if indexing else "query"
+    embedder = optional_embedder(db, conn.plane, VECTOR, obj.settings, named=embed, purpose=purpose)
+    if embedder is None and embed.names_one and not indexing:
         raise UsageError(
             f"plane {conn.plane!r} holds no description vectors; index them first: "
-            f"`drsg catalog index {conn.name} --embed {embed[0] or 'local'}`"
+            f"`drsg catalog index {conn.name} --embed {embed.name or 'local'}`"
         )
-    return make_embedder(obj, embed)
+    return embedder
 
 
 def conn_option(fn: Any) -> Any:
@@ -232,7 +229,7 @@ def catalog_index(
     conn = _connections(obj).get(name)
     names = sensitive_names(conn, obj.settings)
     with obj.open(write=True) as db:
-        embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=True)
+        embedder = _embedder(obj, db, conn, embed_choice(embed, embed_model, embed_url, embed_key_env), indexing=True)
         reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], names, embedder)
     for report in reports:
         if as_json:
@@ -282,7 +279,7 @@ def catalog_search(
     text = " ".join(words)  # unquoted words are one query, as if quoted
     conn = _pick(obj, conn_name)
     with obj.open(write=False) as db:
-        embedder = _embedder(obj, db, conn, (embed, embed_model, embed_url, embed_key_env), indexing=False)
+        embedder = _embedder(obj, db, conn, embed_choice(embed, embed_model, embed_url, embed_key_env), indexing=False)
     if bm25 or embedder is not None:
         from drsg.pipeline.catalog import service
         from drsg.surfaces.cli.search import open_indexes
@@ -311,7 +308,7 @@ def catalog_search(
             click.echo(f"{match.score:.2f}\t{where}\t{match.why}")
 
 
-def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedChoice) -> None:
+def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedderChoice) -> None:
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.connections import sensitive_names
     from drsg.pipeline.catalog.find import find_answer
@@ -355,8 +352,8 @@ def catalog_find(obj: Context, request: str, conn_name: str | None, as_json: boo
     _run_find(obj, conn_name, request, as_json, _choice(embed))
 
 
-def _choice(flags: dict[str, str | None]) -> EmbedChoice:
-    return flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"]
+def _choice(flags: dict[str, str | None]) -> EmbedderChoice:
+    return embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
 
 
 @catalog.command("sql")

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from drsg.models.providers import EmbedderChoice
 from drsg.store.transaction import DEFAULT_PLANE
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import chat_options, embed_options, json_option, tree_options
@@ -147,21 +148,21 @@ def _defaults(obj: Context, flags: dict[str, Any]) -> None:
     if flags["chat"] is None and flags["chat_url"] is None:
         flags["chat"] = settings["digest.chat"]
         flags["model"] = flags["model"] or settings["digest.model"] or None
-    configured_embedder(obj, flags)
 
 
-def configured_embedder(obj: Context, flags: dict[str, Any]) -> bool:
-    """Fill the --embed… flags from `[digest] embed_provider` when none was given and the setting is
-    set (not left at its default); returns whether an embedder was chosen either way."""
-    settings = obj.settings
+def embedder_chosen(obj: Context, flags: dict[str, Any]) -> bool:
+    """Whether an embedder was chosen: --embed or --embed-url given, or `[digest] embed_provider` set
+    (not left at its default). Which one embeds is the one rule's (:func:`query_embedder`)."""
     if flags["embed"] is not None or flags["embed_url"] is not None:
         return True
-    if settings.sources["digest.embed_provider"] == "default":
-        return False
-    flags["embed"] = settings["digest.embed_provider"]
-    flags["embed_model"] = flags["embed_model"] or settings["digest.embed_model"] or None
-    flags["embed_key_env"] = flags["embed_key_env"] or settings["digest.embed_key_env"] or None
-    return True
+    return obj.settings.sources["digest.embed_provider"] != "default"
+
+
+def embed_flags(flags: dict[str, Any]) -> EmbedderChoice:
+    """The --embed… flags as one choice."""
+    from drsg.surfaces.cli.search import embed_choice
+
+    return embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
 
 
 @dataclass
@@ -246,8 +247,7 @@ def run_digest(
     with obj.open(write=True) as db:
         embedder = None
         if options.embed or options.link:
-            embed = (flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
-            embedder = query_embedder(obj, db, plane, "embedding", embed)
+            embedder = query_embedder(obj, db, plane, "embedding", embed_flags(flags), "write")
         proposal = None
         if flags["do_apply"]:
             proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))

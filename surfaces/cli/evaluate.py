@@ -18,7 +18,7 @@ from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.hybrid import hybrid_options, spec_from
 from drsg.surfaces.cli.options import embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import open_indexes, query_embedder
+from drsg.surfaces.cli.search import embed_choice, open_indexes, query_embedder
 from drsg.workers.evaluation import Qrels, Query, Row, evaluate_hybrid, parse_qrels, parse_queries
 from drsg.workers.fitting import ROWS, Evaluator, Fit, Space, fit
 from drsg.workers.search import Searcher
@@ -107,7 +107,8 @@ def hybrid_eval(
     with obj.open(write=save) as db:
         vectors: dict[str, Vector] | None = None
         if spec.vector is not None:  # every query embedded once, up front, by the vectors' embedder
-            embedder = query_embedder(obj, db, plane, spec.vector.prop, (embed, embed_model, embed_url, embed_key_env))
+            choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
+            embedder = query_embedder(obj, db, plane, spec.vector.prop, choice)
             made = embedder.embed([q.text for q in queries])
             vectors = {q.id: v for q, v in zip(queries, made, strict=True)}
         with open_indexes(db) as indexes:

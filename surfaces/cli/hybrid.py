@@ -28,7 +28,7 @@ from drsg.plan.hybrid import (
 )
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import open_indexes, query_embedder
+from drsg.surfaces.cli.search import embed_choice, open_indexes, query_embedder
 from drsg.workers.hybrid import HybridHit, vector_similarity
 from drsg.workers.hybrid import hybrid as run_hybrid
 from drsg.workers.search import Searcher
@@ -197,7 +197,8 @@ def hybrid(
     spec = spec_from(text, k, options)
     with obj.open(write=False) as db:
         if spec.vector is not None:  # embed first, outside the query's snapshot
-            embedder = query_embedder(obj, db, plane, spec.vector.prop, (embed, embed_model, embed_url, embed_key_env))
+            choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
+            embedder = query_embedder(obj, db, plane, spec.vector.prop, choice)
             vector = embedder.embed([text])[0]
             spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
         with open_indexes(db) as indexes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import click
 import structlog
@@ -13,6 +13,8 @@ import structlog
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
+from drsg.models.embedders.base import Embedder
+from drsg.models.providers import EmbedderChoice
 from drsg.plan.hybrid import parse_query, text_property
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.store.database import Database
@@ -28,6 +30,7 @@ from drsg.workers.plans import run_plan
 from drsg.workers.search import Hit, Searcher
 
 log = structlog.get_logger("drsg.surfaces.cli")
+Purpose = Literal["query", "write"]
 
 
 @click.group("index")
@@ -161,42 +164,30 @@ def open_indexes(db: Database) -> Iterator[IndexSet]:
         log.warning("could not save index sidecars; the next command will catch up again", reason=str(exc))
 
 
-EmbedChoice = tuple[str | None, str | None, str | None, str | None]  # name, model, url, key variable
+def embed_choice(
+    embed: str | None, model: str | None = None, url: str | None = None, key_env: str | None = None
+) -> EmbedderChoice:
+    """The --embed, --embed-model, --embed-url, --embed-key-env flags as one choice."""
+    return EmbedderChoice(embed, model, url, key_env)
 
 
-def make_embedder(obj: Context, embed: EmbedChoice) -> Any:
-    from drsg.models.embedders import get_embedder
+def make_embedder(obj: Context, embed: EmbedderChoice) -> Embedder:
+    """Exactly the embedder the flags name (local when they name none), compared with no plane."""
+    from drsg.pipeline.embedder_choice import named_embedder
 
-    name, model, url, key_env = embed
-    return get_embedder(name, model, url, key_env, obj.settings)
+    return named_embedder(embed, obj.settings)
 
 
-def query_embedder(obj: Context, db: Database, plane: str, prop: str, embed: EmbedChoice) -> Any:
-    """The embedder for a text query on ``prop``: the one recorded with its vectors unless
-    --embed names one; a different one is an error (two vector spaces do not compare)."""
-    from drsg.models.embedders import get_embedder
-    from drsg.models.embedders.registry import recorded_preset
-    from drsg.pipeline.vectorize import recorded_embedder
+def query_embedder(
+    obj: Context, db: Database, plane: str, prop: str, embed: EmbedderChoice, purpose: Purpose = "query"
+) -> Embedder:
+    """The embedder for ``prop``'s vectors by the one rule (drsg.pipeline.embedder_choice): --embed's,
+    else the one recorded with them, else `[digest] embed_provider`'s, else local; an --embed other
+    than the recorded one is an error (two vector spaces do not compare)."""
+    from drsg.pipeline.embedder_choice import choose_embedder, configured_choice
 
-    recorded = recorded_embedder(db, plane, prop)
-    name, model, url, key_env = embed
-    if recorded and name is None and model is None and url is None:
-        preset = recorded_preset(recorded)
-        if preset is None:
-            raise UsageError(
-                f"{prop!r} in plane {plane!r} holds vectors from {recorded}; name that service with "
-                f"--embed url --embed-url URL --embed-model MODEL to search it by text, or query with a vector"
-            )
-        recorded_name, recorded_model, dims = preset
-        embedder = get_embedder(recorded_name, recorded_model, None, key_env, obj.settings, dimensions=dims)
-    else:
-        embedder = make_embedder(obj, embed)
-    if recorded and embedder.identity() != recorded:
-        raise UsageError(
-            f"{prop!r} in plane {plane!r} holds vectors from {recorded}; the query would be embedded with "
-            f"{embedder.identity()} — another vector space. Drop --embed, or pick the embedder that wrote them"
-        )
-    return embedder
+    configured = configured_choice(obj.settings)
+    return choose_embedder(db, plane, prop, obj.settings, named=embed, configured=configured, purpose=purpose)
 
 
 def _print_hits(hits: list[Hit], as_json: bool) -> None:
@@ -211,7 +202,7 @@ def _print_hits(hits: list[Hit], as_json: bool) -> None:
         click.echo(f"  {score}\t{name}\t[{', '.join(hit.node.labels)}]")
 
 
-def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool) -> None:
+def _run(obj: Context, plane: str, plan: Plan, embed: EmbedderChoice, as_json: bool) -> None:
     with obj.open(write=False) as db, open_indexes(db) as indexes:
         embed_text = None
         prop = text_property(plan)
@@ -219,7 +210,7 @@ def _run(obj: Context, plane: str, plan: Plan, embed: EmbedChoice, as_json: bool
             embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
 
             def embed_text(text: str) -> Vector:
-                return embedder.embed([text])[0]  # type: ignore[no-any-return]
+                return embedder.embed([text])[0]
 
         hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
         obj.say_synced(db, plane, as_json)
@@ -272,7 +263,7 @@ def search(
     HYBRID (d:Doc) VECTOR ON embedding NEAR "time travel" KEYWORD ON body MATCHING "time travel" GRAPH HOPS 1
     """
     plan = parse_query(statement, json_pairs(params, "--param", "q='[0.1, 0.2]'"))
-    _run(obj, plane, plan, (embed, embed_model, embed_url, embed_key_env), as_json)
+    _run(obj, plane, plan, embed_choice(embed, embed_model, embed_url, embed_key_env), as_json)
 
 
 @click.command("query")
@@ -295,7 +286,7 @@ def query(
     SeekKeys sources; Expand, ExpandVar, Filter, Distinct, Sort, Skip and Limit steps).
     `-` reads the plan from standard input."""
     text = sys.stdin.read() if plan == "-" else plan
-    _run(obj, plane, parse_plan_json(text), (embed, embed_model, embed_url, embed_key_env), as_json)
+    _run(obj, plane, parse_plan_json(text), embed_choice(embed, embed_model, embed_url, embed_key_env), as_json)
 
 
 @click.command("vectorize")
@@ -332,8 +323,9 @@ def vectorize_cmd(
     ensure a vector index on it for each label embedded."""
     from drsg.pipeline.vectorize import ensure_vector_indexes, vectorize
 
-    embedder = make_embedder(obj, (embed, embed_model, embed_url, embed_key_env))
     with obj.open(write=True) as db:
+        choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
+        embedder = query_embedder(obj, db, plane, into, choice, "write")  # the one that wrote `into`, if any
         if sys.stderr.isatty():
             with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
 

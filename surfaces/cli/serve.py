@@ -35,8 +35,8 @@ def serve(
 
     \b
     Auth: `Authorization: Bearer $DRSG_TOKEN` on every call when DRSG_TOKEN (or [server].token) is set.
-    Text search queries are embedded by the server: --embed…, else [digest] embed_provider, else the
-    embedder the plane recorded, else the local model; API keys come from the server's environment.
+    Text search queries are embedded by the server: with the embedder the plane recorded, else --embed…,
+    else [digest] embed_provider, else the local model; API keys come from the server's environment.
     Logs are JSON lines on stderr. SIGTERM/Ctrl-C: in-flight requests finish, indexes are saved.
     `drsg serve watch DIR` is the daemon that keeps a code plane true to a working tree.
     """

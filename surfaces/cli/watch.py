@@ -120,11 +120,11 @@ def _digest_options(obj: Context) -> Any:
 
 
 def _embedder(obj: Context, db: Any, plane: str, flags: dict[str, Any]) -> Any:
-    """The embedder for changed nodes: --embed…, else [digest] embed_provider when set; else none."""
-    from drsg.surfaces.cli.digest import configured_embedder
+    """The embedder for changed nodes when one is chosen (--embed…, or [digest] embed_provider set):
+    the one rule's (:func:`query_embedder`); else none."""
+    from drsg.surfaces.cli.digest import embed_flags, embedder_chosen
     from drsg.surfaces.cli.search import query_embedder
 
-    if not configured_embedder(obj, flags):
+    if not embedder_chosen(obj, flags):
         return None
-    embed = (flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
-    return query_embedder(obj, db, plane, "embedding", embed)
+    return query_embedder(obj, db, plane, "embedding", embed_flags(flags), "write")

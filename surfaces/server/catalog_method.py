@@ -10,11 +10,12 @@ seed's JavaScript writer blocked its loop for 1,992 ms)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
 from drsg.kernel.errors import UsageError
+from drsg.models.embedders.base import Embedder
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
 from drsg.surfaces.server.state import ServerState
@@ -42,16 +43,16 @@ def _connection(ctx: ServerState, name: str | None) -> Any:
     return next(iter(everything.values()))
 
 
-def _embedder(ctx: ServerState, conn: Any, *, indexing: bool) -> Any:
+def _embedder(ctx: ServerState, conn: Any, *, indexing: bool) -> Embedder | None:
     """The descriptions' embedder: the one that made the plane's vectors; when it has none, the
     operator's `serve --embed` for an index run; else None (keywords alone). Runs in a read thread."""
     from drsg.pipeline.catalog.semantic import VECTOR
-    from drsg.pipeline.vectorize import recorded_embedder
+    from drsg.pipeline.embedder_choice import optional_embedder
 
-    recorded = recorded_embedder(ctx.db, conn.plane, VECTOR)
-    if recorded is None and not (indexing and ctx.config.embed.explicit):
-        return None
-    return ctx.embedder_for(conn.plane, VECTOR)
+    purpose: Literal["query", "write"] = "write" if indexing else "query"
+    return optional_embedder(
+        ctx.db, conn.plane, VECTOR, ctx.settings, configured=ctx.config.embed, purpose=purpose, cache=ctx.embedders
+    )
 
 
 def _setting(ctx: ServerState, name: str, default: Any) -> Any:

@@ -2,9 +2,10 @@
 
 Every key is declared, read and checked once, in :mod:`drsg.kernel.settings` (flag > environment >
 drsg.toml > default; the token from ``DRSG_TOKEN``, browser origins from ``DRSG_ALLOWED_ORIGINS``).
-This module keeps what is the server's own: the address, the loopback rule, and which embedder turns
-text queries into vectors — the `serve --embed…` flags, else `[digest]` ``embed_provider`` /
-``embed_model`` / ``embed_key_env`` when set, else the plane's recorded embedder, else the local model.
+This module keeps what is the server's own: the address, the loopback rule, and the embedder the
+operator configured — the `serve --embed…` flags, else `[digest]` ``embed_provider`` /
+``embed_model`` / ``embed_key_env`` when set. Which embedder a query uses is
+:mod:`drsg.pipeline.embedder_choice`'s rule: the plane's recorded one first, then the configured one.
 """
 
 from __future__ import annotations
@@ -14,20 +15,11 @@ from dataclasses import dataclass, field
 
 from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
+from drsg.models.providers import EmbedderChoice
+from drsg.pipeline.embedder_choice import configured_choice
 
-
-@dataclass(frozen=True)
-class EmbedChoice:
-    """Which embedder turns query text into vectors; chosen by the operator, never by a request."""
-
-    name: str | None = None
-    model: str | None = None
-    url: str | None = None
-    key_env: str | None = None
-
-    @property
-    def explicit(self) -> bool:
-        return any((self.name, self.model, self.url, self.key_env))
+#: which embedder turns query text into vectors, as the operator names it (never a request)
+EmbedChoice = EmbedderChoice
 
 
 @dataclass(frozen=True)
@@ -48,7 +40,7 @@ class ServerConfig:
     min_free_disk: int = 100 << 20  # bytes free on the database's disk below which /health is degraded
     tls_cert: str | None = None
     tls_key: str | None = None
-    embed: EmbedChoice = field(default_factory=EmbedChoice)
+    embed: EmbedderChoice = field(default_factory=EmbedderChoice)
     ef_search: int = 64
     #: a Kafka log's shared index folder ([log] index_dir): the indexes the `drsg workers` group saves
     #: there are loaded from it and kept up in memory, never saved by the server
@@ -94,19 +86,14 @@ def is_loopback(host: str) -> bool:
         return False  # another host name: it could resolve anywhere, so it needs a token
 
 
-def server_config(settings: Settings, addr: str | None = None, embed: EmbedChoice | None = None) -> ServerConfig:
+def server_config(settings: Settings, addr: str | None = None, embed: EmbedderChoice | None = None) -> ServerConfig:
     """The server's configuration from the loaded settings; ``addr`` is `serve --addr` (it wins)."""
     settings = settings.with_flags({"server.addr": addr})
     source = settings.sources["server.addr"]
     host, port = parse_addr(settings["server.addr"], "--addr" if source == "flag" else f"server.addr ({source})")
     tls = settings["server.tls"]
     if embed is None or not embed.explicit:
-        embed = EmbedChoice(
-            _configured(settings, "digest.embed_provider"),
-            _configured(settings, "digest.embed_model"),
-            None,
-            _configured(settings, "digest.embed_key_env"),
-        )
+        embed = configured_choice(settings) or EmbedderChoice()
     return ServerConfig(
         host=host,
         port=port,
@@ -129,8 +116,3 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedChoic
         group_index_dir=settings["log.index_dir"] if settings["log.url"] else "",
         settings=settings,
     )
-
-
-def _configured(settings: Settings, name: str) -> str | None:
-    """A `[digest]` embed setting the operator set (its default means "the plane's recorded embedder")."""
-    return (settings[name] or None) if settings.sources[name] != "default" else None

@@ -2,7 +2,7 @@
 
 Text mode is :func:`drsg.workers.find.find_text` (substring, then analysed terms; ranked; capped
 scans). ``semantic: true`` embeds ``q`` with the server's embedder for ``embedding`` (the
-operator's, else the one the plane recorded — :meth:`ServerState.embed_text`) and ranks nodes by
+one the plane recorded, else the operator's — :meth:`ServerState.embed_text`) and ranks nodes by
 cosine similarity: AS OF an earlier commit by brute force over that snapshot, since an index only
 holds the head. As upstream does, a semantic search that cannot run (no embedded nodes, another
 vector space, the embedder failing) falls back to the text matches and says why in ``note``.

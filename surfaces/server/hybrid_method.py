@@ -2,8 +2,8 @@
 
 Upstream's params and result shape (``{results: [NodeRecord + score + channels], count}``, the
 channels being the raw per-channel scores: vector distance, BM25, ``decay^hops``). The text ``q``
-is embedded server-side with the operator's embedder or the one recorded with ``vector_prop``'s
-vectors (:meth:`ServerState.embed_text`): upstream's ``provider`` and ``embed_model`` params are
+is embedded server-side with the embedder recorded with ``vector_prop``'s vectors, else the
+operator's (:meth:`ServerState.embed_text`): upstream's ``provider`` and ``embed_model`` params are
 refused, so a request can never pick a provider, a model, a URL or a key. ``as_of`` / ``as_of_ms``
 run every channel on one past commit; ``lean`` elides vectors, as elsewhere.
 """
@@ -33,8 +33,8 @@ from drsg.workers.hybrid import HybridHit, hybrid
 MAX_HOPS = 64
 REFUSED = {
     "type": "string",
-    "description": "Refused when given: the server embeds `q` with the operator's embedder or the one "
-    "recorded with the vectors; a request never chooses a provider, a model, a URL or a key.",
+    "description": "Refused when given: the server embeds `q` with the embedder recorded with the vectors, "
+    "else the operator's; a request never chooses a provider, a model, a URL or a key.",
 }
 
 
@@ -45,7 +45,7 @@ def refuse_embedder_choice(method: str, p: Params) -> None:
             raise RpcError(
                 INVALID_PARAMS,
                 f"{method}: `{name}` is not accepted — the server embeds `q` with its own embedder "
-                "(the operator's, else the one recorded with the vectors); send no provider or model",
+                "(the one recorded with the vectors, else the operator's); send no provider or model",
             )
 
 

@@ -3,8 +3,9 @@
 Every node's text into ``embedding``, unchanged texts skipped, then a vector index on ``embedding``
 per label embedded; upstream's stats ``{embedded, unique, tokens, current, empty, labels}``.
 
-The embedder: with neither ``embed`` nor ``embed_model``, the server's (the operator's, else the
-one the plane recorded, else the local model: :meth:`ServerState.embedder_for`). ``embed`` may name
+The embedder (:func:`~drsg.pipeline.embedder_choice.choose_embedder`): the one ``embed`` /
+``embed_model`` name, else the one the plane recorded, else the operator's, else the local model;
+one other than the recorded one is refused (two vector spaces in one property). ``embed`` may name
 a preset (``local``, ``openai``, ``qwen``, ``ollama``) whose key the server reads from its own
 environment or ``[llm]``; a base URL is refused, since the server would send its key, or make a
 request, to an address the caller chose. A request never carries a key.
@@ -16,7 +17,9 @@ from typing import Any
 
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.models.embedders.base import Embedder
-from drsg.models.embedders.registry import NAMES, PROVIDERS, get_embedder
+from drsg.models.embedders.registry import NAMES, PROVIDERS
+from drsg.models.providers import EmbedderChoice
+from drsg.pipeline.embedder_choice import choose_embedder
 from drsg.pipeline.vectorize_plane import INTO, vectorize_plane
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
@@ -27,15 +30,13 @@ PRESETS = tuple(name for name in NAMES if name == "local" or PROVIDERS[name].bas
 EMBED = {
     "type": "string",
     "description": f"An embedder preset: {', '.join(PRESETS)} (its key from the server's environment). "
-    "Default: the server's embedder (the operator's, else the one the plane recorded, else local). A base URL is "
+    "Default: the one the plane recorded, else the server's (the operator's), else local. A base URL is "
     "refused.",
 }
 
 
 def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
     name, model = p.get("embed"), p.get("embed_model")
-    if name is None and model is None:
-        return ctx.embedder_for(plane, INTO)  # type: ignore[no-any-return]
     if name is not None and name not in PRESETS:
         what = "a base URL" if "://" in name or name == "url" else f"{name!r}"
         raise RpcError(
@@ -43,10 +44,14 @@ def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
             f"plane.vectorize: `embed` takes a preset ({', '.join(PRESETS)}), not {what}; the operator names a "
             "service's URL with `serve --embed-url`",
         )
-    chosen = ctx.config.embed
-    if name is None or name == chosen.name:  # the operator's service, another model of it
-        return get_embedder(chosen.name, model, chosen.url, chosen.key_env, ctx.config.settings)
-    return get_embedder(name, model, None, None, ctx.config.settings)  # the preset's own key variable
+    chosen, named = ctx.config.embed, None
+    if (name is None and model is not None) or (name is not None and name == chosen.name):
+        named = EmbedderChoice(chosen.name, model, chosen.url, chosen.key_env)  # the operator's, another model
+    elif name is not None:
+        named = EmbedderChoice(name, model)  # the preset's own key variable
+    return choose_embedder(
+        ctx.db, plane, INTO, ctx.settings, named=named, configured=chosen, purpose="write", cache=ctx.embedders
+    )
 
 
 @rpc(
