@@ -414,6 +414,17 @@ async function askPage() {
 
 // --------------------------------------------------------------------------- AIgest
 
+// The chat presets a request may name: the server's one list, as its schema of digest.run gives it.
+let presets = null;
+async function chatPresets() {
+  if (presets === null) {
+    const method = (await rpc("rpc.discover")).methods.find((m) => m.name === "digest.run");
+    const param = method ? method.params.find((p) => p.name === "chat") : null;
+    presets = param && Array.isArray(param.schema.enum) ? param.schema.enum.map(String) : [];
+  }
+  return presets;
+}
+
 const DOCS = ".docx,.pptx,.xlsx,.xls,.odt,.ods,.odp,.rtf,.epub,.csv,.pdf,.md,.markdown,.txt,.html,.htm";
 
 async function digestPage() {
@@ -425,8 +436,8 @@ async function digestPage() {
   mode.addEventListener("change", () => {
     warn.textContent = mode.value === "super" ? "super runs extra clean-up passes: several times the model calls (and cost) of fine" : "";
   });
-  const chat = el("select", { id: "chat" }, el("option", { value: "" }, "server's chat model"),
-    ["openai", "deepseek", "qwen", "ollama"].map((c) => el("option", { value: c }, c)));
+  const chat = el("select", { id: "chat" }, el("option", { value: "" }, "server's chat model"));
+  chatPresets().then((names) => chat.append(...names.map((c) => el("option", { value: c }, c))), () => {});
   const noEmbed = el("input", { id: "noembed", type: "checkbox" });
   const preview = el("div", { id: "preview" });
   const url = el("input", { id: "url", placeholder: "https://… (the crawler follows links under [fetch]'s budgets)", size: 36 });
