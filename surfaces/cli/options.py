@@ -125,7 +125,11 @@ def embed_options(fn: F) -> F:
     fn = click.option("--embed-url", default=None, metavar="URL", help="Base URL of an OpenAI-compatible service.")(fn)
     fn = click.option("--embed-model", default=None, metavar="MODEL", help="The embedding model to ask for.")(fn)
     return click.option(
-        "--embed", default=None, metavar="NAME", help="local (default), openai, qwen, ollama, url, or a base URL."
+        "--embed",
+        default=None,
+        metavar="NAME",
+        help="local, openai, qwen, ollama, url, or a base URL (default: the one that wrote the vectors, else "
+        "[digest] embed_provider, else local).",
     )(fn)
 
 
