@@ -18,8 +18,8 @@ import pytest
 import drsg as drsg_api
 from tests.support.cli import Drsg, Ran
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion, error
+from tests.support.sample import ADA_WROTE, SAMPLE, WORKED_AT
 
-SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
 KEY = "sk-ask-test-secret"
 PLANE = "pioneers"
 
@@ -56,10 +56,6 @@ def sent(fake: FakeOpenAI, i: int) -> list[dict[str, str]]:
 def keys(result: dict[str, Any]) -> set[str]:
     by_id = {n["id"]: n["external_key"] for n in result["results"]}
     return {by_id[i] for i in result["answers"]}
-
-
-WORKED_AT = {"source": {"ScanLabel": "Person"}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WORKED_AT"}}]}
-ADA_WROTE = {"source": {"SeekKeys": ["ada"]}, "steps": [{"Expand": {"dir": "Out", "edge_type": "WROTE_ABOUT"}}]}
 
 
 def test_a_plan_runs_and_returns_its_subgraph(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:

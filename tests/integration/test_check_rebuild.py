@@ -5,17 +5,14 @@ The damage is done with raw LMDB, below drsg, as a bug or a bit flip would do it
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-import lmdb
 import pytest
 
-from drsg.store.environment import DB_NAMES
 from drsg.store.verify import PROJECTION
 from tests.support.cli import Drsg
-
-SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
+from tests.support.damage import Change, alter_record, delete_record, extra_record, tamper
+from tests.support.sample import SAMPLE
 
 
 @pytest.fixture
@@ -29,38 +26,12 @@ def seeded(drsg: Drsg, db_path: Path) -> str:
     return exported.out
 
 
-Change = Callable[[lmdb.Transaction, object, bytes, bytes], None]
-
-
-def _tamper(path: Path, table: str, change: Change, pick: int = 1) -> None:
-    env = lmdb.open(str(path), subdir=False, max_dbs=len(DB_NAMES) + 2)
-    db = env.open_db(table.encode())
-    with env.begin(write=True) as txn:
-        rows = list(txn.cursor(db=db))
-        assert rows, f"table {table} is empty: nothing to damage"
-        key, value = rows[min(pick, len(rows) - 1)]
-        change(txn, db, key, value)
-    env.close()
-
-
-def _delete(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
-    txn.delete(key, db=db)
-
-
-def _alter(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
-    txn.put(key, value[:-1] + bytes([value[-1] ^ 0x01]) if value else b"\x01", db=db)
-
-
-def _extra(txn: lmdb.Transaction, db: object, key: bytes, value: bytes) -> None:
-    txn.put(key[:-1] + bytes([key[-1] ^ 0x80]), value, db=db)
-
-
 @pytest.mark.parametrize("table", PROJECTION)
-@pytest.mark.parametrize("change", [_delete, _alter, _extra], ids=["lost", "altered", "extra"])
+@pytest.mark.parametrize("change", [delete_record, alter_record, extra_record], ids=["lost", "altered", "extra"])
 def test_check_names_a_damaged_projection_table_and_rebuild_repairs_it(
     drsg: Drsg, db_path: Path, seeded: str, table: str, change: Change
 ) -> None:
-    _tamper(db_path, table, change)
+    tamper(db_path, table, change)
     found = drsg("check")
     assert found.code == 1
     assert f"table {table}: the projection differs from a replay of the log" in found.err
@@ -70,14 +41,14 @@ def test_check_names_a_damaged_projection_table_and_rebuild_repairs_it(
     assert drsg("export", "--plane", "pioneers").out == seeded
 
 
-LOG_DAMAGE = [(_alter, "checksum mismatch"), (_delete, "missing from the log (gap)")]
+LOG_DAMAGE = [(alter_record, "checksum mismatch"), (delete_record, "missing from the log (gap)")]
 
 
 @pytest.mark.parametrize(("change", "problem"), LOG_DAMAGE)
 def test_check_names_a_damaged_log_record_and_rebuild_refuses_to_hide_it(
     drsg: Drsg, db_path: Path, seeded: str, change: Change, problem: str
 ) -> None:
-    _tamper(db_path, "log", change, pick=2)
+    tamper(db_path, "log", change, pick=2)
     found = drsg("check")
     assert found.code == 1
     assert "table log: log record 3 is corrupt" in found.err and problem in found.err

@@ -15,7 +15,7 @@ import click
 import pytest
 
 from drsg.surfaces.cli.main import cli
-from tests.support.cli import Drsg
+from tests.support.cli import Drsg, head_seq, seed_social
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the hand-written command guide (README.md links it); every command must be described there
@@ -24,19 +24,8 @@ COMMANDS_DOC = (ROOT / "docs" / "commands.md").read_text()
 SETTINGS_DOC = (ROOT / "docs" / "reference" / "settings.md").read_text()
 
 
-def _seed(drsg: Drsg) -> None:
-    assert drsg("plane", "create", "social").code == 0
-    assert drsg("node", "put", "ada", "-p", "social", "-l", "Person", "-P", "born=1815").code == 0
-    assert drsg("node", "put", "bob", "-p", "social", "-l", "Person").code == 0
-    assert drsg("edge", "put", "@ada", "@bob", "KNOWS", "-p", "social", "-P", "since=1833").code == 0
-
-
-def _head(drsg: Drsg) -> int:
-    return int(drsg("stats", "--json").json_lines()[0]["commit_seq"])
-
-
 def test_write_read_and_time_travel(drsg: Drsg) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     assert drsg("node", "put", "ada", "-p", "social", "-P", "born=1816").out.startswith("updated node #1 @ada")
     now = drsg("get", "@ada", "-p", "social", "--json").json_lines()[0]
     assert now["properties"] == {"born": 1816} and now["labels"] == ["Person"]
@@ -52,7 +41,7 @@ def test_write_read_and_time_travel(drsg: Drsg) -> None:
 
 
 def test_time_travel_by_timestamp_and_deleted_node(drsg: Drsg) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     commits = drsg("log", "--json").json_lines()
     assert [c["seq"] for c in commits] == list(range(1, len(commits) + 1))
     assert all(a["ts"] <= b["ts"] for a, b in itertools.pairwise(commits))
@@ -68,7 +57,7 @@ def test_time_travel_by_timestamp_and_deleted_node(drsg: Drsg) -> None:
 
 
 def test_plane_lifecycle_and_stats(drsg: Drsg) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     assert drsg("plane", "rename", "social", "people").code == 0
     cards = {c["name"]: c for c in drsg("plane", "list", "--json").json_lines()}
     assert cards["people"]["nodes"] == 2 and cards["people"]["edges"] == 1 and "social" not in cards
@@ -77,7 +66,7 @@ def test_plane_lifecycle_and_stats(drsg: Drsg) -> None:
     dropped = drsg("plane", "drop", "people")
     assert dropped.code == 0
     assert drsg("plane", "show", "people").code == 1
-    seq_before_drop = _head(drsg) - 1
+    seq_before_drop = head_seq(drsg) - 1
     old = drsg("plane", "show", "people", "--as-of", str(seq_before_drop), "--json").json_lines()[0]
     assert old["nodes"] == 2 and old["labels"] == {"Person": 2}
     assert drsg("stats", "--json").json_lines()[0]["nodes"] == 0
@@ -102,18 +91,18 @@ def test_import_export_round_trip(drsg: Drsg, tmp_path: Path) -> None:
 
 
 def test_import_conflict_modes(drsg: Drsg, tmp_path: Path) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     f = tmp_path / "in.jsonl"
     f.write_text(
         '{"labels":["Person"],"external_key":"ada","properties":{"born":1}}\n'
         '{"labels":["Person"],"external_key":"cy","properties":{}}\n'
         '{"type":"KNOWS","src_key":"cy","dst_key":"ada"}\n'
     )
-    head = _head(drsg)
+    head = head_seq(drsg)
     ran = drsg("import", str(f), "-p", "social")
     assert ran.code == 1 and "'ada'" not in ran.err and "ada" in ran.err and "nothing was written" in ran.err
     assert len(ran.err.strip().splitlines()) == 1
-    assert _head(drsg) == head and drsg("get", "@cy", "-p", "social").code == 1
+    assert head_seq(drsg) == head and drsg("get", "@cy", "-p", "social").code == 1
     skipped = drsg("import", str(f), "-p", "social", "--on-conflict", "skip", "--json").json_lines()[0]
     assert (skipped["nodes_created"], skipped["nodes_skipped"], skipped["edges_created"]) == (1, 1, 1)
     assert drsg("get", "@ada", "-p", "social", "--json").json_lines()[0]["properties"] == {"born": 1815}
@@ -149,14 +138,14 @@ def test_import_conflict_modes(drsg: Drsg, tmp_path: Path) -> None:
 )
 def test_bad_import_lines_write_nothing(drsg: Drsg, tmp_path: Path, content: str, expected: str) -> None:
     assert drsg("plane", "create", "p").code == 0
-    head = _head(drsg)
+    head = head_seq(drsg)
     f = tmp_path / "bad.jsonl"
     f.write_text(content)
     ran = drsg("import", str(f), "-p", "p")
     assert ran.code == 2, ran.err
     assert re.search(expected, ran.err), ran.err
     assert len(ran.err.strip().splitlines()) == 1 and "Traceback" not in ran.err
-    assert _head(drsg) == head
+    assert head_seq(drsg) == head
     assert drsg("stats", "--json").json_lines()[0]["nodes"] == 0
 
 
@@ -170,8 +159,8 @@ def test_bad_lines_are_all_reported_with_numbers(drsg: Drsg, tmp_path: Path, db_
 
 
 def test_unknown_plane_and_missing_nodes(drsg: Drsg) -> None:
-    _seed(drsg)
-    head = _head(drsg)
+    seed_social(drsg)
+    head = head_seq(drsg)
     for args, code, text in [
         (("node", "put", "x", "-p", "nope"), 1, "no plane named 'nope'"),
         (("get", "@ada", "-p", "nope"), 1, "create it with `drsg plane create nope`"),
@@ -190,7 +179,7 @@ def test_unknown_plane_and_missing_nodes(drsg: Drsg) -> None:
         assert ran.code == code, (args, ran.code, ran.err)
         assert text in ran.err, (args, ran.err)
         assert len(ran.err.strip().splitlines()) == 1, ran.err
-    assert _head(drsg) == head
+    assert head_seq(drsg) == head
 
 
 @pytest.mark.parametrize(
@@ -204,7 +193,7 @@ def test_unknown_plane_and_missing_nodes(drsg: Drsg) -> None:
     ],
 )
 def test_bad_as_of(drsg: Drsg, as_of: str, text: str) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     ran = drsg("get", "@ada", "-p", "social", "--as-of", as_of)
     assert ran.code == 2
     assert text in ran.err
@@ -247,7 +236,7 @@ def _assert_one_line_write_refusal(write: subprocess.CompletedProcess[str]) -> N
 
 def test_read_only_database(drsg: Drsg, tmp_path: Path) -> None:
     """Reads work where the user may not write; writes fail with one line and change nothing."""
-    _seed(drsg)
+    seed_social(drsg)
     db = tmp_path / "graph.drsg"
     if os.geteuid() != 0:
         db.chmod(0o444)
@@ -263,7 +252,7 @@ def test_read_only_database_folder_as_root_too(drsg: Drsg, tmp_path: Path) -> No
     """A database copied into a read-only folder (a mounted backup: no lock file beside it) is
     read-only for root as well: reads work, a write fails with one line, and nothing in the folder
     changes or appears — no lock file either. A file there that is not LMDB is named as such."""
-    _seed(drsg)
+    seed_social(drsg)
     folder = tmp_path / "ro"
     folder.mkdir()
     ro = folder / "graph.drsg"
@@ -286,8 +275,8 @@ def test_read_only_database_folder_as_root_too(drsg: Drsg, tmp_path: Path) -> No
 
 
 def test_full_map_is_a_clean_error(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _seed(drsg)
-    head = _head(drsg)
+    seed_social(drsg)
+    head = head_seq(drsg)
     f = tmp_path / "big.jsonl"
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     with f.open("w") as fh:
@@ -299,7 +288,7 @@ def test_full_map_is_a_clean_error(drsg: Drsg, tmp_path: Path, monkeypatch: pyte
     assert "size limit" in ran.err and "store.max_map_size" in ran.err
     assert len(ran.err.strip().splitlines()) == 1
     monkeypatch.delenv("DRSG_STORE_MAX_MAP_SIZE")
-    assert _head(drsg) == head and drsg("get", "@d0", "-p", "social").code == 1
+    assert head_seq(drsg) == head and drsg("get", "@d0", "-p", "social").code == 1
     assert drsg("import", str(f), "-p", "social").code == 0  # room to grow: the same import now works
 
 
@@ -338,7 +327,7 @@ def test_config_sources(drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_check_and_rebuild(drsg: Drsg) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     before = drsg("export", "-p", "social").out
     assert drsg("rebuild").out.startswith("rebuilt the projection from 5 commits")
     assert drsg("export", "-p", "social").out == before

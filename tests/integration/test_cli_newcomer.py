@@ -8,10 +8,11 @@ import anyio
 import pytest
 
 from drsg.kernel import settings
-from tests.integration.test_check_rebuild import SAMPLE, _delete, _tamper
-from tests.integration.test_mcp import call, over_stdio, refused
 from tests.support.cli import Drsg
+from tests.support.damage import delete_record, tamper
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.mcp import call, over_stdio, refused
+from tests.support.sample import SAMPLE
 
 
 def test_as_of_before_a_plane_or_index_existed_says_when_it_was_made(drsg: Drsg) -> None:
@@ -62,7 +63,7 @@ def test_check_takes_json_like_every_read_command(drsg: Drsg, db_path: Path) -> 
     [report] = ran.json_lines()
     assert report["ok"] is True and report["commits"] == 3 and report["nodes"] == 1
     assert report["records"]["nodes"] == 1 and report["problems"] == [] and report["notes"] == []
-    _tamper(db_path, "nodes", _delete, pick=0)
+    tamper(db_path, "nodes", delete_record, pick=0)
     damaged = drsg("check", "--json")
     assert damaged.code == 1
     [report] = damaged.json_lines()

@@ -1,6 +1,6 @@
 """Crash safety: SIGKILL a busy writer process at many random points; nothing acknowledged is lost.
 
-A writer subprocess (helpers_writer.py) appends commits from several threads — single-node commits,
+A writer subprocess (tests/support/crash_writer.py) appends commits from several threads — single-node commits,
 multi-node commits with edges and deletes, and bulk writes of many commits in one transaction — and
 prints each seq only after ``db.write`` returned. The parent kills it with SIGKILL at random moments
 (during start-up, right after it is ready, mid-run), then opens the database and checks that
@@ -41,10 +41,10 @@ from drsg.store.log import Commit
 from drsg.store.meta import META_STATE
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut, PlaneCreate
 
-HELPER = Path(__file__).with_name("helpers_writer.py")
+HELPER = Path(__file__).parents[1] / "support" / "crash_writer.py"
 #: The meta key whose value starts with the head seq (u64, big-endian).
 META_HEAD_KEY = META_STATE
-_spec = importlib.util.spec_from_file_location("drsg_crash_helpers_writer", HELPER)
+_spec = importlib.util.spec_from_file_location("drsg_crash_crash_writer", HELPER)
 assert _spec and _spec.loader
 helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(helpers)

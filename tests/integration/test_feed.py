@@ -33,9 +33,9 @@ from drsg.feed import Subscription
 from drsg.kernel.errors import BadValue, NotFound
 from drsg.kernel.values import Vector
 from drsg.store.database import Database
-from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.main import cli
+from tests.support.feed_oracle import oracle
 
 PLANE = "feed"
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,36 +47,6 @@ def db(tmp_path: Path) -> Iterator[Database]:
     database.write(lambda tx: (tx.create_plane(PLANE), tx.create_plane("other")))
     yield database
     database.close()
-
-
-def oracle(db: Database, plane: str, from_seq: int = 1, label: str | None = None, created_only: bool = False) -> list:
-    """Seqs of the commits a subscription must deliver, by a replay independent of the feed."""
-    plane_id = db.plane(plane).id
-    labels_of: dict[int, list[str]] = {}
-    edges: set[int] = set()
-    out = []
-    for commit in db.commits(1):
-        hit = False
-        for m in commit.mutations:
-            if getattr(m, "plane", None) != plane_id:
-                continue
-            if isinstance(m, NodePut):
-                new = m.id not in labels_of
-                labels_of[m.id] = m.labels
-                hit |= (label in m.labels) if label else (new or not created_only)
-            elif isinstance(m, NodeDelete):
-                had = labels_of.pop(m.id)
-                hit |= (label in had) if label else not created_only
-            elif isinstance(m, EdgePut):
-                new = m.id not in edges
-                edges.add(m.id)
-                hit |= label is None and (new or not created_only)
-            elif isinstance(m, EdgeDelete):
-                edges.discard(m.id)
-                hit |= label is None and not created_only
-        if hit and commit.seq >= from_seq:
-            out.append(commit.seq)
-    return out
 
 
 def thread_writer(

@@ -18,7 +18,7 @@ import pytest
 
 import drsg as drsg_api
 from drsg.workers import find as find_module
-from tests.integration.test_ask import SAMPLE
+from tests.support.sample import SAMPLE
 from tests.support.server import RunningServer, cli, start_server
 
 

@@ -6,25 +6,23 @@ a wrong token, a missing one and a foreign Host are refused."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from tests.integration.test_ask import SAMPLE, WORKED_AT
-from tests.integration.test_digest import PIONEERS, WORLD
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.mcp import call, env_for, over_http, over_stdio, refused
+from tests.support.pioneers import PIONEERS, WORLD
+from tests.support.sample import SAMPLE, WORKED_AT
 from tests.support.scripted_model import ScriptedModel
-from tests.support.server import TOKEN, clean_env, cli, drsg_argv, start_server
+from tests.support.server import TOKEN, clean_env, cli, start_server
 
 TOOLS = {
     "list_planes",
@@ -70,47 +68,6 @@ def make_db(workdir: Path) -> Path:
         ran = cli(db, *args)
         assert ran.returncode == 0, ran.stderr
     return db
-
-
-def env_for(fake: FakeOpenAI) -> dict[str, str]:
-    return {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat", "DRSG_DIGEST_CONCURRENCY": "2"}
-
-
-@asynccontextmanager
-async def over_stdio(db: Path, fake: FakeOpenAI, workdir: Path) -> AsyncIterator[ClientSession]:
-    argv = drsg_argv()
-    env = clean_env(**env_for(fake))
-    params = StdioServerParameters(command=argv[0], args=[*argv[1:], "--db", str(db), "mcp"], env=env, cwd=workdir)
-    with (workdir / "mcp-stdio.err").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
-            yield session
-
-
-@asynccontextmanager
-async def over_http(url: str, token: str | None) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
-
-
-async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
-    result = await session.call_tool(tool, args)
-    assert not result.is_error, (tool, result.content)
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
-
-
-async def refused(session: ClientSession, tool: str, args: dict[str, Any]) -> str:
-    result = await session.call_tool(tool, args)
-    assert result.is_error, (tool, result.content)
-    text: str = result.content[0].text  # type: ignore[union-attr]
-    assert "Traceback" not in text and "\n" not in text
-    return text
 
 
 async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, workdir: Path) -> set[str]:

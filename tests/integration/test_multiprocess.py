@@ -27,8 +27,8 @@ import pytest
 
 import drsg
 
-HELPER = Path(__file__).with_name("helpers_writer.py")
-_spec = importlib.util.spec_from_file_location("drsg_mp_helpers_writer", HELPER)
+HELPER = Path(__file__).parents[1] / "support" / "crash_writer.py"
+_spec = importlib.util.spec_from_file_location("drsg_mp_crash_writer", HELPER)
 assert _spec and _spec.loader
 helpers = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(helpers)

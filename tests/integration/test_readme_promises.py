@@ -13,8 +13,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from tests.integration.test_cli import _head, _seed
-from tests.support.cli import Drsg
+from tests.support.cli import Drsg, head_seq, seed_social
 from tests.support.server import clean_env, cli, drsg_argv
 from tests.support.waiting import Lines, wait_until
 
@@ -43,8 +42,8 @@ def _times_of(ms: int) -> list[str]:
 
 
 def test_export_as_of_is_exactly_the_export_made_then(drsg: Drsg, tmp_path: Path) -> None:
-    _seed(drsg)
-    then = _head(drsg)
+    seed_social(drsg)
+    then = head_seq(drsg)
     made_then = drsg("export", "-p", "social").out
     assert len(made_then.splitlines()) == 3  # ada, bob, and the edge between them
     then_ms = _commit_ms(drsg, then)
@@ -71,8 +70,8 @@ def test_export_as_of_is_exactly_the_export_made_then(drsg: Drsg, tmp_path: Path
 
 
 def test_get_and_neighbors_as_of_an_rfc3339_time(drsg: Drsg) -> None:
-    _seed(drsg)
-    then_ms = _commit_ms(drsg, _head(drsg))
+    seed_social(drsg)
+    then_ms = _commit_ms(drsg, head_seq(drsg))
     _after(then_ms)
     assert drsg("node", "put", "ada", "-p", "social", "-P", "born=1816").code == 0
     assert drsg("node", "delete", "@bob", "-p", "social").code == 0
@@ -94,7 +93,7 @@ def test_get_and_neighbors_as_of_an_rfc3339_time(drsg: Drsg) -> None:
 
 
 def test_log_from_and_to_pick_a_range_of_commits(drsg: Drsg) -> None:
-    _seed(drsg)  # commits 1 (bootstrap) … 5
+    seed_social(drsg)  # commits 1 (bootstrap) … 5
     everything = drsg("log", "--json").json_lines()
     assert [c["seq"] for c in everything] == [1, 2, 3, 4, 5]
     assert drsg("log", "--from", "2", "--to", "4", "--json").json_lines() == everything[1:4]
@@ -109,7 +108,7 @@ def test_log_from_and_to_pick_a_range_of_commits(drsg: Drsg) -> None:
 
 
 def test_log_follow_prints_a_commit_another_process_makes(drsg: Drsg, db_path: Path) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     follower = subprocess.Popen(
         [*drsg_argv(), "--db", str(db_path), "log", "--follow", "--json"],
         stdout=subprocess.PIPE,
@@ -136,7 +135,7 @@ def test_log_follow_prints_a_commit_another_process_makes(drsg: Drsg, db_path: P
 
 
 def test_node_put_replace_replaces_labels_and_properties(drsg: Drsg) -> None:
-    _seed(drsg)
+    seed_social(drsg)
     merged = drsg("node", "put", "ada", "-p", "social", "-l", "Countess", "-P", 'title="Countess"', "--json")
     assert merged.json_lines()[0]["op"] == "updated"
     assert merged.json_lines()[0]["labels"] == ["Countess", "Person"]
@@ -162,7 +161,7 @@ def test_plane_set_props_merges_into_the_planes_properties(drsg: Drsg) -> None:
     assert drsg("plane", "create", "social").code == 0
     ran = drsg("plane", "set-props", "social", "-P", 'owner="qa"', "-P", "version=1")
     assert ran.code == 0 and ran.out == "set 2 properties on plane 'social'\n"
-    first = _head(drsg)
+    first = head_seq(drsg)
     ran = drsg("plane", "set-props", "social", "--props", '{"version": 2, "tags": ["a", "b"]}')
     assert ran.code == 0, ran.err
 
@@ -174,11 +173,11 @@ def test_plane_set_props_merges_into_the_planes_properties(drsg: Drsg) -> None:
     cards = {c["name"]: c for c in drsg("plane", "list", "--json").json_lines()}
     assert cards["social"]["properties"] == props()
 
-    head = _head(drsg)
+    head = head_seq(drsg)
     for args, code, text in [
         (("plane", "set-props", "nope", "-P", "a=1"), 1, "no plane named 'nope'"),
         (("plane", "set-props", "social", "-P", "novalue"), 2, "is not NAME=VALUE"),
     ]:
         ran = drsg(*args)
         assert ran.code == code and text in ran.err and len(ran.err.splitlines()) == 1, (args, ran.err)
-    assert _head(drsg) == head
+    assert head_seq(drsg) == head

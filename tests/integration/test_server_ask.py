@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_ask import ADA_WROTE, SAMPLE, WORKED_AT
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
+from tests.support.sample import ADA_WROTE, SAMPLE, WORKED_AT
 from tests.support.server import RunningServer, cli, start_server
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_digest import PIONEERS, WORLD
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.pioneers import PIONEERS, WORLD
 from tests.support.scripted_model import ScriptedModel
 from tests.support.server import RunningServer, start_server
 
@@ -32,7 +32,9 @@ def served(
     assert running.stop() == 0
 
 
-def test_run_proposes_then_write_applies_with_no_model_call(served: RunningServer, model) -> None:  # type: ignore[no-untyped-def]
+def test_run_proposes_then_write_applies_with_no_model_call(
+    served: RunningServer, model: tuple[FakeOpenAI, ScriptedModel]
+) -> None:
     fake, scripted = model
     head = served.head()
     params = {"plane": "pioneers", "text": PIONEERS, "chunk_chars": 200, "no_embed": True, "source": "pioneers.md"}
@@ -66,7 +68,9 @@ def test_run_proposes_then_write_applies_with_no_model_call(served: RunningServe
     assert served.head() == head + 1
 
 
-def test_requests_cannot_choose_urls_keys_or_embedders(served: RunningServer, model) -> None:  # type: ignore[no-untyped-def]
+def test_requests_cannot_choose_urls_keys_or_embedders(
+    served: RunningServer, model: tuple[FakeOpenAI, ScriptedModel]
+) -> None:
     fake, _ = model
     before = len(fake.requests)
     base = {"plane": "x", "text": "Ada Lovelace wrote notes."}

@@ -7,7 +7,7 @@ replacing watch; auth; malformed frames; a client that stops reading costs bound
 catches up; SIGTERM closes subscribers; and a load test where writers in four processes race six
 subscribers that keep dropping and resuming — each must see its commits exactly once, in order.
 
-Expected deliveries come from test_feed.oracle, a replay of the log independent of the feed code.
+Expected deliveries come from tests/support/feed_oracle.py's oracle, a replay of the log independent of the feed code.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import aiohttp
 import pytest
 
 import drsg
-from tests.integration.test_feed import oracle
+from tests.support.feed_oracle import oracle
 from tests.support.process_memory import memory_kb
 from tests.support.server import TOKEN, RunningServer, clean_env, cli, start_server
 from tests.support.tcp import tcp_sockets

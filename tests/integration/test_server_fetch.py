@@ -12,16 +12,8 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.support import crawl_site
+from tests.support.crawl_site import FETCH_ENV
 from tests.support.server import RunningServer, start_server
-
-FETCH_ENV = {
-    "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32",
-    "DRSG_FETCH_MAX_PAGES": "20",
-    "DRSG_FETCH_HOST_SPACING_MS": "0",
-    "DRSG_FETCH_MAX_CRAWL_DELAY_SECS": "0",
-    "DRSG_FETCH_REQUEST_TIMEOUT_SECS": "1",
-    "DRSG_FETCH_MAX_PAGE_BYTES": "1M",
-}
 
 
 @pytest.fixture(scope="module")

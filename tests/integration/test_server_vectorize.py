@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_ask import SAMPLE
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.sample import SAMPLE
 from tests.support.server import RunningServer, cli, start_server
 
 KEY = "sk-the-servers-own"

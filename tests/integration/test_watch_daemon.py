@@ -105,7 +105,9 @@ def _wait_converged(db: Path, root: Path, scratch: Path, what: str, timeout: flo
     wait_until(same, f"the plane to converge {what}", timeout, poll=0.05)
 
 
-def test_the_daemon_follows_edits_commits_and_a_checkout_and_stops_on_sigterm(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_the_daemon_follows_edits_commits_and_a_checkout_and_stops_on_sigterm(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
     root, db = tmp_path / "proj", tmp_path / "w.drsg"
     first = commit_tree(root, FILES)
     git(root, "branch", "-M", "main")
@@ -153,7 +155,7 @@ def test_the_daemon_follows_edits_commits_and_a_checkout_and_stops_on_sigterm(tm
         assert record["level"] in ("info", "debug"), record
 
 
-def test_another_writer_is_undone_by_the_next_fold(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_another_writer_is_undone_by_the_next_fold(tmp_path: Path, daemons: list[Daemon]) -> None:
     root, db = tmp_path / "proj", tmp_path / "w.drsg"
     commit_tree(root, FILES)
     daemon = Daemon(db, root)
@@ -167,7 +169,7 @@ def test_another_writer_is_undone_by_the_next_fold(tmp_path: Path, daemons) -> N
     assert daemon.stop() == 0
 
 
-def test_kill_9_mid_fold_then_restart_converges(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_kill_9_mid_fold_then_restart_converges(tmp_path: Path, daemons: list[Daemon]) -> None:
     """The daemon is killed at random moments while it folds bursts of edits; each restart states
     the whole tree again, so the plane converges and nothing is doubled (a canonical export that
     equals a fresh digest has each key and each (src, type, dst) once)."""
@@ -193,7 +195,7 @@ def test_kill_9_mid_fold_then_restart_converges(tmp_path: Path, daemons) -> None
     assert daemon.stop() == 0
 
 
-def test_the_log_names_the_rule_file_that_withholds_most_of_the_tree(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_the_log_names_the_rule_file_that_withholds_most_of_the_tree(tmp_path: Path, daemons: list[Daemon]) -> None:
     root, db = tmp_path / "gen", tmp_path / "w.drsg"
     commit_tree(root, {"main.py": "X = 1\n", ".gitignore": "out/\n", **{f"out/g{i}.py": "Y = 1\n" for i in range(9)}})
     daemon = Daemon(db, root)
@@ -208,7 +210,7 @@ def test_the_log_names_the_rule_file_that_withholds_most_of_the_tree(tmp_path: P
     assert daemon.stop() == 0
 
 
-def test_files_it_may_not_read_are_skipped_and_the_daemon_goes_on(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_files_it_may_not_read_are_skipped_and_the_daemon_goes_on(tmp_path: Path, daemons: list[Daemon]) -> None:
     """Permission denied — a file and a folder the daemon's user cannot read — is a skipped file,
     never a stopped daemon. (As root nothing is denied, so the daemon runs as `nobody` there.)"""
     shared = Path(os.environ.get("TMPDIR", "/tmp")) / f"drsg-watch-{os.getpid()}-{time.monotonic_ns()}"
@@ -252,7 +254,7 @@ def _synced(db: Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def test_beside_drsg_serve_the_feed_shows_each_fold_as_one_commit(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_beside_drsg_serve_the_feed_shows_each_fold_as_one_commit(tmp_path: Path, daemons: list[Daemon]) -> None:
     root, db = tmp_path / "proj", tmp_path / "w.drsg"
     commit_tree(root, FILES)
     home = tmp_path / "home"
@@ -302,7 +304,9 @@ def _read_sse(port: int, start: int, into: list[dict]) -> None:  # type: ignore[
             into.append(json.loads(line[len("data: ") :]))
 
 
-def test_systemd_hears_ready_after_the_first_fold_and_stopping_at_the_end(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_systemd_hears_ready_after_the_first_fold_and_stopping_at_the_end(
+    tmp_path: Path, daemons: list[Daemon]
+) -> None:
     root, db = tmp_path / "proj", tmp_path / "w.drsg"
     commit_tree(root, FILES)
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
@@ -317,7 +321,7 @@ def test_systemd_hears_ready_after_the_first_fold_and_stopping_at_the_end(tmp_pa
         assert daemon.proc.wait(30) == 0  # one SIGTERM: a second one, during its exit, would end it as killed
 
 
-def test_the_os_watch_limit_stops_the_daemon_with_the_fix_named(tmp_path: Path, daemons) -> None:  # type: ignore[no-untyped-def]
+def test_the_os_watch_limit_stops_the_daemon_with_the_fix_named(tmp_path: Path, daemons: list[Daemon]) -> None:
     """Were the OS to refuse the watches, edits would go unseen; the daemon says so and how to fix
     it instead. The limit is lowered in a user namespace of the test's own (nothing else sees it)."""
     root, db = tmp_path / "proj", tmp_path / "w.drsg"

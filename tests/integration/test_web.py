@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_digest import PIONEERS, WORLD
-from tests.integration.test_server_fetch import FETCH_ENV
 from tests.support import crawl_site
 from tests.support.catalog_schema import SECRET, make_sqlite
+from tests.support.crawl_site import FETCH_ENV
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.pioneers import PIONEERS, WORLD
 from tests.support.scripted_model import ScriptedModel
 from tests.support.server import TOKEN, RunningServer, cli, start_server
 
@@ -273,8 +273,8 @@ def test_upload_a_docx_choose_some_and_see_them_in_explore_and_the_feed(
 def test_search_ask_and_plugins_pages(page: Any, served: RunningServer, fake: FakeOpenAI) -> None:
     import json
 
-    from tests.integration.test_ask import WORKED_AT
     from tests.support.fake_openai import Reply, chat_completion
+    from tests.support.sample import WORKED_AT
 
     served.call("index.ensure", {"plane": "pioneers", "label": "Person", "property": "note", "kind": "keyword"})
     page.evaluate("sessionStorage.setItem('drsg-plane', 'pioneers')")

@@ -42,3 +42,16 @@ def runner(db_path: Path) -> Drsg:
         return Ran(result.exit_code, result.stdout, result.stderr)
 
     return run
+
+
+def seed_social(drsg: Drsg) -> None:
+    """Plane `social`: Ada and Bob (Person), Ada KNOWS Bob — four commits after the bootstrap."""
+    assert drsg("plane", "create", "social").code == 0
+    assert drsg("node", "put", "ada", "-p", "social", "-l", "Person", "-P", "born=1815").code == 0
+    assert drsg("node", "put", "bob", "-p", "social", "-l", "Person").code == 0
+    assert drsg("edge", "put", "@ada", "@bob", "KNOWS", "-p", "social", "-P", "since=1833").code == 0
+
+
+def head_seq(drsg: Drsg) -> int:
+    """The database's head seq, as `drsg stats --json` reports it."""
+    return int(drsg("stats", "--json").json_lines()[0]["commit_seq"])

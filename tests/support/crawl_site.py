@@ -250,3 +250,14 @@ def serving_app(app: web.Application, host: str = "127.0.0.1", site: Site | None
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+# What a `drsg serve` needs to crawl this site: loopback permitted, no spacing, small ceilings.
+FETCH_ENV = {
+    "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32",
+    "DRSG_FETCH_MAX_PAGES": "20",
+    "DRSG_FETCH_HOST_SPACING_MS": "0",
+    "DRSG_FETCH_MAX_CRAWL_DELAY_SECS": "0",
+    "DRSG_FETCH_REQUEST_TIMEOUT_SECS": "1",
+    "DRSG_FETCH_MAX_PAGE_BYTES": "1M",
+}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from drsg.store.database import Database
 from drsg.store.log import Commit
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut, PlaneCreate
 
@@ -97,3 +98,36 @@ class Replay:
             if shown:
                 out.append((seq, shown))
         return out
+
+
+def oracle(
+    db: Database, plane: str, from_seq: int = 1, label: str | None = None, created_only: bool = False
+) -> list[int]:
+    """Seqs of the commits a subscription must deliver (with a label filter, or of creations only),
+    by a coarser replay of the live database's log: the feed's end-to-end tests check against it."""
+    plane_id = db.plane(plane).id
+    labels_of: dict[int, list[str]] = {}
+    edges: set[int] = set()
+    out: list[int] = []
+    for commit in db.commits(1):
+        hit = False
+        for m in commit.mutations:
+            if getattr(m, "plane", None) != plane_id:
+                continue
+            if isinstance(m, NodePut):
+                new = m.id not in labels_of
+                labels_of[m.id] = m.labels
+                hit |= (label in m.labels) if label else (new or not created_only)
+            elif isinstance(m, NodeDelete):
+                had = labels_of.pop(m.id)
+                hit |= (label in had) if label else not created_only
+            elif isinstance(m, EdgePut):
+                new = m.id not in edges
+                edges.add(m.id)
+                hit |= label is None and (new or not created_only)
+            elif isinstance(m, EdgeDelete):
+                edges.discard(m.id)
+                hit |= label is None and not created_only
+        if hit and commit.seq >= from_seq:
+            out.append(commit.seq)
+    return out

@@ -1,6 +1,6 @@
 """A writer process for the crash test: it appends commits until it is killed.
 
-Run as ``python helpers_writer.py DB RUN SEED``. Several threads write at once, so group commit
+Run as ``python crash_writer.py DB RUN SEED``. Several threads write at once, so group commit
 batches them: single-node commits, multi-node commits (nodes + a chain of edges, sometimes deleting
 an older node), and bulk writes that make many commits inside one LMDB transaction via
 ``commit_point``. After ``db.write`` has returned — never before — a thread prints one line
