@@ -1,5 +1,5 @@
 """Choosing a Log backend by URL: ``lmdb:///path/graph.drsg``, or a plain path, is the LMDB file;
-``kafka://HOST:PORT/TOPIC`` is partition 0 of a topic on a Kafka-protocol broker (store/kafka_log.py).
+``kafka://HOST:PORT/TOPIC`` is partition 0 of a topic on a Kafka-protocol broker (store/kafka/log.py).
 
 The Kafka backend's module (and kafka-python with it) is loaded only when its scheme is asked for;
 the LMDB backend is always there: the graph lives in it.
@@ -16,7 +16,7 @@ from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.logport import Log
 
 if TYPE_CHECKING:
-    from drsg.store.kafka_log import KafkaOptions
+    from drsg.store.kafka.log import KafkaOptions
 
     class LogOptions(LmdbOptions, KafkaOptions, total=False):
         """Every backend's options; each backend refuses the ones that are not its own."""
@@ -54,7 +54,7 @@ def open_log(url: str | os.PathLike[str], **options: Unpack[LogOptions]) -> Log:
     if foreign:
         raise ConfigError(f"{os.fspath(url)}: the {scheme} log takes no option {', '.join(foreign)}")
     if scheme == "kafka":
-        from drsg.store.kafka_log import KafkaLog  # loaded only when asked for
+        from drsg.store.kafka.log import KafkaLog  # loaded only when asked for
 
-        return KafkaLog(location, **cast("KafkaOptions", options))
+        return KafkaLog(location, **cast("KafkaOptions", options)).start()
     return LmdbLog(location, **cast(LmdbOptions, options))

@@ -72,9 +72,17 @@ class Database:
     """One drsg database file (a path, or an ``lmdb://`` URL). Thread-safe; open it once per process
     and share it."""
 
-    def __init__(self, path: str | os.PathLike[str], **options: Unpack[LmdbOptions]) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        bootstrap: Callable[[], None] | None = None,
+        **options: Unpack[LmdbOptions],
+    ) -> None:
         """``options`` are the LMDB log's (store/lmdb_log.py): ``create``, ``readonly``, ``map_size``,
-        ``max_map_size``, ``group_max``."""
+        ``max_map_size``, ``group_max``. ``bootstrap`` readies a file opened for writing, before its
+        format is checked (default: a new file's first commit, the `startup` plane; a Kafka node's
+        copy follows its topic instead)."""
         if not structlog.is_configured():
             logs.configure()  # quiet by default for library users; apps may configure structlog first
         opened = open_log(path, **options)
@@ -90,7 +98,7 @@ class Database:
         self.readonly = opened.readonly
         try:
             if not self.readonly:
-                self._bootstrap()
+                (self._bootstrap if bootstrap is None else bootstrap)()
             self._check_format()
         except BaseException:
             opened.close()  # a refused file is closed again, its writer stopped

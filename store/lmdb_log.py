@@ -54,9 +54,8 @@ class LmdbLog(Log):
         self.env = Environment(
             path, EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)
         )
-        self.writer = Writer(self.env, max_group=group_max, clock=clock)
         self.notifier = CommitNotifier(self.path, self.head)
-        self.writer.on_commit = self.notifier.publish
+        self.writer = Writer(self.env, max_group=group_max, clock=clock, on_commit=self.notifier.publish)
 
     @property
     def url(self) -> str:
@@ -65,6 +64,11 @@ class LmdbLog(Log):
     def head(self) -> int:
         with self.env.read() as txn:
             return read_head(txn, self.env.dbs["meta"])
+
+    def publish(self, head: int) -> None:
+        """Tell this process's waiters the file's head is now ``head``: the group-commit writer does
+        after each group; a writer of its own (a Kafka node's materialiser) does so through this."""
+        self.notifier.publish(head)
 
     def check_writable(self) -> None:
         """Refuse a write to a log opened read-only, before anything is queued."""

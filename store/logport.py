@@ -10,7 +10,7 @@ What its users need of it, and nothing more:
 
 A backend is chosen by URL (store/backends.py): ``lmdb:///path/graph.drsg``, or a plain path, is
 the LMDB file (store/lmdb_log.py); ``kafka://HOST:PORT/TOPIC`` is a topic on a Kafka-protocol
-broker (store/kafka_log.py).
+broker (store/kafka/log.py).
 ``tests/contract/test_log_contract.py`` is the contract every backend passes.
 """
 

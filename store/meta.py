@@ -6,11 +6,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.environment import DbHandle, Txn
-from drsg.store.log import encode
-from drsg.store.mutations import Mutation
 from drsg.store.transaction import IdCounters
 
 META_STATE = b"state"  # head seq, last timestamp, next plane/node/edge ids
@@ -22,22 +19,14 @@ _MARK = struct.Struct(">QQQQ")
 
 @dataclass
 class LogState:
+    """The log's state as kept in meta; a commit sink (store/sink.py) moves it."""
+
     head: int = 0
     ts: int = 0
     ids: IdCounters = field(default_factory=IdCounters)
 
     def copy(self) -> LogState:
         return LogState(self.head, self.ts, self.ids.copy())
-
-    def append(
-        self, txn: Txn, log_db: DbHandle, seq: int, origin: dict[str, Json], mutations: list[Mutation], now_ms: int
-    ) -> int:
-        """Write commit ``seq``'s record to the log and move the head to it; returns its timestamp,
-        never earlier than the last one."""
-        ts = max(now_ms, self.ts)
-        txn.put(keys.u64(seq), encode(ts, origin, mutations), db=log_db, append=True)
-        self.head, self.ts = seq, ts
-        return ts
 
 
 def read_state(txn: Txn, meta: DbHandle) -> LogState:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
@@ -29,9 +29,10 @@ from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.environment import READ_DAMAGE, Dbs, Environment, Txn, damaged, write_failed
 from drsg.store.log import decode
-from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_mark, write_state
+from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_mark
 from drsg.store.mutations import EdgePut, IndexDeclare, Mutation, NodePut, PlaneCreate
 from drsg.store.projection import Tallies
+from drsg.store.sink import LogSink
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 
@@ -42,6 +43,12 @@ log = structlog.get_logger("drsg.store")
 #: What a staged commit may hold: changes that touch only versioned records (and deferred tallies),
 #: so that removing a staged commit's keys undoes it exactly.
 STAGEABLE = (PlaneCreate, NodePut, EdgePut, IndexDeclare)
+
+
+def _stageable(mutations: Sequence[Mutation]) -> None:
+    for mutation in mutations:
+        if not isinstance(mutation, STAGEABLE):
+            raise UsageError(f"a staged write cannot hold {mutation.op}; commit it on its own")
 
 
 def process_start(pid: int) -> int | None:
@@ -67,16 +74,20 @@ def owner_alive(mark: StageMark, path: Path) -> bool:
     return process_start(mark.pid) == mark.started
 
 
-def in_write(env: Environment, step: Callable[[Txn], T]) -> T:
-    """Run ``step`` in a write transaction of its own and commit it, growing the map (or adopting
-    another process's growth) and running ``step`` again as the writer does."""
+def in_write(env: Environment, step: Callable[[Txn], T], *, keep: bool = True) -> T:
+    """Run ``step`` in a write transaction of its own and commit it (``keep=False``: abandon it, a
+    dry run's), growing the map (or adopting another process's growth) and running ``step`` again
+    as the writer does."""
     while True:
         try:
             with env.gate.shared():
                 txn = env.begin_write()
                 try:
                     value = step(txn)
-                    txn.commit()
+                    if keep:
+                        txn.commit()
+                    else:
+                        txn.abort()
                     return value
                 except BaseException:
                     txn.abort()
@@ -214,29 +225,25 @@ class StagedWrite:
                 return found
             settle(self.env, found)
 
+    @property
+    def top(self) -> int:
+        """The last seq staged so far (the head before the write, while nothing is)."""
+        return self._state.head
+
     def chunk(self, fn: Callable[[WriteTx], T]) -> T:
         """Run ``fn`` in a transaction of its own and stage its commits (``fn`` may seal several
         with ``tx.commit_point()``). If the map must grow, ``fn`` runs again from the same state:
         it must start over from the same input each time."""
-        meta, log_db = self.env.dbs["meta"], self.env.dbs["log"]
+        meta = self.env.dbs["meta"]
 
         def step(txn: Txn) -> tuple[T, LogState, Tallies, list[int]]:
-            state, tallies, seqs = self._state.copy(), self._tallies.copy(), []
-
-            def seal(tx: WriteTx) -> int:
-                if tx.mutations:
-                    for mutation in tx.mutations:
-                        if not isinstance(mutation, STAGEABLE):
-                            raise UsageError(f"a staged write cannot hold {mutation.op}; commit it on its own")
-                    state.append(txn, log_db, tx.seq, self.origin, tx.mutations, int(self.clock() * 1000))
-                    seqs.append(tx.seq)
-                return state.head + 1
-
-            tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids, seal, tallies)
+            state, tallies = self._state.copy(), self._tallies.copy()
+            sink = LogSink(txn, self.env.dbs, state, self.origin, self.clock, defer_tallies=True, check=_stageable)
+            tx = sink.begin(tallies)
             value = fn(tx)
-            seal(tx)
+            sink.seal(tx)
             write_mark(txn, meta, StageMark(*self._owner, self.before.head, state.head))
-            return value, state, tallies, seqs
+            return value, state, tallies, sink.seqs
 
         value, self._state, self._tallies, seqs = in_write(self.env, step)
         self.seqs.extend(seqs)
@@ -248,8 +255,7 @@ class StagedWrite:
         meta = self.env.dbs["meta"]
 
         def step(txn: Txn) -> None:
-            self._tallies.flush(txn, self.env.dbs)
-            write_state(txn, meta, self._state)
+            LogSink(txn, self.env.dbs, self._state, self.origin).advance(self._tallies)
             write_mark(txn, meta, None)
 
         in_write(self.env, step)

@@ -31,7 +31,8 @@ import lmdb
 from drsg.kernel.errors import DrsgError, StoreFull, UsageError
 from drsg.kernel.values import Json
 from drsg.store.environment import READ_DAMAGE, Environment, Txn, damaged, write_failed
-from drsg.store.meta import LogState, StageMark, read_mark, read_state, write_state
+from drsg.store.meta import LogState, StageMark, read_mark, read_state
+from drsg.store.sink import LogSink, advance
 from drsg.store.staging import settle
 from drsg.store.transaction import WriteTx
 
@@ -129,7 +130,13 @@ def _wake(request: _Request | None) -> None:
 
 
 class Writer:
-    def __init__(self, env: Environment, max_group: int = 1000, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        env: Environment,
+        max_group: int = 1000,
+        clock: Callable[[], float] = time.time,
+        on_commit: Callable[[int], None] | None = None,
+    ):
         self.env = env
         self.max_group = max_group
         self.clock = clock
@@ -143,7 +150,7 @@ class Writer:
         self._filled.acquire()
         self._local = threading.local()
         self.groups_committed = 0
-        self.on_commit: Callable[[int], None] | None = None  # told the new head after each durable group
+        self.on_commit = on_commit  # told the new head after each durable group
 
     # ------------------------------------------------------------------ callers
 
@@ -335,11 +342,11 @@ class Writer:
                 finally:
                     self._local.inside = False
                 if failed is None and succeeded:
-                    write_state(txn, meta, state)
+                    head = advance(txn, env.dbs, state)
                     txn.commit()  # durable: the environment syncs on commit
                     self.groups_committed += 1
                     if self.on_commit is not None:
-                        self.on_commit(state.head)
+                        self.on_commit(head)
                     return
             except BaseException:
                 txn.abort()
@@ -360,21 +367,13 @@ class Writer:
             saved = (state.head, state.ts, state.ids.copy())
         else:
             child = txn
-        log_db = self.env.dbs["log"]
-        origin = request.origin
-        clock = self.clock
-
-        def seal(tx: WriteTx) -> int:
-            if tx.mutations:
-                tx.tallies.flush(child, self.env.dbs)
-                request.ts = state.append(child, log_db, tx.seq, origin, tx.mutations, int(clock() * 1000))
-                request.seqs.append(tx.seq)
-            return state.head + 1
-
+        sink = LogSink(child, self.env.dbs, state, request.origin, self.clock)
+        request.seqs = sink.seqs  # the commits it seals, as it seals them
         try:
-            tx = WriteTx(child, self.env.dbs, state.head + 1, state.ids, seal)
+            tx = sink.begin()
             request.value = request.fn(tx)
-            seal(tx)
+            sink.seal(tx)
+            request.ts = sink.ts
         except lmdb.MapFullError:
             if nested:
                 child.abort()

@@ -1,6 +1,6 @@
 """Index workers as a Kafka consumer group: ``drsg workers`` on a node of a Kafka log (DESIGN.md §5).
 
-The commit log stays one ordered partition (store/kafka_log.py): ids and the commit seq are global,
+The commit log stays one ordered partition (store/kafka/log.py): ids and the commit seq are global,
 so one order is the log's meaning. What a group splits is the *index work*, by plane: the group's
 members share the partitions of a second topic, ``<topic>.index`` (``shards`` partitions, created
 when missing; it carries no records), and a member owns the indexes of every plane whose id modulo
@@ -44,7 +44,7 @@ import structlog
 
 from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.store.database import Database
-from drsg.store.kafka_log import KafkaLog
+from drsg.store.kafka.log import KafkaLog
 from drsg.workers.manager import IndexSet
 
 try:

@@ -103,7 +103,7 @@ def workers(
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with obj.open(write=True) as db:
-            from drsg.store.kafka_database import KafkaDatabase
+            from drsg.store.kafka.database import KafkaDatabase
 
             assert isinstance(db, KafkaDatabase)  # log.url is set: Context.open made one
             member = IndexGroup(db, db.kafka, options)
@@ -120,7 +120,7 @@ def workers(
 
 def _show_status(obj: Context, folder: Path, as_json: bool) -> None:
     """What the group saved in ``folder``: each index's checkpoint against this node's copy's head."""
-    from drsg.store.kafka_database import KafkaDatabase
+    from drsg.store.kafka.database import KafkaDatabase
     from drsg.workers.manager import sidecar_roots
     from drsg.workers.sidecar import InForce, survey
 

@@ -1,4 +1,4 @@
-"""The log on Kafka (store/kafka_log.py, store/kafka_database.py) against raw kafka-python, on a
+"""The log on Kafka (store/kafka/log.py, store/kafka/database.py) against raw kafka-python, on a
 tansu broker on loopback started for the run.
 
 Every commit creates one node with a line of real text (``text``, label ``Line``).
@@ -34,7 +34,7 @@ from kafka import KafkaProducer
 
 import drsg
 from drsg.store.backends import open_log
-from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.workers.index_group import GroupOptions, IndexGroup

@@ -1,4 +1,4 @@
-"""A database on a Kafka log (store/kafka_database.py, store/kafka_materialiser.py) against a real
+"""A database on a Kafka log (store/kafka/database.py, store/kafka/materialiser.py) against a real
 tansu broker: nodes racing for the same keys, records that are not what a writer made, restarts,
 files paired with the wrong topic, a broker that loses its topic or dies mid-write, imports, time
 travel, the feed, and the CLI's ``--log``.
@@ -22,8 +22,8 @@ from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseU
 from drsg.store.backends import open_log
 from drsg.store.database import Database
 from drsg.store.jsonl import import_jsonl
-from drsg.store.kafka_database import KafkaDatabase
-from drsg.store.kafka_materialiser import BASE, GROUP, REST, u64_header
+from drsg.store.kafka.database import KafkaDatabase
+from drsg.store.kafka.materialiser import BASE, GROUP, REST, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.surfaces.cli.main import cli

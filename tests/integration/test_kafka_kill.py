@@ -21,7 +21,7 @@ import pytest
 
 import drsg
 from drsg.store.backends import open_log
-from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
 from drsg.workers.keyword import KeywordIndex

@@ -1,4 +1,4 @@
-"""The Kafka log (store/kafka_log.py) beyond the Log contract: what the broker itself brings — a
+"""The Kafka log (store/kafka/log.py) beyond the Log contract: what the broker itself brings — a
 broker that is not there, one that dies mid-run, a topic that is missing or has several partitions,
 end offsets that cannot be trusted, a record another producer wrote — against a real tansu broker.
 """
@@ -19,7 +19,7 @@ from kafka.admin import NewTopic
 
 from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable
 from drsg.store.backends import open_log
-from drsg.store.kafka_log import KafkaLog
+from drsg.store.kafka.log import KafkaLog
 from drsg.store.log import encode
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation, NodePut
@@ -270,7 +270,7 @@ def test_the_kafka_backend_is_loaded_only_when_its_scheme_is_asked_for(tmp_path:
     script = (
         "import sys; from drsg.store.backends import open_log; "
         f"log = open_log({str(tmp_path)!r} + '/g.drsg'); log.close(); "
-        "print(sorted(m for m in sys.modules if m == 'kafka' or m.endswith('kafka_log')))"
+        "print(sorted(m for m in sys.modules if m == 'kafka' or m.startswith('drsg.store.kafka')))"
     )
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert ran.stdout.strip() == "[]"

@@ -34,7 +34,7 @@ import drsg
 from drsg.feed import Subscription
 from drsg.kernel.errors import DatabaseUnavailable
 from drsg.store.jsonl import import_jsonl
-from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka.database import KafkaDatabase
 from tests.integration.test_feed_load import RPC_WRITER, Follower, first_difference
 from tests.integration.test_kafka_database import keys_in
 from tests.integration.test_kafka_serve import serve_on_kafka
@@ -45,7 +45,7 @@ from tests.support.kafka_broker import Broker
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(240)
-TIMEOUT = 5.0  # the Kafka log's broker timeout (store/kafka_log.py): the bound on a write in an outage
+TIMEOUT = 5.0  # the Kafka log's broker timeout (store/kafka/log.py): the bound on a write in an outage
 # what a kill -9 may leave beside the commits: a commit the dying broker kept but did not acknowledge
 # lands before the write after it (stale: that write runs again), and one in flight may leave its
 # offset empty (tests/support/kafka_broker.py: a gap, kept as an empty commit)

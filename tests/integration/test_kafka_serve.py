@@ -19,8 +19,8 @@ import aiohttp
 import pytest
 
 import drsg
-from drsg.store.kafka_database import KafkaDatabase
-from drsg.store.kafka_materialiser import BASE, PREV, u64_header
+from drsg.store.kafka.database import KafkaDatabase
+from drsg.store.kafka.materialiser import BASE, PREV, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from tests.integration.test_kafka_database import produce

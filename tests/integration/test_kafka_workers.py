@@ -32,7 +32,7 @@ import pytest
 
 import drsg
 from drsg.kernel.values import Vector
-from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.transaction import WriteTx
 from drsg.workers.base import IndexWorker
 from drsg.workers.manager import IndexSet

@@ -1,4 +1,4 @@
-"""A Kafka log's materialisation against an embedded replay (store/kafka_materialiser.py).
+"""A Kafka log's materialisation against an embedded replay (store/kafka/materialiser.py).
 
 Random programs of graph writes (planes, nodes, edges, updates, deletes, drops, multi-commit
 writes, writes that fail) run twice: once on an embedded database, once through a real tansu
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 import drsg
 from drsg.kernel.errors import DrsgError
 from drsg.store.database import Database
-from drsg.store.kafka_database import KafkaDatabase
+from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.transaction import WriteTx
 from tests.support.kafka_broker import Broker
 

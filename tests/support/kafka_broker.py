@@ -26,11 +26,11 @@ this project's 2-core machine with kafka-python 3.0.12 (memory-only figures besi
   during the outage, raises nothing, and afterwards reads on from its position. A ``kill -9`` while a
   send is in flight can leave a gap: in 1 of 3 runs the offset after the last acknowledged record was
   never filled, and the next record took the one after it (a node keeps the gap as an empty commit,
-  counted as poison: store/kafka_materialiser.py).
+  counted as poison: store/kafka/materialiser.py).
 - how soon the clients see the broker back is kafka-python's reconnect backoff (doubling, 30 s at
   most by default): after outages of 1, 5 and 15 s an append went through 0.6, 1.8 and 2.5 s after
   the restart, and another process's watcher saw it 0.9, 1.8 and 8.6 s after; with drsg's cap of
-  1 s (store/kafka_log.py ``RECONNECT_MAX_MS``) 0.1, 0.6, 0.7 s and 1.1, 0.7, 0.7 s.
+  1 s (store/kafka/log.py ``RECONNECT_MAX_MS``) 0.1, 0.6, 0.7 s and 1.1, 0.7, 0.7 s.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The materialiser's judge (store/kafka_materialiser.py), on random streams of records: writers'
+"""The materialiser's judge (store/kafka/materialiser.py), on random streams of records: writers'
 commits on the right or a stale base, groups finished or cut short by another record, facts with no
 base, and poison (not a commit, a gap). Whatever the stream: one local commit per record, in seq
 order, except the records of a group still open at the end; a group is applied whole or not at all;
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 
 from drsg.kernel.errors import DamagedDatabase
-from drsg.store.kafka_log import Record
-from drsg.store.kafka_materialiser import BASE, GROUP, PREV, REST, Judge, crc_of, u64_header
+from drsg.store.kafka.log import Record
+from drsg.store.kafka.materialiser import BASE, GROUP, PREV, REST, Judge, crc_of, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 

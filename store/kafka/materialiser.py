@@ -5,7 +5,7 @@ Every node keeps one. Its commit ``seq`` is the Kafka seq (offset + 1), one loca
 offset, so ``AS OF 42`` names the same state on every node. What each record becomes is decided by
 the log alone, the same way on every node (:class:`Judge`):
 
-- a writer (store/kafka_database.py) runs its commit function against its materialisation at head
+- a writer (store/kafka/database.py) runs its commit function against its materialisation at head
   ``B`` and produces the result with a ``drsg-base: B`` header. The record at seq ``S`` is applied
   only if ``B == S - 1``: nothing came between what the writer saw and where its commit landed, so
   the ids it allocated and the checks it made hold in log order. Otherwise it is *stale*: kept as an
@@ -20,7 +20,7 @@ the log alone, the same way on every node (:class:`Judge`):
 - a poison record (not a commit, a damaged one, an offset the broker skipped, or one whose mutations
   the projection refuses) is kept as an empty commit too: logged (``kafka_record_skipped``), counted
   in the file's meta table (:func:`poison_count`; shown with the materialiser's last error by
-  ``drsg stats`` and ``db.stats``, store/kafka_database.py ``KafkaStats``), never a stuck node.
+  ``drsg stats`` and ``db.stats``, store/kafka/database.py ``KafkaStats``), never a stuck node.
 
 An empty commit's origin says why (``{"skipped": "stale: …"}``); its timestamp is the record's.
 The meta table names the log the file materialises and the newest record it holds (seq and CRC), so
@@ -32,7 +32,7 @@ at any point resumes from there; the broker's committed offsets are never used.
 
 Why no consumer group, and not faust: every node needs every record of the one partition, in
 order, while a group hands a partition to one member alone. So the node follows the partition with
-a plain ``assign()`` consumer of kafka-python (store/kafka_log.py), which delivers a new record far
+a plain ``assign()`` consumer of kafka-python (store/kafka/log.py), which delivers a new record far
 sooner than faust's batches (the figures: tests/bench/RESULTS.md, "Kafka: what the broker and the
 client were measured to do").
 """
@@ -49,17 +49,17 @@ from itertools import islice
 
 import structlog
 
-from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DrsgError
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DrsgError, UsageError
 from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
 from drsg.store.environment import Environment, Txn
-from drsg.store.kafka_log import KafkaLog, Record
+from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.log import decode, header_ts
-from drsg.store.meta import META_FORMAT, read_mark, read_state, write_state
+from drsg.store.meta import META_FORMAT, read_mark, read_state
 from drsg.store.mutations import Mutation
+from drsg.store.sink import LogSink
 from drsg.store.staging import in_write
-from drsg.store.transaction import WriteTx
 
 BASE = "drsg-base"  # header: the materialised head the commit was made against
 REST = "drsg-rest"  # header: how many records of the commit's group are still to come
@@ -168,22 +168,19 @@ class Judge:
         return [entry.skipped(f"its group was broken at {seq}") for entry in broken]
 
 
-def _no_seal(tx: WriteTx) -> int:
-    raise AssertionError("a materialised commit is sealed by the materialiser")
-
-
 def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bool:
     """Write ``entries`` (consecutive) as local commits in one LMDB transaction, past those the file
     holds already (every process judges the log alike); False (nothing written) while a staged write
     holds the seqs past the head."""
     dbs = env.dbs
-    meta, log_db = dbs["meta"], dbs["log"]
+    meta = dbs["meta"]
 
     def step(txn: Txn) -> bool:
         if read_mark(txn, meta) is not None:
             return False
         state = read_state(txn, meta)
         before = state.head
+        sink = LogSink(txn, dbs, state)
         if state.head == 0 and txn.get(META_FORMAT, db=meta) is None:
             txn.put(META_FORMAT, keys.u32(FORMAT_VERSION), db=meta)
             txn.put(META_UUID, log_identity(source, entries[0].crc).encode(), db=meta)
@@ -195,13 +192,14 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
             if entry.seq != state.head + 1:
                 raise DamagedDatabase(f"{env.path}: materialising Kafka commit {entry.seq} after {state.head}")
             written = True
-            if entry.mutations:
-                tx = WriteTx(txn, dbs, entry.seq, state.ids, _no_seal)
+            tallies = None
+            if entry.mutations:  # resolved facts: projected as they are, sealed with the record's origin and time
+                tx = sink.begin()
                 tx.apply(entry.mutations)
-                tx.tallies.flush(txn, dbs)
-            state.append(txn, log_db, entry.seq, entry.origin, entry.mutations, entry.ts)
+                tallies = tx.tallies
+            sink.append(entry.seq, entry.mutations, entry.origin, entry.ts, tallies)
         if written:
-            write_state(txn, meta, state)
+            sink.advance()
             txn.put(META_TIP, pack([entries[-1].seq, entries[-1].crc]), db=meta)
             poison = sum(entry.poison for entry in entries if entry.seq > before)
             if poison:
@@ -288,13 +286,18 @@ class Materialiser:
         self._progress = threading.Condition()  # notified after every round (see wait)
         self._offered_lock = threading.Lock()
 
-    def start(self) -> None:
-        self.kafka.listener = self.offer  # what the log's watcher reads: no second fetch for it
+    def start(self) -> Materialiser:
+        """Start following the topic in a thread of its own; returns the materialiser. The log's
+        watcher hands it what it reads through :meth:`offer` (the database passes it as the log's
+        listener), so no record is fetched a second time."""
+        if self._thread is not None:
+            raise UsageError("the materialiser is started already")
         self._thread = threading.Thread(target=self._run, name=f"drsg-materialise-{self.kafka.topic}", daemon=True)
         self._thread.start()
+        return self
 
-    def stop(self) -> None:
-        self.kafka.listener = None
+    def close(self) -> None:
+        """Stop following: the thread ends, and every wait on its progress with it."""
         self._stop.set()
         self.kafka.interrupt()
         with self._progress:

@@ -2,7 +2,7 @@
 ``drsg --log kafka://HOST:PORT/TOPIC --db node.drsg …``, ``[log] url`` in drsg.toml.
 
 Writes go through the broker; reads, time travel, the change feed and the index workers use the
-local LMDB file at ``path``, which follows the topic (store/kafka_materialiser.py). A write:
+local LMDB file at ``path``, which follows the topic (store/kafka/materialiser.py). A write:
 
 1. catches the materialisation up with the head this node knows;
 2. runs the commit function against it, in an LMDB write transaction that is then abandoned (the
@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar, Unpack
+from typing import Generic, TypeVar, Unpack
 
 import structlog
 
@@ -40,8 +40,8 @@ from drsg.kernel.values import Json
 from drsg.store.backends import split_url
 from drsg.store.database import Database, Stats
 from drsg.store.environment import Txn
-from drsg.store.kafka_log import KafkaLog, Record
-from drsg.store.kafka_materialiser import (
+from drsg.store.kafka.log import KafkaLog, Record
+from drsg.store.kafka.materialiser import (
     BASE,
     GROUP,
     PREV,
@@ -54,10 +54,11 @@ from drsg.store.kafka_materialiser import (
     u64_header,
 )
 from drsg.store.lmdb_log import LmdbOptions
-from drsg.store.log import LogReader, encode
+from drsg.store.log import LogReader
 from drsg.store.meta import read_state
 from drsg.store.mutations import Mutation
 from drsg.store.projection import rebuild
+from drsg.store.sink import DryRun
 from drsg.store.staging import StagedWrite, in_write
 from drsg.store.transaction import DEFAULT_PLANE, WriteTx
 from drsg.store.writer import CommitResult
@@ -89,12 +90,15 @@ class KafkaStats(Stats):
         return {**super().to_json(), "log": log_state}
 
 
-class _DryRun(Exception):
-    """Carries a commit function's outcome out of the LMDB transaction, which in_write then abandons:
-    the head it was made on (and the CRC of that head's Kafka record, if known), and its commits."""
+@dataclass(frozen=True)
+class _Run(Generic[T]):
+    """A commit function's dry run on this node's copy: the head it was made on (and the CRC of that
+    head's Kafka record, if known), what it returned, and the commits it made."""
 
-    def __init__(self, base: int, crc: int | None, value: Any, commits: list[list[Mutation]]) -> None:
-        self.base, self.crc, self.value, self.commits = base, crc, value, commits
+    base: int
+    crc: int | None
+    value: T
+    commits: list[list[Mutation]]
 
 
 class KafkaDatabase(Database):
@@ -107,31 +111,34 @@ class KafkaDatabase(Database):
         if scheme != "kafka":
             raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
         # before the file: a bad URL or a broker that is down is one line, and leaves nothing behind
-        self.kafka = KafkaLog(location, timeout=timeout)
+        self.materialiser: Materialiser | None = None  # follows the topic into the file, once it is open
+        self.kafka = KafkaLog(location, timeout=timeout, listener=self._heard).start()
         self.timeout = timeout
         self._write_lock = threading.Lock()  # this process's writes, one at a time
         # the file's write transactions in this process, the materialiser's among them: py-lmdb
         # refuses a second at once (the group-commit writer, unused here, is what guards them otherwise)
         self._file_lock = threading.Lock()
-        self.materialiser: Materialiser | None = None
         self._stager: int | None = None  # the thread inside staged(), if one is
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
         options["create"] = True
         try:
-            super().__init__(path, **options)
+            super().__init__(path, bootstrap=self._follow, **options)
         except BaseException:
             self._stop_following()
             self.kafka.close()
             raise
+        # closed before the file, and after what registers later (the index workers: they read it)
+        self.on_close(self.kafka.close)
+        self.on_close(self._stop_following)
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _bootstrap(self) -> None:
-        """Pair the file with the topic, catch up, and make the `startup` plane if the topic is new."""
+    def _follow(self) -> None:
+        """Pair the file with the topic, start following it, catch up, and make the `startup` plane
+        if the topic is new."""
         check_pairing(self.env, self.kafka)
-        self.materialiser = Materialiser(self.env, self.kafka, self.log.notifier.publish, self._file_lock)
-        self.materialiser.start()
+        self.materialiser = Materialiser(self.env, self.kafka, self.log.publish, self._file_lock).start()
         self.catch_up()
         with self.snapshot() as snap:
             has_startup = snap.find_plane(DEFAULT_PLANE) is not None
@@ -139,17 +146,16 @@ class KafkaDatabase(Database):
             self.write(lambda tx: tx.ensure_plane(DEFAULT_PLANE), {"via": "bootstrap"})
             log.info("created database", path=self.path, log=self.kafka.url)
 
+    def _heard(self, record: Record) -> None:
+        """The log's watcher read ``record``: the materialiser judges it from these bytes."""
+        materialiser = self.materialiser
+        if materialiser is not None:
+            materialiser.offer(record)
+
     def _stop_following(self) -> None:
         if self.materialiser is not None:
-            self.materialiser.stop()
+            self.materialiser.close()
             self.materialiser = None
-
-    def close(self) -> None:
-        while self._on_close:  # the index workers first: they read the file
-            self._on_close.pop()()
-        self._stop_following()
-        self.log.close()
-        self.kafka.close()
 
     @property
     def log_url(self) -> str:
@@ -222,15 +228,13 @@ class KafkaDatabase(Database):
                 if attempt:  # in step with another node, each lands behind the other's stale record
                     time.sleep(backoff(attempt, RETRY_FIRST, RETRY_CEILING, random.random))
                 self.catch_up()
-                try:
-                    with self._file_lock:
-                        in_write(self.env, lambda txn: self._dry_run(txn, fn))
-                except _DryRun as run:
-                    if not run.commits:
-                        return CommitResult(run.value, (), None)
-                    done = self._produce(run.base, run.crc, run.commits, dict(origin or {}))
-                    if done is not None:
-                        return CommitResult(run.value, *done)
+                with self._file_lock:
+                    run = in_write(self.env, lambda txn: self._dry_run(txn, fn), keep=False)
+                if not run.commits:
+                    return CommitResult(run.value, (), None)
+                done = self._produce(run.base, run.crc, run.commits, dict(origin or {}))
+                if done is not None:
+                    return CommitResult(run.value, *done)
             raise Conflict(
                 f"{self.kafka.url}: other writers committed first {ATTEMPTS} times running; nothing was written — retry"
             )
@@ -238,19 +242,14 @@ class KafkaDatabase(Database):
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         return await asyncio.to_thread(self.write, fn, origin)
 
-    def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], Any]) -> None:
+    def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], T]) -> _Run[T]:
+        """Run ``fn`` on the copy's head in ``txn`` (which the caller abandons), keeping its commits."""
         state = read_state(txn, self.env.dbs["meta"])
-        commits: list[list[Mutation]] = []
-
-        def seal(tx: WriteTx) -> int:
-            if tx.mutations:
-                commits.append(list(tx.mutations))
-            return tx.seq + 1
-
-        tx = WriteTx(txn, self.env.dbs, state.head + 1, state.ids.copy(), seal)
+        sink = DryRun(txn, self.env.dbs, state)
+        tx = sink.begin()
         value = fn(tx)
-        seal(tx)
-        raise _DryRun(state.head, crc_at(txn, self.env, state.head), value, commits)
+        sink.seal(tx)
+        return _Run(state.head, crc_at(txn, self.env, state.head), value, sink.commits)
 
     def _produce(
         self, base: int, crc: int | None, commits: list[list[Mutation]], origin: dict[str, Json]
@@ -269,12 +268,10 @@ class KafkaDatabase(Database):
                 headers[GROUP] = u64_header(base)
             if rest:
                 headers[REST] = u64_header(rest)
-            commit = self.kafka.append(mutations, origin, headers=headers)
+            commit, record = self.kafka.produce(mutations, origin, headers=headers)
             seqs.append(commit.seq)
             ts = commit.ts
-            # the bytes sent (encoding is deterministic): the next record's PREV, and judged as they are
-            record = Record(commit.seq, encode(ts, origin, mutations), headers)
-            crc = crc_of(record)
+            crc = crc_of(record)  # of the bytes sent: the next record's PREV, and judged as they are
             if self.materialiser is not None:
                 self.materialiser.offer(record)
         self.catch_up(seqs[-1])
@@ -333,7 +330,7 @@ class _KafkaStage(StagedWrite):
             self.db._file_lock.release()
 
     def finish(self) -> tuple[int, ...]:
-        base, top = self.before.head, self._state.head
+        base, top = self.before.head, self.top
         with self.env.read() as txn:  # past the head: staged, where no reader looks
             commits = [c.mutations for c in LogReader(txn, self.env.dbs["log"]).iter(base + 1, top)]
         self.abandon()  # the local file is as it was; what was staged comes back from the topic

@@ -3,7 +3,7 @@
 This first slice keeps the whole log in partition 0 of one topic: commit ``seq`` is the record's
 offset + 1, and each record is the commit record of store/log.py (``encode``/``decode``, with its
 checksum), so a damaged record raises CorruptRecord like the LMDB log's. On its own it is a Log
-port backend; a database on it (store/kafka_database.py) keeps the graph in an LMDB copy of it.
+port backend; a database on it (store/kafka/database.py) keeps the graph in an LMDB copy of it.
 
 - **append** produces with ``acks=all`` (idempotent producer) and waits for the broker's
   acknowledgement; the seq comes from the acknowledged offset. Appends in one process are serialised,
@@ -19,7 +19,7 @@ port backend; a database on it (store/kafka_database.py) keeps the graph in an L
 - **a lost partition**: offsets only grow, so an acknowledged offset at or below the head known before
   the send means the topic lost commits (deleted and recreated, a memory-only broker restarted); that
   append and every later one raise DamagedDatabase. The watcher does not detect it; a database's
-  materialiser does, by the CRC each of its writers' records names (store/kafka_materialiser.py).
+  materialiser does, by the CRC each of its writers' records names (store/kafka/materialiser.py).
 - **wait** is served by a watcher thread that long-polls the partition from the head
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
   each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.
@@ -86,7 +86,7 @@ class Record(NamedTuple):
 
 
 class KafkaOptions(TypedDict, total=False):
-    """The Kafka log's options (drsg.store.kafka_log.KafkaLog takes them as keywords)."""
+    """The Kafka log's options (drsg.store.kafka.log.KafkaLog takes them as keywords)."""
 
     clock: Callable[[], float]
     timeout: float
@@ -122,7 +122,17 @@ def _seq_and_ts(record: Any) -> tuple[int, int]:
 class KafkaLog(Log):
     """The log in partition 0 of a Kafka topic (see the module docstring)."""
 
-    def __init__(self, location: str, *, clock: Callable[[], float] = time.time, timeout: float = 5.0) -> None:
+    def __init__(
+        self,
+        location: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        timeout: float = 5.0,
+        listener: Callable[[Record], None] | None = None,
+    ) -> None:
+        """Check the URL and the client; nothing connects until :meth:`start`. ``listener`` is told
+        each record the watcher reads, before the head moves past it (a node's materialiser judges
+        it from those bytes rather than fetching it a second time)."""
         self.host, self.port, self.topic = parse_location(location)
         self._url = f"kafka://{self.host}:{self.port}/{self.topic}"
         if kafka is None:
@@ -142,9 +152,18 @@ class KafkaLog(Log):
         self._producer: Any = None
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
-        #: told each record the watcher reads, before the head moves past it (the materialiser's
-        #: way to judge a record without fetching it a second time)
-        self.listener: Callable[[Record], None] | None = None
+        self.listener = listener
+        self._started = False
+
+    def start(self) -> KafkaLog:
+        """Connect: create the topic when it is missing, find the head and start the watcher.
+        Returns the log, ready; a broker that is down is one DatabaseUnavailable, and nothing stays
+        open. Call :meth:`close` when done."""
+        if self._closed:
+            raise DatabaseUnavailable(f"{self._url} has been closed; open it again to use it")
+        if self._started:
+            raise UsageError(f"{self._url} is started already")
+        self._started = True
         try:
             self._ensure_topic()
             self._producer = self._new_producer()
@@ -160,6 +179,7 @@ class KafkaLog(Log):
         self._watcher.seek(self._tp, head)
         self._thread = threading.Thread(target=self._watch, name=f"drsg-kafka-watch-{self.topic}", daemon=True)
         self._thread.start()
+        return self
 
     # ------------------------------------------------------------------ the broker
 
@@ -262,6 +282,8 @@ class KafkaLog(Log):
     def _check_open(self) -> None:
         if self._closed:
             raise DatabaseUnavailable(f"{self._url} has been closed; open it again to use it")
+        if not self._started:
+            raise UsageError(f"{self._url} is not started; call start() first (open_log starts it)")
 
     def head(self) -> int:
         self._check_open()
@@ -275,7 +297,18 @@ class KafkaLog(Log):
         headers: Mapping[str, bytes] | None = None,
     ) -> Commit:
         """As the port's; ``headers`` go on the Kafka record beside it (the materialiser's,
-        store/kafka_database.py: what the commit was based on)."""
+        store/kafka/database.py: what the commit was based on)."""
+        return self.produce(mutations, origin, headers=headers)[0]
+
+    def produce(
+        self,
+        mutations: Sequence[Mutation],
+        origin: Mapping[str, Json] | None = None,
+        *,
+        headers: Mapping[str, bytes] | None = None,
+    ) -> tuple[Commit, Record]:
+        """As :meth:`append`, and the record as the broker acknowledged it (its bytes and headers:
+        what a node's copy judges it by)."""
         self._check_open()
         if not mutations:
             raise UsageError("a commit needs at least one mutation")
@@ -319,7 +352,7 @@ class KafkaLog(Log):
             if self._lost is not None:  # and every later append too: its seq would name another history
                 raise DamagedDatabase(self._lost)
             self._advance(seq, ts)
-        return Commit(seq, ts, list(mutations), made_origin)
+        return Commit(seq, ts, list(mutations), made_origin), Record(seq, record, dict(headers or {}))
 
     def _producer_for_append(self) -> Any:
         """This log's producer, made anew after a failed append (its making waits for the broker)."""
