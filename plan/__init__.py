@@ -1,5 +1,6 @@
 """drsg.plan — the query language (pure: no I/O, imports only the kernel).
 
-SEARCH and HYBRID statements, the logical-plan JSON they compile to (upstream's serde shape), and
-their validation. Index search executes plans (``drsg.workers``); surfaces parse them.
+SEARCH, HYBRID and CALL statements, the logical plan they compile to (typed: ``logical.py`` and
+``expr.py``, read once from upstream's serde shape and written back to it), and its validation.
+Index search executes plans (``drsg.workers``); surfaces parse them.
 """

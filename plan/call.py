@@ -17,6 +17,7 @@ from typing import Any
 
 from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.plan.algo import AlgoSpec, check_algo
+from drsg.plan.logical import Algo
 from drsg.plan.query import Plan, _Parser
 
 #: each algorithm's CALL arguments → AlgoSpec's fields (upstream's names: pagerank's `iterations`)
@@ -48,7 +49,7 @@ class _CallParser(_Parser):
             spec = AlgoSpec(algo, label, **fields).check()
         except UsageError as exc:
             raise QuerySyntaxError(f"CALL {name}: {exc.message}") from None
-        return self._tail(var, spec.to_plan_json())
+        return self._tail(var, Algo(spec))
 
     def _args(self, algo: str) -> dict[str, Any]:
         known = ARGS[algo]

@@ -29,6 +29,7 @@ from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
 from drsg.kernel.values import Vector
 from drsg.plan.call import parse_call
+from drsg.plan.logical import Hybrid, VectorTopK
 from drsg.plan.query import Plan, _Parser, parse_search
 
 DEFAULT_CANDIDATES = 100
@@ -153,7 +154,7 @@ class HybridSpec:
         return {"Hybrid": body}
 
     @classmethod
-    def from_plan_json(cls, body: dict[str, Any]) -> HybridSpec:
+    def from_plan_json(cls, body: object) -> HybridSpec:
         """Read a ``Hybrid`` source body (the value under ``"Hybrid"``)."""
         if not isinstance(body, dict):
             raise UsageError("a Hybrid source is an object with vector, keyword, graph, weights, candidates, k")
@@ -350,7 +351,7 @@ class _HybridParser(_Parser):
             raise QuerySyntaxError('HYBRID KEYWORD needs a label: HYBRID (d:Doc) KEYWORD ON body MATCHING "…"')
         use_profile = weights == DEFAULT_WEIGHTS and "FUSION" not in seen and not self.weighted
         spec = HybridSpec(**parts, weights=weights, use_profile=use_profile).check()
-        return self._tail(var, spec.to_plan_json())
+        return self._tail(var, Hybrid(spec.to_plan_json()["Hybrid"]))
 
 
 def parse_hybrid(text: str, params: dict[str, Any] | None = None) -> Plan:
@@ -364,13 +365,14 @@ def parse_hybrid(text: str, params: dict[str, Any] | None = None) -> Plan:
 def text_property(plan: Plan) -> str | None:
     """The vector property whose embedder must embed the plan's query text (a ``VectorTopK`` or
     ``Hybrid`` source with ``query_text``), or None when the plan has no text to embed."""
-    source = plan.source if isinstance(plan.source, dict) else {}
-    vector = source.get("VectorTopK")
-    if vector is None and isinstance(source.get("Hybrid"), dict):
-        vector = source["Hybrid"].get("vector")
-    if not isinstance(vector, dict) or "query_text" not in vector:
-        return None
-    return str(vector.get("property") or "embedding")
+    match plan.logical.source:
+        case VectorTopK(property=prop, query_text=str()):
+            return prop
+        case Hybrid(body=dict(body)):  # a body as written: HybridSpec reads it where the plan runs
+            vector = body.get("vector")
+            if isinstance(vector, dict) and "query_text" in vector:
+                return str(vector.get("property") or "embedding")
+    return None
 
 
 def parse_query(text: str, params: dict[str, Any] | None = None) -> Plan:

@@ -12,15 +12,39 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadValue, QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
-from drsg.kernel.values import MAX_ID, check_utf8
-from drsg.plan.algo import AlgoSpec
-from drsg.plan.traversal import check_step
+from drsg.kernel.values import Json
+from drsg.plan.logical import MAX_K as MAX_K  # re-exported: the bound surfaces check their params against
+from drsg.plan.logical import (
+    Algo,
+    Distinct,
+    Expand,
+    ExpandVar,
+    Filter,
+    Hybrid,
+    KeywordTopK,
+    Limit,
+    LogicalPlan,
+    ScanAll,
+    ScanLabel,
+    SeekIds,
+    SeekKeys,
+    Skip,
+    Sort,
+    Source,
+    Step,
+    VectorTopK,
+    check_floats,
+    parse_plan,
+    parse_source,
+    parse_step,
+)
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -34,16 +58,39 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass
+_SOURCE_TYPES = (ScanAll, ScanLabel, SeekIds, SeekKeys, VectorTopK, KeywordTopK, Hybrid, Algo)
+_STEP_TYPES = (Expand, ExpandVar, Filter, Distinct, Sort, Skip, Limit)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class Plan:
-    """A logical plan: one source and its steps, plus the AS OF it runs at."""
+    """A checked logical plan and the AS OF it runs at. ``logical`` is the typed plan every consumer
+    runs; ``source`` and ``steps`` are its wire JSON (upstream's serde shape), for a surface to show.
+    Made from typed parts, or from wire JSON, which is checked (:func:`drsg.plan.logical.parse_source`)."""
 
-    source: dict[str, Any] | str
-    steps: list[dict[str, Any] | str] = field(default_factory=list)
-    as_of: AsOf | None = None
+    logical: LogicalPlan
+    as_of: AsOf | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "steps": self.steps}
+    def __init__(self, source: Source | Json, steps: Sequence[Step | Json] = (), as_of: AsOf | None = None) -> None:
+        typed = source if isinstance(source, _SOURCE_TYPES) else parse_source(source)
+        parsed = tuple(s if isinstance(s, _STEP_TYPES) else parse_step(s, MAX_K) for s in steps)
+        object.__setattr__(self, "logical", LogicalPlan(typed, parsed))
+        object.__setattr__(self, "as_of", as_of)
+
+    @classmethod
+    def of(cls, logical: LogicalPlan, as_of: AsOf | None = None) -> Plan:
+        return cls(logical.source, logical.steps, as_of)
+
+    @property
+    def source(self) -> Json:
+        return self.logical.source.to_json()
+
+    @property
+    def steps(self) -> list[Json]:
+        return [step.to_json() for step in self.logical.steps]
+
+    def to_json(self) -> dict[str, Json]:
+        return self.logical.to_json()
 
 
 @dataclass
@@ -162,14 +209,8 @@ class _Parser:
                 k = self.number("TOPK")
             else:
                 break
-        source: dict[str, Any] = {
-            "label": label,
-            "property": prop or "embedding",
-            "metric": plan_metric(metric),
-            "k": k,
-        }
-        source["query_text" if isinstance(query, str) else "query"] = query
-        return self._tail(var, {"VectorTopK": source})
+        text, numbers = (query, None) if isinstance(query, str) else (None, tuple(query))
+        return self._tail(var, VectorTopK(label, prop or "embedding", plan_metric(metric), k, numbers, text))
 
     def _keyword(self, var: str, label: str | None, prop: str | None) -> Plan:
         self.take("MATCHING")
@@ -180,7 +221,7 @@ class _Parser:
         if self.peek("TOPK"):
             self.take("TOPK")
             k = self.number("TOPK")
-        return self._tail(var, {"KeywordTopK": {"label": label, "property": prop, "query": text, "k": k}})
+        return self._tail(var, KeywordTopK(label, prop, text, k))
 
     def _near_value(self) -> str | list[float]:
         """What NEAR is followed by: a text to embed, or a vector's numbers."""
@@ -208,8 +249,10 @@ class _Parser:
                 self.take(",", what="',' or ']'")
         raise QuerySyntaxError(f'NEAR needs a "text", a [vector] or a $param, not {tok.text!r}')
 
-    def _tail(self, var: str, source: dict[str, Any]) -> Plan:
-        plan = Plan(source)
+    def _tail(self, var: str, source: Source) -> Plan:
+        """What follows a statement's source: RETURN, LIMIT, AS OF (unchecked against MAX_K, as always)."""
+        steps: list[Step] = []
+        as_of = None
         if self.peek("RETURN"):
             self.take("RETURN")
             tok = self.take(what=f"RETURN {var} or RETURN *")
@@ -217,17 +260,17 @@ class _Parser:
                 raise QuerySyntaxError(f"RETURN can name only {var} (or *), not {tok.text}")
         if self.peek("LIMIT"):
             self.take("LIMIT")
-            plan.steps.append({"Limit": self.number("LIMIT")})
+            steps.append(Limit(self.number("LIMIT")))
         if self.peek("AS"):
             self.take("AS")
             self.take("OF", what="OF after AS")
             tok = self.take(what="a seq, a quoted time or TIME ms")
             if tok.text.upper() == "TIME":
-                plan.as_of = AsOf(ms=self.number("TIME"))
+                as_of = AsOf(ms=self.number("TIME"))
             elif tok.kind == "string":
-                plan.as_of = parse_as_of(self.string(tok))
+                as_of = parse_as_of(self.string(tok))
             elif tok.kind == "number" and tok.text.isdigit():
-                plan.as_of = parse_as_of(int(tok.text))
+                as_of = parse_as_of(int(tok.text))
             else:
                 raise QuerySyntaxError(f"AS OF takes a seq, a quoted RFC 3339 time or TIME ms, not {tok.text}")
         if self.i < len(self.tokens):
@@ -235,17 +278,11 @@ class _Parser:
             raise QuerySyntaxError(
                 f"unexpected {tok.text!r} {_excerpt(self.text, tok.pos)}; this form is not supported"
             )
-        return plan
+        return Plan(source, steps, as_of)
 
 
 def _floats(value: Any, what: str) -> list[float]:
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-    ):
-        raise QuerySyntaxError(f"{what} must be a list of numbers or a string")
-    return [float(v) for v in value]
+    return [float(v) for v in check_floats(value, what)]
 
 
 def parse_search(text: str, params: dict[str, Any] | None = None) -> Plan:
@@ -266,91 +303,8 @@ def parse_plan_json(text: str) -> Plan:
     return plan_from_json(obj)
 
 
-#: most results one search may ask for (k, TOPK, a Limit)
-MAX_K = 10_000
-SOURCES = ("ScanAll", "ScanLabel", "SeekIds", "SeekKeys", "VectorTopK", "KeywordTopK", "Hybrid", "Algo")
-_TOPK_FIELDS = {
-    "VectorTopK": ({"property", "query", "query_text", "k", "metric", "label"}, ()),
-    "KeywordTopK": ({"property", "query", "k", "label"}, ("label", "property", "query")),
-}
-
-
 def plan_from_json(obj: Any, as_of: AsOf | None = None) -> Plan:
     """A logical plan from its JSON, checked against upstream's shape: each source with the fields of
     its kind and their types, ``k`` and step counts in [0, MAX_K]. A malformed plan is one UsageError
     naming the field, never a failure where the plan runs."""
-    if not isinstance(obj, dict) or "source" not in obj:
-        raise UsageError('a plan is a JSON object with "source" (and optional "steps")')
-    unknown = set(obj) - {"source", "steps"}
-    if unknown:
-        raise UsageError(f"a plan has only source and steps, not {', '.join(sorted(map(str, unknown)))}")
-    steps = obj.get("steps", [])
-    if not isinstance(steps, list):
-        raise UsageError('"steps" must be a list')
-    for step in steps:
-        check_step(step, MAX_K)
-    return Plan(_source(obj["source"]), steps, as_of)
-
-
-def _source(source: Any) -> Any:
-    if source == "ScanAll":
-        return source
-    if not isinstance(source, dict) or len(source) != 1 or next(iter(source)) not in SOURCES[1:]:
-        raise UsageError(f"plan source {source!r:.80} is not supported; use one of {', '.join(SOURCES)}")
-    ((kind, body),) = source.items()
-    if kind == "ScanLabel":
-        _text(body, "ScanLabel's label")
-    elif kind == "SeekIds":
-        if not isinstance(body, list) or not all(_is_int(i) and 0 <= i <= MAX_ID for i in body):
-            raise UsageError("SeekIds takes a list of node ids (whole numbers from 0), e.g. [1, 2]")
-    elif kind == "SeekKeys":
-        if not isinstance(body, list) or not all(isinstance(key, str) for key in body):
-            raise UsageError('SeekKeys takes a list of keys (strings), e.g. ["ada"]')
-    elif kind in _TOPK_FIELDS:
-        _topk(kind, body)
-    elif kind == "Algo":
-        AlgoSpec.from_plan_json(body)
-    # Hybrid: HybridSpec.from_plan_json (drsg.plan.hybrid) checks its body where the plan runs
-    return source
-
-
-def _topk(kind: str, body: Any) -> None:
-    fields, required = _TOPK_FIELDS[kind]
-    if not isinstance(body, dict):
-        raise UsageError(f"{kind} takes an object with {', '.join(sorted(fields))}")
-    unknown = set(body) - fields
-    missing = [name for name in required if name not in body]
-    if unknown or missing:
-        what = f"has no field {sorted(map(str, unknown))[0]!r}" if unknown else f"needs {missing[0]!r}"
-        raise UsageError(f"{kind} {what}; its fields are {', '.join(sorted(fields))}")
-    if body.get("label") is not None or kind == "KeywordTopK":
-        _text(body.get("label"), f"{kind}'s label")
-    _text(body.get("property", "embedding"), f"{kind}'s property")
-    _count(body.get("k", 10), f"{kind}'s k")
-    if kind == "KeywordTopK":
-        _text(body["query"], "KeywordTopK's query")
-        return
-    check_metric(_text(body.get("metric", "Cosine"), "VectorTopK's metric"))
-    if ("query" in body) == ("query_text" in body):
-        raise UsageError('VectorTopK takes "query" (a list of numbers) or "query_text" (text to embed), one of them')
-    if "query" in body:
-        _floats(body["query"], "VectorTopK's query")
-    else:
-        _text(body["query_text"], "VectorTopK's query_text")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _count(value: Any, what: str) -> int:
-    if not _is_int(value) or not 0 <= value <= MAX_K:
-        raise UsageError(f"{what} must be a whole number from 0 to {MAX_K}, not {value!r:.40}")
-    return int(value)
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise UsageError(f"{what} must be a non-empty string, not {value!r:.40}")
-    check_utf8(value, what)  # a JSON "\ud800" is a str, but no key or index can hold it
-    return value
+    return Plan.of(parse_plan(obj), as_of)

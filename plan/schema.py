@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drsg.kernel.errors import UsageError
-from drsg.plan.traversal import expr_names
+from drsg.kernel.values import Json
+from drsg.plan.expr import expr_names
+from drsg.plan.logical import Expand, ExpandVar, Filter, LogicalPlan, ScanLabel, Sort, parse_plan
 
 #: property names whose values are never shown to a model
 SENSITIVE = re.compile(r"(pass(word|wd)?|secret|token|api[_-]?key|credential|ssn|private[_-]?key|salt)", re.I)
@@ -113,21 +115,24 @@ def example_text(value: Any) -> str | None:
     return None
 
 
-def check_plan(plan: dict[str, Any], schema: SoftSchema) -> None:
-    """Raise a UsageError for the first label, edge type or property the plane does not have."""
-    source = plan.get("source")
+def check_plan(plan: LogicalPlan | Json, schema: SoftSchema) -> None:
+    """Raise a UsageError for the first label, edge type or property the plane does not have (a
+    wire plan is read first: :func:`drsg.plan.logical.parse_plan`)."""
+    plan = plan if isinstance(plan, LogicalPlan) else parse_plan(plan)
     labels, props = set(schema.labels), schema.properties()
-    if isinstance(source, dict):
-        label = source.get("ScanLabel")
-        if isinstance(label, str):
-            _known("label", label, labels)
-    for step in plan.get("steps", []):
-        if not isinstance(step, dict):
-            continue
-        ((name, body),) = step.items()
-        if name in ("Expand", "ExpandVar") and body.get("edge_type") is not None:
-            _known("edge type", body["edge_type"], set(schema.edges))
-        exprs = [body] if name == "Filter" else [key["expr"] for key in body] if name == "Sort" else []
+    if isinstance(plan.source, ScanLabel):
+        _known("label", plan.source.label, labels)
+    for step in plan.steps:
+        match step:
+            case Expand(edge_type=str(edge_type)) | ExpandVar(edge_type=str(edge_type)):
+                _known("edge type", edge_type, set(schema.edges))
+                exprs = []
+            case Filter(expr):
+                exprs = [expr]
+            case Sort(keys):
+                exprs = [key.expr for key in keys]
+            case _:
+                exprs = []
         for expr in exprs:
             for kind, found in expr_names(expr):
                 if kind == "property" and not schema.complete and not hidden(found):

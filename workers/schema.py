@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from itertools import islice
-from typing import Any
 
 from drsg.kernel.values import value_type
+from drsg.plan.logical import SeekKeys, Source
 from drsg.plan.schema import EXAMPLES, LabelInfo, PropertyInfo, SoftSchema, example_text, hidden, masked
 from drsg.store.snapshot import Snapshot
 
@@ -64,8 +64,8 @@ def _label(snap: Snapshot, plane: int, node_id: int, seen: dict[int, str]) -> st
     return seen[node_id]
 
 
-def missing_keys(snap: Snapshot, plane: int, source: Any) -> list[str]:
+def missing_keys(snap: Snapshot, plane: int, source: Source) -> list[str]:
     """The keys of a ``SeekKeys`` source that name no node (what bounded an answer)."""
-    if not isinstance(source, dict) or not isinstance(source.get("SeekKeys"), list):
+    if not isinstance(source, SeekKeys):
         return []
-    return [key for key in source["SeekKeys"] if snap.node_id_by_key(plane, str(key)) is None]
+    return [key for key in source.keys if snap.node_id_by_key(plane, key) is None]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from drsg.kernel.errors import UsageError
-from drsg.plan.traversal import DIRECTIONS, Row, evaluate, sort_key, truthy
+from drsg.plan.logical import DIRECTIONS, Distinct, Expand, ExpandVar, Filter, Limit, Skip, Sort, SortKey, Step
+from drsg.plan.traversal import Row, sort_key, truthy, value_of
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 
@@ -58,43 +58,43 @@ class Subgraph:
         return list(nodes.values()), list(edges.values())
 
 
-def run_steps(snap: Snapshot, plane: int, rows: list[Walked], steps: Iterable[Any]) -> list[Walked]:
+def run_steps(snap: Snapshot, plane: int, rows: list[Walked], steps: Iterable[Step]) -> list[Walked]:
     for step in steps:
-        if step == "Distinct":
-            seen: set[int] = set()
-            rows = [r for r in rows if not (r.node.id in seen or seen.add(r.node.id))]  # type: ignore[func-returns-value]
-            continue
-        ((name, body),) = step.items()
-        if name == "Limit":
-            rows = rows[: int(body)]
-        elif name == "Skip":
-            rows = rows[int(body) :]
-        elif name == "Filter":
-            rows = [r for r in rows if truthy(evaluate(body, r.row()))]
-        elif name == "Sort":
-            rows = _sort(rows, body)
-        elif name == "Expand":
-            rows = _expand(snap, plane, rows, body, 1, 1)
-        elif name == "ExpandVar":
-            rows = _expand(snap, plane, rows, body, int(body.get("min", 1)), int(body.get("max", 1)))
-        else:
-            raise UsageError(f"plan step {name} is not supported here")
+        match step:
+            case Distinct():
+                first: dict[int, Walked] = {}
+                for r in rows:
+                    first.setdefault(r.node.id, r)  # the first row to reach a node, in order
+                rows = list(first.values())
+            case Limit(count):
+                rows = rows[:count]
+            case Skip(count):
+                rows = rows[count:]
+            case Filter(expr):
+                rows = [r for r in rows if truthy(value_of(expr, r.row()))]
+            case Sort(keys):
+                rows = _sort(rows, keys)
+            case Expand(direction, edge_type):
+                rows = _expand(snap, plane, rows, DIRECTIONS[direction], edge_type, 1, 1)
+            case ExpandVar(direction, edge_type, low, high):
+                rows = _expand(snap, plane, rows, DIRECTIONS[direction], edge_type, low, high)
     return rows
 
 
-def _sort(rows: list[Walked], keys: list[dict[str, Any]]) -> list[Walked]:
+def _sort(rows: list[Walked], keys: tuple[SortKey, ...]) -> list[Walked]:
     """Stable, key by key from the last; rows without a value go last in either direction."""
     for key in reversed(keys):
-        valued = [(r, evaluate(key["expr"], r.row())) for r in rows]
+        valued = [(r, value_of(key.expr, r.row())) for r in rows]
         present = [(r, v) for r, v in valued if sort_key(v)[0] < 3]
         absent = [r for r, v in valued if sort_key(v)[0] == 3]
-        present.sort(key=lambda rv: sort_key(rv[1]), reverse=bool(key.get("descending", False)))
+        present.sort(key=lambda rv: sort_key(rv[1]), reverse=key.descending)
         rows = [r for r, _ in present] + absent
     return rows
 
 
-def _expand(snap: Snapshot, plane: int, rows: list[Walked], body: dict[str, Any], low: int, high: int) -> list[Walked]:
-    direction, edge_type = DIRECTIONS[body.get("dir", "Out")], body.get("edge_type")
+def _expand(
+    snap: Snapshot, plane: int, rows: list[Walked], direction: str, edge_type: str | None, low: int, high: int
+) -> list[Walked]:
     out = [r for r in rows] if low == 0 else []
     frontier = rows
     cache: dict[int, Node | None] = {}

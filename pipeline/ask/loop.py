@@ -30,6 +30,7 @@ from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, pars
 from drsg.pipeline.ask.tools import MAX_ENTITIES, Tools
 from drsg.pipeline.embedder_choice import same_space
 from drsg.pipeline.llm.calls import ModelCalls
+from drsg.plan.logical import Limit
 from drsg.plan.query import Plan, plan_from_json
 from drsg.plan.schema import SoftSchema, check_plan
 from drsg.store.database import Database
@@ -234,10 +235,10 @@ class _Loop:
         try:
             for raw in answer.plans:
                 i += 1
-                plan = plan_from_json(raw, self.at)
-                check_plan(plan.to_json(), self.schema)
-                if self.options.limit and not any(isinstance(s, dict) and "Limit" in s for s in plan.steps):
-                    plan.steps.append({"Limit": self.options.limit})
+                plan = plan_from_json(raw, self.at)  # read once: what follows takes the typed plan
+                check_plan(plan.logical, self.schema)
+                if self.options.limit and not any(isinstance(s, Limit) for s in plan.logical.steps):
+                    plan = Plan.of(plan.logical.then(Limit(self.options.limit)), plan.as_of)
                 plans.append(plan)
         except DrsgError as exc:
             where = f"plan {i}: " if len(answer.plans) > 1 else ""
@@ -262,7 +263,7 @@ class _Loop:
         with self.db.snapshot(self.at) as snap:
             plane_id = snap.plane(self.plane).id
             for i, plan in enumerate(plans, 1):
-                for key in missing_keys(snap, plane_id, plan.source):
+                for key in missing_keys(snap, plane_id, plan.logical.source):
                     self._bound(f"plan {i}: key {key!r} names no node")
 
     def _union(self, plans: list[Plan], ran: list[Any]) -> None:
@@ -270,7 +271,7 @@ class _Loop:
         edges: dict[int, dict[str, Any]] = {}
         for i, (plan, (rows, found_nodes, found_edges)) in enumerate(zip(plans, ran, strict=True), 1):
             self.result.trace.append(f"ran plan {i}: {len(rows)} row(s), {len(found_edges)} edge(s)")
-            limits = [s["Limit"] for s in plan.steps if isinstance(s, dict) and "Limit" in s]
+            limits = [s.count for s in plan.logical.steps if isinstance(s, Limit)]
             if limits and len(rows) >= limits[-1] > 0:
                 self._bound(f"plan {i} stopped at its limit of {limits[-1]} rows")
             if not rows:

@@ -8,13 +8,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from drsg.api.database import EmbeddedDatabase
 from drsg.kernel import settings as settings_mod
 from drsg.kernel.errors import DrsgError
 from drsg.store.database import Database
+
+if TYPE_CHECKING:
+    from drsg.api.kafka import KafkaDatabase
+
+    ApiDatabase = EmbeddedDatabase | KafkaDatabase  # what `open` gives: the store's, with drsg.api's calls
 
 
 @dataclass
@@ -48,19 +54,20 @@ class Context:
         return str(fmt)
 
     @contextmanager
-    def open(self, *, write: bool) -> Iterator[Database]:
+    def open(self, *, write: bool) -> Iterator[ApiDatabase]:
         """The database; read commands never create it. A write command that created the file
         and then failed removes it again, so a failed command leaves nothing behind."""
         path = Path(self.db_path)
         existed = path.exists()
         sizes = {"map_size": self.settings["store.map_size"], "max_map_size": self.settings["store.max_map_size"]}
-        db: Database
+        db: ApiDatabase
         if self.settings["log.url"]:  # a Kafka log: --db is this node's copy of it, made when missing
-            from drsg.store.kafka.database import KafkaDatabase
+            from drsg.api.kafka import KafkaDatabase
 
-            db = KafkaDatabase(path, self.settings["log.url"], **sizes)
+            db = KafkaDatabase(path, self.settings["log.url"], self.settings, **sizes)
         else:
-            db = Database(path, create=write, readonly=not write, group_max=self.settings["store.group_max"], **sizes)
+            group_max = self.settings["store.group_max"]
+            db = EmbeddedDatabase(path, self.settings, create=write, readonly=not write, group_max=group_max, **sizes)
         try:
             yield db
         except BaseException:

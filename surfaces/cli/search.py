@@ -16,6 +16,7 @@ from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.hybrid import parse_query, text_property
+from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.store.database import Database
 from drsg.store.records import indexes_json
@@ -222,10 +223,10 @@ def _run(obj: Context, plane: str, plan: Plan, embed: EmbedderChoice, as_json: b
 
 def _no_vectors_hint(db: Database, plane: str, plan: Plan) -> str | None:
     """Why a NEAR search found nothing, when it is that no node holds a vector to compare: the fix."""
-    vector = plan.source.get("VectorTopK") if isinstance(plan.source, dict) else None
-    if not isinstance(vector, dict):
+    vector = plan.logical.source
+    if not isinstance(vector, VectorTopK):
         return None
-    label, prop = vector.get("label"), str(vector.get("property") or "embedding")
+    label, prop = vector.label, vector.property
     with db.snapshot() as snap:
         found = snap.find_plane(plane)
         if found is None or holds_vectors(snap, found.id, label, prop):
