@@ -19,12 +19,14 @@ from typing import Any, TypeVar
 import structlog
 
 from drsg.kernel.errors import QueryTimeout, UsageError, WriteTimeout
+from drsg.kernel.settings import Settings, load
 from drsg.kernel.values import Vector
-from drsg.pipeline.vectorize import recorded_embedder
+from drsg.models.embedders.base import Embedder
+from drsg.pipeline.embedder_choice import EmbedderCache, choose_embedder
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
-from drsg.surfaces.server.config import EmbedChoice, ServerConfig
+from drsg.surfaces.server.config import ServerConfig
 from drsg.workers.manager import IndexSet
 from drsg.workers.search import Searcher
 
@@ -57,8 +59,7 @@ class ServerState:
         self.stopping = False
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
         self.started_at = time.time()
-        self._embedders: dict[tuple[EmbedChoice, int | None], Any] = {}
-        self._embed_lock = threading.Lock()
+        self.embedders = EmbedderCache()  # each embedder built once, whichever thread asks first
         self._writes: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -196,45 +197,15 @@ class ServerState:
         """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread."""
         if not text.strip():
             raise UsageError("the query text is empty")
-        return self.embedder_for(plane, prop).embed([text])[0]  # type: ignore[no-any-return]
+        return self.embedder_for(plane, prop).embed([text])[0]
 
-    def embedder_for(self, plane: str, prop: str) -> Any:
-        """The embedder for ``prop``'s vector space in ``plane``.
+    @property
+    def settings(self) -> Settings:
+        return self.config.settings if self.config.settings is not None else load()
 
-        The operator's (`serve --embed`, `[digest] embed_provider`), else the one the plane
-        recorded for ``prop`` (rebuilt from its preset; keys from the server's environment), else
-        the local model. A request never chooses a provider, a URL or a key."""
-        from drsg.models.embedders.registry import recorded_preset  # the model clients load on first use
-
-        recorded = recorded_embedder(self.db, plane, prop)
-        choice, dims = self.config.embed, None
-        if not choice.explicit and recorded is not None:
-            preset = recorded_preset(recorded)
-            if preset is None:
-                raise UsageError(
-                    f"{prop!r} in plane {plane!r} holds vectors from {recorded}; start the server with "
-                    f"`serve --embed …` naming that service to search it by text, or send a vector"
-                )
-            name, model, dims = preset
-            choice = EmbedChoice(name, model)
-        embedder = self._embedder(choice, dims)
-        if recorded is not None and recorded != embedder.identity():
-            raise UsageError(
-                f"{prop!r} in plane {plane!r} holds vectors from {recorded}, but this server embeds with "
-                f"{embedder.identity()}; send a vector instead, or restart the server with the matching --embed"
-            )
-        return embedder
-
-    def _embedder(self, choice: EmbedChoice, dims: int | None) -> Any:
-        from drsg.models.embedders import get_embedder
-
-        key = (choice, dims)
-        with self._embed_lock:
-            embedder = self._embedders.get(key)
-            if embedder is None:
-                embedder = get_embedder(
-                    choice.name, choice.model, choice.url, choice.key_env, self.config.settings, dimensions=dims
-                )
-                self._embedders[key] = embedder
-                log.info("embedder ready", embedder=embedder.identity())
-            return embedder
+    def embedder_for(self, plane: str, prop: str) -> Embedder:
+        """The embedder for ``prop``'s vector space in ``plane`` (:func:`choose_embedder`'s rule; a
+        request never names one here): the one the plane recorded for ``prop`` (rebuilt from its
+        preset; keys from the server's environment), else the operator's (`serve --embed`,
+        `[digest] embed_provider`), else the local model."""
+        return choose_embedder(self.db, plane, prop, self.settings, configured=self.config.embed, cache=self.embedders)
