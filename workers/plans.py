@@ -10,6 +10,8 @@ time.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
@@ -65,7 +67,8 @@ def run_source(
             return list(hybrid_on_snapshot(searcher, snap, plane, HybridSpec.from_plan_json(body), current, embed))
         case Algo(spec):
             return [Hit(node, score) for node, score in algo_rows(snap, plane, spec)]
-    raise UsageError(f"plan source {source!r:.60} is not supported; see `drsg query --help`")
+        case _:
+            assert_never(source)  # a new source type: mypy says here that it must be run
 
 
 def _query_vector(source: VectorTopK, embed: TextEmbedder | None) -> Vector:

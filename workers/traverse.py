@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from drsg.kernel.errors import UsageError
 from drsg.plan.logical import DIRECTIONS, Distinct, Expand, ExpandVar, Filter, Limit, Skip, Sort, SortKey, Step
@@ -78,6 +79,8 @@ def run_steps(snap: Snapshot, plane: int, rows: list[Walked], steps: Iterable[St
                 rows = _expand(snap, plane, rows, DIRECTIONS[direction], edge_type, 1, 1)
             case ExpandVar(direction, edge_type, low, high):
                 rows = _expand(snap, plane, rows, DIRECTIONS[direction], edge_type, low, high)
+            case _:
+                assert_never(step)  # a new step type: mypy says here that it must be run
     return rows
 
 
