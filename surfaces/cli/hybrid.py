@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
 
+from drsg.api.results import Hit
 from drsg.kernel.asof import AsOf
 from drsg.kernel.metrics import METRICS
 from drsg.plan.hybrid import (
@@ -28,10 +28,8 @@ from drsg.plan.hybrid import (
 )
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import embed_choice, open_indexes, query_embedder
-from drsg.workers.hybrid import HybridHit, vector_similarity
-from drsg.workers.hybrid import hybrid as run_hybrid
-from drsg.workers.search import Searcher
+from drsg.surfaces.cli.search import embed_choice
+from drsg.workers.hybrid import vector_similarity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -121,7 +119,7 @@ def spec_from(text: str, k: int, options: dict[str, Any]) -> HybridSpec:
     ).check()
 
 
-def print_hits(hits: list[HybridHit], as_json: bool, explain: bool = False, spec: HybridSpec | None = None) -> None:
+def print_hits(hits: list[Hit], as_json: bool, explain: bool = False, spec: HybridSpec | None = None) -> None:
     """One line per hit: fused score, name, each channel's raw score — ``v`` the vector similarity
     (as `search NEAR` prints it; JSON's ``channels.vector`` keeps upstream's distance), ``k`` BM25,
     ``g`` decay^hops from the nearest seed."""
@@ -195,16 +193,9 @@ def hybrid(
         --vector embedding --keyword body --graph-hops 1 --k 10
     """
     spec = spec_from(text, k, options)
-    with obj.open(write=False) as db:
-        if spec.vector is not None:  # embed first, outside the query's snapshot
-            choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
-            embedder = query_embedder(obj, db, plane, spec.vector.prop, choice)
-            vector = embedder.embed([text])[0]
-            spec = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
-        with open_indexes(db) as indexes:
-            hits = run_hybrid(
-                Searcher(db, indexes), plane, spec, as_of=as_of, strict=True
-            )  # a channel that cannot run is an error here
+    choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
+    with obj.open(write=False) as db:  # a channel that cannot run is an error here (the API's strict query)
+        hits = db.plane(plane).hybrid(text, spec=spec, as_of=as_of, embed=choice)
         obj.say_synced(db, plane, as_json)
     print_hits(hits, as_json, explain, spec)
 

@@ -10,12 +10,13 @@ from typing import Any, Literal
 import click
 import structlog
 
+from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
-from drsg.plan.hybrid import parse_query, text_property
+from drsg.plan.hybrid import parse_query
 from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.store.database import Database
@@ -27,8 +28,6 @@ from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, pl
 from drsg.workers.analysis import LANGUAGES, canonical_language
 from drsg.workers.hybrid import holds_vectors
 from drsg.workers.manager import IndexSet
-from drsg.workers.plans import run_plan
-from drsg.workers.search import Hit, Searcher
 
 log = structlog.get_logger("drsg.surfaces.cli")
 Purpose = Literal["query", "write"]
@@ -204,16 +203,8 @@ def _print_hits(hits: list[Hit], as_json: bool) -> None:
 
 
 def _run(obj: Context, plane: str, plan: Plan, embed: EmbedderChoice, as_json: bool) -> None:
-    with obj.open(write=False) as db, open_indexes(db) as indexes:
-        embed_text = None
-        prop = text_property(plan)
-        if prop is not None:
-            embedder = query_embedder(obj, db, plane, prop, embed)  # the one that wrote the vectors
-
-            def embed_text(text: str) -> Vector:
-                return embedder.embed([text])[0]
-
-        hits = run_plan(Searcher(db, indexes), plane, plan, embed_text)
+    with obj.open(write=False) as db:
+        hits = db.plane(plane).query(plan, embed=embed)  # a text query: the embedder that wrote the vectors
         obj.say_synced(db, plane, as_json)
         hint = None if hits else _no_vectors_hint(db, plane, plan)
     _print_hits(hits, as_json)
