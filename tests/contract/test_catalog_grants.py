@@ -16,14 +16,13 @@ must stay a comment."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pymysql
 import pytest
 
 from tests.support.catalog_schema import MYSQL_DDL, PG_DDL, PORTABLE_ROWS
-from tests.support.cli import Ran
+from tests.support.cli import Drsg, Ran
 from tests.support.db_servers import APP_PASSWORD, MariaServer, PgServer
 
 VAR, BOSS_VAR, READER_VAR = "DRSG_TEST_GRANTS_APP", "DRSG_TEST_GRANTS_BOSS", "DRSG_TEST_GRANTS_READER"
@@ -75,7 +74,7 @@ class Grants:
         monkeypatch.setenv(BOSS_VAR, BOSS_PASSWORD)
         monkeypatch.setenv(READER_VAR, READER_PASSWORD)
 
-    def grant(self, drsg: Callable[..., Ran]) -> Ran:
+    def grant(self, drsg: Drsg) -> Ran:
         """`catalog grants` for the application's connection, run as the superuser."""
         assert drsg("catalog", "add", "app", self.dsn("app"), "--password-env", VAR).code == 0
         printed = drsg("catalog", "grants", "app")
@@ -84,9 +83,7 @@ class Grants:
         self.make_reader()
         return printed
 
-    def test_the_printed_grants_make_a_role_that_reads_all_but_the_sensitive_columns(
-        self, drsg: Callable[..., Ran]
-    ) -> None:
+    def test_the_printed_grants_make_a_role_that_reads_all_but_the_sensitive_columns(self, drsg: Drsg) -> None:
         printed = self.grant(drsg)
         assert "withheld: " + EVIL.replace("\n", "?") in printed.out.replace("public.", "").replace("grants.", "")
         self.as_superuser(printed.out)  # a second run is fine (the role exists; grants are revoked and made again)
@@ -99,7 +96,7 @@ class Grants:
         ]
         assert not wrong, f"the read role reads what it must not, or not what it should: {wrong}"
 
-    def test_the_json_form_names_what_was_left_out_and_why(self, drsg: Callable[..., Ran]) -> None:
+    def test_the_json_form_names_what_was_left_out_and_why(self, drsg: Drsg) -> None:
         assert drsg("catalog", "add", "app", self.dsn("app"), "--password-env", VAR).code == 0
         answer = drsg("catalog", "grants", "app", "--role", "other_reader", "--json").json_lines()[0]
         assert answer["engine"] == self.engine and answer["role"] == "other_reader"
@@ -112,7 +109,7 @@ class Grants:
         bad = drsg("catalog", "grants", "app", "--role", "x; DROP TABLE sys_user")
         assert bad.code == 2 and len(bad.err.splitlines()) == 1 and "plain name" in bad.err
 
-    def test_a_role_that_can_read_sensitive_columns_is_warned_about(self, drsg: Callable[..., Ran]) -> None:
+    def test_a_role_that_can_read_sensitive_columns_is_warned_about(self, drsg: Drsg) -> None:
         self.grant(drsg)
         assert drsg("catalog", "add", "boss", self.dsn("grants_boss"), "--password-env", BOSS_VAR).code == 0
         assert drsg("catalog", "add", "reader", self.dsn(self.reader_user), "--password-env", READER_VAR).code == 0
@@ -132,7 +129,7 @@ class Grants:
         drsg("catalog", "add", "shown", self.dsn("app"), "--password-env", VAR, "--show-sensitive")
         assert drsg("catalog", "test", "shown").err == ""  # masking off: the operator chose to read them
 
-    def test_the_read_role_reads_views_through_catalog_sql(self, drsg: Callable[..., Ran]) -> None:
+    def test_the_read_role_reads_views_through_catalog_sql(self, drsg: Drsg) -> None:
         # a view's lineage is read as the read role too (MariaDB: SHOW CREATE VIEW, which the grants
         # allow, where information_schema hides the definition from a column-level grant)
         self.grant(drsg)
@@ -220,7 +217,7 @@ class TestPostgres(Grants):
                 return False
         return True
 
-    def test_a_column_renamed_to_a_sensitive_name_is_revoked_by_the_next_run(self, drsg: Callable[..., Ran]) -> None:
+    def test_a_column_renamed_to_a_sensitive_name_is_revoked_by_the_next_run(self, drsg: Drsg) -> None:
         self.grant(drsg)
         assert self.reader_reads("public", "sys_dept", "dept_name")
         self.server.psql("ALTER TABLE sys_dept RENAME COLUMN dept_name TO dept_secret", db="grants", user="app")
@@ -315,7 +312,7 @@ class TestMariadb(Grants):
         return True
 
 
-def test_sqlite_has_no_roles_to_grant(drsg: Callable[..., Ran], tmp_path: Any) -> None:
+def test_sqlite_has_no_roles_to_grant(drsg: Drsg, tmp_path: Any) -> None:
     from tests.support.catalog_schema import make_sqlite
 
     drsg("catalog", "add", "lite", str(make_sqlite(tmp_path / "app.db")))

@@ -9,7 +9,7 @@ the server's request log, so the prompt's content is checked too (no provenance,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
-def sample(drsg: Callable[..., Ran]) -> None:
+def sample(drsg: Drsg) -> None:
     ran = drsg("import", str(SAMPLE), "--plane", PLANE, "--create-plane")
     assert ran.code == 0, ran.err
 
@@ -43,7 +43,7 @@ def script(fake: FakeOpenAI, *answers: Any) -> None:
     fake.script("/chat/completions", *replies)
 
 
-def ask(drsg: Callable[..., Ran], fake: FakeOpenAI, question: str, *args: str) -> Ran:
+def ask(drsg: Drsg, fake: FakeOpenAI, question: str, *args: str) -> Ran:
     chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "MY_CHAT_KEY")
     return drsg("ask", question, "--plane", PLANE, *chat, *args)
 

@@ -13,7 +13,7 @@ import pytest
 from drsg.pipeline.catalog.connections import catalog_folder
 from drsg.store.database import Database
 from tests.support.catalog_schema import SECRET, make_sqlite
-from tests.support.cli import Ran
+from tests.support.cli import Drsg, Ran
 
 SEED = '{"entity":"用户","fields":["密码"],"where":{"name":"张三"}}'
 
@@ -24,16 +24,14 @@ def app(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def indexed(drsg: Callable[..., Ran], app: Path) -> Callable[..., Ran]:
+def indexed(drsg: Drsg, app: Path) -> Callable[..., Ran]:
     assert drsg("catalog", "add", "app", str(app)).code == 0
     ran = drsg("catalog", "index", "app")
     assert ran.code == 0, ran.err
     return drsg
 
 
-def test_connections_keep_references_never_secrets(
-    drsg: Callable[..., Ran], db_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_connections_keep_references_never_secrets(drsg: Drsg, db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PGPASS_FOR_TEST", "hunter2-secret")
     added = drsg("catalog", "add", "pg", "postgresql://app@127.0.0.1:5432/app", "--password-env", "PGPASS_FOR_TEST")
     assert added.code == 0, added.err
@@ -49,7 +47,7 @@ def test_connections_keep_references_never_secrets(
     assert missing.code == 1 and missing.err.startswith("error: no catalog connection")
 
 
-def test_index_never_overwrites_a_plane_it_did_not_write(drsg: Callable[..., Ran], app: Path) -> None:
+def test_index_never_overwrites_a_plane_it_did_not_write(drsg: Drsg, app: Path) -> None:
     drsg("catalog", "add", "app", str(app))
     drsg("plane", "create", "catalog_app")
     drsg("node", "put", "mine", "--plane", "catalog_app", "-l", "Note")
@@ -58,7 +56,7 @@ def test_index_never_overwrites_a_plane_it_did_not_write(drsg: Callable[..., Ran
     assert drsg("get", "@mine", "--plane", "catalog_app").code == 0
 
 
-def test_test_and_an_unreachable_file(drsg: Callable[..., Ran], app: Path, tmp_path: Path) -> None:
+def test_test_and_an_unreachable_file(drsg: Drsg, app: Path, tmp_path: Path) -> None:
     drsg("catalog", "add", "app", str(app))
     assert drsg("catalog", "test", "app").out.startswith("ok: app answered (sqlite 3.")
     drsg("catalog", "add", "gone", str(tmp_path / "nope.db"))

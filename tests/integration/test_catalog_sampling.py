@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from drsg.store.database import Database
 from tests.support.catalog_schema import make_sqlite
-from tests.support.cli import Ran
+from tests.support.cli import Drsg, Ran
 from tests.support.db_servers import APP_PASSWORD, APP_USER, MariaServer, PgServer
 
 PASSWORD_VAR = "DRSG_TEST_SAMPLING_PASSWORD"
@@ -87,7 +87,7 @@ def maria_sampled(maria_server: MariaServer) -> str:
 
 @pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
 def indexed(
-    request: pytest.FixtureRequest, drsg: Callable[..., Ran], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[str, Ran]]:
     """`catalog add` + `catalog index` of the engine's sampling schema, `nickname` made sensitive
     by the environment only (not by `catalog add --sensitive`)."""
@@ -108,14 +108,14 @@ def indexed(
     yield request.param, ran
 
 
-def _columns(drsg: Callable[..., Ran], table: str) -> dict[str, dict[str, object]]:
+def _columns(drsg: Drsg, table: str) -> dict[str, dict[str, object]]:
     ran = drsg("catalog", "columns", table, "--json")
     assert ran.code == 0, ran.err
     return {c["name"]: c for c in json.loads(ran.out)["columns"]}
 
 
 def test_samples_skip_sensitive_unique_and_generated_columns(
-    indexed: tuple[str, Ran], drsg: Callable[..., Ran], db_path: Path
+    indexed: tuple[str, Ran], drsg: Drsg, db_path: Path
 ) -> None:
     person = _columns(drsg, "person")
     assert person["kind"]["enum_sample"] == ["guest", "staff"]  # an ordinary column still is sampled
@@ -144,13 +144,13 @@ def test_one_failing_sample_is_a_warning_and_spoils_nothing_after_it(indexed: tu
     assert "hunter2" not in ran.err and "@example.org" not in ran.err
 
 
-def test_a_never_analysed_table_is_counted(indexed: tuple[str, Ran], drsg: Callable[..., Ran]) -> None:
+def test_a_never_analysed_table_is_counted(indexed: tuple[str, Ran], drsg: Drsg) -> None:
     objects = {o["name"]: o for o in drsg("catalog", "objects", "--json").json_lines()}
     assert objects["person"]["row_estimate"] == 2
 
 
 def test_a_materialized_view_over_a_password_is_not_sampled(
-    pg_materialized: str, drsg: Callable[..., Ran], monkeypatch: pytest.MonkeyPatch
+    pg_materialized: str, drsg: Drsg, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(PASSWORD_VAR, APP_PASSWORD)
     assert drsg("catalog", "add", "s", pg_materialized, "--password-env", PASSWORD_VAR).code == 0
@@ -162,7 +162,7 @@ def test_a_materialized_view_over_a_password_is_not_sampled(
 
 
 def test_a_name_made_sensitive_later_loses_its_sample_on_the_next_run(
-    drsg: Callable[..., Ran], tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
+    drsg: Drsg, tmp_path: Path, db_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert drsg("catalog", "add", "app", str(make_sqlite(tmp_path / "app.db"))).code == 0
     assert drsg("catalog", "index", "app").code == 0
@@ -177,7 +177,7 @@ def test_a_name_made_sensitive_later_loses_its_sample_on_the_next_run(
 
 
 def test_a_relative_sqlite_path_works_from_another_folder(
-    drsg: Callable[..., Ran], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    drsg: Drsg, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
     here.mkdir()

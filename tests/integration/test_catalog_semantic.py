@@ -18,7 +18,7 @@ from drsg.pipeline.catalog import service
 from drsg.pipeline.catalog.connections import Connections
 from drsg.pipeline.catalog.resolve import search
 from drsg.store.database import Database
-from tests.support.cli import Ran
+from tests.support.cli import Drsg, Ran
 
 DDL = """
 CREATE TABLE person ( -- people we know
@@ -50,7 +50,7 @@ def people(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def both(drsg: Callable[..., Ran], people: Path) -> Callable[..., Ran]:
+def both(drsg: Drsg, people: Path) -> Callable[..., Ran]:
     """Two connections to one file: `ppl` indexed with the local embedder, `bare` without one."""
     for name, extra in (("ppl", ("--embed", "local")), ("bare", ())):
         assert drsg("catalog", "add", name, str(people)).code == 0

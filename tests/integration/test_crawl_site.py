@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -213,7 +213,7 @@ def configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return config
 
 
-def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str) -> Ran:
+def digest(drsg: Drsg, fake: FakeOpenAI, *args: str) -> Ran:
     chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "CRAWL_CHAT_KEY")
     return drsg("digest", *args, *chat, "--no-embed", "--mode", "coarse")
 

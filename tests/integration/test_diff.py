@@ -4,24 +4,23 @@ on a real server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 from drsg.kernel.asof import format_ms
-from tests.support.cli import Ran
+from tests.support.cli import Drsg
 from tests.support.server import start_server
 
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
 
 
-def _history(drsg: Callable[..., Ran]) -> None:
+def _history(drsg: Drsg) -> None:
     """seq 2: the sample import; 3: ada gets a title; 4: dijkstra deleted (with his edge)."""
     assert drsg("import", str(SAMPLE), "--plane", "pioneers", "--create-plane").code == 0
     assert drsg("node", "put", "ada", "--plane", "pioneers", "-P", 'title="Countess"').code == 0
     assert drsg("node", "delete", "@dijkstra", "--plane", "pioneers").code == 0
 
 
-def test_cli_lists_what_changed_between_two_seqs(drsg: Callable[..., Ran]) -> None:
+def test_cli_lists_what_changed_between_two_seqs(drsg: Drsg) -> None:
     _history(drsg)
     ran = drsg("diff", "2", "4", "--plane", "pioneers")
     assert ran.code == 0, ran.err
@@ -53,7 +52,7 @@ def test_cli_lists_what_changed_between_two_seqs(drsg: Callable[..., Ran]) -> No
     assert start["counts"]["nodes_created"] == 21 and start["counts"]["edges_created"] == 18
 
 
-def test_cli_takes_times_and_refuses_bad_ends_in_one_line(drsg: Callable[..., Ran], db_path: Path) -> None:
+def test_cli_takes_times_and_refuses_bad_ends_in_one_line(drsg: Drsg, db_path: Path) -> None:
     _history(drsg)
     log = [json.loads(line) for line in drsg("log", "--json").lines()]
     by_time = json.loads(
@@ -72,14 +71,14 @@ def test_cli_takes_times_and_refuses_bad_ends_in_one_line(drsg: Callable[..., Ra
         assert words in ran.err and ran.err.count("\n") == 1 and ran.out == ""
 
 
-def test_a_dropped_plane_is_refused_with_what_to_do(drsg: Callable[..., Ran]) -> None:
+def test_a_dropped_plane_is_refused_with_what_to_do(drsg: Drsg) -> None:
     _history(drsg)
     assert drsg("plane", "drop", "pioneers").code == 0
     ran = drsg("diff", "2", "5", "--plane", "pioneers")
     assert ran.code == 1 and "was dropped before seq 5" in ran.err
 
 
-def test_plane_diff_over_json_rpc(drsg: Callable[..., Ran], db_path: Path, tmp_path: Path) -> None:
+def test_plane_diff_over_json_rpc(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
     _history(drsg)
     server = start_server(db_path, tmp_path)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +42,13 @@ def doc(tmp_path: Path) -> Path:
     return path
 
 
-def digest(drsg: Callable[..., Ran], fake: FakeOpenAI, *args: str, log: str | None = None) -> Ran:
+def digest(drsg: Drsg, fake: FakeOpenAI, *args: str, log: str | None = None) -> Ran:
     chat = ("--chat", fake.base_url, "--model", "fake-chat", "--chat-key-env", "MY_CHAT_KEY")
     where = ("--log", log) if log else ()
     return drsg(*where, "digest", *args, *chat, "--chunk-chars", "200")
 
 
-def node(drsg: Callable[..., Ran], plane: str, key: str) -> dict[str, Any]:
+def node(drsg: Drsg, plane: str, key: str) -> dict[str, Any]:
     ran = drsg("get", f"@{key}", "--plane", plane, "--json")
     assert ran.code == 0, ran.err
     return ran.json_lines()[0]

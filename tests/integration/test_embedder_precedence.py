@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from drsg.store.database import Database
 from tests.integration.test_server import cli, paragraphs, start_server
+from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
 
 TEXTS = paragraphs(6)
@@ -58,7 +58,7 @@ def test_the_server_queries_with_the_recorded_embedder_not_its_configured_one(tm
 
 
 def test_the_cli_queries_with_the_configured_embedder_when_none_is_recorded(
-    drsg: Callable[..., Any], tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    drsg: Drsg, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: the CLI never read `[digest] embed_provider` for a query; vectors that no embedder was
     recorded for were queried with the local model (384 dimensions against 8)."""
@@ -73,7 +73,7 @@ def test_the_cli_queries_with_the_configured_embedder_when_none_is_recorded(
 
 
 def test_the_cli_digest_keeps_to_the_recorded_embedder_over_the_configured_one(
-    drsg: Callable[..., Any], db_path: Path, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+    drsg: Drsg, db_path: Path, tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Before: `[digest] embed_provider` counted as if --embed had named it, so a plane whose vectors
     the local model wrote was refused ("… another vector space")."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ from drsg.models.chat.providers import chat_key
 from drsg.pipeline.code.walk import store_files
 from drsg.surfaces.cli.init import ignore_patterns, render_config
 from drsg.surfaces.cli.main import cli
-from tests.support.cli import Drsg, Ran
+from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.git_tree import commit_tree
 
@@ -59,7 +59,7 @@ def head(db: Path) -> int:
         return opened.head()
 
 
-def keys(drsg: Callable[..., Ran], db: Path, plane: str) -> set[str]:
+def keys(drsg: Drsg, db: Path, plane: str) -> set[str]:
     ran = drsg("export", "--plane", plane, db=db)
     assert ran.code == 0, ran.err
     return {record["external_key"] for record in ran.json_lines() if "external_key" in record}

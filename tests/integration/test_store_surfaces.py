@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from tests.support.cli import Drsg
 
 
-def test_stats_json_counts_the_declared_indexes(drsg: Callable[..., Any]) -> None:
+def test_stats_json_counts_the_declared_indexes(drsg: Drsg) -> None:
     assert drsg("plane", "create", "docs").code == 0
     assert drsg("stats", "--json").json_lines()[0]["indexes"] == 0
     assert drsg("index", "keyword", "Doc", "body", "-p", "docs").code == 0
@@ -15,7 +15,7 @@ def test_stats_json_counts_the_declared_indexes(drsg: Callable[..., Any]) -> Non
     assert drsg("stats", "--json").json_lines()[0]["indexes"] == 2
 
 
-def test_node_put_creates_updates_and_replaces_with_the_same_output(drsg: Callable[..., Any]) -> None:
+def test_node_put_creates_updates_and_replaces_with_the_same_output(drsg: Drsg) -> None:
     assert drsg("plane", "create", "social").code == 0
     made = drsg("node", "put", "ada", "-p", "social", "-l", "Person", "-P", "born=1815")
     assert made.out == "created node #1 @ada (seq 3)\n"
@@ -32,7 +32,7 @@ def test_node_put_creates_updates_and_replaces_with_the_same_output(drsg: Callab
     assert bad.code == 2 and bad.out == "" and _head(drsg) == 6
 
 
-def test_import_on_conflict_error_skip_and_update(drsg: Callable[..., Any], tmp_path: Path) -> None:
+def test_import_on_conflict_error_skip_and_update(drsg: Drsg, tmp_path: Path) -> None:
     assert drsg("plane", "create", "social").code == 0
     assert drsg("node", "put", "ada", "-p", "social", "-l", "Person", "-P", "born=1815").code == 0
     lines = tmp_path / "people.jsonl"
@@ -68,7 +68,7 @@ def test_import_on_conflict_error_skip_and_update(drsg: Callable[..., Any], tmp_
     assert (ada["labels"], ada["properties"]) == (["Poet"], {"v": 1})
 
 
-def test_history_by_the_key_of_a_deleted_node_finds_its_last_holder(drsg: Callable[..., Any]) -> None:
+def test_history_by_the_key_of_a_deleted_node_finds_its_last_holder(drsg: Drsg) -> None:
     assert drsg("plane", "create", "social").code == 0
     assert drsg("node", "put", "ada", "-p", "social", "-P", "v=1").code == 0
     assert drsg("node", "delete", "@ada", "-p", "social").code == 0
@@ -81,5 +81,5 @@ def test_history_by_the_key_of_a_deleted_node_finds_its_last_holder(drsg: Callab
     assert never.code == 1 and never.err == "error: node @nobody never existed in plane 'social'\n"
 
 
-def _head(drsg: Callable[..., Any]) -> int:
+def _head(drsg: Drsg) -> int:
     return int(drsg("stats", "--json").json_lines()[0]["commit_seq"])
