@@ -2,70 +2,37 @@
 ``drsg --log kafka://HOST:PORT/TOPIC --db node.drsg …``, ``[log] url`` in drsg.toml.
 
 Writes go through the broker; reads, time travel, the change feed and the index workers use the
-local LMDB file at ``path``, which follows the topic (store/kafka/materialiser.py). A write:
-
-1. catches the materialisation up with the head this node knows;
-2. runs the commit function against it, in an LMDB write transaction that is then abandoned (the
-   ids it allocates and the checks it makes are the local state's), keeping the mutations;
-3. produces them (acks=all) with the head they were made on, and waits until the local file has
-   materialised that record: applied (the write's seqs), or stale because another node's commit
-   landed first — then it runs the function again on the newer state, up to ``ATTEMPTS`` times
-   (commit functions may run more than once, as under the group-commit writer). Before each run
-   again it waits a jittered, doubling pause: a record lands stale when anything came between its
-   base and its seq, stale records too, so two nodes retrying in step can each land behind the
-   other's last stale record run after run; the pause takes them out of step.
-
-A function that seals several commits (``tx.commit_point()``) and a staged write (``drsg import``)
-are produced as one group, applied all at once or not at all. Writes from this process are one at
-a time; two processes (or nodes) writing at once cost each other retries, not correctness.
+local LMDB file at ``path``, which follows the topic. The database is composed of its parts: the
+Kafka log (store/kafka/log.py), started before the file is touched; the copy, the embedded store's
+file and reads; the materialiser (store/kafka/materialiser.py), which follows the topic into it; and
+the write path (store/kafka/writes.py), which runs a commit function on the copy, produces what it
+made and waits to read it back.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Generic, TypeVar, Unpack
+from typing import TypeVar, Unpack
 
 import structlog
 
-from drsg.kernel.backoff import backoff
-from drsg.kernel.errors import ConfigError, Conflict, DatabaseUnavailable, UsageError
+from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.kernel.values import Json
 from drsg.store.backends import split_url
 from drsg.store.database import Database, Stats
-from drsg.store.environment import Txn
 from drsg.store.kafka.log import KafkaLog, Record
-from drsg.store.kafka.materialiser import (
-    BASE,
-    GROUP,
-    PREV,
-    REST,
-    Materialiser,
-    check_pairing,
-    crc_at,
-    crc_of,
-    poison_count,
-    u64_header,
-)
+from drsg.store.kafka.materialiser import Materialiser, check_pairing, poison_count
+from drsg.store.kafka.writes import KafkaWrites
 from drsg.store.lmdb_log import LmdbOptions
-from drsg.store.log import LogReader
-from drsg.store.meta import read_state
-from drsg.store.mutations import Mutation
-from drsg.store.projection import rebuild
-from drsg.store.sink import DryRun
-from drsg.store.staging import StagedWrite, in_write
+from drsg.store.staging import StagedWrite
 from drsg.store.transaction import DEFAULT_PLANE, WriteTx
 from drsg.store.writer import CommitResult
 
 T = TypeVar("T")
-ATTEMPTS = 20  # runs of one commit function before a write gives up on other writers
-RETRY_FIRST, RETRY_CEILING = 0.01, 0.32  # seconds before a run again: about a produce-to-read round trip, doubling
 log = structlog.get_logger("drsg.store")
 
 
@@ -90,17 +57,6 @@ class KafkaStats(Stats):
         return {**super().to_json(), "log": log_state}
 
 
-@dataclass(frozen=True)
-class _Run(Generic[T]):
-    """A commit function's dry run on this node's copy: the head it was made on (and the CRC of that
-    head's Kafka record, if known), what it returned, and the commits it made."""
-
-    base: int
-    crc: int | None
-    value: T
-    commits: list[list[Mutation]]
-
-
 class KafkaDatabase(Database):
     """A database on a Kafka log, materialised in the LMDB file ``path`` (see the module)."""
 
@@ -111,14 +67,9 @@ class KafkaDatabase(Database):
         if scheme != "kafka":
             raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
         # before the file: a bad URL or a broker that is down is one line, and leaves nothing behind
-        self.materialiser: Materialiser | None = None  # follows the topic into the file, once it is open
+        self._writes: KafkaWrites | None = None  # the write path, once the copy is open
         self.kafka = KafkaLog(location, timeout=timeout, listener=self._heard).start()
         self.timeout = timeout
-        self._write_lock = threading.Lock()  # this process's writes, one at a time
-        # the file's write transactions in this process, the materialiser's among them: py-lmdb
-        # refuses a second at once (the group-commit writer, unused here, is what guards them otherwise)
-        self._file_lock = threading.Lock()
-        self._stager: int | None = None  # the thread inside staged(), if one is
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
         options["create"] = True
@@ -138,13 +89,22 @@ class KafkaDatabase(Database):
         """Pair the file with the topic, start following it, catch up, and make the `startup` plane
         if the topic is new."""
         check_pairing(self.env, self.kafka)
-        self.materialiser = Materialiser(self.env, self.kafka, self.log.publish, self._file_lock).start()
+        # the file's write transactions in this process, the materialiser's and the write path's:
+        # py-lmdb refuses a second at once (the group-commit writer, unused here, guards them otherwise)
+        file_lock = threading.Lock()
+        writes = self._writes = KafkaWrites(self.path, self.env, self.kafka, file_lock, self.writer.clock, self.timeout)
+        writes.materialiser = Materialiser(self.env, self.kafka, self.log.publish, file_lock).start()
         self.catch_up()
         with self.snapshot() as snap:
             has_startup = snap.find_plane(DEFAULT_PLANE) is not None
         if not has_startup and self.head() == 0:
             self.write(lambda tx: tx.ensure_plane(DEFAULT_PLANE), {"via": "bootstrap"})
             log.info("created database", path=self.path, log=self.kafka.url)
+
+    @property
+    def materialiser(self) -> Materialiser | None:
+        """What follows the topic into the copy (None before the copy is open and once closed)."""
+        return None if self._writes is None else self._writes.materialiser
 
     def _heard(self, record: Record) -> None:
         """The log's watcher read ``record``: the materialiser judges it from these bytes."""
@@ -153,9 +113,10 @@ class KafkaDatabase(Database):
             materialiser.offer(record)
 
     def _stop_following(self) -> None:
-        if self.materialiser is not None:
-            self.materialiser.close()
-            self.materialiser = None
+        writes = self._writes
+        if writes is not None and writes.materialiser is not None:
+            writes.materialiser.close()
+            writes.materialiser = None
 
     @property
     def log_url(self) -> str:
@@ -193,157 +154,31 @@ class KafkaDatabase(Database):
         with self.env.read() as txn:
             return poison_count(txn, self.env)
 
+    @property
+    def writes(self) -> KafkaWrites:
+        """The write path (store/kafka/writes.py): through the topic, read back from the copy."""
+        if self._writes is None:
+            raise DatabaseUnavailable(f"{self.path} is not open yet; open it again to use it")
+        return self._writes
+
     def catch_up(self, seq: int | None = None, timeout: float | None = None) -> int:
-        """Wait until the local file has materialised commit ``seq``, or by default until every
-        record up to the topic's head as known now is judged (an unfinished group stays held back:
-        a write made now lands after it and breaks it, as a dead writer's group must be broken);
-        returns the local head. A node that makes no progress for ``timeout`` seconds (default
-        twice the broker timeout) fails it with the reason."""
-        materialiser = self.materialiser
-        if materialiser is None:
-            raise DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
-        target = self.kafka.head() if seq is None else seq
+        """Wait until the copy has materialised commit ``seq`` (default: every record up to the
+        topic's head as known now); returns the copy's head (:meth:`KafkaWrites.catch_up`)."""
+        return self.writes.catch_up(seq, timeout)
 
-        def done() -> bool:
-            return materialiser.settled(target) if seq is None else self.head() >= target
-
-        wait = self.timeout * 2 if timeout is None else timeout
-        progress = (materialiser.judged, self.head())
-        while not materialiser.wait(done, wait):
-            if (materialiser.judged, self.head()) == progress:
-                raise DatabaseUnavailable(
-                    f"{self.kafka.url}: this node has materialised {self.head()} of {target} commits "
-                    f"({materialiser.error or 'the broker is slow or gone'}); retry"
-                )
-            progress = (materialiser.judged, self.head())  # slow but moving: the bound is on a stall
-        return self.head()
-
-    # ------------------------------------------------------------------ writing
+    # ------------------------------------------------------------------ writing: the write path's
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
-        if self._stager == threading.get_ident():  # it would wait for the file the stage holds
-            raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
-        with self._write_lock:
-            for attempt in range(ATTEMPTS):
-                if attempt:  # in step with another node, each lands behind the other's stale record
-                    time.sleep(backoff(attempt, RETRY_FIRST, RETRY_CEILING, random.random))
-                self.catch_up()
-                with self._file_lock:
-                    run = in_write(self.env, lambda txn: self._dry_run(txn, fn), keep=False)
-                if not run.commits:
-                    return CommitResult(run.value, (), None)
-                done = self._produce(run.base, run.crc, run.commits, dict(origin or {}))
-                if done is not None:
-                    return CommitResult(run.value, *done)
-            raise Conflict(
-                f"{self.kafka.url}: other writers committed first {ATTEMPTS} times running; nothing was written — retry"
-            )
+        return self.writes.write(fn, origin)
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
-        return await asyncio.to_thread(self.write, fn, origin)
-
-    def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], T]) -> _Run[T]:
-        """Run ``fn`` on the copy's head in ``txn`` (which the caller abandons), keeping its commits."""
-        state = read_state(txn, self.env.dbs["meta"])
-        sink = DryRun(txn, self.env.dbs, state)
-        tx = sink.begin()
-        value = fn(tx)
-        sink.seal(tx)
-        return _Run(state.head, crc_at(txn, self.env, state.head), value, sink.commits)
-
-    def _produce(
-        self, base: int, crc: int | None, commits: list[list[Mutation]], origin: dict[str, Json]
-    ) -> tuple[tuple[int, ...], int] | None:
-        """Produce ``commits`` (one group) made on the state at ``base`` (whose record's CRC is
-        ``crc``); their seqs and last timestamp once materialised, or None when another writer's
-        commit landed first."""
-        seqs: list[int] = []
-        ts = 0
-        for i, mutations in enumerate(commits):
-            headers = {BASE: u64_header(seqs[-1] if seqs else base)}
-            if crc is not None:
-                headers[PREV] = u64_header(crc)
-            rest = len(commits) - 1 - i
-            if len(commits) > 1:
-                headers[GROUP] = u64_header(base)
-            if rest:
-                headers[REST] = u64_header(rest)
-            commit, record = self.kafka.produce(mutations, origin, headers=headers)
-            seqs.append(commit.seq)
-            ts = commit.ts
-            crc = crc_of(record)  # of the bytes sent: the next record's PREV, and judged as they are
-            if self.materialiser is not None:
-                self.materialiser.offer(record)
-        self.catch_up(seqs[-1])
-        with self.env.read() as txn:
-            landed = LogReader(txn, self.env.dbs["log"]).get(seqs[-1])
-        if landed is None or not landed.mutations:
-            log.info("kafka_write_retried", url=self.kafka.url, seq=seqs[-1], why=landed and landed.origin)
-            return None
-        return tuple(seqs), ts
+        return await self.writes.awrite(fn, origin)
 
     @contextmanager
     def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
-        """As the embedded store's: chunks are staged in the local file (memory stays flat), then
-        produced as one group on ``finish()`` and applied at once. If another writer committed
-        meanwhile, nothing is written and Conflict says so. Materialising waits while it stages."""
-        with self._write_lock:
-            self.catch_up()
-            self._file_lock.acquire()
-            try:
-                stage = _KafkaStage(self, dict(origin or {}))
-            except BaseException:
-                self._file_lock.release()
-                raise
-            self._stager = threading.get_ident()
-            try:
-                yield stage
-            finally:
-                self._stager = None
-                if not stage.finished:  # left unfinished, or an error: nothing of it stays
-                    stage.abandon()
-                stage.release()
-
-    # ------------------------------------------------------------------ maintenance
+        with self.writes.staged(origin) as stage:
+            yield stage
 
     def rebuild_projection(self) -> int:
         """Rebuild this node's projection from its copy of the log (the topic is not touched)."""
-        with self._write_lock, self._file_lock:
-            head = in_write(self.env, lambda txn: rebuild(txn, self.env.dbs))
-        log.info("rebuilt projection", path=self.path, commits=head)
-        return head
-
-
-class _KafkaStage(StagedWrite):
-    """A staged write whose finish produces the staged commits to Kafka instead of moving the local
-    head: the materialiser applies them from the topic, as every other node does. It holds the
-    file's write lock from its start until its commits are read back (or it is abandoned)."""
-
-    def __init__(self, db: KafkaDatabase, origin: dict[str, Json]) -> None:
-        super().__init__(db.env, origin, db.writer.clock)
-        self.db = db
-        self._holding = True
-
-    def release(self) -> None:
-        if self._holding:
-            self._holding = False
-            self.db._file_lock.release()
-
-    def finish(self) -> tuple[int, ...]:
-        base, top = self.before.head, self.top
-        with self.env.read() as txn:  # past the head: staged, where no reader looks
-            commits = [c.mutations for c in LogReader(txn, self.env.dbs["log"]).iter(base + 1, top)]
-        self.abandon()  # the local file is as it was; what was staged comes back from the topic
-        self.release()  # the materialiser may write again: it is to apply these
-        if not commits:
-            return ()
-        with self.env.read() as txn:
-            crc = crc_at(txn, self.env, base)
-        done = self.db._produce(base, crc, commits, self.origin)
-        if done is None:
-            raise Conflict(
-                f"{self.db.kafka.url}: another writer committed while this write was staged; "
-                "nothing was written — run it again (it lands only if no other node writes while it is "
-                "staged: pause them, or split the file into smaller imports)"
-            )
-        return done[0]
+        return self.writes.rebuild_projection()
