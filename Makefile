@@ -50,7 +50,7 @@ lint: setup
 	rm -rf $(TYPES) && mkdir -p $(TYPES)/drsg
 	for path in drsg/* $(LAYERS); do ln -s "$(CURDIR)/$$path" $(TYPES)/drsg/; done
 	MYPYPATH=$(TYPES) $(BIN)/mypy -p drsg
-	MYPYPATH=$(TYPES) $(BIN)/mypy --strict -p drsg.kernel -p drsg.store -p drsg.plan -p drsg.workers  # the layers everything stands on, and the plans they run
+	MYPYPATH=$(TYPES) $(BIN)/mypy --strict --follow-imports=silent -p drsg.kernel -p drsg.store -p drsg.plan -p drsg.workers  # the layers everything stands on, and the plans they run
 	MYPYPATH=$(TYPES) $(BIN)/mypy --strict --follow-imports=silent -p drsg.api  # the public API (what it calls is checked above)
 
 # The WebAssembly parser plugins (plugins/README.md): toolchain from Debian when missing, sources from
