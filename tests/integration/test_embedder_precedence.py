@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from drsg.store.database import Database
-from tests.integration.test_server import cli, paragraphs, start_server
 from tests.support.cli import Drsg
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.server import cli, paragraphs, start_server
 
 TEXTS = paragraphs(6)
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kafka import KafkaProducer
 
 import drsg
 from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseUnavailable, NotFound, UsageError
@@ -27,9 +26,9 @@ from drsg.store.kafka.materialiser import BASE, GROUP, REST, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.surfaces.cli.main import cli
-from tests.integration.test_server import clean_env, drsg_argv
-from tests.property.test_kafka_materialisation import tables
 from tests.support.kafka_broker import Broker, free_port
+from tests.support.kafka_nodes import keys_in, produce, tables
+from tests.support.server import clean_env, drsg_argv
 from tests.support.waiting import wait_until
 
 
@@ -50,23 +49,8 @@ def node_of(folder: Path, name: str, url: str, **options: float) -> KafkaDatabas
     return db
 
 
-def keys_in(db: Database, plane: str = "startup") -> list[str | None]:
-    with db.snapshot() as snap:
-        return sorted((n.key for n in snap.nodes(snap.plane(plane).id)), key=str)
-
-
 def skipped(db: Database) -> list[str]:
     return [str(c.origin["skipped"]) for c in db.commits() if "skipped" in c.origin]
-
-
-def produce(broker: Broker, topic: str, value: bytes, headers: dict[str, bytes] | None = None) -> int:
-    """One record on partition 0, as another producer would write it; its seq."""
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
-    try:
-        sent = producer.send(topic, value, partition=0, headers=list((headers or {}).items()) or None)
-        return int(sent.get(10).offset) + 1
-    finally:
-        producer.close()
 
 
 def topic_of(url: str) -> str:

@@ -27,9 +27,9 @@ from drsg.store.transaction import WriteTx
 from drsg.workers.keyword import KeywordIndex
 from drsg.workers.manager import IndexSet
 from tests.bench.common import text_lines
-from tests.integration.test_server import start_server
-from tests.property.test_kafka_materialisation import tables
 from tests.support.kafka_broker import Broker
+from tests.support.kafka_nodes import tables
+from tests.support.server import start_server
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)

@@ -35,13 +35,11 @@ from drsg.feed import Subscription
 from drsg.kernel.errors import DatabaseUnavailable
 from drsg.store.jsonl import import_jsonl
 from drsg.store.kafka.database import KafkaDatabase
-from tests.integration.test_feed_load import RPC_WRITER, Follower, first_difference
-from tests.integration.test_kafka_database import keys_in
-from tests.integration.test_kafka_serve import serve_on_kafka
-from tests.integration.test_server import TOKEN, RunningServer, clean_env, drsg_argv
-from tests.property.test_kafka_materialisation import tables
+from tests.support.feed_load import RPC_WRITER, Follower, first_difference
 from tests.support.feed_oracle import Filter, Replay
 from tests.support.kafka_broker import Broker
+from tests.support.kafka_nodes import keys_in, serve_on_kafka, tables
+from tests.support.server import TOKEN, RunningServer, clean_env, drsg_argv
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(240)

@@ -12,7 +12,6 @@ import json
 import subprocess
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import aiohttp
@@ -23,26 +22,13 @@ from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.materialiser import BASE, PREV, u64_header
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
-from tests.integration.test_kafka_database import produce
-from tests.integration.test_server import RunningServer, clean_env, cli, drsg_argv, start_server
-from tests.integration.test_server_feed import Frame, connect, sse_events, sse_url
+from tests.support.feed_clients import Frame, connect, sse_events, sse_url
 from tests.support.kafka_broker import Broker
+from tests.support.kafka_nodes import produce, serve_on_kafka
+from tests.support.server import RunningServer, clean_env, cli, drsg_argv
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
-
-
-@contextmanager
-def serve_on_kafka(tmp_path: Path, url: str) -> Iterator[tuple[RunningServer, KafkaDatabase]]:
-    """`drsg serve` on the Kafka log ``url``, and another node on it in this process; both closed after."""
-    server = start_server(tmp_path / "served.drsg", tmp_path, env={"DRSG_LOG_URL": url}, name="kafka")
-    other = drsg.open(tmp_path / "other.drsg", log=url)
-    assert isinstance(other, KafkaDatabase)
-    try:
-        yield server, other
-    finally:
-        other.close()
-        assert server.stop() == 0
 
 
 @pytest.fixture

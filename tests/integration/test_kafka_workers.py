@@ -37,8 +37,8 @@ from drsg.store.transaction import WriteTx
 from drsg.workers.base import IndexWorker
 from drsg.workers.manager import IndexSet
 from tests.bench.common import text_lines
-from tests.integration.test_server import start_server
 from tests.support.kafka_broker import Broker
+from tests.support.server import start_server
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)

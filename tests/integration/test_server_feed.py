@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +30,13 @@ import aiohttp
 import pytest
 
 import drsg
+from tests.support.feed_clients import Frame, Socket, connect, sse_events, sse_url, ws_url
 from tests.support.feed_oracle import oracle
 from tests.support.process_memory import memory_kb
 from tests.support.server import TOKEN, RunningServer, clean_env, cli, start_server
 from tests.support.tcp import tcp_sockets
 
 pytestmark = pytest.mark.timeout(120)
-
-Frame = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
@@ -50,15 +49,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     assert running.stop() == 0
 
 
-def ws_url(server: RunningServer, token: str | None = TOKEN) -> str:
-    return f"{server.url}/ws" + (f"?token={token}" if token is not None else "")
-
-
-def sse_url(server: RunningServer, plane: str, query: str = "", token: str | None = TOKEN) -> str:
-    parts = ([f"token={token}"] if token is not None else []) + ([query] if query else [])
-    return f"{server.url}/feed/{plane}" + ("?" + "&".join(parts) if parts else "")
-
-
 def small_receive_buffer(addr_info: Any) -> socket.socket:
     """A client socket with a fixed 64 KiB receive buffer (no autotuning up to tcp_rmem's 32 MiB), so
     a client that stops reading makes the server wait after a few MiB rather than tens."""
@@ -66,93 +56,6 @@ def small_receive_buffer(addr_info: Any) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
     return sock
-
-
-class Socket:
-    """A /ws client: ``call`` returns the answer to a request; notifications are read in order."""
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self.ws = ws
-        self.rid = 0
-        self.pending: list[Frame] = []  # notifications read while waiting for an answer
-        self.stats_at: list[float] = []
-
-    async def frame(self, timeout: float = 15) -> Frame:
-        if self.pending:
-            return self.pending.pop(0)
-        return await self.read(timeout)
-
-    async def read(self, timeout: float = 15) -> Frame:
-        msg = await self.ws.receive(timeout)
-        assert msg.type == aiohttp.WSMsgType.TEXT, (msg.type, msg.data)
-        frame: Frame = json.loads(msg.data)
-        if frame.get("method") == "db.stats":
-            self.stats_at.append(time.monotonic())
-        return frame
-
-    async def send(self, request: Any) -> None:
-        await self.ws.send_str(request if isinstance(request, str) else json.dumps(request))
-
-    async def call(self, method: str, params: Any = None, timeout: float = 15) -> Frame:
-        self.rid += 1
-        request: Frame = {"jsonrpc": "2.0", "id": self.rid, "method": method}
-        if params is not None:
-            request["params"] = params
-        await self.send(request)
-        return await self.answer(self.rid, timeout)
-
-    async def answer(self, rid: Any, timeout: float = 15) -> Frame:
-        async with asyncio.timeout(timeout):
-            while True:
-                frame = await self.read(timeout)
-                if "method" not in frame and frame.get("id") == rid:
-                    return frame
-                self.pending.append(frame)
-
-    async def watch(self, **params: Any) -> Frame:
-        answer = await self.call("plane.watch", params)
-        assert "result" in answer, answer
-        return answer["result"]  # type: ignore[no-any-return]
-
-    async def until(self, done: Callable[[Frame], bool], timeout: float = 15) -> list[Frame]:
-        """Notifications up to and including the first for which ``done`` holds."""
-        out: list[Frame] = []
-        async with asyncio.timeout(timeout):
-            while True:
-                frame = await self.frame(timeout)
-                out.append(frame)
-                if done(frame):
-                    return out
-
-    async def changes_through(self, seq: int, timeout: float = 15) -> list[Frame]:
-        """``plane.change`` params until the feed has resolved ``seq`` (a change at or past it, or a watermark)."""
-
-        def reached(frame: Frame) -> bool:
-            method, params = frame.get("method"), frame.get("params") or {}
-            return method in ("plane.change", "plane.resolved") and params.get("seq", 0) >= seq
-
-        frames = await self.until(reached, timeout)
-        return [f["params"] for f in frames if f.get("method") == "plane.change"]
-
-
-@contextlib.asynccontextmanager
-async def connect(server: RunningServer, **session_args: Any) -> AsyncIterator[Socket]:
-    async with aiohttp.ClientSession(**session_args) as session, session.ws_connect(ws_url(server)) as ws:
-        yield Socket(ws)
-
-
-async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, int, Frame]]:
-    """(event, id, data) for each event of a text/event-stream response."""
-    fields: dict[str, str] = {}
-    async for raw in resp.content:
-        line = raw.decode().rstrip("\r\n")
-        if not line:
-            if "data" in fields:
-                yield fields.get("event", "message"), int(fields["id"]), json.loads(fields["data"])
-            fields = {}
-            continue
-        name, _, value = line.partition(":")
-        fields[name] = value[1:] if value.startswith(" ") else value
 
 
 def run(coro: Any) -> Any:

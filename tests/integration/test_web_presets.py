@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from drsg.models.providers import PRESETS
-from tests.integration.test_server import TOKEN, RunningServer, start_server
+from tests.support.server import TOKEN, RunningServer, start_server
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]

@@ -26,20 +26,14 @@ from drsg.store.database import Database
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.transaction import WriteTx
 from tests.support.kafka_broker import Broker
+from tests.support.kafka_nodes import tables
 
-PROJECTION = ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally", "indexes")
 PLANES = ["startup", "alpha", "beta"]
 KEYS = ["ada", "bob", "cy", "dé"]
 LABELS = ["Person", "Org"]
 EXAMPLES = int(os.environ.get("DRSG_KAFKA_EXAMPLES", "12"))
 
 Op = Callable[[WriteTx], Any]
-
-
-def tables(db: Database) -> dict[str, list[tuple[bytes, bytes]]]:
-    """Every key and value of the projection's tables."""
-    with db.env.read() as txn:
-        return {name: list(txn.cursor(db=db.env.dbs[name])) for name in PROJECTION}
 
 
 def commits(db: Database) -> list[tuple[int, list[Any], dict[str, Any]]]:

@@ -13,24 +13,10 @@ TESTS = ROOT / "tests"
 # a cheap first look: only a file that mentions a test module or a conftest after "tests" is parsed
 MENTIONS = re.compile(r"\btests\b[\w. ]*(\.test_|\.conftest\b|import[^\n]*\b(test_\w+|conftest)\b)")
 
-# Imports of test modules still to move to tests/support/ (each pair: importer, imported module).
-# They were being changed by others when the rest moved (issue #34); the list only shrinks.
+# Imports of test modules still to move to tests/support/ (each pair: importer, imported module):
+# test_architecture's import walker is the architecture test's own, being extended by another change
+# (issue #34), and test_find_requests was being changed too. The list only shrinks.
 NOT_YET_MOVED = {
-    ("tests/integration/test_kafka_restart.py", "tests.integration.test_feed_load"),
-    ("tests/integration/test_kafka_restart.py", "tests.integration.test_kafka_database"),
-    ("tests/integration/test_kafka_restart.py", "tests.integration.test_kafka_serve"),
-    ("tests/integration/test_kafka_restart.py", "tests.integration.test_server"),
-    ("tests/integration/test_kafka_restart.py", "tests.property.test_kafka_materialisation"),
-    ("tests/integration/test_kafka_database.py", "tests.integration.test_server"),
-    ("tests/integration/test_kafka_database.py", "tests.property.test_kafka_materialisation"),
-    ("tests/integration/test_kafka_serve.py", "tests.integration.test_kafka_database"),
-    ("tests/integration/test_kafka_serve.py", "tests.integration.test_server"),
-    ("tests/integration/test_kafka_serve.py", "tests.integration.test_server_feed"),
-    ("tests/integration/test_kafka_kill.py", "tests.integration.test_server"),
-    ("tests/integration/test_kafka_kill.py", "tests.property.test_kafka_materialisation"),
-    ("tests/integration/test_kafka_workers.py", "tests.integration.test_server"),
-    ("tests/integration/test_embedder_precedence.py", "tests.integration.test_server"),
-    ("tests/integration/test_web_presets.py", "tests.integration.test_server"),
     ("tests/property/test_find_requests.py", "tests.integration.test_server"),
     ("tests/unit/test_dependencies.py", "tests.unit.test_architecture"),
     ("tests/unit/test_errors.py", "tests.unit.test_architecture"),
