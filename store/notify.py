@@ -137,12 +137,6 @@ class HeadWaiters:
         self._waiting += 1
         self._watched.notify_all()
 
-    @property
-    def waiting(self) -> int:
-        """Callers inside :meth:`wait` or :meth:`wait_async` now."""
-        with self._cond:
-            return self._waiting
-
     def await_waiters(self, count: int, timeout: float) -> bool:
         """Block until at least ``count`` callers are waiting, or ``timeout`` seconds pass; whether
         they are. A thread counts once it sleeps in :meth:`wait` (it holds the lock until then), a
