@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from drsg.api.plane import Plane
     from drsg.api.results import AskAnswer, Deleted, Digested, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
     from drsg.kernel.asof import AsOf
-    from drsg.models.providers import EmbedderChoice
+    from drsg.models.providers import ChatChoice, EmbedderChoice
     from drsg.pipeline.catalog.answer import Ambiguous, Found, MissingPredicate
     from drsg.pipeline.digest.report import DigestReport
     from drsg.store.diff import PlaneDiff
@@ -58,6 +58,7 @@ _LAZY = {
     "Ambiguous": "drsg.pipeline.catalog.answer",
     "AsOf": "drsg.kernel.asof",
     "AskAnswer": "drsg.api.results",
+    "ChatChoice": "drsg.models.providers",
     "Database": "drsg.api.database",
     "Deleted": "drsg.api.results",
     "DigestReport": "drsg.pipeline.digest.report",
@@ -85,6 +86,7 @@ __all__ = [
     "AskAnswer",
     "BadAsOf",
     "BadValue",
+    "ChatChoice",
     "ChatError",
     "ConfigError",
     "Conflict",

@@ -81,3 +81,15 @@ class EmbedderChoice:
     def names_one(self) -> bool:
         """Whether it names an embedder (a key variable alone names none: it goes with the one chosen)."""
         return any((self.name, self.model, self.url))
+
+
+@dataclass(frozen=True)
+class ChatChoice:
+    """A chat model as flags name it (``--chat``, ``--model``, ``--chat-url``, ``--chat-key-env``):
+    a preset name (or a base URL), a model, a base URL, the variable holding its key — each None when
+    not given (then the ``digest.chat``/``digest.model`` settings decide)."""
+
+    name: str | None = None
+    model: str | None = None
+    url: str | None = None
+    key_env: str | None = None

@@ -25,11 +25,12 @@ from drsg.store.lmdb_log import LmdbOptions
 
 if TYPE_CHECKING:
     from drsg.api.feed import Feed
-    from drsg.api.plane import Plane
+    from drsg.api.plane import AsOfLike, Plane
     from drsg.kernel.asof import AsOf
     from drsg.kernel.values import Json
     from drsg.pipeline.embedder_choice import EmbedderCache
     from drsg.store.database import Stats, _ReadHold
+    from drsg.store.diff import PlaneDiff
     from drsg.store.log import Commit
     from drsg.store.reader import Reader
     from drsg.store.records import Plane as PlaneRecord
@@ -69,6 +70,8 @@ class Database:
     _searcher: Searcher | None
     _embedders: EmbedderCache | None
     _lazy: threading.Lock  # the searcher and the embedders are made once, whichever thread asks first
+    #: what a write's commit says made it (``drsg log`` shows ``via``); a surface sets its own
+    origin: dict[str, Json]
 
     def _start_api(self, settings: Settings | Mapping[str, object] | None) -> None:
         """The concrete classes' constructors call this once the store's part is open. ``settings``:
@@ -81,6 +84,7 @@ class Database:
                 raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
             self._settings_given, self._settings = dict(settings or {}), None
         self._lazy = threading.Lock()
+        self.origin = {"via": "api"}
         self._searcher = None
         self._embedders = None
 
@@ -89,11 +93,12 @@ class Database:
 
     # ------------------------------------------------------------------ planes
 
-    def plane(self, name: str) -> Plane:
-        """The plane called ``name``, with the library's reads and writes (NotFound if none is)."""
-        from drsg.api.plane import Plane
+    def plane(self, name: str, *, as_of: AsOfLike | None = None) -> Plane:
+        """The plane called ``name``, with the library's reads and writes (NotFound if none is);
+        ``as_of``: the plane so called then (a dropped or renamed plane's history stays readable)."""
+        from drsg.api.plane import Plane, as_of_of
 
-        with self.snapshot() as snap:
+        with self.snapshot(as_of_of(as_of)) as snap:
             return Plane(self, snap.plane(name))
 
     def planes(self) -> list[Plane]:
@@ -107,8 +112,18 @@ class Database:
         """A new plane (Conflict if the name is taken)."""
         from drsg.api.plane import Plane
 
-        made: PlaneRecord = self.write(lambda tx: tx.create_plane(name, props), {"via": "api"}).value
+        made: PlaneRecord = self.write(lambda tx: tx.create_plane(name, props), self.origin).value
         return Plane(self, made)
+
+    def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
+        """What changed in the plane called ``plane`` between two commits (seq 0: before the first;
+        ``to``: the head); the plane need only exist at one end (a dropped plane's last changes)."""
+        from drsg.api.plane import seq_of
+        from drsg.store.diff import diff_plane
+
+        with self.read() as reader:
+            ends = [reader.head if end is None else seq_of(reader, end) for end in (from_, to)]
+            return diff_plane(reader, plane, ends[0], ends[1])
 
     # ------------------------------------------------------------------ the change feed
 

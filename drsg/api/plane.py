@@ -9,7 +9,7 @@ int) or its key (a string; a leading ``@`` is allowed, as on the command line).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -25,9 +25,9 @@ from drsg.store.transaction import WriteTx
 if TYPE_CHECKING:
     from drsg.api.database import Database
     from drsg.api.feed import Feed
-    from drsg.kernel.values import Json, Value
+    from drsg.kernel.values import Value
     from drsg.models.chat.base import ChatModel
-    from drsg.models.providers import EmbedderChoice
+    from drsg.models.providers import ChatChoice, EmbedderChoice
     from drsg.pipeline.catalog.answer import FindAnswer
     from drsg.plan.query import Plan
     from drsg.store.diff import PlaneDiff
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 #: what a read's ``as_of`` may be
 AsOfLike = AsOf | int | str | datetime
-ORIGIN: dict[str, Json] = {"via": "api"}  # a commit's origin: written through the library
 
 
 def as_of_of(value: AsOfLike | None) -> AsOf | None:
@@ -55,6 +54,11 @@ def _ref(ref: int | str) -> int | str:
     return ref.removeprefix("@") if isinstance(ref, str) else ref
 
 
+def _shown(ref: int | str) -> str:
+    """A node reference in a message as the caller wrote it: ``@key`` as it is, else quoted."""
+    return ref if isinstance(ref, str) and ref.startswith("@") else repr(ref)
+
+
 class Plane(PlaneRecord):
     """A plane of ``db`` (:meth:`Database.plane`); see the module's docstring."""
 
@@ -70,7 +74,7 @@ class Plane(PlaneRecord):
         target = _ref(ref)
         node = snap.node(self.id, target) if isinstance(target, int) else snap.node_by_key(self.id, target)
         if node is None:
-            raise NotFound(f"no node {ref!r} in plane {self.name!r} at seq {snap.at}; check the id or key")
+            raise NotFound(f"no node {_shown(ref)} in plane {self.name!r} at seq {snap.at}; check the id or @key")
         return node
 
     def get(self, ref: int | str, *, as_of: AsOfLike | None = None) -> Node:
@@ -108,16 +112,12 @@ class Plane(PlaneRecord):
             node_id = target if isinstance(target, int) else snap.key_holder(self.id, target)
             versions = snap.node_history(self.id, node_id) if node_id is not None else []
         if not versions:
-            raise NotFound(f"node {ref!r} never existed in plane {self.name!r}")
+            raise NotFound(f"node {_shown(ref)} never existed in plane {self.name!r}")
         return versions
 
     def diff(self, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
         """What changed in the plane between two commits (seq 0: before the first; ``to``: the head)."""
-        from drsg.store.diff import diff_plane
-
-        with self.db.read() as reader:
-            ends = [reader.head if end is None else _seq(reader, end) for end in (from_, to)]
-            return diff_plane(reader, self.name, ends[0], ends[1])
+        return self.db.diff(self.name, from_, to)
 
     # ------------------------------------------------------------------ writing records
 
@@ -132,27 +132,30 @@ class Plane(PlaneRecord):
         """Create a node, or update the node with this key (labels added, properties merged; with
         ``replace``, both replaced)."""
         mode = "replace" if replace else "update"
-        done = self.db.write(lambda tx: tx.put_node(tx.plane(self.name), key, list(labels), props, mode=mode), ORIGIN)
+        done = self.db.write(
+            lambda tx: tx.put_node(tx.plane(self.name), key, list(labels), props, mode=mode), self.db.origin
+        )
         return Written(done.value.op, done.value.node, done.seq)
 
     def link(self, src: int | str, dst: int | str, type: str, props: Mapping[str, Value] | None = None) -> Linked:
         """Make an edge ``src -[type]-> dst`` (nodes by id or key)."""
-        done = self.db.write(lambda tx: tx.create_edge(tx.plane(self.name), _ref(src), _ref(dst), type, props), ORIGIN)
+        # the store reads an id, a key or an @key, and names the reference as given when it is none
+        done = self.db.write(lambda tx: tx.create_edge(tx.plane(self.name), src, dst, type, props), self.db.origin)
         return Linked(done.value, done.seq)
 
     def unlink(self, edge_id: int) -> Linked:
         """Delete one edge by id; returns the edge as it was."""
-        done = self.db.write(lambda tx: tx.delete_edge(tx.plane(self.name), edge_id), ORIGIN)
+        done = self.db.write(lambda tx: tx.delete_edge(tx.plane(self.name), edge_id), self.db.origin)
         return Linked(done.value, done.seq)
 
     def delete(self, ref: int | str) -> Deleted:
         """Delete a node and every edge at it."""
 
         def delete(tx: WriteTx) -> tuple[Node, int]:
-            gone = tx.delete_node(tx.plane(self.name), _ref(ref))
+            gone = tx.delete_node(tx.plane(self.name), ref)
             return gone, sum(1 for m in tx.mutations if m.op == "edge.delete")
 
-        done = self.db.write(delete, ORIGIN)
+        done = self.db.write(delete, self.db.origin)
         return Deleted(done.value[0], done.value[1], done.seq)
 
     # ------------------------------------------------------------------ JSONL
@@ -233,14 +236,16 @@ class Plane(PlaneRecord):
         metric: str = "cosine",
         embed: EmbedderChoice | None = None,
         batch: int = 64,
+        progress: Callable[[int, int], None] | None = None,
     ) -> Vectorized:
         """Embed the text property ``source`` into the vector property ``into`` for every node (of
         ``label``) whose text changed, then ensure a vector index on it. ``embed`` names the
         embedder; by default the one that wrote ``into``'s vectors (another is refused), else the
-        configured one, else the local model."""
+        configured one, else the local model. ``progress(done, total)`` is called as batches are
+        embedded."""
         from drsg.api import retrieval
 
-        return retrieval.vectorize(self, source, into, label, metric, embed, batch)
+        return retrieval.vectorize(self, source, into, label, metric, embed, batch, progress)
 
     def find(self, request: Mapping[str, Any], *, embed: EmbedderChoice | None = None) -> FindAnswer:
         """On a catalog plane (``drsg catalog index``'s): answer ``{"entity": …, "fields": […],
@@ -272,20 +277,24 @@ class Plane(PlaneRecord):
         self,
         question: str,
         *,
-        chat: ChatModel | None = None,
+        chat: ChatModel | ChatChoice | None = None,
         as_of: AsOfLike | None = None,
         dry_run: bool = False,
         embed: EmbedderChoice | None = None,
+        max_attempts: int | None = None,
+        limit: int | None = None,
     ) -> AskAnswer:
         """A natural-language question as read-only plans, run (unless ``dry_run``) as of one seq;
-        ``chat`` is the model (default: the ``digest.chat``/``digest.model`` settings'); ``embed``
-        names an embedder to give the model its find_edge/find_entity tools."""
+        ``chat`` is the model, or a :class:`ChatChoice` naming one (default: the
+        ``digest.chat``/``digest.model`` settings'); ``embed`` names an embedder to give the model
+        its find_edge/find_entity tools. ``max_attempts`` (model turns) and ``limit`` (rows a plan
+        with none gets; 0: none) default to the ``ask.*`` settings."""
         from drsg.api import retrieval
 
-        return retrieval.ask(self, question, chat, as_of_of(as_of), dry_run, embed)
+        return retrieval.ask(self, question, chat, as_of_of(as_of), dry_run, embed, max_attempts, limit)
 
 
-def _seq(reader: Reader, end: AsOfLike) -> int:
+def seq_of(reader: Reader, end: AsOfLike) -> int:
     """A diff's end as a seq: a seq as it is (0 is the empty state before the first commit;
     diff_plane checks the range), else the commit the time names."""
     if isinstance(end, int) and not isinstance(end, bool):

@@ -134,6 +134,16 @@ class AskAnswer:
     trace: tuple[str, ...]
     attempts: int
     at: int
+    #: what the model calls cost: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``tool_calls``,
+    #: ``refused`` (plans refused) and ``repairs``
+    usage: Mapping[str, int] = field(default_factory=dict)
+    wire: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the ask's own JSON
+
+    def to_json(self) -> dict[str, Any]:
+        """The answer as ``drsg ask --json`` and JSON-RPC give it (the ask's own rendering)."""
+        if not self.wire:
+            raise ValueError("an AskAnswer made by hand has no wire form; Plane.ask makes one")
+        return dict(self.wire)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +157,14 @@ class Vectorized:
     labels: frozenset[str]
     seqs: tuple[int, ...]
     embedder: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as ``drsg vectorize --json`` gives it (the pipeline's report's rendering)."""
+        from drsg.pipeline.vectorize import VectorizeReport
+
+        report = VectorizeReport(self.embedded, self.unchanged, self.no_text, labels=set(self.labels))
+        report.seqs.extend(self.seqs)
+        return report.to_json()
 
 
 @dataclass(frozen=True, slots=True)

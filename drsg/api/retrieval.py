@@ -10,7 +10,7 @@ database (a model loads once).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,7 +19,7 @@ from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
-from drsg.models.providers import EmbedderChoice
+from drsg.models.providers import ChatChoice, EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder, configured_choice, named_embedder
 from drsg.plan.hybrid import (
     DEFAULT_CANDIDATES,
@@ -36,7 +36,10 @@ from drsg.plan.hybrid import (
 
 if TYPE_CHECKING:
     from drsg.api.plane import Plane
+    from drsg.kernel.settings import Settings
     from drsg.models.chat.base import ChatModel
+    from drsg.pipeline.llm.cache import AnswerCache
+    from drsg.pipeline.llm.calls import ModelCalls
     from drsg.plan.query import Plan
     from drsg.workers.search import Hit as WorkerHit
 
@@ -167,13 +170,14 @@ def vectorize(
     metric: str,
     embed: EmbedderChoice | None,
     batch: int,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Vectorized:
     from drsg.pipeline.vectorize import ensure_vector_indexes
     from drsg.pipeline.vectorize import vectorize as embed_plane
 
     store = plane.db.store
     embedder = embedder_for(plane, into, embed, "write")
-    report = embed_plane(store, embedder, plane.name, source, into, label, batch)
+    report = embed_plane(store, embedder, plane.name, source, into, label, batch, progress)
     ensure_vector_indexes(store, plane.name, report.labels, into, metric)
     plane.db.searcher.indexes.catch_up()
     return Vectorized(
@@ -189,34 +193,32 @@ def vectorize(
 def ask(
     plane: Plane,
     question: str,
-    chat: ChatModel | None,
+    chat: ChatModel | ChatChoice | None,
     as_of: AsOf | None,
     dry_run: bool,
     embed: EmbedderChoice | None,
+    max_attempts: int | None = None,
+    limit: int | None = None,
 ) -> AskAnswer:
     from drsg.pipeline.ask.loop import AskOptions
     from drsg.pipeline.ask.loop import ask as run_ask
-    from drsg.pipeline.llm.calls import ModelCalls
 
     db = plane.db
     settings = db.settings
     question = question.strip()
     if not question:
         raise UsageError("the question is empty; ask something, e.g. plane.ask('who …?')")
-    if chat is None:
-        calls = ModelCalls.for_chat(settings["digest.chat"], settings["digest.model"] or None, settings=settings)
-    else:
-        model = chat
-        calls = ModelCalls(model.identity(), lambda: model, None)
+    calls = model_calls(chat, settings)
     options = AskOptions(
         dry_run=dry_run,
-        max_attempts=settings["ask.max_attempts"],
-        limit=settings["ask.limit"],
+        max_attempts=settings["ask.max_attempts"] if max_attempts is None else max_attempts,
+        limit=settings["ask.limit"] if limit is None else limit,
         as_of=as_of,
         masked=tuple(settings["ask.masked"]),
     )
     embedder = None if embed is None else named_embedder(embed, settings, cache=db.embedders)
     result = run_ask(db.store, db.searcher, plane.name, question, calls, embedder, options)
+    wire = result.to_json(calls)
     return AskAnswer(
         result.question,
         tuple(result.plans),
@@ -228,4 +230,23 @@ def ask(
         tuple(result.trace),
         result.attempts,
         result.at,
+        usage=wire["usage"],
+        wire=wire,
     )
+
+
+def model_calls(
+    chat: ChatModel | ChatChoice | None, settings: Settings, cache: AnswerCache | None = None
+) -> ModelCalls:
+    """The chat model's calls: a model as given, one named (its key read on the first call), else
+    the ``digest.chat``/``digest.model`` settings'."""
+    from drsg.pipeline.llm.calls import ModelCalls
+
+    if chat is None:
+        return ModelCalls.for_chat(
+            settings["digest.chat"], settings["digest.model"] or None, settings=settings, cache=cache
+        )
+    if isinstance(chat, ChatChoice):
+        return ModelCalls.for_chat(chat.name, chat.model, chat.url, chat.key_env, settings, cache)
+    model = chat
+    return ModelCalls(model.identity(), lambda: model, cache)

@@ -8,9 +8,10 @@ from typing import Any
 import click
 
 from drsg.kernel.asof import AsOf
+from drsg.models.providers import ChatChoice
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, chat_options, embed_options, json_option, plane_option
-from drsg.surfaces.cli.search import embed_choice, make_embedder, open_indexes
+from drsg.surfaces.cli.search import embed_choice
 
 
 @click.command("ask")
@@ -53,31 +54,19 @@ def ask(
     drsg ask "which machines did babbage design?" --plane startup --chat openai
     drsg ask "who worked at Bletchley Park, and what did they propose?" --embed local --dry-run
     """
-    from drsg.pipeline.ask.loop import AskOptions
-    from drsg.pipeline.ask.loop import ask as run_ask
-    from drsg.pipeline.llm.calls import ModelCalls
-    from drsg.workers.search import Searcher
-
     question = question.strip()
     if not question:
         raise click.UsageError('the question is empty; write it in quotes: drsg ask "who …?"')
-    calls = ModelCalls.for_chat(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"], obj.settings)
-    settings = obj.settings
-    options = AskOptions(
-        dry_run=dry_run,
-        max_attempts=settings["ask.max_attempts"] if max_attempts is None else max_attempts,
-        limit=settings["ask.limit"] if limit is None else limit,
-        as_of=as_of,
-        masked=tuple(settings["ask.masked"]),
-    )
-    with obj.open(write=False) as db, open_indexes(db) as indexes:
-        embedder = None
-        if flags["embed"] is not None or flags["embed_url"] is not None:
-            choice = embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
-            embedder = make_embedder(obj, choice)
-        result = run_ask(db, Searcher(db, indexes), plane, question, calls, embedder, options)
+    chat = ChatChoice(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"])
+    embed = None  # the model gets the find_edge/find_entity tools only when an embedder is named
+    if flags["embed"] is not None or flags["embed_url"] is not None:
+        embed = embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
+    with obj.open(write=False) as db:
+        result = db.plane(plane).ask(
+            question, chat=chat, as_of=as_of, dry_run=dry_run, embed=embed, max_attempts=max_attempts, limit=limit
+        )
     if as_json:
-        emit_json(result.to_json(calls))
+        emit_json(result.to_json())
         return
     turns = result.attempts
     click.echo(f"{len(result.plans)} plan(s) ({turns} turn{'s' if turns != 1 else ''}):")

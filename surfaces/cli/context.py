@@ -68,6 +68,7 @@ class Context:
         else:
             group_max = self.settings["store.group_max"]
             db = EmbeddedDatabase(path, self.settings, create=write, readonly=not write, group_max=group_max, **sizes)
+        db.origin = {"via": "cli"}  # what `drsg log` shows made the commits written through the API
         try:
             yield db
         except BaseException:

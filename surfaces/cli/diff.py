@@ -8,8 +8,7 @@ import click
 
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import DrsgError
-from drsg.store.diff import Change, PlaneDiff, diff_plane
-from drsg.store.reader import Reader
+from drsg.store.diff import Change, PlaneDiff
 from drsg.store.records import Edge, Node
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import json_option, plane_option
@@ -31,10 +30,6 @@ class PointParam(click.ParamType):
             return parse_as_of(value)
         except DrsgError as exc:
             self.fail(exc.message, param, ctx)
-
-
-def resolve_point(reader: Reader, point: AsOf | int) -> int:
-    return point if isinstance(point, int) else reader.resolve(point)
 
 
 def _node_line(sign: str, node: Node) -> str:
@@ -101,13 +96,13 @@ def diff(obj: Context, from_point: AsOf | int, to_point: AsOf | int, plane: str,
     """Nodes and edges created, deleted and changed in a plane between FROM and TO (each a commit
     seq, 0 for the empty start, an RFC 3339 time, or "TIME <unix-ms>"), read from the commits in
     between and the versioned records at both ends."""
-    with obj.open(write=False) as db, db.read() as reader:
-        result = diff_plane(reader, plane, resolve_point(reader, from_point), resolve_point(reader, to_point))
-        if as_json:
-            emit_json(result.to_json(vectors="lean", hidden=hidden))
-            return
-        for line in render(result, hidden):
-            click.echo(line)
+    with obj.open(write=False) as db:
+        result = db.diff(plane, from_point, to_point)
+    if as_json:
+        emit_json(result.to_json(vectors="lean", hidden=hidden))
+        return
+    for line in render(result, hidden):
+        click.echo(line)
 
 
 COMMANDS = [diff]

@@ -7,10 +7,7 @@ import json
 import click
 
 from drsg.kernel.asof import AsOf, format_ms
-from drsg.kernel.errors import NotFound
-from drsg.store.records import Edge, Node
-from drsg.store.snapshot import Snapshot
-from drsg.store.transaction import WriteTx
+from drsg.store.records import Node
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import (
     as_of_option,
@@ -21,15 +18,6 @@ from drsg.surfaces.cli.options import (
     prop_options,
     record_id,
 )
-
-
-def _find(snap: Snapshot, plane: str, ref: str) -> Node:
-    p = snap.plane(plane)
-    target = node_ref(ref)
-    node = snap.node(p.id, target) if isinstance(target, int) else snap.node_by_key(p.id, target.removeprefix("@"))
-    if node is None:
-        raise NotFound(f"no node {ref} in plane {plane!r} at seq {snap.at}; check the id or @key")
-    return node
 
 
 def _show_node(node: Node, as_json: bool) -> None:
@@ -51,8 +39,8 @@ def _describe_node(node: Node) -> str:
 @click.pass_obj
 def get(obj: Context, ref: str, plane: str, as_of: AsOf | None, as_json: bool) -> None:
     """Print one node by id or @external-key, now or --as-of an earlier commit."""
-    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
-        node = _find(snap, plane, ref)
+    with obj.open(write=False) as db:
+        node = db.plane(plane, as_of=as_of).get(node_ref(ref), as_of=as_of)
         obj.say_synced(db, plane, as_json)
         _show_node(node, as_json)
 
@@ -85,14 +73,12 @@ def node_put(
 ) -> None:
     """Create a node, or update the node with this KEY (labels added, properties merged)."""
     values = parse_props(props, props_json)
-    mode = "replace" if replace else "update"
     with obj.open(write=True) as db:
-        result = db.write(lambda tx: tx.put_node(tx.plane(plane), key, labels, values, mode=mode), {"via": "cli"})
-    verb, written = result.value
+        result = db.plane(plane).put(key, labels, values, replace=replace)
     if as_json:
-        emit_json({**written.to_json(), "seq": result.seq, "op": verb})
+        emit_json({**result.node.to_json(), "seq": result.seq, "op": result.op})
     else:
-        click.echo(f"{verb} node {_describe_node(written)} (seq {result.seq})")
+        click.echo(f"{result.op} node {_describe_node(result.node)} (seq {result.seq})")
 
 
 @node.command("delete")
@@ -101,16 +87,9 @@ def node_put(
 @click.pass_obj
 def node_delete(obj: Context, ref: str, plane: str) -> None:
     """Delete a node and every edge at it."""
-
-    def delete(tx: WriteTx) -> tuple[Node, int]:
-        p = tx.plane(plane)
-        gone = tx.delete_node(p, node_ref(ref))
-        return gone, sum(1 for m in tx.mutations if m.op == "edge.delete")
-
     with obj.open(write=True) as db:
-        result = db.write(delete, {"via": "cli"})
-    gone, edges = result.value
-    click.echo(f"deleted node {_describe_node(gone)} and {edges} edge(s) (seq {result.seq})")
+        result = db.plane(plane).delete(node_ref(ref))
+    click.echo(f"deleted node {_describe_node(result.node)} and {result.edges} edge(s) (seq {result.seq})")
 
 
 @node.command("history")
@@ -120,14 +99,10 @@ def node_delete(obj: Context, ref: str, plane: str) -> None:
 @click.pass_obj
 def node_history(obj: Context, ref: str, plane: str, as_json: bool) -> None:
     """Every version of one node, oldest first (a deletion shows as `deleted`)."""
-    with obj.open(write=False) as db, db.snapshot() as snap:
-        p = snap.plane(plane)
+    with obj.open(write=False) as db:
+        p = db.plane(plane)
         obj.say_synced(db, plane, as_json)
-        target = node_ref(ref)
-        node_id = target if isinstance(target, int) else snap.key_holder(p.id, target.removeprefix("@"))
-        versions = snap.node_history(p.id, node_id) if node_id is not None else []
-        if not versions:
-            raise NotFound(f"node {ref} never existed in plane {plane!r}")
+        versions = p.history(node_ref(ref))
     for version in versions:
         record = version.record.to_json() if version.record is not None else None
         if as_json:
@@ -163,11 +138,8 @@ def edge_put(
     """Create an edge SRC -[TYPE]-> DST (nodes by id or @key)."""
     values = parse_props(props, props_json)
     with obj.open(write=True) as db:
-        result = db.write(
-            lambda tx: tx.create_edge(tx.plane(plane), node_ref(src), node_ref(dst), edge_type, values),
-            {"via": "cli"},
-        )
-    made: Edge = result.value
+        result = db.plane(plane).link(node_ref(src), node_ref(dst), edge_type, values)
+    made = result.edge
     if as_json:
         emit_json({**made.to_json(), "seq": result.seq})
     else:
@@ -182,7 +154,7 @@ def edge_delete(obj: Context, edge_id: int, plane: str) -> None:
     """Delete one edge by id."""
     with obj.open(write=True) as db:
         edge_id = record_id(edge_id, "edge")
-        result = db.write(lambda tx: tx.delete_edge(tx.plane(plane), edge_id), {"via": "cli"})
+        result = db.plane(plane).unlink(edge_id)
     click.echo(f"deleted edge #{edge_id} (seq {result.seq})")
 
 
@@ -204,11 +176,13 @@ def neighbors(
     as_json: bool,
 ) -> None:
     """A node's edges and the nodes at their other ends, now or --as-of an earlier commit."""
-    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
-        center = _find(snap, plane, ref)
+    with obj.open(write=False) as db:
+        at = as_of or AsOf(seq=db.head())  # the node and its edges read at one commit
+        p = db.plane(plane, as_of=at)
+        center = p.get(node_ref(ref), as_of=at)
         obj.say_synced(db, plane, as_json)
-        for hop in snap.neighbors(center.plane, center.id, direction, edge_type):
-            other = snap.node(center.plane, hop.node)
+        for hop in p.neighbours(center.id, direction=direction, type=edge_type, as_of=at):
+            other = hop.node
             if as_json:
                 emit_json(
                     {
@@ -219,7 +193,9 @@ def neighbors(
                 )
             else:
                 arrow = f"-[{hop.edge.type}]->" if hop.direction == "out" else f"<-[{hop.edge.type}]-"
-                label = _describe_node(other) if other else f"#{hop.node}"
+                label = (
+                    _describe_node(other) if other else f"#{hop.edge.dst if hop.direction == 'out' else hop.edge.src}"
+                )
                 click.echo(f"{_describe_node(center)} {arrow} {label}\t(edge #{hop.edge.id})")
 
 

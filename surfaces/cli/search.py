@@ -171,13 +171,6 @@ def embed_choice(
     return EmbedderChoice(embed, model, url, key_env)
 
 
-def make_embedder(obj: Context, embed: EmbedderChoice) -> Embedder:
-    """Exactly the embedder the flags name (local when they name none), compared with no plane."""
-    from drsg.pipeline.embedder_choice import named_embedder
-
-    return named_embedder(embed, obj.settings)
-
-
 def query_embedder(
     obj: Context, db: Database, plane: str, prop: str, embed: EmbedderChoice, purpose: Purpose = "query"
 ) -> Embedder:
@@ -313,11 +306,9 @@ def vectorize_cmd(
 ) -> None:
     """Embed a text property into a vector property for every node whose text changed, then
     ensure a vector index on it for each label embedded."""
-    from drsg.pipeline.vectorize import ensure_vector_indexes, vectorize
-
+    choice = embed_choice(embed, embed_model, embed_url, embed_key_env)  # default: the one that wrote `into`
     with obj.open(write=True) as db:
-        choice = embed_choice(embed, embed_model, embed_url, embed_key_env)
-        embedder = query_embedder(obj, db, plane, into, choice, "write")  # the one that wrote `into`, if any
+        p = db.plane(plane)
         if sys.stderr.isatty():
             with click.progressbar(length=1, label="embedding", file=sys.stderr) as bar:
 
@@ -325,18 +316,17 @@ def vectorize_cmd(
                     bar.length = total
                     bar.update(done - bar.pos)
 
-                report = vectorize(db, embedder, plane, source, into, label, batch, progress)
+                report = p.vectorize(
+                    source, into, label=label, metric=metric, embed=choice, batch=batch, progress=progress
+                )
         else:
-            report = vectorize(db, embedder, plane, source, into, label, batch)
-
-        ensure_vector_indexes(db, plane, report.labels, into, metric)
-        _build(db)
+            report = p.vectorize(source, into, label=label, metric=metric, embed=choice, batch=batch)
     if as_json:
         emit_json(report.to_json())
         return
     click.echo(
-        f"embedded {report.embedded} node(s) with {embedder.identity()}; {report.unchanged} already current, "
-        f"{report.skipped_no_text} without text"
+        f"embedded {report.embedded} node(s) with {report.embedder}; {report.unchanged} already current, "
+        f"{report.no_text} without text"
     )
     for name in sorted(report.labels):
         click.echo(f"ensured vector index on {name}.{into}")
