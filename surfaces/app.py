@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from aiohttp import web
 
-from drsg.store.database import Database
+from drsg.api.database import Database
 from drsg.surfaces import web as dashboard
 from drsg.surfaces.mcp import http as mcp_http
 from drsg.surfaces.server import app as server_app

@@ -16,6 +16,7 @@ from drsg.pipeline.catalog.answer import FindAnswer
 from drsg.pipeline.catalog.connections import Connection, Connections
 
 if TYPE_CHECKING:
+    from drsg.api.database import Database
     from drsg.api.plane import Plane
 
 
@@ -31,6 +32,12 @@ def connection_of(plane: Plane) -> Connection:
 
 
 def find(plane: Plane, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
+    return find_for(plane.db, connection_of(plane), request, embed)
+
+
+def find_for(db: Database, conn: Connection, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
+    """:meth:`Plane.find` for a connection a caller already holds (a server's request names one):
+    NotFound saying how to index it when its catalog plane has not been written."""
     from drsg.pipeline.catalog import service
     from drsg.pipeline.catalog.backends import backend_for
     from drsg.pipeline.catalog.connections import sensitive_names
@@ -38,19 +45,24 @@ def find(plane: Plane, request: Mapping[str, Any], embed: EmbedderChoice | None)
     from drsg.pipeline.catalog.semantic import VECTOR, similar_in
     from drsg.pipeline.embedder_choice import optional_embedder
 
-    db = plane.db
     settings = db.settings
-    conn = connection_of(plane)
     catalog = service.load(db.store, conn)
     embedder = optional_embedder(
-        db.store, plane.name, VECTOR, settings, named=embed, purpose="query", cache=db.embedders
+        db.store,
+        conn.plane,
+        VECTOR,
+        settings,
+        named=embed,
+        configured=db.configured_embedder,
+        purpose="query",
+        cache=db.embedders,
     )
     if embedder is None and embed is not None and embed.names_one:
         raise UsageError(
-            f"plane {plane.name!r} holds no description vectors; index them first: "
+            f"plane {conn.plane!r} holds no description vectors; index them first: "
             f"`drsg catalog index {conn.name} --embed {embed.name or 'local'}`"
         )
-    similar = similar_in(db.store, plane.name, catalog, embedder)
+    similar = similar_in(db.store, conn.plane, catalog, embedder)
     backend = backend_for(conn, settings["catalog.statement_seconds"])
     names = sensitive_names(conn, settings)
     return find_answer(catalog, backend, dict(request), settings["catalog.row_limit"], similar, sensitive=names)

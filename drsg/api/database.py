@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
 
 import structlog
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from drsg.api.plane import AsOfLike, Plane
     from drsg.kernel.asof import AsOf
     from drsg.kernel.values import Json
+    from drsg.models.providers import EmbedderChoice
     from drsg.pipeline.embedder_choice import EmbedderCache
     from drsg.store.database import Stats, _ReadHold
     from drsg.store.diff import PlaneDiff
@@ -70,6 +72,7 @@ class Database:
     _searcher: Searcher | None
     _embedders: EmbedderCache | None
     _lazy: threading.Lock  # the searcher and the embedders are made once, whichever thread asks first
+    _configured_embed: EmbedderChoice | None = None  # use_embedder's
     #: what a write's commit says made it (``drsg log`` shows ``via``); a surface sets its own
     origin: dict[str, Json]
 
@@ -167,6 +170,41 @@ class Database:
 
                 self._embedders = EmbedderCache()
             return self._embedders
+
+    def open_searcher(
+        self,
+        *,
+        max_queries: int | None = None,
+        ef_search: int | None = None,
+        sidecars: Path | None = None,
+        saves: bool = True,
+    ) -> Searcher:
+        """Open the search indexes with a server's options — how many searches run at once, a shared
+        folder of sidecars (read only with ``saves=False``) — as the searcher this database's calls
+        use from now on. The caller starts, stops and saves its indexes (``searcher.indexes``)."""
+        from drsg.workers.manager import IndexSet
+        from drsg.workers.search import Searcher
+
+        store = self.store
+        ef = self.settings["index.ef_search"] if ef_search is None else ef_search
+        indexes = IndexSet(store, ef_search=ef, sidecars=sidecars, saves=saves)
+        with self._lazy:
+            self._searcher = Searcher(store, indexes, max_queries=max_queries)
+            return self._searcher
+
+    def use_embedder(self, choice: EmbedderChoice | None) -> None:
+        """The embedder this database's calls use when neither the call nor the plane names one (a
+        server's ``serve --embed…``); None: the settings' ``[digest] embed_provider``, if set."""
+        self._configured_embed = choice
+
+    @property
+    def configured_embedder(self) -> EmbedderChoice | None:
+        """The third step of the one embedder rule: :meth:`use_embedder`'s, else the settings'."""
+        if self._configured_embed is not None:
+            return self._configured_embed
+        from drsg.pipeline.embedder_choice import configured_choice
+
+        return configured_choice(self.settings)
 
     @property
     def store(self) -> StoreDatabase:

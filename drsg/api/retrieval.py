@@ -20,7 +20,7 @@ from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import ChatChoice, EmbedderChoice
-from drsg.pipeline.embedder_choice import choose_embedder, configured_choice, named_embedder
+from drsg.pipeline.embedder_choice import choose_embedder, named_embedder, optional_embedder
 from drsg.plan.hybrid import (
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
@@ -35,6 +35,7 @@ from drsg.plan.hybrid import (
 )
 
 if TYPE_CHECKING:
+    from drsg.api.database import Database
     from drsg.api.plane import Plane
     from drsg.kernel.settings import Settings
     from drsg.models.chat.base import ChatModel
@@ -46,15 +47,35 @@ if TYPE_CHECKING:
 
 def embedder_for(plane: Plane, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]) -> Embedder:
     """The embedder for ``prop``'s vector space in ``plane``, by the one rule."""
-    db = plane.db
-    settings = db.settings
+    return plane_embedder(plane.db, plane.name, prop, embed, purpose)
+
+
+def plane_embedder(
+    db: Database, plane: str, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]
+) -> Embedder:
+    """:func:`embedder_for` by the plane's name: the configured step is the database's
+    (:meth:`~drsg.api.database.Database.use_embedder`, else the settings'), built once per database."""
     return choose_embedder(
         db.store,
-        plane.name,
+        plane,
         prop,
-        settings,
+        db.settings,
         named=embed,
-        configured=configured_choice(settings),
+        configured=db.configured_embedder,
+        purpose=purpose,
+        cache=db.embedders,
+    )
+
+
+def optional_plane_embedder(db: Database, plane: str, prop: str, purpose: Literal["query", "write"]) -> Embedder | None:
+    """:func:`plane_embedder` when there are vectors to keep to (``prop``'s are recorded) or, to
+    write them, one is configured; else None: the caller goes without (keywords alone)."""
+    return optional_embedder(
+        db.store,
+        plane,
+        prop,
+        db.settings,
+        configured=db.configured_embedder,
         purpose=purpose,
         cache=db.embedders,
     )
@@ -153,12 +174,13 @@ def hybrid(plane: Plane, text: str, as_of: AsOf | None, options: Mapping[str, An
 
     options = dict(options)
     embed = options.pop("embed", None)
+    strict = bool(options.pop("strict", True))
     given = options.pop("spec", None)
     spec = given.check() if isinstance(given, HybridSpec) else hybrid_spec(text, **options)
     if spec.vector is not None:  # embedded first, outside the query's snapshot
         embedded = embedder_for(plane, spec.vector.prop, embed, "query").embed([text])[0]
         spec = replace(spec, vector=VectorPart(spec.vector.prop, embedded, spec.vector.metric))
-    hits = run_hybrid(plane.db.searcher, plane.name, spec, as_of=as_of, strict=True)
+    hits = run_hybrid(plane.db.searcher, plane.name, spec, as_of=as_of, strict=strict)
     return [hit_of(hit) for hit in hits]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drsg.store.database import Database
+from drsg.api.database import Database
 from drsg.surfaces.mcp.tools import build, mcp_bound
 from drsg.surfaces.server.config import ServerConfig
 from drsg.surfaces.server.state import ServerState

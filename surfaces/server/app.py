@@ -41,8 +41,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from drsg.api.database import Database
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
-from drsg.store.database import Database
 from drsg.surfaces.server import feed_routes, fetch_route, served  # noqa: F401  (served: every method)
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.health import health

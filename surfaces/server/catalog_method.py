@@ -10,10 +10,11 @@ seed's JavaScript writer blocked its loop for 1,992 ms)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
+from drsg.api.retrieval import optional_plane_embedder
 from drsg.kernel.errors import UsageError
 from drsg.models.embedders.base import Embedder
 from drsg.surfaces.server.params import Params
@@ -43,16 +44,12 @@ def _connection(ctx: ServerState, name: str | None) -> Any:
     return next(iter(everything.values()))
 
 
-def _embedder(ctx: ServerState, conn: Any, *, indexing: bool) -> Embedder | None:
-    """The descriptions' embedder: the one that made the plane's vectors; when it has none, the
-    operator's `serve --embed` for an index run; else None (keywords alone). Runs in a read thread."""
+def _embedder(ctx: ServerState, conn: Any) -> Embedder | None:
+    """An index run's embedder for the descriptions: the one that made the plane's vectors; when it
+    has none, the operator's `serve --embed`; else None (keywords alone). Runs in a read thread."""
     from drsg.pipeline.catalog.semantic import VECTOR
-    from drsg.pipeline.embedder_choice import optional_embedder
 
-    purpose: Literal["query", "write"] = "write" if indexing else "query"
-    return optional_embedder(
-        ctx.db, conn.plane, VECTOR, ctx.settings, configured=ctx.config.embed, purpose=purpose, cache=ctx.embedders
-    )
+    return optional_plane_embedder(ctx.api, conn.plane, VECTOR, "write")
 
 
 def _setting(ctx: ServerState, name: str, default: Any) -> Any:
@@ -90,7 +87,7 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
         from drsg.pipeline.catalog.connections import sensitive_names
 
         names = sensitive_names(conn, ctx.config.settings)
-        return service.index(ctx.db, conn, at, limit, names, _embedder(ctx, conn, indexing=True))
+        return service.index(ctx.db, conn, at, limit, names, _embedder(ctx, conn))
 
     if not (p.get("background") and level == "full"):
         return await ctx.read(lambda: run(level), limited=False)
@@ -128,22 +125,12 @@ async def catalog_index(ctx: ServerState, p: Params) -> Any:
 )
 async def catalog_find(ctx: ServerState, p: Params) -> Any:
     request = {key: p[key] for key in ("entity", "fields", "where", "limit") if p.get(key) is not None}
-    limit = _setting(ctx, "catalog.row_limit", 100)
 
     def run() -> dict[str, Any]:  # imports too: a first import off the loop
-        from drsg.pipeline.catalog import service
-        from drsg.pipeline.catalog.backends import backend_for
-        from drsg.pipeline.catalog.connections import sensitive_names
-        from drsg.pipeline.catalog.find import find_answer
-        from drsg.pipeline.catalog.semantic import similar_in
+        from drsg.api.catalog import find_for  # the public API's Plane.find, for the connection named
 
         conn = _connection(ctx, p.get("connection"))
-        catalog = service.load(ctx.db, conn)
-        # words no name, alias or comment matches are matched by meaning when the plane has vectors
-        similar = similar_in(ctx.db, conn.plane, catalog, _embedder(ctx, conn, indexing=False))
-        names = sensitive_names(conn, ctx.config.settings)
-        backend = backend_for(conn, _setting(ctx, "catalog.statement_seconds", 30))
-        return find_answer(catalog, backend, request, limit, similar, sensitive=names).to_json()
+        return find_for(ctx.api, conn, request, None).to_json()
 
     return await ctx.read(run)
 

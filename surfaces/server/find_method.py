@@ -1,8 +1,8 @@
 """``plane.find``: text (or semantic) search over a plane's nodes and edges, upstream's ``FindResult``.
 
 Text mode is :func:`drsg.workers.find.find_text` (substring, then analysed terms; ranked; capped
-scans). ``semantic: true`` embeds ``q`` with the server's embedder for ``embedding`` (the
-one the plane recorded, else the operator's — :meth:`ServerState.embed_text`) and ranks nodes by
+scans). ``semantic: true`` is the public API's ``Plane.search``: ``q`` embedded with the server's
+embedder for ``embedding`` (the one the plane recorded, else the operator's) and nodes ranked by
 cosine similarity: AS OF an earlier commit by brute force over that snapshot, since an index only
 holds the head. As upstream does, a semantic search that cannot run (no embedded nodes, another
 vector space, the embedder failing) falls back to the text matches and says why in ``note``.
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from drsg.api.results import Hit
 from drsg.kernel.errors import DrsgError
 from drsg.surfaces.server.hybrid_method import REFUSED, refuse_embedder_choice
 from drsg.surfaces.server.params import Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import LEAN, rpc
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.find import find_text
-from drsg.workers.search import Hit
 
 MAX_FIND = 1_000  # hits of each kind one call may ask for
 PROPERTY = "embedding"  # what a semantic find ranks by (upstream's vectorize writes it)
@@ -40,8 +40,7 @@ async def plane_find(ctx: ServerState, p: Params) -> Any:
 
     def semantic() -> tuple[list[Hit], str | None]:
         try:
-            vector = ctx.embed_text(plane, PROPERTY, q)
-            hits = ctx.searcher.vector(plane, None, PROPERTY, vector, "cosine", limit, at)
+            hits = ctx.plane(plane, at).search(q, PROPERTY, k=limit, as_of=at)
         except DrsgError as exc:
             return [], f"semantic search unavailable: {exc.message} — showing text matches"
         return hits, None if hits else "no embedded nodes in this plane — showing text matches"

@@ -3,17 +3,18 @@
 Upstream's params and result shape (``{results: [NodeRecord + score + channels], count}``, the
 channels being the raw per-channel scores: vector distance, BM25, ``decay^hops``). The text ``q``
 is embedded server-side with the embedder recorded with ``vector_prop``'s vectors, else the
-operator's (:meth:`ServerState.embed_text`): upstream's ``provider`` and ``embed_model`` params are
-refused, so a request can never pick a provider, a model, a URL or a key. ``as_of`` / ``as_of_ms``
+operator's (the public API's ``Plane.hybrid`` runs the query, by the one rule): upstream's
+``provider`` and ``embed_model`` params are refused, so a request can never pick a provider, a
+model, a URL or a key. ``as_of`` / ``as_of_ms``
 run every channel on one past commit; ``lean`` elides vectors, as elsewhere.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.api.results import Hit
+from drsg.kernel.errors import INVALID_PARAMS, RpcError, UsageError
 from drsg.plan.hybrid import (
     CHANNELS,
     DEFAULT_CANDIDATES,
@@ -28,7 +29,6 @@ from drsg.plan.hybrid import (
 from drsg.surfaces.server.params import Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
 from drsg.surfaces.server.state import ServerState
-from drsg.workers.hybrid import HybridHit, hybrid
 
 MAX_HOPS = 64
 REFUSED = {
@@ -71,7 +71,7 @@ def _spec(p: Params) -> HybridSpec:
     ).check()
 
 
-def _record(hit: HybridHit, p: Params) -> dict[str, Any]:
+def _record(hit: Hit, p: Params) -> dict[str, Any]:
     out = hit.node.to_json(vectors=vectors(p))
     out["score"] = hit.score
     out["channels"] = dict(hit.channels)
@@ -88,14 +88,12 @@ def _record(hit: HybridHit, p: Params) -> dict[str, Any]:
 )
 async def plane_hybrid(ctx: ServerState, p: Params) -> Any:
     spec = _spec(p)
-    plane, at = p["plane"], as_of(p)
+    plane, at, q = p["plane"], as_of(p), str(p["q"])
+    if spec.vector is not None and not q.strip():
+        raise UsageError("the query text is empty")
 
-    def run() -> list[HybridHit]:
-        one = spec
-        if spec.vector is not None:  # embed first, outside the query's snapshot (as the CLI does)
-            vector = ctx.embed_text(plane, spec.vector.prop, str(p["q"]))
-            one = replace(spec, vector=VectorPart(spec.vector.prop, vector, spec.vector.metric))
-        return hybrid(ctx.searcher, plane, one, as_of=at)
+    def run() -> list[Hit]:  # a channel that cannot run is left out, as upstream does: not strict
+        return ctx.plane(plane, at).hybrid(q, as_of=at, spec=spec, strict=False)
 
     results = [_record(hit, p) for hit in await ctx.read(run)]
     return {"results": results, "count": len(results)}

@@ -3,7 +3,8 @@
 ``plane.search`` is upstream's vector top-k, extended: ``query`` may be text (embedded server-side
 by the operator's embedder, never one a request names), ``kind: "keyword"`` runs a BM25 search, and
 ``as_of`` / ``as_of_ms`` search an earlier commit exactly. ``plane.query`` runs upstream's logical
-plan JSON. Results are upstream's NodeRecord with ``score``.
+plan JSON. Both call the public API's ``Plane.search`` / ``Plane.query`` (drsg.api), which embed
+by the one rule; here are the params, the deadline and upstream's NodeRecord with ``score``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.api.results import Hit
+from drsg.kernel.errors import INVALID_PARAMS, RpcError, UsageError
 from drsg.kernel.values import Described, Vector, value_type
-from drsg.plan.hybrid import text_property
-from drsg.plan.query import plan_from_json
+from drsg.plan.logical import Hybrid, VectorTopK
+from drsg.plan.query import Plan, plan_from_json
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.surfaces.server.methods import need_node
@@ -22,8 +24,6 @@ from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, vecto
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.algo import Frame, pagerank
-from drsg.workers.plans import run_plan
-from drsg.workers.search import Hit
 
 
 def _hits(hits: list[Hit], p: Params) -> list[dict[str, Any]]:
@@ -62,27 +62,41 @@ async def plane_search(ctx: ServerState, p: Params) -> Any:
             raise RpcError(INVALID_PARAMS, "plane.search: a keyword search needs `label` (its index is per label)")
         if "metric" in p:
             raise RpcError(INVALID_PARAMS, "plane.search: `metric` is for vector searches")
-        hits = await ctx.read(ctx.searcher.keyword, plane, label, prop, query, k, at)
-        return _hits(hits, p)
+
+        def keyword() -> list[Hit]:
+            return ctx.plane(plane, at).search(query, prop, keyword=True, label=label, k=k, as_of=at)
+
+        return _hits(await ctx.read(keyword), p)
     metric = p.get("metric", "cosine")
+    if isinstance(query, str) and not query.strip():
+        raise UsageError("the query text is empty")
 
     def search() -> list[Hit]:
-        vector = ctx.embed_text(plane, prop, query) if isinstance(query, str) else Vector.of(query)
-        return ctx.searcher.vector(plane, label, prop, vector, metric, k, at)
+        given = query if isinstance(query, str) else Vector.of(query)
+        return ctx.plane(plane, at).search(given, prop, label=label, k=k, metric=metric, as_of=at)
 
     return _hits(await ctx.read(search), p)
+
+
+def _query_text(plan: Plan) -> str | None:
+    """A plan source's query text (a VectorTopK's or a Hybrid's vector part), as the plan holds it."""
+    match plan.logical.source:
+        case VectorTopK(query_text=str(text)):
+            return text
+        case Hybrid(body=dict(body)):
+            vector = body.get("vector")
+            given = vector.get("query_text") if isinstance(vector, dict) else None
+            return given if isinstance(given, str) else None
+    return None
 
 
 @rpc("plane.query", add=[LEAN])
 async def plane_query(ctx: ServerState, p: Params) -> Any:
     plan = plan_from_json(p["plan"], as_of(p))
-    prop = text_property(plan)  # a VectorTopK's or a Hybrid's query text: embedded for its property
-
-    def run() -> list[Hit]:
-        embed = None if prop is None else lambda text: ctx.embed_text(p["plane"], prop, text)
-        return run_plan(ctx.searcher, p["plane"], plan, embed)
-
-    return _hits(await ctx.read(run), p)
+    text = _query_text(plan)
+    if text is not None and not text.strip():  # the server never embeds an empty text
+        raise UsageError("the query text is empty")
+    return _hits(await ctx.read(lambda: ctx.plane(p["plane"], plan.as_of).query(plan)), p)
 
 
 # --------------------------------------------------------------------------- neighbourhoods

@@ -1,5 +1,8 @@
 """What every RPC method shares: the database, its indexes, a read pool, writes with a deadline, embedders.
 
+The database is the public API's (drsg.api): the methods call its planes' search, query, hybrid …,
+and the searcher and the embedders those use are the ones this state opens and keeps.
+
 Reads run in a small thread pool (an LMDB read transaction belongs to its thread, and a long scan
 must not stall the event loop); writes go through :meth:`Database.awrite`, the group-commit writer,
 so the event loop never waits on an fsync. The indexes catch up in a background thread and are
@@ -18,48 +21,56 @@ from typing import Any, TypeVar
 
 import structlog
 
+from drsg.api.database import Database
+from drsg.api.plane import Plane
+from drsg.api.retrieval import plane_embedder
+from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QueryTimeout, UsageError, WriteTimeout
 from drsg.kernel.settings import Settings, load
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
-from drsg.pipeline.embedder_choice import EmbedderCache, choose_embedder
-from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.config import ServerConfig
-from drsg.workers.manager import IndexSet
-from drsg.workers.search import Searcher
 
 T = TypeVar("T")
 log = structlog.get_logger("drsg.surfaces.server")
 READ_THREADS = 8
 
 
-def group_sidecars(db: Database, index_dir: str) -> dict[str, Any]:
+def group_sidecars(db: Database, index_dir: str) -> tuple[Path | None, bool]:
     """Where a node of a Kafka log finds its indexes when a `drsg workers` group keeps them: their
-    shared folder, read only (a save of the server's would break the group's fenced chain)."""
+    shared folder, read only (a save of the server's would break the group's fenced chain); else
+    (None, True): beside the database, saved."""
     if not index_dir:
-        return {}
+        return None, True
     from drsg.store.kafka.database import KafkaDatabase  # loads kafka-python: only for a Kafka log
 
     if not isinstance(db, KafkaDatabase):
-        return {}
-    return {"sidecars": Path(index_dir) / db.kafka.topic, "saves": False}
+        return None, True
+    return Path(index_dir) / db.kafka.topic, False
 
 
 class ServerState:
     def __init__(self, db: Database, config: ServerConfig) -> None:
-        self.db = db
+        self.api = db  # the public API's: ``plane(…)`` below, its one embedder rule
+        self.db = db.store  # the same database, as the store's layers take it
         self.config = config
-        self.indexes = IndexSet(db, ef_search=config.ef_search, **group_sidecars(db, config.group_index_dir))
-        self.searcher = Searcher(db, self.indexes, max_queries=config.max_queries)
+        sidecars, saves = group_sidecars(db, config.group_index_dir)
+        # the database's calls (plane.search, hybrid, …) search through this searcher and embed with
+        # the operator's embedder: one set of indexes and embedders, not one here and one there
+        self.searcher = db.open_searcher(
+            max_queries=config.max_queries, ef_search=config.ef_search, sidecars=sidecars, saves=saves
+        )
+        self.indexes = self.searcher.indexes
+        db.use_embedder(config.embed)
         self.reads = ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="drsg-read")
         self.reading = 0  # reads running in the pool, those a timeout gave up on included
         self._reading_lock = threading.Lock()
         self.stopping = False
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
         self.started_at = time.time()
-        self.embedders = EmbedderCache()  # each embedder built once, whichever thread asks first
+        self.embedders = db.embedders  # each embedder built once, whichever thread asks first
         self._writes: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -191,7 +202,13 @@ class ServerState:
         task.add_done_callback(settle)
         return await outcome
 
-    # ------------------------------------------------------------------ query text → vector
+    # ------------------------------------------------------------------ the API's planes, query text → vector
+
+    def plane(self, name: str, at: AsOf | None = None) -> Plane:
+        """The public API's plane called ``name`` as of ``at`` (a plane dropped or renamed since is
+        still searched as it was then). Runs in a read thread."""
+        with self.db.snapshot(at) as snap:
+            return Plane(self.api, snap.plane(name))
 
     def embed_text(self, plane: str, prop: str, text: str) -> Vector:
         """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread."""
@@ -204,8 +221,8 @@ class ServerState:
         return self.config.settings if self.config.settings is not None else load()
 
     def embedder_for(self, plane: str, prop: str) -> Embedder:
-        """The embedder for ``prop``'s vector space in ``plane`` (:func:`choose_embedder`'s rule; a
-        request never names one here): the one the plane recorded for ``prop`` (rebuilt from its
-        preset; keys from the server's environment), else the operator's (`serve --embed`,
-        `[digest] embed_provider`), else the local model."""
-        return choose_embedder(self.db, plane, prop, self.settings, configured=self.config.embed, cache=self.embedders)
+        """The embedder for ``prop``'s vector space in ``plane`` (the API's one rule; a request never
+        names one here): the one the plane recorded for ``prop`` (rebuilt from its preset; keys from
+        the server's environment), else the operator's (`serve --embed`, `[digest] embed_provider`),
+        else the local model."""
+        return plane_embedder(self.api, plane, prop, None, "query")

@@ -3,7 +3,7 @@
 Every node's text into ``embedding``, unchanged texts skipped, then a vector index on ``embedding``
 per label embedded; upstream's stats ``{embedded, unique, tokens, current, empty, labels}``.
 
-The embedder (:func:`~drsg.pipeline.embedder_choice.choose_embedder`): the one ``embed`` /
+The embedder (the API's one rule, :func:`~drsg.api.retrieval.plane_embedder`): the one ``embed`` /
 ``embed_model`` name, else the one the plane recorded, else the operator's, else the local model;
 one other than the recorded one is refused (two vector spaces in one property). ``embed`` may name
 a preset (``local``, ``openai``, ``qwen``, ``ollama``) whose key the server reads from its own
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drsg.api.retrieval import plane_embedder
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.models.embedders.base import Embedder
 from drsg.models.embedders.registry import NAMES, PROVIDERS
 from drsg.models.providers import EmbedderChoice
-from drsg.pipeline.embedder_choice import choose_embedder
 from drsg.pipeline.vectorize_plane import INTO, vectorize_plane
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
@@ -49,9 +49,7 @@ def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
         named = EmbedderChoice(chosen.name, model, chosen.url, chosen.key_env)  # the operator's, another model
     elif name is not None:
         named = EmbedderChoice(name, model)  # the preset's own key variable
-    return choose_embedder(
-        ctx.db, plane, INTO, ctx.settings, named=named, configured=chosen, purpose="write", cache=ctx.embedders
-    )
+    return plane_embedder(ctx.api, plane, INTO, named, "write")  # configured: the operator's, `chosen`
 
 
 @rpc(

@@ -1,0 +1,127 @@
+"""The JSON-RPC server and the MCP tools call the public API (drsg.api) for what it owns; they do not
+wire it themselves. No module under surfaces/server or surfaces/mcp imports the wiring behind
+``Plane.search``, ``query``, ``hybrid`` and catalog ``find`` — the searcher and its indexes, the plan
+and hybrid runners, the embedder rule's choosers and cache, the catalog's one SELECT — in any
+import form (``import x``, ``from x import y``, ``from package import module``, inside a function,
+``importlib.import_module``). The MCP tools run the server's methods in process, so they are held
+through them. Checked on the source (AST) of the real tree, and shown to catch planted copies."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SURFACES = [ROOT / "surfaces" / "server", ROOT / "surfaces" / "mcp"]
+#: what the API owns, as dotted names: a module (anything from it), or a module's name
+API_OWNS = (
+    "drsg.workers.search",  # Searcher: the API database's searcher is the one there is
+    "drsg.workers.manager",  # IndexSet: opened by Database.open_searcher
+    "drsg.workers.hybrid",  # Plane.hybrid
+    "drsg.workers.plans",  # Plane.query
+    "drsg.pipeline.embedder_choice.choose_embedder",  # the one rule, applied by the API's calls
+    "drsg.pipeline.embedder_choice.optional_embedder",
+    "drsg.pipeline.embedder_choice.named_embedder",
+    "drsg.pipeline.embedder_choice.EmbedderCache",  # the database's embedders
+    "drsg.pipeline.catalog.find.find_answer",  # Plane.find on a catalog plane
+    "drsg.pipeline.catalog.semantic.similar_in",
+)
+#: modules some of whose names the API owns: imported whole, those names would be reachable as attributes
+PARTLY_OWNED = frozenset(
+    {"drsg.pipeline.embedder_choice", "drsg.pipeline.catalog.find", "drsg.pipeline.catalog.semantic"}
+)
+
+
+def imported(source: str) -> list[tuple[int, str]]:
+    """Every import in ``source`` as (line, dotted name); ``from m import n`` gives ``m.n`` (``n``
+    may be a module or a name in ``m``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def wiring(source: str) -> list[str]:
+    """Each import of what the API owns, as ``line: name``."""
+    out = []
+    for line, name in imported(source):
+        owned = any(name == own or name.startswith(own + ".") for own in API_OWNS)
+        if owned or name in PARTLY_OWNED:
+            out.append(f"{line}: {name}")
+    return out
+
+
+def _modules() -> list[Path]:
+    return sorted(path for folder in SURFACES for path in folder.rglob("*.py"))
+
+
+def test_the_surfaces_are_there() -> None:
+    names = {path.name for path in _modules()}
+    assert {"queries.py", "hybrid_method.py", "find_method.py", "catalog_method.py", "state.py", "tools.py"} <= names
+    assert len(names) > 25  # the scan below looks at the real tree
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_server_or_mcp_module_wires_what_the_api_owns(path: Path) -> None:
+    assert wiring(path.read_text(encoding="utf-8")) == [], f"{path}: call drsg.api (Plane.search, hybrid, …)"
+
+
+OLD_SEARCH = """
+from drsg.workers.plans import run_plan
+from drsg.workers.search import Hit
+
+async def plane_query(ctx, p):
+    return _hits(await ctx.read(lambda: run_plan(ctx.searcher, p["plane"], plan, embed)), p)
+"""
+
+
+@pytest.mark.parametrize(
+    ("planted", "found"),
+    [
+        (OLD_SEARCH, ["2: drsg.workers.plans.run_plan", "3: drsg.workers.search.Hit"]),
+        (
+            "from drsg.workers.hybrid import HybridHit, hybrid\n",
+            ["1: drsg.workers.hybrid.HybridHit", "1: drsg.workers.hybrid.hybrid"],
+        ),
+        ("def f():\n    from drsg.workers import manager\n", ["2: drsg.workers.manager"]),
+        ("import drsg.workers.search as s\n", ["1: drsg.workers.search"]),
+        (
+            "from drsg.pipeline.embedder_choice import EmbedderCache, choose_embedder\n",
+            [
+                "1: drsg.pipeline.embedder_choice.EmbedderCache",
+                "1: drsg.pipeline.embedder_choice.choose_embedder",
+            ],
+        ),
+        ("from drsg.pipeline import embedder_choice\n", ["1: drsg.pipeline.embedder_choice"]),
+        (
+            "import importlib\nimportlib.import_module('drsg.pipeline.catalog.find')\n",
+            ["2: drsg.pipeline.catalog.find"],
+        ),
+        (
+            "def run():\n    from drsg.pipeline.catalog.find import find_answer\n",
+            ["2: drsg.pipeline.catalog.find.find_answer"],
+        ),
+    ],
+)
+def test_a_planted_copy_is_caught(planted: str, found: list[str]) -> None:
+    assert wiring(planted) == found
+
+
+def test_what_stays_the_servers_is_not_counted() -> None:
+    allowed = (
+        "from drsg.pipeline.embedder_choice import configured_choice\n"  # the operator's choice: server config
+        "from drsg.pipeline.catalog.find import run_sql\n"  # catalog.sql: no API call owns it
+        "from drsg.workers.find import find_text\n"  # plane.find's text mode
+        "from drsg.api.catalog import find_for\n"
+    )
+    assert wiring(allowed) == []
