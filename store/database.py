@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, TypeVar, Unpack
 
@@ -18,20 +18,20 @@ import structlog
 
 from drsg.kernel import logs
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import ConfigError, DatabaseUnavailable, DrsgError
+from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
 from drsg.store.environment import Dbs, Environment, ReadTxn, Txn
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
-from drsg.store.log import Commit, LogReader
+from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
-from drsg.store.projection import rebuild
 from drsg.store.reader import HeadSnapshot, Reader
 from drsg.store.records import Plane
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
-from drsg.store.transaction import DEFAULT_PLANE, IdCounters, WriteTx
+from drsg.store.transaction import DEFAULT_PLANE, WriteTx
+from drsg.store.writepath import GroupCommit, WritePath
 from drsg.store.writer import CommitResult
 
 T = TypeVar("T")
@@ -77,12 +77,14 @@ class Database:
         path: str | os.PathLike[str],
         *,
         bootstrap: Callable[[], None] | None = None,
+        writes: Callable[[LmdbLog], WritePath] | None = None,
         **options: Unpack[LmdbOptions],
     ) -> None:
         """``options`` are the LMDB log's (store/lmdb_log.py): ``create``, ``readonly``, ``map_size``,
-        ``max_map_size``, ``group_max``. ``bootstrap`` readies a file opened for writing, before its
-        format is checked (default: a new file's first commit, the `startup` plane; a Kafka node's
-        copy follows its topic instead)."""
+        ``max_map_size``, ``group_max``. The parts a database is composed of may be given: ``writes``
+        makes its write path from the opened file's log (default: the group-commit writer,
+        store/writepath.py); ``bootstrap`` readies a file opened for writing, before its format is
+        checked (default: a new file's first commit, the `startup` plane). A Kafka node gives both."""
         if not structlog.is_configured():
             logs.configure()  # quiet by default for library users; apps may configure structlog first
         opened = open_log(path, **options)
@@ -97,6 +99,7 @@ class Database:
         self.writer = opened.writer
         self.readonly = opened.readonly
         try:
+            self.writes: WritePath = GroupCommit(opened) if writes is None else writes(opened)
             if not self.readonly:
                 (self._bootstrap if bootstrap is None else bootstrap)()
             self._check_format()
@@ -166,34 +169,18 @@ class Database:
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """Run ``fn`` as one commit (group-committed with concurrent writers); durable on return."""
-        self.log.check_writable()
-        return self.writer.write(fn, origin)
+        return self.writes.write(fn, origin)
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """As :meth:`write`, for asyncio callers: waits without holding a thread."""
-        self.log.check_writable()
-        return await self.writer.awrite(fn, origin)
+        return await self.writes.awrite(fn, origin)
 
-    @contextmanager
-    def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
+    def staged(self, origin: dict[str, Json] | None = None) -> AbstractContextManager[StagedWrite]:
         """One large write as many transactions, all or nothing (store/staging.py): stage chunks
         with ``chunk(fn)``, then ``finish()``. Leaving the block unfinished, or on an error, removes
         everything staged. This process's other writers wait until the block ends; other processes'
         writers wait until it finishes."""
-        self.log.check_writable()
-        with self.writer.exclusive():
-            stage = StagedWrite(self.env, dict(origin or {}), self.writer.clock, self.writer.on_commit)
-            try:
-                yield stage
-            except BaseException:
-                if not stage.finished:
-                    try:
-                        stage.abandon()
-                    except DrsgError as exc:  # e.g. the disk is still full: the next write removes it
-                        log.warning("a failed staged write stays until the next write", path=self.path, error=str(exc))
-                raise
-            if not stage.finished:
-                stage.abandon()
+        return self.writes.staged(origin)
 
     # ------------------------------------------------------------------ reading
 
@@ -259,22 +246,7 @@ class Database:
 
     def rebuild_projection(self) -> int:
         """Throw the projection away and rebuild it from the log alone; returns the head seq."""
-
-        def replay(tx: WriteTx) -> int:
-            head = rebuild(tx.txn, self.env.dbs)
-            ids = IdCounters()
-            for commit in LogReader(tx.txn, self.env.dbs["log"]).iter():
-                for m in commit.mutations:
-                    ids.note(m)
-            # Never move a counter backwards: ids are never reused, even those of aborted writes.
-            tx.ids.plane = max(ids.plane, tx.ids.plane)
-            tx.ids.node = max(ids.node, tx.ids.node)
-            tx.ids.edge = max(ids.edge, tx.ids.edge)
-            return head
-
-        head = self.write(replay, {"via": "rebuild"}).value
-        log.info("rebuilt projection", path=self.path, commits=head)
-        return head
+        return self.writes.rebuild_projection()
 
 
 R = TypeVar("R")

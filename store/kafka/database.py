@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import TypeVar, Unpack
+from typing import Unpack
 
 import structlog
 
@@ -27,12 +25,9 @@ from drsg.store.database import Database, Stats
 from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.kafka.materialiser import Materialiser, check_pairing, poison_count
 from drsg.store.kafka.writes import KafkaWrites
-from drsg.store.lmdb_log import LmdbOptions
-from drsg.store.staging import StagedWrite
-from drsg.store.transaction import DEFAULT_PLANE, WriteTx
-from drsg.store.writer import CommitResult
+from drsg.store.lmdb_log import LmdbLog, LmdbOptions
+from drsg.store.transaction import DEFAULT_PLANE
 
-T = TypeVar("T")
 log = structlog.get_logger("drsg.store")
 
 
@@ -74,7 +69,7 @@ class KafkaDatabase(Database):
         options.pop("readonly", None)
         options["create"] = True
         try:
-            super().__init__(path, bootstrap=self._follow, **options)
+            super().__init__(path, bootstrap=self._follow, writes=self._write_path, **options)
         except BaseException:
             self._stop_following()
             self.kafka.close()
@@ -85,15 +80,19 @@ class KafkaDatabase(Database):
 
     # ------------------------------------------------------------------ lifecycle
 
+    def _write_path(self, copy: LmdbLog) -> KafkaWrites:
+        """The database's write path: through the topic, read back from the copy."""
+        # the file's write transactions in this process, the materialiser's and the write path's:
+        # py-lmdb refuses a second at once (the group-commit writer, unused here, guards them otherwise)
+        self._writes = KafkaWrites(copy.path, copy.env, self.kafka, threading.Lock(), copy.writer.clock, self.timeout)
+        return self._writes
+
     def _follow(self) -> None:
         """Pair the file with the topic, start following it, catch up, and make the `startup` plane
         if the topic is new."""
         check_pairing(self.env, self.kafka)
-        # the file's write transactions in this process, the materialiser's and the write path's:
-        # py-lmdb refuses a second at once (the group-commit writer, unused here, guards them otherwise)
-        file_lock = threading.Lock()
-        writes = self._writes = KafkaWrites(self.path, self.env, self.kafka, file_lock, self.writer.clock, self.timeout)
-        writes.materialiser = Materialiser(self.env, self.kafka, self.log.publish, file_lock).start()
+        writes = self._kafka_writes()
+        writes.materialiser = Materialiser(self.env, self.kafka, self.log.publish, writes.file_lock).start()
         self.catch_up()
         with self.snapshot() as snap:
             has_startup = snap.find_plane(DEFAULT_PLANE) is not None
@@ -154,9 +153,7 @@ class KafkaDatabase(Database):
         with self.env.read() as txn:
             return poison_count(txn, self.env)
 
-    @property
-    def writes(self) -> KafkaWrites:
-        """The write path (store/kafka/writes.py): through the topic, read back from the copy."""
+    def _kafka_writes(self) -> KafkaWrites:
         if self._writes is None:
             raise DatabaseUnavailable(f"{self.path} is not open yet; open it again to use it")
         return self._writes
@@ -164,21 +161,4 @@ class KafkaDatabase(Database):
     def catch_up(self, seq: int | None = None, timeout: float | None = None) -> int:
         """Wait until the copy has materialised commit ``seq`` (default: every record up to the
         topic's head as known now); returns the copy's head (:meth:`KafkaWrites.catch_up`)."""
-        return self.writes.catch_up(seq, timeout)
-
-    # ------------------------------------------------------------------ writing: the write path's
-
-    def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
-        return self.writes.write(fn, origin)
-
-    async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
-        return await self.writes.awrite(fn, origin)
-
-    @contextmanager
-    def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:
-        with self.writes.staged(origin) as stage:
-            yield stage
-
-    def rebuild_projection(self) -> int:
-        """Rebuild this node's projection from its copy of the log (the topic is not touched)."""
-        return self.writes.rebuild_projection()
+        return self._kafka_writes().catch_up(seq, timeout)
