@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from drsg.api.feed import Feed
     from drsg.kernel.values import Value
     from drsg.models.chat.base import ChatModel
+    from drsg.models.embedders.base import Embedder
     from drsg.models.providers import ChatChoice, EmbedderChoice
     from drsg.pipeline.catalog.answer import FindAnswer
     from drsg.plan.query import Plan
@@ -280,14 +281,14 @@ class Plane(PlaneRecord):
         chat: ChatModel | ChatChoice | None = None,
         as_of: AsOfLike | None = None,
         dry_run: bool = False,
-        embed: EmbedderChoice | None = None,
+        embed: EmbedderChoice | Embedder | None = None,
         max_attempts: int | None = None,
         limit: int | None = None,
     ) -> AskAnswer:
         """A natural-language question as read-only plans, run (unless ``dry_run``) as of one seq;
         ``chat`` is the model, or a :class:`ChatChoice` naming one (default: the
-        ``digest.chat``/``digest.model`` settings'); ``embed`` names an embedder to give the model
-        its find_edge/find_entity tools. ``max_attempts`` (model turns) and ``limit`` (rows a plan
+        ``digest.chat``/``digest.model`` settings'); ``embed`` names an embedder (or is one) to give the
+        model its find_edge/find_entity tools. ``max_attempts`` (model turns) and ``limit`` (rows a plan
         with none gets; 0: none) default to the ``ask.*`` settings."""
         from drsg.api import retrieval
 

@@ -218,7 +218,7 @@ def ask(
     chat: ChatModel | ChatChoice | None,
     as_of: AsOf | None,
     dry_run: bool,
-    embed: EmbedderChoice | None,
+    embed: EmbedderChoice | Embedder | None,
     max_attempts: int | None = None,
     limit: int | None = None,
 ) -> AskAnswer:
@@ -238,7 +238,10 @@ def ask(
         as_of=as_of,
         masked=tuple(settings["ask.masked"]),
     )
-    embedder = None if embed is None else named_embedder(embed, settings, cache=db.embedders)
+    if embed is None or isinstance(embed, Embedder):
+        embedder = embed  # an embedder as it is (a server's: the plane's, by the one rule)
+    else:
+        embedder = named_embedder(embed, settings, cache=db.embedders)
     result = run_ask(db.store, db.searcher, plane.name, question, calls, embedder, options)
     wire = result.to_json(calls)
     return AskAnswer(

@@ -8,6 +8,7 @@ variable: keys come from the server's environment. ``embed_provider`` turns the 
 ``find_entity`` tools on; they embed with the server's embedder (``embed_model`` is refused, as on
 ``plane.hybrid``). A failure is -32000 with upstream's message and the trace as ``data``.
 ``max_attempts`` defaults to upstream's documented 6 here; ``[ask] masked`` applies as on the CLI.
+The question is the public API's ``Plane.ask`` (drsg.api), with the server's searcher and embedder.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from drsg.kernel.errors import APP_ERROR, INVALID_PARAMS, AskFailed, RpcError
-from drsg.pipeline.ask.loop import AskOptions, ask
-from drsg.pipeline.llm.calls import ModelCalls
+from drsg.models.providers import ChatChoice
 from drsg.surfaces.server.digest_method import CHAT
 from drsg.surfaces.server.params import Params, as_of
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, rpc
@@ -34,7 +34,8 @@ EMBED = {
 }
 
 
-def _options(p: Params, masked: tuple[str, ...]) -> AskOptions:
+def _bounds(p: Params) -> tuple[int, int]:
+    """(max_attempts, limit), checked; ``embed_model`` refused."""
     if p.get("embed_model") is not None:
         raise RpcError(INVALID_PARAMS, "plane.ask: `embed_model` is not accepted — the tools use the server's embedder")
     attempts, limit = int(p.get("max_attempts", RPC_ATTEMPTS)), int(p.get("limit", 100))
@@ -42,8 +43,7 @@ def _options(p: Params, masked: tuple[str, ...]) -> AskOptions:
         raise RpcError(INVALID_PARAMS, f"param 'max_attempts' must be between 1 and 100, not {attempts}")
     if not 0 <= limit <= 10_000:
         raise RpcError(INVALID_PARAMS, f"param 'limit' must be between 0 and 10000, not {limit}")
-    dry_run = bool(p.get("dry_run", False))
-    return AskOptions(dry_run=dry_run, max_attempts=attempts, limit=limit, as_of=as_of(p), masked=masked)
+    return attempts, limit
 
 
 @rpc(
@@ -54,7 +54,8 @@ def _options(p: Params, masked: tuple[str, ...]) -> AskOptions:
 )
 async def plane_ask(ctx: ServerState, p: Params) -> Any:
     settings = ctx.config.settings
-    options = _options(p, tuple(settings["ask.masked"]) if settings is not None else ())
+    attempts, limit = _bounds(p)
+    at, dry_run = as_of(p), bool(p.get("dry_run", False))
     question, plane = str(p["question"]).strip(), str(p["plane"])
     if not question:
         raise RpcError(INVALID_PARAMS, "plane.ask: `question` is empty")
@@ -63,12 +64,15 @@ async def plane_ask(ctx: ServerState, p: Params) -> Any:
     else:
         chat = settings["digest.chat"] if settings is not None else "openai"
         model = p.get("model") or ((settings["digest.model"] if settings is not None else "") or None)
-    calls = ModelCalls.for_chat(chat, model, None, None, settings)
+    chosen = ChatChoice(chat, model)  # a preset (the schema admits no URL) or the operator's
 
     def run() -> dict[str, Any]:
         embedder = ctx.embedder_for(plane, "embedding") if p.get("embed_provider") is not None else None
         try:
-            return ask(ctx.db, ctx.searcher, plane, question, calls, embedder, options).to_json(calls)
+            answer = ctx.plane(plane, at).ask(
+                question, chat=chosen, as_of=at, dry_run=dry_run, embed=embedder, max_attempts=attempts, limit=limit
+            )
+            return answer.to_json()
         except AskFailed as exc:  # the trace says why, turn by turn
             raise RpcError(APP_ERROR, exc.message, {"trace": exc.trace}) from None
 

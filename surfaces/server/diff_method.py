@@ -1,12 +1,13 @@
-"""`plane.diff`: what changed in one plane between two points in time (store/diff.py)."""
+"""`plane.diff`: what changed in one plane between two points in time (the public API's
+``Database.diff``; the server resolves and names the two points), and `plane.changes`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from drsg.api.database import Database
 from drsg.kernel.asof import parse_as_of
 from drsg.kernel.errors import INVALID_PARAMS, DrsgError, RpcError
-from drsg.store.diff import diff_plane
 from drsg.store.mutations import EdgeDelete, EdgePut, NodeDelete, NodePut
 from drsg.store.reader import Reader
 from drsg.surfaces.server.params import Params, vectors
@@ -33,13 +34,12 @@ def resolve_point(reader: Reader, name: str, value: Any) -> int:
         raise RpcError(INVALID_PARAMS, f"param {name!r}: {exc.message}") from None
 
 
-def diff_json(db: Any, p: Params) -> dict[str, Any]:
+def diff_json(db: Database, p: Params) -> dict[str, Any]:
     """The diff's JSON: what `plane.diff` answers, and what the MCP tool and the dashboard show."""
-    with db.read() as reader:
-        result = diff_plane(
-            reader, p["plane"], resolve_point(reader, "from", p["from"]), resolve_point(reader, "to", p["to"])
-        )
-        return result.to_json(vectors=vectors(p), hidden=bool(p.get("hidden", True)))
+    with db.read() as reader:  # each end named in its own error, before the plane is looked at
+        ends = resolve_point(reader, "from", p["from"]), resolve_point(reader, "to", p["to"])
+    result = db.diff(p["plane"], *ends)
+    return result.to_json(vectors=vectors(p), hidden=bool(p.get("hidden", True)))
 
 
 @rpc(
@@ -74,7 +74,7 @@ def diff_json(db: Any, p: Params) -> dict[str, Any]:
     },
 )
 async def plane_diff(ctx: ServerState, p: Params) -> Any:
-    return await ctx.read(diff_json, ctx.db, p)
+    return await ctx.read(diff_json, ctx.api, p)
 
 
 MAX_CHANGES = 10_000  # commits one plane.changes call reads at most

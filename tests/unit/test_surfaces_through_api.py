@@ -1,8 +1,9 @@
 """The JSON-RPC server and the MCP tools call the public API (drsg.api) for what it owns; they do not
 wire it themselves. No module under surfaces/server or surfaces/mcp imports the wiring behind
-``Plane.search``, ``query``, ``hybrid`` and catalog ``find`` — the searcher and its indexes, the plan
-and hybrid runners, the embedder rule's choosers and cache, the catalog's one SELECT — in any
-import form (``import x``, ``from x import y``, ``from package import module``, inside a function,
+``Plane.search``, ``query``, ``hybrid``, ``ask``, catalog ``find`` and ``Database.diff`` — the
+searcher and its indexes, the plan and hybrid runners, the embedder rule's choosers and cache, the
+catalog's one SELECT, the ask loop, a plane's vectorize, the diff between two seqs, JSONL export and
+import — in any import form (``import x``, ``from x import y``, ``from package import module``, inside a function,
 ``importlib.import_module``). The MCP tools run the server's methods in process, so they are held
 through them. Checked on the source (AST) of the real tree, and shown to catch planted copies."""
 
@@ -27,10 +28,14 @@ API_OWNS = (
     "drsg.pipeline.embedder_choice.EmbedderCache",  # the database's embedders
     "drsg.pipeline.catalog.find.find_answer",  # Plane.find on a catalog plane
     "drsg.pipeline.catalog.semantic.similar_in",
+    "drsg.pipeline.ask",  # Plane.ask: the loop, its options, its tools
+    "drsg.pipeline.vectorize",  # Plane.vectorize (vectorize_plane, upstream's text rule, is another module)
+    "drsg.store.diff.diff_plane",  # Database.diff
+    "drsg.store.jsonl",  # Plane.export_jsonl / import_jsonl
 )
 #: modules some of whose names the API owns: imported whole, those names would be reachable as attributes
 PARTLY_OWNED = frozenset(
-    {"drsg.pipeline.embedder_choice", "drsg.pipeline.catalog.find", "drsg.pipeline.catalog.semantic"}
+    {"drsg.pipeline.embedder_choice", "drsg.pipeline.catalog.find", "drsg.pipeline.catalog.semantic", "drsg.store.diff"}
 )
 
 
@@ -111,6 +116,9 @@ async def plane_query(ctx, p):
             "def run():\n    from drsg.pipeline.catalog.find import find_answer\n",
             ["2: drsg.pipeline.catalog.find.find_answer"],
         ),
+        ("from drsg.pipeline.ask.loop import ask\n", ["1: drsg.pipeline.ask.loop.ask"]),
+        ("from drsg.store.diff import diff_plane\n", ["1: drsg.store.diff.diff_plane"]),
+        ("from drsg.pipeline import vectorize\n", ["1: drsg.pipeline.vectorize"]),
     ],
 )
 def test_a_planted_copy_is_caught(planted: str, found: list[str]) -> None:
