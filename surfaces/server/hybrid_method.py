@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from drsg.api.results import Hit
-from drsg.kernel.errors import INVALID_PARAMS, RpcError, UsageError
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.plan.hybrid import (
     CHANNELS,
     DEFAULT_CANDIDATES,
@@ -26,7 +26,7 @@ from drsg.plan.hybrid import (
     KeywordPart,
     VectorPart,
 )
-from drsg.surfaces.server.params import Params, as_of, bounded, vectors
+from drsg.surfaces.server.params import Params, as_of, bounded, embeddable, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, rpc
 from drsg.surfaces.server.state import ServerState
 
@@ -89,8 +89,8 @@ def _record(hit: Hit, p: Params) -> dict[str, Any]:
 async def plane_hybrid(ctx: ServerState, p: Params) -> Any:
     spec = _spec(p)
     plane, at, q = p["plane"], as_of(p), str(p["q"])
-    if spec.vector is not None and not q.strip():
-        raise UsageError("the query text is empty")
+    if spec.vector is not None:
+        embeddable(q)
 
     def run() -> list[Hit]:  # a channel that cannot run is left out, as upstream does: not strict
         return ctx.plane(plane, at).hybrid(q, as_of=at, spec=spec, strict=False)

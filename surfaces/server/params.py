@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import INVALID_PARAMS, RpcError
+from drsg.kernel.errors import INVALID_PARAMS, RpcError, UsageError
 from drsg.plan.query import MAX_K  # results a search may ask for: one bound for plans and params
 
 Params = dict[str, Any]
@@ -28,6 +28,12 @@ def as_of(p: Params) -> AsOf | None:
 
 def vectors(p: Params) -> bool | str:
     return "lean" if p.get("lean") else True
+
+
+def embeddable(text: str | None) -> None:
+    """A text query the server is to embed: never an empty one (a UsageError, as it always was)."""
+    if text is not None and not text.strip():
+        raise UsageError("the query text is empty")
 
 
 def bounded(p: Params, name: str, default: int, ceiling: int = MAX_K) -> int:

@@ -13,14 +13,14 @@ from collections import Counter
 from typing import Any
 
 from drsg.api.results import Hit
-from drsg.kernel.errors import INVALID_PARAMS, RpcError, UsageError
+from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector, value_type
 from drsg.plan.logical import Hybrid, VectorTopK
 from drsg.plan.query import Plan, plan_from_json
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.surfaces.server.methods import need_node
-from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, vectors
+from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, embeddable, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
 from drsg.surfaces.server.state import ServerState
 from drsg.workers.algo import Frame, pagerank
@@ -68,8 +68,8 @@ async def plane_search(ctx: ServerState, p: Params) -> Any:
 
         return _hits(await ctx.read(keyword), p)
     metric = p.get("metric", "cosine")
-    if isinstance(query, str) and not query.strip():
-        raise UsageError("the query text is empty")
+    if isinstance(query, str):
+        embeddable(query)
 
     def search() -> list[Hit]:
         given = query if isinstance(query, str) else Vector.of(query)
@@ -93,9 +93,7 @@ def _query_text(plan: Plan) -> str | None:
 @rpc("plane.query", add=[LEAN])
 async def plane_query(ctx: ServerState, p: Params) -> Any:
     plan = plan_from_json(p["plan"], as_of(p))
-    text = _query_text(plan)
-    if text is not None and not text.strip():  # the server never embeds an empty text
-        raise UsageError("the query text is empty")
+    embeddable(_query_text(plan))
     return _hits(await ctx.read(lambda: ctx.plane(p["plane"], plan.as_of).query(plan)), p)
 
 

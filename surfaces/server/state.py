@@ -25,9 +25,8 @@ from drsg.api.database import Database
 from drsg.api.plane import Plane
 from drsg.api.retrieval import plane_embedder
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import QueryTimeout, UsageError, WriteTimeout
+from drsg.kernel.errors import QueryTimeout, WriteTimeout
 from drsg.kernel.settings import Settings, load
-from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
@@ -70,7 +69,6 @@ class ServerState:
         self.stopping = False
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
         self.started_at = time.time()
-        self.embedders = db.embedders  # each embedder built once, whichever thread asks first
         self._writes: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -202,19 +200,13 @@ class ServerState:
         task.add_done_callback(settle)
         return await outcome
 
-    # ------------------------------------------------------------------ the API's planes, query text → vector
+    # ------------------------------------------------------------------ the API's planes, the embedder rule
 
     def plane(self, name: str, at: AsOf | None = None) -> Plane:
         """The public API's plane called ``name`` as of ``at`` (a plane dropped or renamed since is
         still searched as it was then). Runs in a read thread."""
         with self.db.snapshot(at) as snap:
             return Plane(self.api, snap.plane(name))
-
-    def embed_text(self, plane: str, prop: str, text: str) -> Vector:
-        """Embed a text query the way ``prop``'s vectors were made. Runs in a read thread."""
-        if not text.strip():
-            raise UsageError("the query text is empty")
-        return self.embedder_for(plane, prop).embed([text])[0]
 
     @property
     def settings(self) -> Settings:
