@@ -42,7 +42,18 @@ if TYPE_CHECKING:
     from drsg.api.database import Database
     from drsg.api.feed import Feed
     from drsg.api.plane import Plane
-    from drsg.api.results import AskAnswer, Deleted, Digested, FeedMessage, Hit, Linked, Neighbour, Vectorized, Written
+    from drsg.api.results import (
+        AskAnswer,
+        Deleted,
+        Digested,
+        FeedMessage,
+        Hit,
+        Linked,
+        Neighbour,
+        PlaneSummary,
+        Vectorized,
+        Written,
+    )
     from drsg.kernel.asof import AsOf
     from drsg.models.providers import ChatChoice, EmbedderChoice
     from drsg.pipeline.catalog.answer import Ambiguous, Found, MissingPredicate
@@ -76,6 +87,7 @@ _LAZY = {
     "Node": "drsg.store.records",
     "Plane": "drsg.api.plane",
     "PlaneDiff": "drsg.store.diff",
+    "PlaneSummary": "drsg.api.results",
     "Vectorized": "drsg.api.results",
     "Version": "drsg.store.records",
     "Written": "drsg.api.results",
@@ -111,6 +123,7 @@ __all__ = [
     "NotFound",
     "Plane",
     "PlaneDiff",
+    "PlaneSummary",
     "StoreError",
     "StoreFull",
     "UsageError",

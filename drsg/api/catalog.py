@@ -65,4 +65,5 @@ def find_for(db: Database, conn: Connection, request: Mapping[str, Any], embed: 
     similar = similar_in(db.store, conn.plane, catalog, embedder)
     backend = backend_for(conn, settings["catalog.statement_seconds"])
     names = sensitive_names(conn, settings)
-    return find_answer(catalog, backend, dict(request), settings["catalog.row_limit"], similar, sensitive=names)
+    # as given: check_request refuses what is no JSON object with the message a user reads
+    return find_answer(catalog, backend, request, settings["catalog.row_limit"], similar, sensitive=names)

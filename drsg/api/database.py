@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from drsg.pipeline.embedder_choice import EmbedderCache
     from drsg.store.database import Stats, _ReadHold
     from drsg.store.diff import PlaneDiff
+    from drsg.store.jsonl import ImportReport
     from drsg.store.log import Commit
     from drsg.store.reader import Reader
-    from drsg.store.records import Plane as PlaneRecord
     from drsg.store.snapshot import Snapshot
     from drsg.store.transaction import WriteTx
     from drsg.store.writer import CommitResult
@@ -104,19 +104,19 @@ class Database:
         with self.snapshot(as_of_of(as_of)) as snap:
             return Plane(self, snap.plane(name))
 
-    def planes(self) -> list[Plane]:
-        """Every plane, as of the head."""
-        from drsg.api.plane import Plane
+    def planes(self, *, as_of: AsOfLike | None = None) -> list[Plane]:
+        """Every plane, as of the head or of ``as_of``."""
+        from drsg.api.plane import Plane, as_of_of
 
-        with self.snapshot() as snap:
+        with self.snapshot(as_of_of(as_of)) as snap:
             return [Plane(self, record) for record in snap.planes()]
 
     def create_plane(self, name: str, props: Mapping[str, Any] | None = None) -> Plane:
         """A new plane (Conflict if the name is taken)."""
         from drsg.api.plane import Plane
 
-        made: PlaneRecord = self.write(lambda tx: tx.create_plane(name, props), self.origin).value
-        return Plane(self, made)
+        done = self.write(lambda tx: tx.create_plane(name, props), self.origin)
+        return Plane(self, done.value, done.seq)
 
     def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
         """What changed in the plane called ``plane`` between two commits (seq 0: before the first;
@@ -128,14 +128,40 @@ class Database:
             ends = [reader.head if end is None else seq_of(reader, end) for end in (from_, to)]
             return diff_plane(reader, plane, ends[0], ends[1])
 
+    def import_jsonl(
+        self,
+        plane: str,
+        path: str | os.PathLike[str],
+        *,
+        on_conflict: str = "error",
+        create_plane: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Import a JSONL file (``drsg import``'s format) into the plane called ``plane`` (made
+        first with ``create_plane``), all or nothing, ``store.import_commit_lines`` lines staged at a
+        time; ``on_conflict``: "error", "skip" or "update"; ``progress(bytes_read)`` as it goes."""
+        from drsg.store.jsonl import import_jsonl
+
+        lines = self.settings["store.import_commit_lines"]
+        return import_jsonl(
+            self.store,
+            os.fspath(path),
+            plane,
+            on_conflict,
+            commit_lines=lines,
+            progress=progress,
+            create_plane=create_plane,
+        )
+
     # ------------------------------------------------------------------ the change feed
 
-    def feed(self, from_seq: int | None = None, **options: Any) -> Feed:
-        """Every plane's changes from ``from_seq`` (default: the next commit) on: iterate it, in a
-        thread (``for``) or in asyncio (``async for``); see :class:`~drsg.api.feed.Feed`."""
+    def feed(self, from_seq: int | None = None, *, plane: str | None = None, **options: Any) -> Feed:
+        """Every plane's changes (or the plane called ``plane``'s, though dropped since ``from_seq``)
+        from ``from_seq`` (default: the next commit) on: iterate it, in a thread (``for``) or in
+        asyncio (``async for``); see :class:`~drsg.api.feed.Feed`."""
         from drsg.api.feed import Feed
 
-        return Feed(self, None, from_seq, **options)
+        return Feed(self, plane, from_seq, **options)
 
     # ------------------------------------------------------------------ what calls share
 

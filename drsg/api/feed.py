@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 class Feed:
     """``for message in feed`` blocks for the next commit; ``async for`` awaits it. ``options`` are
-    the subscription's: ``labels``, ``ops``, ``include_before``, ``include_vectors``,
+    the subscription's: ``labels``, ``ops``, ``include_before``, ``include_vectors``, ``include_hidden``,
     ``resolved_every`` (seconds between ``resolved`` watermarks; None: none), ``to_seq`` and
     ``follow`` (False: stop at the head)."""
 
@@ -29,7 +29,8 @@ class Feed:
 
     @property
     def position(self) -> int:
-        """The next seq the feed will read: resume a later feed from here."""
+        """The next seq the feed will read (before the first message: where it starts); resume a
+        later feed from here."""
         return self.subscription.position
 
     def stop(self) -> None:

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from drsg.api.results import AskAnswer, Deleted, Digested, Hit, Linked, Neighbour, Vectorized, Written
+from drsg.api.results import AskAnswer, Deleted, Digested, Hit, Linked, Neighbour, PlaneSummary, Vectorized, Written
 from drsg.kernel.asof import AsOf, parse_as_of, parse_rfc3339_ms
 from drsg.kernel.errors import BadAsOf, NotFound
 from drsg.kernel.values import Vector
@@ -63,11 +63,12 @@ def _shown(ref: int | str) -> str:
 class Plane(PlaneRecord):
     """A plane of ``db`` (:meth:`Database.plane`); see the module's docstring."""
 
-    __slots__ = ("db",)
+    __slots__ = ("db", "seq")
 
-    def __init__(self, db: Database, record: PlaneRecord) -> None:
+    def __init__(self, db: Database, record: PlaneRecord, seq: int | None = None) -> None:
         super().__init__(record.id, record.name, record.props)
         self.db = db
+        self.seq = seq  # the commit that made it so, when a write returned it (None: read)
 
     # ------------------------------------------------------------------ reading records
 
@@ -159,24 +160,58 @@ class Plane(PlaneRecord):
         done = self.db.write(delete, self.db.origin)
         return Deleted(done.value[0], done.value[1], done.seq)
 
+    # ------------------------------------------------------------------ the plane itself
+
+    def counts(self, *, as_of: AsOfLike | None = None) -> tuple[int, int]:
+        """Live (nodes, edges)."""
+        with self.db.snapshot(as_of_of(as_of)) as snap:
+            return snap.counts(self.id)
+
+    def summary(self, *, as_of: AsOfLike | None = None) -> PlaneSummary:
+        """Its counts, nodes per label, edges per type and fusion profiles (``drsg plane show``'s)."""
+        with self.db.snapshot(as_of_of(as_of)) as snap:
+            record = snap.plane_by_id(self.id) or self  # its name and properties then
+            nodes, edges = snap.counts(self.id)
+            labels, types = snap.labels_and_types(self.id)
+            profiles = tuple(snap.fusion_profiles(self.id))
+            return PlaneSummary(self.id, record.name, record.props, nodes, edges, labels, types, profiles, snap.at)
+
+    def rename(self, to: str) -> Plane:
+        """Rename the plane (its id and contents stay); returns it under its new name."""
+        done = self.db.write(lambda tx: tx.rename_plane(self.name, to), self.db.origin)
+        return Plane(self.db, done.value, done.seq)
+
+    def set_props(self, props: Mapping[str, Value]) -> Plane:
+        """Set properties of the plane, merged into the ones it has; returns it as it now is."""
+        done = self.db.write(lambda tx: tx.set_plane_props(self.name, props), self.db.origin)
+        return Plane(self.db, done.value, done.seq)
+
+    def drop(self) -> int | None:
+        """Drop the plane; its contents stay readable as of the commit before the one returned."""
+        return self.db.write(lambda tx: tx.drop_plane(self.name), self.db.origin).seq
+
     # ------------------------------------------------------------------ JSONL
 
     def export_jsonl(self, out: IO[str] | str | Path, *, as_of: AsOfLike | None = None, canonical: bool = False) -> int:
         """Write the plane as JSONL (``drsg export``'s format) to a file or text stream; returns
-        the lines written."""
+        the lines written. A file appears whole or not at all (written beside it, then renamed)."""
         from drsg.store.jsonl import export_jsonl
 
         if isinstance(out, str | Path):
-            with Path(out).open("w", encoding="utf-8") as fh:
-                return export_jsonl(self.db.store, self.name, fh, as_of_of(as_of), canonical=canonical)
+            path = Path(out)
+            partial = path.with_name(path.name + ".partial")
+            with partial.open("w", encoding="utf-8") as fh:
+                count = export_jsonl(self.db.store, self.name, fh, as_of_of(as_of), canonical=canonical)
+            partial.replace(path)
+            return count
         return export_jsonl(self.db.store, self.name, out, as_of_of(as_of), canonical=canonical)
 
-    def import_jsonl(self, path: str | Path, *, on_conflict: str = "error") -> ImportReport:
+    def import_jsonl(
+        self, path: str | Path, *, on_conflict: str = "error", progress: Callable[[int], None] | None = None
+    ) -> ImportReport:
         """Import a JSONL file (``drsg import``'s format) into the plane, all or nothing;
-        ``on_conflict``: "error", "skip" or "update"."""
-        from drsg.store.jsonl import import_jsonl
-
-        return import_jsonl(self.db.store, path, self.name, on_conflict)
+        ``on_conflict``: "error", "skip" or "update"; ``progress(bytes_read)`` as it goes."""
+        return self.db.import_jsonl(self.name, path, on_conflict=on_conflict, progress=progress)
 
     # ------------------------------------------------------------------ the change feed
 

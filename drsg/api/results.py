@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     from drsg.store.records import FusionDecl
     from drsg.workers.search import Hit as SearchHit
 
-__all__ = ["AskAnswer", "Deleted", "Digested", "FeedMessage", "Hit", "Linked", "Neighbour", "Vectorized", "Written"]
+__all__ = [
+    "AskAnswer",
+    "Deleted",
+    "Digested",
+    "FeedMessage",
+    "Hit",
+    "Linked",
+    "Neighbour",
+    "PlaneSummary",
+    "Vectorized",
+    "Written",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +71,22 @@ class Neighbour:
     edge: Edge
     direction: str
     node: Node | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlaneSummary:
+    """A plane as of commit ``seq``: its live node and edge counts, nodes per label, edges per type,
+    and the fusion profiles declared on it."""
+
+    id: int
+    name: str
+    props: Mapping[str, Any]
+    nodes: int
+    edges: int
+    labels: Mapping[str, int]
+    edge_types: Mapping[str, int]
+    fusion_profiles: tuple[FusionDecl, ...]
+    seq: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,18 +130,26 @@ class FeedMessage:
     changes: tuple[Mapping[str, Any], ...] = ()
     resolved: bool = False
     dropped: bool = False
+    wire: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the feed's own message
 
     @classmethod
     def of(cls, message: Mapping[str, Any]) -> FeedMessage:
         if "resolved" in message:
-            return cls(seq=int(message["resolved"]), resolved=True)
+            return cls(seq=int(message["resolved"]), resolved=True, wire=message)
         return cls(
             seq=int(message["seq"]),
             ts=message.get("ts"),
             plane=message.get("plane"),
             changes=tuple(message.get("changes", ())),
             dropped=bool(message.get("dropped", False)),
+            wire=message,
         )
+
+    def to_json(self) -> dict[str, Any]:
+        """The message as ``drsg feed --json`` and the WebSocket/SSE feeds send it."""
+        if not self.wire:
+            raise ValueError("a FeedMessage made by hand has no wire form; a Feed makes one")
+        return dict(self.wire)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from drsg.kernel.asof import AsOf
-from drsg.store.jsonl import ON_CONFLICT, export_jsonl, import_jsonl
+from drsg.store.jsonl import ON_CONFLICT
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, json_option, plane_option
 
@@ -49,24 +49,11 @@ def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_pl
                     bar.update(done - state["done"])
                     state["done"] = done
 
-                report = import_jsonl(
-                    db,
-                    file,
-                    plane,
-                    on_conflict,
-                    progress=progress,
-                    create_plane=create_plane,
-                    commit_lines=obj.settings["store.import_commit_lines"],
+                report = db.import_jsonl(
+                    plane, file, on_conflict=on_conflict, create_plane=create_plane, progress=progress
                 )
         else:
-            report = import_jsonl(
-                db,
-                file,
-                plane,
-                on_conflict,
-                create_plane=create_plane,
-                commit_lines=obj.settings["store.import_commit_lines"],
-            )
+            report = db.import_jsonl(plane, file, on_conflict=on_conflict, create_plane=create_plane)
     secs = time.perf_counter() - started
     rate = report.lines / secs if secs > 0 else 0.0
     if as_json:
@@ -99,13 +86,11 @@ def export_cmd(obj: Context, plane: str, as_of: AsOf | None, output: Path | None
 
     By default in the order the store holds it (ids); --canonical for a byte-comparable export."""
     with obj.open(write=False) as db:
-        if output is None:
-            export_jsonl(db, plane, sys.stdout, as_of, canonical=canonical)
-            return
-        tmp = output.with_name(output.name + ".partial")
-        with tmp.open("w", encoding="utf-8") as fh:
-            count = export_jsonl(db, plane, fh, as_of, canonical=canonical)
-        tmp.replace(output)
+        count = db.plane(plane, as_of=as_of).export_jsonl(
+            sys.stdout if output is None else output, as_of=as_of, canonical=canonical
+        )
+    if output is None:
+        return
     click.echo(f"exported {count} line(s) to {output}", err=True)
 
 

@@ -309,10 +309,7 @@ def catalog_search(
 
 
 def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, embed: EmbedderChoice) -> None:
-    from drsg.pipeline.catalog.backends import backend_for
-    from drsg.pipeline.catalog.connections import sensitive_names
-    from drsg.pipeline.catalog.find import find_answer
-    from drsg.pipeline.catalog.semantic import similar_in
+    from drsg.api.catalog import find_for
 
     try:
         parsed = json.loads(request)
@@ -320,12 +317,9 @@ def _run_find(obj: Context, conn_name: str | None, request: str, as_json: bool, 
         raise UsageError(
             'find: the request is JSON, e.g. \'{"entity":"user","fields":["password"],"where":{"name":"Ann"}}\''
         ) from None
-    conn, cat = _catalog(obj, conn_name)
+    conn = _pick(obj, conn_name)
     with obj.open(write=False) as db:
-        similar = similar_in(db, conn.plane, cat, _embedder(obj, db, conn, embed, indexing=False))
-        names = sensitive_names(conn, obj.settings)
-        backend = backend_for(conn, obj.settings["catalog.statement_seconds"])
-        answer = find_answer(cat, backend, parsed, obj.settings["catalog.row_limit"], similar, sensitive=names)
+        answer = find_for(db, conn, parsed, embed)
     _show(answer.to_json(), as_json)
 
 

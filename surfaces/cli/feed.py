@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from drsg.feed.changes import OPS
-from drsg.feed.subscription import Subscription
 from drsg.kernel.asof import format_ms
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import json_option, plane_option
 
 
-def _change_line(seq: int, ts: int, plane: str | None, change: dict[str, Any]) -> str:
+def _change_line(seq: int, ts: int, plane: str | None, change: Mapping[str, Any]) -> str:
     where = change.get("plane", plane)
     record = change.get("record") or change.get("before") or {}
     if change["kind"] == "node":
@@ -85,10 +85,9 @@ def feed(
     plane ends the feed with a last object carrying "dropped": true.
     """
     with obj.open(write=False) as db:
-        subscription = Subscription(
-            db,
-            None if all_planes else plane,
+        subscription = db.feed(
             None if from_seq is None else max(from_seq, 1),  # seq 0 is the empty start: commits begin at 1
+            plane=None if all_planes else plane,
             labels=labels or None,
             ops=ops or None,
             include_before=include_before,
@@ -99,7 +98,7 @@ def feed(
             follow=not no_follow,
         )
         if from_seq is None:  # no --from starts after the head, so an idle plane prints nothing: say why
-            start = subscription.from_seq
+            start = subscription.position
             click.echo(
                 f"following from seq {start} (the next commit); --from 0 replays every commit"
                 if not no_follow
@@ -115,16 +114,15 @@ def feed(
         try:
             for message in subscription:
                 if as_json:
-                    emit_json(message)
-                elif "resolved" in message:
-                    click.echo(f"resolved {message['resolved']}")
+                    emit_json(message.to_json())
+                elif message.resolved:
+                    click.echo(f"resolved {message.seq}")
                 else:
-                    for change in message["changes"]:
-                        click.echo(_change_line(message["seq"], message["ts"], message["plane"], change))
-                    if message.get("dropped"):
-                        click.echo(
-                            f"seq {message['seq']}\t{format_ms(message['ts'])}\tplane {message['plane']} dropped"
-                        )
+                    ts = message.ts or 0  # a commit's message always has its time
+                    for change in message.changes:
+                        click.echo(_change_line(message.seq, ts, message.plane, change))
+                    if message.dropped:
+                        click.echo(f"seq {message.seq}\t{format_ms(ts)}\tplane {message.plane} dropped")
         except KeyboardInterrupt:  # Ctrl-C before the handler was in place
             return
         finally:

@@ -22,9 +22,10 @@ def plane() -> None:
 @click.pass_obj
 def plane_list(obj: Context, as_json: bool, as_of: AsOf | None) -> None:
     """List planes with their node and edge counts."""
-    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
-        for p in snap.planes():
-            nodes, edges = snap.counts(p.id)
+    with obj.open(write=False) as db:
+        at = as_of or AsOf(seq=db.head())  # every plane counted at one commit
+        for p in db.planes(as_of=at):
+            nodes, edges = p.counts(as_of=at)
             if as_json:
                 emit_json(
                     {
@@ -47,8 +48,8 @@ def plane_create(obj: Context, name: str, props: tuple[str, ...], props_json: st
     """Create a plane."""
     values = parse_props(props, props_json)
     with obj.open(write=True) as db:
-        result = db.write(lambda tx: tx.create_plane(name, values), {"via": "cli"})
-    click.echo(f"created plane '{name}' (id {result.value.id}, seq {result.seq})")
+        made = db.create_plane(name, values)
+    click.echo(f"created plane '{name}' (id {made.id}, seq {made.seq})")
 
 
 @plane.command("show")
@@ -58,35 +59,34 @@ def plane_create(obj: Context, name: str, props: tuple[str, ...], props_json: st
 @click.pass_obj
 def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> None:
     """Show a plane: counts, labels, edge types, properties."""
-    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
-        p = snap.plane(name)
+    with obj.open(write=False) as db:
+        p = db.plane(name, as_of=as_of)
         obj.say_synced(db, name, as_json)
-        nodes, edges = snap.counts(p.id)
-        labels, types = snap.labels_and_types(p.id)
-        profiles = snap.fusion_profiles(p.id)
-        card = {
-            "id": p.id,
-            "name": p.name,
-            "nodes": nodes,
-            "edges": edges,
-            "labels": labels,
-            "edge_types": types,
-            "properties": props_to_json(p.props),
-            "seq": snap.at,
-            "fusion_profiles": [decl.to_json() for decl in profiles],
-        }
+        card = p.summary(as_of=as_of)
     if as_json:
-        emit_json(card)
+        emit_json(
+            {
+                "id": card.id,
+                "name": card.name,
+                "nodes": card.nodes,
+                "edges": card.edges,
+                "labels": card.labels,
+                "edge_types": card.edge_types,
+                "properties": props_to_json(card.props),
+                "seq": card.seq,
+                "fusion_profiles": [decl.to_json() for decl in card.fusion_profiles],
+            }
+        )
         return
-    click.echo(f"plane '{p.name}' (id {p.id}) at seq {card['seq']}: {nodes} nodes, {edges} edges")
-    for label, count in sorted(labels.items()):
+    click.echo(f"plane '{card.name}' (id {card.id}) at seq {card.seq}: {card.nodes} nodes, {card.edges} edges")
+    for label, count in sorted(card.labels.items()):
         click.echo(f"  :{label}\t{count}")
-    for edge_type, count in sorted(types.items()):
+    for edge_type, count in sorted(card.edge_types.items()):
         click.echo(f"  -[{edge_type}]->\t{count}")
-    for decl in profiles:
+    for decl in card.fusion_profiles:
         fused = FusionProfile.from_json(decl.profile).describe()
         click.echo(f"  fusion {decl.label} ({decl.vector} + {decl.keyword}), commit {decl.since}: {fused}")
-    for key, value in props_to_json(p.props).items():
+    for key, value in props_to_json(card.props).items():
         click.echo(f"  {key} = {value}")
 
 
@@ -97,7 +97,7 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
 def plane_rename(obj: Context, name: str, to: str) -> None:
     """Rename a plane (its id and contents stay)."""
     with obj.open(write=True) as db:
-        db.write(lambda tx: tx.rename_plane(name, to), {"via": "cli"})
+        db.plane(name).rename(to)
     click.echo(f"renamed plane '{name}' to '{to}'")
 
 
@@ -107,9 +107,9 @@ def plane_rename(obj: Context, name: str, to: str) -> None:
 def plane_drop(obj: Context, name: str) -> None:
     """Drop a plane. Its history stays readable with --as-of before the drop."""
     with obj.open(write=True) as db:
-        result = db.write(lambda tx: tx.drop_plane(name), {"via": "cli"})
-    before = (result.seq or 1) - 1
-    click.echo(f"dropped plane '{name}' (seq {result.seq}; its contents stay readable with --as-of {before})")
+        seq = db.plane(name).drop()
+    before = (seq or 1) - 1
+    click.echo(f"dropped plane '{name}' (seq {seq}; its contents stay readable with --as-of {before})")
 
 
 @plane.command("set-props")
@@ -120,7 +120,7 @@ def plane_set_props(obj: Context, name: str, props: tuple[str, ...], props_json:
     """Set plane properties (merged into the existing ones)."""
     values = parse_props(props, props_json)
     with obj.open(write=True) as db:
-        db.write(lambda tx: tx.set_plane_props(name, values), {"via": "cli"})
+        db.plane(name).set_props(values)
     click.echo(f"set {len(values)} propert{'y' if len(values) == 1 else 'ies'} on plane '{name}'")
 
 

@@ -14,6 +14,8 @@ import pytest
 import drsg
 from drsg.api.retrieval import model_calls
 from drsg.models.testing import ScriptedChatModel
+from tests.support.catalog_schema import make_sqlite
+from tests.support.cli import Drsg
 
 
 @pytest.fixture
@@ -87,3 +89,61 @@ def test_a_named_chat_model_is_called_by_its_choice(db: drsg.Database) -> None:
     named = model_calls(drsg.ChatChoice("ollama", "llama3"), db.settings)
     assert named.model == "ollama:llama3" and named.chat is None  # connected on the first call
     assert model_calls(None, db.settings).model == model_calls(drsg.ChatChoice("openai"), db.settings).model
+
+
+def test_jsonl_into_a_new_plane_with_progress_and_out_to_a_whole_file(db: drsg.Database, tmp_path: Path) -> None:
+    source = db.create_plane("src")
+    source.put("a", ["A"], {"n": 1})
+    source.put("b", ["A"])
+    source.link("a", "b", "NEXT")
+    out = tmp_path / "src.jsonl"
+    assert source.export_jsonl(out) == 3 and not (tmp_path / "src.jsonl.partial").exists()
+    seen: list[int] = []
+    with pytest.raises(drsg.NotFound, match="copy"):
+        db.import_jsonl("copy", out)
+    report = db.import_jsonl("copy", out, create_plane=True, progress=seen.append)
+    assert (report.nodes_created, report.edges_created) == (2, 1) and seen[-1] == out.stat().st_size
+    assert [node.key for node in db.plane("copy").nodes()] == ["a", "b"]
+
+
+def test_a_planes_feed_by_name_after_its_drop_and_each_messages_wire_form(db: drsg.Database) -> None:
+    gone = db.create_plane("gone")
+    gone.put("a")
+    dropped = gone.drop()
+    assert dropped is not None
+    feed = db.feed(1, plane="gone", follow=False, resolved_every=None)
+    assert feed.position == 1
+    messages = list(feed)
+    assert messages[-1].dropped and messages[-1].to_json()["dropped"] is True
+    assert messages[0].to_json()["changes"] == list(messages[0].changes) and "truncated" in messages[0].to_json()
+
+
+def test_a_plane_is_summed_up_renamed_given_properties_and_dropped(db: drsg.Database) -> None:
+    made = db.create_plane("p", {"team": "x"})
+    assert made.seq == db.head()
+    made.put("a", ["A"])
+    made.put("b", ["A", "B"])
+    made.link("a", "b", "T")
+    at = db.head()
+    card = made.summary()
+    assert (card.name, card.nodes, card.edges, card.seq) == ("p", 2, 1, at)
+    assert card.labels == {"A": 2, "B": 1} and card.edge_types == {"T": 1} and card.props == {"team": "x"}
+    renamed = made.rename("q")
+    assert (renamed.name, renamed.seq, renamed.id) == ("q", db.head(), made.id)
+    assert renamed.set_props({"n": 1}).props == {"team": "x", "n": 1}
+    seq = renamed.drop()
+    assert seq == db.head() and [p.name for p in db.planes()] == ["startup"]
+    assert [p.name for p in db.planes(as_of=at)] == ["startup", "p"]
+    assert db.plane("p", as_of=at).counts(as_of=at) == (2, 1)
+    assert db.plane("p", as_of=at).summary(as_of=at).name == "p"
+
+
+def test_find_refuses_a_request_that_is_no_object_as_the_cli_always_did(drsg: Drsg, tmp_path: Path) -> None:
+    app = make_sqlite(tmp_path / "app.db")
+    assert drsg("catalog", "add", "app", str(app)).code == 0
+    assert drsg("catalog", "index", "app").code == 0
+    refused = drsg("find", "[1]")
+    assert refused.code == 2 and refused.out == ""
+    assert refused.err == (
+        'error: find: the request is a JSON object like {"entity": "user", "fields": [...], "where": {...}}\n'
+    )
