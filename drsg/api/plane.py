@@ -56,8 +56,9 @@ def _ref(ref: int | str) -> int | str:
 
 
 def _shown(ref: int | str) -> str:
-    """A node reference in a message as the caller wrote it: ``@key`` as it is, else quoted."""
-    return ref if isinstance(ref, str) and ref.startswith("@") else repr(ref)
+    """A node reference in a message as the caller wrote it (``7``, ``ada``, ``@ada``): as the CLI has
+    always named it."""
+    return str(ref)
 
 
 class Plane(PlaneRecord):

@@ -50,8 +50,10 @@ def test_a_reference_is_named_as_the_caller_wrote_it(db: drsg.Database) -> None:
     plane.put("ada")
     with pytest.raises(drsg.NotFound, match=r"^no node @ghost in plane 'startup' at seq \d+; check the id or @key$"):
         plane.get("@ghost")
-    with pytest.raises(drsg.NotFound, match=r"^no node 'ghost' in plane"):
+    with pytest.raises(drsg.NotFound, match=r"^no node ghost in plane 'startup' at seq \d+; check the id or @key$"):
         plane.get("ghost")
+    with pytest.raises(drsg.NotFound, match=r"^no node 99 in plane"):
+        plane.get(99)
     with pytest.raises(drsg.NotFound, match=r"^node @ghost never existed in plane 'startup'$"):
         plane.history("@ghost")
     with pytest.raises(drsg.NotFound, match=r"^no node '@ghost' in plane 'startup'$"):
@@ -147,3 +149,13 @@ def test_find_refuses_a_request_that_is_no_object_as_the_cli_always_did(drsg: Dr
     assert refused.err == (
         'error: find: the request is a JSON object like {"entity": "user", "fields": [...], "where": {...}}\n'
     )
+
+
+def test_the_cli_names_a_missing_node_as_typed(drsg: Drsg) -> None:
+    assert drsg("node", "put", "ada").code == 0
+    for typed in ("nobody", "@nobody", "77"):
+        missing = drsg("get", typed)
+        assert (missing.code, missing.out) == (1, "")
+        assert missing.err == f"error: no node {typed} in plane 'startup' at seq 2; check the id or @key\n"
+        never = drsg("node", "history", typed)
+        assert never.err == f"error: node {typed} never existed in plane 'startup'\n"
