@@ -17,8 +17,36 @@ from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder
 
 if TYPE_CHECKING:
+    from drsg.api.database import Database
     from drsg.api.plane import Plane
     from drsg.models.chat.base import ChatModel
+    from drsg.models.embedders.base import Embedder
+    from drsg.models.providers import ChatChoice
+    from drsg.pipeline.digest.proposal import Proposal
+    from drsg.pipeline.digest.run import DigestOptions
+    from drsg.pipeline.digest.sources import Document
+
+
+def preview(
+    db: Database,
+    plane: str,
+    doc: Document,
+    options: DigestOptions,
+    chat: ChatModel | ChatChoice | None,
+    embedder: Embedder | None,
+) -> Proposal:
+    """A digest's proposal for a document already read (a text as sent, or a tree's parsed facts),
+    nothing written and nothing saved: the chat model given, named, or the settings', its answers
+    cached beside the database; another tree's keys refused before a model call is spent."""
+    from drsg.api.retrieval import model_calls
+    from drsg.pipeline.code.walk import digest_folder
+    from drsg.pipeline.digest.run import digest as run_digest
+    from drsg.pipeline.digest.run import refuse_shared
+    from drsg.pipeline.llm.cache import AnswerCache
+
+    calls = model_calls(chat, db.settings, AnswerCache(digest_folder(db.path) / "cache"))
+    refuse_shared(db.store, doc, plane)
+    return run_digest(db.store, doc, plane, options, calls, embedder)
 
 
 def digest(

@@ -7,7 +7,7 @@ proposal (one the client may have edited) in one commit with the contribution le
 call. The chat provider is the operator's (``[digest] chat``/``model`` in drsg.toml or
 ``DRSG_DIGEST_*``); a request may name one of the presets but never a URL, a key or a key
 variable. The embedder is the server's, as for ``plane.hybrid``. Answers are cached beside the
-database, as on the CLI.
+database, as on the CLI. The proposal is the public API's (``drsg.api.digest.preview``).
 """
 
 from __future__ import annotations
@@ -15,16 +15,15 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from drsg.api.digest import preview
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
 from drsg.models.chat.providers import CHAT_PRESETS
-from drsg.pipeline.code.walk import digest_folder
+from drsg.models.providers import ChatChoice
 from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
-from drsg.pipeline.digest.run import DigestOptions, digest, refuse_shared
+from drsg.pipeline.digest.run import DigestOptions
 from drsg.pipeline.digest.sources import Document
-from drsg.pipeline.llm.cache import AnswerCache
-from drsg.pipeline.llm.calls import ModelCalls
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
 from drsg.surfaces.server.state import ServerState
@@ -85,14 +84,11 @@ async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
         embed=not p.get("no_embed", False),
         link=bool(p.get("link", True)),
     )
-    chat, model = _choice(ctx, p)
+    chosen = ChatChoice(*_choice(ctx, p))  # a preset (the schema admits no URL) or the operator's
 
     def run() -> Proposal:
         embedder = ctx.embedder_for(plane, "embedding") if options.embed or options.link else None
-        cache = AnswerCache(digest_folder(ctx.db.path) / "cache")
-        calls = ModelCalls.for_chat(chat, model, None, None, settings, cache)
-        refuse_shared(ctx.db, doc, plane)  # another tree's keys: refused before a model call, as on the CLI
-        return digest(ctx.db, doc, plane, options, calls, embedder)
+        return preview(ctx.api, plane, doc, options, chosen, embedder)  # another tree's keys refused, as on the CLI
 
     proposal = await ctx.read(run, limited=False)
     out = proposal.to_json()

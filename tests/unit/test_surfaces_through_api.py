@@ -1,11 +1,12 @@
 """The JSON-RPC server and the MCP tools call the public API (drsg.api) for what it owns; they do not
 wire it themselves. No module under surfaces/server or surfaces/mcp imports the wiring behind
-``Plane.search``, ``query``, ``hybrid``, ``ask``, catalog ``find`` and ``Database.diff`` — the
-searcher and its indexes, the plan and hybrid runners, the embedder rule's choosers and cache, the
-catalog's one SELECT, the ask loop, a plane's vectorize, the diff between two seqs, JSONL export and
-import — in any import form (``import x``, ``from x import y``, ``from package import module``, inside a function,
-``importlib.import_module``). The MCP tools run the server's methods in process, so they are held
-through them. Checked on the source (AST) of the real tree, and shown to catch planted copies."""
+``Plane.search``, ``query``, ``hybrid``, ``ask``, catalog ``find``, ``Database.diff`` and a digest's
+preview — the searcher and its indexes, the plan and hybrid runners, the embedder rule's choosers
+and cache, the catalog's one SELECT, the ask loop, a plane's vectorize, the diff between two seqs,
+JSONL export and import, a digest's proposal and its model calls — in any import form (``import x``,
+``from x import y``, ``from package import module``, inside a function, ``importlib.import_module``).
+The MCP tools run the server's methods in process, so they are held through them. Checked on the
+source (AST) of the real tree, and shown to catch planted copies."""
 
 from __future__ import annotations
 
@@ -32,10 +33,19 @@ API_OWNS = (
     "drsg.pipeline.vectorize",  # Plane.vectorize (vectorize_plane, upstream's text rule, is another module)
     "drsg.store.diff.diff_plane",  # Database.diff
     "drsg.store.jsonl",  # Plane.export_jsonl / import_jsonl
+    "drsg.pipeline.digest.run.digest",  # drsg.api.digest.preview: the proposal, its model calls and cache
+    "drsg.pipeline.digest.run.refuse_shared",
+    "drsg.pipeline.llm",  # model calls and the answer cache: the API's model_calls
 )
 #: modules some of whose names the API owns: imported whole, those names would be reachable as attributes
 PARTLY_OWNED = frozenset(
-    {"drsg.pipeline.embedder_choice", "drsg.pipeline.catalog.find", "drsg.pipeline.catalog.semantic", "drsg.store.diff"}
+    {
+        "drsg.pipeline.embedder_choice",
+        "drsg.pipeline.catalog.find",
+        "drsg.pipeline.catalog.semantic",
+        "drsg.store.diff",
+        "drsg.pipeline.digest.run",
+    }
 )
 
 
@@ -119,6 +129,8 @@ async def plane_query(ctx, p):
         ("from drsg.pipeline.ask.loop import ask\n", ["1: drsg.pipeline.ask.loop.ask"]),
         ("from drsg.store.diff import diff_plane\n", ["1: drsg.store.diff.diff_plane"]),
         ("from drsg.pipeline import vectorize\n", ["1: drsg.pipeline.vectorize"]),
+        ("from drsg.pipeline.digest.run import digest\n", ["1: drsg.pipeline.digest.run.digest"]),
+        ("from drsg.pipeline.llm.calls import ModelCalls\n", ["1: drsg.pipeline.llm.calls.ModelCalls"]),
     ],
 )
 def test_a_planted_copy_is_caught(planted: str, found: list[str]) -> None:
@@ -131,5 +143,6 @@ def test_what_stays_the_servers_is_not_counted() -> None:
         "from drsg.pipeline.catalog.find import run_sql\n"  # catalog.sql: no API call owns it
         "from drsg.workers.find import find_text\n"  # plane.find's text mode
         "from drsg.api.catalog import find_for\n"
+        "from drsg.pipeline.digest.run import DigestOptions\n"  # digest.run's params, parsed by the server
     )
     assert wiring(allowed) == []
