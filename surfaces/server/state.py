@@ -26,7 +26,6 @@ from drsg.api.plane import Plane
 from drsg.api.retrieval import plane_embedder
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QueryTimeout, WriteTimeout
-from drsg.kernel.settings import Settings, load
 from drsg.models.embedders.base import Embedder
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
@@ -207,10 +206,6 @@ class ServerState:
         still searched as it was then). Runs in a read thread."""
         with self.db.snapshot(at) as snap:
             return Plane(self.api, snap.plane(name))
-
-    @property
-    def settings(self) -> Settings:
-        return self.config.settings if self.config.settings is not None else load()
 
     def embedder_for(self, plane: str, prop: str) -> Embedder:
         """The embedder for ``prop``'s vector space in ``plane`` (the API's one rule; a request never
