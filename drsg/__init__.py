@@ -159,6 +159,6 @@ def open(
     calls (drsg.api.database). ``log="kafka://HOST:PORT/TOPIC"`` writes through that topic and keeps
     ``path`` as this node's copy of it (``timeout``: how long to wait for its broker); ``settings``
     are the settings registry's, by name; ``options`` the LMDB file's (drsg.store.lmdb_log)."""
-    from drsg.api.database import open_database
+    from drsg.api.opening import open_database
 
     return open_database(path, log=log, settings=settings, timeout=timeout, **options)

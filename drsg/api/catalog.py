@@ -16,11 +16,10 @@ from drsg.pipeline.catalog.answer import FindAnswer
 from drsg.pipeline.catalog.connections import Connection, Connections
 
 if TYPE_CHECKING:
-    from drsg.api.database import Database
-    from drsg.api.plane import Plane
+    from drsg.api.host import Host, HostedPlane
 
 
-def connection_of(plane: Plane) -> Connection:
+def connection_of(plane: HostedPlane) -> Connection:
     """The catalog connection whose plane this is; a UsageError naming the fix when it is none's."""
     for conn in Connections(plane.db.path).load().values():
         if conn.plane == plane.name:
@@ -31,11 +30,11 @@ def connection_of(plane: Plane) -> Connection:
     )
 
 
-def find(plane: Plane, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
+def find(plane: HostedPlane, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
     return find_for(plane.db, connection_of(plane), request, embed)
 
 
-def find_for(db: Database, conn: Connection, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
+def find_for(db: Host, conn: Connection, request: Mapping[str, Any], embed: EmbedderChoice | None) -> FindAnswer:
     """:meth:`Plane.find` for a connection a caller already holds (a server's request names one):
     NotFound saying how to index it when its catalog plane has not been written."""
     from drsg.pipeline.catalog import service

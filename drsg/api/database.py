@@ -26,7 +26,8 @@ from drsg.store.lmdb_log import LmdbOptions
 
 if TYPE_CHECKING:
     from drsg.api.feed import Feed
-    from drsg.api.plane import AsOfLike, Plane
+    from drsg.api.plane import Plane
+    from drsg.api.points import AsOfLike
     from drsg.kernel.asof import AsOf
     from drsg.kernel.values import Json
     from drsg.models.providers import EmbedderChoice
@@ -99,14 +100,16 @@ class Database:
     def plane(self, name: str, *, as_of: AsOfLike | None = None) -> Plane:
         """The plane called ``name``, with the library's reads and writes (NotFound if none is);
         ``as_of``: the plane so called then (a dropped or renamed plane's history stays readable)."""
-        from drsg.api.plane import Plane, as_of_of
+        from drsg.api.plane import Plane
+        from drsg.api.points import as_of_of
 
         with self.snapshot(as_of_of(as_of)) as snap:
             return Plane(self, snap.plane(name))
 
     def planes(self, *, as_of: AsOfLike | None = None) -> list[Plane]:
         """Every plane, as of the head or of ``as_of``."""
-        from drsg.api.plane import Plane, as_of_of
+        from drsg.api.plane import Plane
+        from drsg.api.points import as_of_of
 
         with self.snapshot(as_of_of(as_of)) as snap:
             return [Plane(self, record) for record in snap.planes()]
@@ -121,7 +124,7 @@ class Database:
     def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
         """What changed in the plane called ``plane`` between two commits (seq 0: before the first;
         ``to``: the head); the plane need only exist at one end (a dropped plane's last changes)."""
-        from drsg.api.plane import seq_of
+        from drsg.api.points import seq_of
         from drsg.store.diff import diff_plane
 
         with self.read() as reader:
@@ -260,25 +263,3 @@ class EmbeddedDatabase(Database, StoreDatabase):
         except BaseException:
             StoreDatabase.close(self)
             raise
-
-
-def open_database(
-    path: str | os.PathLike[str] = "graph.drsg",
-    *,
-    log: str | None = None,
-    settings: Settings | Mapping[str, object] | None = None,
-    timeout: float | None = None,
-    **options: Unpack[LmdbOptions],
-) -> Database:
-    """Open (creating if needed) the database at ``path``. ``log="kafka://HOST:PORT/TOPIC"`` writes
-    through that topic and keeps ``path`` as this node's copy of it. ``settings`` are the settings
-    registry's, by name (``{"index.ef_search": 128}``), over drsg.toml and ``DRSG_*`` variables;
-    ``options`` the LMDB file's (``create``, ``readonly``, ``map_size``, ``max_map_size``,
-    ``group_max``; ``timeout`` for a Kafka log's broker)."""
-    if log and log != "lmdb://":
-        from drsg.api.kafka import KafkaDatabase
-
-        return KafkaDatabase(path, log, settings, timeout=5.0 if timeout is None else timeout, **options)
-    if timeout is not None:
-        raise ConfigError("timeout is how long a Kafka log waits for its broker; drop it for a database file")
-    return EmbeddedDatabase(path, settings, **options)

@@ -17,8 +17,7 @@ from drsg.models.providers import EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder
 
 if TYPE_CHECKING:
-    from drsg.api.database import Database
-    from drsg.api.plane import Plane
+    from drsg.api.host import Host, HostedPlane
     from drsg.models.chat.base import ChatModel
     from drsg.models.embedders.base import Embedder
     from drsg.models.providers import ChatChoice
@@ -28,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def preview(
-    db: Database,
+    db: Host,
     plane: str,
     doc: Document,
     options: DigestOptions,
@@ -50,7 +49,7 @@ def preview(
 
 
 def digest(
-    plane: Plane,
+    plane: HostedPlane,
     source: str | Path,
     apply: bool,
     chat: ChatModel | None,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from drsg.api.results import FeedMessage
 
 if TYPE_CHECKING:
-    from drsg.api.database import Database
+    from drsg.api.host import Host
 
 
 class Feed:
@@ -22,7 +22,7 @@ class Feed:
     ``resolved_every`` (seconds between ``resolved`` watermarks; None: none), ``to_seq`` and
     ``follow`` (False: stop at the head)."""
 
-    def __init__(self, db: Database, plane: str | None, from_seq: int | None, **options: Any) -> None:
+    def __init__(self, db: Host, plane: str | None, from_seq: int | None, **options: Any) -> None:
         from drsg.feed.subscription import subscribe
 
         self.subscription = subscribe(db.store, plane, from_seq, **options)

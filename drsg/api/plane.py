@@ -10,21 +10,20 @@ int) or its key (a string; a leading ``@`` is allowed, as on the command line).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from drsg.api.points import AsOfLike, as_of_of
 from drsg.api.results import AskAnswer, Deleted, Digested, Hit, Linked, Neighbour, PlaneSummary, Vectorized, Written
-from drsg.kernel.asof import AsOf, parse_as_of, parse_rfc3339_ms
-from drsg.kernel.errors import BadAsOf, NotFound
+from drsg.kernel.errors import NotFound
 from drsg.kernel.values import Vector
 from drsg.store.records import Node, Version
 from drsg.store.records import Plane as PlaneRecord
 from drsg.store.transaction import WriteTx
 
 if TYPE_CHECKING:
-    from drsg.api.database import Database
     from drsg.api.feed import Feed
+    from drsg.api.host import Host
     from drsg.kernel.values import Value
     from drsg.models.chat.base import ChatModel
     from drsg.models.embedders.base import Embedder
@@ -33,22 +32,7 @@ if TYPE_CHECKING:
     from drsg.plan.query import Plan
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
-    from drsg.store.reader import Reader
     from drsg.store.snapshot import Snapshot
-
-#: what a read's ``as_of`` may be
-AsOfLike = AsOf | int | str | datetime
-
-
-def as_of_of(value: AsOfLike | None) -> AsOf | None:
-    """``as_of`` as the store reads it; a naive datetime is BadAsOf, as a string without an offset is."""
-    if value is None or isinstance(value, AsOf):
-        return value
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise BadAsOf(f"the time {value.isoformat()} has no UTC offset; pass an aware datetime (tzinfo=UTC)")
-        return AsOf(ms=parse_rfc3339_ms(value.isoformat()))
-    return parse_as_of(value)
 
 
 def _ref(ref: int | str) -> int | str:
@@ -66,7 +50,7 @@ class Plane(PlaneRecord):
 
     __slots__ = ("db", "seq")
 
-    def __init__(self, db: Database, record: PlaneRecord, seq: int | None = None) -> None:
+    def __init__(self, db: Host, record: PlaneRecord, seq: int | None = None) -> None:
         super().__init__(record.id, record.name, record.props)
         self.db = db
         self.seq = seq  # the commit that made it so, when a write returned it (None: read)
@@ -329,13 +313,3 @@ class Plane(PlaneRecord):
         from drsg.api import retrieval
 
         return retrieval.ask(self, question, chat, as_of_of(as_of), dry_run, embed, max_attempts, limit)
-
-
-def seq_of(reader: Reader, end: AsOfLike) -> int:
-    """A diff's end as a seq: a seq as it is (0 is the empty state before the first commit;
-    diff_plane checks the range), else the commit the time names."""
-    if isinstance(end, int) and not isinstance(end, bool):
-        return end
-    found = as_of_of(end)
-    assert found is not None  # only None is None
-    return reader.resolve(found)

@@ -35,8 +35,7 @@ from drsg.plan.hybrid import (
 )
 
 if TYPE_CHECKING:
-    from drsg.api.database import Database
-    from drsg.api.plane import Plane
+    from drsg.api.host import Host, HostedPlane
     from drsg.kernel.settings import Settings
     from drsg.models.chat.base import ChatModel
     from drsg.pipeline.llm.cache import AnswerCache
@@ -45,13 +44,15 @@ if TYPE_CHECKING:
     from drsg.workers.search import Hit as WorkerHit
 
 
-def embedder_for(plane: Plane, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]) -> Embedder:
+def embedder_for(
+    plane: HostedPlane, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]
+) -> Embedder:
     """The embedder for ``prop``'s vector space in ``plane``, by the one rule."""
     return plane_embedder(plane.db, plane.name, prop, embed, purpose)
 
 
 def plane_embedder(
-    db: Database, plane: str, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]
+    db: Host, plane: str, prop: str, embed: EmbedderChoice | None, purpose: Literal["query", "write"]
 ) -> Embedder:
     """:func:`embedder_for` by the plane's name: the configured step is the database's
     (:meth:`~drsg.api.database.Database.use_embedder`, else the settings'), built once per database."""
@@ -67,7 +68,7 @@ def plane_embedder(
     )
 
 
-def optional_plane_embedder(db: Database, plane: str, prop: str, purpose: Literal["query", "write"]) -> Embedder | None:
+def optional_plane_embedder(db: Host, plane: str, prop: str, purpose: Literal["query", "write"]) -> Embedder | None:
     """:func:`plane_embedder` when there are vectors to keep to (``prop``'s are recorded) or, to
     write them, one is configured; else None: the caller goes without (keywords alone)."""
     return optional_embedder(
@@ -92,7 +93,7 @@ def hit_of(hit: WorkerHit) -> Hit:
 
 
 def search(
-    plane: Plane,
+    plane: HostedPlane,
     query: str | Vector | Sequence[float],
     prop: str,
     keyword: bool,
@@ -117,7 +118,7 @@ def search(
 
 
 def query(
-    plane: Plane, statement: str | Plan, params: Mapping[str, Any] | None, embed: EmbedderChoice | None
+    plane: HostedPlane, statement: str | Plan, params: Mapping[str, Any] | None, embed: EmbedderChoice | None
 ) -> list[Hit]:
     """A SEARCH or HYBRID statement (``drsg search``'s), or a logical plan, its AS OF included."""
     from drsg.plan.hybrid import parse_query, text_property
@@ -169,7 +170,7 @@ def hybrid_spec(
     ).check()
 
 
-def hybrid(plane: Plane, text: str, as_of: AsOf | None, options: Mapping[str, Any]) -> list[Hit]:
+def hybrid(plane: HostedPlane, text: str, as_of: AsOf | None, options: Mapping[str, Any]) -> list[Hit]:
     from drsg.workers.hybrid import hybrid as run_hybrid
 
     options = dict(options)
@@ -185,7 +186,7 @@ def hybrid(plane: Plane, text: str, as_of: AsOf | None, options: Mapping[str, An
 
 
 def vectorize(
-    plane: Plane,
+    plane: HostedPlane,
     source: str,
     into: str,
     label: str | None,
@@ -213,7 +214,7 @@ def vectorize(
 
 
 def ask(
-    plane: Plane,
+    plane: HostedPlane,
     question: str,
     chat: ChatModel | ChatChoice | None,
     as_of: AsOf | None,
