@@ -9,13 +9,11 @@ functions, and ``importlib.import_module("drsg.x")`` / ``__import__``.
 
 from __future__ import annotations
 
-import ast
-import functools
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.imports import ROOT, SOURCES, imported_modules
 
 #: layer -> the layers it may import (besides itself). "api" is the package root, drsg/ (drsg.api/…).
 LAYERS: dict[str, frozenset[str]] = {
@@ -66,16 +64,6 @@ def layer_of_file(path: Path, root: Path = ROOT) -> str:
     return "api" if top == "drsg" else top
 
 
-def module_of_file(path: Path, root: Path = ROOT) -> str:
-    """The dotted module a file is installed as (``store/log.py`` -> ``drsg.store.log``)."""
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    if parts[0] != "drsg":
-        parts.insert(0, "drsg")
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
 def _layer_of_module(name: str) -> str | None:
     """The layer a ``drsg…`` module belongs to; None for modules outside drsg."""
     parts = name.split(".")
@@ -84,38 +72,6 @@ def _layer_of_module(name: str) -> str | None:
     if len(parts) > 1 and parts[1] in FOLDERS:
         return parts[1]
     return "api"
-
-
-def _resolve_relative(module: str | None, level: int, here: str, is_package: bool) -> str:
-    package = here.split(".") if is_package else here.split(".")[:-1]
-    base = package[: len(package) - (level - 1)] if level > 1 else package
-    return ".".join([*base, module] if module else base)
-
-
-def imported_modules(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
-    """Every module a file imports, as absolute dotted names, with the line it is imported on."""
-    return list(_imports(path.read_text(), module_of_file(path, root), path.name == "__init__.py"))
-
-
-@functools.cache  # each file is read by the layer table's tests and the inner tables' alike: parsed once
-def _imports(source: str, here: str, is_package: bool) -> tuple[tuple[int, str], ...]:
-    tree = ast.parse(source)
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = _resolve_relative(node.module, node.level, here, is_package)
-            # each name may be a submodule (`from drsg import store`, `from . import keys`)
-            found += [(node.lineno, base if alias.name == "*" else f"{base}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
-                found.append((node.lineno, node.args[0].value))
-    return tuple(found)
 
 
 def violations(path: Path, layer: str, root: Path = ROOT) -> list[str]:
@@ -137,9 +93,6 @@ def violations(path: Path, layer: str, root: Path = ROOT) -> list[str]:
 def used_layers(path: Path, root: Path = ROOT) -> set[str]:
     layers = {_layer_of_module(name) for _, name in imported_modules(path, root)}
     return {layer for layer in layers if layer is not None}
-
-
-SOURCES = sorted(p for folder in ["drsg", *FOLDERS] for p in (ROOT / folder).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))

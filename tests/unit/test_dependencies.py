@@ -25,7 +25,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 import drsg
-from tests.unit.test_architecture import FOLDERS, ROOT, SOURCES, imported_modules
+from tests.support.imports import FOLDERS, ROOT, SOURCES, imported_modules
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 #: the extras a user may install drsg with (``test`` is the developers', never imported by drsg)

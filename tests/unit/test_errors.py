@@ -18,7 +18,7 @@ import pytest
 import drsg
 from drsg.kernel import errors
 from drsg.kernel.errors import DrsgError
-from tests.unit.test_architecture import FOLDERS, SOURCES, module_of_file
+from tests.support.imports import FOLDERS, SOURCES, module_of_file
 
 # One drawn class: the tree's prefix (4 characters a level), its name, exit code, and JSON-RPC code
 # (a number, or "given": the instance carries the code it is raised with). Continuation lines and

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.test_architecture import ROOT, SOURCES, imported_modules, module_of_file
+from tests.support.imports import ROOT, SOURCES, imported_modules, module_of_file
 
 
 def import_graph(sources: list[Path], root: Path = ROOT) -> dict[str, set[str]]:

@@ -15,7 +15,7 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-from tests.unit.test_architecture import ROOT
+from tests.support.imports import ROOT
 
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
 PACKAGES: list[str] = SETUPTOOLS["packages"]

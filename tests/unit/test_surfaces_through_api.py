@@ -10,10 +10,11 @@ source (AST) of the real tree, and shown to catch planted copies."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+
+from tests.support.imports import imports_in, module_of_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SURFACES = [ROOT / "surfaces" / "server", ROOT / "surfaces" / "mcp"]
@@ -49,27 +50,11 @@ PARTLY_OWNED = frozenset(
 )
 
 
-def imported(source: str) -> list[tuple[int, str]]:
-    """Every import in ``source`` as (line, dotted name); ``from m import n`` gives ``m.n`` (``n``
-    may be a module or a name in ``m``)."""
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
-                found.append((node.lineno, node.args[0].value))
-    return found
-
-
-def wiring(source: str) -> list[str]:
-    """Each import of what the API owns, as ``line: name``."""
+def wiring(source: str, here: str = "drsg.surfaces.server.planted") -> list[str]:
+    """Each import of what the API owns, as ``line: name`` (``here``: the module ``source`` is, for
+    its relative imports)."""
     out = []
-    for line, name in imported(source):
+    for line, name in imports_in(source, here):
         owned = any(name == own or name.startswith(own + ".") for own in API_OWNS)
         if owned or name in PARTLY_OWNED:
             out.append(f"{line}: {name}")
@@ -88,7 +73,8 @@ def test_the_surfaces_are_there() -> None:
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_server_or_mcp_module_wires_what_the_api_owns(path: Path) -> None:
-    assert wiring(path.read_text(encoding="utf-8")) == [], f"{path}: call drsg.api (Plane.search, hybrid, …)"
+    found = wiring(path.read_text(encoding="utf-8"), module_of_file(path))
+    assert found == [], f"{path}: call drsg.api (Plane.search, hybrid, …)"
 
 
 OLD_SEARCH = """

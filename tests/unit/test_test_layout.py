@@ -14,14 +14,9 @@ TESTS = ROOT / "tests"
 MENTIONS = re.compile(r"\btests\b[\w. ]*(\.test_|\.conftest\b|import[^\n]*\b(test_\w+|conftest)\b)")
 
 # Imports of test modules still to move to tests/support/ (each pair: importer, imported module):
-# test_architecture's import walker is the architecture test's own, being extended by another change
-# (issue #34), and test_find_requests was being changed too. The list only shrinks.
+# test_find_requests was being changed by another change (issue #34). The list only shrinks.
 NOT_YET_MOVED = {
     ("tests/property/test_find_requests.py", "tests.integration.test_server"),
-    ("tests/unit/test_dependencies.py", "tests.unit.test_architecture"),
-    ("tests/unit/test_errors.py", "tests.unit.test_architecture"),
-    ("tests/unit/test_import_cycles.py", "tests.unit.test_architecture"),
-    ("tests/unit/test_packaging.py", "tests.unit.test_architecture"),
 }
 
 
