@@ -83,7 +83,7 @@ def configured_choice(settings: Settings) -> EmbedderChoice | None:
     None when none is set."""
 
     def given(name: str) -> str | None:
-        return (settings[name] or None) if settings.sources[name] != "default" else None
+        return (settings.text(name) or None) if settings.sources[name] != "default" else None
 
     choice = EmbedderChoice(
         given("digest.embed_provider"), given("digest.embed_model"), None, given("digest.embed_key_env")

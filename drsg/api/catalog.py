@@ -62,7 +62,7 @@ def find_for(db: Host, conn: Connection, request: Mapping[str, Any], embed: Embe
             f"`drsg catalog index {conn.name} --embed {embed.name or 'local'}`"
         )
     similar = similar_in(db.store, conn.plane, catalog, embedder)
-    backend = backend_for(conn, settings["catalog.statement_seconds"])
+    backend = backend_for(conn, settings.integer("catalog.statement_seconds"))
     names = sensitive_names(conn, settings)
     # as given: check_request refuses what is no JSON object with the message a user reads
-    return find_answer(catalog, backend, request, settings["catalog.row_limit"], similar, sensitive=names)
+    return find_answer(catalog, backend, request, settings.integer("catalog.row_limit"), similar, sensitive=names)

@@ -145,7 +145,7 @@ class Database:
         time; ``on_conflict``: "error", "skip" or "update"; ``progress(bytes_read)`` as it goes."""
         from drsg.store.jsonl import import_jsonl
 
-        lines = self.settings["store.import_commit_lines"]
+        lines = self.settings.integer("store.import_commit_lines")
         return import_jsonl(
             self.store,
             os.fspath(path),
@@ -185,7 +185,7 @@ class Database:
                 from drsg.workers.search import Searcher
 
                 store = self.store
-                indexes = IndexSet(store, ef_search=self.settings["index.ef_search"])
+                indexes = IndexSet(store, ef_search=self.settings.integer("index.ef_search"))
                 self._searcher = Searcher(store, indexes)
                 self.on_close(lambda: _save(indexes.save))
             return self._searcher
@@ -215,7 +215,7 @@ class Database:
         from drsg.workers.search import Searcher
 
         store = self.store
-        ef = self.settings["index.ef_search"] if ef_search is None else ef_search
+        ef = self.settings.integer("index.ef_search") if ef_search is None else ef_search
         indexes = IndexSet(store, ef_search=ef, sidecars=sidecars, saves=saves)
         with self._lazy:
             self._searcher = Searcher(store, indexes, max_queries=max_queries)

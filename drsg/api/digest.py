@@ -70,15 +70,15 @@ def digest(
     db, settings = plane.db, plane.db.settings
     store = db.store
     options = DigestOptions(
-        settings["digest.mode"] if mode is None else mode,
-        settings["digest.chunk_chars"],
-        settings["digest.concurrency"],
+        settings.text("digest.mode") if mode is None else mode,
+        settings.integer("digest.chunk_chars"),
+        settings.integer("digest.concurrency"),
     )
     folder = digest_folder(db.path)
     doc = read_source(str(source), TreeOptions.of(settings, db.path), settings, None, ParseMemo(folder / "parsed"))
     answers = AnswerCache(folder / "cache") if cache else None
     if chat is None:
-        chosen = (settings["digest.chat"], settings["digest.model"] or None)
+        chosen = (settings.text("digest.chat"), settings.text("digest.model") or None)
         calls = ModelCalls.for_chat(*chosen, settings=settings, cache=answers)
     else:
         model = chat

@@ -234,10 +234,10 @@ def ask(
     calls = model_calls(chat, settings)
     options = AskOptions(
         dry_run=dry_run,
-        max_attempts=settings["ask.max_attempts"] if max_attempts is None else max_attempts,
-        limit=settings["ask.limit"] if limit is None else limit,
+        max_attempts=settings.integer("ask.max_attempts") if max_attempts is None else max_attempts,
+        limit=settings.integer("ask.limit") if limit is None else limit,
         as_of=as_of,
-        masked=tuple(settings["ask.masked"]),
+        masked=settings.strings("ask.masked"),
     )
     if embed is None or isinstance(embed, Embedder):
         embedder = embed  # an embedder as it is (a server's: the plane's, by the one rule)
@@ -270,7 +270,7 @@ def model_calls(
 
     if chat is None:
         return ModelCalls.for_chat(
-            settings["digest.chat"], settings["digest.model"] or None, settings=settings, cache=cache
+            settings.text("digest.chat"), settings.text("digest.model") or None, settings=settings, cache=cache
         )
     if isinstance(chat, ChatChoice):
         return ModelCalls.for_chat(chat.name, chat.model, chat.url, chat.key_env, settings, cache)

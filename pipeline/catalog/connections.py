@@ -84,7 +84,7 @@ def sensitive_names(conn: Connection, settings: Settings | None) -> list[str]:
     """Every column name ``conn`` masks beside the built-in policy: its own (``catalog add
     --sensitive``) and the configured ``[catalog] sensitive`` (``DRSG_CATALOG_SENSITIVE``). The one
     place the list is made: indexing, sampling, the digest and queries all ask here."""
-    configured = settings["catalog.sensitive"] if settings is not None else ()
+    configured = settings.strings("catalog.sensitive") if settings is not None else ()
     return list(dict.fromkeys([*conn.sensitive_extra, *configured]))
 
 

@@ -72,9 +72,9 @@ class TreeOptions:
         from drsg.pipeline.code.walk import store_files
 
         return cls(
-            ignore_files=settings["digest.ignore_files"],
-            tracked_only=settings["digest.tracked_only"],
-            code_only=settings["digest.code_only"],
+            ignore_files=settings.strings("digest.ignore_files"),
+            tracked_only=settings.flag("digest.tracked_only"),
+            code_only=settings.flag("digest.code_only"),
             handler=handler,
             skip=store_files(Path(db)),
         )

@@ -376,34 +376,34 @@ def _rank(
 def client_for(settings: Settings, budget: Budget) -> Client:
     """The guarded client a crawl under ``settings`` fetches with (open it with ``async with``)."""
     return Client(
-        networks(settings["fetch.allow_private"]),
+        networks(settings.strings("fetch.allow_private")),
         timeout=budget.request_timeout,
-        agent=user_agent(settings["fetch.contact"]),
+        agent=user_agent(settings.text("fetch.contact")),
     )
 
 
 def budget_for(settings: Settings, pages: int | None = None, depth: int | None = None) -> Budget:
     """A crawl's budget: ``[fetch]``'s values, with ``pages`` and ``depth`` as asked — which may be
     less than ``[fetch]``'s ceilings, never more (UsageError naming the setting)."""
-    if not settings["fetch.enabled"]:
+    if not settings.flag("fetch.enabled"):
         raise FetchRefused("fetching URLs is turned off ([fetch] enabled = false in drsg.toml)")
-    ceiling_pages, ceiling_depth = int(settings["fetch.max_pages"]), int(settings["fetch.max_depth"])
+    ceiling_pages, ceiling_depth = settings.integer("fetch.max_pages"), settings.integer("fetch.max_depth")
     asked_pages = min(Budget.pages, ceiling_pages) if pages is None else pages
     asked_depth = min(Budget.depth, ceiling_depth) if depth is None else depth
     if asked_pages > ceiling_pages:
         raise UsageError(f"--pages {asked_pages} is over [fetch] max_pages = {ceiling_pages}; ask for less or raise it")
     if asked_depth > ceiling_depth:
         raise UsageError(f"--depth {asked_depth} is over [fetch] max_depth = {ceiling_depth}; ask for less or raise it")
-    seconds = settings["fetch.max_seconds"]
-    timeout = settings["fetch.request_timeout_secs"]
+    seconds = settings.optional_number("fetch.max_seconds")
+    timeout = settings.optional_number("fetch.request_timeout_secs")
     return Budget(
         pages=asked_pages,
         depth=asked_depth,
-        page_bytes=int(settings["fetch.max_page_bytes"]),
-        total_bytes=int(settings["fetch.max_total_bytes"]),
+        page_bytes=settings.integer("fetch.max_page_bytes"),
+        total_bytes=settings.integer("fetch.max_total_bytes"),
         seconds=math.inf if seconds is None else float(seconds),
-        concurrency=int(settings["fetch.concurrency"]),
-        spacing=int(settings["fetch.host_spacing_ms"]) / 1000,
-        max_crawl_delay=float(settings["fetch.max_crawl_delay_secs"]),
+        concurrency=settings.integer("fetch.concurrency"),
+        spacing=settings.integer("fetch.host_spacing_ms") / 1000,
+        max_crawl_delay=float(settings.integer("fetch.max_crawl_delay_secs")),
         request_timeout=math.inf if timeout is None else float(timeout),
     )

@@ -59,7 +59,11 @@ class Budget:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Budget:
-        return cls(settings["plugins.fuel"], settings["plugins.memory_mb"], settings["plugins.timeout_s"])
+        return cls(
+            settings.integer("plugins.fuel"),
+            settings.integer("plugins.memory_mb"),
+            settings.optional_number("plugins.timeout_s"),
+        )
 
 
 def plugin_options(settings: Settings | None, name: str) -> list[tuple[str, str]]:

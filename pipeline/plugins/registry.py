@@ -64,7 +64,7 @@ VOCABULARY_NOTE = (
 
 def store_dir(settings: Settings, environ: dict[str, str] | None = None) -> Path:
     """``[plugins] store_dir``, else ``$XDG_DATA_HOME/drsg/plugins``, else ``~/.local/share/drsg/plugins``."""
-    configured = settings["plugins.store_dir"]
+    configured = settings.text("plugins.store_dir")
     if configured:
         return Path(configured).expanduser()
     env = os.environ if environ is None else environ

@@ -230,7 +230,7 @@ def catalog_index(
     names = sensitive_names(conn, obj.settings)
     with obj.open(write=True) as db:
         embedder = _embedder(obj, db, conn, embed_choice(embed, embed_model, embed_url, embed_key_env), indexing=True)
-        reports = service.index(db, conn, level, obj.settings["catalog.enum_limit"], names, embedder)
+        reports = service.index(db, conn, level, obj.settings.integer("catalog.enum_limit"), names, embedder)
     for report in reports:
         if as_json:
             emit_json(report)
@@ -366,9 +366,9 @@ def catalog_sql(obj: Context, statement: str, conn_name: str | None, limit: int 
     from drsg.pipeline.catalog.find import run_sql
 
     conn = _pick(obj, conn_name)
-    limit = limit or obj.settings["catalog.row_limit"]
-    backend = backend_for(conn, obj.settings["catalog.statement_seconds"])
-    _show(run_sql(backend, statement, limit, obj.settings["catalog.sensitive"]), as_json)
+    limit = limit or obj.settings.integer("catalog.row_limit")
+    backend = backend_for(conn, obj.settings.integer("catalog.statement_seconds"))
+    _show(run_sql(backend, statement, limit, obj.settings.strings("catalog.sensitive")), as_json)
     _warn_readable(obj, conn, backend)
 
 

@@ -46,8 +46,8 @@ class Context:
         from drsg.kernel import logs
 
         sources = self.settings.sources
-        fmt = "json" if sources["logging.format"] == "default" else self.settings["logging.format"]
-        level = self.settings["logging.level"] if sources["logging.level"] != "default" else "info"
+        fmt = "json" if sources["logging.format"] == "default" else self.settings.text("logging.format")
+        level = self.settings.text("logging.level") if sources["logging.level"] != "default" else "info"
         if self.verbose:
             level = "debug" if self.verbose > 1 else "info"
         logs.configure(level, fmt)
@@ -59,15 +59,25 @@ class Context:
         and then failed removes it again, so a failed command leaves nothing behind."""
         path = Path(self.db_path)
         existed = path.exists()
-        sizes = {"map_size": self.settings["store.map_size"], "max_map_size": self.settings["store.max_map_size"]}
+        map_size, max_map_size = self.settings.integer("store.map_size"), self.settings.integer("store.max_map_size")
         db: ApiDatabase
-        if self.settings["log.url"]:  # a Kafka log: --db is this node's copy of it, made when missing
+        if self.settings.text("log.url"):  # a Kafka log: --db is this node's copy of it, made when missing
             from drsg.api.kafka import KafkaDatabase
 
-            db = KafkaDatabase(path, self.settings["log.url"], self.settings, **sizes)
+            db = KafkaDatabase(
+                path, self.settings.text("log.url"), self.settings, map_size=map_size, max_map_size=max_map_size
+            )
         else:
-            group_max = self.settings["store.group_max"]
-            db = EmbeddedDatabase(path, self.settings, create=write, readonly=not write, group_max=group_max, **sizes)
+            group_max = self.settings.integer("store.group_max")
+            db = EmbeddedDatabase(
+                path,
+                self.settings,
+                create=write,
+                readonly=not write,
+                group_max=group_max,
+                map_size=map_size,
+                max_map_size=max_map_size,
+            )
         db.origin = {"via": "cli"}  # what `drsg log` shows made the commits written through the API
         try:
             yield db

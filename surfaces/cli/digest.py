@@ -146,8 +146,8 @@ def _defaults(obj: Context, flags: dict[str, Any]) -> None:
         if flags[flag] is None:
             flags[flag] = settings[f"digest.{setting}"]
     if flags["chat"] is None and flags["chat_url"] is None:
-        flags["chat"] = settings["digest.chat"]
-        flags["model"] = flags["model"] or settings["digest.model"] or None
+        flags["chat"] = settings.text("digest.chat")
+        flags["model"] = flags["model"] or settings.text("digest.model") or None
 
 
 def embedder_chosen(obj: Context, flags: dict[str, Any]) -> bool:

@@ -229,9 +229,9 @@ def _check_walk(settings: settings_mod.Settings, root: Path, given: dict[str, An
             "digest.code_only": given["code_only"] or None,
         }
     )
-    if walk["digest.tracked_only"] and git_root(root) is None:
+    if walk.flag("digest.tracked_only") and git_root(root) is None:
         raise UsageError(f"--tracked-only reads what git tracks, and {root} is not in a git repository")
-    chat_identity(settings["digest.chat"], settings["digest.model"] or None)
+    chat_identity(settings.text("digest.chat"), settings.text("digest.model") or None)
 
 
 def _write_config(path: Path) -> Step:
@@ -306,15 +306,15 @@ def _digest_step(ctx: click.Context, obj: Context, root: Path, plane: str | None
     from drsg.surfaces.cli.digest import digest_flags, plane_for, run_digest
 
     settings = obj.settings
-    var, ready = chat_key(settings["digest.chat"], settings)
+    var, ready = chat_key(settings.text("digest.chat"), settings)
     if given["code_only"]:
         why = "code only (--code-only)"
-    elif settings["digest.code_only"]:
+    elif settings.flag("digest.code_only"):
         why = f"code only (digest.code_only, {settings.sources['digest.code_only']})"
     elif not ready:
         why = f"code only: no chat key — {var} is not set; export it, or put it under [llm] in drsg.toml"
     else:
-        why = f"code and prose (chat model {settings['digest.chat']})"
+        why = f"code and prose (chat model {settings.text('digest.chat')})"
     flags = {**given, "code_only": given["code_only"] or not ready or None}
     name = plane_for(str(root), plane)
     warnings: list[str] = []
@@ -328,7 +328,7 @@ def _digest_step(ctx: click.Context, obj: Context, root: Path, plane: str | None
     extra = {
         "warning": warnings[0] if warnings else None,
         "plane": name,
-        "code_only": bool(flags["code_only"] or settings["digest.code_only"]),
+        "code_only": bool(flags["code_only"] or settings.flag("digest.code_only")),
         "why": why,
         "seq": applied.seq or None,
         "nodes_created": applied.nodes_created,

@@ -186,8 +186,8 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
         loaded = settings.load(config, flags={"log.url": log_url})
     except DrsgError as exc:
         fail(exc)
-    level = {0: loaded["logging.level"], 1: "info"}.get(verbose, "debug")
-    logs.configure(level, loaded["logging.format"])
+    level = {0: loaded.text("logging.level"), 1: "info"}.get(verbose, "debug")
+    logs.configure(level, loaded.text("logging.format"))
     ctx.obj = Context(db_path=db_path, config=config, verbose=verbose, settings=loaded)
 
 

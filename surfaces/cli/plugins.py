@@ -29,7 +29,7 @@ def plugin_install(obj: Context, source: str) -> None:
     """Install a plugin from a .wasm file or an http(s) URL (same name: an upgrade)."""
     registry = Registry.from_settings(obj.settings)
     if is_url(source):
-        installed = registry.install_url(source, networks(obj.settings["fetch.allow_private"]))
+        installed = registry.install_url(source, networks(obj.settings.strings("fetch.allow_private")))
     else:
         installed = registry.install_file(Path(source))
     for line in installed.lines:

@@ -156,7 +156,7 @@ def _build(db: Database) -> None:
 
 @contextmanager
 def open_indexes(db: Database) -> Iterator[IndexSet]:
-    indexes = IndexSet(db, ef_search=click.get_current_context().obj.settings["index.ef_search"])
+    indexes = IndexSet(db, ef_search=click.get_current_context().obj.settings.integer("index.ef_search"))
     yield indexes
     try:
         indexes.save()  # sidecars live beside the database, not in it: read commands save them too

@@ -103,8 +103,8 @@ def _chat_calls(obj: Context, flags: dict[str, Any]) -> Any:
     chosen = flags["chat"] is not None or flags["chat_url"] is not None
     if not chosen and settings.sources["digest.chat"] == "default":
         return None
-    chat = flags["chat"] if chosen else settings["digest.chat"]
-    model = flags["model"] or (None if chosen else settings["digest.model"] or None)
+    chat = flags["chat"] if chosen else settings.text("digest.chat")
+    model = flags["model"] or (None if chosen else settings.text("digest.model") or None)
 
     cache = AnswerCache(digest_folder(obj.db_path) / "cache")
     return ModelCalls.for_chat(chat, model, flags["chat_url"], flags["chat_key_env"], settings, cache)
@@ -115,7 +115,11 @@ def _digest_options(obj: Context) -> Any:
 
     settings = obj.settings
     return DigestOptions(
-        settings["digest.mode"], settings["digest.chunk_chars"], settings["digest.concurrency"], embed=False, link=False
+        settings.text("digest.mode"),
+        settings.integer("digest.chunk_chars"),
+        settings.integer("digest.concurrency"),
+        embed=False,
+        link=False,
     )
 
 

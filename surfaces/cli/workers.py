@@ -76,12 +76,12 @@ def workers(
     from drsg.workers.index_group import GroupOptions, IndexGroup
 
     settings = obj.settings
-    if not settings["log.url"]:
+    if not settings.text("log.url"):
         raise UsageError(
             "`drsg workers` indexes a Kafka log; give --log kafka://HOST:PORT/TOPIC "
             "(an embedded database is indexed inside `drsg serve`)"
         )
-    folder = index_dir or settings["log.index_dir"]
+    folder = index_dir or settings.text("log.index_dir")
     if not folder:
         raise UsageError("give --index-dir DIR (or [log] index_dir): the folder every worker of the group shares")
     if status:
@@ -89,11 +89,11 @@ def workers(
         return
     options = GroupOptions(
         index_dir=Path(folder),
-        group=group or settings["log.group"],
-        shards=shards or settings["log.shards"],
+        group=group or settings.text("log.group"),
+        shards=shards or settings.integer("log.shards"),
         save_every=save_every,
         session_timeout=session_timeout,
-        ef_search=settings["index.ef_search"],
+        ef_search=settings.integer("index.ef_search"),
     )
     from drsg.surfaces.server.app import route_library_logs
 

@@ -116,7 +116,7 @@ class Tools:
 def mcp_bound(config: Any) -> int:
     """How many tool calls run at once: `[server] mcp_max_concurrent`."""
     settings = config.settings
-    return int(settings["server.mcp_max_concurrent"]) if settings is not None else 8
+    return settings.integer("server.mcp_max_concurrent") if settings is not None else 8
 
 
 def dumps(value: Any) -> str:

@@ -62,8 +62,8 @@ async def plane_ask(ctx: ServerState, p: Params) -> Any:
     if p.get("provider") is not None:
         chat, model = str(p["provider"]), p.get("model")
     else:
-        chat = settings["digest.chat"] if settings is not None else "openai"
-        model = p.get("model") or ((settings["digest.model"] if settings is not None else "") or None)
+        chat = settings.text("digest.chat") if settings is not None else "openai"
+        model = p.get("model") or ((settings.text("digest.model") if settings is not None else "") or None)
     chosen = ChatChoice(chat, model)  # a preset (the schema admits no URL) or the operator's
 
     def run() -> dict[str, Any]:

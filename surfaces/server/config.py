@@ -90,29 +90,29 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedderCh
     """The server's configuration from the loaded settings; ``addr`` is `serve --addr` (it wins)."""
     settings = settings.with_flags({"server.addr": addr})
     source = settings.sources["server.addr"]
-    host, port = parse_addr(settings["server.addr"], "--addr" if source == "flag" else f"server.addr ({source})")
-    tls = settings["server.tls"]
+    host, port = parse_addr(settings.text("server.addr"), "--addr" if source == "flag" else f"server.addr ({source})")
+    tls = settings.table("server.tls")
     if embed is None or not embed.explicit:
         embed = configured_choice(settings) or EmbedderChoice()
     return ServerConfig(
         host=host,
         port=port,
-        token=settings["server.token"] or None,
-        allowed_origins=settings["server.allowed_origins"],
-        max_concurrent=settings["server.max_concurrent"],
-        write_timeout=settings["server.write_timeout_secs"],
-        query_timeout=settings["server.query_timeout_secs"],
-        max_queries=settings["server.max_queries"],
-        max_request_bytes=settings["server.max_request_bytes"],
-        max_batch=settings["server.max_batch"],
-        shutdown_timeout=settings["server.shutdown_timeout_secs"],
-        header_timeout=settings["server.header_timeout_secs"],
-        max_connections=settings["server.max_connections"],
-        min_free_disk=settings["server.min_free_disk"],
+        token=settings.text("server.token") or None,
+        allowed_origins=settings.strings("server.allowed_origins"),
+        max_concurrent=settings.integer("server.max_concurrent"),
+        write_timeout=settings.optional_number("server.write_timeout_secs"),
+        query_timeout=settings.optional_number("server.query_timeout_secs"),
+        max_queries=settings.optional_integer("server.max_queries"),
+        max_request_bytes=settings.integer("server.max_request_bytes"),
+        max_batch=settings.integer("server.max_batch"),
+        shutdown_timeout=settings.optional_number("server.shutdown_timeout_secs"),
+        header_timeout=settings.number("server.header_timeout_secs"),
+        max_connections=settings.integer("server.max_connections"),
+        min_free_disk=settings.integer("server.min_free_disk"),
         tls_cert=tls.get("cert"),
         tls_key=tls.get("key"),
         embed=embed,
-        ef_search=settings["index.ef_search"],
-        group_index_dir=settings["log.index_dir"] if settings["log.url"] else "",
+        ef_search=settings.integer("index.ef_search"),
+        group_index_dir=settings.text("log.index_dir") if settings.text("log.url") else "",
         settings=settings,
     )

@@ -50,8 +50,8 @@ def _choice(ctx: ServerState, p: Params) -> tuple[str, str | None]:
     settings = ctx.config.settings
     if p.get("chat") is not None:
         return str(p["chat"]), p.get("model")
-    configured = settings["digest.chat"] if settings is not None else "openai"
-    configured_model = (settings["digest.model"] if settings is not None else "") or None
+    configured = settings.text("digest.chat") if settings is not None else "openai"
+    configured_model = (settings.text("digest.model") if settings is not None else "") or None
     return configured, p.get("model") or configured_model
 
 
@@ -76,7 +76,7 @@ async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
     path) a tree's or a code file's parsed facts and prose, as ``drsg digest`` reads them."""
     plane = str(p["plane"])
     settings = ctx.config.settings
-    limit = settings["digest.concurrency"] if settings is not None else 8
+    limit = settings.integer("digest.concurrency") if settings is not None else 8
     options = DigestOptions(
         mode=str(p.get("mode", "fine")),
         chunk_chars=int(p.get("chunk_chars", 4000)),

@@ -49,7 +49,7 @@ async def plugin_install(ctx: ServerState, p: Params) -> Any:
             f"plugin.install takes an http(s) URL, not {url[:80]!r}: a path on the server's disk is not accepted",
         )
     settings = _settings(ctx)
-    registry, allow = Registry.from_settings(settings), networks(settings["fetch.allow_private"])
+    registry, allow = Registry.from_settings(settings), networks(settings.strings("fetch.allow_private"))
     installed = await ctx.read(lambda: registry.install_url(url, allow), limited=False)
     return {
         "installed": installed.entry.to_json(),
