@@ -1,4 +1,4 @@
-"""Vectorize a whole plane, upstream's way: what JSON-RPC ``plane.vectorize`` runs.
+"""Vectorize a whole plane, upstream's way: ``Plane.vectorize_nodes``, what JSON-RPC ``plane.vectorize`` runs.
 
 Every node's text goes into ``embedding`` (incremental: a node whose text and embedder are those
 of its last embedding is skipped, :func:`drsg.pipeline.vectorize.embed_nodes`), then a vector
@@ -16,7 +16,7 @@ from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Described
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.digest.linking import entity_text
-from drsg.pipeline.vectorize import clip, embed_nodes, ensure_vector_indexes
+from drsg.pipeline.vectorize import VectorizeReport, clip, embed_nodes, ensure_vector_indexes
 from drsg.store.database import Database
 from drsg.store.records import Node
 
@@ -37,18 +37,11 @@ def node_text(node: Node) -> str | None:
 
 def vectorize_plane(
     db: Database, embedder: Embedder, plane: str, metric: str = "cosine", origin: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """Embed the plane and ensure its indexes; upstream's stats ``{embedded, unique, tokens, current,
-    empty, labels}`` (``tokens``: what a remote service reported using; 0 for the local model)."""
+) -> tuple[VectorizeReport, int]:
+    """Embed the plane and ensure its indexes; the report, and the tokens a remote service reported
+    using (0 for the local model): drsg.api's ``Plane.vectorize_nodes``."""
     metric = check_metric(metric)
     spent = getattr(embedder, "tokens", 0)
     report = embed_nodes(db, embedder, plane, node_text, INTO, origin=origin)
     ensure_vector_indexes(db, plane, report.labels, INTO, metric)
-    return {
-        "embedded": report.embedded,
-        "unique": report.unique,
-        "tokens": int(getattr(embedder, "tokens", 0) - spent),
-        "current": report.unchanged,
-        "empty": report.skipped_no_text,
-        "labels": sorted(report.labels),
-    }
+    return report, int(getattr(embedder, "tokens", 0) - spent)

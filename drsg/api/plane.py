@@ -24,7 +24,7 @@ from drsg.store.transaction import WriteTx
 if TYPE_CHECKING:
     from drsg.api.feed import Feed
     from drsg.api.host import Host
-    from drsg.kernel.values import Value
+    from drsg.kernel.values import Json, Value
     from drsg.models.chat.base import ChatModel
     from drsg.models.embedders.base import Embedder
     from drsg.models.providers import ChatChoice, EmbedderChoice
@@ -267,6 +267,18 @@ class Plane(PlaneRecord):
         from drsg.api import retrieval
 
         return retrieval.vectorize(self, source, into, label, metric, embed, batch, progress)
+
+    def vectorize_nodes(
+        self, *, metric: str = "cosine", embed: EmbedderChoice | None = None, origin: Mapping[str, Json] | None = None
+    ) -> Vectorized:
+        """Upstream's whole-plane vectorize (JSON-RPC ``plane.vectorize``): every node's text into
+        ``embedding`` — a parsed fact's ``key (Labels)`` and string properties, any other node's string
+        properties as ``name: value`` lines, ``_`` properties never — unchanged texts skipped, then a
+        vector index on ``embedding`` per label embedded. ``embed`` as for :meth:`vectorize`; each
+        commit says ``origin`` (default: the database's) and the embedder."""
+        from drsg.api import retrieval
+
+        return retrieval.vectorize_nodes(self, metric, embed, origin)
 
     def find(self, request: Mapping[str, Any], *, embed: EmbedderChoice | None = None) -> FindAnswer:
         """On a catalog plane (``drsg catalog index``'s): answer ``{"entity": …, "fields": […],

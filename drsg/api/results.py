@@ -183,8 +183,10 @@ class AskAnswer:
 
 @dataclass(frozen=True, slots=True)
 class Vectorized:
-    """What ``Plane.vectorize`` did: nodes embedded, already current, without text; the labels
-    whose vector index it ensured; the commits it wrote; the embedder's identity."""
+    """What ``Plane.vectorize`` (or ``vectorize_nodes``) did: nodes embedded, already current,
+    without text; the labels whose vector index it ensured; the commits it wrote; the embedder's
+    identity; the distinct texts among those embedded (``unique``) and the tokens a remote service
+    reported using for them (0 for the local model)."""
 
     embedded: int
     unchanged: int
@@ -192,6 +194,8 @@ class Vectorized:
     labels: frozenset[str]
     seqs: tuple[int, ...]
     embedder: str
+    unique: int = 0
+    tokens: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The report as ``drsg vectorize --json`` gives it (the pipeline's report's rendering)."""
@@ -201,15 +205,28 @@ class Vectorized:
         report.seqs.extend(self.seqs)
         return report.to_json()
 
+    def stats_json(self) -> dict[str, Any]:
+        """The report as JSON-RPC ``plane.vectorize`` gives it: upstream's stats ``{embedded, unique,
+        tokens, current, empty, labels}``."""
+        return {
+            "embedded": self.embedded,
+            "unique": self.unique,
+            "tokens": self.tokens,
+            "current": self.unchanged,
+            "empty": self.no_text,
+            "labels": sorted(self.labels),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Digested:
     """A digest: the ``proposal`` (its nodes and edges) and its ``report`` (what the prose gave, what
     it cost, each clean-up pass, what the parsers read). A preview has ``saved`` (where the proposal
     waits to be applied; nothing written); an apply has ``applied`` (what its commit wrote, and its
-    seq)."""
+    seq, and ``created``: whether that commit made the plane)."""
 
     proposal: Proposal
     report: DigestReport
     saved: Path | None = None
     applied: Applied | None = None
+    created: bool = False

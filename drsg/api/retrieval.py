@@ -1,4 +1,4 @@
-"""What ``Plane.search``, ``hybrid``, ``query``, ``vectorize`` and ``ask`` do: the wiring the
+"""What ``Plane.search``, ``hybrid``, ``query``, ``vectorize`` (and ``vectorize_nodes``) and ``ask`` do: the wiring the
 surfaces did each for themselves, done once.
 
 The embedder for a text query or a vectorize comes from the one rule
@@ -37,6 +37,7 @@ from drsg.plan.hybrid import (
 if TYPE_CHECKING:
     from drsg.api.host import Host, HostedPlane
     from drsg.kernel.settings import Settings
+    from drsg.kernel.values import Json
     from drsg.models.chat.base import ChatModel
     from drsg.pipeline.llm.cache import AnswerCache
     from drsg.pipeline.llm.calls import ModelCalls
@@ -210,6 +211,33 @@ def vectorize(
         frozenset(report.labels),
         tuple(report.seqs),
         embedder.identity(),
+        report.unique,
+    )
+
+
+def vectorize_nodes(
+    plane: HostedPlane, metric: str, embed: EmbedderChoice | None, origin: Mapping[str, Json] | None
+) -> Vectorized:
+    """Upstream's whole-plane vectorize (drsg.pipeline.vectorize_plane): every node's text into
+    ``embedding``; each commit's origin is ``origin`` (default: the database's) with the embedder's
+    identity."""
+    from drsg.pipeline.vectorize_plane import INTO, vectorize_plane
+
+    embedder = embedder_for(plane, INTO, embed, "write")
+    identity = embedder.identity()
+    report, tokens = vectorize_plane(
+        plane.db.store, embedder, plane.name, metric, {**(origin or plane.db.origin), "embedder": identity}
+    )
+    plane.db.searcher.indexes.catch_up()
+    return Vectorized(
+        report.embedded,
+        report.unchanged,
+        report.skipped_no_text,
+        frozenset(report.labels),
+        tuple(report.seqs),
+        identity,
+        report.unique,
+        tokens,
     )
 
 

@@ -1,4 +1,4 @@
-"""``plane.vectorize``: `drsg vectorize` over JSON-RPC, upstream's way (drsg.pipeline.vectorize_plane).
+"""``plane.vectorize``: `drsg vectorize` over JSON-RPC, upstream's way (``Plane.vectorize_nodes``).
 
 Every node's text into ``embedding``, unchanged texts skipped, then a vector index on ``embedding``
 per label embedded; upstream's stats ``{embedded, unique, tokens, current, empty, labels}``.
@@ -15,12 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from drsg.api.retrieval import plane_embedder
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
-from drsg.models.embedders.base import Embedder
+from drsg.kernel.values import Json
 from drsg.models.embedders.registry import NAMES, PROVIDERS
 from drsg.models.providers import EmbedderChoice
-from drsg.pipeline.vectorize_plane import INTO, vectorize_plane
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
 from drsg.surfaces.server.state import ServerState
@@ -35,7 +33,8 @@ EMBED = {
 }
 
 
-def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
+def _named(ctx: ServerState, p: Params) -> EmbedderChoice | None:
+    """The embedder a request names, if any (the API's one rule does the rest)."""
     name, model = p.get("embed"), p.get("embed_model")
     if name is not None and name not in PRESETS:
         what = "a base URL" if "://" in name or name == "url" else f"{name!r}"
@@ -44,12 +43,12 @@ def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
             f"plane.vectorize: `embed` takes a preset ({', '.join(PRESETS)}), not {what}; the operator names a "
             "service's URL with `serve --embed-url`",
         )
-    chosen, named = ctx.config.embed, None
+    chosen = ctx.config.embed
     if (name is None and model is not None) or (name is not None and name == chosen.name):
-        named = EmbedderChoice(chosen.name, model, chosen.url, chosen.key_env)  # the operator's, another model
-    elif name is not None:
-        named = EmbedderChoice(name, model)  # the preset's own key variable
-    return plane_embedder(ctx.api, plane, INTO, named, "write")  # configured: the operator's, `chosen`
+        return EmbedderChoice(chosen.name, model, chosen.url, chosen.key_env)  # the operator's, another model
+    if name is not None:
+        return EmbedderChoice(name, model)  # the preset's own key variable
+    return None  # the recorded one, else the configured one: the operator's, `chosen`
 
 
 @rpc(
@@ -60,10 +59,10 @@ def _embedder(ctx: ServerState, plane: str, p: Params) -> Embedder:
 )
 async def plane_vectorize(ctx: ServerState, p: Params) -> Any:
     plane, metric = str(p["plane"]), str(p.get("metric", "cosine"))
+    origin: dict[str, Json] = {"via": "rpc", "method": "plane.vectorize"}  # the API adds the embedder
 
     def run() -> dict[str, Any]:
-        embedder = _embedder(ctx, plane, p)
-        origin = {"via": "rpc", "method": "plane.vectorize", "embedder": embedder.identity()}
-        return vectorize_plane(ctx.db, embedder, plane, metric, origin)
+        named = _named(ctx, p)
+        return ctx.plane(plane).vectorize_nodes(metric=metric, embed=named, origin=origin).stats_json()
 
     return await ctx.read(run, limited=False)  # embedding a plane takes what it takes

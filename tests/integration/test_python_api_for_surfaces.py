@@ -1,12 +1,14 @@
 """What the CLI needed from the public API to stand on it (issue #34), on real LMDB files: a plane
 read as of a commit before it was dropped, a diff of a dropped plane, the origin a surface's commits
-carry, references in messages as the caller wrote them, vectorize's progress and report, and ask's
+carry, references in messages as the caller wrote them, vectorize's progress and report, upstream's
+whole-plane vectorize with its stats and its commits' origin, and ask's
 turn and row bounds, its usage and its wire form."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -71,6 +73,42 @@ def test_vectorize_reports_progress_and_renders_its_report(db: drsg.Database) ->
     done = plane.vectorize("text", batch=2, progress=lambda n, total: calls.append((n, total)))
     assert calls == [(2, 3), (3, 3)]
     assert done.to_json() == {"embedded": 3, "current": 0, "no_text": 1, "labels": ["Doc"], "commits": len(done.seqs)}
+
+
+def test_vectorize_nodes_is_upstreams_whole_plane_rule_with_its_stats_and_origin(db: drsg.Database) -> None:
+    plane = db.plane("startup")
+    plane.put("a", ["Note"], {"title": "Logs", "_src": "x"})
+    plane.put("b", ["Note"], {"title": "Logs"})  # the same text as a's: one unique text of two
+    plane.put("pkg.f", ["Function"], {"signature": "def f()", "_generated_by": "py@1"})
+    plane.put("bare", ["Note"], {"n": 1})
+    head = db.head()
+    done = plane.vectorize_nodes(metric="dot", origin={"via": "rpc", "method": "plane.vectorize"})
+    assert (done.embedded, done.unique, done.unchanged, done.no_text, done.tokens) == (3, 2, 0, 1, 0)
+    assert done.labels == {"Note", "Function"} and done.embedder.startswith("local:")
+    assert done.stats_json() == {
+        "embedded": 3,
+        "unique": 2,
+        "tokens": 0,
+        "current": 0,
+        "empty": 1,
+        "labels": ["Function", "Note"],
+    }
+    origins = {c.seq: c.origin for c in db.commits(head + 1)}
+    wanted = {"via": "rpc", "method": "plane.vectorize", "embedder": done.embedder}
+    assert done.seqs and all(origins[seq] == wanted for seq in done.seqs)
+    assert (
+        plane.get("pkg.f").props["_embedded_from"] == sha256(b"pkg.f (Function)\nsignature: def f()").hexdigest()[:16]
+    )
+    with db.snapshot() as snap:
+        assert {(i.label, i.options["metric"]) for i in snap.indexes(plane.id) if i.kind == "vector"} == {
+            ("Note", "dot"),
+            ("Function", "dot"),
+        }
+    again = plane.vectorize_nodes()
+    assert (again.embedded, again.unchanged, again.no_text, again.seqs) == (0, 3, 1, ())
+    plane.put("c", ["Note"], {"title": "New"})
+    third = plane.vectorize_nodes()  # the database's own origin, with the embedder
+    assert [db.commits(seq, seq).__next__().origin for seq in third.seqs] == [{"via": "api", "embedder": done.embedder}]
 
 
 def test_ask_takes_its_bounds_and_gives_its_usage_and_wire_form(db: drsg.Database) -> None:

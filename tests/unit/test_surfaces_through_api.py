@@ -1,12 +1,13 @@
 """The JSON-RPC server and the MCP tools call the public API (drsg.api) for what it owns; they do not
 wire it themselves. No module under surfaces/server or surfaces/mcp imports the wiring behind
-``Plane.search``, ``query``, ``hybrid``, ``ask``, catalog ``find``, ``Database.diff`` and a digest's
-preview — the searcher and its indexes, the plan and hybrid runners, the embedder rule's choosers
-and cache, the catalog's one SELECT, the ask loop, a plane's vectorize, the diff between two seqs,
-JSONL export and import, a digest's proposal and its model calls — in any import form (``import x``,
-``from x import y``, ``from package import module``, inside a function, ``importlib.import_module``).
-The MCP tools run the server's methods in process, so they are held through them. Checked on the
-source (AST) of the real tree, and shown to catch planted copies."""
+``Plane.search``, ``query``, ``hybrid``, ``ask``, catalog ``find``, ``vectorize_nodes``,
+``Database.diff`` and a digest's preview — the searcher and its indexes, the plan and hybrid
+runners, the embedder rule's choosers and cache, the catalog's one SELECT, the ask loop, a plane's
+vectorize (either rule), the diff between two seqs, JSONL export and import, a digest's proposal and
+its model calls — in any import form (``import x``, ``from x import y``, ``from package import
+module``, inside a function, ``importlib.import_module``). The MCP tools run the server's methods in
+process, so they are held through them. Checked on the source (AST) of the real tree, and shown to
+catch planted copies."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ API_OWNS = (
     "drsg.pipeline.catalog.find.find_answer",  # Plane.find on a catalog plane
     "drsg.pipeline.catalog.semantic.similar_in",
     "drsg.pipeline.ask",  # Plane.ask: the loop, its options, its tools
-    "drsg.pipeline.vectorize",  # Plane.vectorize (vectorize_plane, upstream's text rule, is another module)
+    "drsg.pipeline.vectorize",  # Plane.vectorize
+    "drsg.pipeline.vectorize_plane",  # Plane.vectorize_nodes: upstream's whole-plane rule
     "drsg.store.diff.diff_plane",  # Database.diff
     "drsg.store.jsonl",  # Plane.export_jsonl / import_jsonl
     "drsg.pipeline.digest.run.digest",  # drsg.api.digest.preview: the proposal, its model calls and cache
@@ -115,6 +117,10 @@ async def plane_query(ctx, p):
         ("from drsg.pipeline.ask.loop import ask\n", ["1: drsg.pipeline.ask.loop.ask"]),
         ("from drsg.store.diff import diff_plane\n", ["1: drsg.store.diff.diff_plane"]),
         ("from drsg.pipeline import vectorize\n", ["1: drsg.pipeline.vectorize"]),
+        (
+            "from drsg.pipeline.vectorize_plane import INTO, vectorize_plane\n",
+            ["1: drsg.pipeline.vectorize_plane.INTO", "1: drsg.pipeline.vectorize_plane.vectorize_plane"],
+        ),
         ("from drsg.pipeline.digest.run import digest\n", ["1: drsg.pipeline.digest.run.digest"]),
         ("from drsg.pipeline.llm.calls import ModelCalls\n", ["1: drsg.pipeline.llm.calls.ModelCalls"]),
     ],
