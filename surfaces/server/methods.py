@@ -4,6 +4,14 @@ Each handler takes the shared :class:`~drsg.surfaces.server.state.ServerState` a
 returns the JSON result in upstream's shape (``openrpc.json`` components: NodeRecord, EdgeRecord,
 PlaneCard, PlaneRef, Deleted, DbStats). Writes are commit functions handed to the group-commit
 writer; reads run in the read pool. Searches, plans, neighbourhoods and catalogs are in queries.py.
+
+These stay the server's own, not ``drsg.api.Plane``'s get/put/link/delete/history, because each
+answer is upstream's and the API's differs: a key here is literal (the API reads ``@ada`` as
+``ada``); ``node.get``/``edge.get`` answer null and ``node.delete``/``edge.delete`` ``{deleted:
+false}`` where the API raises NotFound; ``node.create`` refuses a taken key (``put`` updates);
+``node.update`` unsets; :func:`need_node`'s and ``node.history``'s messages are upstream's, not the
+CLI's; and a write here is one awaited commit with the server's deadline and ``via: rpc`` origin
+(:meth:`ServerState.write`), where the API's writes are synchronous.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ def find_node(view: Snapshot, plane: Plane, ref: int | str) -> Node | None:
 
 
 def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") -> Node:
+    """The node, else NotFound in upstream's words (``no node with key 'ada' …``; the API's are the CLI's)."""
     node = find_node(view, plane, ref)
     if node is None:
         what = f"id {ref}" if isinstance(ref, int) else f"key {ref!r}"

@@ -133,6 +133,8 @@ HOPS = {
     note="An id that names no node (at that commit) is an error, not an empty list.",
 )
 async def plane_neighbors(ctx: ServerState, p: Params) -> Any:
+    # not Plane.neighbours: that hydrates every other end and names a missing node the CLI's way;
+    # here ids alone unless `hydrate`, and need_node's upstream message
     direction = p.get("direction", "out")
 
     def hops() -> list[dict[str, Any]]:
