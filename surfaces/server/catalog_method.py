@@ -10,12 +10,14 @@ seed's JavaScript writer blocked its loop for 1,992 ms)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import structlog
 
 from drsg.api.retrieval import optional_plane_embedder
 from drsg.kernel.errors import UsageError
+from drsg.kernel.settings import Settings
 from drsg.models.embedders.base import Embedder
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
@@ -52,9 +54,13 @@ def _embedder(ctx: ServerState, conn: Any) -> Embedder | None:
     return optional_plane_embedder(ctx.api, conn.plane, VECTOR, "write")
 
 
-def _setting(ctx: ServerState, name: str, default: Any) -> Any:
+T = TypeVar("T")
+
+
+def _setting(ctx: ServerState, read: Callable[[Settings, str], T], name: str, default: T) -> T:
+    """``name`` read by ``read`` (a typed read: ``Settings.integer``, …); ``default`` for a server without any."""
     settings = ctx.config.settings
-    return settings[name] if settings is not None else default
+    return read(settings, name) if settings is not None else default
 
 
 @rpc(
@@ -80,7 +86,7 @@ def _setting(ctx: ServerState, name: str, default: Any) -> Any:
 async def catalog_index(ctx: ServerState, p: Params) -> Any:
     conn = await ctx.read(lambda: _connection(ctx, p.get("connection")))  # its first import runs off the loop
     level = str(p.get("level") or "full")
-    limit = _setting(ctx, "catalog.enum_limit", 20)
+    limit = _setting(ctx, Settings.integer, "catalog.enum_limit", 20)
 
     def run(at: str) -> list[dict[str, Any]]:
         from drsg.pipeline.catalog import service  # imported in the read thread: ~10-100 ms the loop keeps
@@ -146,15 +152,15 @@ async def catalog_find(ctx: ServerState, p: Params) -> Any:
     },
 )
 async def catalog_sql(ctx: ServerState, p: Params) -> Any:
-    limit = int(p.get("limit") or _setting(ctx, "catalog.row_limit", 100))
+    limit = int(p.get("limit") or _setting(ctx, Settings.integer, "catalog.row_limit", 100))
 
     def run() -> dict[str, Any]:  # imports too: a first import off the loop
         from drsg.pipeline.catalog.backends import backend_for
         from drsg.pipeline.catalog.find import run_sql
 
         conn = _connection(ctx, p.get("connection"))
-        backend = backend_for(conn, _setting(ctx, "catalog.statement_seconds", 30))
-        return run_sql(backend, str(p["sql"]), limit, _setting(ctx, "catalog.sensitive", ()))
+        backend = backend_for(conn, _setting(ctx, Settings.integer, "catalog.statement_seconds", 30))
+        return run_sql(backend, str(p["sql"]), limit, _setting(ctx, Settings.strings, "catalog.sensitive", ()))
 
     return await ctx.read(run)
 
