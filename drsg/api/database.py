@@ -28,9 +28,13 @@ if TYPE_CHECKING:
     from drsg.api.feed import Feed
     from drsg.api.plane import Plane
     from drsg.api.points import AsOfLike
+    from drsg.api.results import Digested
     from drsg.kernel.asof import AsOf
     from drsg.kernel.values import Json
-    from drsg.models.providers import EmbedderChoice
+    from drsg.models.chat.base import ChatModel
+    from drsg.models.providers import ChatChoice, EmbedderChoice
+    from drsg.pipeline.digest.run import Progress
+    from drsg.pipeline.digest.sources import Document
     from drsg.pipeline.embedder_choice import EmbedderCache
     from drsg.store.database import Stats, _ReadHold
     from drsg.store.diff import PlaneDiff
@@ -154,6 +158,69 @@ class Database:
             commit_lines=lines,
             progress=progress,
             create_plane=create_plane,
+        )
+
+    def digest(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        plane: str,
+        apply: bool = False,
+        chat: ChatModel | ChatChoice | None = None,
+        embed: EmbedderChoice | None = None,
+        mode: str | None = None,
+        chunk_chars: int | None = None,
+        concurrency: int | None = None,
+        embed_entities: bool = True,
+        link: bool = True,
+        cache: bool = True,
+        ignore_files: str | None = None,
+        tracked_only: bool | None = None,
+        code_only: bool | None = None,
+        handler: str | None = None,
+        document: Document | None = None,
+        on_read: Callable[[Document], None] | None = None,
+        read_progress: Progress | None = None,
+        progress: Progress | None = None,
+        key_hint: str = "",
+    ) -> Digested:
+        """Read a document, a folder or a tree of code into the plane called ``plane``, which the
+        apply makes if there is none (``created``): a preview (saved, nothing written) unless
+        ``apply``, which writes the matching saved preview (no model call) or a new digest in one
+        commit. Prose needs a chat model (``chat``: a model, or one named; else the
+        ``digest.chat``/``digest.model`` settings'); code needs none. ``mode``, ``chunk_chars``,
+        ``concurrency``: the ``[digest]`` settings' unless given; ``embed_entities=False`` and
+        ``link=False`` skip embedding the entities and offering the model similar existing ones
+        (both off: no embedder is loaded). A tree is walked as the ``digest.ignore_files``,
+        ``tracked_only`` and ``code_only`` settings say unless given; ``handler`` forces one handler
+        for its code. ``document``: a source already read (a crawl's pages); ``on_read`` sees the
+        document before any model call; ``read_progress`` and ``progress`` get (phase, done, total)
+        while reading and digesting; ``key_hint`` ends the error a chat model with no key raises
+        when a tree's prose needs it (another way the caller has)."""
+        from drsg.api import digest
+
+        return digest.digest(
+            self,
+            plane,
+            os.fspath(source),
+            apply=apply,
+            chat=chat,
+            embed=embed,
+            mode=mode,
+            chunk_chars=chunk_chars,
+            concurrency=concurrency,
+            embed_entities=embed_entities,
+            link=link,
+            cache=cache,
+            ignore_files=ignore_files,
+            tracked_only=tracked_only,
+            code_only=code_only,
+            handler=handler,
+            document=document,
+            on_read=on_read,
+            read_progress=read_progress,
+            progress=progress,
+            key_hint=key_hint,
         )
 
     # ------------------------------------------------------------------ the change feed

@@ -1,29 +1,32 @@
-"""``Plane.digest``: a document, a folder or a tree of code read into a plane — previewed first (the
-proposal saved beside the database, nothing written), then applied in one commit.
+"""``Database.digest`` and ``Plane.digest``: a document, a folder, a tree of code or a crawl's pages
+read into a plane — previewed first (the proposal saved beside the database, nothing written), then
+applied in one commit. ``drsg digest`` and ``drsg init`` call it; the JSON-RPC ``digest.run`` calls
+:func:`preview`.
 
-The reading, the model calls and the ledger are drsg.pipeline.digest's; this is the wiring
-``drsg digest`` does, once: the chat model (given, or the ``digest.chat``/``digest.model``
-settings'), the embedder by the one rule (drsg.pipeline.embedder_choice), the answer cache and the
-saved previews in the database's ``.digest`` folder.
+The reading, the model calls and the ledger are drsg.pipeline.digest's; this is their wiring, once:
+the chat model (given, named, or the ``digest.chat``/``digest.model`` settings'), the embedder by
+the one rule (drsg.pipeline.embedder_choice), the answer cache and the saved previews in the
+database's ``.digest`` folder.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from drsg.api.results import Digested
-from drsg.models.providers import EmbedderChoice
+from drsg.models.providers import ChatChoice, EmbedderChoice
 from drsg.pipeline.embedder_choice import choose_embedder
 
 if TYPE_CHECKING:
-    from drsg.api.host import Host, HostedPlane
+    from drsg.api.host import Host
+    from drsg.kernel.settings import Settings
     from drsg.models.chat.base import ChatModel
     from drsg.models.embedders.base import Embedder
-    from drsg.models.providers import ChatChoice
     from drsg.pipeline.digest.proposal import Proposal
-    from drsg.pipeline.digest.run import DigestOptions
-    from drsg.pipeline.digest.sources import Document
+    from drsg.pipeline.digest.run import DigestOptions, Progress
+    from drsg.pipeline.digest.sources import Document, TreeOptions
 
 
 def preview(
@@ -48,51 +51,115 @@ def preview(
     return run_digest(db.store, doc, plane, options, calls, embedder)
 
 
+def tree_options(
+    settings: Settings,
+    db_path: str | Path,
+    *,
+    ignore_files: str | None = None,
+    tracked_only: bool | None = None,
+    code_only: bool | None = None,
+    handler: str | None = None,
+) -> TreeOptions:
+    """How a directory is read into the database at ``db_path``: each option given overrides its
+    ``[digest]`` setting (parsed and checked as drsg.toml's values are); None leaves the setting's word."""
+    from drsg.pipeline.digest.sources import TreeOptions
+
+    given = {"digest.ignore_files": ignore_files, "digest.tracked_only": tracked_only, "digest.code_only": code_only}
+    return TreeOptions.of(settings.with_flags(given), db_path, handler)
+
+
 def digest(
-    plane: HostedPlane,
+    db: Host,
+    plane: str,
     source: str | Path,
-    apply: bool,
-    chat: ChatModel | None,
-    embed: EmbedderChoice | None,
-    mode: str | None,
-    cache: bool,
+    *,
+    apply: bool = False,
+    chat: ChatModel | ChatChoice | None = None,
+    embed: EmbedderChoice | None = None,
+    mode: str | None = None,
+    chunk_chars: int | None = None,
+    concurrency: int | None = None,
+    embed_entities: bool = True,
+    link: bool = True,
+    cache: bool = True,
+    ignore_files: str | None = None,
+    tracked_only: bool | None = None,
+    code_only: bool | None = None,
+    handler: str | None = None,
+    document: Document | None = None,
+    on_read: Callable[[Document], None] | None = None,
+    read_progress: Progress | None = None,
+    progress: Progress | None = None,
+    key_hint: str = "",
 ) -> Digested:
+    """Read ``source`` (or take ``document``, already read) and digest it into the plane called
+    ``plane`` (made by the apply when it does not exist): the proposal saved as a preview, nothing
+    written — or, with ``apply``, the saved preview that matches (no model call) or a new digest
+    written in one commit. See :meth:`drsg.api.database.Database.digest` for the options."""
+    from drsg.api.retrieval import model_calls
     from drsg.pipeline.code.parsed import ParseMemo
     from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.ledger import apply as apply_proposal
     from drsg.pipeline.digest.proposal import PreviewStore
     from drsg.pipeline.digest.run import DigestOptions, decided_by, refuse_shared
     from drsg.pipeline.digest.run import digest as run_digest
-    from drsg.pipeline.digest.sources import TreeOptions, read_source
+    from drsg.pipeline.digest.sources import read_source
     from drsg.pipeline.llm.cache import AnswerCache
     from drsg.pipeline.llm.calls import ModelCalls
 
-    db, settings = plane.db, plane.db.settings
-    store = db.store
+    settings, store = db.settings, db.store
     options = DigestOptions(
         settings.text("digest.mode") if mode is None else mode,
-        settings.integer("digest.chunk_chars"),
-        settings.integer("digest.concurrency"),
+        settings.integer("digest.chunk_chars") if chunk_chars is None else chunk_chars,
+        settings.integer("digest.concurrency") if concurrency is None else concurrency,
+        embed_entities,
+        link,
     )
     folder = digest_folder(db.path)
-    doc = read_source(str(source), TreeOptions.of(settings, db.path), settings, None, ParseMemo(folder / "parsed"))
+
+    def tree() -> TreeOptions:
+        return tree_options(
+            settings,
+            db.path,
+            ignore_files=ignore_files,
+            tracked_only=tracked_only,
+            code_only=code_only,
+            handler=handler,
+        )
+
+    doc = document
+    if doc is None:
+        doc = read_source(str(source), tree(), settings, read_progress, ParseMemo(folder / "parsed"))
+    if on_read is not None:
+        on_read(doc)
     answers = AnswerCache(folder / "cache") if cache else None
-    if chat is None:
-        chosen = (settings.text("digest.chat"), settings.text("digest.model") or None)
-        calls = ModelCalls.for_chat(*chosen, settings=settings, cache=answers)
+    # the hint names another way round a missing key: only a tree with prose read has one
+    hint = "" if doc.reading is None or tree().code_only else key_hint
+    if isinstance(chat, ChatChoice):  # connects on the first call the cache cannot answer
+        calls = ModelCalls.for_chat(chat.name, chat.model, chat.url, chat.key_env, settings, answers, hint)
     else:
-        model = chat
-        calls = ModelCalls(model.identity(), lambda: model, answers)
-    embedder = choose_embedder(
-        store, plane.name, "embedding", settings, named=embed, purpose="write", cache=db.embedders
-    )
+        calls = model_calls(chat, settings, answers)
+    embedder = None
+    if options.embed or options.link:  # neither: no embedder loaded, and the preview's identity names none
+        embedder = choose_embedder(
+            store,
+            plane,
+            "embedding",
+            settings,
+            named=embed,
+            configured=db.configured_embedder,
+            purpose="write",
+            cache=db.embedders,
+        )
     previews = PreviewStore(folder / "previews")
-    proposal = previews.load(plane.name, doc.name, decided_by(doc, options, calls.model, embedder)) if apply else None
-    refuse_shared(store, doc, plane.name)  # another tree's keys: refused before a model call is spent
+    proposal = previews.load(plane, doc.name, decided_by(doc, options, calls.model, embedder)) if apply else None
+    if proposal is not None:
+        proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
+    refuse_shared(store, doc, plane)  # another tree's keys: refused before a model call is spent
     if proposal is None:
-        proposal = run_digest(store, doc, plane.name, options, calls, embedder)
+        proposal = run_digest(store, doc, plane, options, calls, embedder, progress)
     if not apply:
         return Digested(proposal, proposal.report, saved=previews.save(proposal))
-    applied, _created = apply_proposal(store, proposal)
-    previews.discard(plane.name, doc.name)
-    return Digested(proposal, proposal.report, applied=applied)
+    applied, created = apply_proposal(store, proposal)
+    previews.discard(plane, doc.name)
+    return Digested(proposal, proposal.report, applied=applied, created=created)

@@ -304,7 +304,7 @@ class Plane(PlaneRecord):
         code needs none. ``mode``: "coarse", "fine" or "super" clean-up passes (``digest.mode``)."""
         from drsg.api import digest
 
-        return digest.digest(self, source, apply, chat, embed, mode, cache)
+        return digest.digest(self.db, self.name, source, apply=apply, chat=chat, embed=embed, mode=mode, cache=cache)
 
     def ask(
         self,

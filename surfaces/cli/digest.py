@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from drsg.models.providers import EmbedderChoice
+from drsg.models.providers import ChatChoice, EmbedderChoice
 from drsg.store.transaction import DEFAULT_PLANE
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import chat_options, embed_options, json_option, tree_options
+
+if TYPE_CHECKING:
+    from drsg.api.results import Digested
+    from drsg.pipeline.digest.run import Progress
+    from drsg.pipeline.digest.sources import Document, TreeOptions
 
 SHOWN_NODES = 12
 
@@ -165,16 +169,6 @@ def embed_flags(flags: dict[str, Any]) -> EmbedderChoice:
     return embed_choice(flags["embed"], flags["embed_model"], flags["embed_url"], flags["embed_key_env"])
 
 
-@dataclass
-class Outcome:
-    """What one digest did: its proposal, and what applying it wrote (``applied`` None: a preview, saved)."""
-
-    proposal: Any
-    applied: Any = None
-    created: bool = False
-    saved: Path | None = None
-
-
 def digest_flags(ctx: click.Context, obj: Context, **given: Any) -> dict[str, Any]:
     """`drsg digest`'s flags as its command line gives them with only ``given`` on it: the others at
     their defaults, then ``obj``'s `[digest]` settings — for a command that digests as part of its work (`init`)."""
@@ -210,58 +204,37 @@ def run_digest(
     source: str,
     plane: str,
     flags: dict[str, Any],
-    read: Callable[[Any], None] | None = None,
-    doc: Any = None,
-) -> Outcome:
-    """`drsg digest SOURCE`'s work without its printing: read SOURCE (``read`` sees the document before
-    any model call) unless ``doc`` is it already read, digest it, and save the preview — or, with
-    ``flags["do_apply"]``, apply it."""
-    from drsg.pipeline.digest.ledger import apply
-    from drsg.pipeline.digest.proposal import PreviewStore
-    from drsg.pipeline.digest.run import DigestOptions, decided_by, digest, refuse_shared
-    from drsg.pipeline.digest.sources import read_source
-    from drsg.pipeline.llm.cache import AnswerCache
-    from drsg.pipeline.llm.calls import ModelCalls
-    from drsg.surfaces.cli.search import query_embedder
-
-    options = DigestOptions(
-        flags["mode"], flags["chunk_chars"], flags["concurrency"], not flags["no_embed"], not flags["no_link"]
-    )
-    from drsg.pipeline.code.parsed import ParseMemo
-    from drsg.pipeline.code.walk import digest_folder
-
-    folder = digest_folder(obj.db_path)
-    if doc is None:
-        with _progress() as progress:
-            memo = ParseMemo(folder / "parsed")
-            doc = read_source(source, tree_options_of(obj, flags), obj.settings, progress, memo)
-    if read is not None:
-        read(doc)
-    previews = PreviewStore(folder / "previews")
-    cache = None if flags["no_cache"] else AnswerCache(folder / "cache")
-    chat = (flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"])
-    code_only = doc.reading is None or tree_options_of(obj, flags).code_only
-    hint = "" if code_only else "or leave the tree's prose out with --code-only (its code needs no model)"
-    calls = ModelCalls.for_chat(*chat, obj.settings, cache, hint)  # connects on the first call the cache cannot answer
-    model = calls.model
-    with obj.open(write=True) as db:
-        embedder = None
-        if options.embed or options.link:
-            embedder = query_embedder(obj, db, plane, "embedding", embed_flags(flags), "write")
-        proposal = None
-        if flags["do_apply"]:
-            proposal = previews.load(plane, doc.name, decided_by(doc, options, model, embedder))
-            if proposal is not None:
-                proposal.notes.append("applied the saved preview: no model call this time (its cost is shown)")
-        refuse_shared(db, doc, plane)  # another tree's keys: refused now, before a model call is spent
-        if proposal is None:
-            with _progress() as progress:
-                proposal = digest(db, doc, plane, options, calls, embedder, progress)
-        if not flags["do_apply"]:
-            return Outcome(proposal, saved=previews.save(proposal))
-        applied, created = apply(db, proposal)
-        previews.discard(plane, doc.name)
-    return Outcome(proposal, applied, created)
+    read: Callable[[Document], None] | None = None,
+    doc: Document | None = None,
+) -> Digested:
+    """`drsg digest SOURCE`'s work without its printing, through the API's ``Database.digest``: read
+    SOURCE (``read`` sees the document before any model call) unless ``doc`` is it already read, digest
+    it, and save the preview — or, with ``flags["do_apply"]``, apply it."""
+    chat = ChatChoice(flags["chat"], flags["model"], flags["chat_url"], flags["chat_key_env"])
+    bars = _Bars()
+    with obj.open(write=True) as db, bars:
+        return db.digest(
+            source,
+            plane=plane,
+            apply=flags["do_apply"],
+            chat=chat,
+            embed=embed_flags(flags),
+            mode=flags["mode"],
+            chunk_chars=flags["chunk_chars"],
+            concurrency=flags["concurrency"],
+            embed_entities=not flags["no_embed"],
+            link=not flags["no_link"],
+            cache=not flags["no_cache"],
+            ignore_files=flags["ignore_files"],
+            tracked_only=flags["tracked_only"] or None,
+            code_only=flags["code_only"] or None,
+            handler=flags["handler"],
+            document=doc,
+            on_read=bars.after_reading(read),
+            read_progress=bars.progress(),
+            progress=bars.progress(),
+            key_hint="or leave the tree's prose out with --code-only (its code needs no model)",
+        )
 
 
 def _digest_url(obj: Context, source: str, plane: str, flags: dict[str, Any]) -> None:
@@ -297,18 +270,18 @@ def _print_crawl(crawl: Any) -> None:
         click.echo(f"  {dropped.url}  ({dropped.reason})")
 
 
-def tree_options_of(obj: Context, flags: dict[str, Any]) -> Any:
+def tree_options_of(obj: Context, flags: dict[str, Any]) -> TreeOptions:
     """How a directory is read: each flag turns its setting on; not passing one leaves the file's word."""
-    from drsg.pipeline.digest.sources import TreeOptions
+    from drsg.api.digest import tree_options
 
-    settings = obj.settings.with_flags(  # parsed and checked as drsg.toml's values are
-        {
-            "digest.ignore_files": flags["ignore_files"],
-            "digest.tracked_only": flags["tracked_only"] or None,
-            "digest.code_only": flags["code_only"] or None,
-        }
+    return tree_options(
+        obj.settings,
+        obj.db_path,
+        ignore_files=flags["ignore_files"],
+        tracked_only=flags["tracked_only"] or None,
+        code_only=flags["code_only"] or None,
+        handler=flags["handler"],
     )
-    return TreeOptions.of(settings, obj.db_path, flags["handler"])
 
 
 def _print_reading(doc: Any, verbosity: int) -> None:
@@ -342,26 +315,43 @@ def _print_reading(doc: Any, verbosity: int) -> None:
             click.echo(f"  read {path}  ({by})")
 
 
-class _progress:
-    """A bar on a terminal while chunks are extracted; nothing otherwise."""
+class _Bars:
+    """A bar on a terminal while a tree is read and again while chunks are extracted; nothing otherwise.
+    Each opens on its first update; the reading's bar closes before the reading is shown."""
 
-    def __enter__(self) -> Any:
-        if not sys.stderr.isatty():
-            return None
-        self._bar = click.progressbar(length=1, label="extracting", file=sys.stderr)
-        self._bar.__enter__()
+    def __init__(self) -> None:
+        self._bar: Any = None
 
-        def update(phase: str, done: int, total: int) -> None:
-            if phase != self._bar.label:  # a new phase counts from zero
-                self._bar.label, self._bar.pos = phase, 0
-            self._bar.length = total
-            self._bar.update(done - self._bar.pos)
+    def progress(self) -> Progress | None:
+        return self._update if sys.stderr.isatty() else None
 
-        return update
+    def _update(self, phase: str, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = click.progressbar(length=1, label="extracting", file=sys.stderr)
+            self._bar.__enter__()
+        if phase != self._bar.label:  # a new phase counts from zero
+            self._bar.label, self._bar.pos = phase, 0
+        self._bar.length = total
+        self._bar.update(done - self._bar.pos)
+
+    def after_reading(self, read: Callable[[Document], None] | None) -> Callable[[Document], None]:
+        def done(doc: Document) -> None:
+            self.close()
+            if read is not None:
+                read(doc)
+
+        return done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+    def __enter__(self) -> _Bars:
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        if hasattr(self, "_bar"):
-            self._bar.__exit__(None, None, None)
+        self.close()
 
 
 def _summary(proposal: Any, shown: Collection[str] = ()) -> list[str]:

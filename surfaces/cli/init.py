@@ -325,6 +325,7 @@ def _digest_step(ctx: click.Context, obj: Context, root: Path, plane: str | None
 
     done = run_digest(obj, str(root), name, digest_flags(ctx, obj, do_apply=True, **flags), read)
     applied = done.applied
+    assert applied is not None  # an apply: what its commit wrote
     extra = {
         "warning": warnings[0] if warnings else None,
         "plane": name,

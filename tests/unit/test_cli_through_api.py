@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.imports import imports_in
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "surfaces" / "cli"
 #: what only the API may do for these commands: its wiring, named as the CLI used to import it
@@ -43,6 +45,14 @@ WIRING = frozenset(
         "export_jsonl",
         "WriteTx",
         "Snapshot",
+        "DigestOptions",
+        "decided_by",
+        "refuse_shared",
+        "read_source",
+        "ParseMemo",
+        "AnswerCache",
+        "PreviewStore",
+        "digest",  # the pipeline's, called bare; the API's is db.digest(…)
     }
 )
 #: the store's own reads and writes, which the API's calls make for these commands
@@ -73,6 +83,7 @@ COMMANDS: dict[str, dict[str, set[str]]] = {
         "plane_set_props": {"plane", "set_props"},
     },
     "catalog.py": {"_run_find": {"find_for"}},
+    "digest.py": {"run_digest": {"digest"}},  # `drsg digest` and `init`'s digest: Database.digest
 }
 #: modules whose work the API does: no module of the CLI imports them
 WIRING_MODULES = frozenset(
@@ -91,6 +102,33 @@ STILL_WIRED = {
     ("catalog.py", "drsg.pipeline.catalog.find"): "catalog sql: a checked SELECT, no API call",
     ("evaluate.py", "drsg.workers.search"): "evaluate: scores a search set, no API call",
 }
+
+
+#: what Database.digest does for `drsg digest` and `init` (reading, model calls, embedder, previews,
+#: apply), as dotted names: a module, or a module's name; neither module imports any of it
+DIGEST_WIRING = (
+    "drsg.pipeline.digest.run.digest",
+    "drsg.pipeline.digest.run.DigestOptions",
+    "drsg.pipeline.digest.run.decided_by",
+    "drsg.pipeline.digest.run.refuse_shared",
+    "drsg.pipeline.digest.ledger.apply",
+    "drsg.pipeline.digest.sources.read_source",
+    "drsg.pipeline.code.parsed",
+    "drsg.pipeline.llm",
+    "drsg.pipeline.embedder_choice",
+    "drsg.surfaces.cli.search.query_embedder",
+)
+#: modules the digest's CLI takes pure names from (check_mode, NO_PROSE, forget, …): never imported whole
+DIGEST_PARTLY = frozenset({"drsg.pipeline.digest.run", "drsg.pipeline.digest.ledger", "drsg.pipeline.digest.sources"})
+
+
+def digest_wiring(source: str, here: str) -> list[str]:
+    """Each import of the digest's wiring in ``source`` (read as the module ``here``), as ``line: name``."""
+    out = []
+    for line, name in imports_in(source, here):
+        if name in DIGEST_PARTLY or any(name == own or name.startswith(own + ".") for own in DIGEST_WIRING):
+            out.append(f"{line}: {name}")
+    return out
 
 
 def function(source: str, name: str) -> ast.FunctionDef:
@@ -127,6 +165,12 @@ def test_the_commands_call_the_api() -> None:
         source = (CLI / module).read_text()
         for name, api_calls in commands.items():
             assert problems(source, name, api_calls) == [], f"{module}:{name}"
+
+
+def test_digest_and_init_import_none_of_the_digests_wiring() -> None:
+    for module in ("digest", "init"):
+        source = (CLI / f"{module}.py").read_text()
+        assert digest_wiring(source, f"drsg.surfaces.cli.{module}") == [], module
 
 
 def test_no_cli_module_imports_what_the_api_wires() -> None:
@@ -184,3 +228,53 @@ def test_the_old_wiring_is_caught() -> None:
         "ask never calls .plane(…)",
     ]
     assert wiring_imports(OLD_ASK) == {"drsg.pipeline.ask.loop", "drsg.workers.search"}
+
+
+OLD_RUN_DIGEST = """
+def run_digest(obj, source, plane, flags, read=None, doc=None):
+    from drsg.pipeline.digest.ledger import apply
+    from drsg.pipeline.digest.proposal import PreviewStore
+    from drsg.pipeline.digest.run import DigestOptions, decided_by, digest, refuse_shared
+    from drsg.pipeline.digest.sources import read_source
+    from drsg.pipeline.llm.cache import AnswerCache
+    from drsg.pipeline.llm.calls import ModelCalls
+    from drsg.surfaces.cli.search import query_embedder
+
+    options = DigestOptions(flags["mode"], flags["chunk_chars"], flags["concurrency"])
+    doc = doc or read_source(source, None, obj.settings)
+    calls = ModelCalls.for_chat(flags["chat"], flags["model"], settings=obj.settings, cache=AnswerCache(".c"))
+    with obj.open(write=True) as db:
+        embedder = query_embedder(obj, db, plane, "embedding", None, "write")
+        proposal = PreviewStore(".p").load(plane, doc.name, decided_by(doc, options, calls.model, embedder))
+        refuse_shared(db, doc, plane)
+        proposal = proposal or digest(db, doc, plane, options, calls, embedder)
+        return apply(db, proposal)
+"""
+
+
+def test_the_old_digest_wiring_is_caught() -> None:
+    assert problems(OLD_RUN_DIGEST, "run_digest", {"digest"}) == [
+        "run_digest uses AnswerCache",
+        "run_digest uses DigestOptions",
+        "run_digest uses ModelCalls",
+        "run_digest uses PreviewStore",
+        "run_digest uses decided_by",
+        "run_digest uses digest",
+        "run_digest uses query_embedder",
+        "run_digest uses read_source",
+        "run_digest uses refuse_shared",
+    ]
+    assert digest_wiring(OLD_RUN_DIGEST, "drsg.surfaces.cli.digest") == [
+        "3: drsg.pipeline.digest.ledger.apply",
+        "5: drsg.pipeline.digest.run.DigestOptions",
+        "5: drsg.pipeline.digest.run.decided_by",
+        "5: drsg.pipeline.digest.run.digest",
+        "5: drsg.pipeline.digest.run.refuse_shared",
+        "6: drsg.pipeline.digest.sources.read_source",
+        "7: drsg.pipeline.llm.cache.AnswerCache",
+        "8: drsg.pipeline.llm.calls.ModelCalls",
+        "9: drsg.surfaces.cli.search.query_embedder",
+    ]
+    assert digest_wiring("import drsg.pipeline.digest.run\n", "drsg.surfaces.cli.init") == [
+        "1: drsg.pipeline.digest.run"
+    ]
