@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Ran
+from tests.support.cli import Ran
 from tests.support.static_server import serving
 
 PLUGINS = Path(__file__).resolve().parents[1] / "data" / "plugins"

@@ -21,8 +21,8 @@ from drsg.pipeline.catalog.connections import Connection, Connections
 from drsg.pipeline.catalog.find import find
 from drsg.pipeline.catalog.model import Catalog
 from drsg.store.database import Database
-from tests.conftest import Ran
 from tests.support.catalog_schema import make_sqlite
+from tests.support.cli import Ran
 
 SCALAR = (
     st.none()
@@ -117,7 +117,7 @@ def test_the_cli_says_exit_2_in_one_line(drsg: Callable[..., Ran], tmp_path: Pat
 
 
 def test_json_rpc_answers_invalid_params(tmp_path: Path) -> None:
-    from tests.integration.test_server import start_server
+    from tests.support.server import start_server
 
     db = tmp_path / "graph.drsg"
     Connections(db).add(Connection("app", str(make_sqlite(tmp_path / "app.db")), "sqlite"))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import MASK, REGISTRY, SECTIONS, Settings, _size, _strings, load
 from drsg.surfaces.server.config import server_config
-from tests.conftest import Ran
+from tests.support.cli import Ran
 
 
 @pytest.fixture

@@ -14,10 +14,8 @@ TESTS = ROOT / "tests"
 MENTIONS = re.compile(r"\btests\b[\w. ]*(\.test_|\.conftest\b|import[^\n]*\b(test_\w+|conftest)\b)")
 
 # Imports of test modules still to move to tests/support/ (each pair: importer, imported module):
-# test_find_requests was being changed by another change (issue #34). The list only shrinks.
-NOT_YET_MOVED = {
-    ("tests/property/test_find_requests.py", "tests.integration.test_server"),
-}
+# none are left; the list only shrinks.
+NOT_YET_MOVED = {}
 
 
 def imported_test_modules(source: str) -> set[str]:
@@ -68,5 +66,4 @@ def test_no_test_module_imports_another_or_a_conftest() -> None:
         if MENTIONS.search(source):
             where = path.relative_to(ROOT).as_posix()
             found |= {(where, module) for module in imported_test_modules(source)}
-    assert found - NOT_YET_MOVED == set(), "move the helper to tests/support/ and import it from there"
-    assert NOT_YET_MOVED - found == set(), "moved: take these off NOT_YET_MOVED"
+    assert found == set(), "move the helper to tests/support/ and import it from there"
