@@ -124,8 +124,11 @@ class HeadWaiters:
             self._futures.add(entry)
             self._enter()
         try:
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancellation that
+            # arrives as the future completes, and the caller's own deadline is lost with it
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(future, timeout)
+                async with asyncio.timeout(timeout):
+                    await future
         finally:
             with self._cond:
                 self._futures.discard(entry)
