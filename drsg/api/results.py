@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from drsg.pipeline.digest.ledger import Applied
     from drsg.pipeline.digest.proposal import Proposal
     from drsg.pipeline.digest.report import DigestReport
+    from drsg.pipeline.vectorize import VectorizeReport
     from drsg.store.records import FusionDecl
     from drsg.workers.search import Hit as SearchHit
 
@@ -196,6 +197,12 @@ class Vectorized:
     embedder: str
     unique: int = 0
     tokens: int = 0
+
+    @classmethod
+    def of(cls, report: VectorizeReport, embedder: str, tokens: int = 0) -> Vectorized:
+        """The pipeline's report of a vectorize, with the embedder that did it."""
+        counts = (report.embedded, report.unchanged, report.skipped_no_text)
+        return cls(*counts, frozenset(report.labels), tuple(report.seqs), embedder, report.unique, tokens)
 
     def to_json(self) -> dict[str, Any]:
         """The report as ``drsg vectorize --json`` gives it (the pipeline's report's rendering)."""

@@ -204,15 +204,7 @@ def vectorize(
     report = embed_plane(store, embedder, plane.name, source, into, label, batch, progress)
     ensure_vector_indexes(store, plane.name, report.labels, into, metric)
     plane.db.searcher.indexes.catch_up()
-    return Vectorized(
-        report.embedded,
-        report.unchanged,
-        report.skipped_no_text,
-        frozenset(report.labels),
-        tuple(report.seqs),
-        embedder.identity(),
-        report.unique,
-    )
+    return Vectorized.of(report, embedder.identity())
 
 
 def vectorize_nodes(
@@ -229,16 +221,7 @@ def vectorize_nodes(
         plane.db.store, embedder, plane.name, metric, {**(origin or plane.db.origin), "embedder": identity}
     )
     plane.db.searcher.indexes.catch_up()
-    return Vectorized(
-        report.embedded,
-        report.unchanged,
-        report.skipped_no_text,
-        frozenset(report.labels),
-        tuple(report.seqs),
-        identity,
-        report.unique,
-        tokens,
-    )
+    return Vectorized.of(report, identity, tokens)
 
 
 def ask(
