@@ -32,6 +32,7 @@ db.write(lambda tx: tx.declare_index(plane, "keyword", "Word", "text", {"languag
 indexes = IndexSet(db)
 v = rows(0, 3000)
 lines = [ln for ln in open("tests/data/ai_native_en.txt").read().splitlines() if len(ln) > 30]
+print("ready", flush=True)
 i = start
 while True:
     db.write(lambda tx: [tx.create_node(plane, f"w{i}-{j}", ["Word"], {"embedding": Vector.of(v[(i * 7 + j) % 3000]),
@@ -87,7 +88,9 @@ def test_killed_while_indexing_and_saving(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(path), str(start)], cwd=root, stdout=subprocess.PIPE, text=True
         )
-        time.sleep(rng.uniform(0.6, 1.6))
+        # the kill lands while it indexes and saves, however long the interpreter took to start
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0.1, 1.1))
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
         done = [int(x) for x in out.split()]

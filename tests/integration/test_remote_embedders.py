@@ -30,7 +30,7 @@ from drsg.models.embedders import (
     RetryPolicy,
     get_embedder,
 )
-from tests.support import (
+from tests.support.fake_openai import (
     FakeOpenAI,
     Reply,
     Request,
