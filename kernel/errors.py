@@ -10,7 +10,10 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     │   ├── BadValue              2   -32602   a value outside the data model (NaN, NUL in a key, huge int, …)
     │   ├── BadAsOf               2   -32602   an AS OF that names no commit (future seq, time before the log)
     │   ├── BadImportLine         2   -32602   a JSONL line that cannot be imported (carries the line number)
-    │   ├── QuerySyntaxError      2   -32602   a SEARCH or HYBRID statement that does not parse
+    │   ├── QuerySyntaxError      2   -32602   a statement (Cypher, SEARCH, HYBRID, CALL) that does not parse
+    │   ├── QueryError            2   -32602   a statement that parses but cannot run: a construct drsg does not
+    │   │                                      support (named), an unknown function, a value of the wrong type,
+    │   │                                      an integer overflow, a division by zero
     │   └── ConversionError       2   -32602   a document that cannot be turned into Markdown (unsupported,
     │                                          damaged, encrypted, empty or too big; the message names the file)
     ├── NotFound                  1   -32602   a plane, node or edge that does not exist
@@ -43,6 +46,8 @@ params, -32000 application error, -32002 write timed out, -32603 internal error)
     ├── WriteTimeout              1   -32002   an RPC write waited out write_timeout_secs for the writer;
     │                                          nothing was written (the one error worth retrying unchanged)
     ├── QueryTimeout              1   -32000   an RPC read ran past query_timeout_secs
+    ├── QueryLimit                1   -32000   a statement made more rows than [query] max_rows, or ran past
+    │                                          [query] timeout_secs (nothing written)
     └── RpcError                  1   given    a JSON-RPC error answered as-is, with the code it is raised with
                                                (-32700 parse, -32600 request, -32601 method, -32602 params,
                                                -32603 internal), a one-line message and optional data
@@ -110,7 +115,11 @@ class BadImportLine(UsageError):
 
 
 class QuerySyntaxError(UsageError):
-    """A SEARCH or HYBRID statement that does not parse; the message points at the problem."""
+    """A statement that does not parse; the message points at the problem (line, column, what was expected)."""
+
+
+class QueryError(UsageError):
+    """A statement that parses but cannot run (an unsupported construct by name, a type error, …)."""
 
 
 class ConversionError(UsageError):
@@ -221,6 +230,10 @@ class WriteTimeout(DrsgError):
 
 class QueryTimeout(DrsgError):
     """A read ran past ``query_timeout_secs``."""
+
+
+class QueryLimit(DrsgError):
+    """A statement ran past ``[query] max_rows`` or ``[query] timeout_secs``; a write wrote nothing."""
 
 
 class RpcError(DrsgError):
