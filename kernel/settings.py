@@ -309,6 +309,8 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("ask.max_attempts", 20, _positive, "model turns an `ask` may take, tools and repairs included"),
     Setting("ask.limit", 100, _at_least(0), "Limit added to each `ask` plan that has none (0: none)"),
     Setting("ask.masked", (), _strings, "properties whose values `ask` never shows a model (beside secret-like names)"),
+    Setting("query.max_rows", 1_000_000, _positive, "most rows a Cypher statement may hold at any step"),
+    Setting("query.timeout_secs", 60, _seconds, "longest a Cypher statement may run (0 = no limit)"),
     Setting("catalog.enum_limit", 20, _positive, "most distinct values a low-cardinality text column's sample keeps"),
     Setting("catalog.row_limit", 100, _positive, "most rows `catalog find`/`catalog sql` return (at most 1000)"),
     Setting("catalog.sensitive", (), _strings, "column names masked beside the built-in secret-like ones"),

@@ -54,6 +54,7 @@ TYPOS = [
     ("[plugins]\nfuell = 5", "plugins.fuell", "plugins.fuel"),
     ("[catalog]\nrow_limt = 5", "catalog.row_limt", "catalog.row_limit"),
     ('[log]\nurll = "kafka://b:9092/t"', "log.urll", "log.url"),
+    ("[query]\nmax_row = 5", "query.max_row", "query.max_rows"),
 ]
 
 
