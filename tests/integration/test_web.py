@@ -11,7 +11,6 @@ screenshot is saved under tests/artifacts/."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.support import crawl_site
+from tests.support.browser import launch, needs_chromium
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.crawl_site import FETCH_ENV
 from tests.support.fake_openai import FakeOpenAI
@@ -29,17 +29,13 @@ from tests.support.pioneers import PIONEERS, WORLD
 from tests.support.scripted_model import ScriptedModel
 from tests.support.server import TOKEN, RunningServer, cli, start_server
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 SAMPLE = Path(__file__).resolve().parents[2] / "drsg" / "data" / "sample.jsonl"
+STATIC = Path(__file__).resolve().parents[2] / "surfaces" / "web" / "static"
 XSS_NAME = '<img src=x onerror="window.__xss=1">'
 XSS_NOTE = "<script>window.__xss=2</script>"
 
-# `make test` installs it (tests/support/chromium.sh); in CI a missing browser fails rather than skips
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and not os.environ.get("CI"), reason="Debian's chromium is not installed (make browser)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +89,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        chromium = launch(pw)
         yield chromium
         chromium.close()
 
@@ -134,8 +130,11 @@ def test_the_page_is_served_with_a_strict_policy_and_no_secret(served: RunningSe
     policy = index.headers["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe" not in policy
     assert TOKEN.encode() not in index.body
-    script = served.get("/static/app.js")
-    assert script.status == 200 and b"innerHTML" not in script.body and TOKEN.encode() not in script.body
+    scripts = sorted(p.name for p in STATIC.glob("*.js"))
+    assert "app.js" in scripts and "cypher.js" in scripts
+    for name in scripts:  # every module the page loads, as served
+        script = served.get(f"/static/{name}")
+        assert script.status == 200 and b"innerHTML" not in script.body and TOKEN.encode() not in script.body, name
     assert served.get("/static/../openrpc.json").status == 404
     # a write from another origin is refused, whatever it carries
     foreign = served.post(

@@ -6,7 +6,6 @@ to show that the page offers what the server says."""
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,15 +14,12 @@ from typing import Any
 import pytest
 
 from drsg.models.providers import PRESETS
-from tests.support.server import TOKEN, RunningServer, start_server
+from tests.support.browser import launch, needs_chromium, sign_in
+from tests.support.server import RunningServer, start_server
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 APP_JS = Path(__file__).resolve().parents[2] / "surfaces" / "web" / "static" / "app.js"
 
-pytestmark = pytest.mark.skipif(
-    not Path(CHROMIUM).exists() and not os.environ.get("CI"), reason="Debian's chromium is not installed (make browser)"
-)
+pytestmark = needs_chromium
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +35,9 @@ def page(served: RunningServer) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        browser = launch(pw)
         page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{served.port}/#planes")
-        page.fill("#token", TOKEN)
-        page.click("#signin")
-        page.wait_for_selector("#planes table")
+        sign_in(page, served)
         yield page
         browser.close()
 

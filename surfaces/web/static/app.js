@@ -1,6 +1,10 @@
 // The drsg dashboard: plain JS modules, no build step. Every value from the graph goes into the
 // page as text (textContent, createTextNode, canvas fillText), never as markup.
 
+import { el, text, short, count } from "./dom.js";
+import { cypherBox } from "./cypher.js";
+import { draw } from "./canvas.js";
+
 const main = document.getElementById("main");
 const status = document.getElementById("status");
 const TOKEN = "drsg-token";
@@ -9,30 +13,9 @@ let stop = [];  // what the current page must undo when another one opens (timer
 
 // --------------------------------------------------------------------------- helpers
 
-function el(tag, props = {}, ...kids) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(props)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else if (k === "value") node.value = v;
-    else if (k === "checked") node.checked = true;
-    else node.setAttribute(k, String(v));
-  }
-  for (const kid of kids.flat()) {
-    if (kid === null || kid === undefined || kid === false) continue;
-    node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
-  }
-  return node;
-}
-
 function show(...nodes) { main.replaceChildren(...nodes); }
 function say(text, kind = "") { status.className = kind; status.textContent = text || ""; }
 function plane() { return sessionStorage.getItem(PLANE) || "startup"; }
-function text(value) { return typeof value === "string" ? value : JSON.stringify(value); }
-function short(value, n = 120) { const t = text(value); return t.length > n ? t.slice(0, n - 1) + "…" : t; }
-// "1 neighbour", "2 neighbours": every count the page shows goes through here
-function count(n, one, many = one + "s") { return `${n} ${Number(n) === 1 ? one : many}`; }
 
 function authHeaders() {
   const token = sessionStorage.getItem(TOKEN);
@@ -142,6 +125,8 @@ async function explorePage() {
   const changes = el("div", { id: "changes", class: "card" });
   let shown = null;  // what the canvas holds: positions for clicks
   let seqs = [];  // the plane's commits, oldest first: the slider's stops
+  const pinned = () => (Number(slider.value) < seqs.length - 1 ? seqs[Number(slider.value)] : null);  // null: the head
+  const cypher = cypherBox({ rpc, guarded, plane, pinned, drawn: drawCypher, written: async () => { await latest(); slider.value = slider.max; await render(); } });
 
   async function latest() {
     const found = [];
@@ -153,6 +138,7 @@ async function explorePage() {
     } while (after < head);
     seqs = found.length ? found : [head];
     slider.max = seqs.length - 1;
+    cypher.repin();
     return slider.max;
   }
 
@@ -163,6 +149,7 @@ async function explorePage() {
     const seq = seqs[stop];
     const before = stop > 0 ? seqs[stop - 1] : 0;  // the plane's previous commit (none between touched it)
     at.textContent = `as of commit ${seq} (the plane's commit ${stop + 1} of ${seqs.length})`;
+    cypher.repin();
     const step = await rpc("plane.diff", { plane: plane(), from: before, to: seq, lean: true, hidden: false });
     changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
     if (!want) return seeded(seq, step);
@@ -200,6 +187,16 @@ async function explorePage() {
       el("p", { class: "muted" }, "Name a node (@key or an id), or pick one here or on the canvas."));
   }
 
+  // A Cypher statement's subgraph on the canvas (a write that answered none leaves it as it is)
+  function drawCypher(nodes, edges, write) {
+    if (write && !nodes.length) return;
+    const some = nodes.slice(0, DRAWN);
+    shown = draw(canvas, some[0] || null, some.slice(1), edges, null);
+    side.replaceChildren(el("h3", { id: "title" }, "The Cypher statement's subgraph"),
+      el("p", {}, `${count(nodes.length, "node")} and ${count(edges.length, "relationship")}` + (nodes.length > some.length ? `, the first ${some.length} drawn` : "")),
+      el("p", { class: "muted" }, nodes.length ? "Click a node on the canvas to move there." : "Nothing matched."));
+  }
+
   canvas.addEventListener("click", (event) => {
     if (!shown) return;
     const box = canvas.getBoundingClientRect();
@@ -216,13 +213,16 @@ async function explorePage() {
     el("div", { class: "timetravel" },
       el("div", { class: "row" }, el("label", { for: "slider" }, "Time travel"), at, el("label", {}, provenance, " show _ properties")),
       slider),
-    el("div", { class: "cols" }, el("div", {}, canvas, changes), side));
+    cypher.card,
+    el("div", { class: "cols" }, el("div", {}, canvas, changes), side),
+    cypher.out);
   await latest();
   slider.value = slider.max;
   await render();
 }
 
 const SEEDS = 12;  // nodes on the first canvas: a legible skeleton, as upstream's Explore seeds it
+const DRAWN = 60;  // a Cypher subgraph's nodes drawn at most: a ring stays legible
 
 function nodeName(n) {
   const name = n.properties && typeof n.properties.name === "string" ? n.properties.name : null;
@@ -240,50 +240,6 @@ function stepList(step) {
   for (const e of step.edges.deleted) items.push(el("li", { class: "deleted" }, `− edge #${e.src} -[${e.type}]-> #${e.dst}`));
   for (const c of step.edges.changed) items.push(el("li", { class: "changed" }, `~ edge #${c.id}: ${c.changed.join(", ")}`));
   return items.length ? el("ul", { id: "step" }, items) : el("p", { class: "muted", id: "step" }, "Nothing in this plane.");
-}
-
-// Drawn in CSS pixels on a backing store the size of the canvas's box: labels stay 12 px
-function draw(canvas, center, nodes, edges, step) {
-  const g = canvas.getContext("2d");
-  const scale = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth || 860, height = canvas.clientHeight || 520;
-  canvas.width = Math.round(width * scale);
-  canvas.height = Math.round(height * scale);
-  g.setTransform(scale, 0, 0, scale, 0, 0);
-  g.clearRect(0, 0, width, height);
-  if (!center) return [];
-  const created = new Set(step ? step.nodes.created.map((n) => n.id) : []);
-  const changed = new Set(step ? step.nodes.changed.map((c) => c.id) : []);
-  const newEdges = new Set(step ? step.edges.created.map((e) => e.id) : []);
-  const cx = width / 2, cy = height / 2, r = Math.min(cx, cy) - 70;
-  const placed = [{ node: center, x: cx, y: cy }];
-  nodes.forEach((n, i) => {
-    const a = (2 * Math.PI * i) / Math.max(nodes.length, 1) - Math.PI / 2;
-    placed.push({ node: n, x: cx + r * Math.cos(a), y: cy + r * Math.sin(a) });
-  });
-  const where = new Map(placed.map((p) => [p.node.id, p]));
-  g.font = "12px system-ui, sans-serif";
-  g.textAlign = "center";
-  for (const e of edges) {
-    const a = where.get(e.src), b = where.get(e.dst);
-    if (!a || !b) continue;
-    g.strokeStyle = newEdges.has(e.id) ? "#16803c" : "#9aa3b2";
-    g.lineWidth = newEdges.has(e.id) ? 3 : 1.5;
-    g.beginPath(); g.moveTo(a.x, a.y); g.lineTo(b.x, b.y); g.stroke();
-    g.fillStyle = "#4b5466";
-    g.fillText(e.type, (a.x + b.x) / 2, (a.y + b.y) / 2 - 4);
-  }
-  for (const p of placed) {
-    const id = p.node.id;
-    g.fillStyle = created.has(id) ? "#b7ebc6" : changed.has(id) ? "#ffd59e" : p === placed[0] ? "#cfe0ff" : "#eef1f5";
-    g.strokeStyle = created.has(id) ? "#16803c" : changed.has(id) ? "#b06000" : "#2f6fde";
-    g.lineWidth = created.has(id) || changed.has(id) ? 3 : 1.5;
-    g.beginPath(); g.arc(p.x, p.y, 20, 0, 2 * Math.PI); g.fill(); g.stroke();
-    g.fillStyle = "#1d2330";
-    const name = p.node.properties && typeof p.node.properties.name === "string" ? p.node.properties.name : (p.node.external_key || "#" + id);
-    g.fillText(short(name, 28), p.x, p.y + 34);
-  }
-  return placed;
 }
 
 // --------------------------------------------------------------------------- live feed
