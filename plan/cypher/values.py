@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Hashable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Final
+from typing import Final, Literal, overload
 
 from drsg.kernel.errors import QueryError
 from drsg.kernel.values import Described, Value, Vector
@@ -196,6 +196,10 @@ def comparison(op: str, a: CypherValue, b: CypherValue) -> bool | None:
 _MAP, _NODE, _REL, _LIST, _PATH, _BYTES, _STRING, _BOOLEAN, _NUMBER, _NULL = range(10)
 
 
+@overload
+def order_key(value: CypherValue, descending: Literal[False] = False) -> tuple[object, ...]: ...
+@overload
+def order_key(value: CypherValue, descending: bool) -> tuple[object, ...] | _Descending: ...
 def order_key(value: CypherValue, descending: bool = False) -> tuple[object, ...] | _Descending:
     """ORDER BY's key: a total order over every value, null the largest (last ascending, first
     descending). ``descending=True`` wraps the key so it sorts backwards inside a tuple of keys
