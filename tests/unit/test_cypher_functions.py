@@ -5,8 +5,6 @@ memory behind the GraphView protocol (the evaluator's only view of a graph)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 import pytest
 from hypothesis import given, settings
@@ -14,50 +12,28 @@ from hypothesis import strategies as st
 
 from drsg.kernel.errors import QueryError
 from drsg.kernel.values import Vector
-from drsg.plan.cypher.ast import PatternPart
 from drsg.plan.cypher.functions import AGGREGATES, FUNCTIONS, MAX_RANGE, check_call, make_aggregator
 from drsg.plan.cypher.graph import HOPS, SCORE, CypherValue, NodeRef, PathValue, RelRecord, RelRef, Row
 from drsg.plan.cypher.values import INT_MAX, group_key
+from tests.support.cypher_memory import MemoryContext, MemoryGraph, MemoryNode
 
 
-@dataclass
-class Graph:
+def graph() -> MemoryGraph:
     """Two nodes joined by one relationship."""
-
-    nodes: dict[int, tuple[tuple[str, ...], dict[str, CypherValue], str | None]] = field(
-        default_factory=lambda: {
-            1: (("Person", "Admin"), {"name": "Ada", "age": 36}, "ada"),
-            2: ((), {}, None),
-        }
+    return MemoryGraph(
+        nodes={1: MemoryNode(("Person", "Admin"), {"name": "Ada", "age": 36}, "ada"), 2: MemoryNode()},
+        rels={7: RelRecord("KNOWS", 1, 2, {"since": 1843})},
     )
-    rels: dict[int, RelRecord] = field(default_factory=lambda: {7: RelRecord("KNOWS", 1, 2, {"since": 1843})})
-
-    def labels(self, node: int) -> tuple[str, ...]:
-        return self.nodes[node][0]
-
-    def properties(self, node: int) -> Mapping[str, CypherValue]:
-        return self.nodes[node][1]
-
-    def key(self, node: int) -> str | None:
-        return self.nodes[node][2]
-
-    def relationship(self, rel: int) -> RelRecord:
-        return self.rels[rel]
 
 
-@dataclass
-class Context:
-    graph: Graph = field(default_factory=Graph)
-    params: Mapping[str, CypherValue] = field(default_factory=dict)
-
-    def pattern_exists(self, pattern: PatternPart, row: Row) -> bool:
-        raise AssertionError("no pattern here")
+def context() -> MemoryContext:
+    return MemoryContext(graph())
 
 
 def call(name: str, *args: CypherValue, row: Row | None = None) -> CypherValue:
     spec = FUNCTIONS[name.lower()]
     check_call(name.lower(), len(args))
-    return spec.call(args, row or {}, Context())
+    return spec.call(args, row or {}, context())
 
 
 ADA, EMPTY, KNOWS = NodeRef(1), NodeRef(2), RelRef(7)
@@ -175,7 +151,7 @@ def test_function(name: str, args: tuple[CypherValue, ...], expected: CypherValu
 def test_null_in_null_out(name: str) -> None:
     spec = FUNCTIONS[name]
     args: tuple[CypherValue, ...] = (None,) + (1,) * (spec.min_args - 1)
-    assert spec.call(args, {}, Context()) is None
+    assert spec.call(args, {}, context()) is None
 
 
 def test_sqrt_and_log_of_a_negative_are_nan() -> None:
@@ -233,7 +209,7 @@ def test_vector_functions_follow_the_searches_scores() -> None:
     assert call("similarity", None, a) is None
     assert call("similarity", [1.0], a) is None  # other sizes: not comparable
     stored = Vector.of([1.0, 0.0])
-    assert FUNCTIONS["similarity"].call([stored, [2.0, 0.0]], {}, Context()) == pytest.approx(1.0)
+    assert FUNCTIONS["similarity"].call([stored, [2.0, 0.0]], {}, context()) == pytest.approx(1.0)
     with pytest.raises(QueryError, match="unknown metric 'manhattan'"):
         call("similarity", a, b, "manhattan")
     with pytest.raises(QueryError, match=r"similarity\(\) needs a vector"):
