@@ -14,7 +14,8 @@ A scenario file is a YAML list; each scenario a map::
         | n                |               # row per line, each cell a value in the TCK's notation
         | (:A {name: 'a'}) |
       ordered: true                        # optional: the rows in this order (default: any order)
-      effects: {nodes_created: 1}          # a write: its counts (every count not named is 0)
+      effects: {nodes_created: 1}          # a write: its counts (every count not named is 0);
+                                           # without a result, it answers no columns and no rows
       check: {query: …, result: …}         # optional: a read run afterwards, and what it answers
                                            # (setup, query and check are block scalars: `|`)
       error: {class: QueryError, message: "fragment", phase: compile}   # instead of result
@@ -118,8 +119,8 @@ def _scenario(file: str, item: Any) -> Scenario:
         raise ScenarioFileError(f"{where}: unknown keys {sorted(unknown)}")
     if not isinstance(item.get("query"), str):
         raise ScenarioFileError(f"{where}: no query")
-    if ("result" in item) == ("error" in item):
-        raise ScenarioFileError(f"{where}: give a result or an error, not both or neither")
+    if ("result" in item or "effects" in item) == ("error" in item):
+        raise ScenarioFileError(f"{where}: give a result (or a write's effects) or an error, not both or neither")
     setup = [s for s in re.split(r";[ \t]*$", item.get("setup", ""), flags=re.MULTILINE) if s.strip()]
     error = None
     if "error" in item:
@@ -136,6 +137,8 @@ def _scenario(file: str, item: Any) -> Scenario:
     if "check" in item:
         check = (item["check"]["query"], parse_table(item["check"]["result"], item["check"].get("ordered", False)))
     result = parse_table(item["result"], bool(item.get("ordered", False))) if "result" in item else None
+    if result is None and effects is not None:
+        result = Expected((), ())  # a write without RETURN answers no columns and no rows
     return Scenario(
         file=file,
         name=item["name"],

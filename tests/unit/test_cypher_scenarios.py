@@ -20,7 +20,7 @@ def test_every_scenario_file_loads_with_unique_ids_and_enough_scenarios() -> Non
     scenarios = load_all()
     ids = [s.id for s in scenarios]
     assert len(ids) == len(set(ids))
-    assert len(scenarios) >= 200
+    assert len(scenarios) >= 250
     assert all(s.result is not None or s.error is not None for s in scenarios)
 
 
