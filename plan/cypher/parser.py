@@ -1,0 +1,163 @@
+"""Cypher text → :class:`drsg.plan.cypher.ast.Query` (pure), cached by the text.
+
+The grammar (``grammar.lark``) is openCypher 9 plus upstream's SEARCH, HYBRID, CALL, BEAM and
+AS OF, read by lark's LALR parser; :class:`_Build` turns lark's tree into the syntax tree and
+checks what a grammar cannot say (an integer past 64 bits, an unknown string escape, HYBRID's
+parts at most once each). Every error is one :class:`QuerySyntaxError` whose first line says
+where (line, column), what was expected and what was found; the statement's line and a caret
+under the column follow on the next two lines.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from lark import Lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from drsg.kernel.errors import QuerySyntaxError
+from drsg.plan.cypher import ast
+from drsg.plan.cypher.build import Build, SyntaxProblem
+
+#: statements parsed and kept, by their text: a repeated (parameterised) statement is not parsed again
+CACHE_SIZE = 512
+
+
+@functools.cache
+def _lark() -> Lark:
+    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def parse(text: str) -> ast.Query:
+    """The statement's syntax tree; the same object for the same text while it stays cached."""
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise QuerySyntaxError(_syntax_message(text, exc)) from None
+    try:
+        query = Build(text).transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, SyntaxProblem):
+            problem = exc.orig_exc
+            raise QuerySyntaxError(message_at(text, problem.line, problem.column, problem.message)) from None
+        raise
+    assert isinstance(query, ast.Query)
+    return query
+
+
+def message_at(text: str, line: int, column: int, what: str) -> str:
+    """``line L, column C: what`` and, on the next lines, the statement's line with a caret under C."""
+    lines = text.splitlines() or [""]
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    caret = " " * (len(source[: column - 1].expandtabs(1)) if column > 0 else 0) + "^"
+    return f"line {line}, column {column}: {what}\n  {source.expandtabs(1)}\n  {caret}"
+
+
+# ---------------------------------------------------------------------------- syntax errors
+
+#: openCypher 9 constructs drsg does not run: named when a statement using one does not parse
+_UNSUPPORTED = (
+    (re.compile(r"\bFOREACH\b", re.I), "FOREACH"),
+    (re.compile(r"\bLOAD\s+CSV\b", re.I), "LOAD CSV"),
+    (re.compile(r"\b(?:CREATE|DROP)\s+(?:INDEX|CONSTRAINT)\b", re.I), "CREATE/DROP INDEX and CONSTRAINT"),
+    (re.compile(r"\bUSING\s+(?:INDEX|SCAN|JOIN|PERIODIC)\b", re.I), "USING hints"),
+    (re.compile(r"\bCALL\s*\{", re.I), "CALL { … } subqueries"),
+    (re.compile(r"\bYIELD\b", re.I), "CALL … YIELD procedures"),
+    (re.compile(r"^\s*(?:EXPLAIN\s+)?START\b", re.I), "START"),
+)
+#: what the user wrote lark's terminals for, in words
+_WORDS = {
+    "NAME": "a name",
+    "ESC_NAME": "a name",
+    "PARAM": "a $parameter",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a quoted string",
+    "AS_OF": "AS OF",
+    "COMP_OP": "a comparison",
+    "LEFT_OPEN": "'<-['",
+    "DASH_OPEN": "'-['",
+    "RIGHT_CLOSE": "']->'",
+    "DASH_CLOSE": "']-'",
+    "$END": "the end of the statement",
+}
+#: tokens that start an expression: a set holding these is said as "an expression"
+_EXPRESSION_START = {"INT", "STRING", "PARAM", "LSQB", "LBRACE", "LPAR", "NULL", "CASE"}
+_STRINGS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|//[^\n]*|/\*.*?\*/", re.S)
+
+
+def _syntax_message(text: str, exc: UnexpectedInput) -> str:
+    line, column = max(exc.line, 1), max(exc.column, 1)
+    unsupported = _unsupported(text)
+    if unsupported is not None:
+        name, (line, column) = unsupported
+        return message_at(text, line, column, f"{name} is not supported")
+    if isinstance(exc, UnexpectedCharacters):
+        pos = exc.pos_in_stream or 0
+        char = text[pos] if pos < len(text) else ""
+        if char and char in "'\"":
+            return message_at(text, line, column, f"the string starting here is not closed; end it with {char}")
+        if char == "`":
+            return message_at(text, line, column, "the `name` starting here is not closed; end it with `")
+        expected = _expected(text, pos, set(exc.allowed or ()))
+        return message_at(text, line, column, f"expected {expected} but found {char!r}")
+    if isinstance(exc, UnexpectedToken | UnexpectedEOF):
+        token = exc.token
+        at_end = token.type == "$END"
+        if at_end:  # lark puts the end at (1, 1) on some paths: point after the last character
+            line = text.count("\n", 0, len(text.rstrip())) + 1
+            column = len(text.rstrip().rsplit("\n", 1)[-1]) + 1
+        found = "the end of the statement" if at_end else repr(str(token))
+        pos = len(text.rstrip()) if at_end else (token.start_pos or 0)
+        return message_at(text, line, column, f"expected {_expected(text, pos, set(exc.expected))} but found {found}")
+    return message_at(text, line, column, "this does not parse")  # pragma: no cover - lark's other errors
+
+
+def _unsupported(text: str) -> tuple[str, tuple[int, int]] | None:
+    blank = _STRINGS_AND_COMMENTS.sub(lambda m: " " * len(m.group(0)), text)
+    for pattern, name in _UNSUPPORTED:
+        found = pattern.search(blank)
+        if found is not None:
+            start = found.start() + len(found.group(0)) - len(found.group(0).lstrip())
+            line = text.count("\n", 0, start) + 1
+            return name, (line, start - (text.rfind("\n", 0, start) + 1) + 1)
+    return None
+
+
+def _expected(text: str, pos: int, names: set[str]) -> str:
+    """What the parser could take at ``pos``, in the user's words."""
+    before = text[:pos].rstrip()
+    if names and names <= {"NAME", "ESC_NAME"}:
+        if before.endswith(":"):
+            opener = max(before.rfind("["), before.rfind("("))
+            in_rel = opener >= 0 and before[opener] == "[" and before[:opener].rstrip().endswith("-")
+            return "a relationship type after ':'" if in_rel else "a label after ':'"
+        if before.endswith("."):
+            return "a property name after '.'"
+        return "a name"
+    words: list[str] = []
+    if len(names & _EXPRESSION_START) >= 3:
+        words.append("an expression")
+        names = names - _EXPRESSION_START - {"NAME", "ESC_NAME", "FLOAT", "TRUE", "FALSE", "MINUS", "PLUS"}
+        names -= {"ALL", "ANY", "NONE", "SINGLE", "NOT"}
+    for name in sorted(names):
+        word = _WORDS.get(name) or _terminal_text(name)
+        if word not in words:
+            words.append(word)
+    if not words:
+        return "something else"
+    if len(words) > 8:
+        words = [*words[:8], "…"]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _terminal_text(name: str) -> str:
+    terminal = next((t for t in _lark().terminals if t.name == name), None)
+    if terminal is None or terminal.pattern.type != "str":
+        return name.lower().replace("_", " ")
+    value = str(terminal.pattern.value)
+    return value.upper() if value.isalpha() else repr(value)
