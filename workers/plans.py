@@ -20,6 +20,7 @@ from drsg.plan.logical import (
     Algo,
     Hybrid,
     KeywordTopK,
+    LogicalPlan,
     ScanAll,
     ScanLabel,
     SeekIds,
@@ -91,7 +92,14 @@ def run_plan_subgraph(
 ) -> tuple[list[Walked], list[Node], list[Edge]]:
     """Run ``plan`` and keep how each row was reached: (rows, the subgraph's nodes, its edges)."""
     with searcher.view(plane, plan.as_of) as (snap, plane_id, current):
-        hits = run_source(searcher, snap, plane_id, plan.logical.source, current, embed)
-        rows = run_steps(snap, plane_id, [Walked(h.node, h.score) for h in hits], plan.logical.steps)
-        nodes, edges = Subgraph(rows).nodes_and_edges(snap, plane_id)
+        return run_logical(searcher, snap, plane_id, plan.logical, current, embed)
+
+
+def run_logical(
+    searcher: Searcher, snap: Snapshot, plane: int, logical: LogicalPlan, current: bool, embed: TextEmbedder | None
+) -> tuple[list[Walked], list[Node], list[Edge]]:
+    """:func:`run_plan_subgraph` on a snapshot the caller holds open (a Cypher statement's)."""
+    hits = run_source(searcher, snap, plane, logical.source, current, embed)
+    rows = run_steps(snap, plane, [Walked(h.node, h.score) for h in hits], logical.steps)
+    nodes, edges = Subgraph(rows).nodes_and_edges(snap, plane)
     return rows, nodes, edges

@@ -1,0 +1,177 @@
+"""Cypher reads end to end on a real LMDB database: ``prepare`` → ``run_read`` on one snapshot.
+
+A statement in upstream's subset runs its logical plan through the executor ``drsg query`` uses
+and answers the same nodes; every other runs as its row plan (MATCH, OPTIONAL MATCH, WITH, UNWIND,
+aggregation, UNION, variable length, paths, pattern predicates, SEARCH/CALL sources), bounded by
+the row and time limits, at the statement's AS OF or the caller's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import drsg as drsg_api
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import QueryError, QueryLimit
+from drsg.plan import logical as lp
+from drsg.plan.cypher.statement import prepare
+from drsg.plan.query import Plan
+from drsg.store.database import Database
+from drsg.store.records import Node
+from drsg.workers.cypher.result import CypherResult
+from drsg.workers.plans import run_plan_subgraph
+from drsg.workers.search import Searcher
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Database]:
+    database = drsg_api.open(tmp_path / "g.drsg")
+
+    def fill(tx: Any) -> None:
+        plane = tx.create_plane("p")
+        ada = tx.create_node(plane, "ada", ["Person"], {"name": "Ada", "born": 1815}).id
+        alan = tx.create_node(plane, "alan", ["Person"], {"name": "Alan", "born": 1912}).id
+        grace = tx.create_node(plane, "grace", ["Person"], {"name": "Grace", "born": 1906}).id
+        lab = tx.create_node(plane, "lab", ["Place"], {"name": "Lab"}).id
+        for person in (ada, alan, grace):
+            tx.link(plane, person, lab, "WORKED_AT")
+        tx.link(plane, alan, ada, "READ")
+        tx.link(plane, grace, grace, "ADMIRES")  # a self-loop
+
+    database.write(fill)
+    try:
+        yield database
+    finally:
+        database.close()
+
+
+def read(db: Database, text: str, params: dict[str, Any] | None = None, **kw: Any) -> CypherResult:
+    kw.setdefault("max_rows", 10_000)
+    kw.setdefault("timeout", 30.0)
+    return drsg_read(Searcher(db), text, params, **kw)
+
+
+def drsg_read(searcher: Searcher, text: str, params: dict[str, Any] | None, **kw: Any) -> CypherResult:
+    from drsg.workers.cypher.run import run_read
+
+    return run_read(searcher, "p", prepare(text), params, **kw)
+
+
+def values(result: CypherResult) -> list[list[Any]]:
+    rows = result.to_json()["rows"]
+    assert isinstance(rows, list)
+    return [row for row in rows if isinstance(row, list)]
+
+
+def test_an_upstream_subset_statement_runs_its_logical_plan_and_answers_as_drsg_query(db: Database) -> None:
+    text = 'MATCH (a)-[:WORKED_AT]->(l) WHERE key(a) = "alan" RETURN l'
+    prepared = prepare(text)
+    assert prepared.compiled.logical == lp.LogicalPlan(lp.SeekKeys(("alan",)), (lp.Expand("Out", "WORKED_AT"),))
+    assert prepared.explain() == prepared.compiled.logical.to_json()
+    result = read(db, text)
+    walked, nodes, edges = run_plan_subgraph(Searcher(db), "p", Plan.of(prepared.compiled.logical))
+    assert result.columns == ("l",)
+    assert [row[0] for row in result.rows] == [w.node for w in walked]
+    assert (list(result.nodes), list(result.edges)) == (nodes, edges)
+
+
+def test_a_filtered_label_scan_keeps_the_rows_opencypher_keeps(db: Database) -> None:
+    result = read(db, "MATCH (n:Person) WHERE n.born > 1900 RETURN n")
+    assert prepare("MATCH (n:Person) WHERE n.born > 1900 RETURN n").compiled.logical is not None
+    assert sorted(str(row[0].props["name"]) for row in result.rows if isinstance(row[0], Node)) == ["Alan", "Grace"]
+
+
+def test_projection_order_and_aggregation(db: Database) -> None:
+    assert values(read(db, "MATCH (n:Person) RETURN n.name AS name ORDER BY n.born DESC")) == [
+        ["Alan"],
+        ["Grace"],
+        ["Ada"],
+    ]
+    grouped = read(db, "MATCH (a:Person)-[:WORKED_AT]->(l) RETURN l.name AS place, count(*) AS c, collect(a.name) AS w")
+    assert values(grouped) == [["Lab", 3, ["Ada", "Alan", "Grace"]]]
+    assert {n.key for n in grouped.nodes} == {"ada", "alan", "grace", "lab"}  # the rows feeding the group
+    assert len(grouped.edges) == 3
+    assert values(read(db, "MATCH (n:Nobody) RETURN count(*) AS c")) == [[0]]
+
+
+def test_relationship_isomorphism_within_one_match(db: Database) -> None:
+    pairs = read(db, "MATCH (a)-[:WORKED_AT]->(l)<-[:WORKED_AT]-(b) RETURN a.name, b.name ORDER BY a.name, b.name")
+    assert values(pairs) == [
+        ["Ada", "Alan"],
+        ["Ada", "Grace"],
+        ["Alan", "Ada"],
+        ["Alan", "Grace"],
+        ["Grace", "Ada"],
+        ["Grace", "Alan"],
+    ]  # never a person with themself: the one WORKED_AT edge is not used twice
+    # two MATCH clauses may reuse it
+    again = read(db, "MATCH (a)-[:WORKED_AT]->(l) MATCH (b)-[:WORKED_AT]->(l) RETURN count(*) AS c")
+    assert values(again) == [[9]]
+
+
+def test_an_undirected_self_loop_is_found_once(db: Database) -> None:
+    assert values(read(db, "MATCH (g {name: 'Grace'})-[:ADMIRES]-(x) RETURN x.name")) == [["Grace"]]
+
+
+def test_variable_length_trails_and_paths(db: Database) -> None:
+    result = read(db, "MATCH p = (a {name: 'Alan'})-[*1..2]->(b) RETURN length(p) AS l, b.name ORDER BY l, b.name")
+    assert values(result) == [[1, "Ada"], [1, "Lab"], [2, "Lab"]]
+    path = read(db, "MATCH p = (:Person {name: 'Alan'})-[:READ]->(:Person) RETURN p").to_json()["rows"]
+    assert path[0][0]["nodes"][0]["properties"]["name"] == "Alan"  # type: ignore[index,call-overload]
+    assert [e["type"] for e in path[0][0]["edges"]] == ["READ"]  # type: ignore[index,call-overload,union-attr]
+    unbounded = read(db, "MATCH (a {name: 'Alan'})-[*]-(b) RETURN count(*) AS c")
+    assert values(unbounded)[0][0] > 0  # a trail ends: no edge twice
+
+
+def test_optional_match_pads_with_null_and_unwind_with_filter(db: Database) -> None:
+    optional = read(db, "MATCH (a:Person) OPTIONAL MATCH (a)-[:READ]->(b) RETURN a.name, b.name ORDER BY a.name")
+    assert values(optional) == [["Ada", None], ["Alan", "Ada"], ["Grace", None]]
+    assert values(read(db, "UNWIND [1, 2, 3] AS x WITH x WHERE x > 1 RETURN sum(x) AS s")) == [[5]]
+
+
+def test_union_and_union_all(db: Database) -> None:
+    union = "MATCH (a:Person) RETURN 'x' AS n UNION MATCH (b:Place) RETURN 'y' AS n"
+    assert values(read(db, union)) == [["x"], ["y"]]
+    assert len(read(db, union.replace("UNION", "UNION ALL")).rows) == 4
+
+
+def test_pattern_predicates_and_key_seeks_with_parameters(db: Database) -> None:
+    assert values(read(db, "MATCH (a:Person) WHERE (a)-[:READ]->() RETURN a.name")) == [["Alan"]]
+    keyed = read(db, "MATCH (n) WHERE key(n) IN $ks RETURN n.name ORDER BY n.name", {"ks": ["lab", "ada", "ada"]})
+    assert values(keyed) == [["Ada"], ["Lab"]]
+
+
+def test_call_and_search_sources_carry_the_score(db: Database) -> None:
+    ranked = read(db, "CALL pagerank() ON (n:Person) RETURN n.name AS name, score() AS s ORDER BY s DESC")
+    scores = [row[1] for row in values(ranked)]
+    assert len(scores) == 3 and scores == sorted(scores, reverse=True)
+    tail = read(db, "CALL pagerank() MATCH (n)-[:WORKED_AT]->(l) RETURN DISTINCT l.name AS place")
+    assert values(tail) == [["Lab"]]
+
+
+def test_as_of_reads_that_snapshot(db: Database) -> None:
+    head = db.head()
+    db.write(lambda tx: tx.create_node(tx.plane("p"), "ida", ["Person"], {"name": "Ida"}))
+    count = "MATCH (n:Person) RETURN count(*) AS c"
+    assert values(read(db, count)) == [[4]]
+    assert values(read(db, f"{count} AS OF {head}")) == [[3]]
+    assert values(read(db, count, as_of=AsOf(seq=head))) == [[3]]
+    assert values(read(db, f"{count} AS OF $at", {"at": head})) == [[3]]
+    with pytest.raises(QueryError, match="give one of them"):
+        read(db, f"{count} AS OF {head}", as_of=AsOf(seq=head + 1))
+
+
+def test_the_row_limit_and_the_timeout_stop_a_runaway(db: Database) -> None:
+    with pytest.raises(QueryLimit, match=r"more than 5 rows; narrow the MATCH or raise \[query\] max_rows"):
+        read(db, "UNWIND range(1, 100) AS x RETURN x", max_rows=5)
+    with pytest.raises(QueryLimit, match="timeout_secs"):
+        read(db, "UNWIND range(1, 3000) AS x MATCH (a)-[*]-(b) RETURN count(*) AS c", timeout=0.0001)
+
+
+def test_a_write_statement_is_refused_on_the_read_path(db: Database) -> None:
+    with pytest.raises(QueryError, match="writes"):
+        read(db, "CREATE (n:X) RETURN n")

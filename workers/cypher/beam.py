@@ -1,0 +1,86 @@
+"""BEAM: a vector-guided traversal step (upstream's ``ExpandBeam``).
+
+From each row's node, ``depth`` hops along ``dir`` [:TYPE] edges; at each hop only the ``width``
+nodes whose ``ON`` property (a vector) is nearest the ``NEAR`` vector by the metric go on (nodes
+without a vector of that size are passed over, as a search skips them; a node is met once per
+row). The row's variable is bound to each node kept at the last hop, with ``hops()`` the depth
+and ``score()`` its similarity (higher is nearer: cosine, dot, minus the Euclidean distance).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from drsg.kernel.errors import BadValue, QueryError
+from drsg.kernel.metrics import check_metric
+from drsg.plan.cypher import ast, rows
+from drsg.plan.cypher.functions import similarity
+from drsg.plan.cypher.graph import HOPS, SCORE, NodeRef
+from drsg.plan.cypher.values import type_name
+
+if TYPE_CHECKING:
+    from drsg.workers.cypher.execute import Executor, Rec
+
+#: most nodes one hop of a beam may keep, and most hops
+MAX_WIDTH = 10_000
+MAX_DEPTH = 16
+
+
+def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
+    from drsg.workers.cypher.execute import Rec
+
+    near = executor.value(op.near, {})
+    if not isinstance(near, list) or not near or not all(_number(v) for v in near):
+        raise QueryError(f"BEAM NEAR takes a list of numbers (a vector), not {type_name(near)}")
+    query = [float(v) for v in near]  # type: ignore[arg-type]  # numbers, checked above
+    width, depth = _whole(executor, op.width, "WIDTH", MAX_WIDTH), _whole(executor, op.depth, "DEPTH", MAX_DEPTH)
+    try:
+        metric = check_metric(op.metric)
+    except BadValue as exc:
+        raise QueryError(f"BEAM: {exc.message}") from None
+    types = () if op.edge_type is None else (op.edge_type,)
+    out: list[Rec] = []
+    for rec in recs:
+        start = rec.values.get(op.variable)
+        if start is None:
+            continue
+        if not isinstance(start, NodeRef):
+            raise QueryError(f"BEAM ({op.variable}) needs a node, not {type_name(start)}")
+        frontier: list[tuple[float, int]] = [(0.0, start.id)]
+        visited = {start.id}
+        for _ in range(depth):
+            scored: list[tuple[float, int]] = []
+            for _, node in frontier:
+                for edge_type in types or (None,):
+                    for neighbor in executor.snap.neighbors(executor.plane, node, op.direction, edge_type):
+                        executor.tick(1)
+                        other = neighbor.node
+                        if other in visited:
+                            continue
+                        visited.add(other)
+                        vector = executor.graph.properties(other).get(op.property)
+                        if not isinstance(vector, list) or len(vector) != len(query) or not all(map(_number, vector)):
+                            continue
+                        score = similarity(metric, [float(v) for v in vector], query)  # type: ignore[arg-type]
+                        scored.append((score, other))
+            frontier = heapq.nlargest(width, scored, key=lambda pair: (pair[0], -pair[1]))
+            if not frontier:
+                break
+        else:
+            for score, node in frontier:
+                ref = NodeRef(node)
+                values = rec.values | {op.variable: ref, HOPS: depth, SCORE: score}
+                out.append(Rec(values, rec.seen | {ref}))
+    return out
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _whole(executor: Executor, expr: ast.Expr, what: str, most: int) -> int:
+    value = executor.value(expr, {})
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        raise QueryError(f"BEAM {what} takes a whole number from 1 to {most}, not {value!r:.40}")
+    return value
