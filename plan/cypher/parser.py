@@ -63,10 +63,10 @@ def message_at(text: str, line: int, column: int, what: str) -> str:
 _UNSUPPORTED = (
     (re.compile(r"\bFOREACH\b", re.I), "FOREACH"),
     (re.compile(r"\bLOAD\s+CSV\b", re.I), "LOAD CSV"),
-    (re.compile(r"\b(?:CREATE|DROP)\s+(?:INDEX|CONSTRAINT)\b", re.I), "CREATE/DROP INDEX and CONSTRAINT"),
+    (re.compile(r"\b(?:CREATE|DROP)\s+(?:INDEX|CONSTRAINT)\b", re.I), ""),
     (re.compile(r"\bUSING\s+(?:INDEX|SCAN|JOIN|PERIODIC)\b", re.I), "USING hints"),
     (re.compile(r"\bCALL\s*\{", re.I), "CALL { … } subqueries"),
-    (re.compile(r"\bYIELD\b", re.I), "CALL … YIELD procedures"),
+    (re.compile(r"\bYIELD\b", re.I), "CALL … YIELD"),
     (re.compile(r"^\s*(?:EXPLAIN\s+)?START\b", re.I), "START"),
 )
 #: what the user wrote lark's terminals for, in words
@@ -85,13 +85,25 @@ _WORDS = {
     "DASH_CLOSE": "']-'",
     "$END": "the end of the statement",
 }
-#: tokens that start an expression: a set holding these is said as "an expression"
+#: a set of expected tokens holding three of a group is said as the group's name
 _EXPRESSION_START = {"INT", "STRING", "PARAM", "LSQB", "LBRACE", "LPAR", "NULL", "CASE"}
+_OPERATORS = {"AND", "OR", "XOR", "IN", "CONTAINS", "STARTS", "ENDS", "IS", "REGEX", "COMP_OP", "EQ", "PLUS", "MINUS"}
+_CLAUSES = {"MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "CREATE", "MERGE", "SET", "REMOVE", "DELETE", "DETACH"}
+_GROUP_REST = {
+    "an expression": {"NAME", "ESC_NAME", "FLOAT", "TRUE", "FALSE", "PLUS", "MINUS", "NOT", "ALL", "ANY", "NONE"}
+    | {"SINGLE", "LSQB", "LEFT_RIGHT", "LEFT_OPEN", "DASH_OPEN", "LEFT_ARROW", "RIGHT_ARROW", "DASHES"},
+    "an operator": {"STAR", "SLASH", "PERCENT", "CARET", "DOT", "LSQB", "COLON", "LEFT_OPEN", "DASH_OPEN", "DASHES"}
+    | {"LEFT_RIGHT", "LEFT_ARROW", "RIGHT_ARROW"},
+    "a clause": {"WHERE", "ORDER", "SKIP", "LIMIT", "SEARCH", "HYBRID", "CALL", "BEAM", "UNION", "EXPLAIN", "SEMI"},
+}
+_AS_OF_VALUES = {"INT", "STRING", "PARAM", "TIME"}
 _STRINGS_AND_COMMENTS = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`|//[^\n]*|/\*.*?\*/", re.S)
 
 
 def _syntax_message(text: str, exc: UnexpectedInput) -> str:
     line, column = max(exc.line, 1), max(exc.column, 1)
+    if not text.strip(" \t\r\n;"):
+        return message_at(text, 1, 1, "the statement is empty: write one such as MATCH (n) RETURN n LIMIT 10")
     unsupported = _unsupported(text)
     if unsupported is not None:
         name, (line, column) = unsupported
@@ -113,7 +125,10 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
             column = len(text.rstrip().rsplit("\n", 1)[-1]) + 1
         found = "the end of the statement" if at_end else repr(str(token))
         pos = len(text.rstrip()) if at_end else (token.start_pos or 0)
-        return message_at(text, line, column, f"expected {_expected(text, pos, set(exc.expected))} but found {found}")
+        expected = set(exc.expected)
+        if exc.interactive_parser is not None:  # LALR merges states: ask which tokens really go on
+            expected = set(exc.interactive_parser.accepts()) or expected
+        return message_at(text, line, column, f"expected {_expected(text, pos, expected)} but found {found}")
     return message_at(text, line, column, "this does not parse")  # pragma: no cover - lark's other errors
 
 
@@ -124,6 +139,7 @@ def _unsupported(text: str) -> tuple[str, tuple[int, int]] | None:
         if found is not None:
             start = found.start() + len(found.group(0)) - len(found.group(0).lstrip())
             line = text.count("\n", 0, start) + 1
+            name = name or " ".join(found.group(0).upper().split())  # the words as written
             return name, (line, start - (text.rfind("\n", 0, start) + 1) + 1)
     return None
 
@@ -139,19 +155,25 @@ def _expected(text: str, pos: int, names: set[str]) -> str:
         if before.endswith("."):
             return "a property name after '.'"
         return "a name"
+    if names == _AS_OF_VALUES:
+        return "a seq, a quoted RFC 3339 time, TIME ms or a $parameter after AS OF"
     words: list[str] = []
-    if len(names & _EXPRESSION_START) >= 3:
-        words.append("an expression")
-        names = names - _EXPRESSION_START - {"NAME", "ESC_NAME", "FLOAT", "TRUE", "FALSE", "MINUS", "PLUS"}
-        names -= {"ALL", "ANY", "NONE", "SINGLE", "NOT"}
-    for name in sorted(names):
+    groups = (("an expression", _EXPRESSION_START), ("an operator", _OPERATORS), ("a clause", _CLAUSES))
+    for word, group in groups:
+        if len(names & group) >= 3:
+            words.append(word)
+            names = names - group - _GROUP_REST[word]
+    ends = "$END" in names
+    for name in sorted(names - {"$END"}):
         word = _WORDS.get(name) or _terminal_text(name)
         if word not in words:
             words.append(word)
+    if len(words) > 6:
+        words = [*words[:6], "…"]
+    if ends:
+        words.append("the end of the statement")
     if not words:
         return "something else"
-    if len(words) > 8:
-        words = [*words[:8], "…"]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
