@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,7 +110,10 @@ def _expect_error(database: drsg.Database, plane: Any, scenario: Scenario) -> No
     assert type(caught.value) is cls, f"expected {cls.__name__}, got {caught.value!r}"
     message = str(caught.value)
     assert scenario.error.message.lower() in message.lower(), message
-    assert "\n" not in message.strip(), f"an error message is one line: {message!r}"
+    if cls is errors.QuerySyntaxError:  # the line, the column, then the statement with a caret under it
+        assert re.match(r"line \d+, column \d+: ", message), message
+    else:
+        assert "\n" not in message.strip(), f"an error message is one line: {message!r}"
     assert database.head() == head, "a failing statement wrote something"
 
 
