@@ -76,5 +76,19 @@ class TxGraph:
         return RelRecord(edge.type, edge.src, edge.dst, cypher_props(edge.props))
 
 
+class LastRecords:
+    """The records an answer resolves its rows with: an entity the statement deleted answers its
+    last record (``MATCH (n) DELETE n RETURN n``), every other one its record now."""
+
+    def __init__(self, graph: TxGraph) -> None:
+        self.graph = graph
+
+    def node(self, node: int) -> Node:
+        return self.graph.last_node(node)
+
+    def edge(self, rel: int) -> Edge:
+        return self.graph.last_edge(rel)
+
+
 def cypher_props(props: Mapping[str, Value]) -> dict[str, CypherValue]:
     return {name: from_store(value) for name, value in props.items()}

@@ -21,27 +21,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
-from typing import Protocol
+from dataclasses import dataclass, fields, replace
 
 from drsg.kernel.errors import Conflict, QueryError, QueryLimit
 from drsg.kernel.values import Value, Vector
 from drsg.plan.cypher import ast
+from drsg.plan.cypher.evaluate import evaluate
 from drsg.plan.cypher.graph import CypherValue, EvalContext, GraphView, NodeRef, PathValue, RelRef, Row
+from drsg.plan.cypher.rows import WriteClause
+from drsg.plan.cypher.statement import Prepared
 from drsg.plan.cypher.values import to_store, type_name
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
-from drsg.workers.cypher.result import WriteCounts
-from drsg.workers.cypher.write_graph import TxGraph
+from drsg.workers.cypher.execute import Executor, Limits, scan_source
+from drsg.workers.cypher.result import CypherResult, WriteCounts
+from drsg.workers.cypher.run import answer
+from drsg.workers.cypher.write_graph import LastRecords, TxGraph
 from drsg.workers.cypher.write_match import KEY_PROPERTY, NodeWant, RelWant, match_part
-
-WriteClause = ast.Create | ast.Merge | ast.SetClause | ast.Remove | ast.Delete
-
-
-class Evaluate(Protocol):
-    """The expression evaluator (:func:`drsg.plan.cypher.evaluate.evaluate`)."""
-
-    def __call__(self, expr: ast.Expr, row: Row, ctx: EvalContext, /) -> CypherValue: ...
 
 
 @dataclass
@@ -61,14 +57,6 @@ class Tally:
         return WriteCounts(**{f.name: getattr(self, f.name) for f in fields(self)})
 
 
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """``[query] max_rows`` and the statement's deadline (``time.monotonic()``; None: no limit)."""
-
-    max_rows: int | None = None
-    deadline: float | None = None
-
-
 class WriteSession:
     """One write statement inside its commit function: the graph, the parameters, the counts.
     It is the :class:`~drsg.plan.cypher.graph.EvalContext` the statement's expressions run in."""
@@ -78,15 +66,15 @@ class WriteSession:
         tx: WriteTx,
         plane: Plane,
         params: Mapping[str, CypherValue],
-        evaluate: Evaluate,
-        limits: Limits = Limits(),
+        limits: Limits,
     ) -> None:
         self.tx = tx
         self.plane = plane
         self.view = TxGraph(tx, plane)
         self._params = params
-        self._evaluate = evaluate
         self.limits = limits
+        #: where expressions run: the statement's executor (its pattern predicates), else this
+        self.context: EvalContext = self
         self.tally = Tally()
         #: what the statement created, in order (the answer's subgraph holds them)
         self.created_nodes: list[int] = []
@@ -108,7 +96,7 @@ class WriteSession:
         return next(match_part(self.view, pattern, nodes, rels), None) is not None
 
     def value(self, expr: ast.Expr, row: Row) -> CypherValue:
-        return self._evaluate(expr, row, self)
+        return evaluate(expr, row, self.context)
 
     def vector_props(self, labels: Iterable[str]) -> set[str]:
         """The properties with a vector index on one of ``labels`` (a list of numbers written there
@@ -123,13 +111,55 @@ class WriteSession:
         """Raise QueryLimit past ``[query] max_rows`` or the deadline (nothing is written)."""
         if self.limits.max_rows is not None and rows > self.limits.max_rows:
             raise QueryLimit(
-                f"the statement made more than {self.limits.max_rows} rows ([query] max_rows); nothing was "
-                "written: narrow the MATCH, or raise the setting"
+                f"a write made more than {self.limits.max_rows} rows; narrow the MATCH or raise [query] max_rows"
             )
         if self.limits.deadline is not None and time.monotonic() > self.limits.deadline:
             raise QueryLimit(
-                "the statement ran past [query] timeout_secs; nothing was written: narrow it, or raise the setting"
+                "the statement ran past [query] timeout_secs; narrow the MATCH (a label, a key) or raise the setting"
             )
+
+
+def run_write(
+    tx: WriteTx,
+    plane: str,
+    prepared: Prepared,
+    params: Mapping[str, CypherValue] | None = None,
+    *,
+    embed: object = None,
+    max_rows: int | None = None,
+    timeout: float | None = None,
+) -> CypherResult:
+    """Run a write statement inside the commit function ``tx`` belongs to: its rows, the counts,
+    and the subgraph of what it returned and created. ``seq`` is the head it ran at (the caller
+    puts the commit's seq there once it is made). A write's MATCH reads the transaction's view by
+    scans and seeks; ``embed`` is taken for the read path's signature (a write has no SEARCH)."""
+    del embed  # SEARCH, HYBRID and CALL are refused in a write (scan_source): nothing to embed
+    target = tx.plane(plane)  # NotFound says how to create it
+    params = params or {}
+    limits = Limits.of(max_rows, timeout)
+    session = WriteSession(tx, target, params, limits)
+    view = tx.view
+
+    def writer(clause: WriteClause, rows: list[Row]) -> list[Row]:
+        return apply_write(clause, rows, session)
+
+    executor = Executor(view, target.id, session.view, params, scan_source(view, target.id), limits, writer)
+    session.context = executor  # pattern predicates in SET values run as in the rest of the statement
+    recs = executor.run(prepared.compiled.plan)
+    records = LastRecords(session.view)
+    columns = prepared.columns
+    result = answer(columns, recs if columns else [], records, seq=tx.seq - 1)
+    nodes = {node.id: node for node in result.nodes}
+    edges = {edge.id: edge for edge in result.edges}
+    for rel in session.created_rels:
+        if rel not in session.view.deleted_rels:
+            edge = edges.setdefault(rel, records.edge(rel))
+            for end in (edge.src, edge.dst):
+                nodes.setdefault(end, records.node(end))
+    for node in session.created_nodes:
+        if node not in session.view.deleted_nodes:
+            nodes.setdefault(node, records.node(node))
+    return replace(result, nodes=tuple(nodes.values()), edges=tuple(edges.values()), counts=session.tally.counts())
 
 
 def apply_write(clause: WriteClause, rows: Iterable[Row], session: WriteSession) -> list[Row]:
