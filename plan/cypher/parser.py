@@ -11,11 +11,21 @@ under the column follow on the next two lines.
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
+import pickle
 import re
+import typing
+import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
+import lark
 from lark import Lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark.grammar import Rule
+from lark.lexer import TerminalDef
 
 from drsg.kernel.errors import QuerySyntaxError
 from drsg.plan.cypher import ast
@@ -25,10 +35,44 @@ from drsg.plan.cypher.build import Build, SyntaxProblem
 CACHE_SIZE = 512
 
 
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+#: lark's parse tables for the grammar, built ahead (building them takes ~1 s, loading ~0.1 s):
+#: the grammar's key, a line break, then the tables as a pickle of plain values, zlib-compressed
+TABLES = Path(__file__).with_name("grammar.tables")
+_OPTIONS: dict[str, object] = {"parser": "lalr", "lexer": "contextual", "propagate_positions": True}
+
+
+def tables_key(grammar: str) -> str:
+    """What the tables were built from: lark's version, the options and the grammar's text."""
+    return hashlib.sha256(f"{lark.__version__}\n{sorted(_OPTIONS.items())}\n{grammar}".encode()).hexdigest()
+
+
+class _PlainValues(pickle.Unpickler):
+    """The tables hold dicts, lists, tuples, strings and numbers: any class named in them is refused."""
+
+    def find_class(self, module: str, name: str) -> NoReturn:
+        raise pickle.UnpicklingError(f"grammar.tables names {module}.{name}; only plain values belong there")
+
+
 @functools.cache
 def _lark() -> Lark:
-    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    grammar = _GRAMMAR.read_text(encoding="utf-8")
+    try:
+        key, _, body = zlib.decompress(TABLES.read_bytes()).partition(b"\n")
+        if key.decode() == tables_key(grammar):
+            return Lark.load(_PlainValues(io.BytesIO(body)).load())
+    except (OSError, zlib.error, pickle.UnpicklingError, UnicodeDecodeError, EOFError):
+        pass  # missing or stale: build them (a test holds the shipped ones to the grammar)
+    return Lark(grammar, **_OPTIONS)
+
+
+def write_tables() -> Path:
+    """Build the grammar's tables and write them beside it (``python -m drsg.plan.cypher.parser``)."""
+    grammar = _GRAMMAR.read_text(encoding="utf-8")
+    data, memo = Lark(grammar, **_OPTIONS).memo_serialize([TerminalDef, Rule])
+    body = pickle.dumps({"data": data, "memo": memo}, protocol=4)
+    TABLES.write_bytes(zlib.compress(tables_key(grammar).encode() + b"\n" + body, 9))
+    return TABLES
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
@@ -125,10 +169,11 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
             column = len(text.rstrip().rsplit("\n", 1)[-1]) + 1
         found = "the end of the statement" if at_end else repr(str(token))
         pos = len(text.rstrip()) if at_end else (token.start_pos or 0)
-        expected = set(exc.expected)
+        names = set(exc.expected)
         if exc.interactive_parser is not None:  # LALR merges states: ask which tokens really go on
-            expected = set(exc.interactive_parser.accepts()) or expected
-        return message_at(text, line, column, f"expected {_expected(text, pos, expected)} but found {found}")
+            accepts = typing.cast(Callable[[], set[str]], exc.interactive_parser.accepts)
+            names = accepts() or names
+        return message_at(text, line, column, f"expected {_expected(text, pos, names)} but found {found}")
     return message_at(text, line, column, "this does not parse")  # pragma: no cover - lark's other errors
 
 
@@ -183,3 +228,7 @@ def _terminal_text(name: str) -> str:
         return name.lower().replace("_", " ")
     value = str(terminal.pattern.value)
     return value.upper() if value.isalpha() else repr(value)
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_tables()}")

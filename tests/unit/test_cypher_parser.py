@@ -4,9 +4,13 @@ the cache, and random expressions printed and read back equal."""
 
 from __future__ import annotations
 
+import zlib
+from pathlib import Path
+
 import pytest
 
-from drsg.plan.cypher import ast
+from drsg.kernel.errors import QuerySyntaxError
+from drsg.plan.cypher import ast, parser
 from drsg.plan.cypher.parser import parse
 
 V = ast.Variable
@@ -146,7 +150,7 @@ def test_return_forms() -> None:
 def test_union_explain_semicolon_comments() -> None:
     query = parse(
         "EXPLAIN // first\nMATCH (n) RETURN n /* two */ UNION ALL MATCH (n) RETURN n UNION MATCH (n) RETURN n;"
-    )  # noqa: E501
+    )
     one = ast.SingleQuery((match(part(N("n"))), RETURN_N))
     assert query == ast.Query((one, one, one), (True, False), explain=True)
     assert not query.writes
@@ -287,3 +291,191 @@ def test_positions() -> None:
     assert m.at == (1, 1) and m.pattern[0].nodes[0].at == (1, 7)
     assert m.where is not None and m.where.at == (2, 9)
     assert r.at == (3, 1) and r.projection.items[0].at == (3, 8)
+
+
+# ---------------------------------------------------------------------------- upstream's forms
+
+
+def test_search_near_with_tail_where_and_as_of() -> None:
+    query = parse(
+        "SEARCH (d:Doc) ON emb NEAR [0.5, 1] METRIC dot TOPK 5 -[:CITES]->(e:Doc) WHERE e.y > 1 RETURN e AS OF 42"
+    )
+    search = ast.Search("d", "Doc", "emb", near=ast.ListLiteral((L(0.5), L(1))), metric="dot", topk=L(5))
+    tail = match(part(N("d"), rel("out", "CITES"), N("e", "Doc")), where=B(">", P(V("e"), "y"), L(1)))
+    assert query.parts[0].clauses == (search, tail, ret(item(V("e"), "e")))
+    assert query.as_of == ast.AsOfClause("seq", L(42))
+
+
+def test_search_matching_where_without_tail_and_bare_limit() -> None:
+    got = clauses('SEARCH (d:Doc) ON body MATCHING "graph" TOPK 3 WHERE d.x = 1 LIMIT 2')
+    assert got == (
+        ast.Search("d", "Doc", "body", matching=L("graph"), topk=L(3)),
+        match(part(N("d")), where=B("=", P(V("d"), "x"), L(1))),
+        ast.Return(ast.Projection(star=True, limit=L(2))),
+    )
+    assert clauses("SEARCH (d) NEAR $q")[0] == ast.Search("d", near=ast.Parameter("q"))
+
+
+def test_hybrid_parts_in_any_order() -> None:
+    (hybrid, _) = clauses(
+        "HYBRID (d:Doc) TOPK 5 GRAPH HOPS 2 DECAY 0.3 SEEDS 4 WEIGHT 0.2 KEYWORD ON body MATCHING $t WEIGHT 2 "
+        'VECTOR ON emb NEAR "text" METRIC l2 WEIGHT 0.5 CANDIDATES 50 FUSION RRF K 30 RETURN d'
+    )
+    assert hybrid == ast.HybridSearch(
+        "d", "Doc",
+        vector=ast.HybridVector("emb", L("text"), "l2", L(0.5)),
+        keyword=ast.HybridKeyword("body", ast.Parameter("t"), L(2)),
+        graph=ast.HybridGraph(L(2), L(0.3), L(4), L(0.2)),
+        candidates=L(50), topk=L(5), fusion="rrf", fusion_k=L(30),
+    )  # fmt: skip
+    assert clauses('HYBRID (d) VECTOR NEAR "x"')[0] == ast.HybridSearch("d", vector=ast.HybridVector(None, L("x")))
+
+
+def test_call_algorithms() -> None:
+    got = clauses(
+        "CALL pagerank(damping: 0.85, iterations: 20) ON (n:Person) -[:KNOWS]-(m) RETURN m ORDER BY score() DESC"
+    )
+    assert got[:2] == (
+        ast.CallAlgo("pagerank", (("damping", L(0.85)), ("iterations", L(20))), "n", "Person"),
+        match(part(N("n"), rel("both", "KNOWS"), N("m"))),
+    )
+    assert clauses("CALL connected_components()")[0] == ast.CallAlgo("components")
+    assert clauses('CALL shortest_path(from: "a", to: $b, dir: "both") WHERE n.x RETURN n')[:2] == (
+        ast.CallAlgo("shortest_path", (("from", L("a")), ("to", ast.Parameter("b")), ("dir", L("both")))),
+        match(part(N("n")), where=P(V("n"), "x")),  # no ON: upstream's variable is n
+    )
+
+
+def test_beam_after_a_source() -> None:
+    got = clauses("MATCH (a:Doc) BEAM (a) OUT :CITES ON emb NEAR $v METRIC dot WIDTH 3 DEPTH 2 WHERE a.ok RETURN a")
+    assert got == (
+        match(part(N("a", "Doc"))),
+        ast.Beam("a", "out", "CITES", ast.Parameter("v"), L(3), L(2), "emb", "dot"),
+        match(part(N("a")), where=P(V("a"), "ok")),
+        ret(item(V("a"), "a")),
+    )
+    assert clauses("MATCH (a) BEAM (a) in NEAR [1] WIDTH 1 DEPTH 1 RETURN a")[1] == ast.Beam(
+        "a", "in", None, ast.ListLiteral((L(1),)), L(1), L(1)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("AS OF 7", ast.AsOfClause("seq", L(7))),
+        ('AS OF "2026-01-02T03:04:05Z"', ast.AsOfClause("time", L("2026-01-02T03:04:05Z"))),
+        ("as of time 1767323045000", ast.AsOfClause("ms", L(1767323045000))),
+        ("AS OF $at", ast.AsOfClause("seq", ast.Parameter("at"))),
+        ("AS OF TIME $ms", ast.AsOfClause("ms", ast.Parameter("ms"))),
+    ],
+)
+def test_as_of(text: str, expected: ast.AsOfClause) -> None:
+    assert parse(f"MATCH (n) RETURN n {text};").as_of == expected
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def syntax_error(text: str) -> str:
+    with pytest.raises(QuerySyntaxError) as caught:
+        parse(text)
+    return caught.value.message
+
+
+def test_an_error_points_at_line_and_column_with_a_caret() -> None:
+    message = syntax_error("MATCH (a)\n  -[:]->(b)\nRETURN a")
+    assert message == (
+        "line 2, column 6: expected a relationship type after ':' but found ']->'\n"
+        "    -[:]->(b)\n"
+        "       ^"
+    )  # fmt: skip
+    first, *_ = message.splitlines()
+    assert first.startswith("line 2, column 6: ")  # the first line says everything a one-line surface shows
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MATCH (a:) RETURN a", "line 1, column 10: expected a label after ':' but found ')'"),
+        ("RETURN a.", "line 1, column 10: expected a property name after '.' but found the end of the statement"),
+        ("MATCH (a) RETURN a ORDER BY", "line 1, column 28: expected an expression but found the end of the statement"),
+        ("MATCH (a) RETURN a b", "line 1, column 20: expected an operator, a clause, AS, AS OF, ',', '(' or the end"),
+        ("RETURN 'abc", "line 1, column 8: the string starting here is not closed; end it with '"),
+        ("", "line 1, column 1: the statement is empty"),
+        ("RETURN 9223372036854775808", "line 1, column 8: the integer 9223372036854775808 does not fit in 64 bits"),
+        ("RETURN 1 - 9223372036854775808", "line 1, column 12: the integer 9223372036854775808 does not fit"),
+        ("RETURN 0x8000000000000000", "line 1, column 8: the integer 0x8000000000000000 does not fit"),
+        ("RETURN 1e999", "line 1, column 8: the number 1e999 is too large"),
+        (r"RETURN '\q'", r"line 1, column 8: unknown escape \q in a string"),
+        (r"RETURN '\ud83d'", "line 1, column 8: a string holds half of a \\u surrogate pair"),
+        ("RETURN {a: 1, a: 2}", "line 1, column 15: the key 'a' appears twice in the map"),
+        ("RETURN foo(*)", "line 1, column 8: only count(*) takes *"),
+        ("RETURN 1 RETURN 2", "line 1, column 10: RETURN ends a query"),
+        ("MATCH (n) WHERE n.a WHERE n.b RETURN n", "line 1, column 21: a second WHERE"),
+        ("UNWIND [1] AS x WHERE x RETURN x", "line 1, column 17: WHERE follows MATCH"),
+        ("MATCH (n) LIMIT 1", "line 1, column 11: ORDER BY, SKIP and LIMIT follow RETURN or WITH"),
+        ("MATCH (n) SEARCH (d) NEAR 'x'", "line 1, column 11: SEARCH starts a statement"),
+        ("MATCH (n) SET n.a += 1", "line 1, column 15: += sets a variable's properties from a map"),
+        ("MATCH p = foo((a)) RETURN p", "line 1, column 11: expected a node pattern or shortestPath(…), not foo(…)"),
+        ("RETURN (a.b)-->(c)", "line 1, column 8: expected a node pattern such as (v)"),
+        # upstream's own rules and messages (plan/hybrid.py, plan/call.py, plan/query.py)
+        ('HYBRID (d) VECTOR NEAR "x" VECTOR NEAR "y"', "line 1, column 28: VECTOR appears twice; each part of HYBRID"),
+        ("HYBRID (d:D) TOPK 3", "line 1, column 1: HYBRID needs VECTOR … NEAR … and/or KEYWORD ON … MATCHING …"),
+        ('HYBRID (d) KEYWORD ON b MATCHING "x"', "line 1, column 12: HYBRID KEYWORD needs a label"),
+        ('HYBRID (d:D) KEYWORD ON b MATCHING "x" FUSION foo', "line 1, column 47: unknown FUSION 'foo'"),
+        ('HYBRID (d) VECTOR NEAR "x" GRAPH HOPS 1 DECAY 2', "line 1, column 47: DECAY must be in [0, 1], not 2"),
+        ("CALL nope()", "line 1, column 6: unknown algo 'nope'"),
+        ("CALL pagerank(foo: 1)", "line 1, column 15: CALL pagerank has no argument 'foo'; its arguments: damping"),
+        ("CALL pagerank(damping: 1, damping: 2)", "line 1, column 27: CALL pagerank: the argument 'damping' is given"),
+        ("CALL shortest_path(from: 1)", "line 1, column 6: CALL shortest_path needs from: and to:"),
+        ('SEARCH (d) ON p MATCHING "x"', "line 1, column 1: a keyword SEARCH needs a label and ON"),
+        ('SEARCH (d) NEAR "x" METRIC bogus', "line 1, column 28: unknown metric 'bogus'"),
+        ('SEARCH (d) NEAR "x" TOPK 1 TOPK 2', "line 1, column 28: TOPK appears twice in SEARCH"),
+        ("MATCH (n) RETURN n AS OF", "line 1, column 25: expected a seq, a quoted RFC 3339 time, TIME ms or a"),
+    ],
+)
+def test_error_messages(text: str, expected: str) -> None:
+    assert syntax_error(text).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "construct", "column"),
+    [
+        ("MATCH (n) FOREACH (x IN [1] | SET n.x = x)", "FOREACH", 11),
+        ("LOAD CSV FROM 'f' AS l RETURN l", "LOAD CSV", 1),
+        ("CREATE INDEX ON :L(p)", "CREATE INDEX", 1),
+        ("drop constraint c", "DROP CONSTRAINT", 1),
+        ("MATCH (n) USING INDEX n:L(p) RETURN n", "USING hints", 11),
+        ("CALL db.labels() YIELD label RETURN label", "CALL … YIELD", 18),
+        ("MATCH (n) CALL { RETURN 1 } RETURN n", "CALL { … } subqueries", 11),
+        ("START n = node(1) RETURN n", "START", 1),
+    ],
+)
+def test_unsupported_openCypher_constructs_are_named(text: str, construct: str, column: int) -> None:
+    assert syntax_error(text).startswith(f"line 1, column {column}: {construct} is not supported")
+
+
+def test_a_reserved_looking_word_inside_a_string_or_a_valid_statement_is_not_refused() -> None:
+    assert expr("'FOREACH x'") == L("FOREACH x")
+    assert expr("n.yield") == P(V("n"), "yield")
+
+
+# ---------------------------------------------------------------------------- the cache
+
+
+def test_a_repeated_statement_is_not_parsed_again() -> None:
+    text = "MATCH (n:Cached) WHERE n.k = $k RETURN n"
+    first = parse(text)
+    hits = parse.cache_info().hits
+    assert parse(text) is first
+    assert parse.cache_info().hits == hits + 1
+    assert parse(text + " ") == first and parse(text + " ") is not first  # another text, the same tree
+
+
+def test_the_shipped_parse_tables_are_the_grammars() -> None:
+    """grammar.tables is built from grammar.lark by this lark: after a grammar change, run
+    ``.venv/bin/python -m drsg.plan.cypher.parser`` (a stale file is ignored, at ~1 s a process)."""
+    key, _, _ = zlib.decompress(parser.TABLES.read_bytes()).partition(b"\n")
+    grammar = Path(parser.__file__).with_name("grammar.lark").read_text(encoding="utf-8")
+    assert key.decode() == parser.tables_key(grammar), "grammar.tables is stale: python -m drsg.plan.cypher.parser"
+    assert parser.tables_key(grammar + " ") != parser.tables_key(grammar)
