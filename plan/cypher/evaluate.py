@@ -5,6 +5,11 @@ accumulates across rows) is answered here, by openCypher 9's rules in
 :mod:`drsg.plan.cypher.values` and the functions of :mod:`drsg.plan.cypher.functions`. The graph
 is read only through ``ctx`` (labels, properties, relationships, pattern predicates), so the same
 evaluator runs a read on a snapshot and a write inside its transaction.
+
+An expression is compiled once into nested closures (:func:`compile_expr`) and the closure kept
+while the tree lives: a row then costs a call per operator, not a walk of the tree with a dispatch
+at every node. What compiling can tell without a row — an unknown function, a wrong number of
+arguments, an aggregate out of place — it says then; everything else when the row is evaluated.
 """
 
 from __future__ import annotations
@@ -31,10 +36,27 @@ from drsg.plan.cypher.values import (
     type_name,
 )
 
+#: a compiled expression: its value on a row
+Compiled = Callable[[Row, EvalContext], CypherValue]
+
+#: id(tree) -> (the tree, its closure); the tree is held so its id cannot be reused while cached
+_CACHE: dict[int, tuple[ast.Expr, Compiled]] = {}
+_CACHE_SIZE = 4096
+
 
 def evaluate(expr: ast.Expr, row: Row, ctx: EvalContext) -> CypherValue:
     """The value of ``expr`` with the row's variables bound."""
-    return _HANDLERS[type(expr)](expr, row, ctx)
+    entry = _CACHE.get(id(expr))
+    if entry is None or entry[0] is not expr:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()  # a bound, not an LRU: statements are few and their trees cached upstream
+        entry = _CACHE[id(expr)] = (expr, compile_expr(expr))
+    return entry[1](row, ctx)
+
+
+def compile_expr(expr: ast.Expr) -> Compiled:
+    """``expr`` as a closure of (row, ctx): what :func:`evaluate` runs."""
+    return _COMPILERS[type(expr)](expr)
 
 
 def truthy(value: CypherValue) -> bool:
@@ -73,50 +95,78 @@ class _Bound(Mapping[str, CypherValue]):
 # ------------------------------------------------------------------------------------ leaves
 
 
-def _literal(expr: ast.Literal, row: Row, ctx: EvalContext) -> CypherValue:
-    return expr.value
+def _literal(expr: ast.Literal) -> Compiled:
+    value = expr.value
+    return lambda row, ctx: value
 
 
-def _parameter(expr: ast.Parameter, row: Row, ctx: EvalContext) -> CypherValue:
-    params = ctx.params
-    if expr.name not in params:
-        raise QueryError(
-            f"parameter ${expr.name} is not given; pass it with the statement (--param {expr.name}=JSON, or params)"
-        )
-    return params[expr.name]
+def _parameter(expr: ast.Parameter) -> Compiled:
+    name = expr.name
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        params = ctx.params
+        if name in params:
+            return params[name]
+        raise QueryError(f"parameter ${name} is not given; pass it with the statement (--param {name}=JSON, or params)")
+
+    return run
 
 
-def _variable(expr: ast.Variable, row: Row, ctx: EvalContext) -> CypherValue:
-    try:
-        return row[expr.name]
-    except KeyError:
-        raise QueryError(f"variable `{expr.name}` is not defined; bind it in a MATCH, WITH or UNWIND first") from None
+def _unbound(name: str) -> QueryError:
+    return QueryError(f"variable `{name}` is not defined; bind it in a MATCH, WITH or UNWIND first")
+
+
+def _variable(expr: ast.Variable) -> Compiled:
+    name = expr.name
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        try:
+            return row[name]
+        except KeyError:
+            raise _unbound(name) from None
+
+    return run
 
 
 def _property(subject: CypherValue, key: str, ctx: EvalContext) -> CypherValue:
-    if subject is None:
-        return None
     if isinstance(subject, NodeRef):
         return ctx.graph.properties(subject.id).get(key)
+    if subject is None:
+        return None
     if isinstance(subject, RelRef):
         return ctx.graph.relationship(subject.id).properties.get(key)
     if isinstance(subject, dict):
         return subject.get(key)
     raise QueryError(
-        f"cannot read property `{key}` of {type_name(subject)}; only nodes, relationships and maps have them"
+        f"cannot read property `{key}` of {type_name(subject)}; only nodes, relationships and maps have one"
     )
 
 
-def _property_access(expr: ast.PropertyAccess, row: Row, ctx: EvalContext) -> CypherValue:
-    return _property(evaluate(expr.subject, row, ctx), expr.key, ctx)
+def _property_access(expr: ast.PropertyAccess) -> Compiled:
+    key = expr.key
+    if isinstance(expr.subject, ast.Variable):  # n.p, the common case: one closure, not two
+        name = expr.subject.name
+
+        def read(row: Row, ctx: EvalContext) -> CypherValue:
+            try:
+                subject = row[name]
+            except KeyError:
+                raise _unbound(name) from None
+            return _property(subject, key, ctx)
+
+        return read
+    subject = compile_expr(expr.subject)
+    return lambda row, ctx: _property(subject(row, ctx), key, ctx)
 
 
-def _list(expr: ast.ListLiteral, row: Row, ctx: EvalContext) -> CypherValue:
-    return [evaluate(item, row, ctx) for item in expr.items]
+def _list(expr: ast.ListLiteral) -> Compiled:
+    items = tuple(compile_expr(item) for item in expr.items)
+    return lambda row, ctx: [item(row, ctx) for item in items]
 
 
-def _map(expr: ast.MapLiteral, row: Row, ctx: EvalContext) -> CypherValue:
-    return {key: evaluate(value, row, ctx) for key, value in expr.entries}
+def _map(expr: ast.MapLiteral) -> Compiled:
+    entries = tuple((key, compile_expr(value)) for key, value in expr.entries)
+    return lambda row, ctx: {key: value(row, ctx) for key, value in entries}
 
 
 # ------------------------------------------------------------------------ indexing and slicing
@@ -128,8 +178,7 @@ def _integer(what: str, value: CypherValue) -> int:
     raise QueryError(f"{what} needs an integer, got {type_name(value)}")
 
 
-def _index(expr: ast.Index, row: Row, ctx: EvalContext) -> CypherValue:
-    subject, index = evaluate(expr.subject, row, ctx), evaluate(expr.index, row, ctx)
+def _item(subject: CypherValue, index: CypherValue, ctx: EvalContext) -> CypherValue:
     if subject is None or index is None:
         return None
     if isinstance(subject, list):
@@ -142,31 +191,48 @@ def _index(expr: ast.Index, row: Row, ctx: EvalContext) -> CypherValue:
     raise QueryError(f"cannot index {type_name(subject)}; [i] reads a list's item or a map's value")
 
 
-def _slice(expr: ast.Slice, row: Row, ctx: EvalContext) -> CypherValue:
-    subject = evaluate(expr.subject, row, ctx)
-    start = None if expr.start is None else evaluate(expr.start, row, ctx)
-    end = None if expr.end is None else evaluate(expr.end, row, ctx)
-    if subject is None or (expr.start is not None and start is None) or (expr.end is not None and end is None):
-        return None
-    if not isinstance(subject, list):
-        raise QueryError(f"cannot slice {type_name(subject)}; [a..b] takes part of a list")
-    low = None if start is None else _integer("a slice bound", start)
-    high = None if end is None else _integer("a slice bound", end)
-    return subject[low:high]  # negative from the end, out of range clipped: as openCypher's
+def _index(expr: ast.Index) -> Compiled:
+    subject, index = compile_expr(expr.subject), compile_expr(expr.index)
+    return lambda row, ctx: _item(subject(row, ctx), index(row, ctx), ctx)
+
+
+def _bound(expr: ast.Expr | None) -> Compiled | None:
+    return None if expr is None else compile_expr(expr)
+
+
+def _slice(expr: ast.Slice) -> Compiled:
+    subject, start, end = compile_expr(expr.subject), _bound(expr.start), _bound(expr.end)
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        value = subject(row, ctx)
+        low = None if start is None else start(row, ctx)
+        high = None if end is None else end(row, ctx)
+        if value is None or (start is not None and low is None) or (end is not None and high is None):
+            return None  # a null bound makes the slice null, as a null index does
+        if not isinstance(value, list):
+            raise QueryError(f"cannot slice {type_name(value)}; [a..b] takes part of a list")
+        first = None if low is None else _integer("a slice bound", low)
+        last = None if high is None else _integer("a slice bound", high)
+        return value[first:last]  # negative from the end, out of range clipped: as openCypher's
+
+    return run
 
 
 # ---------------------------------------------------------------------------------- operators
 
 
-def _unary(expr: ast.Unary, row: Row, ctx: EvalContext) -> CypherValue:
-    value = evaluate(expr.operand, row, ctx)
-    if expr.op == "NOT":
-        return logical_not(value)
-    if expr.op == "-":
-        return negate(value)
+def _plus(value: CypherValue) -> CypherValue:
     if value is None or is_number(value):
         return value
     raise QueryError(f"unary + needs a number, got {type_name(value)}")
+
+
+_UNARY: dict[str, Callable[[CypherValue], CypherValue]] = {"NOT": logical_not, "-": negate, "+": _plus}
+
+
+def _unary(expr: ast.Unary) -> Compiled:
+    operand, apply = compile_expr(expr.operand), _UNARY[expr.op]
+    return lambda row, ctx: apply(operand(row, ctx))
 
 
 def _not_equal(a: CypherValue, b: CypherValue) -> bool | None:
@@ -185,53 +251,61 @@ _BINARY: dict[str, Callable[[CypherValue, CypherValue], CypherValue]] = {
 }
 
 
-def _binary(expr: ast.Binary, row: Row, ctx: EvalContext) -> CypherValue:
-    op = expr.op
-    lhs = evaluate(expr.lhs, row, ctx)
+def _binary(expr: ast.Binary) -> Compiled:
+    op, lhs, rhs = expr.op, compile_expr(expr.lhs), compile_expr(expr.rhs)
     if op == "AND" or op == "OR":
-        if lhs is (op == "OR"):  # false AND x is false, true OR x is true, whatever x is
-            return lhs
-        return logic(op, lhs, evaluate(expr.rhs, row, ctx))
-    if op == "XOR":
-        return logic(op, lhs, evaluate(expr.rhs, row, ctx))
-    return _BINARY[op](lhs, evaluate(expr.rhs, row, ctx))
+        decided = op == "OR"  # false AND x is false, true OR x is true, whatever x is
+
+        def short(row: Row, ctx: EvalContext) -> CypherValue:
+            left = lhs(row, ctx)
+            if left is decided:
+                return left
+            return logic(op, left, rhs(row, ctx))
+
+        return short
+    apply = partial(logic, op) if op == "XOR" else _BINARY[op]
+    return lambda row, ctx: apply(lhs(row, ctx), rhs(row, ctx))
 
 
-def _is_null(expr: ast.IsNull, row: Row, ctx: EvalContext) -> CypherValue:
-    return (evaluate(expr.operand, row, ctx) is None) != expr.negated
+def _is_null(expr: ast.IsNull) -> Compiled:
+    operand, negated = compile_expr(expr.operand), expr.negated
+    return lambda row, ctx: (operand(row, ctx) is None) != negated
 
 
-def _has_labels(expr: ast.HasLabels, row: Row, ctx: EvalContext) -> CypherValue:
-    subject = evaluate(expr.subject, row, ctx)
-    if subject is None:
-        return None
-    if isinstance(subject, NodeRef):
-        labels = ctx.graph.labels(subject.id)
-        return all(label in labels for label in expr.labels)
-    if isinstance(subject, RelRef):
-        kind = ctx.graph.relationship(subject.id).type
-        return all(label == kind for label in expr.labels)
-    raise QueryError(f"a label test needs a node, got {type_name(subject)}")
+def _has_labels(expr: ast.HasLabels) -> Compiled:
+    subject, wanted = compile_expr(expr.subject), expr.labels
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        value = subject(row, ctx)
+        if value is None:
+            return None
+        if isinstance(value, NodeRef):
+            labels = ctx.graph.labels(value.id)
+            return all(label in labels for label in wanted)
+        if isinstance(value, RelRef):
+            kind = ctx.graph.relationship(value.id).type
+            return all(label == kind for label in wanted)
+        raise QueryError(f"a label test needs a node, got {type_name(value)}")
+
+    return run
 
 
 # ---------------------------------------------------------------------------------- functions
 
 
-def _function(expr: ast.FunctionCall, row: Row, ctx: EvalContext) -> CypherValue:
+def _function(expr: ast.FunctionCall) -> Compiled:
     name = expr.name
     if name in AGGREGATES:
         raise QueryError(f"{name}() is an aggregate; use it in RETURN or WITH")
-    spec = FUNCTIONS.get(name)
-    count = len(expr.args)
-    if spec is None or expr.distinct or count < spec.min_args or (spec.max_args is not None and count > spec.max_args):
-        check_call(name, count, expr.distinct)  # says what is wrong (the compiler has said it already)
-        raise AssertionError(f"check_call passed {name}()")  # pragma: no cover - it always raises here
+    check_call(name, len(expr.args), expr.distinct)  # the compiler has said so already; be safe
     if name == "exists" and isinstance(expr.args[0], ast.PatternPredicate):
-        return evaluate(expr.args[0], row, ctx)  # exists((a)-->(b)): the pattern's own answer
-    return spec.call([evaluate(arg, row, ctx) for arg in expr.args], row, ctx)
+        return compile_expr(expr.args[0])  # exists((a)-->(b)): the pattern's own answer
+    call = FUNCTIONS[name].call
+    args = tuple(compile_expr(arg) for arg in expr.args)
+    return lambda row, ctx: call([arg(row, ctx) for arg in args], row, ctx)
 
 
-def _count_star(expr: ast.CountStar, row: Row, ctx: EvalContext) -> CypherValue:
+def _count_star(expr: ast.CountStar) -> Compiled:
     raise QueryError("count(*) is an aggregate; use it in RETURN or WITH")
 
 
@@ -241,71 +315,90 @@ def _condition(value: CypherValue) -> bool | None:
     raise QueryError(f"a condition needs a boolean, got {type_name(value)}")
 
 
-def _case(expr: ast.Case, row: Row, ctx: EvalContext) -> CypherValue:
-    if expr.subject is not None:
-        subject = evaluate(expr.subject, row, ctx)
-        for when, then in expr.whens:
-            if equals(subject, evaluate(when, row, ctx)) is True:  # null never matches
-                return evaluate(then, row, ctx)
-    else:
-        for when, then in expr.whens:
-            if _condition(evaluate(when, row, ctx)) is True:
-                return evaluate(then, row, ctx)
-    return None if expr.default is None else evaluate(expr.default, row, ctx)
+def _case(expr: ast.Case) -> Compiled:
+    whens = tuple((compile_expr(when), compile_expr(then)) for when, then in expr.whens)
+    default = _bound(expr.default)
+    subject = _bound(expr.subject)
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        if subject is not None:
+            value = subject(row, ctx)
+            for when, then in whens:
+                if equals(value, when(row, ctx)) is True:  # null never matches
+                    return then(row, ctx)
+        else:
+            for when, then in whens:
+                if _condition(when(row, ctx)) is True:
+                    return then(row, ctx)
+        return None if default is None else default(row, ctx)
+
+    return run
 
 
-def _source(what: str, expr: ast.Expr, row: Row, ctx: EvalContext) -> list[CypherValue] | None:
-    value = evaluate(expr, row, ctx)
+def _source(what: str, value: CypherValue) -> list[CypherValue] | None:
     if value is None or isinstance(value, list):
         return value
     raise QueryError(f"{what} needs a list after IN, got {type_name(value)}")
 
 
-def _comprehension(expr: ast.ListComprehension, row: Row, ctx: EvalContext) -> CypherValue:
-    items = _source("a list comprehension", expr.source, row, ctx)
-    if items is None:
-        return None
-    out: list[CypherValue] = []
-    for item in items:
-        bound = _Bound(row, expr.variable, item)
-        if expr.predicate is not None and not truthy(evaluate(expr.predicate, bound, ctx)):
-            continue
-        out.append(item if expr.projection is None else evaluate(expr.projection, bound, ctx))
-    return out
+def _comprehension(expr: ast.ListComprehension) -> Compiled:
+    name, source = expr.variable, compile_expr(expr.source)
+    predicate, projection = _bound(expr.predicate), _bound(expr.projection)
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        items = _source("a list comprehension", source(row, ctx))
+        if items is None:
+            return None
+        out: list[CypherValue] = []
+        for item in items:
+            bound = _Bound(row, name, item)
+            if predicate is not None and not truthy(predicate(bound, ctx)):
+                continue
+            out.append(item if projection is None else projection(bound, ctx))
+        return out
+
+    return run
 
 
-def _quantified(expr: ast.Quantified, row: Row, ctx: EvalContext) -> CypherValue:
-    items = _source(f"{expr.quantifier}()", expr.source, row, ctx)
-    if items is None:
-        return None
-    trues = unknowns = 0
-    for item in items:
-        verdict = _condition(evaluate(expr.predicate, _Bound(row, expr.variable, item), ctx))
-        if verdict is None:
-            unknowns += 1
-        elif verdict:
-            trues += 1
-            if expr.quantifier == "any" or (expr.quantifier == "single" and trues > 1):
-                break  # decided: any is true, single is false
-        elif expr.quantifier == "all":
+def _quantified(expr: ast.Quantified) -> Compiled:
+    quantifier, name = expr.quantifier, expr.variable
+    source, predicate = compile_expr(expr.source), compile_expr(expr.predicate)
+
+    def run(row: Row, ctx: EvalContext) -> CypherValue:
+        items = _source(f"{quantifier}()", source(row, ctx))
+        if items is None:
+            return None
+        trues = unknowns = 0
+        for item in items:
+            verdict = _condition(predicate(_Bound(row, name, item), ctx))
+            if verdict is None:
+                unknowns += 1
+            elif verdict:
+                trues += 1
+                if quantifier == "any" or (quantifier == "single" and trues > 1):
+                    break  # decided: any is true, single is false
+            elif quantifier == "all":
+                return False
+        if quantifier == "all":
+            return None if unknowns else True
+        if quantifier == "any":
+            return True if trues else (None if unknowns else False)
+        if quantifier == "none":
+            return False if trues else (None if unknowns else True)
+        if trues > 1:
             return False
-    if expr.quantifier == "all":
-        return None if unknowns else True
-    if expr.quantifier == "any":
-        return True if trues else (None if unknowns else False)
-    if expr.quantifier == "none":
-        return False if trues else (None if unknowns else True)
-    if trues > 1:
-        return False
-    return None if unknowns else trues == 1
+        return None if unknowns else trues == 1
+
+    return run
 
 
-def _pattern(expr: ast.PatternPredicate, row: Row, ctx: EvalContext) -> CypherValue:
-    return ctx.pattern_exists(expr.pattern, row)
+def _pattern(expr: ast.PatternPredicate) -> Compiled:
+    pattern = expr.pattern
+    return lambda row, ctx: ctx.pattern_exists(pattern, row)
 
 
-# Any: each handler takes the one expression class it is registered for (the table says which).
-_HANDLERS: dict[type, Callable[[Any, Row, EvalContext], CypherValue]] = {
+# Any: each compiler takes the one expression class it is registered for (the table says which).
+_COMPILERS: dict[type, Callable[[Any], Compiled]] = {
     ast.Literal: _literal,
     ast.Parameter: _parameter,
     ast.Variable: _variable,

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from drsg.kernel.errors import QueryError
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.evaluate import evaluate, truthy
+from drsg.plan.cypher import evaluate as evaluation
+from drsg.plan.cypher.evaluate import compile_expr, evaluate, truthy
 from drsg.plan.cypher.graph import SCORE, CypherValue, NodeRef, RelRecord, RelRef, Row
 from drsg.plan.cypher.values import logic
 from tests.support.cypher_memory import MemoryContext, MemoryGraph, MemoryNode
@@ -230,9 +231,9 @@ def test_evaluate_errors(expr: ast.Expr, message: str) -> None:
 
 
 def test_every_expression_class_has_a_handler() -> None:
-    from drsg.plan.cypher.evaluate import _HANDLERS
+    from drsg.plan.cypher.evaluate import _COMPILERS
 
-    assert set(_HANDLERS) == set(ast.EXPR_TYPES)
+    assert set(_COMPILERS) == set(ast.EXPR_TYPES)
 
 
 def test_truthy() -> None:
@@ -251,3 +252,48 @@ truth = st.sampled_from([True, False, None])
 @given(truth, truth, st.sampled_from(["AND", "OR", "XOR"]))
 def test_short_circuit_agrees_with_three_valued_logic(a: bool | None, b: bool | None, op: ast.BinaryOp) -> None:
     assert run(bin_(op, lit(a), lit(b))) is logic(op, a, b)
+
+
+# --------------------------------------------------------------------------- compiled closures
+
+
+@pytest.mark.parametrize(("expr", "expected"), CASES)
+def test_a_compiled_expression_answers_as_evaluate(expr: ast.Expr, expected: CypherValue) -> None:
+    compiled = compile_expr(expr)
+    ctx = context({"p": 5})
+    assert compiled(ROW, ctx) == expected
+    assert compiled({**ROW, "xs": [7]}, ctx) == evaluate(expr, {**ROW, "xs": [7]}, ctx)  # rows vary, not the tree
+
+
+def test_compiling_refuses_what_needs_no_row() -> None:
+    with pytest.raises(QueryError, match=r"unknown function nosuch\(\)"):
+        compile_expr(ast.Case(None, ((lit(False), fn("nosuch")),)))  # a branch never taken is still checked
+    with pytest.raises(QueryError, match=r"sum\(\) is an aggregate"):
+        compile_expr(bin_("+", fn("sum", lit(1)), lit(1)))
+
+
+def test_evaluate_compiles_a_tree_once_and_never_trusts_a_reused_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled: list[ast.Expr] = []
+    real = evaluation.compile_expr
+
+    def counting(expr: ast.Expr) -> evaluation.Compiled:
+        compiled.append(expr)
+        return real(expr)
+
+    monkeypatch.setattr(evaluation, "compile_expr", counting)
+    monkeypatch.setattr(evaluation, "_CACHE", {})
+    tree = bin_("+", var("x"), lit(1))
+    assert [run(tree, {"x": n}) for n in range(3)] == [1, 2, 3]
+    assert sum(e is tree for e in compiled) == 1  # (its parts are compiled with it)
+    other = bin_("*", var("x"), lit(10))  # an entry under its id that holds another tree (an id reused)
+    evaluation._CACHE[id(other)] = (tree, real(tree))
+    assert run(other, {"x": 2}) == 20
+    assert sum(e is tree for e in compiled) == 1 and sum(e is other for e in compiled) == 1
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluation, "_CACHE", {})
+    monkeypatch.setattr(evaluation, "_CACHE_SIZE", 8)
+    trees = [lit(n) for n in range(20)]
+    assert [run(tree) for tree in trees] == list(range(20))
+    assert 0 < len(evaluation._CACHE) <= 8
