@@ -13,6 +13,7 @@ from drsg.plan.cypher import ast
 from drsg.plan.cypher import evaluate as evaluation
 from drsg.plan.cypher.evaluate import compile_expr, evaluate, truthy
 from drsg.plan.cypher.graph import SCORE, CypherValue, NodeRef, RelRecord, RelRef, Row
+from drsg.plan.cypher.parser import parse
 from drsg.plan.cypher.values import logic
 from tests.support.cypher_memory import MemoryContext, MemoryGraph, MemoryNode
 
@@ -297,3 +298,44 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     trees = [lit(n) for n in range(20)]
     assert [run(tree) for tree in trees] == list(range(20))
     assert 0 < len(evaluation._CACHE) <= 8
+
+
+# ------------------------------------------------------------------------ from the statement's text
+
+
+def parsed(text: str) -> ast.Expr:
+    clause = parse(f"RETURN {text} AS v").parts[0].clauses[0]
+    assert isinstance(clause, ast.Return)
+    return clause.projection.items[0].expr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("12 / 4 * 3 - 2 * 4", 1),  # the TCK's precedence scenarios
+        ("12 / 4 * (3 - 2 * 4)", -15),
+        ("2 ^ 3 ^ 2", 64.0),  # ^ is left-associative in openCypher
+        ("-2 ^ 2", 4.0),
+        ("1 < 2 < 3", True),
+        ("3 > 2 > 1.5", True),
+        ("NOT true = false", True),
+        ("true OR false AND false", True),
+        ("[1, 2, 3][1..][0]", 2),
+        ("'ab' + 'c' CONTAINS 'bc'", True),
+        ("size([x IN range(1, 10) WHERE x % 2 = 0 | x * x])", 5),
+        ("CASE WHEN null THEN 1 WHEN 1 = 1 THEN 2 END", 2),
+        ("coalesce(null, a.missing, toUpper(a.name))", "ADA"),
+        ("a:Person AND NOT b:Missing", True),
+        ("{k: [1, {j: 2}]}.k[1].j", 2),
+        ("0.0 / 0.0 = 0.0 / 0.0", False),
+        ("[1, null] = [1, null]", None),
+        ("null IN [null]", None),
+        ("all(x IN [] WHERE false)", True),
+        ("toString(1.0E20)", "1.0E20"),
+        ("$p * 2", 10),
+    ],
+)
+def test_parsed_expressions(text: str, expected: CypherValue) -> None:
+    got = run(parsed(text), params={"p": 5})
+    assert got == expected
+    assert type(got) is type(expected)
