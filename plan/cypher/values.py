@@ -419,7 +419,8 @@ def membership(needle: CypherValue, haystack: CypherValue) -> bool | None:
     if haystack is None:
         return None
     if type(haystack) is not list:
-        raise QueryError(f"IN needs a list on its right, got {type_name(haystack)}")
+        hint = "; for a map's keys write x IN keys(m)" if isinstance(haystack, dict) else ""
+        raise QueryError(f"IN needs a list on its right, got {type_name(haystack)}{hint}")
     assert isinstance(haystack, list)
     if needle is None:
         return None if haystack else False

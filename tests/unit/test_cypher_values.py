@@ -141,6 +141,56 @@ def test_comparisons_with_nan_are_false_and_with_null_are_null(op: str) -> None:
     assert comparison(op, "a", 1) is None
 
 
+# The openCypher TCK's own tables (Comparison1 [6], [7]; Comparison2 [4]), row for row.
+TCK_LIST_EQUALITY: list[tuple[CypherValue, CypherValue, bool | None]] = [
+    ([1, 2], [1], False),
+    ([None], [1], None),
+    (["a"], [1], False),
+    ([[1]], [[1], [None]], False),
+    ([[1], [2]], [[1], [None]], None),
+    ([[1], [2, 3]], [[1], [None]], False),
+]
+TCK_MAP_EQUALITY: list[tuple[CypherValue, CypherValue, bool | None]] = [
+    ({}, {}, True),
+    ({"k": True}, {"k": True}, True),
+    ({"k": 1.0}, {"k": 1.0}, True),
+    ({"k": "a", "l": 2}, {"k": "a", "l": 2}, True),
+    ({}, {"k": None}, False),
+    ({"k": 1}, {"k": 1, "l": None}, False),
+    ({"k": None, "l": 1}, {"l": 1}, False),
+    ({"k": None}, {"k": None, "l": None}, False),
+    ({"k": None}, {"k": None}, None),
+    ({"k": 1}, {"k": None}, None),
+    ({"k": 1, "l": None}, {"k": None, "l": None}, None),
+    ({"k": 1, "l": None}, {"k": None, "l": 1}, None),
+    ({"k": 1, "l": None}, {"k": 1, "l": 1}, None),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), TCK_LIST_EQUALITY + TCK_MAP_EQUALITY)
+def test_tck_equality(a: CypherValue, b: CypherValue, expected: bool | None) -> None:
+    assert equals(a, b) is expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ([1, 0], [1], True),
+        ([1, None], [1], True),
+        ([1, 2], [1, None], None),
+        ([1, "a"], [1, None], None),
+        ([1, 2], [3, None], False),
+    ],
+)
+def test_tck_list_comparison(a: CypherValue, b: CypherValue, expected: bool | None) -> None:
+    assert comparison(">=", a, b) is expected
+
+
+def test_tck_nan_against_a_string_is_null() -> None:
+    assert comparison("<", NAN, "a") is None
+    assert equals(NAN, "a") is False
+
+
 def test_comparison_operators() -> None:
     assert comparison("<", 1, 2) is True
     assert comparison("<=", 2, 2.0) is True
@@ -332,8 +382,40 @@ def test_membership(needle: CypherValue, haystack: CypherValue, expected: bool |
     assert membership(needle, haystack) is expected
 
 
+# The openCypher TCK's IN scenarios (list of lists, nulls, empty lists), row for row.
+@pytest.mark.parametrize(
+    ("needle", "haystack", "expected"),
+    [
+        (1, ["1", 2], False),
+        ([1, 2], [1, [1, "2"]], False),
+        ([1], [1, 2], False),
+        ([1], [1, 2, [1]], True),
+        ([1, 2], [1, [2, 1]], False),
+        ([1, 2], [1, [[1, 2]]], False),
+        ([[1, 2], [3, 4]], [5, [[1, 2], [3, 4]]], True),
+        (None, [None], None),
+        ([None], [[None]], None),
+        ([None], [None], None),
+        ([1], [[1, None]], False),
+        (3, [1, None, 3], True),
+        (4, [1, None, 3], None),
+        ([1, 2], [[None, "foo"], [1, 2]], True),
+        ([1, 2], [1, [1, 2], None], True),
+        ([1, 2], [[None, "foo"]], False),
+        ([1, 2], [[None, 2]], None),
+        ([1, 2, None], [1, [1, 2, None]], None),
+        ([1, 2], [[None, 2], [1, 3]], None),
+        ([], [[]], True),
+        ([], [], False),
+        ([], [1, 2, None], None),
+    ],
+)
+def test_tck_membership(needle: CypherValue, haystack: CypherValue, expected: bool | None) -> None:
+    assert membership(needle, haystack) is expected
+
+
 def test_in_needs_a_list() -> None:
-    with pytest.raises(QueryError, match="IN needs a list on its right, got a map"):
+    with pytest.raises(QueryError, match=r"got a map; for a map's keys write x IN keys\(m\)"):
         membership("k", {"k": 1})
 
 
