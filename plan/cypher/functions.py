@@ -407,7 +407,12 @@ def _sign(value: CypherValue) -> CypherValue:
 
 
 def _round(number: float) -> float:
-    return math.floor(number + 0.5) if math.isfinite(number) else number  # half up, as Java's Math.round
+    """Halves up, as Java's Math.round; ``number - floor`` is exact where ``number + 0.5`` is not
+    (0.49999999999999994 + 0.5 rounds to 1.0)."""
+    if not math.isfinite(number):
+        return number
+    floor = float(math.floor(number))
+    return floor + 1.0 if number - floor >= 0.5 else floor
 
 
 def _float_function(name: str, fn: Callable[[float], float]) -> None:

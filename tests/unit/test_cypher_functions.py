@@ -127,6 +127,8 @@ PATH = PathValue((ADA, EMPTY), (KNOWS,))
         ("round", (2.5,), 3.0),
         ("round", (-2.5,), -2.0),  # half up, as Java's Math.round
         ("round", (3,), 3.0),
+        ("round", (0.49999999999999994,), 0.0),  # not 1.0: the half is tested exactly
+        ("round", (-0.5,), 0.0),
         ("sqrt", (16,), 4.0),
         ("sign", (-3.5,), -1),
         ("sign", (0,), 0),
@@ -271,6 +273,10 @@ def aggregate(name: str, values: list[CypherValue], distinct: bool = False) -> C
         ("max", [3, 1, None, 2], False, 3),
         ("max", ["a", 1, [1]], False, 1),  # mixed: by ORDER BY's order, a number above a string
         ("min", ["a", 1, [1]], False, [1]),
+        ("max", [1, "a", None, [1, 2], 0.2, "b"], False, 1),  # the TCK's Aggregation2 [11], [12], [9], [10]
+        ("min", [1, "a", None, [1, 2], 0.2, "b"], False, [1, 2]),
+        ("max", [[1], [2], [2, 1]], False, [2, 1]),
+        ("min", [[1], [2], [2, 1]], False, [1]),
         ("min", [], False, None),
         ("max", [1.0, math.inf, -1], False, math.inf),
         ("collect", [1, None, 2], False, [1, 2]),
