@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Hashable
 from decimal import Decimal
 from functools import lru_cache
-from typing import Final, Literal, overload
+from typing import Final, Literal, cast, overload
 
 from drsg.kernel.errors import QueryError
 from drsg.kernel.values import Described, Value, Vector
@@ -465,9 +465,14 @@ def logical_not(a: CypherValue) -> bool | None:
 # ------------------------------------------------------------------------------ store values
 
 
+_SCALARS: Final = frozenset({str, int, float, bool, type(None), bytes})
+
+
 def from_store(value: Value) -> CypherValue:
     """A stored property as a Cypher value: a vector is a list of floats, a described value its
     value, bytes stay bytes."""
+    if type(value) in _SCALARS:  # the common case, read on every property access: one set lookup
+        return cast("CypherValue", value)  # a str, int, float, bool, bytes or None, as the set says
     if isinstance(value, list):
         return [from_store(item) for item in value]
     if isinstance(value, dict):
