@@ -23,7 +23,7 @@ function authHeaders() {
 }
 
 class RpcError extends Error {
-  constructor(code, message) { super(message); this.code = code; }
+  constructor(code, message, data) { super(message); this.code = code; this.data = data; }
 }
 
 async function rpc(method, params = {}) {
@@ -33,7 +33,7 @@ async function rpc(method, params = {}) {
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
   const body = await response.json();
-  if (body.error) throw new RpcError(body.error.code, body.error.message);
+  if (body.error) throw new RpcError(body.error.code, body.error.message, body.error.data);
   return body.result;
 }
 

@@ -127,8 +127,9 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
   const params = el("input", { id: "cypher-params", class: "code", size: 36, autocomplete: "off", spellcheck: "false",
     placeholder: '{"name": "Ada Lovelace"} (optional)' });
   const where = el("span", { id: "cypher-pin", class: "muted" });
-  const out = el("div", { id: "cypher-out" });
-  const failed = (message) => out.replaceChildren(el("pre", { id: "cypher-error", class: "error caret" }, message));
+  const note = el("div", { id: "cypher-note" });  // an error, under the statement it is about
+  const out = el("div", { id: "cypher-out" });  // the answer, under the canvas
+  const failed = (message) => { out.replaceChildren(); note.replaceChildren(el("pre", { id: "cypher-error", class: "error caret" }, message)); };
 
   const run = guarded(async () => {
     let given;
@@ -140,15 +141,18 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
     }
     if (!query.value.trim()) return failed("Type a statement first, such as MATCH (n) RETURN n LIMIT 10.");
     const ran = pin(query.value, pinned());
-    out.replaceChildren(el("p", { class: "muted" }, "running…"));
+    note.replaceChildren(el("p", { class: "muted" }, "running…"));
     let answer;
     try {
       answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true });
     } catch (err) {
       if (err.code === -32001) throw err;  // not signed in: the page's own handling
-      return failed(err.message || String(err));
+      // a syntax error's line with its caret comes as the error's `excerpt`, under the one-line message
+      const excerpt = err.data && typeof err.data.excerpt === "string" ? "\n" + err.data.excerpt : "";
+      return failed((err.message || String(err)) + excerpt);
     }
     if (answer.write) await written();
+    note.replaceChildren();
     out.replaceChildren(...answered(answer, ran));
     drawn(answer.nodes || [], answer.edges || [], Boolean(answer.write));
   });
@@ -165,7 +169,8 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
     el("h3", {}, el("label", { for: "cypher" }, "Cypher")), query,
     el("div", { class: "row" }, el("label", { for: "cypher-params" }, "Params"), params,
       el("button", { id: "cypher-run", type: "button", onclick: run }, "Run"),
-      el("span", { class: "muted" }, "Ctrl+Enter runs"), where));
+      el("span", { class: "muted" }, "Ctrl+Enter runs"), where),
+    note);
   return { card, out, repin };
 }
 
