@@ -28,7 +28,19 @@ from tests.support.cypher_scenarios import COUNTS, Scenario, compare, load_all
 SCENARIOS = load_all()
 
 # scenario id → the engine defect it shows (one line), grouped by cause
-KNOWN_FAILING: dict[str, str] = {}
+KNOWN_FAILING: dict[str, str] = {
+    # openCypher 9 expressions the parser neither supports nor names (a bare syntax error at the
+    # construct instead of "… is not supported"; the preamble's rule: a QueryError naming it)
+    "return_with::a map projection of a node": "map projection n {.k, k: v} is a syntax error, not supported by name",
+    "return_with::a pattern comprehension": "pattern comprehension [(a)-->(b) | b.v] is a syntax error, not named",
+    "return_with::reduce folds a list": "reduce(acc = 0, x IN l | …) is a syntax error, not supported by name",
+    # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
+    "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
+    # an unsupported construct answers QuerySyntaxError where the contract says QueryError
+    "functions::a standalone procedure call is not supported and says so": (
+        "CALL db.labels() is a QuerySyntaxError ('unknown algo'), not a QueryError naming the construct"
+    ),
+}
 
 
 def _engine_missing() -> str | None:
