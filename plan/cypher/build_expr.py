@@ -2,7 +2,7 @@
 half is :mod:`drsg.plan.cypher.build`, which inherits this.
 
 Literals are checked as openCypher defines them: an integer fits signed 64 bits (decimal, ``0x``
-hex, ``0o`` octal; ``-9223372036854775808`` is the one literal whose digits alone do not fit), a
+hex, ``0o`` or a leading ``0`` octal; ``-9223372036854775808`` is the one literal whose digits alone do not fit), a
 float is finite, a string's escapes are ``\\\\ \\' \\" \\b \\f \\n \\r \\t \\uXXXX \\UXXXXXXXX``.
 A minus before a number literal is folded into it (``-1`` is the literal -1).
 """
@@ -349,7 +349,15 @@ class ExprBuild(Transformer[Token, Any]):
 
     def _int(self, tok: Token, minus_ok: bool = False) -> int:
         text = str(tok)
-        value = int(text[2:], 16) if text[:2] in ("0x", "0X") else int(text[2:], 8) if text[:2] == "0o" else int(text)
+        if text[:2] == "0x":
+            value = int(text[2:], 16)
+        elif text[:2] == "0o" or (len(text) > 1 and text[0] == "0"):  # openCypher 9: 017 is octal too
+            digits = text[2:] if text[1] == "o" else text[1:]
+            if not set(digits) <= set("01234567"):
+                fail(tok_at(tok), f"{text} starts with 0, so it is octal, and 8 and 9 are not octal digits")
+            value = int(digits, 8)
+        else:
+            value = int(text)
         # -9223372036854775808 is a minus before 9223372036854775808: kept until the minus folds it
         allowed = _MAX_INT + 1 if minus_ok and self.text[: tok.start_pos].rstrip().endswith("-") else _MAX_INT
         if value > allowed:

@@ -4,6 +4,7 @@ the cache, and random expressions printed and read back equal."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 import zlib
 from pathlib import Path
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from drsg.kernel.errors import QuerySyntaxError
 from drsg.plan.cypher import ast, parser
 from drsg.plan.cypher.parser import parse
+from tests.bench.cypher_parsers import STATEMENTS
 
 V = ast.Variable
 L = ast.Literal
@@ -229,7 +231,7 @@ def test_precedence(text: str, expected: ast.Expr) -> None:
 @pytest.mark.parametrize(
     ("text", "value"),
     [
-        ("42", 42), ("0x1F", 31), ("0o17", 15), ("9223372036854775807", 2**63 - 1),
+        ("42", 42), ("0x1F", 31), ("0o17", 15), ("017", 15), ("0", 0), ("9223372036854775807", 2**63 - 1),
         ("-9223372036854775808", -(2**63)), ("1.5", 1.5), ("1e3", 1000.0), (".5", 0.5), ("2.5E-1", 0.25),
         ("true", True), ("FALSE", False), ("Null", None), ("'single'", "single"), ('"double"', "double"),
         (r"'it\'s'", "it's"), (r'"say \"hi\""', 'say "hi"'), (r"'a\\b'", "a\\b"), (r"'\t\n\r\b\f'", "\t\n\r\b\f"),
@@ -409,6 +411,7 @@ def test_an_error_points_at_line_and_column_with_a_caret() -> None:
         ("RETURN 1 - 9223372036854775808", "line 1, column 12: the integer 9223372036854775808 does not fit"),
         ("RETURN 0x8000000000000000", "line 1, column 8: the integer 0x8000000000000000 does not fit"),
         ("RETURN 1e999", "line 1, column 8: the number 1e999 is too large"),
+        ("RETURN 019", "line 1, column 8: 019 starts with 0, so it is octal, and 8 and 9 are not octal digits"),
         (r"RETURN '\q'", r"line 1, column 8: unknown escape \q in a string"),
         (r"RETURN '\ud83d'", "line 1, column 8: a string holds half of a \\u surrogate pair"),
         ("RETURN {a: 1, a: 2}", "line 1, column 15: the key 'a' appears twice in the map"),
@@ -589,3 +592,26 @@ EXPRESSIONS = st.recursive(LEAVES, _extend, max_leaves=12)
 @given(EXPRESSIONS)
 def test_a_printed_expression_parses_back_equal(e: ast.Expr) -> None:
     assert parser.parse.__wrapped__(f"RETURN {show(e)}").parts[0].clauses == (ret(item(e, show(e))),)
+
+
+def _unplaced(node: object, path: str = "query") -> list[str]:
+    """Paths to the nodes under ``node`` whose ``at`` is left at NOWHERE."""
+    if isinstance(node, tuple):
+        return [p for i, child in enumerate(node) for p in _unplaced(child, f"{path}[{i}]")]
+    if not dataclasses.is_dataclass(node):
+        return []
+    out = [path] if getattr(node, "at", None) == ast.NOWHERE else []
+    for f in dataclasses.fields(node):
+        if f.name != "at":
+            out += _unplaced(getattr(node, f.name), f"{path}.{f.name}")
+    return out
+
+
+@pytest.mark.parametrize("text", STATEMENTS)
+def test_every_node_says_where_it_was_written(text: str) -> None:
+    query = parse(text)
+    assert _unplaced(query) == []
+    for part in query.parts:
+        for clause in part.clauses:
+            line, column = clause.at
+            assert text.splitlines()[line - 1][column - 1 :].strip()  # a position inside the text
