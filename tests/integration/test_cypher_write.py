@@ -4,12 +4,15 @@ through the key index; the index workers and time travel see a write like any ot
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+import drsg
 from drsg.kernel.errors import Conflict, NotFound, QueryError, QueryLimit
 from drsg.kernel.values import Vector
 from drsg.plan.cypher.graph import CypherValue
@@ -19,6 +22,7 @@ from drsg.store.mutations import EdgeDelete, EdgePut, Mutation, NodeDelete, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.cypher.result import CypherResult, WriteCounts
 from drsg.workers.cypher.writes import run_write
+from tests.support.kafka_broker import Broker
 
 P = "people"
 
@@ -32,7 +36,7 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 
 def run(
-    db: Database, text: str, params: Mapping[str, CypherValue] | None = None, *, plane: str = P, **limits: int
+    db: Database, text: str, params: Mapping[str, CypherValue] | None = None, *, plane: str = P, **limits: float
 ) -> CypherResult:
     """The statement as one commit function, as the API runs it; its seq is the commit's."""
     prepared = prepare(text)
@@ -349,3 +353,54 @@ def test_a_vector_written_by_create_is_searchable(db: Database) -> None:
         assert [hit.node.key for hit in hits] == ["east"]
     finally:
         searcher.indexes.close()
+
+
+# ---------------------------------------------------------------------------- limits
+
+
+def test_a_write_past_its_time_limit_writes_nothing(db: Database) -> None:
+    before = unchanged(db)
+    with pytest.raises(QueryLimit, match=r"\[query\] timeout_secs"):
+        run(db, "UNWIND range(1, 10) AS x CREATE (:N {v: x})", timeout=1e-9)
+    assert unchanged(db) == before
+
+
+# ---------------------------------------------------------------------------- a Kafka node
+
+
+def test_merge_racing_on_two_kafka_nodes_makes_the_node_once(tmp_path: Path, kafka_broker: Broker) -> None:
+    """A Kafka node runs the commit function on its copy and runs it again when another node's
+    commit landed first: the statement depends on nothing outside its transaction, so the second
+    run matches what the first node made."""
+    url = kafka_broker.url(f"cypher-{uuid.uuid4().hex[:12]}")
+    nodes = [drsg.open(tmp_path / f"{name}.drsg", log=url) for name in ("a", "b")]
+    merge = prepare('UNWIND range(1, 10) AS i MERGE (n:Person {key: "ada"}) ON CREATE SET n.by = $by')
+    made: list[int] = []
+    errors: list[BaseException] = []
+
+    def race(db: Database, name: str) -> None:
+        try:
+            for _ in range(5):
+                done = db.write(lambda tx: run_write(tx, "startup", merge, {"by": name}))
+                made.append(done.value.counts.nodes_created)  # type: ignore[union-attr]
+        except BaseException as exc:  # shown by the assertion below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=race, args=(db, name)) for db, name in zip(nodes, "ab", strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not errors and sorted(made) == [0] * 9 + [1]
+        head = max(db.kafka.head() for db in nodes)  # type: ignore[attr-defined]
+        for db in nodes:
+            db.catch_up(head)  # type: ignore[attr-defined]
+            with db.snapshot() as snap:
+                (ada,) = list(snap.nodes(0, "Person"))
+                assert ada.key == "ada" and ada.props["by"] in ("a", "b")
+        stale = [c for c in nodes[0].commits() if str(c.origin.get("skipped", "")).startswith("stale")]
+        assert stale, "the race made no stale commit: no statement ran again"
+    finally:
+        for db in nodes:
+            db.close()
