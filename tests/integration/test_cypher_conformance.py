@@ -1,7 +1,7 @@
 """The openCypher 9 conformance suite: every scenario in tests/conformance/cypher/*.yaml run against
 drsg (the format: tests/support/cypher_scenarios.py).
 
-One database for the session and a fresh plane per scenario: the setup runs through
+One database for the session (``[query] max_rows`` 1000) and a fresh plane per scenario: the setup runs through
 ``plane.cypher(…)`` itself, then the query with its params; the answer's wire form
 (``CypherResult.to_json()``) is compared with the expected table, a write's counts with its
 effects, and a failing statement's error with its class and message — and an error or a read
@@ -26,6 +26,7 @@ from drsg.kernel import errors
 from tests.support.cypher_scenarios import COUNTS, Scenario, compare, load_all
 
 SCENARIOS = load_all()
+MAX_ROWS = 1000
 
 # scenario id → the engine defect it shows (one line), grouped by cause
 KNOWN_FAILING: dict[str, str] = {
@@ -69,7 +70,9 @@ def _params() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[drsg.Database]:
-    with drsg.open(tmp_path_factory.mktemp("conformance") / "graph.drsg") as db:
+    # a low row limit, so the QueryLimit scenarios cross it in a few thousand rows
+    settings = {"query.max_rows": MAX_ROWS}
+    with drsg.open(tmp_path_factory.mktemp("conformance") / "graph.drsg", settings=settings) as db:
         yield db
 
 
