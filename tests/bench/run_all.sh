@@ -30,6 +30,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_diff --sizes 2000,10000 --changes 10,100
   $PY -m tests.bench.bench_index_lag --quick --no-record
   $PY -m tests.bench.bench_kafka --commits 300 --rounds 1 --seconds 3
+  $PY -c 'import kuzu' 2>/dev/null || $PY -m pip install --quiet -e '.[bench]'
+  $PY -m tests.bench.bench_cypher --nodes 10000 --lookups 300 --scans 3 --no-record
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -54,3 +56,6 @@ $PY -m tests.bench.bench_catalog
 $PY -m tests.bench.bench_diff
 $PY -m tests.bench.bench_index_lag
 $PY -m tests.bench.bench_kafka
+# Cypher beside Kùzu, a benchmark-only dependency (pyproject's `bench` extra)
+$PY -c 'import kuzu' 2>/dev/null || $PY -m pip install --quiet -e '.[bench]'
+$PY -m tests.bench.bench_cypher
