@@ -41,7 +41,6 @@ class NodeWant:
 
 @dataclass(frozen=True, slots=True)
 class RelWant:
-    bound: int | None
     types: tuple[str, ...]
     direction: ast.Direction
     props: Mapping[str, CypherValue]
@@ -131,8 +130,6 @@ def _extend(
         for neighbor in list(view.neighbors(plane, from_id, direction, edge_type)):
             edge = neighbor.edge
             if edge.id in found_rels or edge.id in graph.deleted_rels:
-                continue
-            if want.bound is not None and edge.id != want.bound:
                 continue
             if direction == "both" and neighbor.direction == "in" and edge.src == edge.dst:
                 continue  # a self-loop is listed both ways: match it once

@@ -19,15 +19,13 @@ written to a property with a vector index (on one of the node's labels) is store
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 
 from drsg.kernel.errors import Conflict, QueryError, QueryLimit
 from drsg.kernel.values import Value, Vector
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.evaluate import evaluate
-from drsg.plan.cypher.graph import CypherValue, EvalContext, GraphView, NodeRef, PathValue, RelRef, Row
+from drsg.plan.cypher.graph import CypherValue, NodeRef, PathValue, RelRef, Row
 from drsg.plan.cypher.rows import WriteClause
 from drsg.plan.cypher.statement import Prepared
 from drsg.plan.cypher.values import to_store, type_name
@@ -58,45 +56,22 @@ class Tally:
 
 
 class WriteSession:
-    """One write statement inside its commit function: the graph, the parameters, the counts.
-    It is the :class:`~drsg.plan.cypher.graph.EvalContext` the statement's expressions run in."""
+    """One write statement inside its commit function: the transaction, the graph it reads, the
+    counts. Its expressions run in the statement's executor (the parameters, pattern predicates)."""
 
-    def __init__(
-        self,
-        tx: WriteTx,
-        plane: Plane,
-        params: Mapping[str, CypherValue],
-        limits: Limits,
-    ) -> None:
+    def __init__(self, tx: WriteTx, plane: Plane, graph: TxGraph, executor: Executor) -> None:
         self.tx = tx
         self.plane = plane
-        self.view = TxGraph(tx, plane)
-        self._params = params
-        self.limits = limits
-        #: where expressions run: the statement's executor (its pattern predicates), else this
-        self.context: EvalContext = self
+        self.view = graph
+        self.executor = executor
         self.tally = Tally()
         #: what the statement created, in order (the answer's subgraph holds them)
         self.created_nodes: list[int] = []
         self.created_rels: list[int] = []
         self._vector_props: dict[str, set[str]] | None = None
 
-    # ------------------------------------------------------------------ EvalContext
-
-    @property
-    def graph(self) -> GraphView:
-        return self.view
-
-    @property
-    def params(self) -> Mapping[str, CypherValue]:
-        return self._params
-
-    def pattern_exists(self, pattern: ast.PatternPart, row: Row) -> bool:
-        nodes, rels = _wants(self, pattern, row, "a pattern")
-        return next(match_part(self.view, pattern, nodes, rels), None) is not None
-
     def value(self, expr: ast.Expr, row: Row) -> CypherValue:
-        return evaluate(expr, row, self.context)
+        return self.executor.value(expr, row)
 
     def vector_props(self, labels: Iterable[str]) -> set[str]:
         """The properties with a vector index on one of ``labels`` (a list of numbers written there
@@ -108,15 +83,11 @@ class WriteSession:
         return {prop for label in labels for prop in self._vector_props.get(label, ())}
 
     def check(self, rows: int) -> None:
-        """Raise QueryLimit past ``[query] max_rows`` or the deadline (nothing is written)."""
-        if self.limits.max_rows is not None and rows > self.limits.max_rows:
-            raise QueryLimit(
-                f"a write made more than {self.limits.max_rows} rows; narrow the MATCH or raise [query] max_rows"
-            )
-        if self.limits.deadline is not None and time.monotonic() > self.limits.deadline:
-            raise QueryLimit(
-                "the statement ran past [query] timeout_secs; narrow the MATCH (a label, a key) or raise the setting"
-            )
+        """QueryLimit past ``[query] max_rows`` rows or the deadline (then nothing is written)."""
+        high = self.executor.limits.max_rows
+        if high is not None and rows > high:
+            raise QueryLimit(f"a write made more than {high} rows; narrow the MATCH or raise [query] max_rows")
+        self.executor.tick(1)
 
 
 def run_write(
@@ -135,16 +106,16 @@ def run_write(
     scans and seeks; ``embed`` is taken for the read path's signature (a write has no SEARCH)."""
     del embed  # SEARCH, HYBRID and CALL are refused in a write (scan_source): nothing to embed
     target = tx.plane(plane)  # NotFound says how to create it
-    params = params or {}
-    limits = Limits.of(max_rows, timeout)
-    session = WriteSession(tx, target, params, limits)
-    view = tx.view
+    view, graph = tx.view, TxGraph(tx, target)
+    session: WriteSession | None = None
 
     def writer(clause: WriteClause, rows: list[Row]) -> list[Row]:
+        assert session is not None
         return apply_write(clause, rows, session)
 
-    executor = Executor(view, target.id, session.view, params, scan_source(view, target.id), limits, writer)
-    session.context = executor  # pattern predicates in SET values run as in the rest of the statement
+    limits = Limits.of(max_rows, timeout)
+    executor = Executor(view, target.id, graph, params or {}, scan_source(view, target.id), limits, writer)
+    session = WriteSession(tx, target, graph, executor)
     recs = executor.run(prepared.compiled.plan)
     records = LastRecords(session.view)
     columns = prepared.columns
@@ -263,7 +234,7 @@ def _merge(session: WriteSession, clause: ast.Merge, row: dict[str, CypherValue]
     """The rows MERGE gives for one row: one per match (then ON MATCH SET), else the one it
     creates (then ON CREATE SET)."""
     part = clause.part
-    nodes, rels = _wants(session, part, row, "MERGE")
+    nodes, rels = _wants(session, part, row)
     found = list(match_part(session.view, part, nodes, rels))
     if not found:
         _create_part(session, part, row, merge=True)
@@ -280,48 +251,44 @@ def _merge(session: WriteSession, clause: ast.Merge, row: dict[str, CypherValue]
     return out
 
 
-def _wants(session: WriteSession, part: ast.PatternPart, row: Row, what: str) -> tuple[list[NodeWant], list[RelWant]]:
-    """What each element of ``part`` asks, evaluated in ``row`` (a null property value: MERGE
-    cannot match it)."""
+def _wants(session: WriteSession, part: ast.PatternPart, row: Row) -> tuple[list[NodeWant], list[RelWant]]:
+    """What each element of MERGE's ``part`` asks, evaluated in ``row``."""
     nodes: list[NodeWant] = []
     for pattern in part.nodes:
-        bound = _bound(row, pattern.variable, NodeRef, what)
-        if bound is not None and what == "MERGE" and (pattern.labels or pattern.properties is not None):
+        bound = _bound(row, pattern.variable, NodeRef)
+        if bound is not None and (pattern.labels or pattern.properties is not None):
             raise QueryError(
                 f"MERGE cannot give labels or properties to {pattern.variable!r}: it is bound already "
                 "(use ON CREATE SET / ON MATCH SET)"
             )
-        props = _wanted_props(session, pattern.properties, row, what)
-        nodes.append(NodeWant(bound, pattern.labels, props))
+        nodes.append(NodeWant(bound, pattern.labels, _wanted_props(session, pattern.properties, row)))
     rels: list[RelWant] = []
     for rel in part.rels:
-        if what == "MERGE" and len(rel.types) != 1:
+        if len(rel.types) != 1:
             raise QueryError("MERGE makes a relationship of exactly one type: write -[:TYPE]->")
-        bound = _bound(row, rel.variable, RelRef, what)
-        if bound is not None and what == "MERGE":
+        if _bound(row, rel.variable, RelRef) is not None:
             raise QueryError(f"MERGE cannot reuse relationship variable {rel.variable!r}: it is bound already")
-        rels.append(RelWant(bound, rel.types, rel.direction, _wanted_props(session, rel.properties, row, what)))
+        rels.append(RelWant(rel.types, rel.direction, _wanted_props(session, rel.properties, row)))
     return nodes, rels
 
 
-def _bound(row: Row, variable: str | None, kind: type[NodeRef] | type[RelRef], what: str) -> int | None:
+def _bound(row: Row, variable: str | None, kind: type[NodeRef] | type[RelRef]) -> int | None:
     if variable is None or variable not in row:
         return None
     value = row[variable]
     if not isinstance(value, kind):
         wanted = "a node" if kind is NodeRef else "a relationship"
-        raise QueryError(f"{what} needs {variable!r} to be {wanted}, not {type_name(value)}")
+        raise QueryError(f"MERGE needs {variable!r} to be {wanted}, not {type_name(value)}")
     return value.id
 
 
 def _wanted_props(
-    session: WriteSession, expr: ast.MapLiteral | ast.Parameter | None, row: Row, what: str
+    session: WriteSession, expr: ast.MapLiteral | ast.Parameter | None, row: Row
 ) -> dict[str, CypherValue]:
     props = _pattern_props(session, expr, row)
-    if what == "MERGE":
-        for name, value in props.items():
-            if value is None:
-                raise QueryError(f"MERGE cannot match a null value for property {name!r}; give it a value")
+    for name, value in props.items():
+        if value is None:
+            raise QueryError(f"MERGE cannot match a null value for property {name!r}; give it a value")
     return props
 
 
