@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from drsg.kernel.errors import QueryError
+from drsg.kernel.errors import QueryError, QuerySyntaxError
 from drsg.kernel.values import Json
 from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.check import (
@@ -61,6 +61,8 @@ def compile_query(query: ast.Query) -> Compiled:
     writes = query.writes
     if writes and query.as_of is not None:
         raise QueryError(f"AS OF{at(query.as_of)} cannot pin a write: a write runs at the head; drop AS OF")
+    if len(set(query.union_all)) > 1:
+        raise QueryError(f"UNION and UNION ALL{at(query)} are mixed in one statement; use one of them throughout")
     parts = tuple(_Compiler().single(part) for part in query.parts)
     for part, tree in zip(parts[1:], query.parts[1:], strict=True):
         if part.columns != parts[0].columns:
@@ -139,7 +141,11 @@ class _Compiler:
                     ops.append(rows.Write(clause))
         writes = any(isinstance(c, ast.WRITE_CLAUSES) for c in clauses)
         if clauses and not isinstance(clauses[-1], ast.Return) and not writes:
-            raise QueryError(f"the statement{at(part)} ends without RETURN; add RETURN with what to answer")
+            # openCypher's grammar: a reading query ends with RETURN (so a syntax error, as the TCK says)
+            line, column = part.at if part.at[0] else (1, 1)
+            raise QuerySyntaxError(
+                f"line {line}, column {column}: the statement ends without RETURN; add RETURN with what to answer"
+            )
         return rows.RowPlan(tuple(ops), columns)
 
     def bind(self, scope: dict[str, Kind], name: str, kind: Kind, where: object) -> None:
