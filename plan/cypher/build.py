@@ -19,7 +19,7 @@ from lark.tree import Meta
 
 from drsg.kernel.errors import BadValue, UsageError
 from drsg.kernel.metrics import check_metric
-from drsg.plan.algo import check_algo
+from drsg.plan.algo import ALGOS, check_algo
 from drsg.plan.call import ARGS as ALGO_ARGS
 from drsg.plan.cypher import ast
 from drsg.plan.cypher.build_expr import Dotted, ExprBuild, Name, SyntaxProblem, at_of, fail, is_tok, tok_at, values
@@ -363,6 +363,10 @@ class Build(ExprBuild):
         try:
             algorithm = check_algo(written)
         except UsageError as exc:
+            if len(dotted.names) > 1:  # db.labels(): openCypher's procedures, which drsg has none of
+                algorithms = ", ".join(ALGOS)
+                message = f"CALL {written}(): procedures are not supported; CALL runs drsg's algorithms: {algorithms}"
+                raise SyntaxProblem(dotted.at, message, unsupported=True) from None
             fail(dotted.at, exc.message)
         known = ALGO_ARGS[algorithm]
         args = [c for c in children if isinstance(c, tuple)]

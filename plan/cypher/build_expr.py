@@ -26,11 +26,12 @@ _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "b": "\b", "f": "\f", "n": "\n", "r"
 
 
 class SyntaxProblem(Exception):
-    """What the grammar accepted but a statement may not say, at (line, column)."""
+    """What the grammar accepted but a statement may not say, at (line, column); ``unsupported``:
+    it is openCypher a drsg statement cannot say (a QueryError naming it), not a syntax error."""
 
-    def __init__(self, at: ast.Position, message: str) -> None:
+    def __init__(self, at: ast.Position, message: str, unsupported: bool = False) -> None:
         super().__init__(message)
-        self.line, self.column, self.message = at[0], at[1], message
+        self.line, self.column, self.message, self.unsupported = at[0], at[1], message, unsupported
 
 
 def fail(at: ast.Position, message: str) -> NoReturn:

@@ -27,7 +27,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from lark.grammar import Rule
 from lark.lexer import TerminalDef
 
-from drsg.kernel.errors import QuerySyntaxError
+from drsg.kernel.errors import QueryError, QuerySyntaxError
 from drsg.plan.cypher import ast
 from drsg.plan.cypher.build import Build, SyntaxProblem
 
@@ -87,6 +87,8 @@ def parse(text: str) -> ast.Query:
     except VisitError as exc:
         if isinstance(exc.orig_exc, SyntaxProblem):
             problem = exc.orig_exc
+            if problem.unsupported:  # it parses; drsg does not run it: one line, as every QueryError
+                raise QueryError(f"line {problem.line}, column {problem.column}: {problem.message}") from None
             raise QuerySyntaxError(message_at(text, problem.line, problem.column, problem.message)) from None
         raise
     assert isinstance(query, ast.Query)
@@ -163,6 +165,11 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
         return message_at(text, line, column, f"expected {expected} but found {char!r}")
     if isinstance(exc, UnexpectedToken | UnexpectedEOF):
         token = exc.token
+        construct = _construct_at(text, token.start_pos or 0, token.type)
+        if construct is not None:
+            name, start = construct
+            line, column = text.count("\n", 0, start) + 1, start - (text.rfind("\n", 0, start) + 1) + 1
+            return message_at(text, line, column, f"{name} is not supported")
         at_end = token.type == "$END"
         if at_end:  # lark puts the end at (1, 1) on some paths: point after the last character
             line = text.count("\n", 0, len(text.rstrip())) + 1
@@ -186,6 +193,36 @@ def _unsupported(text: str) -> tuple[str, tuple[int, int]] | None:
             line = text.count("\n", 0, start) + 1
             name = name or " ".join(found.group(0).upper().split())  # the words as written
             return name, (line, start - (text.rfind("\n", 0, start) + 1) + 1)
+    return None
+
+
+_ARROW = re.compile(r"-->|<--|--|<?-\s*\[")
+_BRACKETS = {"(": ")", "[": "]", "{": "}"}
+
+
+def _construct_at(text: str, pos: int, found: str) -> tuple[str, int] | None:
+    """The openCypher construct drsg does not read that a statement failing at ``pos`` was
+    writing: a map projection (``n {.k}``), a pattern comprehension (``[(a)-->(b) | b.v]``) or
+    ``reduce(acc = 0, x IN l | …)``; and where it starts."""
+    before = _STRINGS_AND_COMMENTS.sub(lambda m: " " * len(m.group(0)), text[:pos])
+    if found == "LBRACE" and re.search(r"[\w`]\s*$", before):
+        return "a map projection (v {.key, …})", pos
+    if found not in ("PIPE", "WHERE"):
+        return None
+    opened: list[int] = []  # where each bracket still open at pos opened
+    for i, char in enumerate(before):
+        if char in _BRACKETS:
+            opened.append(i)
+        elif char in _BRACKETS.values() and opened:
+            opened.pop()
+    if not opened:
+        return None
+    start = opened[-1]
+    if before[start] == "[" and _ARROW.search(before, start):
+        return "a pattern comprehension ([(a)-->(b) | …])", start
+    reduce = re.search(r"\breduce\s*$", before[:start], re.I)
+    if before[start] == "(" and reduce is not None:
+        return "reduce(…)", reduce.start()
     return None
 
 

@@ -37,10 +37,6 @@ KNOWN_FAILING: dict[str, str] = {
     "return_with::reduce folds a list": "reduce(acc = 0, x IN l | …) is a syntax error, not supported by name",
     # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
     "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
-    # an unsupported construct answers QuerySyntaxError where the contract says QueryError
-    "functions::a standalone procedure call is not supported and says so": (
-        "CALL db.labels() is a QuerySyntaxError ('unknown algo'), not a QueryError naming the construct"
-    ),
 }
 
 

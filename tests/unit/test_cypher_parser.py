@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from drsg.kernel.errors import QuerySyntaxError
+from drsg.kernel.errors import QueryError, QuerySyntaxError
 from drsg.plan.cypher import ast, parser
 from drsg.plan.cypher.parser import parse
 from tests.bench.cypher_parsers import STATEMENTS
@@ -455,10 +455,24 @@ def test_error_messages(text: str, expected: str) -> None:
         ("CALL db.labels() YIELD label RETURN label", "CALL … YIELD", 18),
         ("MATCH (n) CALL { RETURN 1 } RETURN n", "CALL { … } subqueries", 11),
         ("START n = node(1) RETURN n", "START", 1),
+        ("MATCH (n) RETURN n {.name, k: 1}", "a map projection (v {.key, …})", 20),
+        ("MATCH (a) RETURN [(a)-[:T]->(b) | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
+        ("RETURN reduce(acc = 0, x IN [1, 2] | acc + x)", "reduce(…)", 8),
     ],
 )
 def test_unsupported_openCypher_constructs_are_named(text: str, construct: str, column: int) -> None:
     assert syntax_error(text).startswith(f"line 1, column {column}: {construct} is not supported")
+
+
+def test_a_procedure_call_parses_and_is_refused_by_name_in_one_line() -> None:
+    with pytest.raises(QueryError) as caught:
+        parse("CALL db.labels()")
+    assert caught.value.message == (
+        "line 1, column 6: CALL db.labels(): procedures are not supported; "
+        "CALL runs drsg's algorithms: pagerank, components, shortest_path, louvain"
+    )
+    assert syntax_error("CALL nope()").startswith("line 1, column 6: unknown algo 'nope'")  # upstream's message
 
 
 def test_a_reserved_looking_word_inside_a_string_or_a_valid_statement_is_not_refused() -> None:
