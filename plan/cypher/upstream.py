@@ -162,6 +162,8 @@ def _hops(part: ast.PatternPart) -> list[Step]:
         if high is None or high > 1 or high > MAX_HOPS or low > high:
             raise _NotSubset
         steps.append(ExpandVar(direction, edge_type, low, high))
+    if not part.rels:
+        return steps  # the one node is the source's: its label is the scan's
     end = part.nodes[-1]
     filters: list[Step] = [Filter(px.HasLabel(label)) for label in end.labels]
     if end.properties is not None:
