@@ -10,6 +10,7 @@ shows its counts and moves the slider to the new commit. One page load serves ev
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -221,3 +222,12 @@ def test_a_statement_is_pinned_unless_it_names_its_own_as_of(page: Any, served: 
         assert (got["pinned"] == seq) == (want is not None) and (got["own"] is None) == (want is not None), got
         if want is not None:  # what the box sends is a statement the server runs
             served.call("plane.cypher", {"plane": PLANE, "query": want})
+
+
+def test_numbers_show_as_the_server_wrote_them(page: Any, served: RunningServer) -> None:
+    statement = "RETURN 1.0 AS f, 1 AS i, 9007199254740993 AS big, [0.5, 2.0, 3] AS l, {n: 2.0} AS m"
+    answer = served.rpc("plane.cypher", {"plane": PLANE, "query": statement})
+    assert '"rows":[[1.0,1,9007199254740993,[0.5,2.0,3],{"n":2.0}]]' in json.dumps(answer, separators=(",", ":"))
+    run(page, statement)
+    # 1.0 is a float, not the integer 1; an integer past 2^53 keeps its digits
+    assert table(page) == [["f", "i", "big", "l", "m"], ["1.0", "1", "9007199254740993", "[0.5, 2.0, 3]", '{"n": 2.0}']]

@@ -26,13 +26,14 @@ class RpcError extends Error {
   constructor(code, message, data) { super(message); this.code = code; this.data = data; }
 }
 
-async function rpc(method, params = {}) {
+// `reviver`: JSON.parse's, for an answer read with more care than numbers as JavaScript's
+async function rpc(method, params = {}, reviver = undefined) {
   const response = await fetch("/rpc", {
     method: "POST",
     headers: { "Content-Type": "application/json", ...authHeaders() },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
   });
-  const body = await response.json();
+  const body = reviver ? JSON.parse(await response.text(), reviver) : await response.json();
   if (body.error) throw new RpcError(body.error.code, body.error.message, body.error.data);
   return body.result;
 }

@@ -55,6 +55,14 @@ export function pin(statement, seq) {
 
 // --------------------------------------------------------------------------- a cell's text
 
+// A number as the server wrote it where JavaScript would print it otherwise: a float with no
+// fraction (1.0 is not the integer 1 in Cypher), an integer past 2^53, an exponent's form
+class Exact { constructor(source) { this.source = source; } }
+export function exact(key, value, context) {
+  return typeof value === "number" && context && typeof context.source === "string" && String(value) !== context.source
+    ? new Exact(context.source) : value;
+}
+
 const NODE = "id,labels,properties", REL = "dst,id,properties,src,type", PATH = "edges,nodes";
 function shape(value) { return Object.keys(value).sort().join(","); }
 
@@ -62,7 +70,7 @@ function shape(value) { return Object.keys(value).sort().join(","); }
 function summary(props, room = 3) {
   const shown = Object.entries(props || {}).filter(([k]) => !k.startsWith("_"));
   if (!shown.length) return "";
-  const parts = shown.slice(0, room).map(([k, v]) => `${k}: ${short(JSON.stringify(v), 40)}`);
+  const parts = shown.slice(0, room).map(([k, v]) => `${k}: ${short(cellText(v, false), 40)}`);
   return ` {${parts.join(", ")}${shown.length > room ? ", …" : ""}}`;
 }
 
@@ -85,6 +93,7 @@ function pathText(p) {
 // both, a string as itself, anything else (lists and maps too) as JSON text.
 export function cellText(value, top = true) {
   if (value === null || value === undefined) return "null";
+  if (value instanceof Exact) return value.source;
   if (typeof value === "string") return top ? value : JSON.stringify(value);
   if (Array.isArray(value)) return "[" + value.map((v) => cellText(v, false)).join(", ") + "]";
   if (typeof value === "object") {
@@ -144,7 +153,7 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
     note.replaceChildren(el("p", { class: "muted" }, "running…"));
     let answer;
     try {
-      answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true });
+      answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true }, exact);
     } catch (err) {
       if (err.code === -32001) throw err;  // not signed in: the page's own handling
       // a syntax error's line with its caret comes as the error's `excerpt`, under the one-line message
