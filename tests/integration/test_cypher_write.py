@@ -230,6 +230,20 @@ def test_merge_a_whole_path_creates_all_of_it_when_any_part_is_missing(db: Datab
     assert run(db, 'MERGE (a:P {name: "a"})-[:T]->(b:P {name: "b"})').counts == WriteCounts()
 
 
+def test_merge_finds_a_path_from_its_keyed_node_either_way(db: Database) -> None:
+    # the find starts at the keyed middle node and walks left along <-[:U]- and -[:T]->
+    text = 'MERGE p = (a:P {name: "a"})-[:T]->(b:P {key: "b"})<-[:U]-(c:Q) RETURN length(p) AS hops, key(b) AS k'
+    first = run(db, text)
+    assert first.counts == WriteCounts(nodes_created=3, edges_created=2, labels_added=3, props_set=1)
+    again = run(db, text)
+    assert again.counts == WriteCounts() and again.records() == first.records() == [{"hops": 2, "k": "b"}]
+    loop = 'MATCH (a:P {name: "a"}) MERGE (a)-[:SELF]->(a) RETURN count(*) AS rows'
+    assert run(db, loop).counts == WriteCounts(edges_created=1)
+    # a self-loop is found once, directed or not
+    assert run(db, loop).records() == [{"rows": 1}]
+    assert run(db, loop.replace("]->", "]-")).records() == [{"rows": 1}]
+
+
 def test_merge_refuses_a_null_property(db: Database) -> None:
     with pytest.raises(QueryError, match="null value for property 'v'"):
         run(db, "MERGE (n:N {v: null})")
