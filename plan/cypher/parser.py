@@ -107,13 +107,13 @@ def message_at(text: str, line: int, column: int, what: str) -> str:
 
 #: openCypher 9 constructs drsg does not run: named when a statement using one does not parse
 _UNSUPPORTED = (
-    (re.compile(r"\bFOREACH\b", re.I), "FOREACH"),
+    (re.compile(r"(?<![.:$])\bFOREACH\s*\(", re.I), "FOREACH"),
     (re.compile(r"\bLOAD\s+CSV\b", re.I), "LOAD CSV"),
     (re.compile(r"\b(?:CREATE|DROP)\s+(?:INDEX|CONSTRAINT)\b", re.I), ""),
     (re.compile(r"\bUSING\s+(?:INDEX|SCAN|JOIN|PERIODIC)\b", re.I), "USING hints"),
     (re.compile(r"\bCALL\s*\{", re.I), "CALL { … } subqueries"),
-    (re.compile(r"\bYIELD\b", re.I), "CALL … YIELD"),
-    (re.compile(r"^\s*(?:EXPLAIN\s+)?START\b", re.I), "START"),
+    (re.compile(r"\)\s*(YIELD)\b", re.I), "CALL … YIELD"),
+    (re.compile(r"^\s*(?:EXPLAIN\s+)?(START)\b", re.I), "START"),
 )
 #: what the user wrote lark's terminals for, in words
 _WORDS = {
@@ -189,7 +189,7 @@ def _unsupported(text: str) -> tuple[str, tuple[int, int]] | None:
     for pattern, name in _UNSUPPORTED:
         found = pattern.search(blank)
         if found is not None:
-            start = found.start() + len(found.group(0)) - len(found.group(0).lstrip())
+            start = found.start(1) if pattern.groups else found.start()  # a group marks the word itself
             line = text.count("\n", 0, start) + 1
             name = name or " ".join(found.group(0).upper().split())  # the words as written
             return name, (line, start - (text.rfind("\n", 0, start) + 1) + 1)

@@ -455,6 +455,7 @@ def test_error_messages(text: str, expected: str) -> None:
         ("CALL db.labels() YIELD label RETURN label", "CALL … YIELD", 18),
         ("MATCH (n) CALL { RETURN 1 } RETURN n", "CALL { … } subqueries", 11),
         ("START n = node(1) RETURN n", "START", 1),
+        ("EXPLAIN START n = node(1) RETURN n", "START", 9),
         ("MATCH (n) RETURN n {.name, k: 1}", "a map projection (v {.key, …})", 20),
         ("MATCH (a) RETURN [(a)-[:T]->(b) | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
         ("MATCH (a) RETURN [(a)-->(b) WHERE b.x | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
@@ -478,6 +479,8 @@ def test_a_procedure_call_parses_and_is_refused_by_name_in_one_line() -> None:
 def test_a_reserved_looking_word_inside_a_string_or_a_valid_statement_is_not_refused() -> None:
     assert expr("'FOREACH x'") == L("FOREACH x")
     assert expr("n.yield") == P(V("n"), "yield")
+    # a statement that does not parse for another reason is not blamed on a name that looks like one
+    assert syntax_error("RETURN n.foreach, n.yield +").startswith("line 1, column 28: expected an expression")
 
 
 # ---------------------------------------------------------------------------- the cache
