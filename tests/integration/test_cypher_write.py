@@ -94,6 +94,17 @@ def test_a_write_without_return_answers_its_counts_and_what_it_created(db: Datab
     assert out.to_json()["count"] == 0
 
 
+def test_the_feed_sends_a_write_as_one_message(db: Database) -> None:
+    from drsg.feed.subscription import Subscription
+
+    out = run(db, 'MATCH (n) DETACH DELETE n WITH count(*) AS gone CREATE (:A {key: "a"})-[:T]->(:B)')
+    (message,) = Subscription(db, P, out.seq, follow=False, resolved_every=None)
+    changes = message["changes"]  # type: ignore[index]
+    assert message["seq"] == out.seq  # type: ignore[index]
+    assert [(c["kind"], c["op"]) for c in changes] == [("node", "created"), ("node", "created"), ("edge", "created")]
+    assert changes[0]["record"]["external_key"] == "a"
+
+
 def test_create_reuses_bound_nodes_and_makes_a_node_per_row(db: Database) -> None:
     out = run(db, "CREATE (h:Hub) WITH h UNWIND [1, 2, 3] AS x CREATE (h)-[:HAS]->(s:Spoke {v: x}) RETURN h, s")
     assert out.counts == WriteCounts(nodes_created=4, edges_created=3, labels_added=4, props_set=3)
