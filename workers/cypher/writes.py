@@ -6,9 +6,11 @@ function, so nothing of the statement is written. Nothing here has an effect out
 transaction: a Kafka node runs the same function on its copy, and the group-commit writer may run
 it again.
 
-:func:`apply_write` runs one clause over the rows so far (all rows, in order, before the next
-clause) and gives the rows that go on; :class:`WriteSession` holds the statement's state — the
-graph it reads (:class:`~drsg.workers.cypher.write_graph.TxGraph`), its parameters, its counts.
+:func:`run_write` runs a statement's row plan through the executor (:mod:`drsg.workers.cypher.execute`)
+on the transaction's view, and the executor hands each write clause to :func:`apply_write`, which
+runs it over the rows so far (all rows, in order, before the next clause) and gives the rows that
+go on. :class:`WriteSession` holds the statement's state — the transaction, the graph it reads
+(:class:`~drsg.workers.cypher.write_graph.TxGraph`), the executor its expressions run in, the counts.
 
 The rules beside openCypher 9's (upstream's): in a created or merged node, a string ``key`` entry
 is the node's external key, not a property (a key already held: Conflict, use MERGE); a MERGE with
