@@ -231,3 +231,11 @@ def test_numbers_show_as_the_server_wrote_them(page: Any, served: RunningServer)
     run(page, statement)
     # 1.0 is a float, not the integer 1; an integer past 2^53 keeps its digits
     assert table(page) == [["f", "i", "big", "l", "m"], ["1.0", "1", "9007199254740993", "[0.5, 2.0, 3]", '{"n": 2.0}']]
+
+
+def test_a_path_shows_each_step_in_its_direction(page: Any, graph: dict[str, Any]) -> None:
+    ada, babbage, mallory = (graph[k]["id"] for k in ("ada", "babbage", "mallory"))
+    out, into = graph["ada>babbage"]["id"], graph["mallory>ada"]["id"]
+    run(page, "MATCH p = (b)<-[:KNOWS]-(:Person {name: 'Ada Lovelace'})<-[:KNOWS]-() RETURN p, [b.name, b.born] AS l")
+    path = f"(#{babbage}:Person)<-[#{out}:KNOWS]-(#{ada}:Person)<-[#{into}:KNOWS]-(#{mallory}:Person)"
+    assert table(page) == [["p", "l"], [path, '["Charles Babbage", null]']]
