@@ -22,7 +22,9 @@ from drsg.plan.cypher.statement import prepare
 from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.store.records import Node
+from drsg.workers.cypher.graphs import SnapshotGraph
 from drsg.workers.cypher.result import CypherResult
+from drsg.workers.cypher.run import run_on
 from drsg.workers.plans import run_plan_subgraph
 from drsg.workers.search import Searcher
 
@@ -77,6 +79,33 @@ def test_an_upstream_subset_statement_runs_its_logical_plan_and_answers_as_drsg_
     assert result.columns == ("l",)
     assert [row[0] for row in result.rows] == [w.node for w in walked]
     assert (list(result.nodes), list(result.edges)) == (nodes, edges)
+
+
+SUBSET = [
+    "MATCH (n) RETURN n",
+    "MATCH (n:Person) WHERE n.born >= 1906 OR n.name = 'Lab' RETURN n",
+    "MATCH (n) WHERE n.born IN [1815, 1912] AND n.name IS NOT NULL RETURN DISTINCT n",
+    "MATCH (n) WHERE n.born IS NULL RETURN n SKIP 1 LIMIT 2",
+    "MATCH (n) WHERE n.name < 'B' RETURN *",
+    "MATCH (a)-[:WORKED_AT]->(l:Place) RETURN l",
+    "MATCH (a)<-[:READ]-(b:Person {name: 'Alan'}) RETURN b",
+    "MATCH (g)-[:ADMIRES]->(x) WHERE key(g) = 'grace' RETURN x",
+    "MATCH (a)-[:READ*0..1]->(b) WHERE id(a) IN [1, 2] RETURN b",
+    "MATCH (n:Person) WHERE key(n) IN ['ada', 'lab'] RETURN n",
+]
+
+
+@pytest.mark.parametrize("text", SUBSET)
+def test_the_logical_plan_answers_the_rows_the_row_plan_does(db: Database, text: str) -> None:
+    prepared = prepare(text)
+    assert prepared.compiled.logical is not None
+    planned = read(db, text)
+    with db.snapshot() as snap:
+        plane = snap.plane("p").id
+        rowed = run_on(snap, plane, SnapshotGraph(snap, plane), prepared.compiled, {})
+    assert planned.columns == rowed.columns
+    assert sorted(n.id for (n,) in planned.rows) == sorted(n.id for (n,) in rowed.rows)  # type: ignore[union-attr]
+    assert len(planned.rows) > 0 or "IS NULL" in text
 
 
 def test_a_filtered_label_scan_keeps_the_rows_opencypher_keeps(db: Database) -> None:
