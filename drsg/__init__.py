@@ -33,6 +33,9 @@ from drsg.kernel.errors import (
     DrsgError,
     EmbedderError,
     NotFound,
+    QueryError,
+    QueryLimit,
+    QuerySyntaxError,
     StoreError,
     StoreFull,
     UsageError,
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
     from drsg.store.jsonl import ImportReport
     from drsg.store.lmdb_log import LmdbOptions
     from drsg.store.records import Edge, Node, Version
+    from drsg.workers.cypher.result import CypherResult
 
 __version__ = "0.1.0"
 #: where each public name that is not an error lives, loaded on first use (``import drsg`` stays cheap)
@@ -70,6 +74,7 @@ _LAZY = {
     "AsOf": "drsg.kernel.asof",
     "AskAnswer": "drsg.api.results",
     "ChatChoice": "drsg.models.providers",
+    "CypherResult": "drsg.workers.cypher.result",
     "Database": "drsg.api.database",
     "Deleted": "drsg.api.results",
     "DigestReport": "drsg.pipeline.digest.report",
@@ -102,6 +107,7 @@ __all__ = [
     "ChatError",
     "ConfigError",
     "Conflict",
+    "CypherResult",
     "Database",
     "DatabaseUnavailable",
     "Deleted",
@@ -124,6 +130,9 @@ __all__ = [
     "Plane",
     "PlaneDiff",
     "PlaneSummary",
+    "QueryError",
+    "QueryLimit",
+    "QuerySyntaxError",
     "StoreError",
     "StoreFull",
     "UsageError",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.snapshot import Snapshot
+    from drsg.workers.cypher.result import CypherResult
 
 
 def _ref(ref: int | str) -> int | str:
@@ -279,6 +280,32 @@ class Plane(PlaneRecord):
         from drsg.api import retrieval
 
         return retrieval.vectorize_nodes(self, metric, embed, origin)
+
+    # ------------------------------------------------------------------ Cypher (drsg.api.cypher)
+
+    def cypher(
+        self,
+        statement: str,
+        params: Mapping[str, object] | None = None,
+        *,
+        as_of: AsOfLike | None = None,
+        embed: EmbedderChoice | None = None,
+    ) -> CypherResult:
+        """Run a Cypher statement (docs/cypher.md): a read on one snapshot — ``as_of`` or the
+        statement's ``AS OF`` (not both) — or a write (CREATE, MERGE, SET, REMOVE, DELETE) as one
+        commit at the head, whose origin is ``db.origin``. ``params`` are the ``$parameters``' values
+        (None, bool, int, float, str, lists and maps). ``embed`` names the embedder for a text
+        ``NEAR "…"`` (by default the one that wrote the vectors searched). Bounded by ``[query]
+        max_rows`` and ``timeout_secs`` (a QueryLimit past either)."""
+        from drsg.api import cypher
+
+        return cypher.cypher(self, statement, params, as_of_of(as_of), embed)
+
+    def explain_cypher(self, statement: str) -> Json:
+        """The plan a Cypher statement compiles to, as JSON (``drsg cypher --explain``); nothing runs."""
+        from drsg.api import cypher
+
+        return cypher.explain(statement)
 
     def find(self, request: Mapping[str, Any], *, embed: EmbedderChoice | None = None) -> FindAnswer:
         """On a catalog plane (``drsg catalog index``'s): answer ``{"entity": …, "fields": […],

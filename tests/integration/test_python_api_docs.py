@@ -23,7 +23,18 @@ def blocks(text: str) -> list[str]:
 def test_the_page_has_examples_for_each_part() -> None:
     found = blocks(PAGE.read_text())
     assert len(found) >= 8
-    for call in ("put(", "link(", "history(", "diff(", "export_jsonl(", "search(", "hybrid(", "ask(", "feed("):
+    for call in (
+        "put(",
+        "link(",
+        "history(",
+        "diff(",
+        "export_jsonl(",
+        "search(",
+        "hybrid(",
+        "cypher(",
+        "ask(",
+        "feed(",
+    ):
         assert any(call in block for block in found), call
 
 
