@@ -22,6 +22,7 @@ from drsg.plan.cypher.statement import prepare
 from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.store.records import Node
+from drsg.workers.cypher.execute import scan_source
 from drsg.workers.cypher.graphs import SnapshotGraph
 from drsg.workers.cypher.result import CypherResult
 from drsg.workers.cypher.run import run_on
@@ -204,3 +205,19 @@ def test_the_row_limit_and_the_timeout_stop_a_runaway(db: Database) -> None:
 def test_a_write_statement_is_refused_on_the_read_path(db: Database) -> None:
     with pytest.raises(QueryError, match="writes"):
         read(db, "CREATE (n:X) RETURN n")
+
+
+def test_an_optional_match_scans_its_source_once_not_once_per_row(db: Database) -> None:
+    calls: list[object] = []
+    prepared = prepare("MATCH (a:Person) OPTIONAL MATCH (p:Place) WHERE a.born > 1900 RETURN a.name, p.name")
+    with db.snapshot() as snap:
+        plane = snap.plane("p").id
+        scan = scan_source(snap, plane)
+
+        def counted(source: lp.Source) -> list[tuple[Node, float | None]]:
+            calls.append(source)
+            return scan(source)
+
+        result = run_on(snap, plane, SnapshotGraph(snap, plane), prepared.compiled, {}, sources=counted)
+    assert sorted(map(tuple, values(result))) == [("Ada", None), ("Alan", "Lab"), ("Grace", "Lab")]
+    assert calls == [lp.ScanLabel("Person"), lp.ScanLabel("Place")]

@@ -105,6 +105,9 @@ class Executor:
         self.writer = writer
         self.matcher = Matcher(snap, plane, graph, self.value, self.tick)
         self._ticks = 0
+        self._depth = 0
+        #: each scan's nodes, kept through one top-level step (an OPTIONAL MATCH scans once, not per row)
+        self._found: dict[int, list[tuple[Node, float | None]]] = {}
         self._patterns: dict[tuple[ast.PatternPart, frozenset[str]], tuple[rows.Op, ...]] = {}
         self._remember: Callable[[Node], None] | None = getattr(graph, "remember", None)
 
@@ -161,10 +164,17 @@ class Executor:
         return out
 
     def run_ops(self, ops: Iterable[rows.Op], recs: list[Rec]) -> list[Rec]:
-        for op in ops:
-            recs = self.step(op, recs)
-            self._check(recs, type(op).__name__)
-            self.tick(_CLOCK_EVERY)  # the clock, once per step at least
+        top = self._depth == 0
+        self._depth += 1
+        try:
+            for op in ops:
+                if top:
+                    self._found.clear()  # a write step may have changed what a source finds
+                recs = self.step(op, recs)
+                self._check(recs, type(op).__name__)
+                self.tick(_CLOCK_EVERY)  # the clock, once per step at least
+        finally:
+            self._depth -= 1
         return recs
 
     def step(self, op: rows.Op, recs: list[Rec]) -> list[Rec]:
@@ -212,7 +222,9 @@ class Executor:
     # ------------------------------------------------------------------ operators
 
     def scan(self, op: rows.NodeScan, recs: list[Rec]) -> list[Rec]:
-        found = self.sources(self._source(op))
+        found = self._found.get(id(op))
+        if found is None:
+            found = self._found[id(op)] = self.sources(self._source(op))
         name = op.node.variable
         out: list[Rec] = []
         for rec in recs:
