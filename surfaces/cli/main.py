@@ -30,6 +30,7 @@ COMMAND_MODULES: dict[str, str] = {
     "hybrid": "hybrid",
     "algo": "algo",
     "ask": "ask",
+    "cypher": "cypher",
     "hybrid-eval": "evaluate",
     "digest": "digest",
     "init": "init",

@@ -28,6 +28,8 @@ WIRING = frozenset(
         "choose_embedder",
         "optional_embedder",
         "embedded",
+        "run_read",  # Plane.cypher's: a read on one snapshot, a write in one commit
+        "run_write",
         "vectorize",
         "ensure_vector_indexes",
         "run_ask",
@@ -62,6 +64,7 @@ COMMANDS: dict[str, dict[str, set[str]]] = {
     "search.py": {"_run": {"query"}, "vectorize_cmd": {"plane", "vectorize"}},
     "hybrid.py": {"hybrid": {"hybrid"}},
     "ask.py": {"ask": {"plane", "ask"}},
+    "cypher.py": {"cypher": {"plane", "cypher"}},
     "records.py": {
         "get": {"plane", "get"},
         "node_put": {"plane", "put"},
@@ -94,6 +97,8 @@ WIRING_MODULES = frozenset(
         "drsg.pipeline.ask.loop",
         "drsg.pipeline.catalog.find",
         "drsg.feed.subscription",
+        "drsg.workers.cypher.run",
+        "drsg.workers.cypher.writes",
     }
 )
 #: what still imports a wiring module, and why: commands the API has no call for
@@ -205,6 +210,20 @@ def ask(obj, question, plane, **flags):
 """
 
 
+OLD_CYPHER = """
+def cypher(obj, statement, plane, params, as_of, as_json):
+    from drsg.workers.cypher.run import run_read
+    from drsg.workers.cypher.writes import run_write
+
+    prepared = prepare(statement)
+    with obj.open(write=prepared.writes) as db, open_indexes(db) as indexes:
+        if prepared.writes:
+            result = db.write(lambda tx: run_write(tx, plane, prepared, params)).value
+        else:
+            result = run_read(Searcher(db, indexes), plane, prepared, params, as_of=as_of)
+"""
+
+
 def test_the_old_wiring_is_caught() -> None:
     assert problems(OLD_RUN, "_run", {"query"}) == [
         "_run uses Searcher",
@@ -228,6 +247,16 @@ def test_the_old_wiring_is_caught() -> None:
         "ask never calls .plane(…)",
     ]
     assert wiring_imports(OLD_ASK) == {"drsg.pipeline.ask.loop", "drsg.workers.search"}
+    assert problems(OLD_CYPHER, "cypher", {"plane", "cypher"}) == [
+        "cypher uses Searcher",
+        "cypher uses open_indexes",
+        "cypher uses run_read",
+        "cypher uses run_write",
+        "cypher calls .write(…) on the store",
+        "cypher never calls .cypher(…)",
+        "cypher never calls .plane(…)",
+    ]
+    assert wiring_imports(OLD_CYPHER) == {"drsg.workers.cypher.run", "drsg.workers.cypher.writes"}
 
 
 OLD_RUN_DIGEST = """
