@@ -23,7 +23,7 @@ with ``DISTINCT``, ``ORDER BY``, ``SKIP`` and ``LIMIT``. :func:`render` writes i
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cmp_to_key
 from itertools import product
 from typing import Literal, TypeAlias, TypeVar
@@ -139,7 +139,6 @@ class Query:
     order: tuple[tuple[int, bool], ...] = ()  # (item index, descending)
     skip: int | None = None
     limit: int | None = None
-    labels_on_repeat: bool = field(default=False)  # render a repeated variable's label again
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -160,12 +159,9 @@ def _is_list(item: Prop | Var | Agg) -> bool:
 
 
 def render(query: Query) -> str:
-    parts = [_render_node(query.nodes[0], True)]
-    seen = {query.nodes[0].var}
+    parts = [_render_node(query.nodes[0])]
     for rel, node in zip(query.rels, query.nodes[1:], strict=True):
-        first = node.var not in seen
-        seen.add(node.var)
-        parts += [_render_rel(rel), _render_node(node, first or query.labels_on_repeat)]
+        parts += [_render_rel(rel), _render_node(node)]  # a repeated variable may add a label
     text = "MATCH " + "".join(parts)
     if query.where is not None:
         text += " WHERE " + _render_pred(query.where)
@@ -180,8 +176,8 @@ def render(query: Query) -> str:
     return text
 
 
-def _render_node(node: NodePat, with_label: bool) -> str:
-    return f"({node.var}{':' + node.label if node.label and with_label else ''})"
+def _render_node(node: NodePat) -> str:
+    return f"({node.var}{':' + node.label if node.label else ''})"
 
 
 def _render_rel(rel: RelPat) -> str:
