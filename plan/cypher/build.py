@@ -2,9 +2,10 @@
 
 One method per grammar rule (``grammar.lark``); each gets the rule's meta (where it starts) and
 its children, already built. What a grammar cannot say is checked here and raised as a
-:class:`SyntaxProblem` at its line and column (the parser words it as a QuerySyntaxError):
-integers past 64 bits, unknown string escapes, a key twice in a map, HYBRID's parts at most once,
-where a WHERE or a bare LIMIT may stand. Upstream's sources bind one variable; their relationship
+:class:`SyntaxProblem` at its line and column (the parser words it as a QuerySyntaxError, or as a
+QueryError for openCypher drsg does not run, such as a procedure call): integers past 64 bits,
+unknown string escapes, a key twice in a map, HYBRID's parts at most once, where a WHERE or a bare
+LIMIT may stand. Upstream's sources bind one variable; their relationship
 tail and their WHERE become a :class:`ast.Match` appended after them.
 """
 
