@@ -227,7 +227,10 @@ class _Compiler:
         if rel.properties is not None:
             check_expr(rel.properties, scope, what="a relationship pattern")
         kind = REL if rel.length is None else RELS
-        if name in scope:
+        rel_bound = name in scope
+        if rel_bound and scope[name] != kind:
+            raise QueryError(f"variable `{name}`{at(rel)} is a {scope[name]} already; it cannot be bound as a {kind}")
+        if rel_bound and (kind == RELS or name in used):
             raise QueryError(
                 f"relationship variable `{name}`{at(rel)} is bound already; a MATCH binds each relationship once"
             )
@@ -241,7 +244,7 @@ class _Compiler:
             op = rows.Expand(src, name, rel.types, direction, _check(dst, end), end_bound, True, low, high_)
         else:
             op = rows.Expand(src, name, rel.types, direction, _check(dst, end), end_bound, False, low, high)
-        op = replace(op, properties=rel.properties, unique_with=tuple(used))
+        op = replace(op, properties=rel.properties, unique_with=tuple(used), rel_bound=rel_bound)
         used.append(name)
         self.bind(scope, name, kind, rel)
         scope[dst] = NODE

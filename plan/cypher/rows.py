@@ -117,7 +117,8 @@ class Expand:
     binding a relationship; else a var-length trail binding a list of relationships (``max_hops``
     None with ``var_length``: unbounded, limited by the statement's row and time limits).
     ``unique_with``: relationship variables bound earlier in the same MATCH, none of which this
-    one may reuse (openCypher's relationship isomorphism)."""
+    one may reuse (openCypher's relationship isomorphism). ``rel_bound``: ``rel`` was bound by an
+    earlier clause; the hop must be that relationship."""
 
     start: str
     rel: str
@@ -130,6 +131,7 @@ class Expand:
     max_hops: int | None = 1
     properties: ast.MapLiteral | ast.Parameter | None = None
     unique_with: tuple[str, ...] = ()
+    rel_bound: bool = False
 
     def to_json(self) -> Json:
         out: dict[str, Json] = {"from": self.start, "rel": self.rel, "types": list(self.types), "dir": self.direction}
@@ -140,6 +142,8 @@ class Expand:
         out |= {"to": self.end.to_json(), "to_bound": self.end_bound}
         if self.unique_with:
             out["unique_with"] = list(self.unique_with)
+        if self.rel_bound:
+            out["rel_bound"] = True
         return {"Expand": out}
 
 

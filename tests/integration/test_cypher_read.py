@@ -143,6 +143,11 @@ def test_relationship_isomorphism_within_one_match(db: Database) -> None:
     assert values(again) == [[9]]
 
 
+def test_a_relationship_bound_by_an_earlier_clause_is_matched_again_as_itself(db: Database) -> None:
+    again = read(db, "MATCH ()-[r:READ]->() MATCH (x)-[r]-(y) RETURN x.name, y.name ORDER BY x.name")
+    assert values(again) == [["Ada", "Alan"], ["Alan", "Ada"]]
+
+
 def test_an_undirected_self_loop_is_found_once(db: Database) -> None:
     assert values(read(db, "MATCH (g {name: 'Grace'})-[:ADMIRES]-(x) RETURN x.name")) == [["Grace"]]
 

@@ -160,6 +160,8 @@ def test_aggregates_group_by_the_other_items_and_order_by_sees_the_projection() 
     [
         ("MATCH (n) RETURN m", "variable `m` is not defined at line 1, column 18"),
         ("MATCH (n) UNWIND [1] AS n RETURN n", "variable `n` at line 1, column 11 is a node already"),
+        ("MATCH (n)-[n]->() RETURN 1", "variable `n` at line 1, column 10 is a node already"),
+        ("MATCH (a)-[r]->(b), (c)-[r]->(d) RETURN 1", "`r` at line 1, column 24 is bound already; a MATCH binds"),
         ("MATCH (n) RETURN nosuch(n)", "unknown function nosuch() at line 1, column 18"),
         ("MATCH (n) RETURN size(n, 1)", "takes 1 argument"),
         ("MATCH (n) WHERE count(n) > 1 RETURN n", "aggregate count() in WHERE at line 1, column 17 is not allowed"),

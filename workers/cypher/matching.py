@@ -97,10 +97,20 @@ class Matcher:
             if not isinstance(bound, NodeRef):
                 raise QueryError(f"`{op.end.variable}` holds {type_name(bound)}, not a node")
             target = bound.id
+        only: int | None = None
+        if op.rel_bound:  # bound by an earlier clause: the hop must be that relationship
+            rel = row.get(op.rel)
+            if rel is None:
+                return
+            if not isinstance(rel, RelRef):
+                raise QueryError(f"`{op.rel}` holds {type_name(rel)}, not a relationship")
+            only = rel.id
         if not op.var_length:
             for edge, other in self._neighbors(start.id, op.direction, op.types):
                 self.tick(1)
                 if edge.id in used or (target is not None and other != target) or not self._rel_ok(edge, want):
+                    continue
+                if only is not None and edge.id != only:
                     continue
                 if self.node_ok(op.end, other, row):
                     yield RelRef(edge.id), other, 1
