@@ -1,7 +1,7 @@
 """drsg's MCP tools, each a JSON-RPC method run in process (surfaces/server), its answer made compact.
 
 Upstream's tool names where drsg has the feature (`list_planes`, `describe_plane`, `get_node`,
-`search`, `hybrid`, `ask`, `traverse`, `query`, `algo`, `history`, `digest`), plus `diff` and
+`search`, `hybrid`, `ask`, `traverse`, `query`, `cypher`, `algo`, `history`, `digest`), plus `diff` and
 `changes_since`. A method's error is the tool's error (an MCP tool result with ``isError``), one
 line with the JSON-RPC code; an answer is compact JSON text: vectors elided, ``_`` properties
 hidden unless ``hidden`` is asked, strings over :data:`MAX_CHARS` and lists over :data:`MAX_ITEMS`
@@ -229,6 +229,21 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
     async def query(plane: str, plan: dict[str, Any], as_of: int | None = None) -> str:
         """Run a logical plan (upstream's JSON: ScanLabel, SeekKeys, VectorTopK, KeywordTopK, Limit, …)."""
         return await tools.call("plane.query", {"plane": plane, "plan": plan, "as_of": as_of})
+
+    @server.tool(structured_output=False)
+    async def cypher(plane: str, query: str, params: dict[str, Any] | None = None, lean: bool = True) -> str:
+        """Run one openCypher statement on a plane: MATCH / OPTIONAL MATCH, WHERE, WITH, UNWIND,
+        RETURN with aggregation (count, sum, avg, min, max, collect), ORDER BY / SKIP / LIMIT, UNION,
+        variable-length paths; writes CREATE, MERGE, SET, REMOVE, [DETACH] DELETE run as one commit.
+        Extensions: SEARCH (v:Label) ON prop NEAR "text" | MATCHING "words" [TOPK k], HYBRID and
+        CALL pagerank(…) ON (v) as sources a pattern continues from; score(), hops(), key(v) (the
+        external key); `AS OF <seq>` last reads a past commit. Put values in `params` and write
+        $name (never paste them into the text). Example: MATCH (p:Person)-[:KNOWS]->(f) WHERE
+        p.name = $name RETURN f.name, count(*) ORDER BY f.name LIMIT 10 with params {"name":
+        "Ada"}. Answers {columns, rows, nodes, edges, count} (a write adds its change counts);
+        describe_plane tells the labels, edge types and properties to use."""
+        params_given = {"plane": plane, "query": query, "params": params, "lean": lean}
+        return await tools.call("plane.cypher", params_given)
 
     @server.tool(name="algo", structured_output=False)
     async def algo_tool(

@@ -7,6 +7,7 @@
     methods.py   db.*, plane.*, node.*, edge.*, index.*, rpc.discover
     queries.py   plane.search, plane.query, plane.neighbors, graph.*, *.catalog
     hybrid_method.py, digest_method.py   plane.hybrid; digest.run, digest.write
+    cypher_method.py   plane.cypher: a Cypher read (the read pool) or write (one commit)
     plugin_methods.py   plugin.list, plugin.catalog, plugin.install (URLs only), plugin.remove
     feed_routes.py   the change feed's routes: feed_socket.py (/ws), feed_sse.py (/feed/{plane}),
                  feed_hub.py (what both share)

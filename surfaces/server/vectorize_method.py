@@ -33,14 +33,15 @@ EMBED = {
 }
 
 
-def _named(ctx: ServerState, p: Params) -> EmbedderChoice | None:
-    """The embedder a request names, if any (the API's one rule does the rest)."""
+def requested_embedder(ctx: ServerState, p: Params, method: str = "plane.vectorize") -> EmbedderChoice | None:
+    """The embedder a request names, if any (the API's one rule does the rest); ``plane.cypher``'s
+    ``embed`` (for a text NEAR) is read by the same rule."""
     name, model = p.get("embed"), p.get("embed_model")
     if name is not None and name not in PRESETS:
         what = "a base URL" if "://" in name or name == "url" else f"{name!r}"
         raise RpcError(
             INVALID_PARAMS,
-            f"plane.vectorize: `embed` takes a preset ({', '.join(PRESETS)}), not {what}; the operator names a "
+            f"{method}: `embed` takes a preset ({', '.join(PRESETS)}), not {what}; the operator names a "
             "service's URL with `serve --embed-url`",
         )
     chosen = ctx.config.embed
@@ -62,7 +63,7 @@ async def plane_vectorize(ctx: ServerState, p: Params) -> Any:
     origin: dict[str, Json] = {"via": "rpc", "method": "plane.vectorize"}  # the API adds the embedder
 
     def run() -> dict[str, Any]:
-        named = _named(ctx, p)
+        named = requested_embedder(ctx, p)
         return ctx.plane(plane).vectorize_nodes(metric=metric, embed=named, origin=origin).stats_json()
 
     return await ctx.read(run, limited=False)  # embedding a plane takes what it takes

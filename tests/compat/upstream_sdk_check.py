@@ -8,9 +8,10 @@ installed by CI and is not vendored here (its code is upstream's). Point this sc
 
 It starts ``drsg --db TMP serve --addr 127.0.0.1:PORT`` with ``DRSG_TOKEN`` set, and with the SDK's
 ``Drsg`` client: a wrong token must raise its ``DrsgAuthError``; it creates, reads, updates and
-deletes nodes and edges; and ``watch()`` (its feed helper) must yield every change, in order. The
-package is named ``drsg`` like ours, so it is imported first on ``sys.path`` and the server runs
-as a separate process. Exit status 0 when every check passes.
+deletes nodes and edges; ``plane_cypher`` writes and reads as upstream's own SDK test of it does
+(a CREATE's change counts, a MATCH's subgraph, a ``$param``); and ``watch()`` (its feed helper)
+must yield every change, in order. The package is named ``drsg`` like ours, so it is imported
+first on ``sys.path`` and the server runs as a separate process. Exit status 0 when every check passes.
 """
 
 from __future__ import annotations
@@ -115,6 +116,16 @@ def _checks(sdk: Any, base: str) -> int:
     check("watch() yields every change in order", ops == expected, ops)
     seqs = [e["seq"] for e in events]
     check("watch() events in seq order", seqs == sorted(seqs) and len(set(seqs)) == len(seqs), seqs)
+    # upstream's SDK test of plane.cypher, on the plane every database has
+    query = 'CREATE (a:Person {key: "carol", age: 30})-[:KNOWS]->(b:Person {key: "dave"})'
+    made = client.plane_cypher(plane="startup", query=query)
+    counts = (made.get("write"), made.get("nodes_created"), made.get("edges_created"))
+    check("plane.cypher write answers its change counts", counts == (True, 2, 1), made)
+    adults = client.plane_cypher(plane="startup", query="MATCH (n:Person) WHERE n.age >= 18 RETURN n")
+    found = adults["count"] == 1 and adults["nodes"][0]["external_key"] == "carol"
+    check("plane.cypher read answers the matched subgraph", found, adults)
+    older = "MATCH (n:Person) WHERE n.age >= $min RETURN n"
+    check("plane.cypher $params", client.plane_cypher(plane="startup", query=older, params={"min": 40})["count"] == 0)
     try:
         client.node_get("no-such-plane", key="x")
         check("an unknown plane is a DrsgError", False, "no error")

@@ -34,6 +34,7 @@ TOOLS = {
     "hybrid",
     "ask",
     "query",
+    "cypher",
     "algo",
     "diff",
     "digest_preview",
@@ -107,6 +108,11 @@ async def exercise(session: ClientSession, fake: FakeOpenAI, *, stdio: bool, wor
     assert "ada" in json.dumps(fused)
     plan = await ok("query", {"plane": "pioneers", "plan": {"source": {"SeekKeys": ["ada", "turing"]}}})
     assert "turing" in json.dumps(plan)
+    rows = await ok(
+        "cypher",
+        {"plane": "pioneers", "query": "MATCH (p:Person {name: $n}) RETURN key(p)", "params": {"n": "Ada Lovelace"}},
+    )
+    assert rows["rows"] == [["ada"]] and rows["nodes"][0]["external_key"] == "ada"
 
     ranked = await ok("algo", {"plane": "pioneers", "algo": "pagerank", "limit": 3})
     assert ranked["count"] > 3 and len(ranked["results"]) == 3

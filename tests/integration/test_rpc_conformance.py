@@ -36,9 +36,7 @@ except ImportError:  # not a dependency of drsg; the tests fall back to drsg's c
 UPSTREAM = upstream()
 UPSTREAM_NAMES = [m["name"] for m in UPSTREAM["methods"]]
 #: upstream methods for features drsg does not have yet (a deliberate, reviewed list)
-NOT_SERVED = {
-    "plane.cypher",
-}
+NOT_SERVED: set[str] = set()
 
 
 def conforms(value: Any, schema: dict[str, Any]) -> str | None:
@@ -135,6 +133,13 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "plane.query": {
             "plane": "conf",
             "plan": {"source": {"ScanLabel": "Doc"}, "steps": [{"Limit": 2}]},
+            "lean": True,
+        },
+        "plane.cypher": {
+            "plane": "conf",
+            "query": "MATCH (d:Doc)-[c:CITES]->(e) WHERE d.body <> $not RETURN d, c, e.body AS body LIMIT 2",
+            "embed": "local",
+            "params": {"not": ""},
             "lean": True,
         },
         "plane.hybrid": {
@@ -278,6 +283,10 @@ def test_every_method_answers_in_its_declared_shape(
     keyword = {"plane": "conf", "label": "Doc", "property": "body", "query": "vector index", "kind": "keyword"}
     call("plane.search", keyword)
     call("plane.query", params["plane.query"])
+    cited = call("plane.cypher", params["plane.cypher"])
+    assert (cited["columns"], cited["count"]) == (["d", "c", "body"], 1) and "write" not in cited
+    untouched = call("plane.cypher", {"plane": "conf", "query": 'MATCH (d:Doc {body: "none"}) SET d.x = 1'})
+    assert untouched["write"] is True and untouched["props_set"] == 0 and untouched["count"] == 0
     call("plane.hybrid", params["plane.hybrid"])
     assert call("plane.algo", params["plane.algo"])["path"]["nodes"] == [ids["a"], ids["b"]]
     assert call("plane.algo", {"plane": "conf", "algo": "shortest_path", "src": ids["b"], "dst": ids["a"]}) == {

@@ -25,6 +25,8 @@ API_OWNS = (
     "drsg.workers.manager",  # IndexSet: opened by Database.open_searcher
     "drsg.workers.hybrid",  # Plane.hybrid
     "drsg.workers.plans",  # Plane.query
+    "drsg.workers.cypher.run",  # Plane.cypher: a read on one snapshot (drsg.api.cypher)
+    "drsg.workers.cypher.writes",  # a write statement's commit function (drsg.api.cypher)
     "drsg.pipeline.embedder_choice.choose_embedder",  # the one rule, applied by the API's calls
     "drsg.pipeline.embedder_choice.optional_embedder",
     "drsg.pipeline.embedder_choice.named_embedder",
@@ -69,7 +71,7 @@ def _modules() -> list[Path]:
 
 def test_the_surfaces_are_there() -> None:
     names = {path.name for path in _modules()}
-    assert {"queries.py", "hybrid_method.py", "find_method.py", "catalog_method.py", "state.py", "tools.py"} <= names
+    assert {"queries.py", "hybrid_method.py", "find_method.py", "cypher_method.py", "state.py", "tools.py"} <= names
     assert len(names) > 25  # the scan below looks at the real tree
 
 
@@ -123,6 +125,11 @@ async def plane_query(ctx, p):
         ),
         ("from drsg.pipeline.digest.run import digest\n", ["1: drsg.pipeline.digest.run.digest"]),
         ("from drsg.pipeline.llm.calls import ModelCalls\n", ["1: drsg.pipeline.llm.calls.ModelCalls"]),
+        (
+            "def plane_cypher(ctx, p):\n    from drsg.workers.cypher.run import run_read\n",
+            ["2: drsg.workers.cypher.run.run_read"],
+        ),
+        ("from drsg.workers.cypher.writes import run_write\n", ["1: drsg.workers.cypher.writes.run_write"]),
     ],
 )
 def test_a_planted_copy_is_caught(planted: str, found: list[str]) -> None:
