@@ -218,6 +218,8 @@ def test_rpc_read_and_write_as_upstreams_sdk_checks_them(server: RunningServer) 
     assert res["columns"] == ["n"] and res["rows"][0][0]["properties"] == {"age": 30}
     older = {"plane": "sdk", "query": "MATCH (n:Person) WHERE n.age >= $min RETURN n", "params": {"min": 40}}
     assert sdk_call(server, "plane.cypher", older)["result"]["count"] == 0
+    before = {"plane": "sdk", "query": f"MATCH (n:Person) RETURN count(n) AS c AS OF {server.head() - 1}"}
+    assert server.call("plane.cypher", before)["rows"] == [[0]]  # the statement's AS OF: before the CREATE
 
 
 def test_rpc_lean_vectors(server: RunningServer) -> None:

@@ -149,6 +149,17 @@ def test_a_read_past_query_timeout_secs_answers_32000(held: HeldEmbedder, held_s
     assert running.stop() == 0
 
 
+def test_a_cypher_read_past_query_timeout_secs_answers_32000_too(held: HeldEmbedder, held_server: Serve) -> None:
+    running = held_server("cypher", DRSG_SERVER_QUERY_TIMEOUT_SECS="2")
+    near = {"plane": "docs", "query": 'SEARCH (d) ON v NEAR "held at the embedder" TOPK 2 RETURN key(d) AS k'}
+    error = InFlight(lambda: running.rpc("plane.cypher", near)).result()["error"]
+    assert error["code"] == -32000 and error["data"] == {"error": "QueryTimeout"}
+    held.release.set()
+    answer = running.call("plane.cypher", near)  # the text NEAR, embedded by the operator's embedder
+    assert answer["count"] == 2 and len(held.fake.requests_to("/embeddings")) == 2
+    assert running.stop() == 0
+
+
 def test_the_call_past_max_concurrent_waits_its_turn(held: HeldEmbedder, held_server: Serve) -> None:
     running = held_server("concurrent", DRSG_SERVER_MAX_CONCURRENT="2")
     first = InFlight(lambda: running.rpc("plane.search", TEXT_SEARCH))
