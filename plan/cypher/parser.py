@@ -81,6 +81,10 @@ def parse(text: str) -> ast.Query:
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
+        construct = None if _unsupported(text) else _construct_at(text, exc)  # FOREACH etc. are named first
+        if construct is not None:  # openCypher drsg does not run: one line, as every QueryError
+            name, (line, column) = construct
+            raise QueryError(f"line {line}, column {column}: {name} is not supported") from None
         raise QuerySyntaxError(_syntax_message(text, exc)) from None
     try:
         query = Build(text).transform(tree)
@@ -165,11 +169,6 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
         return message_at(text, line, column, f"expected {expected} but found {char!r}")
     if isinstance(exc, UnexpectedToken | UnexpectedEOF):
         token = exc.token
-        construct = _construct_at(text, token.start_pos or 0, token.type)
-        if construct is not None:
-            name, start = construct
-            line, column = text.count("\n", 0, start) + 1, start - (text.rfind("\n", 0, start) + 1) + 1
-            return message_at(text, line, column, f"{name} is not supported")
         at_end = token.type == "$END"
         if at_end:  # lark puts the end at (1, 1) on some paths: point after the last character
             line = text.count("\n", 0, len(text.rstrip())) + 1
@@ -200,10 +199,20 @@ _ARROW = re.compile(r"-->|<--|--|<?-\s*\[")
 _BRACKETS = {"(": ")", "[": "]", "{": "}"}
 
 
-def _construct_at(text: str, pos: int, found: str) -> tuple[str, int] | None:
-    """The openCypher construct drsg does not read that a statement failing at ``pos`` was
-    writing: a map projection (``n {.k}``), a pattern comprehension (``[(a)-->(b) | b.v]``) or
-    ``reduce(acc = 0, x IN l | …)``; and where it starts."""
+def _construct_at(text: str, exc: UnexpectedInput) -> tuple[str, tuple[int, int]] | None:
+    """The openCypher construct drsg does not read that a statement failing at ``exc`` was
+    writing — a map projection (``n {.k}``), a pattern comprehension (``[(a)-->(b) | b.v]``) or
+    ``reduce(acc = 0, x IN l | …)`` — and the (line, column) where it starts."""
+    if not isinstance(exc, UnexpectedToken):
+        return None
+    found = _construct_start(text, exc.token.start_pos or 0, exc.token.type)
+    if found is None:
+        return None
+    name, start = found
+    return name, (text.count("\n", 0, start) + 1, start - (text.rfind("\n", 0, start) + 1) + 1)
+
+
+def _construct_start(text: str, pos: int, found: str) -> tuple[str, int] | None:
     before = _STRINGS_AND_COMMENTS.sub(lambda m: " " * len(m.group(0)), text[:pos])
     if found == "LBRACE" and re.search(r"[\w`]\s*$", before):
         return "a map projection (v {.key, …})", pos

@@ -453,14 +453,25 @@ def test_error_messages(text: str, expected: str) -> None:
         ("MATCH (n) CALL { RETURN 1 } RETURN n", "CALL { … } subqueries", 11),
         ("START n = node(1) RETURN n", "START", 1),
         ("EXPLAIN START n = node(1) RETURN n", "START", 9),
-        ("MATCH (n) RETURN n {.name, k: 1}", "a map projection (v {.key, …})", 20),
-        ("MATCH (a) RETURN [(a)-[:T]->(b) | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
-        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x | b.v]", "a pattern comprehension ([(a)-->(b) | …])", 18),
-        ("RETURN reduce(acc = 0, x IN [1, 2] | acc + x)", "reduce(…)", 8),
     ],
 )
 def test_unsupported_openCypher_constructs_are_named(text: str, construct: str, column: int) -> None:
     assert syntax_error(text).startswith(f"line 1, column {column}: {construct} is not supported")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MATCH (n) RETURN n {.name, k: 1}", "line 1, column 20: a map projection (v {.key, …}) is not supported"),
+        ("MATCH (a)\nRETURN [(a)-[:T]->(b) | b.v]", "line 2, column 8: a pattern comprehension ([(a)-->(b) | …]) is"),
+        ("MATCH (a) RETURN [(a)-->(b) WHERE b.x | b.v]", "line 1, column 18: a pattern comprehension ("),
+        ("RETURN reduce(acc = 0, x IN [1, 2] | acc + x)", "line 1, column 8: reduce(…) is not supported"),
+    ],
+)
+def test_openCypher_expressions_drsg_does_not_run_are_a_one_line_query_error(text: str, expected: str) -> None:
+    with pytest.raises(QueryError) as caught:
+        parse(text)
+    assert caught.value.message.startswith(expected) and "\n" not in caught.value.message
 
 
 def test_a_procedure_call_parses_and_is_refused_by_name_in_one_line() -> None:
