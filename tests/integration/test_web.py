@@ -406,11 +406,14 @@ def test_a_page_load_logs_no_console_error(browser: Any, bare: RunningServer) ->
 
 
 def test_a_wrong_token_leaves_the_header_signed_out(browser: Any, bare: RunningServer) -> None:
+    from playwright.sync_api import expect
+
     context, page, _ = _watched(browser)
     page.goto(f"http://127.0.0.1:{bare.port}/#planes")
     page.fill("#token", "not-the-token")
     page.click("#signin")
-    page.wait_for_function("document.querySelector('main').innerText.includes('the token is wrong')")
+    # polled by a locator: wait_for_function's polls evaluate a string, which the page's CSP refuses
+    expect(page.locator("main")).to_contain_text("the token is wrong")
     assert page.inner_text("#who") == "not signed in"
     assert page.evaluate("sessionStorage.getItem('drsg-token')") is None  # a refused token is not sent again
     page.fill("#token", TOKEN)

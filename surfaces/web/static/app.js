@@ -126,6 +126,7 @@ async function explorePage() {
   const changes = el("div", { id: "changes", class: "card" });
   let shown = null;  // what the canvas holds: positions for clicks
   let seqs = [];  // the plane's commits, oldest first: the slider's stops
+  let following = false;  // the canvas shows a Cypher read: the slider runs it again at its commit
   const pinned = () => (Number(slider.value) < seqs.length - 1 ? seqs[Number(slider.value)] : null);  // null: the head
   const cypher = cypherBox({ rpc, guarded, plane, pinned, drawn: drawCypher, written: async () => { await latest(); slider.value = slider.max; await render(); } });
 
@@ -153,6 +154,7 @@ async function explorePage() {
     cypher.repin();
     const step = await rpc("plane.diff", { plane: plane(), from: before, to: seq, lean: true, hidden: false });
     changes.replaceChildren(el("h3", {}, `What commit ${seq} changed in ${plane()}`), stepList(step));
+    if (following && await cypher.again(step)) return;
     if (!want) return seeded(seq, step);
     const byKey = want.startsWith("@") || !/^\d+$/.test(want);
     const params = byKey ? { key: want.replace(/^@/, "") } : { id: Number(want) };
@@ -176,7 +178,7 @@ async function explorePage() {
   async function seeded(seq, step) {
     const seed = await rpc("graph.seed", { plane: plane(), order: "degree", limit: SEEDS, as_of: seq, lean: true });
     shown = seed.nodes.length ? draw(canvas, seed.nodes[0], seed.nodes.slice(1), seed.edges, step) : draw(canvas, null, [], [], step);
-    const pick = (n) => () => { ref.value = n.external_key ? "@" + n.external_key : String(n.id); guarded(render)(); };
+    const pick = (n) => () => { following = false; ref.value = n.external_key ? "@" + n.external_key : String(n.id); guarded(render)(); };
     side.replaceChildren(
       el("h3", { id: "title" }, seed.total > seed.nodes.length
         ? `The ${count(seed.nodes.length, "best-connected node")} of ${seed.total} as of commit ${seq}`
@@ -189,10 +191,11 @@ async function explorePage() {
   }
 
   // A Cypher statement's subgraph on the canvas (a write that answered none leaves it as it is)
-  function drawCypher(nodes, edges, write) {
+  function drawCypher(nodes, edges, write, step) {
     if (write && !nodes.length) return;
+    following = !write;
     const some = nodes.slice(0, DRAWN);
-    shown = draw(canvas, some[0] || null, some.slice(1), edges, null);
+    shown = draw(canvas, some[0] || null, some.slice(1), edges, step);
     side.replaceChildren(el("h3", { id: "title" }, "The Cypher statement's subgraph"),
       el("p", {}, `${count(nodes.length, "node")} and ${count(edges.length, "relationship")}` + (nodes.length > some.length ? `, the first ${some.length} drawn` : "")),
       el("p", { class: "muted" }, nodes.length ? "Click a node on the canvas to move there." : "Nothing matched."));
@@ -203,14 +206,16 @@ async function explorePage() {
     const box = canvas.getBoundingClientRect();
     const x = event.clientX - box.left, y = event.clientY - box.top;  // draw() places in CSS pixels
     const hit = shown.find((p) => (p.x - x) ** 2 + (p.y - y) ** 2 < 22 ** 2);
-    if (hit) { ref.value = hit.node.external_key ? "@" + hit.node.external_key : String(hit.node.id); guarded(render)(); }
+    if (hit) { following = false; ref.value = hit.node.external_key ? "@" + hit.node.external_key : String(hit.node.id); guarded(render)(); }
   });
   slider.addEventListener("input", guarded(render));
+  // a node named, picked or another plane: the canvas is Explore's again, at the head
+  const fresh = guarded(async () => { following = false; await latest(); slider.value = slider.max; await render(); });
   provenance.addEventListener("change", () => { sessionStorage.setItem("drsg-hidden", provenance.checked ? "1" : "0"); guarded(render)(); });
   show(el("h2", {}, "Explore"),
-    el("div", { class: "row" }, planePicker(guarded(async () => { await latest(); slider.value = slider.max; await render(); })),
+    el("div", { class: "row" }, planePicker(fresh),
       el("label", { for: "node" }, "Node"), ref,
-      el("button", { id: "go", onclick: guarded(async () => { await latest(); slider.value = slider.max; await render(); }) }, "Show")),
+      el("button", { id: "go", onclick: fresh }, "Show")),
     el("div", { class: "timetravel" },
       el("div", { class: "row" }, el("label", { for: "slider" }, "Time travel"), at, el("label", {}, provenance, " show _ properties")),
       slider),

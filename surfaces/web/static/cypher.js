@@ -128,8 +128,8 @@ export function changed(answer) {
 // --------------------------------------------------------------------------- the box
 
 // The box for a page that has a plane, a slider and a canvas: `pinned()` the slider's commit (null
-// at the head), `drawn(nodes, edges, write)` puts a subgraph on the canvas, `written()` follows a
-// write (the slider's new head). `guarded` runs a handler the way every page does (sign-in, errors).
+// at the head), `drawn(nodes, edges, write, step)` puts a subgraph on the canvas, `written()` follows
+// a write (the slider's new head). `guarded` runs a handler the way every page does (sign-in, errors).
 export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
   const query = el("textarea", { id: "cypher", class: "code", spellcheck: "false",
     placeholder: "MATCH (p:Person)-[r]->(q) RETURN p, type(r), q LIMIT 25" });
@@ -140,6 +140,30 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
   const out = el("div", { id: "cypher-out" });  // the answer, under the canvas
   const failed = (message) => { out.replaceChildren(); note.replaceChildren(el("pre", { id: "cypher-error", class: "error caret" }, message)); };
 
+  let last = null;  // the last read that ran: the slider runs it again at its commit
+
+  // Run a statement pinned by the slider; false when it failed (the error is shown)
+  async function send(text, given, step = null) {
+    const ran = pin(text, pinned());
+    note.replaceChildren(el("p", { class: "muted" }, "running…"));
+    let answer;
+    try {
+      answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true }, exact);
+    } catch (err) {
+      if (err.code === -32001) throw err;  // not signed in: the page's own handling
+      // a syntax error's line with its caret comes as the error's `excerpt`, under the one-line message
+      const excerpt = err.data && typeof err.data.excerpt === "string" ? "\n" + err.data.excerpt : "";
+      failed((err.message || String(err)) + excerpt);
+      return false;
+    }
+    last = answer.write ? null : { text, given };
+    if (answer.write) await written();
+    note.replaceChildren();
+    out.replaceChildren(...answered(answer, ran));
+    drawn(answer.nodes || [], answer.edges || [], Boolean(answer.write), step);
+    return true;
+  }
+
   const run = guarded(async () => {
     let given;
     if (params.value.trim()) {
@@ -149,21 +173,7 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
       if (!given || typeof given !== "object" || Array.isArray(given)) return failed('The params must be a JSON object such as {"name": "Ada Lovelace"}.');
     }
     if (!query.value.trim()) return failed("Type a statement first, such as MATCH (n) RETURN n LIMIT 10.");
-    const ran = pin(query.value, pinned());
-    note.replaceChildren(el("p", { class: "muted" }, "running…"));
-    let answer;
-    try {
-      answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true }, exact);
-    } catch (err) {
-      if (err.code === -32001) throw err;  // not signed in: the page's own handling
-      // a syntax error's line with its caret comes as the error's `excerpt`, under the one-line message
-      const excerpt = err.data && typeof err.data.excerpt === "string" ? "\n" + err.data.excerpt : "";
-      return failed((err.message || String(err)) + excerpt);
-    }
-    if (answer.write) await written();
-    note.replaceChildren();
-    out.replaceChildren(...answered(answer, ran));
-    drawn(answer.nodes || [], answer.edges || [], Boolean(answer.write));
+    await send(query.value, given);
   });
 
   query.addEventListener("keydown", (event) => {
@@ -180,7 +190,9 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
       el("button", { id: "cypher-run", type: "button", onclick: run }, "Run"),
       el("span", { class: "muted" }, "Ctrl+Enter runs"), where),
     note);
-  return { card, out, repin };
+  // the last read again, at the slider's commit now (`step`: what that commit changed, highlighted)
+  const again = async (step) => last !== null && send(last.text, last.given, step);
+  return { card, out, repin, again };
 }
 
 function answered(answer, ran) {
