@@ -4,9 +4,11 @@ Hypothesis draws a graph (≤ 8 nodes with labels A/B, an integer ``x`` and a st
 be absent; ≤ 14 relationships of types R/S, self-loops and parallel ones included), writes it into
 a real LMDB plane through the store's write transaction (never through Cypher), and draws queries:
 a chain of 1–3 node patterns (a variable may come back, closing a cycle) joined by typed or untyped
-relationships in each direction, one of them possibly of variable length ``*a..b`` (b ≤ 3), a
+relationships in each direction (a fixed-length one maybe bound to ``r0``/``r1``, the whole chain
+maybe to a path ``p``), one of them possibly of variable length ``*a..b`` (b ≤ 3), a
 ``WHERE`` of comparisons, ``IS [NOT] NULL``, label tests, AND/OR/NOT over properties with nulls and
-across types, and a ``RETURN`` of properties and nodes, or of grouping keys and ``count(*)``,
+across types, and a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``,
+or of grouping keys and ``count(*)``,
 ``count``, ``sum``, ``min``, ``max``, ``collect`` (``DISTINCT`` inside or not), ``DISTINCT``, an
 ``ORDER BY`` and, where it fixes the order, ``SKIP``/``LIMIT``. The engine's rows must equal
 ``tests/support/cypher_oracle.py``'s: in order where ORDER BY orders every column, else as
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -24,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import drsg
-from drsg.store.records import Node
+from drsg.store.records import Edge, Node
 from drsg.store.transaction import WriteTx
 from drsg.workers.cypher.result import Answer, CypherResult
 from tests.support.cypher_oracle import (
@@ -36,15 +39,19 @@ from tests.support.cypher_oracle import (
     GRel,
     HasLabel,
     IsNull,
+    Item,
     Lit,
     NodeOut,
     NodePat,
     Not,
     Out,
+    PathLength,
     Pred,
     Prop,
     Query,
+    RelOut,
     RelPat,
+    TypeOf,
     Var,
     by_keys,
     engine_missing,
@@ -140,52 +147,60 @@ def queries(draw: st.DrawFn) -> Query:
         if i == variable:
             hi = draw(st.integers(1, 3))
             length = (draw(st.integers(0, hi)), hi)
+        var = f"r{i}" if length is None and draw(st.booleans()) else None
         rels.append(RelPat(draw(st.sampled_from(["->", "<-", "-"])), draw(st.sampled_from([None, "R", "S"])), length,
-                           draw(st.integers(0, 1))))  # fmt: skip
+                           draw(st.integers(0, 1)), var))  # fmt: skip
+    path = size > 1 and draw(st.integers(0, 3)) == 0
     variables = list(dict.fromkeys(names))
     where = draw(st.none() | _predicates(variables))
     props = st.builds(Prop, st.sampled_from(variables), st.sampled_from(["x", "s"]))
-    keys: st.SearchStrategy[Prop | Var] = st.one_of(props, st.builds(Var, st.sampled_from(variables)))
+    bound = variables + [rel.var for rel in rels if rel.var]
+    keys: st.SearchStrategy[Item] = st.one_of(props, st.builds(Var, st.sampled_from(bound)))
+    if len(bound) > len(variables):
+        keys |= st.builds(TypeOf, st.sampled_from(bound[len(variables) :]))
+    if path:
+        keys |= st.just(PathLength())
     distinct = False
     if draw(st.booleans()):  # a projection
-        items: list[Prop | Var | Agg] = draw(st.lists(keys, min_size=1, max_size=3))
+        items: list[Item | Agg] = draw(st.lists(keys, min_size=1, max_size=3))
         distinct = draw(st.booleans())
     else:  # an aggregation
         xs = st.builds(Prop, st.sampled_from(variables), st.just("x"))
         aggs = st.one_of(
             st.just(Agg("count", None)),
-            st.builds(
-                Agg, st.just("count"), st.one_of(props, st.builds(Var, st.sampled_from(variables))), st.booleans()
-            ),
+            st.builds(Agg, st.just("count"), st.one_of(props, st.builds(Var, st.sampled_from(bound))), st.booleans()),
             st.builds(Agg, st.just("sum"), xs, st.booleans()),
             st.builds(Agg, st.sampled_from(["min", "max"]), props),
             st.builds(Agg, st.just("collect"), props, st.booleans()),
         )
         items = [*draw(st.lists(keys, max_size=2)), *draw(st.lists(aggs, min_size=1, max_size=3))]
         items = draw(st.permutations(items))
-    # nodes order by id, which differs from file to file; lists are compared as multisets
+    # nodes and relationships order by id, which differs from file to file; lists are compared as multisets
     orderable = [
         i
         for i, item in enumerate(items)
-        if isinstance(item, Prop) or (isinstance(item, Agg) and item.func != "collect")
+        if isinstance(item, Prop | TypeOf | PathLength) or (isinstance(item, Agg) and item.func != "collect")
     ]
     order = tuple((i, draw(st.booleans())) for i in draw(st.permutations(orderable))[: draw(st.integers(0, 3))])
-    query = Query(nodes, tuple(rels), tuple(items), where, distinct, order)
+    query = Query(nodes, tuple(rels), tuple(items), where, distinct, order, path=path)
     if query.totally_ordered and draw(st.booleans()):
         query = Query(nodes, tuple(rels), tuple(items), where, distinct, order,
-                      draw(st.none() | st.integers(0, 3)), draw(st.none() | st.integers(0, 4)))  # fmt: skip
+                      draw(st.none() | st.integers(0, 3)), draw(st.none() | st.integers(0, 4)), path)  # fmt: skip
     return query
 
 
 # ---------------------------------------------------------------------- comparing
 
 
-def engine_value(value: Answer) -> Out:
+def engine_value(value: Answer, keys: Mapping[int, str]) -> Out:
     if isinstance(value, Node):
         assert value.key is not None
         return NodeOut(value.key)
+    if isinstance(value, Edge):
+        assert not value.props
+        return RelOut(-1, keys[value.src], value.type, keys[value.dst])  # compared without its index
     if isinstance(value, list):
-        return [engine_value(v) for v in value]
+        return [engine_value(v, keys) for v in value]
     assert value is None or isinstance(value, bool | int | float | str), f"unexpected value {value!r}"
     return value
 
@@ -202,7 +217,8 @@ def check(plane: drsg.Plane, graph: Graph, query: Query) -> None:
     text = render(query)
     result = run(plane, text)
     assert result.columns == query.columns, text
-    got = [tuple(engine_value(v) for v in row) for row in result.rows]
+    keys = {node.id: str(node.key) for node in plane.nodes()}
+    got = [tuple(engine_value(v, keys) for v in row) for row in result.rows]
     expected = evaluate(graph, query)
     if query.totally_ordered:
         assert [tuple(map(strict, r)) for r in got] == [tuple(map(strict, r)) for r in expected], text
@@ -241,6 +257,7 @@ TRAIL3 = RelPat("-", None, (0, 3))
         (LOOPER, Query((NodePat("n"), NodePat("m")), (RelPat("-"),), COUNT), 5),
         (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("-"),), COUNT), 1),
         (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("->"),), COUNT), 1),
+        (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("-", var="r"),), (Agg("count", Var("r"), True),)), 1),
         (LOOPER, Query((NodePat("a", "A"), NodePat("b"), NodePat("c")), (RelPat("->"), RelPat("-")), COUNT), 2),
         (LOOPER, Query((NodePat("a"), NodePat("b"), NodePat("c")), (RelPat("-"), RelPat("-")), COUNT), 6),
         # a trail: the loop is walked once, never twice in a row; T1 and T2 once each

@@ -70,6 +70,7 @@ class RelPat:
     type: str | None = None
     length: tuple[int, int] | None = None  # (min, max) for a variable-length pattern
     spelling: int = 0  # which of the equivalent ways to write it (render only)
+    var: str | None = None  # bound to the relationship (fixed-length patterns only; named r…)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,18 @@ class Prop:
 @dataclass(frozen=True)
 class Var:
     var: str
+
+
+@dataclass(frozen=True)
+class TypeOf:
+    """``type(r)`` of a relationship variable."""
+
+    var: str
+
+
+@dataclass(frozen=True)
+class PathLength:
+    """``length(p)`` of the path variable ``p`` the whole pattern is bound to."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,8 @@ class BoolOp:
 
 
 Pred: TypeAlias = "Cmp | IsNull | HasLabel | Not | BoolOp"
+#: a non-aggregate return item
+Item: TypeAlias = "Prop | Var | TypeOf | PathLength"
 
 
 @dataclass(frozen=True)
@@ -133,12 +148,13 @@ class Agg:
 class Query:
     nodes: tuple[NodePat, ...]
     rels: tuple[RelPat, ...]  # rels[i] joins nodes[i] and nodes[i + 1]
-    items: tuple[Prop | Var | Agg, ...]  # returned as c0, c1, …
+    items: tuple[Item | Agg, ...]  # returned as c0, c1, …
     where: Pred | None = None
     distinct: bool = False
     order: tuple[tuple[int, bool], ...] = ()  # (item index, descending)
     skip: int | None = None
     limit: int | None = None
+    path: bool = False  # bind the pattern to ``p``
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -151,7 +167,7 @@ class Query:
         return ordered == set(range(len(self.items))) and not any(_is_list(item) for item in self.items)
 
 
-def _is_list(item: Prop | Var | Agg) -> bool:
+def _is_list(item: Item | Agg) -> bool:
     return isinstance(item, Agg) and item.func == "collect"
 
 
@@ -162,7 +178,7 @@ def render(query: Query) -> str:
     parts = [_render_node(query.nodes[0])]
     for rel, node in zip(query.rels, query.nodes[1:], strict=True):
         parts += [_render_rel(rel), _render_node(node)]  # a repeated variable may add a label
-    text = "MATCH " + "".join(parts)
+    text = "MATCH " + ("p = " if query.path else "") + "".join(parts)
     if query.where is not None:
         text += " WHERE " + _render_pred(query.where)
     items = ", ".join(f"{_render_item(item)} AS c{i}" for i, item in enumerate(query.items))
@@ -181,7 +197,7 @@ def _render_node(node: NodePat) -> str:
 
 
 def _render_rel(rel: RelPat) -> str:
-    inner = f":{rel.type}" if rel.type else ""
+    inner = (rel.var or "") + (f":{rel.type}" if rel.type else "")
     if rel.length is not None:
         lo, hi = rel.length
         if lo == hi and lo >= 1:
@@ -218,11 +234,15 @@ def _render_pred(pred: Pred) -> str:
     return f"({_render_pred(pred.left)} {pred.op} {_render_pred(pred.right)})"
 
 
-def _render_item(item: Prop | Var | Agg) -> str:
+def _render_item(item: Item | Agg) -> str:
     if isinstance(item, Prop):
         return f"{item.var}.{item.name}"
     if isinstance(item, Var):
         return item.var
+    if isinstance(item, TypeOf):
+        return f"type({item.var})"
+    if isinstance(item, PathLength):
+        return "length(p)"
     arg = "*" if item.arg is None else _render_item(item.arg)
     return f"{item.func}({'DISTINCT ' if item.distinct else ''}{arg})"
 
@@ -230,7 +250,9 @@ def _render_item(item: Prop | Var | Agg) -> str:
 # ---------------------------------------------------------------------- matching
 
 
-Binding: TypeAlias = dict[str, int]  # node variable → node index
+#: node variable → node index, relationship variable → relationship index, LENGTH → the path's length
+Binding: TypeAlias = dict[str, int]
+LENGTH = " length"
 
 
 def trails(graph: Graph, rel: RelPat) -> Iterator[tuple[int, int, tuple[int, ...]]]:
@@ -257,8 +279,8 @@ def trails(graph: Graph, rel: RelPat) -> Iterator[tuple[int, int, tuple[int, ...
 
 
 def matches(graph: Graph, query: Query) -> list[Binding]:
-    """One binding of the node variables per match (a node binding repeats once per distinct
-    assignment of relationships)."""
+    """One binding per match: its node and relationship variables and its length (a binding of the
+    node variables repeats once per distinct assignment of relationships)."""
     variables = list(dict.fromkeys(node.var for node in query.nodes))
     by_ends: list[dict[tuple[int, int], list[tuple[int, ...]]]] = []
     for rel in query.rels:
@@ -276,7 +298,8 @@ def matches(graph: Graph, query: Query) -> list[Binding]:
         for combo in product(*options):
             used = [index for part in combo for index in part]
             if len(used) == len(set(used)):
-                out.append(binding)
+                rels = {rel.var: part[0] for rel, part in zip(query.rels, combo, strict=True) if rel.var}
+                out.append(binding | rels | {LENGTH: len(used)})
     return out
 
 
@@ -342,12 +365,29 @@ class NodeOut:
     key: str
 
 
-#: a value in an answer: a scalar, a node, or a list of them
-Out: TypeAlias = "Scalar | NodeOut | list[Out]"
+@dataclass(frozen=True)
+class RelOut:
+    """A relationship in an answer: which one (for grouping), and what an answer shows of it."""
+
+    index: int
+    src: str
+    type: str
+    dst: str
+
+
+#: a value in an answer: a scalar, a node, a relationship, or a list of them
+Out: TypeAlias = "Scalar | NodeOut | RelOut | list[Out]"
 V = TypeVar("V", bound="Out | tuple[Out, ...]")
 
 
-def _project(graph: Graph, binding: Binding, item: Prop | Var) -> Out:
+def _project(graph: Graph, binding: Binding, item: Item) -> Out:
+    if isinstance(item, PathLength):
+        return binding[LENGTH]
+    if isinstance(item, TypeOf):
+        return graph.rels[binding[item.var]].type
+    if isinstance(item, Var) and item.var.startswith("r"):
+        rel = graph.rels[binding[item.var]]
+        return RelOut(binding[item.var], graph.nodes[rel.src].key, rel.type, graph.nodes[rel.dst].key)
     if isinstance(item, Var):
         return NodeOut(graph.nodes[binding[item.var]].key)
     return graph.nodes[binding[item.var]].prop(item.name)
@@ -360,6 +400,8 @@ def equivalence(value: Out | tuple[Out, ...]) -> object:
         return tuple(equivalence(v) for v in value)
     if isinstance(value, list):
         return ("list", tuple(equivalence(v) for v in value))
+    if isinstance(value, RelOut):
+        return ("rel", value.index)
     if isinstance(value, bool):
         return ("bool", value)
     if _is_number(value):
@@ -462,6 +504,8 @@ def by_keys(value: object, keys: Mapping[int, str | None]) -> object:
         return ("path", tuple(by_keys(n, keys) for n in value.nodes), tuple(by_keys(e, keys) for e in value.edges))
     if isinstance(value, NodeOut):
         return ("node", value.key)
+    if isinstance(value, RelOut):  # as a drsg Edge without properties reads
+        return ("rel", value.src, value.type, value.dst, ("map", ()))
     if isinstance(value, list):
         return ("list", tuple(sorted((by_keys(v, keys) for v in value), key=repr)))
     if isinstance(value, dict):
