@@ -22,6 +22,7 @@ from drsg.store.mutations import EdgeDelete, EdgePut, Mutation, NodeDelete, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.cypher.result import CypherResult, WriteCounts
 from drsg.workers.cypher.writes import run_write
+from tests.support.cli import Drsg
 from tests.support.kafka_broker import Broker
 
 P = "people"
@@ -429,3 +430,24 @@ def test_merge_racing_on_two_kafka_nodes_makes_the_node_once(tmp_path: Path, kaf
     finally:
         for db in nodes:
             db.close()
+
+
+# ---------------------------------------------------------------------------- end to end: `drsg cypher`
+
+
+def test_cli_write_errors_exit_with_their_codes_and_write_nothing(drsg: Drsg) -> None:
+    assert drsg("plane", "create", P).code == 0
+    assert drsg("cypher", 'CREATE (:Person {key: "ada"})', "--plane", P).code == 0
+    head = drsg("stats", "--json").json_lines()[0]["commit_seq"]
+    cases = [
+        ("CREATE (:N) AS OF 1", 2, "cannot pin a write"),  # usage: the statement
+        ('CREATE (:Person {key: "ada"})', 1, "use MERGE"),  # runtime: a conflict
+        ("MATCH (n:Person) CREATE (:N {v: 1 / 0})", 2, "division by zero"),
+        ("CREATE (:N)", 1, "drsg plane create nope"),  # runtime: no such plane
+    ]
+    for text, code, message in cases:
+        plane = "nope" if "plane create" in message else P
+        done = drsg("cypher", text, "--plane", plane)
+        assert done.code == code, (text, done.err)
+        assert done.err.startswith("error: ") and message in done.err and done.err.count("\n") == 1, done.err
+    assert drsg("stats", "--json").json_lines()[0]["commit_seq"] == head
