@@ -225,20 +225,23 @@ class Executor:
         found = self._found.get(id(op))
         if found is None:
             found = self._found[id(op)] = self.sources(self._source(op))
-        name = op.node.variable
+        name, check = op.node.variable, op.node
+        checked = bool(check.labels) or check.properties is not None
+        remember, node_ok = self._remember, self.matcher.node_ok
+        if remember is not None:
+            for node, _ in found:
+                remember(node)
+        self.tick(len(found) * len(recs))
         out: list[Rec] = []
         for rec in recs:
             for node, score in found:
-                self.tick(1)
-                if self._remember is not None:
-                    self._remember(node)
-                if not self.matcher.node_ok(op.node, node.id, rec.values):
+                if checked and not node_ok(check, node.id, rec.values):
                     continue
                 ref = NodeRef(node.id)
                 values = rec.values | {name: ref}
                 if score is not None:
                     values[SCORE] = score
-                out.append(Rec(values, rec.seen | {ref}))
+                out.append(Rec(values, rec.seen | {ref} if rec.seen else frozenset((ref,))))
             self._check(out, "MATCH")
         return out
 

@@ -17,6 +17,9 @@ from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+
+
 class SnapshotGraph:
     """A snapshot's plane as a :class:`~drsg.plan.cypher.graph.GraphView` (see the module)."""
 
@@ -62,7 +65,13 @@ class SnapshotGraph:
     def properties(self, node: int) -> Mapping[str, CypherValue]:
         props = self._props.get(node)
         if props is None:
-            props = self._props[node] = {k: from_store(v) for k, v in self.node(node).props.items()}
+            stored = self.node(node).props
+            # most stored values are scalars, the same as Cypher values: convert only what is not
+            if all(type(v) in _SCALARS for v in stored.values()):
+                props = stored
+            else:
+                props = {k: from_store(v) for k, v in stored.items()}
+            self._props[node] = props
         return props
 
     def key(self, node: int) -> str | None:
