@@ -76,6 +76,9 @@ def test_api_checks_parameters_and_refuses_bad_statements(db: drsg.Database) -> 
             plane.cypher(BORN_BEFORE, {"year": bad})
     with pytest.raises(drsg.QuerySyntaxError):
         plane.cypher("MATCH (p:Person RETURN p")
+    two = 'SEARCH (a) ON p NEAR "x" RETURN a UNION SEARCH (a) ON q NEAR "y" RETURN a'
+    with pytest.raises(drsg.UsageError, match="one vector property per statement"):
+        plane.cypher(two)  # whose embedder would embed them? (a vector each runs: no text to embed)
     with pytest.raises(drsg.QueryError):
         plane.cypher("MATCH (p:Person) RETURN nosuchfunction(p)")
     with pytest.raises(drsg.QueryError):
