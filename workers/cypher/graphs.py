@@ -16,7 +16,6 @@ from drsg.plan.cypher.values import from_store
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 
-
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
 
