@@ -8,6 +8,7 @@ and the records a scan or a walk read already are handed in (``remember``) rathe
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 
 from drsg.kernel.errors import QueryError
@@ -67,7 +68,7 @@ class SnapshotGraph:
             stored = self.node(node).props
             # most stored values are scalars, the same as Cypher values: convert only what is not
             if all(type(v) in _SCALARS for v in stored.values()):
-                props = stored
+                props = typing.cast(Mapping[str, CypherValue], stored)
             else:
                 props = {k: from_store(v) for k, v in stored.items()}
             self._props[node] = props
