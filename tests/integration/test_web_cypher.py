@@ -163,7 +163,7 @@ def test_the_slider_pins_the_statement(page: Any, served: RunningServer, graph: 
     assert ["Late Comer"] not in table(page) and len(table(page)) == 4
     run(page, f"{names} AS OF {seqs[-1]}")  # the statement's own AS OF wins over the slider
     assert ["Late Comer"] in table(page)
-    assert f"as of {seqs[-1]} (the statement's own AS OF)" in page.inner_text("#cypher-ran")
+    assert f"as of commit {seqs[-1]} (the statement's own AS OF)" in page.inner_text("#cypher-ran")
     shot(page, "cypher-pinned")
     # a write while pinned: refused by the server, its message shown, nothing written
     before = served.head()
@@ -190,7 +190,12 @@ COUNTED = {
 
 def test_a_write_shows_its_counts_and_moves_the_slider(page: Any, served: RunningServer) -> None:
     before, stops = served.head(), int(page.get_attribute("#slider", "max"))
-    with page.expect_response(lambda r: r.request.post_data_json.get("method") == "plane.cypher") as answered:
+
+    def sent(response: Any) -> bool:
+        call = response.request.post_data_json
+        return bool(call.get("method") == "plane.cypher" and call["params"]["query"].startswith("CREATE"))
+
+    with page.expect_response(sent) as answered:
         run(page, "CREATE (n:Person {name: $name}) RETURN n", '{"name": "Zed"}')
     answer = answered.value.json()["result"]
     assert answer["write"] is True and answer["nodes_created"] == 1

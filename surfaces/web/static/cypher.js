@@ -141,16 +141,20 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
   const failed = (message) => { out.replaceChildren(); note.replaceChildren(el("pre", { id: "cypher-error", class: "error caret" }, message)); };
 
   let last = null;  // the last read that ran: the slider runs it again at its commit
+  let turn = 0;  // a dragged slider sends many: only the newest read's answer is shown
 
   // Run a statement pinned by the slider; false when it failed (the error is shown)
   async function send(text, given, step = null) {
     const ran = pin(text, pinned());
+    const mine = ++turn;
     note.replaceChildren(el("p", { class: "muted" }, "running…"));
     let answer;
     try {
       answer = await rpc("plane.cypher", { plane: plane(), query: ran.statement, params: given, lean: true }, exact);
+      if (mine !== turn && !answer.write) return true;  // overtaken: a newer answer is on its way
     } catch (err) {
       if (err.code === -32001) throw err;  // not signed in: the page's own handling
+      if (mine !== turn) return true;
       // a syntax error's line with its caret comes as the error's `excerpt`, under the one-line message
       const excerpt = err.data && typeof err.data.excerpt === "string" ? "\n" + err.data.excerpt : "";
       failed((err.message || String(err)) + excerpt);
@@ -196,7 +200,7 @@ export function cypherBox({ rpc, guarded, plane, pinned, drawn, written }) {
 }
 
 function answered(answer, ran) {
-  const at = ran.own !== null ? `as of ${ran.own} (the statement's own AS OF)`
+  const at = ran.own !== null ? `as of ${/^\d+$/.test(ran.own) ? "commit " : ""}${ran.own} (the statement's own AS OF)`
     : ran.pinned !== null ? `as of commit ${ran.pinned} (the slider)` : "at the head";
   const drawn = (answer.nodes || []).length;
   const head = el("p", { id: "cypher-ran" }, `${count(answer.count, "row")} ${answer.write ? "written" : "read"} ${at}` +
