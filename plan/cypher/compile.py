@@ -183,7 +183,7 @@ class _Compiler:
         for pattern, name in zip(part.nodes, nodes, strict=True):
             if pattern.properties is not None:
                 check_expr(pattern.properties, scope, what="a node pattern")
-            if name in scope and scope[name] != NODE:
+            if name in scope and scope[name] not in (NODE, VALUE):  # a value may hold a node: checked as it runs
                 raise QueryError(f"variable `{name}`{at(pattern)} is a {scope[name]} already; it cannot be a node")
         start = next((i for i, name in enumerate(nodes) if name in scope), 0)
         first = part.nodes[start]
@@ -228,7 +228,7 @@ class _Compiler:
             check_expr(rel.properties, scope, what="a relationship pattern")
         kind = REL if rel.length is None else RELS
         rel_bound = name in scope
-        if rel_bound and scope[name] != kind:
+        if rel_bound and scope[name] not in (kind, VALUE):
             raise QueryError(f"variable `{name}`{at(rel)} is a {scope[name]} already; it cannot be bound as a {kind}")
         if rel_bound and (kind == RELS or name in used):
             raise QueryError(

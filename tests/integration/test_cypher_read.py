@@ -148,6 +148,13 @@ def test_a_relationship_bound_by_an_earlier_clause_is_matched_again_as_itself(db
     assert values(again) == [["Ada", "Alan"], ["Alan", "Ada"]]
 
 
+def test_a_node_held_by_a_projected_value_continues_a_match(db: Database) -> None:
+    text = "MATCH (a:Person) WITH collect(a) AS people UNWIND people AS p MATCH (p)-[:READ]->(q) RETURN q.name"
+    assert values(read(db, text)) == [["Ada"]]
+    with pytest.raises(QueryError, match="holds an integer, not a node"):
+        read(db, "UNWIND [1] AS p MATCH (p)-->(q) RETURN q")
+
+
 def test_an_undirected_self_loop_is_found_once(db: Database) -> None:
     assert values(read(db, "MATCH (g {name: 'Grace'})-[:ADMIRES]-(x) RETURN x.name")) == [["Grace"]]
 
