@@ -200,6 +200,7 @@ def test_a_write_shows_its_counts_and_moves_the_slider(page: Any, served: Runnin
     answer = answered.value.json()["result"]
     assert answer["write"] is True and answer["nodes_created"] == 1
     assert served.head() == before + 1
+    assert page.inner_text("#cypher-ran").startswith("A write at the head: 1 row returned")
     said = page.inner_text("#cypher-counts")
     assert said.startswith("1 node created")
     for field, (one, what) in COUNTED.items():

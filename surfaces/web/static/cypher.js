@@ -203,7 +203,7 @@ function answered(answer, ran) {
   const at = ran.own !== null ? `as of ${/^\d+$/.test(ran.own) ? "commit " : ""}${ran.own} (the statement's own AS OF)`
     : ran.pinned !== null ? `as of commit ${ran.pinned} (the slider)` : "at the head";
   const drawn = (answer.nodes || []).length;
-  const head = el("p", { id: "cypher-ran" }, `${count(answer.count, "row")} ${answer.write ? "written" : "read"} ${at}` +
+  const head = el("p", { id: "cypher-ran" }, (answer.write ? `A write at the head: ${count(answer.count, "row")} returned` : `${count(answer.count, "row")} read ${at}`) +
     (drawn ? ` · ${count(drawn, "node")} and ${count((answer.edges || []).length, "relationship")} on the canvas` : ""));
   const parts = [head];
   if (answer.write) parts.push(el("p", { id: "cypher-counts", class: "created" }, changed(answer)));
