@@ -46,11 +46,6 @@ UNSUPPORTED: dict[str, str] = {
 
 # scenario id → the engine defect it shows (one line), grouped by cause
 KNOWN_FAILING: dict[str, str] = {
-    # a variable that holds a node only at run time (UNWIND of collected nodes) is refused in a pattern
-    "match::matching from a collected list of nodes": (
-        "UNWIND nodes AS m MATCH (m)-->(x) is refused at compile time ('is a value already'); only a literal "
-        "value is known not to be a node (TCK Match: VariableTypeConflict)"
-    ),
     # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
     "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
 }
