@@ -13,6 +13,7 @@ from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.compile import Compiled, compile_query
 from drsg.plan.cypher.parser import parse
 from drsg.plan.cypher.statement import prepare
+from drsg.plan.hybrid import parse_query
 
 
 def compiled(text: str) -> Compiled:
@@ -196,3 +197,20 @@ def test_prepare_keeps_a_statement_compiled_by_its_text() -> None:
     text = "MATCH (n) WHERE n.x = $x RETURN n.y"
     assert prepare(text) is prepare(text)
     assert prepare(text).compiled.parameters == frozenset({"x"})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SEARCH (d:Doc) NEAR [1.0, 0.5] TOPK 3 RETURN d LIMIT 2",
+        "SEARCH (d) ON vec NEAR [1.0] METRIC dot RETURN *",
+        'SEARCH (d:Doc) ON body MATCHING "graph stores" TOPK 4 RETURN d',
+        'HYBRID (d:Doc) VECTOR NEAR [1.0] KEYWORD ON body MATCHING "x" WEIGHT 2 GRAPH HOPS 2 DECAY 0.3 TOPK 5 RETURN d',
+        'HYBRID (d:Doc) KEYWORD ON body MATCHING "x" CANDIDATES 50 FUSION rrf K 30 RETURN d',
+        "CALL pagerank(damping: 0.5, iterations: 5) ON (n:P) RETURN n LIMIT 3",
+        'CALL shortest_path(from: "a", to: "b", dir: "both") RETURN n',
+        "CALL components() RETURN n",
+    ],
+)
+def test_a_search_form_compiles_to_the_plan_the_search_statement_makes(text: str) -> None:
+    assert compiled(text).logical == parse_query(text).logical
