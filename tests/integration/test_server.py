@@ -419,11 +419,16 @@ def test_a_write_that_cannot_get_the_writer_answers_32002_and_writes_nothing(ser
         assert error["code"] == -32002 and "retry" in error["message"]
         assert time.monotonic() - started > 1.4  # the server's write_timeout_secs is 1.5
         assert server.call("node.get", {"plane": "startup", "key": "missing"}) is None  # reads go on meanwhile
+        late = {"plane": "startup", "query": 'CREATE (:Late {key: "too-late-too"})'}
+        assert server.error("plane.cypher", late)["code"] == -32002  # a Cypher write waits as every write does
+        count = {"plane": "startup", "query": "MATCH (n:Late) RETURN count(n) AS n"}
+        assert server.call("plane.cypher", count)["rows"] == [[0]]  # and a Cypher read goes on
     finally:
         holder.stdin.close()
         holder.wait(10)
     assert server.call("node.create", {"plane": "startup", "key": "in-time"})["external_key"] == "in-time"
     assert server.call("node.get", {"plane": "startup", "key": "too-late"}) is None
+    assert server.call("node.get", {"plane": "startup", "key": "too-late-too"}) is None
 
 
 def test_logs_are_json_lines_without_secrets(server: RunningServer) -> None:
