@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import hypothesis.strategies as st
 import pytest
@@ -30,6 +31,7 @@ from drsg.workers.cypher.result import CypherResult
 from tests.support.cypher_oracle import by_keys, engine_missing
 
 PLANE = "tt"
+T = TypeVar("T")
 pytestmark = pytest.mark.skipif(engine_missing() is not None, reason=str(engine_missing()))
 NAMES = ("ada", "alan", "grace", "edsger", "barbara", "donald")
 DIMS = 4
@@ -124,7 +126,7 @@ def keys_of(plane: drsg.Plane, as_of: int | None = None) -> dict[int, str | None
     return {node.id: node.key for node in plane.nodes(as_of=as_of)}
 
 
-def exported_at(history: History, seq: int, into: Path) -> drsg.Plane:
+def exported_at(history: History, seq: int, into: Path) -> tuple[drsg.Database, drsg.Plane]:
     """The plane as of ``seq``, exported and imported into a fresh database with the same index."""
     text = io.StringIO()
     history.db.plane(PLANE).export_jsonl(text, as_of=seq)
@@ -135,13 +137,13 @@ def exported_at(history: History, seq: int, into: Path) -> drsg.Plane:
     fresh.write(lambda tx: tx.declare_index(tx.plane(PLANE), "vector", "Doc", "embedding", {"dims": DIMS}))
     if path.stat().st_size:
         fresh.plane(PLANE).import_jsonl(path)
-    return fresh.plane(PLANE)
+    return fresh, fresh.plane(PLANE)
 
 
 def check_at(history: History, seq: int, into: Path, as_of_text: str | None = None) -> list[Counter[object]]:
     """Each query's answer as of ``seq``, checked equal to its answer on the export at ``seq``."""
     plane = history.db.plane(PLANE)
-    copy = exported_at(history, seq, into)
+    fresh, copy = exported_at(history, seq, into)
     answers = []
     try:
         for query in QUERIES:
@@ -153,12 +155,13 @@ def check_at(history: History, seq: int, into: Path, as_of_text: str | None = No
             if not query.startswith("SEARCH"):  # the API's as_of= pins the same commit
                 assert answer(plane.cypher(query, as_of=seq), keys_of(plane, seq)) == answers[-1], query
     finally:
-        copy.db.close()
+        fresh.close()
     return answers
 
 
-def spread(seqs: list[int], count: int) -> list[int]:
-    return [seqs[round(i * (len(seqs) - 1) / (count - 1))] for i in range(count)]
+def spread(items: list[T], count: int) -> list[T]:
+    """``count`` items evenly spaced from the first to the last."""
+    return [items[round(i * (len(items) - 1) / (count - 1))] for i in range(count)]
 
 
 def test_as_of_a_seq_equals_the_export_at_it(history: History, tmp_path: Path) -> None:
