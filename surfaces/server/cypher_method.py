@@ -8,7 +8,7 @@ upstream's ``{nodes, edges, count}`` for a read, ``{write: true, …counts}`` fo
 read; a write is one commit through :meth:`ServerState.write` (``write_timeout_secs``, -32002, origin
 ``via: rpc``), like every RPC write. A statement that does not parse or cannot run is -32602, a
 ``[query]`` limit -32000 (drsg.kernel.errors); a syntax error's message is its first line (where, and
-what was expected), the caret excerpt its ``data.excerpt``.
+what was expected), the caret excerpt its ``data.excerpt`` (beside ``data.error``, as every error has).
 
 Write-gating: upstream marks the method ``x-access: write`` as a whole. drsg serves no read-only
 mode — every write method (``node.create``, ``digest.write`` …) is open to exactly the callers the
@@ -57,7 +57,7 @@ async def plane_cypher(ctx: ServerState, p: Params) -> Any:
         # the message's first line says where and what was expected; the caret excerpt under it
         # goes in `data`, so the message stays one line (an MCP tool error shows only the message)
         where, _, excerpt = exc.message.partition("\n")
-        raise RpcError(INVALID_PARAMS, where, {"excerpt": excerpt} if excerpt else None) from None
+        raise RpcError(INVALID_PARAMS, where, {"error": type(exc).__name__, "excerpt": excerpt}) from None
     embed = requested_embedder(ctx, p, METHOD)  # a bad one is refused, whichever the statement
     if stmt.prepared.explain_only:  # `EXPLAIN …`: the plan, nothing run or written
         result = api_cypher.plan_answer(stmt)

@@ -241,8 +241,10 @@ def test_rpc_errors_and_nothing_written(server: RunningServer) -> None:
     syntax = server.error("plane.cypher", {"plane": "errs", "query": "MATCH (n RETURN n"})
     assert syntax["code"] == -32602 and syntax["message"].startswith("line 1, column 10: expected")
     assert "\n" not in syntax["message"] and syntax["data"]["excerpt"].endswith("^")  # the caret, beside it
+    assert syntax["data"]["error"] == "QuerySyntaxError"  # as every error's data names its class
     unknown = server.error("plane.cypher", {"plane": "errs", "query": "RETURN nosuchfunction(1)"})
     assert unknown["code"] == -32602 and "nosuchfunction" in unknown["message"]
+    assert unknown["data"] == {"error": "QueryError"}
     too_big = server.error("plane.cypher", {"plane": "errs", "query": "RETURN $x", "params": {"x": 2**70}})
     assert too_big["code"] == -32602 and "$x" in too_big["message"]
     limited = server.error("plane.cypher", {"plane": "errs", "query": "UNWIND range(1, 500) AS i CREATE (:N {i: i})"})
