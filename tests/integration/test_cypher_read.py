@@ -214,6 +214,25 @@ def test_the_row_limit_and_the_timeout_stop_a_runaway(db: Database) -> None:
         read(db, "UNWIND range(1, 3000) AS x MATCH (a)-[*]-(b) RETURN count(*) AS c", timeout=0.0001)
 
 
+def test_one_starts_unbounded_trails_stop_at_the_row_limit(tmp_path: Path) -> None:
+    database = drsg_api.open(tmp_path / "dense.drsg")
+
+    def clique(tx: Any) -> None:
+        plane = tx.create_plane("p")
+        ids = [tx.create_node(plane, f"k{i}", ["K"], {}).id for i in range(7)]
+        for a in ids:
+            for b in ids:
+                if a != b:
+                    tx.link(plane, a, b, "E")
+
+    database.write(clique)
+    try:
+        with pytest.raises(QueryLimit, match="MATCH made more than 2000 rows"):
+            read(database, "MATCH (a {}) WHERE key(a) = 'k0' MATCH (a)-[*]->(b) RETURN count(*) AS c", max_rows=2000)
+    finally:
+        database.close()
+
+
 def test_a_write_statement_is_refused_on_the_read_path(db: Database) -> None:
     with pytest.raises(QueryError, match="writes"):
         read(db, "CREATE (n:X) RETURN n")

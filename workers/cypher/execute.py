@@ -286,6 +286,8 @@ class Executor:
                     refs.update(trail)
                     refs.update(self.matcher.path_nodes(start, trail))
                 out.append(Rec(values, rec.seen | refs))
+                if not len(out) % _CLOCK_EVERY:  # one start's trails alone may pass the limit
+                    self._check(out, "MATCH")
             self._check(out, "MATCH")
         return out
 
