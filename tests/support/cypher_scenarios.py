@@ -4,7 +4,7 @@ comparing an answer's rows with the rows a scenario expects.
 A scenario file is a YAML list; each scenario a map::
 
     - name: a node by its label            # unique in its file; the test id is FILE::name
-      tck: Match1 [1]                      # optional: the openCypher TCK scenario it follows
+      tck: Match1                          # optional: the openCypher TCK feature it follows
       setup: |                             # optional: statements run first (each ending `;` at
         CREATE (:A {name: 'a'})            # the end of a line, but the last)
       query: |                             # the statement under test
