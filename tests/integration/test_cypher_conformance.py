@@ -42,6 +42,8 @@ UNSUPPORTED: dict[str, str] = {
     "arithmetic::the trigonometric functions": "cos()",
     "arithmetic::degrees and radians": "degrees()",
     "aggregation::percentileDisc and percentileCont": "percentileDisc()",
+    "functions::timestamp is milliseconds since the epoch": "timestamp()",
+    "functions::rand is at least zero and below one": "rand()",
 }
 
 # scenario id → the engine defect it shows (one line), grouped by cause
