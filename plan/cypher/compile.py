@@ -89,9 +89,11 @@ class _ParamSeek:
 Seek = SeekKeys | SeekIds | _ParamSeek
 
 
-def pattern_ops(part: ast.PatternPart, nodes: frozenset[str]) -> tuple[rows.Op, ...]:
-    """The operators matching ``part`` with ``nodes`` bound (a pattern predicate, on a row)."""
-    scope: dict[str, Kind] = dict.fromkeys(nodes, NODE)
+def pattern_ops(
+    part: ast.PatternPart, nodes: frozenset[str], rels: frozenset[str] = frozenset()
+) -> tuple[rows.Op, ...]:
+    """The operators matching ``part`` with ``nodes`` and ``rels`` bound (a pattern predicate, on a row)."""
+    scope: dict[str, Kind] = dict.fromkeys(nodes, NODE) | dict.fromkeys(rels, REL)
     return tuple(_Compiler().part(part, scope, [], {}))
 
 

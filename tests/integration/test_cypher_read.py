@@ -183,6 +183,8 @@ def test_union_and_union_all(db: Database) -> None:
 
 def test_pattern_predicates_and_key_seeks_with_parameters(db: Database) -> None:
     assert values(read(db, "MATCH (a:Person) WHERE (a)-[:READ]->() RETURN a.name")) == [["Alan"]]
+    bound = "MATCH (a)-[r]->(b) WHERE NOT (a)-[r:WORKED_AT]->() RETURN type(r) AS t ORDER BY t"
+    assert values(read(db, bound)) == [["ADMIRES"], ["READ"]]  # r is the row's relationship, not any
     keyed = read(db, "MATCH (n) WHERE key(n) IN $ks RETURN n.name ORDER BY n.name", {"ks": ["lab", "ada", "ada"]})
     assert values(keyed) == [["Ada"], ["Lab"]]
 

@@ -108,7 +108,7 @@ class Executor:
         self._depth = 0
         #: each scan's nodes, kept through one top-level step (an OPTIONAL MATCH scans once, not per row)
         self._found: dict[int, list[tuple[Node, float | None]]] = {}
-        self._patterns: dict[tuple[ast.PatternPart, frozenset[str]], tuple[rows.Op, ...]] = {}
+        self._patterns: dict[tuple[ast.PatternPart, frozenset[str], frozenset[str]], tuple[rows.Op, ...]] = {}
         self._remember: Callable[[Node], None] | None = getattr(graph, "remember", None)
 
     # ------------------------------------------------------------------ EvalContext
@@ -122,11 +122,12 @@ class Executor:
         return self._params
 
     def pattern_exists(self, pattern: ast.PatternPart, row: Row) -> bool:
-        bound = frozenset(name for name, value in row.items() if isinstance(value, NodeRef))
-        key = (pattern, bound)
+        nodes = frozenset(name for name, value in row.items() if isinstance(value, NodeRef))
+        rels = frozenset(name for name, value in row.items() if isinstance(value, RelRef))
+        key = (pattern, nodes, rels)
         ops = self._patterns.get(key)
         if ops is None:
-            ops = self._patterns[key] = pattern_ops(pattern, bound)
+            ops = self._patterns[key] = pattern_ops(pattern, nodes, rels)
         return bool(self.run_ops(ops, [Rec(dict(row))]))
 
     def value(self, expr: ast.Expr, row: Row) -> CypherValue:
