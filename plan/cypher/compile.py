@@ -169,7 +169,7 @@ class _Compiler:
             ops += self.part(part, scope, used, seeks)
         if clause.where is not None:
             check_expr(clause.where, scope, what="WHERE")
-            ops.append(rows.Filter(clause.where))
+            ops = _push_filters(ops, clause.where, before)
         if not clause.optional:
             return ops
         introduced = tuple(name for name in scope if name not in before)
@@ -489,6 +489,37 @@ def _substitute_in(value: object, replacements: Mapping[ast.Expr, ast.Expr]) -> 
         items = tuple(_substitute_in(item, replacements) for item in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     return value
+
+
+def _push_filters(ops: list[rows.Op], where: ast.Expr, bound: set[str]) -> list[rows.Op]:
+    """A MATCH's operators with each AND-term of its WHERE right after the operator that binds the
+    last variable it reads (a term on the first node filters before the walk, not after it). A term
+    with a pattern predicate or a local variable (a list comprehension's) goes last."""
+    placed: dict[int, list[ast.Expr]] = {}
+    names = set(bound)
+    after: list[set[str]] = []
+    for op in ops:
+        match op:
+            case rows.NodeScan(node):
+                names.add(node.variable)
+            case rows.Expand():
+                names.update((op.rel, op.end.variable))
+            case rows.BindPath(variable):
+                names.add(variable)
+        after.append(set(names))
+    for term in _conjuncts(where):
+        reads = [e for e in walk(term)]
+        at_end = any(isinstance(e, ast.PatternPredicate | ast.ListComprehension | ast.Quantified) for e in reads)
+        needed = {e.name for e in reads if isinstance(e, ast.Variable)}
+        index = len(ops) - 1
+        if not at_end:
+            index = next((i for i, names_then in enumerate(after) if needed <= names_then), index)
+        placed.setdefault(index, []).append(term)
+    out: list[rows.Op] = []
+    for i, op in enumerate(ops):
+        out.append(op)
+        out += [rows.Filter(term) for term in placed.get(i, ())]
+    return out
 
 
 def _conjuncts(expr: ast.Expr) -> list[ast.Expr]:

@@ -214,3 +214,10 @@ def test_prepare_keeps_a_statement_compiled_by_its_text() -> None:
 )
 def test_a_search_form_compiles_to_the_plan_the_search_statement_makes(text: str) -> None:
     assert compiled(text).logical == parse_query(text).logical
+
+
+def test_each_where_term_filters_right_after_its_variables_are_bound() -> None:
+    plan = ops("MATCH (a:P)-[:T]->(b) WHERE b.y = 2 AND a.x = 1 AND (a)-->(b) RETURN b.y")
+    kinds = [type(op).__name__ for op in plan]
+    assert kinds == ["NodeScan", "Filter", "Expand", "Filter", "Filter", "Project"]
+    assert plan[1] == rows.Filter(ast.Binary("=", ast.PropertyAccess(ast.Variable("a"), "x"), ast.Literal(1)))
