@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
 import os
 import re
 import tempfile
@@ -48,6 +49,19 @@ UNSUPPORTED: dict[str, str] = {
 
 # scenario id → the engine defect it shows (one line), grouped by cause
 KNOWN_FAILING: dict[str, str] = {
+    # CypherResult.to_json passes a non-finite float through: plane.cypher then answers -32603 ("the result
+    # is not JSON") and `drsg cypher --json` prints bare NaN / Infinity, which strict JSON parsers refuse
+    **dict.fromkeys(
+        [
+            "arithmetic::float division by zero is infinity or NaN, as IEEE says",
+            "arithmetic::log of zero is minus infinity and of a negative number NaN",
+            "errors::a float past the largest is infinity",
+            "logic_null::NaN sorts first descending after null",
+            "order_skip_limit::NaN sorts after every other number and before null",
+            "return_with::DISTINCT treats NaN as one value",
+        ],
+        "a NaN or an infinity in a row is not JSON: the wire form needs an encoding for non-finite floats",
+    ),
     # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
     "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
 }
@@ -119,6 +133,8 @@ def test_scenario(database: drsg.Database, empty_plane: Any, scenario: Scenario)
         _expect_error(database, plane, scenario)
         return
     answer = plane.cypher(scenario.query, scenario.params).to_json()
+    # the one wire form every surface prints: strict JSON (JSON-RPC's encoder refuses NaN, Infinity)
+    json.dumps(answer, allow_nan=False)
     assert scenario.result is not None
     differs = compare(scenario.result, answer["columns"], answer["rows"])
     assert differs is None, f"{scenario.query}\n{differs}"
