@@ -187,7 +187,12 @@ class _Compiler:
                 check_expr(pattern.properties, scope, what="a node pattern")
             if name in scope and scope[name] not in (NODE, VALUE):  # a value may hold a node: checked as it runs
                 raise QueryError(f"variable `{name}`{at(pattern)} is a {scope[name]} already; it cannot be a node")
-        start = next((i for i, name in enumerate(nodes) if name in scope), 0)
+        # where the walk starts: a bound node (no scan), else a seek, else a label's scan, else the first
+        start = next((i for i, name in enumerate(nodes) if name in scope), None)
+        if start is None:
+            start = next((i for i, name in enumerate(nodes) if name in seeks), None)
+        if start is None:
+            start = next((i for i, node in enumerate(part.nodes) if node.labels), 0)
         first = part.nodes[start]
         ops: list[rows.Op] = []
         if nodes[start] in scope:

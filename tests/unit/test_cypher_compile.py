@@ -221,3 +221,14 @@ def test_each_where_term_filters_right_after_its_variables_are_bound() -> None:
     kinds = [type(op).__name__ for op in plan]
     assert kinds == ["NodeScan", "Filter", "Expand", "Filter", "Filter", "Project"]
     assert plan[1] == rows.Filter(ast.Binary("=", ast.PropertyAccess(ast.Variable("a"), "x"), ast.Literal(1)))
+
+
+def test_a_walk_starts_at_a_seek_else_at_a_label_else_at_the_first_node() -> None:
+    seek = ops("MATCH (a)-[:T]->(b)-[:U]->(c:L) WHERE key(b) = 'k' RETURN a.x")
+    assert seek[0] == rows.NodeScan(rows.NodeCheck("b"), lp.SeekKeys(("k",)))
+    expands = [(op.start, op.direction, op.end.variable) for op in seek if isinstance(op, rows.Expand)]
+    assert expands[0][0] == "b" and {expands[0][2], expands[1][2]} == {"a", "c"}
+    assert ("b", "in", "a") in expands  # walked backwards from b
+    labelled = first_scan("MATCH (a)-[:T]->(b:L) RETURN a.x")
+    assert labelled.source == lp.ScanLabel("L") and labelled.node.variable == "b"
+    assert first_scan("MATCH (a)-[:T]->(b) RETURN a.x").node.variable == "a"
