@@ -439,11 +439,10 @@ class _Compiler:
                         "grouping key; add it as its own item or aggregate it"
                     )
             final.append((name, rewritten))
-        aggregates = tuple((name, call) for call, name in calls.items())
-        return [
-            rows.Aggregate(tuple(keys), aggregates),  # type: ignore[arg-type]  # is_aggregate: calls only
-            rows.Project(tuple(final)),
-        ]
+        aggregates = tuple(
+            (name, call) for call, name in calls.items() if isinstance(call, ast.FunctionCall | ast.CountStar)
+        )
+        return [rows.Aggregate(tuple(keys), aggregates), rows.Project(tuple(final))]
 
 
 # ---------------------------------------------------------------------------- helpers

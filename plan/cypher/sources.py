@@ -73,9 +73,18 @@ def _near(expr: ast.Expr, value: Read) -> tuple[tuple[float, ...] | None, str | 
     got = value(expr)
     if isinstance(got, str):
         return None, got
-    if isinstance(got, list) and got and all(isinstance(v, int | float) and not isinstance(v, bool) for v in got):
-        return tuple(float(v) for v in got), None  # type: ignore[arg-type]  # checked numbers just above
+    numbers = numbers_of(got)
+    if numbers:
+        return tuple(numbers), None
     raise QueryError(f"NEAR takes a text or a list of numbers, not {got!r:.40}")
+
+
+def numbers_of(value: CypherValue) -> list[float] | None:
+    """A list of numbers as floats (a vector); None for any other value."""
+    if not isinstance(value, list):
+        return None
+    numbers = [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+    return numbers if len(numbers) == len(value) else None
 
 
 def _search(clause: ast.Search, value: Read) -> Source:

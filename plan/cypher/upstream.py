@@ -191,8 +191,9 @@ def _expr(expr: ast.Expr, var: str, scored: bool) -> px.Expr:
                 return px.Compare(_COMPARE[_FLIPPED[op]], _operand(rhs, var, scored), _scalar(lhs))
             return px.Compare(_COMPARE[op], _operand(lhs, var, scored), _scalar(rhs))
         case ast.Binary("IN", needle, ast.ListLiteral(items)):
-            literal = tuple(_scalar(item).value for item in items)
-            return px.In(_operand(needle, var, scored), px.Literal("List", literal))  # type: ignore[arg-type]
+            literal = tuple(_scalar(item).constant for item in items)
+            scalars = tuple(v for v in literal if not isinstance(v, list))
+            return px.In(_operand(needle, var, scored), px.Literal("List", scalars))
         case ast.IsNull(operand, negated):
             inner = px.IsNull(_operand(operand, var, scored))
             return px.Not(inner) if negated else inner

@@ -17,6 +17,7 @@ from drsg.kernel.metrics import check_metric
 from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.functions import similarity
 from drsg.plan.cypher.graph import HOPS, SCORE, NodeRef
+from drsg.plan.cypher.sources import numbers_of
 from drsg.plan.cypher.values import type_name
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
     from drsg.workers.cypher.execute import Rec
 
     near = executor.value(op.near, {})
-    if not isinstance(near, list) or not near or not all(_number(v) for v in near):
+    query = numbers_of(near)
+    if not query:
         raise QueryError(f"BEAM NEAR takes a list of numbers (a vector), not {type_name(near)}")
-    query = [float(v) for v in near]  # type: ignore[arg-type]  # numbers, checked above
     width, depth = _whole(executor, op.width, "WIDTH", MAX_WIDTH), _whole(executor, op.depth, "DEPTH", MAX_DEPTH)
     try:
         metric = check_metric(op.metric)
@@ -59,10 +60,10 @@ def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
                         if other in visited:
                             continue
                         visited.add(other)
-                        vector = executor.graph.properties(other).get(op.property)
-                        if not isinstance(vector, list) or len(vector) != len(query) or not all(map(_number, vector)):
+                        vector = numbers_of(executor.graph.properties(other).get(op.property))
+                        if vector is None or len(vector) != len(query):
                             continue
-                        score = similarity(metric, [float(v) for v in vector], query)  # type: ignore[arg-type]
+                        score = similarity(metric, vector, query)
                         scored.append((score, other))
             frontier = heapq.nlargest(width, scored, key=lambda pair: (pair[0], -pair[1]))
             if not frontier:
@@ -73,10 +74,6 @@ def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
                 values = rec.values | {op.variable: ref, HOPS: depth, SCORE: score}
                 out.append(Rec(values, rec.seen | {ref}))
     return out
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _whole(executor: Executor, expr: ast.Expr, what: str, most: int) -> int:
