@@ -386,8 +386,11 @@ def render(value: Canon) -> str:
     return "<" + "".join(parts) + ">"
 
 
-def compare(expected: Expected, columns: list[str], rows: list[list[Any]]) -> str | None:
-    """None when the answer is the expected table; else what differs, readably."""
+def compare(expected: Expected, columns: object, rows: object) -> str | None:
+    """None when the answer's columns and rows (its JSON form's) are the expected table; else
+    what differs, readably."""
+    if not isinstance(columns, list) or not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+        return f"an answer's columns and rows are lists, not {columns!r} and {rows!r}"
     if tuple(columns) != expected.columns:
         return f"columns {columns} != expected {list(expected.columns)}"
     got = [tuple(canonical(v) for v in row) for row in rows]
