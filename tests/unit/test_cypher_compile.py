@@ -232,3 +232,29 @@ def test_a_walk_starts_at_a_seek_else_at_a_label_else_at_the_first_node() -> Non
     labelled = first_scan("MATCH (a)-[:T]->(b:L) RETURN a.x")
     assert labelled.source == lp.ScanLabel("L") and labelled.node.variable == "b"
     assert first_scan("MATCH (a)-[:T]->(b) RETURN a.x").node.variable == "a"
+
+
+def test_explain_shows_the_row_plan_operator_by_operator() -> None:
+    text = "MATCH (a:P)-[r:T*1..2]->(b) WHERE a.x = 1 RETURN b.y AS y, count(*) AS c ORDER BY c DESC LIMIT 3"
+    plan = prepare(text).explain()
+    assert isinstance(plan, dict) and plan["columns"] == ["y", "c"]
+    assert plan["ops"] == [
+        {"NodeScan": {"var": "a"}, "source": {"ScanLabel": "P"}},
+        {"Filter": "(a.x = 1)"},
+        {
+            "Expand": {
+                "from": "a",
+                "rel": "r",
+                "types": ["T"],
+                "dir": "out",
+                "min": 1,
+                "max": 2,
+                "to": {"var": "b"},
+                "to_bound": False,
+            }
+        },
+        {"Aggregate": {"keys": [["y", "b.y"]], "aggregates": [[" agg1", "count(*)"]]}},
+        {"Project": {"items": [["y", "y"], ["c", " agg1"]], "keep": False}},
+        {"Sort": [{"expr": "c", "descending": True}]},
+        {"Limit": "3"},
+    ]
