@@ -108,7 +108,7 @@ class Executor:
         self._depth = 0
         #: each scan's nodes, kept through one top-level step (an OPTIONAL MATCH scans once, not per row)
         self._found: dict[int, list[tuple[Node, float | None]]] = {}
-        self._patterns: dict[tuple[ast.PatternPart, frozenset[str], frozenset[str]], tuple[rows.Op, ...]] = {}
+        self._patterns: dict[tuple[int, frozenset[str], frozenset[str]], tuple[rows.Op, ...]] = {}
         self._remember: Callable[[Node], None] | None = getattr(graph, "remember", None)
 
     # ------------------------------------------------------------------ EvalContext
@@ -124,7 +124,7 @@ class Executor:
     def pattern_exists(self, pattern: ast.PatternPart, row: Row) -> bool:
         nodes = frozenset(name for name, value in row.items() if isinstance(value, NodeRef))
         rels = frozenset(name for name, value in row.items() if isinstance(value, RelRef))
-        key = (pattern, nodes, rels)
+        key = (id(pattern), nodes, rels)  # the pattern lives as long as the compiled statement
         ops = self._patterns.get(key)
         if ops is None:
             ops = self._patterns[key] = pattern_ops(pattern, nodes, rels)
