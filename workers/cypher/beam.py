@@ -10,32 +10,39 @@ and ``score()`` its similarity (higher is nearer: cosine, dot, minus the Euclide
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from drsg.kernel.errors import BadValue, QueryError
 from drsg.kernel.metrics import check_metric
 from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.functions import similarity
-from drsg.plan.cypher.graph import HOPS, SCORE, NodeRef
+from drsg.plan.cypher.graph import HOPS, SCORE, CypherValue, GraphView, NodeRef, Row
 from drsg.plan.cypher.sources import numbers_of
 from drsg.plan.cypher.values import type_name
-
-if TYPE_CHECKING:
-    from drsg.workers.cypher.execute import Executor, Rec
+from drsg.store.snapshot import Snapshot
+from drsg.workers.cypher.rec import Rec
 
 #: most nodes one hop of a beam may keep, and most hops
 MAX_WIDTH = 10_000
 MAX_DEPTH = 16
 
 
-def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
-    from drsg.workers.cypher.execute import Rec
-
-    near = executor.value(op.near, {})
+def beam(
+    op: rows.Beam,
+    recs: list[Rec],
+    snap: Snapshot,
+    plane: int,
+    graph: GraphView,
+    value: Callable[[ast.Expr, Row], CypherValue],
+    tick: Callable[[int], None],
+) -> list[Rec]:
+    """The rows ``op`` keeps from ``recs`` (``value`` evaluates an expression, ``tick`` counts work
+    against the statement's limits)."""
+    near = value(op.near, {})
     query = numbers_of(near)
     if not query:
         raise QueryError(f"BEAM NEAR takes a list of numbers (a vector), not {type_name(near)}")
-    width, depth = _whole(executor, op.width, "WIDTH", MAX_WIDTH), _whole(executor, op.depth, "DEPTH", MAX_DEPTH)
+    width, depth = _whole(value, op.width, "WIDTH", MAX_WIDTH), _whole(value, op.depth, "DEPTH", MAX_DEPTH)
     try:
         metric = check_metric(op.metric)
     except BadValue as exc:
@@ -54,13 +61,13 @@ def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
             scored: list[tuple[float, int]] = []
             for _, node in frontier:
                 for edge_type in types or (None,):
-                    for neighbor in executor.snap.neighbors(executor.plane, node, op.direction, edge_type):
-                        executor.tick(1)
+                    for neighbor in snap.neighbors(plane, node, op.direction, edge_type):
+                        tick(1)
                         other = neighbor.node
                         if other in visited:
                             continue
                         visited.add(other)
-                        vector = numbers_of(executor.graph.properties(other).get(op.property))
+                        vector = numbers_of(graph.properties(other).get(op.property))
                         if vector is None or len(vector) != len(query):
                             continue
                         score = similarity(metric, vector, query)
@@ -76,8 +83,8 @@ def beam(executor: Executor, op: rows.Beam, recs: list[Rec]) -> list[Rec]:
     return out
 
 
-def _whole(executor: Executor, expr: ast.Expr, what: str, most: int) -> int:
-    value = executor.value(expr, {})
+def _whole(value_of: Callable[[ast.Expr, Row], CypherValue], expr: ast.Expr, what: str, most: int) -> int:
+    value = value_of(expr, {})
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
         raise QueryError(f"BEAM {what} takes a whole number from 1 to {most}, not {value!r:.40}")
     return value

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from drsg.kernel.errors import QueryError, QueryLimit
 from drsg.plan.cypher import ast, rows
@@ -31,13 +31,14 @@ from drsg.plan.cypher.values import group_key, order_key, type_name
 from drsg.plan.logical import SeekIds, SeekKeys, Source
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
+from drsg.workers.cypher.beam import beam
 from drsg.workers.cypher.matching import Matcher
+from drsg.workers.cypher.rec import Rec, Ref
 
 #: a source's nodes, best first, with their scores (None for a scan)
 SourceRunner = Callable[[Source], list[tuple[Node, float | None]]]
 #: runs one write clause over all the rows so far and gives the rows that go on
 WriteRunner = Callable[[rows.WriteClause, list[Row]], list[Row]]
-Ref = NodeRef | RelRef
 #: how often (in candidates looked at) the clock is read
 _CLOCK_EVERY = 1024
 
@@ -52,14 +53,6 @@ class Limits:
     @classmethod
     def of(cls, max_rows: int | None, timeout: float | None) -> Limits:
         return cls(max_rows, None if timeout is None else time.monotonic() + timeout)
-
-
-@dataclass(slots=True)
-class Rec:
-    """One row: its values, and the nodes and relationships its pattern bound on the way."""
-
-    values: dict[str, CypherValue]
-    seen: frozenset[Ref] = field(default_factory=frozenset)
 
 
 def scan_source(snap: Snapshot, plane: int) -> SourceRunner:
@@ -212,10 +205,7 @@ class Executor:
             case rows.Limit(count):
                 return recs[: self.count(count, "LIMIT")]
             case rows.Beam():
-                from drsg.workers.cypher.beam import beam  # only a statement with BEAM pays for it
-
-                kept: list[Rec] = beam(self, op, recs)
-                return kept
+                return beam(op, recs, self.snap, self.plane, self.graph, self.value, self.tick)
             case rows.Write(clause):
                 return self.write(clause, recs)
         raise AssertionError(f"no case for {type(op).__name__}")

@@ -22,8 +22,9 @@ from drsg.plan.cypher.statement import Prepared
 from drsg.plan.logical import Source
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.cypher.execute import Executor, Limits, Rec, SourceRunner, WriteRunner, scan_source
+from drsg.workers.cypher.execute import Executor, Limits, SourceRunner, WriteRunner, scan_source
 from drsg.workers.cypher.graphs import SnapshotGraph
+from drsg.workers.cypher.rec import Rec
 from drsg.workers.cypher.result import Answer, CypherResult, Path
 from drsg.workers.plans import run_logical, run_source
 from drsg.workers.search import Searcher, TextEmbedder
