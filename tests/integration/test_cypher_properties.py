@@ -5,7 +5,9 @@ be absent; ≤ 14 relationships of types R/S, self-loops and parallel ones inclu
 a real LMDB plane through the store's write transaction (never through Cypher), and draws queries:
 a chain of 1–3 node patterns (a variable may come back, closing a cycle) joined by typed or untyped
 relationships in each direction (a fixed-length one maybe bound to ``r0``/``r1``, the whole chain
-maybe to a path ``p``), one of them possibly of variable length ``*a..b`` (b ≤ 3), a
+maybe to a path ``p``), one of them possibly of variable length ``*a..b`` (b ≤ 3), maybe a
+second part after a comma (its relationships distinct from the first's) or in a MATCH of its own
+(where they need not be), a
 ``WHERE`` of comparisons, ``IS [NOT] NULL``, label tests, AND/OR/NOT over properties with nulls and
 across types, and a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``,
 or of grouping keys and ``count(*)``,
@@ -20,6 +22,7 @@ from __future__ import annotations
 import tempfile
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import hypothesis.strategies as st
@@ -33,6 +36,7 @@ from drsg.workers.cypher.result import Answer, CypherResult
 from tests.support.cypher_oracle import (
     Agg,
     BoolOp,
+    Chain,
     Cmp,
     GNode,
     Graph,
@@ -151,6 +155,20 @@ def queries(draw: st.DrawFn) -> Query:
         rels.append(RelPat(draw(st.sampled_from(["->", "<-", "-"])), draw(st.sampled_from([None, "R", "S"])), length,
                            draw(st.integers(0, 1)), var))  # fmt: skip
     path = size > 1 and draw(st.integers(0, 3)) == 0
+    more: tuple[Chain, ...] = ()
+    if len(set(names)) < 4 and draw(st.integers(0, 2)) == 0:  # a second part: after a comma or a MATCH
+        pool = [*dict.fromkeys(names), "m0", "m1"]
+        ends = [NodePat(draw(st.sampled_from(pool)), draw(labels)) for _ in range(draw(st.sampled_from([1, 2, 2])))]
+        new_names = {node.var for node in ends} - set(names)
+        if len(set(names)) + len(new_names) <= 4:
+            joins = tuple(
+                RelPat(draw(st.sampled_from(["->", "<-", "-"])), draw(st.sampled_from([None, "R", "S"])),
+                       var=f"r{size - 1}" if draw(st.booleans()) else None)
+                for _ in ends[1:]
+            )  # fmt: skip
+            more = (Chain(tuple(ends), joins, draw(st.booleans())),)
+            names = [*names, *(node.var for node in ends)]
+            rels = [*rels, *joins]
     variables = list(dict.fromkeys(names))
     where = draw(st.none() | _predicates(variables))
     props = st.builds(Prop, st.sampled_from(variables), st.sampled_from(["x", "s"]))
@@ -182,10 +200,11 @@ def queries(draw: st.DrawFn) -> Query:
         if isinstance(item, Prop | TypeOf | PathLength) or (isinstance(item, Agg) and item.func != "collect")
     ]
     order = tuple((i, draw(st.booleans())) for i in draw(st.permutations(orderable))[: draw(st.integers(0, 3))])
-    query = Query(nodes, tuple(rels), tuple(items), where, distinct, order, path=path)
+    first = tuple(rels[: size - 1])
+    query = Query(nodes, first, tuple(items), where, distinct, order, path=path, more=more)
     if query.totally_ordered and draw(st.booleans()):
-        query = Query(nodes, tuple(rels), tuple(items), where, distinct, order,
-                      draw(st.none() | st.integers(0, 3)), draw(st.none() | st.integers(0, 4)), path)  # fmt: skip
+        query = Query(nodes, first, tuple(items), where, distinct, order,
+                      draw(st.none() | st.integers(0, 3)), draw(st.none() | st.integers(0, 4)), path, more)  # fmt: skip
     return query
 
 
@@ -249,6 +268,8 @@ LOOPER = Graph(
 )
 COUNT = (Agg("count", None),)
 TRAIL3 = RelPat("-", None, (0, 3))
+A_TO_ANY = Chain((NodePat("c", "A"), NodePat("d")), (RelPat("->"),))
+A_THEN_ANY = replace(A_TO_ANY, new_clause=True)
 
 
 @pytest.mark.parametrize(
@@ -258,6 +279,9 @@ TRAIL3 = RelPat("-", None, (0, 3))
         (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("-"),), COUNT), 1),
         (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("->"),), COUNT), 1),
         (LOOPER, Query((NodePat("n"), NodePat("n")), (RelPat("-", var="r"),), (Agg("count", Var("r"), True),)), 1),
+        # one MATCH binds distinct relationships across its parts, two MATCH clauses need not
+        (LOOPER, Query((NodePat("a", "A"), NodePat("b")), (RelPat("->"),), COUNT, more=(A_TO_ANY,)), 0),
+        (LOOPER, Query((NodePat("a", "A"), NodePat("b")), (RelPat("->"),), COUNT, more=(A_THEN_ANY,)), 1),
         (LOOPER, Query((NodePat("a", "A"), NodePat("b"), NodePat("c")), (RelPat("->"), RelPat("-")), COUNT), 2),
         (LOOPER, Query((NodePat("a"), NodePat("b"), NodePat("c")), (RelPat("-"), RelPat("-")), COUNT), 6),
         # a trail: the loop is walked once, never twice in a row; T1 and T2 once each

@@ -145,6 +145,16 @@ class Agg:
 
 
 @dataclass(frozen=True)
+class Chain:
+    """A further pattern part: after a comma in the same MATCH (its relationships then distinct
+    from the first part's), or in a MATCH of its own (``new_clause``: they may be the same)."""
+
+    nodes: tuple[NodePat, ...]
+    rels: tuple[RelPat, ...]
+    new_clause: bool = False
+
+
+@dataclass(frozen=True)
 class Query:
     nodes: tuple[NodePat, ...]
     rels: tuple[RelPat, ...]  # rels[i] joins nodes[i] and nodes[i + 1]
@@ -154,7 +164,12 @@ class Query:
     order: tuple[tuple[int, bool], ...] = ()  # (item index, descending)
     skip: int | None = None
     limit: int | None = None
-    path: bool = False  # bind the pattern to ``p``
+    path: bool = False  # bind the first part to ``p``
+    more: tuple[Chain, ...] = ()
+
+    @property
+    def chains(self) -> tuple[Chain, ...]:
+        return (Chain(self.nodes, self.rels), *self.more)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -175,10 +190,13 @@ def _is_list(item: Item | Agg) -> bool:
 
 
 def render(query: Query) -> str:
-    parts = [_render_node(query.nodes[0])]
-    for rel, node in zip(query.rels, query.nodes[1:], strict=True):
-        parts += [_render_rel(rel), _render_node(node)]  # a repeated variable may add a label
-    text = "MATCH " + ("p = " if query.path else "") + "".join(parts)
+    text = "MATCH " + ("p = " if query.path else "")
+    for i, chain in enumerate(query.chains):
+        if i:
+            text += " MATCH " if chain.new_clause else ", "
+        text += _render_node(chain.nodes[0])
+        for rel, node in zip(chain.rels, chain.nodes[1:], strict=True):
+            text += _render_rel(rel) + _render_node(node)  # a repeated variable may add a label
     if query.where is not None:
         text += " WHERE " + _render_pred(query.where)
     items = ", ".join(f"{_render_item(item)} AS c{i}" for i, item in enumerate(query.items))
@@ -279,28 +297,41 @@ def trails(graph: Graph, rel: RelPat) -> Iterator[tuple[int, int, tuple[int, ...
 
 
 def matches(graph: Graph, query: Query) -> list[Binding]:
-    """One binding per match: its node and relationship variables and its length (a binding of the
-    node variables repeats once per distinct assignment of relationships)."""
-    variables = list(dict.fromkeys(node.var for node in query.nodes))
+    """One binding per match: its node and relationship variables and its first part's length (a
+    binding of the node variables repeats once per distinct assignment of relationships). The
+    relationships of one MATCH clause are pairwise distinct; two clauses may share one."""
+    nodes = [node for chain in query.chains for node in chain.nodes]
+    variables = list(dict.fromkeys(node.var for node in nodes))
+    # each relationship pattern: its ends' variables, its clause, whether it is in the first part
+    segments: list[tuple[str, str, RelPat, int, bool]] = []
+    clause = 0
+    for i, chain in enumerate(query.chains):
+        clause += chain.new_clause
+        for rel, (a, b) in zip(chain.rels, zip(chain.nodes, chain.nodes[1:], strict=False), strict=True):
+            segments.append((a.var, b.var, rel, clause, i == 0))
     by_ends: list[dict[tuple[int, int], list[tuple[int, ...]]]] = []
-    for rel in query.rels:
+    for segment in segments:
         ends: dict[tuple[int, int], list[tuple[int, ...]]] = {}
-        for start, end, used in trails(graph, rel):
+        for start, end, used in trails(graph, segment[2]):
             ends.setdefault((start, end), []).append(used)
         by_ends.append(ends)
     out: list[Binding] = []
     for chosen in product(range(len(graph.nodes)), repeat=len(variables)):
         binding = dict(zip(variables, chosen, strict=True))
-        if any(node.label and node.label not in graph.nodes[binding[node.var]].labels for node in query.nodes):
+        if any(node.label and node.label not in graph.nodes[binding[node.var]].labels for node in nodes):
             continue
-        at = [binding[node.var] for node in query.nodes]
-        options = [by_ends[i].get((at[i], at[i + 1]), []) for i in range(len(query.rels))]
+        options = [by_ends[i].get((binding[a], binding[b]), []) for i, (a, b, *_) in enumerate(segments)]
         for combo in product(*options):
-            used = [index for part in combo for index in part]
-            if len(used) == len(set(used)):
-                rels = {rel.var: part[0] for rel, part in zip(query.rels, combo, strict=True) if rel.var}
-                out.append(binding | rels | {LENGTH: len(used)})
+            if all(_distinct_within(combo, segments, c) for c in range(clause + 1)):
+                rels = {seg[2].var: part[0] for seg, part in zip(segments, combo, strict=True) if seg[2].var}
+                length = sum(len(part) for seg, part in zip(segments, combo, strict=True) if seg[4])
+                out.append(binding | rels | {LENGTH: length})
     return out
+
+
+def _distinct_within(combo: Sequence[tuple[int, ...]], segments: Sequence[tuple[object, ...]], clause: int) -> bool:
+    used = [index for seg, part in zip(segments, combo, strict=True) if seg[3] == clause for index in part]
+    return len(used) == len(set(used))
 
 
 # ---------------------------------------------------------------------- expressions
