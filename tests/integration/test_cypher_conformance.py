@@ -14,7 +14,6 @@ by cause. They run as strict xfails: one that starts passing fails the run, so t
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import os
@@ -49,19 +48,6 @@ UNSUPPORTED: dict[str, str] = {
 
 # scenario id → the engine defect it shows (one line), grouped by cause
 KNOWN_FAILING: dict[str, str] = {
-    # CypherResult.to_json passes a non-finite float through: plane.cypher then answers -32603 ("the result
-    # is not JSON") and `drsg cypher --json` prints bare NaN / Infinity, which strict JSON parsers refuse
-    **dict.fromkeys(
-        [
-            "arithmetic::float division by zero is infinity or NaN, as IEEE says",
-            "arithmetic::log of zero is minus infinity and of a negative number NaN",
-            "errors::a float past the largest is infinity",
-            "logic_null::NaN sorts first descending after null",
-            "order_skip_limit::NaN sorts after every other number and before null",
-            "return_with::DISTINCT treats NaN as one value",
-        ],
-        "a NaN or an infinity in a row is not JSON: the wire form needs an encoding for non-finite floats",
-    ),
     # openCypher 9: a relationship pattern outside WHERE is the list of its paths (true in WHERE when non-empty)
     "match::a pattern in an expression is the list of its paths": (
         "a pattern expression is always a boolean: size((a)-->()) is a type error, not the number of paths"
@@ -80,22 +66,6 @@ KNOWN_FAILING: dict[str, str] = {
     # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
     "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
 }
-
-
-def _engine_missing() -> str | None:
-    """Why the engine cannot run yet (its pieces land one by one), or None."""
-    from drsg.api.plane import Plane
-
-    if not hasattr(Plane, "cypher"):
-        return "the engine has not landed: drsg.api.Plane.cypher is missing"
-    try:
-        importlib.import_module("drsg.plan.cypher.statement")
-    except ImportError as missing:
-        return f"the engine has not landed: {missing}"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_engine_missing() is not None, reason=str(_engine_missing()))
 
 
 def _params() -> Iterator[Any]:

@@ -334,6 +334,8 @@ def canonical(value: Any) -> Canon:
     if isinstance(value, list):
         return ("list", tuple(canonical(v) for v in value))
     if isinstance(value, dict):
+        if set(value) == {"$float"}:  # the wire form of a float JSON has no number for
+            return ("float", {"NaN": "nan", "Infinity": math.inf, "-Infinity": -math.inf}[value["$float"]])
         if set(value) == {"id", "labels", "properties"}:
             return _node(value)
         if set(value) == {"id", "type", "src", "dst", "properties"}:

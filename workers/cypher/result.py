@@ -11,10 +11,16 @@ the one wire form every surface prints (``drsg cypher --json``, ``plane.cypher``
 A node in a row is ``{"id", "labels", "properties"}``, a relationship ``{"id", "type", "src",
 "dst", "properties"}``, a path ``{"nodes", "edges"}``; the subgraph's nodes and edges are upstream's
 records (``external_key`` included). ``lean`` replaces vectors with upstream's placeholder.
+
+A float that is not finite (``0.0 / 0``, ``log(0)``) has no JSON number: it is written in the JSON
+dialect's marker form ``{"$float": "NaN" | "Infinity" | "-Infinity"}``, so every answer is strict
+JSON (JSON-RPC's encoder and browsers' ``JSON.parse`` refuse a bare ``NaN``). A write's answer also
+carries upstream's ``labels_set`` (the labels it added) beside ``labels_added``/``labels_removed``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TypeAlias
@@ -47,7 +53,9 @@ class WriteCounts:
     props_removed: int = 0
 
     def to_json(self) -> dict[str, Json]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Every count, and upstream's name for the labels a write added (``labels_set``)."""
+        counts: dict[str, Json] = {f.name: getattr(self, f.name) for f in fields(self)}
+        return counts | {"labels_set": self.labels_added}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +106,8 @@ def answer_json(value: Answer, *, lean: bool = False) -> Json:
         return [answer_json(item, lean=lean) for item in value]
     if isinstance(value, dict):
         return {key: answer_json(item, lean=lean) for key, item in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$float": "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"}
     return to_json(value)
 
 
