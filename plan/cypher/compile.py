@@ -34,6 +34,7 @@ from drsg.plan.cypher.check import (
     parameters,
     walk,
 )
+from drsg.plan.cypher.graph import KEY_PROPERTY
 from drsg.plan.cypher.sources import build_source
 from drsg.plan.cypher.upstream import upstream_plan
 from drsg.plan.logical import LogicalPlan, ScanAll, ScanLabel, SeekIds, SeekKeys
@@ -212,6 +213,7 @@ class _Compiler:
 
     def scan(self, name: str, pattern: ast.NodePattern, seek: Seek | None) -> rows.NodeScan:
         check = _check(name, pattern)
+        seek = seek or _pattern_seek(pattern)
         if isinstance(seek, SeekKeys | SeekIds):
             return rows.NodeScan(check, seek)
         if seek is not None:
@@ -561,6 +563,18 @@ def _seeks(where: ast.Expr) -> dict[str, Seek]:
         elif kind == "id" and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in literal):
             out[name] = SeekIds(tuple(dict.fromkeys(v for v in literal if isinstance(v, int))))
     return out
+
+
+def _pattern_seek(pattern: ast.NodePattern) -> Seek | None:
+    """``(n {key: "k"})`` seeks the key index (graph.KEY_PROPERTY: a string ``key`` entry is the
+    external key). A ``$param`` there is left to the node check, which reads it when the statement
+    runs (a string matches the key, anything else the property)."""
+    if not isinstance(pattern.properties, ast.MapLiteral):
+        return None
+    value = dict(pattern.properties.entries).get(KEY_PROPERTY)
+    if isinstance(value, ast.Literal) and isinstance(value.value, str):
+        return SeekKeys((value.value,))
+    return None
 
 
 def _seek_call(expr: ast.Expr) -> bool:

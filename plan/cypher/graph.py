@@ -49,6 +49,9 @@ CypherValue: TypeAlias = (
 Row: TypeAlias = Mapping[str, CypherValue]
 SCORE = " score"
 HOPS = " hops"
+#: upstream's rule: a string ``key`` entry in a node pattern's map is the node's external key, not a
+#: property — in CREATE and MERGE (it sets it) and in MATCH (it matches it, through the key index)
+KEY_PROPERTY = "key"
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,17 +52,6 @@ KNOWN_FAILING: dict[str, str] = {
     "match::a pattern in an expression is the list of its paths": (
         "a pattern expression is always a boolean: size((a)-->()) is a type error, not the number of paths"
     ),
-    # upstream's rule (a string `key` in a created node is its external key, not a property) where
-    # openCypher 9 makes a property: a statement both accept, so the house rule says openCypher's;
-    # as it stands, CREATE (n {key: 'abc'}) then MATCH (n {key: 'abc'}) finds nothing
-    **dict.fromkeys(
-        [
-            "create_merge::a property named key is a property",
-            "create_merge::a node created with a key property is matched by it",
-            "create_merge::two nodes may hold the same key property",
-        ],
-        "a string key in CREATE is the external key: n.key reads null, {key: …} matches nothing, a 2nd conflicts",
-    ),
     # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
     "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
 }

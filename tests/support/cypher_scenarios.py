@@ -43,7 +43,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1] / "conformance" / "cypher"
 KEYS = {"name", "tck", "setup", "query", "params", "result", "ordered", "effects", "check", "error"}
 ERROR_KEYS = {"class", "message", "phase"}
-ERROR_CLASSES = {"QuerySyntaxError", "QueryError", "QueryLimit"}
+ERROR_CLASSES = {"QuerySyntaxError", "QueryError", "QueryLimit", "Conflict"}  # Conflict: a key already held
 COUNTS = (
     "nodes_created", "nodes_deleted", "edges_created", "edges_deleted",
     "labels_added", "labels_removed", "props_set", "props_removed",

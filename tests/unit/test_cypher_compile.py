@@ -46,6 +46,12 @@ def test_a_key_equality_or_in_on_the_first_node_becomes_a_key_seek() -> None:
     assert scan.source == lp.ScanLabel("P")
 
 
+def test_a_string_key_in_a_node_pattern_seeks_the_key_index() -> None:
+    """Upstream's rule (graph.KEY_PROPERTY) in MATCH as in CREATE: ``{key: "k"}`` is the external key."""
+    assert first_scan('MATCH (n:P {key: "ada"}) RETURN n').source == lp.SeekKeys(("ada",))
+    assert first_scan("MATCH (n:P {key: 7}) RETURN n").source == lp.ScanLabel("P")  # not a key: a property
+
+
 def test_a_label_scans_the_label_else_the_plane() -> None:
     labelled = first_scan("MATCH (n:P:Q) RETURN n.x")
     assert labelled.source == lp.ScanLabel("P") and labelled.node.labels == ("Q",)

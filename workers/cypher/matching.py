@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from drsg.kernel.errors import QueryError
 from drsg.plan.cypher import ast, rows
-from drsg.plan.cypher.graph import CypherValue, GraphView, NodeRef, RelRef, Row
+from drsg.plan.cypher.graph import KEY_PROPERTY, CypherValue, GraphView, NodeRef, RelRef, Row
 from drsg.plan.cypher.values import equals, from_store, type_name
 from drsg.store.records import Edge
 from drsg.store.snapshot import Snapshot
@@ -53,7 +53,10 @@ class Matcher:
         if check.properties is not None:
             props = self.graph.properties(node)
             for key, want in self.wanted(check.properties, row).items():
-                if equals(props.get(key), want) is not True:
+                if key == KEY_PROPERTY and isinstance(want, str):  # the external key (graph.KEY_PROPERTY)
+                    if self.graph.key(node) != want:
+                        return False
+                elif equals(props.get(key), want) is not True:
                     return False
         return True
 

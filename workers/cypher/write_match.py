@@ -16,13 +16,10 @@ from dataclasses import dataclass
 from drsg.kernel.errors import QueryError
 from drsg.kernel.values import Value
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.graph import CypherValue
+from drsg.plan.cypher.graph import KEY_PROPERTY, CypherValue
 from drsg.plan.cypher.values import equals, from_store
 from drsg.store.records import Node
 from drsg.workers.cypher.write_graph import TxGraph
-
-#: the node property that names a node's external key (upstream's rule for created nodes)
-KEY_PROPERTY = "key"
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, fields, replace
 from drsg.kernel.errors import Conflict, QueryError, QueryLimit
 from drsg.kernel.values import Value, Vector
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.graph import CypherValue, NodeRef, PathValue, RelRef, Row
+from drsg.plan.cypher.graph import KEY_PROPERTY, CypherValue, NodeRef, PathValue, RelRef, Row
 from drsg.plan.cypher.rows import WriteClause
 from drsg.plan.cypher.statement import Prepared
 from drsg.plan.cypher.values import to_store, type_name
@@ -37,7 +37,7 @@ from drsg.workers.cypher.execute import Executor, Limits, scan_source
 from drsg.workers.cypher.result import CypherResult, WriteCounts
 from drsg.workers.cypher.run import answer
 from drsg.workers.cypher.write_graph import LastRecords, TxGraph
-from drsg.workers.cypher.write_match import KEY_PROPERTY, NodeWant, RelWant, match_part
+from drsg.workers.cypher.write_match import NodeWant, RelWant, match_part
 
 
 @dataclass
