@@ -8,8 +8,9 @@ from a :data:`SourceRunner` (the read path runs searches and algorithms through
 path's :func:`drsg.workers.cypher.writes.apply_write`), and a read-only statement has none.
 
 Each row carries the nodes and relationships its pattern elements bound (``seen``, named or
-not): the answer's subgraph is theirs, for the rows that reach the end (an aggregate's group
-holds those of the rows that fed it). Past ``[query] max_rows`` rows at any step, or past the
+not): the answer's subgraph is theirs, for the rows that reach the end. An aggregate's rows start
+afresh, holding only what they return (a group's key, a ``collect``): ``MATCH (n) RETURN count(*)``
+answers a number, not every node of the plane. Past ``[query] max_rows`` rows at any step, or past the
 deadline, the statement stops with :class:`~drsg.kernel.errors.QueryLimit`.
 """
 
@@ -312,26 +313,25 @@ class Executor:
         return Rec(values, rec.seen)
 
     def aggregate(self, op: rows.Aggregate, recs: list[Rec]) -> list[Rec]:
-        groups: dict[tuple[Hashable, ...], tuple[dict[str, CypherValue], list[Aggregator], set[Ref]]] = {}
+        groups: dict[tuple[Hashable, ...], tuple[dict[str, CypherValue], list[Aggregator]]] = {}
         for rec in recs:
             keys = {name: self.value(expr, rec.values) for name, expr in op.keys}
             group = tuple(group_key(value) for value in keys.values())
             entry = groups.get(group)
             if entry is None:
                 made = [_aggregator(call) for _, call in op.aggregates]
-                entry = groups[group] = (keys, made, set())
+                entry = groups[group] = (keys, made)
             for (_, call), aggregator in zip(op.aggregates, entry[1], strict=True):
                 arg = None if isinstance(call, ast.CountStar) else self.value(call.args[0], rec.values)
                 aggregator.add(arg)
-            entry[2].update(rec.seen)
         if not groups and not op.keys:
-            groups[()] = ({}, [_aggregator(call) for _, call in op.aggregates], set())
+            groups[()] = ({}, [_aggregator(call) for _, call in op.aggregates])
         out = []
-        for keys, aggregators, seen in groups.values():
+        for keys, aggregators in groups.values():
             values = dict(keys)
             for (name, _), aggregator in zip(op.aggregates, aggregators, strict=True):
                 values[name] = aggregator.result()
-            out.append(Rec(values, frozenset(seen)))
+            out.append(Rec(values))
         return out
 
     def unwind(self, expr: ast.Expr, variable: str, recs: list[Rec]) -> list[Rec]:
