@@ -465,11 +465,17 @@ def _kind_of(expr: ast.Expr, scope: Mapping[str, Kind]) -> Kind:
 
 
 def _check_count(expr: ast.Expr, what: str) -> None:
-    if isinstance(expr, ast.Parameter):
-        return
-    value = literal_value(expr) if isinstance(expr, ast.Literal) else None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise QueryError(f"{what}{at(expr)} takes a non-negative whole number or a $parameter")
+    """openCypher 9: SKIP and LIMIT take any expression that reads no variable (a literal, a
+    ``$parameter``, ``toInteger($n) + 1``); a literal is checked here, the rest when it runs."""
+    if any(isinstance(part, ast.Variable | ast.PatternPredicate) for part in walk(expr)):
+        raise QueryError(
+            f"{what}{at(expr)} cannot read a variable; give a number, a $parameter or an expression of those"
+        )
+    check_expr(expr, {}, what=what)
+    if isinstance(expr, ast.Literal):
+        value = literal_value(expr)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise QueryError(f"{what}{at(expr)} takes a non-negative whole number, not {value!r:.40}")
 
 
 def _substitute(expr: ast.Expr, replacements: Mapping[ast.Expr, ast.Expr]) -> ast.Expr:

@@ -52,8 +52,6 @@ KNOWN_FAILING: dict[str, str] = {
     "match::a pattern in an expression is the list of its paths": (
         "a pattern expression is always a boolean: size((a)-->()) is a type error, not the number of paths"
     ),
-    # openCypher 9 allows any expression without variables in SKIP/LIMIT (TCK ReturnSkipLimit1/2)
-    "return_with::LIMIT with a constant expression": "LIMIT 1 + 1 is refused: only a literal or a $parameter is taken",
 }
 
 

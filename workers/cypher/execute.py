@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from drsg.kernel.errors import QueryError, QueryLimit
 from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.aggregates import Aggregator, make_aggregator
-from drsg.plan.cypher.check import literal_value
 from drsg.plan.cypher.compile import pattern_ops
 from drsg.plan.cypher.evaluate import evaluate, truthy
 from drsg.plan.cypher.graph import HOPS, SCORE, CypherValue, GraphView, NodeRef, PathValue, RelRef, Row
@@ -350,7 +349,7 @@ class Executor:
         return sorted(recs, key=key)
 
     def count(self, expr: ast.Expr, what: str) -> int:
-        value = self.value(expr, {}) if isinstance(expr, ast.Parameter) else literal_value(expr)
+        value = self.value(expr, {})  # no variable in it (the compiler checked): evaluated once
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise QueryError(f"{what} takes a non-negative whole number, not {value!r:.40}")
         return value
