@@ -7,19 +7,21 @@ starts with ``_`` (provenance) and the values of sensitive properties (a name th
 secret, or one the caller lists as masked): those show their name and type, never a value.
 
 :func:`check_plan` holds a plan to the live schema before it runs, so a plan naming a label, edge
-type or property the plane does not have comes back with an error naming the nearest real one.
+type or property the plane does not have comes back with an error naming the nearest real one;
+:func:`check_cypher` does the same for a Cypher statement's syntax tree.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Json
+from drsg.plan.cypher import ast
 from drsg.plan.expr import expr_names
 from drsg.plan.logical import Expand, ExpandVar, Filter, LogicalPlan, ScanLabel, Sort, parse_plan
 
@@ -138,6 +140,54 @@ def check_plan(plan: LogicalPlan | Json, schema: SoftSchema) -> None:
                 if kind == "property" and not schema.complete and not hidden(found):
                     continue  # the sample may have missed it: the plan runs and finds what it finds
                 _known(kind, found, labels if kind == "label" else props)
+
+
+def check_cypher(query: ast.Query, schema: SoftSchema) -> None:
+    """Raise a UsageError for the first label, relationship type or property a statement names that
+    the plane does not have (a property only where it is read off a pattern's variable, so a map's
+    keys are not taken for properties)."""
+    labels, props = set(schema.labels), schema.properties()
+    for kind, name in cypher_names(query):
+        if kind == "property" and not schema.complete and not hidden(name):
+            continue  # as for a plan: the sample may have missed it
+        _known(kind, name, labels if kind == "label" else set(schema.edges) if kind == "edge type" else props)
+
+
+def cypher_names(query: ast.Query) -> Iterator[tuple[str, str]]:
+    """("label" | "edge type" | "property", name) for every name a statement's patterns, label
+    tests, sources and node property reads (of a variable a pattern or source binds to nodes)
+    refer to; the schema knows no relationship's properties, so those are not named."""
+    items = list(_tree(query))
+    rels = {i.variable for i in items if isinstance(i, ast.RelPattern)}
+    bound = {getattr(i, "variable", None) for i in items if isinstance(i, _BINDERS)} - {None} - rels
+    for item in items:
+        match item:
+            case ast.NodePattern(labels=labels) | ast.HasLabels(labels=labels):
+                yield from (("label", label) for label in labels)
+            case ast.RelPattern(types=types):
+                yield from (("edge type", t) for t in types)
+            case ast.Search(label=label) | ast.HybridSearch(label=label) | ast.CallAlgo(label=label) if label:
+                yield "label", label
+            case ast.Beam(edge_type=str(edge_type)):
+                yield "edge type", edge_type
+            case ast.PropertyAccess(subject=ast.Variable(name), key=key) if name in bound:
+                yield "property", key
+        if isinstance(item, ast.NodePattern) and isinstance(item.properties, ast.MapLiteral):
+            yield from (("property", key) for key, _ in item.properties.entries)
+
+
+_BINDERS = (ast.NodePattern, ast.Search, ast.HybridSearch, ast.CallAlgo, ast.Beam)
+
+
+def _tree(tree: object) -> Iterator[object]:
+    """Every node of a syntax tree, ``tree`` first."""
+    if isinstance(tree, tuple):
+        for item in tree:
+            yield from _tree(item)
+    elif is_dataclass(tree) and not isinstance(tree, type):
+        yield tree
+        for f in fields(tree):
+            yield from _tree(getattr(tree, f.name))
 
 
 def _known(kind: str, name: str, names: set[str]) -> None:

@@ -158,7 +158,9 @@ class AskAnswer:
     """A question's answer: the read-only ``plans`` it became (upstream's plan JSON), whether they
     ``ran`` (not on a dry run), the nodes they ended at (``results``, records; ``answers`` their
     ids), the ``edges`` they walked, what ``bounds`` limited the answer, the ``trace`` of the model's
-    turns, and the seq ``at`` which everything was read."""
+    turns, and the seq ``at`` which everything was read. When the model answered with a Cypher
+    statement, ``cypher`` holds it (``plans`` its compiled plan, ``results``/``edges`` its
+    subgraph) and ``columns``/``rows`` its table (rows in the wire form of ``drsg cypher --json``)."""
 
     question: str
     plans: tuple[Mapping[str, Any], ...]
@@ -173,6 +175,9 @@ class AskAnswer:
     #: what the model calls cost: ``calls``, ``prompt_tokens``, ``completion_tokens``, ``tool_calls``,
     #: ``refused`` (plans refused) and ``repairs``
     usage: Mapping[str, int] = field(default_factory=dict)
+    cypher: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[Any, ...], ...] = ()
     wire: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)  # the ask's own JSON
 
     def to_json(self) -> dict[str, Any]:

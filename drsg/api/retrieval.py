@@ -249,6 +249,8 @@ def ask(
         limit=settings.integer("ask.limit") if limit is None else limit,
         as_of=as_of,
         masked=settings.strings("ask.masked"),
+        max_rows=settings.integer("query.max_rows"),  # a Cypher answer runs bounded as `drsg cypher` does
+        timeout=settings.optional_number("query.timeout_secs"),
     )
     if embed is None or isinstance(embed, Embedder):
         embedder = embed  # an embedder as it is (a server's: the plane's, by the one rule)
@@ -268,6 +270,9 @@ def ask(
         result.attempts,
         result.at,
         usage=wire["usage"],
+        cypher=tuple(result.cypher),
+        columns=tuple(result.columns),
+        rows=tuple(tuple(row) for row in result.rows),
         wire=wire,
     )
 

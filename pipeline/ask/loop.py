@@ -26,7 +26,8 @@ from drsg.kernel.values import Vector
 from drsg.models.chat.base import Message
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.ask import prompts
-from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, parse_answer
+from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, Statement, ToolCall, parse_answer
+from drsg.pipeline.ask.statement import checked, hide_values, limited
 from drsg.pipeline.ask.tools import MAX_ENTITIES, Tools
 from drsg.pipeline.embedder_choice import same_space
 from drsg.pipeline.llm.calls import ModelCalls
@@ -35,14 +36,18 @@ from drsg.plan.query import Plan, plan_from_json
 from drsg.plan.schema import SoftSchema, check_plan
 from drsg.store.database import Database
 from drsg.store.records import Node
+from drsg.workers.cypher.result import Answer as CypherAnswer
+from drsg.workers.cypher.result import CypherResult, Path, answer_json
+from drsg.workers.cypher.run import run_read
 from drsg.workers.plans import run_plan_subgraph
 from drsg.workers.schema import missing_keys, soft_schema
-from drsg.workers.search import Searcher
+from drsg.workers.search import Searcher, TextEmbedder
 
 DEFAULT_ATTEMPTS = 20
 DEFAULT_LIMIT = 100
 MAX_ATTEMPTS = 100
 TRACE_CHARS = 500
+STATEMENT_CHARS = 200  # of a Cypher answer, in its trace line
 
 
 @dataclass
@@ -52,12 +57,17 @@ class AskOptions:
     limit: int = DEFAULT_LIMIT  # appended to a plan without a Limit; 0: none
     as_of: AsOf | None = None
     masked: tuple[str, ...] = ()  # property names whose values the model never sees
+    max_rows: int | None = None  # a Cypher answer's row bound while it runs ([query] max_rows)
+    timeout: float | None = None  # and its time bound, in seconds
 
 
 @dataclass
 class AskResult:
     question: str
     plans: list[dict[str, Any]] = field(default_factory=list)
+    cypher: list[str] = field(default_factory=list)  # the statement, when the answer was one
+    columns: list[str] = field(default_factory=list)  # and its table: the columns and the rows
+    rows: list[list[Any]] = field(default_factory=list)
     ran: bool = False
     attempts: int = 0
     results: list[dict[str, Any]] = field(default_factory=list)  # node records, answers first
@@ -72,7 +82,8 @@ class AskResult:
 
     def to_json(self, calls: ModelCalls) -> dict[str, Any]:
         chat = calls.chat
-        return {
+        table = {"cypher": self.cypher, "columns": self.columns, "rows": self.rows} if self.cypher else {}
+        return table | {
             "plans": self.plans,
             "ran": self.ran,
             "attempts": self.attempts,
@@ -113,6 +124,7 @@ def ask(
         entities = list(islice(snap.nodes(plane_id), MAX_ENTITIES + 1)) if embedder is not None else []
     pinned = AsOf(seq=at)
     tools = None
+    embed_text: TextEmbedder | None = None
     if embedder is not None:
         search = None
         if same_space(db, plane, "embedding", embedder):  # only then may its vectors be searched
@@ -120,9 +132,14 @@ def ask(
             def search(query: Vector, label: str | None, k: int) -> list[Node]:
                 return [hit.node for hit in searcher.vector(plane, label, "embedding", query, "cosine", k, pinned)]
 
+            def embed_text(text: str) -> Vector:  # a Cypher answer's SEARCH … NEAR "text"
+                return embedder.embed([text])[0]
+
         entities = [] if search is not None else entities
         tools = Tools(embedder, schema, entities, set(options.masked), search)
-    return _Loop(db, searcher, plane, question, calls, tools, schema, options, pinned).run()
+    loop = _Loop(db, searcher, plane, question, calls, tools, schema, options, pinned)
+    loop.embed_text = embed_text
+    return loop.run()
 
 
 class _Loop:
@@ -147,6 +164,7 @@ class _Loop:
         ]
         self.asks: list[str] = []
         self.edge_lookups = 0
+        self.embed_text: TextEmbedder | None = None
 
     def run(self) -> AskResult:
         attempts = max(1, min(self.options.max_attempts, MAX_ATTEMPTS))
@@ -199,6 +217,8 @@ class _Loop:
             return "the model decomposed the question but gave no plan"
         if isinstance(parsed, ToolCall):
             return self._tool(text, parsed, last)
+        if isinstance(parsed, Statement):
+            return self._cypher(text, parsed, last)
         return self._plans(text, parsed, last)
 
     def _tool(self, text: str, call: ToolCall, last: bool) -> str | None:
@@ -256,6 +276,54 @@ class _Loop:
         self._union(plans, ran)
         return None
 
+    def _cypher(self, text: str, answer: Statement, last: bool) -> str | None:
+        """A Cypher answer: checked, run capped, its subgraph and table kept; None once it ran."""
+        self.result.trace.append(f"cypher: {answer.text[:STATEMENT_CHARS]}")
+        if not last and self.asks and self.tools is not None and self.edge_lookups < len(self.asks):
+            return self._reject(text, f"call find_edge for each of the {len(self.asks)} sub-questions first")
+        try:
+            prepared = limited(checked(answer.text, self.schema), self.options.limit)
+        except DrsgError as exc:
+            return self._reject(text, exc.message.splitlines()[0])
+        if prepared.text != answer.text:
+            self.result.trace.append(f"cypher: no LIMIT; capped at {self.options.limit} rows")
+        self.result.plans = [_plan_json(prepared.explain())]
+        self.result.cypher = [answer.text]
+        if self.options.dry_run:
+            self.result.trace.append("(dry run — not executed)")
+            return None
+        try:
+            ran = run_read(
+                self.searcher,
+                self.plane,
+                prepared,
+                as_of=self.at,
+                embed=self.embed_text,
+                max_rows=self.options.max_rows,
+                timeout=self.options.timeout,
+            )
+        except DrsgError as exc:  # a run's message may quote a value: the model sees none
+            self.result.plans, self.result.cypher = [], []
+            return self._reject(text, f"it failed to run: {hide_values(exc.message)}")
+        self.result.ran = True
+        self._table(ran, prepared.text != answer.text)
+        return None
+
+    def _table(self, ran: CypherResult, capped: bool) -> None:
+        self.result.trace.append(f"ran cypher: {len(ran.rows)} row(s), {len(ran.edges)} edge(s)")
+        if capped and len(ran.rows) >= self.options.limit:
+            self._bound(f"the statement stopped at its limit of {self.options.limit} rows")
+        if not ran.rows:
+            self._bound("the statement matched nothing")
+        self.result.columns = list(ran.columns)
+        self.result.rows = [[answer_json(value, lean=True) for value in row] for row in ran.rows]
+        for value in (value for row in ran.rows for value in row):
+            for node in _nodes_in(value):
+                if node.id not in self.result.answers:
+                    self.result.answers.append(node.id)
+        self.result.results = [node.to_json(vectors="lean") for node in ran.nodes]
+        self.result.edges = [edge.to_json(vectors="lean") for edge in ran.edges]
+
     def _keep(self, plans: list[Plan]) -> None:
         self.result.plans = [plan.to_json() for plan in plans]
         for i, ask_text in enumerate(self.asks[len(plans) :], len(plans) + 1):
@@ -289,3 +357,20 @@ class _Loop:
     def _bound(self, text: str) -> None:
         if text not in self.result.bounds:
             self.result.bounds.append(text)
+
+
+def _plan_json(plan: Any) -> dict[str, Any]:
+    return plan if isinstance(plan, dict) else {"plan": plan}
+
+
+def _nodes_in(value: CypherAnswer) -> list[Node]:
+    """The nodes a row's value holds, in order: itself, a path's, a list's or a map's."""
+    if isinstance(value, Node):
+        return [value]
+    if isinstance(value, Path):
+        return list(value.nodes)
+    if isinstance(value, list):
+        return [node for item in value for node in _nodes_in(item)]
+    if isinstance(value, dict):
+        return [node for item in value.values() for node in _nodes_in(item)]
+    return []

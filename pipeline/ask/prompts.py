@@ -1,4 +1,5 @@
-"""The prompts of `ask` (pure): the plan grammar, the rules, two worked examples, the soft schema.
+"""The prompts of `ask` (pure): the plan grammar, the rules, two worked examples, the Cypher
+answer with one more, the soft schema.
 
 The schema summary is :meth:`drsg.plan.schema.SoftSchema.render` — provenance properties and
 masked values never reach it. The question travels as a user turn of its own, marked as data.
@@ -40,9 +41,17 @@ Q: people born after 1900, oldest first
  "lhs": {"Property": "born"}, "rhs": {"Literal": {"Int": 1900}}}}},
  {"Sort": [{"expr": {"Property": "born"}, "descending": false}]}]}}"""
 
+CYPHER = """Or answer with one read-only Cypher statement: {"cypher": "<statement>"}
+MATCH/OPTIONAL MATCH, WHERE, WITH, RETURN (DISTINCT, ORDER BY, SKIP, LIMIT), aggregates (count, collect, …);
+key(n) is a node's canonical key; SEARCH (n:Label) NEAR "text" TOPK k RETURN n finds nodes by meaning.
+No writes (CREATE, MERGE, SET, REMOVE, DELETE), no AS OF, no $parameters: write values into the statement.
+Q: how many people worked at each place?
+{"cypher": "MATCH (p:Person)-[:WORKED_AT]->(w:Place) RETURN key(w) AS place, count(p) AS people"}"""
+
 PROTOCOL = """Each turn, answer with one of:
 - {"asks": ["sub-question", ...]}  when the question is compound: then give one plan per sub-question
-- {"plan": <plan>}  or  {"plans": [<plan>, ...]}"""
+- {"plan": <plan>}  or  {"plans": [<plan>, ...]}
+- {"cypher": "<statement>"}"""
 
 TOOLS = """- {"tool": "find_edge", "query": "words"}  the plane's edge types most like the words
 - {"tool": "find_entity", "query": "words", "label": "Label"|null}  nodes most like the words (their keys)
@@ -56,6 +65,7 @@ def system_prompt(schema: SoftSchema, tools: bool) -> str:
         GRAMMAR,
         RULES,
         EXAMPLES,
+        CYPHER,
         protocol,
         "The graph's schema:\n" + schema.render(),
     ]

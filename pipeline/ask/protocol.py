@@ -6,10 +6,13 @@ Each turn the model answers with one JSON object (upstream's protocol)::
     {"tool": "find_edge", "query": "…"}                edge types by similarity
     {"tool": "find_entity", "query": "…", "label": "L" | null}
     {"plan": <plan>}   {"plans": [<plan>, …]}   <plan>  the answer
+    {"cypher": "MATCH … RETURN …"}                     the answer as one read-only Cypher statement
 
 Anything else — prose, an unknown tool, an object with other keys, a plan list that is not a list —
 is :class:`Refused` with the reason; the loop counts it and says so to the model, and never acts
-on it. Plans are only *shaped* here; :mod:`drsg.plan` checks them.
+on it. Plans are only *shaped* here; :mod:`drsg.plan` checks them. A Cypher answer carries no
+``params``: the model writes its values into the statement, so the statement the trace shows is
+the whole answer, and nothing outside it (a parameter's AS OF, a value) can change what runs.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ TOOLS = ("find_edge", "find_entity")
 MAX_ASKS = 8
 MAX_PLANS = 8
 MAX_QUERY_CHARS = 500
+MAX_CYPHER_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -43,11 +47,18 @@ class Plans:
 
 
 @dataclass(frozen=True)
+class Statement:
+    """A Cypher statement's text, as the model wrote it (checked by the loop before it runs)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Refused:
     reason: str
 
 
-Answer = Decompose | ToolCall | Plans | Refused
+Answer = Decompose | ToolCall | Plans | Statement | Refused
 
 
 def parse_answer(text: str) -> Answer:
@@ -64,6 +75,8 @@ def parse_answer(text: str) -> Answer:
         return _tool(found)
     if keys == {"plan"}:
         return Plans([found["plan"]])
+    if "cypher" in keys:
+        return _cypher(found)
     if keys == {"plans"}:
         plans = found["plans"]
         if not isinstance(plans, list) or not plans:
@@ -81,6 +94,17 @@ def _asks(asks: Any) -> Answer:
     if len(asks) > MAX_ASKS:
         return Refused(f"at most {MAX_ASKS} sub-questions, not {len(asks)}")
     return Decompose([" ".join(a.split())[:MAX_QUERY_CHARS] for a in asks])
+
+
+def _cypher(found: dict[str, Any]) -> Answer:
+    text = found["cypher"]
+    if set(found) != {"cypher"}:
+        return Refused('a Cypher answer is {"cypher": "<statement>"} alone; write values into the statement')
+    if not isinstance(text, str) or not text.strip():
+        return Refused('"cypher" must be one statement as a string')
+    if len(text) > MAX_CYPHER_CHARS:
+        return Refused(f"the statement has {len(text)} characters; keep it under {MAX_CYPHER_CHARS}")
+    return Statement(text.strip())
 
 
 def _tool(found: dict[str, Any]) -> Answer:

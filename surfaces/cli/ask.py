@@ -69,8 +69,16 @@ def ask(
         emit_json(result.to_json())
         return
     turns = result.attempts
-    click.echo(f"{len(result.plans)} plan(s) ({turns} turn{'s' if turns != 1 else ''}):")
-    click.echo(json.dumps(result.plans, indent=2, ensure_ascii=False))
+    if result.cypher:
+        click.echo(f"cypher ({turns} turn{'s' if turns != 1 else ''}):")
+        click.echo("\n".join(result.cypher))
+        if result.ran:
+            click.echo(f"{len(result.rows)} row(s): {', '.join(result.columns)}")
+            for row in result.rows:
+                click.echo(json.dumps(list(row), ensure_ascii=False))
+    else:
+        click.echo(f"{len(result.plans)} plan(s) ({turns} turn{'s' if turns != 1 else ''}):")
+        click.echo(json.dumps(result.plans, indent=2, ensure_ascii=False))
     if not result.ran:
         click.echo("(dry run — not executed)")
     else:

@@ -339,3 +339,105 @@ def test_a_response_body_nested_too_deep_is_one_line(drsg: Drsg, fake: FakeOpenA
     ran = ask(drsg, fake, "what did ada write about?")
     assert ran.code == 1 and len(ran.err.splitlines()) == 1, ran.err
     assert "malformed body" in ran.err and "internal error" not in ran.err
+
+
+# ---------------------------------------------------------------- a Cypher answer
+
+
+PER_PLACE = "MATCH (p:Person)-[:WORKED_AT]->(w:Place) RETURN key(w) AS place, count(p) AS people ORDER BY place"
+ADA_WROTE_CYPHER = "MATCH (a:Person)-[:WROTE_ABOUT]->(m) WHERE key(a) = 'ada' RETURN m"
+
+
+def test_a_cypher_answer_runs_and_returns_its_subgraph(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    script(fake, {"cypher": ADA_WROTE_CYPHER})
+    ran = ask(drsg, fake, "what did ada write about?", "--json")
+    assert ran.code == 0, ran.err
+    result = json.loads(ran.out)
+    assert keys(result) == {"analytical_engine"} and result["cypher"] == [ADA_WROTE_CYPHER]
+    assert {n["external_key"] for n in result["results"]} == {"analytical_engine", "ada"}
+    assert [e["type"] for e in result["edges"]] == ["WROTE_ABOUT"] and result["count"] == 2
+    assert result["columns"] == ["m"] and [row[0]["id"] for row in result["rows"]] == result["answers"]
+    assert result["ran"] is True and result["attempts"] == 1 and len(result["plans"]) == 1
+    assert result["trace"][1:] == [
+        f"cypher: {ADA_WROTE_CYPHER}",
+        "cypher: no LIMIT; capped at 100 rows",
+        "ran cypher: 1 row(s), 1 edge(s)",
+    ]
+    # the same rows `drsg cypher` gives: one executor
+    script(fake, {"cypher": PER_PLACE})
+    table = json.loads(ask(drsg, fake, "how many people worked at each place?", "--json").out)
+    direct = drsg("cypher", PER_PLACE, "--plane", PLANE, "--json").json_lines()[0]
+    assert table["rows"] == direct["rows"] and table["columns"] == ["place", "people"] and len(direct["rows"]) > 1
+    script(fake, {"cypher": ADA_WROTE_CYPHER})
+    text = ask(drsg, fake, "what did ada write about?")
+    assert text.code == 0, text.err
+    assert text.out.startswith(f"cypher (1 turn):\n{ADA_WROTE_CYPHER}\n1 row(s): m\n")
+    assert "subgraph: 2 nodes, 1 edges" in text.out and "  ada --WROTE_ABOUT--> analytical_engine" in text.out
+
+
+def test_a_cypher_answer_is_capped_at_the_asks_limit(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    script(fake, {"cypher": "MATCH (p:Person) RETURN p"}, {"cypher": "MATCH (p:Person) RETURN p LIMIT 5"})
+    capped = json.loads(ask(drsg, fake, "who?", "--limit", "3", "--json").out)
+    assert len(capped["rows"]) == 3 and capped["bounds"] == ["the statement stopped at its limit of 3 rows"]
+    own = json.loads(ask(drsg, fake, "who?", "--limit", "3", "--json").out)
+    assert len(own["rows"]) == 5 and own["bounds"] == [] and "cypher: no LIMIT; capped at 3 rows" not in own["trace"]
+
+
+def test_a_cypher_answer_that_writes_is_repaired_to_a_read(
+    drsg: Drsg, fake: FakeOpenAI, sample: None, db_path: Path
+) -> None:
+    with drsg_api.open(db_path) as db:
+        head = db.head()
+    script(
+        fake,
+        {"cypher": "MATCH (n) DETACH DELETE n"},
+        {"cypher": "MATCH (n:Person) WHERE key(n) = 'ada' SET n.born = 1 RETURN n"},
+        {"cypher": "MATCH (n:Person) WHERE key(n) = 'ada' RETURN n"},
+    )
+    ran = ask(drsg, fake, "delete everything; then who is ada?", "--json")
+    assert ran.code == 0, ran.err
+    result = json.loads(ran.out)
+    assert keys(result) == {"ada"} and result["usage"]["repairs"] == 2 and result["attempts"] == 3
+    for i in (1, 2):
+        assert "It failed — ask answers must only read; drop CREATE" in sent(fake, i)[-1]["content"]
+    with drsg_api.open(db_path) as db:
+        assert db.head() == head  # not one commit
+
+
+def test_a_cypher_syntax_error_is_repaired(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    script(fake, {"cypher": "MATCH (n:Person RETURN n"}, {"cypher": "MATCH (n:Person) WHERE key(n) = 'ada' RETURN n"})
+    result = json.loads(ask(drsg, fake, "who is ada?", "--json").out)
+    assert keys(result) == {"ada"} and result["usage"]["repairs"] == 1
+    repair = sent(fake, 1)[-1]["content"]
+    assert "It failed — line 1, column 17: expected" in repair and "but found 'RETURN'\nTry again." in repair
+    assert any(t.startswith("plan rejected: line 1, column 17") for t in result["trace"])
+
+
+def test_a_cypher_answer_naming_an_unknown_label_is_repaired(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    script(
+        fake,
+        {"cypher": "MATCH (n:Persn) RETURN n"},
+        {"cypher": "MATCH (n:Person)-[:WROTE]->(m) RETURN m"},
+        {"cypher": "MATCH (n:Person) WHERE n.bron < 1800 RETURN n"},
+        {"cypher": "MATCH (n:Person) WHERE n.born < 1800 RETURN n"},
+    )
+    result = json.loads(ask(drsg, fake, "who was born before 1800?", "--json").out)
+    assert keys(result) == {"babbage"} and result["usage"]["repairs"] == 3
+    assert "label 'Persn' does not exist in this plane; did you mean 'Person'?" in sent(fake, 1)[-1]["content"]
+    assert "edge type 'WROTE' does not exist in this plane; did you mean 'WROTE_ABOUT'?" in sent(fake, 2)[-1]["content"]
+    assert "property 'bron' does not exist in this plane; did you mean 'born'?" in sent(fake, 3)[-1]["content"]
+
+
+def test_a_cypher_runs_error_shows_the_model_no_masked_value(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    secret = "hunter2(very-secret"  # not a regular expression: matching against it fails, quoting it
+    put = drsg("node", "put", "mallory", "--plane", PLANE, "--label", "Person", "-P", f"password={secret}")
+    assert put.code == 0, put.err
+    leak = "MATCH (n:Person) WHERE key(n) = 'mallory' AND 'x' =~ n.password RETURN n"
+    script(fake, {"cypher": leak}, {"cypher": "MATCH (n:Person) WHERE key(n) = 'mallory' RETURN n"})
+    ran = ask(drsg, fake, "who is mallory?", "--json")
+    assert ran.code == 0, ran.err
+    result = json.loads(ran.out)
+    repair = sent(fake, 1)[-1]["content"]
+    assert "It failed — it failed to run: invalid regular expression … (" in repair
+    assert all(secret not in m["content"] and "very-secret" not in m["content"] for m in sent(fake, 1))
+    assert keys(result) == {"mallory"}  # the user, not the model, reads the answer
