@@ -16,21 +16,21 @@ plan source follows upstream's serde shape::
 
 plus ``"fusion"`` (and ``"rrf_k"``) when a fusion other than minmax is asked for, and
 ``"graph_norm"`` when it is not ``range``. The plan owns the fusions' names; their maths is in
-drsg.workers.fusion. ``drsg.plan.query`` does not import this module; a surface dispatches on the
-leading word (see :func:`parse_query`).
+drsg.workers.fusion. The statements are read by the Cypher front end (``drsg.plan.cypher``);
+:func:`parse_query` makes a SEARCH, HYBRID or CALL statement's :class:`~drsg.plan.query.Plan` with it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
 from drsg.kernel.values import Vector
-from drsg.plan.call import parse_call
 from drsg.plan.logical import Hybrid, VectorTopK
-from drsg.plan.query import Plan, _Parser, parse_search
+from drsg.plan.query import Plan
 
 DEFAULT_CANDIDATES = 100
 DEFAULT_K = 10
@@ -277,91 +277,6 @@ class FusionProfile:
         return profile
 
 
-class _HybridParser(_Parser):
-    weighted = False  # a WEIGHT was given (then no fusion profile is used)
-
-    def weight(self, channel: str, weights: dict[str, float]) -> None:
-        """An optional ``WEIGHT w`` after a channel's part: ``weights[channel] = w``."""
-        if self.peek("WEIGHT"):
-            self.take("WEIGHT")
-            self.weighted = True
-            weights[channel] = float(self.take(kind="number", what=f"a number after {channel.upper()} WEIGHT").text)
-
-    def hybrid(self) -> Plan:
-        """The statement as a checked :class:`HybridSpec`, written out as its plan source. The
-        checks here word a problem in the statement's own terms; :meth:`HybridSpec.check` does the rest."""
-        var, label = self.node_pattern("HYBRID")
-        parts: dict[str, Any] = {"label": label}  # HybridSpec's fields, as the statement gives them
-        weights = dict(DEFAULT_WEIGHTS)
-        seen: set[str] = set()
-        while True:
-            tok = self.peek()
-            word = tok.text.upper() if tok is not None and tok.kind == "word" else None
-            if word not in ("VECTOR", "KEYWORD", "GRAPH", "CANDIDATES", "TOPK", "FUSION"):
-                break
-            if word in seen:
-                raise QuerySyntaxError(f"{word} appears twice; each part of HYBRID comes at most once")
-            seen.add(word)
-            self.take(word)
-            if word == "VECTOR":
-                prop = "embedding"
-                if self.peek("ON"):
-                    self.take("ON")
-                    prop = self.take(kind="word", what="a property name").text
-                self.take("NEAR", what="NEAR after VECTOR")
-                near = self._near_value()
-                metric = self.metric() if self.peek("METRIC") else "cosine"
-                parts["vector"] = VectorPart(prop, near if isinstance(near, str) else Vector.of(near), metric)
-                self.weight("vector", weights)
-            elif word == "KEYWORD":
-                self.take("ON", what="ON after KEYWORD")
-                prop = self.take(kind="word", what="a property name").text
-                self.take("MATCHING", what="MATCHING")
-                text = self.string(self.take(kind="string", what="a quoted string after MATCHING"))
-                parts["keyword"] = KeywordPart(prop, text)
-                self.weight("keyword", weights)
-            elif word == "GRAPH":
-                self.take("HOPS", what="HOPS after GRAPH")
-                hops, decay, seeds = self.number("HOPS"), DEFAULT_DECAY, DEFAULT_SEEDS
-                if self.peek("DECAY"):
-                    self.take("DECAY")
-                    decay = float(self.take(kind="number", what="a number after DECAY").text)
-                    if not 0.0 <= decay <= 1.0:
-                        raise QuerySyntaxError(f"DECAY must be in [0, 1], not {decay}")
-                if self.peek("SEEDS"):
-                    self.take("SEEDS")
-                    seeds = self.number("SEEDS")
-                parts["graph"] = GraphPart(hops, decay, seeds)
-                self.weight("graph", weights)
-            elif word == "CANDIDATES":
-                parts["candidates"] = max(1, self.number("CANDIDATES"))  # upstream clamps to ≥ 1
-            elif word == "TOPK":
-                parts["k"] = self.number("TOPK")
-            else:
-                name = self.take(kind="word", what="minmax, rrf or dbsf").text.lower()
-                if name not in FUSIONS:
-                    raise QuerySyntaxError(f"unknown FUSION {name!r}; use minmax, rrf or dbsf")
-                parts["fusion"] = name
-                if self.peek("K"):
-                    self.take("K")
-                    parts["rrf_k"] = self.number("FUSION … K")
-        if "vector" not in parts and "keyword" not in parts:
-            raise QuerySyntaxError("HYBRID needs VECTOR … NEAR … and/or KEYWORD ON … MATCHING …")
-        if "keyword" in parts and label is None:
-            raise QuerySyntaxError('HYBRID KEYWORD needs a label: HYBRID (d:Doc) KEYWORD ON body MATCHING "…"')
-        use_profile = weights == DEFAULT_WEIGHTS and "FUSION" not in seen and not self.weighted
-        spec = HybridSpec(**parts, weights=weights, use_profile=use_profile).check()
-        return self._tail(var, Hybrid(spec.to_plan_json()["Hybrid"]))
-
-
-def parse_hybrid(text: str, params: dict[str, Any] | None = None) -> Plan:
-    """Compile a HYBRID statement to a plan; errors are one line and point at the problem."""
-    parser = _HybridParser(text.strip().rstrip(";"), params or {})
-    if parser.peek("HYBRID") is None:
-        raise QuerySyntaxError('a hybrid query starts with HYBRID, e.g. HYBRID (d:Doc) KEYWORD ON body MATCHING "x"')
-    return parser.hybrid()
-
-
 def text_property(plan: Plan) -> str | None:
     """The vector property whose embedder must embed the plan's query text (a ``VectorTopK`` or
     ``Hybrid`` source with ``query_text``), or None when the plan has no text to embed."""
@@ -376,9 +291,44 @@ def text_property(plan: Plan) -> str | None:
 
 
 def parse_query(text: str, params: dict[str, Any] | None = None) -> Plan:
-    """SEARCH, HYBRID or CALL, by the leading word (what a surface calls instead of ``parse_search``)."""
-    if text.lstrip().upper().startswith("HYBRID"):
-        return parse_hybrid(text, params)
-    if text.lstrip().upper().startswith("CALL"):
-        return parse_call(text)
-    return parse_search(text, params)
+    """A SEARCH, HYBRID or CALL statement as its plan (``drsg query``'s, ``plane.query``'s), read by the
+    Cypher front end: the parse is kept by its text, a statement with more than its source is checked
+    as Cypher (:func:`drsg.plan.cypher.statement.prepare`) and must be a plain plan
+    (:func:`drsg.plan.cypher.upstream.source_plan`, which names ``drsg cypher`` for any other);
+    ``params`` give its ``$parameters``, its AS OF's too."""
+    from drsg.plan.cypher.parser import parse  # the Cypher front end imports this module's spec
+    from drsg.plan.cypher.sources import reader
+    from drsg.plan.cypher.statement import prepare, read_as_of
+    from drsg.plan.cypher.upstream import source_plan
+
+    if _LEADING.match(text) is None:
+        raise QuerySyntaxError(
+            'a query here starts with SEARCH, HYBRID or CALL, e.g. SEARCH (d:Doc) ON body MATCHING "graph"; '
+            "run other Cypher with drsg cypher"
+        )
+    given = dict(params or {})
+    try:
+        query = parse(text)
+        if len(query.parts) != 1 or len(query.parts[0].clauses) != 1:
+            query = prepare(text).query  # a tail: held to every check a Cypher read is
+    except QuerySyntaxError as exc:
+        raise QuerySyntaxError(_one_line(text, exc.message)) from None
+    return Plan.of(source_plan(query, reader(given)), read_as_of(query.as_of, given))
+
+
+def _one_line(text: str, message: str) -> str:
+    """The parser's ``line L, column C: what`` (and a caret under the line) as one line, the place
+    shown inline — a surface of ``drsg query`` prints one line."""
+    first, _, _ = message.partition("\n")
+    where = re.match(r"line (\d+), column (\d+):", first)
+    if where is None:
+        return first
+    line, column = int(where.group(1)), int(where.group(2))
+    lines = text.splitlines() or [""]
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    cut = max(0, column - 1)
+    return f"{first} — …{source[max(0, cut - 20) : cut]}⟨here⟩{source[cut : cut + 20]}…"
+
+
+#: the words a statement here may start with
+_LEADING = re.compile(r"\s*(SEARCH|HYBRID|CALL)\b", re.IGNORECASE)

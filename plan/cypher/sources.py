@@ -10,8 +10,8 @@ else when the statement runs with its parameters).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from drsg.kernel.errors import BadValue, QueryError, UsageError
 from drsg.kernel.metrics import check_metric, plan_metric
@@ -19,6 +19,7 @@ from drsg.kernel.values import Vector
 from drsg.plan.algo import AlgoSpec, check_algo
 from drsg.plan.call import ARGS
 from drsg.plan.cypher import ast
+from drsg.plan.cypher.check import literal_value
 from drsg.plan.cypher.graph import CypherValue
 from drsg.plan.hybrid import DEFAULT_WEIGHTS, GraphPart, HybridSpec, KeywordPart, VectorPart
 from drsg.plan.logical import MAX_K, Algo, Hybrid, KeywordTopK, Source, VectorTopK
@@ -26,6 +27,19 @@ from drsg.plan.logical import MAX_K, Algo, Hybrid, KeywordTopK, Source, VectorTo
 SourceClause = ast.Search | ast.HybridSearch | ast.CallAlgo
 #: an expression's value (a literal, or a parameter's value)
 Read = Callable[[ast.Expr], CypherValue]
+
+
+def reader(params: Mapping[str, Any]) -> Read:
+    """A clause's values: a literal's, or a parameter's from ``params`` (JSON values)."""
+
+    def value(expr: ast.Expr) -> CypherValue:
+        if isinstance(expr, ast.Parameter):
+            if expr.name not in params:
+                raise QueryError(f"parameter ${expr.name} has no value; pass it with --param {expr.name}=<json>")
+            return cast(CypherValue, params[expr.name])
+        return literal_value(expr)
+
+    return value
 
 
 def where(node: ast.Search | ast.HybridSearch | ast.CallAlgo) -> str:
@@ -36,6 +50,8 @@ def where(node: ast.Search | ast.HybridSearch | ast.CallAlgo) -> str:
 def build_source(clause: SourceClause, value: Read) -> Source:
     """The plan source ``clause`` compiles to; a QueryError naming the clause for a bad value."""
     name = type(clause).__name__.upper().replace("HYBRIDSEARCH", "HYBRID").replace("CALLALGO", "CALL")
+    if isinstance(clause, ast.CallAlgo):
+        name = f"CALL {clause.algorithm.lower()}"
     try:
         match clause:
             case ast.Search():

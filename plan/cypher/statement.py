@@ -52,25 +52,29 @@ class Prepared:
 
     def as_of(self, params: Mapping[str, CypherValue] | None = None) -> AsOf | None:
         """The statement's ``AS OF``, read with ``params``; None when it has none."""
-        clause = self.query.as_of
-        if clause is None:
-            return None
-        if isinstance(clause.value, ast.Parameter):
-            name = clause.value.name
-            if params is None or name not in params:
-                raise BadAsOf(f"AS OF ${name}{at(clause)} is not given; pass it with the statement's parameters")
-            value = params[name]
-        else:
-            value = literal_value(clause.value)
-        if clause.kind == "ms":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise BadAsOf(f"AS OF TIME{at(clause)} takes unix milliseconds (a whole number), not {value!r:.40}")
-            return AsOf(ms=value)
-        if clause.kind == "time" and not isinstance(value, str):
-            raise BadAsOf(f"AS OF{at(clause)} takes an RFC 3339 time as a string, not {value!r:.40}")
-        if isinstance(value, bool) or not isinstance(value, int | str):
-            raise BadAsOf(f"AS OF{at(clause)} takes a seq, an RFC 3339 time or TIME ms, not {value!r:.40}")
-        return parse_as_of(value)
+        return read_as_of(self.query.as_of, params)
+
+
+def read_as_of(clause: ast.AsOfClause | None, params: Mapping[str, CypherValue] | None = None) -> AsOf | None:
+    """An ``AS OF`` clause as the point it names, a parameter read from ``params``; None for no clause."""
+    if clause is None:
+        return None
+    if isinstance(clause.value, ast.Parameter):
+        name = clause.value.name
+        if params is None or name not in params:
+            raise BadAsOf(f"AS OF ${name}{at(clause)} is not given; pass it with the statement's parameters")
+        value = params[name]
+    else:
+        value = literal_value(clause.value)
+    if clause.kind == "ms":
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise BadAsOf(f"AS OF TIME{at(clause)} takes unix milliseconds (a whole number), not {value!r:.40}")
+        return AsOf(ms=value)
+    if clause.kind == "time" and not isinstance(value, str):
+        raise BadAsOf(f"AS OF{at(clause)} takes an RFC 3339 time as a string, not {value!r:.40}")
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise BadAsOf(f"AS OF{at(clause)} takes a seq, an RFC 3339 time or TIME ms, not {value!r:.40}")
+    return parse_as_of(value)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

@@ -17,10 +17,11 @@ ORDER BY ``score()`` of a scored source; anything else runs as the row plan (sam
 
 from __future__ import annotations
 
+from drsg.kernel.errors import QueryError
 from drsg.plan import expr as px
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.check import literal_value, walk
-from drsg.plan.cypher.sources import build_source
+from drsg.plan.cypher.check import at, literal_value, walk
+from drsg.plan.cypher.sources import Read, build_source
 from drsg.plan.logical import (
     MAX_HOPS,
     MAX_K,
@@ -58,7 +59,36 @@ def upstream_plan(query: ast.SingleQuery) -> LogicalPlan | None:
         return None
 
 
-def _plan(query: ast.SingleQuery) -> LogicalPlan:
+def source_plan(query: ast.Query, value: Read) -> LogicalPlan:
+    """``drsg query``'s statement — a SEARCH, HYBRID or CALL source and upstream's tail — as its
+    logical plan, its values read by ``value``; a QueryError naming ``drsg cypher`` for any other."""
+    head = query.parts[0].clauses[0] if query.parts and query.parts[0].clauses else None
+    if not isinstance(head, ast.Search | ast.HybridSearch | ast.CallAlgo) or query.explain:
+        raise QueryError(
+            'a query here starts with SEARCH, HYBRID or CALL, e.g. SEARCH (d:Doc) ON body MATCHING "graph"; '
+            "run other Cypher with drsg cypher"
+        )
+    if len(query.parts) == 1 and len(query.parts[0].clauses) == 1:
+        return LogicalPlan(build_source(head, value), ())
+    for clause in query.parts[0].clauses:
+        if isinstance(clause, ast.Return):
+            for word, bound in (("SKIP", clause.projection.skip), ("LIMIT", clause.projection.limit)):
+                if isinstance(bound, ast.Literal) and isinstance(bound.value, int) and not 0 <= bound.value <= MAX_K:
+                    raise QueryError(f"{word}{at(bound)} must be a whole number from 0 to {MAX_K} in a plan")
+    try:
+        if len(query.parts) > 1:
+            raise _NotSubset
+        return _plan(query.parts[0], value)
+    except _NotSubset:
+        name = {ast.Search: "SEARCH", ast.HybridSearch: "HYBRID", ast.CallAlgo: "CALL"}[type(head)]
+        variable = head.variable or "n"
+        raise QueryError(
+            f"this {name} statement{at(query.parts[0])} is Cypher beyond a plain plan (a plan returns {variable} "
+            f"or *, with LIMIT, SKIP, ORDER BY score() and simple filters); run it with drsg cypher"
+        ) from None
+
+
+def _plan(query: ast.SingleQuery, value: Read = literal_value) -> LogicalPlan:
     clauses = list(query.clauses)
     if len(clauses) < 2 or not isinstance(clauses[-1], ast.Return):
         raise _NotSubset
@@ -70,7 +100,7 @@ def _plan(query: ast.SingleQuery) -> LogicalPlan:
     if isinstance(clauses[0], ast.Search | ast.HybridSearch | ast.CallAlgo):
         head = clauses.pop(0)
         assert isinstance(head, ast.Search | ast.HybridSearch | ast.CallAlgo)
-        source = build_source(head, literal_value)
+        source = build_source(head, value)
         scored, first = True, head.variable or "n"
     if len(clauses) > 1:
         raise _NotSubset

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import drsg as drsg_api
-from drsg.plan.hybrid import FusionProfile, GraphPart, HybridSpec, KeywordPart, VectorPart, parse_hybrid
+from drsg.plan.hybrid import FusionProfile, GraphPart, HybridSpec, KeywordPart, VectorPart, parse_query
 from drsg.store.database import Database
 from drsg.workers.evaluation import evaluate_hybrid, parse_qrels, parse_queries
 from drsg.workers.fitting import Evaluator, Space, deal, fit
@@ -205,10 +205,10 @@ def test_the_hybrid_statement_uses_the_profile(judged: tuple[Path, Path], db_pat
     with drsg_api.open(db_path) as db:
         indexes = IndexSet(db)
         searcher = Searcher(db, indexes)
-        plain = parse_hybrid('HYBRID (d:Passage) KEYWORD ON text MATCHING "change feed" TOPK 15')
+        plain = parse_query('HYBRID (d:Passage) KEYWORD ON text MATCHING "change feed" TOPK 15')
         spec = HybridSpec.from_plan_json(plain.source["Hybrid"])
         assert spec.use_profile
-        weighted = parse_hybrid('HYBRID (d:Passage) KEYWORD ON text MATCHING "change feed" WEIGHT 1 TOPK 15')
+        weighted = parse_query('HYBRID (d:Passage) KEYWORD ON text MATCHING "change feed" WEIGHT 1 TOPK 15')
         assert not HybridSpec.from_plan_json(weighted.source["Hybrid"]).use_profile
         both = replace(spec, vector=VectorPart("embedding", _embed("change feed")))
         with db.snapshot() as snap:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, parse_hybrid, parse_query
+from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, parse_query
 from drsg.plan.query import Plan
 from drsg.store.database import Database
 from drsg.workers.hybrid import HybridHit, expand, hybrid
@@ -434,7 +434,7 @@ def _body(plan: Plan) -> dict[str, Any]:
 
 
 def test_hybrid_form_compiles_to_the_hybrid_source(searcher: Searcher) -> None:
-    plan = parse_hybrid(
+    plan = parse_query(
         'HYBRID (d:Doc) KEYWORD ON body MATCHING "graph database" WEIGHT 2 '
         'VECTOR ON embedding NEAR "time travel" METRIC dot GRAPH HOPS 2 DECAY 0.25 SEEDS 3 CANDIDATES 50 TOPK 5 AS OF 7'
     )
@@ -456,7 +456,7 @@ def test_hybrid_form_compiles_to_the_hybrid_source(searcher: Searcher) -> None:
     defaults = _body(parse_query('HYBRID (d:Doc) KEYWORD ON body MATCHING "x"'))
     assert defaults["candidates"] == 100 and defaults["k"] == 10 and defaults["graph"] is None
     assert defaults["weights"] == {"vector": 1.0, "keyword": 1.0, "graph": 0.5}
-    vec = _body(parse_hybrid("HYBRID (d) VECTOR NEAR $q GRAPH HOPS 1 FUSION rrf K 10", {"q": [0.5, 1.5]}))
+    vec = _body(parse_query("HYBRID (d) VECTOR NEAR $q GRAPH HOPS 1 FUSION rrf K 10", {"q": [0.5, 1.5]}))
     assert vec["vector"]["query"] == [0.5, 1.5] and vec["graph"]["decay"] == 0.5
     assert vec["fusion"] == "rrf" and vec["rrf_k"] == 10
     assert parse_query('SEARCH (d:Doc) ON body MATCHING "x"').source == {
@@ -468,15 +468,15 @@ def test_hybrid_form_compiles_to_the_hybrid_source(searcher: Searcher) -> None:
         ('HYBRID (d:Doc) KEYWORD ON b MATCHING "x" KEYWORD ON b MATCHING "y"', "twice"),
         ('HYBRID (d:Doc) KEYWORD ON b MATCHING "x" FUSION borda', "unknown FUSION"),
         ('HYBRID (d:Doc) KEYWORD ON b MATCHING "x" GRAPH HOPS 1 DECAY 3', "DECAY"),
-        ('HYBRID (d:Doc) KEYWORD ON b MATCHING "x" BOGUS', "not supported"),
+        ('HYBRID (d:Doc) KEYWORD ON b MATCHING "x" BOGUS', "column 42: expected .* but found 'BOGUS'"),
     ]:
         with pytest.raises(QuerySyntaxError, match=why):
-            parse_hybrid(bad)
+            parse_query(bad)
 
 
 def test_hybrid_plan_runs_like_the_api(searcher: Searcher) -> None:
     q = [float(x) for x in rows(1004, 1)[0]]
-    plan = parse_hybrid(
+    plan = parse_query(
         f'HYBRID (d:Doc) VECTOR NEAR {json.dumps(q)} KEYWORD ON body MATCHING "keyword" GRAPH HOPS 1 TOPK 4'
     )
     spec = HybridSpec.from_plan_json(_body(plan))

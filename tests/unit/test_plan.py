@@ -14,7 +14,6 @@ from drsg.plan.hybrid import (
     HybridSpec,
     KeywordPart,
     VectorPart,
-    parse_hybrid,
     parse_query,
     text_property,
 )
@@ -30,7 +29,7 @@ def test_one_metric_table_in_both_spellings() -> None:
 
 
 def test_the_hybrid_form_compiles_to_the_spec_it_describes() -> None:
-    plan = parse_hybrid(
+    plan = parse_query(
         'HYBRID (d:Doc) VECTOR ON emb NEAR [0.5, 1.5] METRIC l2 WEIGHT 0 KEYWORD ON body MATCHING "x" WEIGHT 2 '
         "GRAPH HOPS 2 DECAY 0.25 SEEDS 3 CANDIDATES 0 TOPK 7 FUSION rrf K 5"
     )
@@ -69,7 +68,7 @@ def test_the_spec_round_trips_its_plan_json() -> None:
 )
 def test_the_form_is_held_to_the_specs_checks(statement: str, problem: str) -> None:
     with pytest.raises(UsageError, match=problem):
-        parse_hybrid(statement)
+        parse_query(statement)
 
 
 def test_a_bad_metric_in_search_is_a_syntax_error() -> None:
