@@ -59,6 +59,14 @@ def compile_expr(expr: ast.Expr) -> Compiled:
     return _COMPILERS[type(expr)](expr)
 
 
+def evaluate_predicate(expr: ast.Expr, row: Row, ctx: EvalContext) -> CypherValue:
+    """As :func:`evaluate`, where the value is a condition (a ``WHERE``): a pattern there is true
+    when it matches, not the list of its paths (openCypher 9)."""
+    if isinstance(expr, ast.PatternPredicate):
+        return ctx.pattern_exists(expr.pattern, row)
+    return evaluate(expr, row, ctx)
+
+
 def truthy(value: CypherValue) -> bool:
     """Whether a ``WHERE`` keeps the row: only ``true`` does; null and false do not."""
     if value is True:
@@ -230,8 +238,17 @@ def _plus(value: CypherValue) -> CypherValue:
 _UNARY: dict[str, Callable[[CypherValue], CypherValue]] = {"NOT": logical_not, "-": negate, "+": _plus}
 
 
+def _test(expr: ast.Expr) -> Compiled:
+    """An operand of AND, OR, XOR or NOT: a pattern there is a test, not a list of paths."""
+    if isinstance(expr, ast.PatternPredicate):
+        pattern = expr.pattern
+        return lambda row, ctx: ctx.pattern_exists(pattern, row)
+    return compile_expr(expr)
+
+
 def _unary(expr: ast.Unary) -> Compiled:
-    operand, apply = compile_expr(expr.operand), _UNARY[expr.op]
+    operand = _test(expr.operand) if expr.op == "NOT" else compile_expr(expr.operand)
+    apply = _UNARY[expr.op]
     return lambda row, ctx: apply(operand(row, ctx))
 
 
@@ -252,7 +269,9 @@ _BINARY: dict[str, Callable[[CypherValue, CypherValue], CypherValue]] = {
 
 
 def _binary(expr: ast.Binary) -> Compiled:
-    op, lhs, rhs = expr.op, compile_expr(expr.lhs), compile_expr(expr.rhs)
+    op = expr.op
+    compile_side = _test if op in ("AND", "OR", "XOR") else compile_expr
+    lhs, rhs = compile_side(expr.lhs), compile_side(expr.rhs)
     if op == "AND" or op == "OR":
         decided = op == "OR"  # false AND x is false, true OR x is true, whatever x is
 
@@ -299,7 +318,7 @@ def _function(expr: ast.FunctionCall) -> Compiled:
         raise QueryError(f"{name}() is an aggregate; use it in RETURN or WITH")
     check_call(name, len(expr.args), expr.distinct)  # the compiler has said so already; be safe
     if name == "exists" and isinstance(expr.args[0], ast.PatternPredicate):
-        return compile_expr(expr.args[0])  # exists((a)-->(b)): the pattern's own answer
+        return _test(expr.args[0])  # exists((a)-->(b)): whether the pattern matches
     call = FUNCTIONS[name].call
     args = tuple(compile_expr(arg) for arg in expr.args)
     return lambda row, ctx: call([arg(row, ctx) for arg in args], row, ctx)
@@ -393,8 +412,15 @@ def _quantified(expr: ast.Quantified) -> Compiled:
 
 
 def _pattern(expr: ast.PatternPredicate) -> Compiled:
+    """A pattern as a value is the list of the paths it matches (``size((a)-->())`` counts them);
+    as a condition (:func:`_test`, :func:`evaluate_predicate`) it is whether there is one."""
     pattern = expr.pattern
-    return lambda row, ctx: ctx.pattern_exists(pattern, row)
+
+    def paths(row: Row, ctx: EvalContext) -> CypherValue:
+        found: list[CypherValue] = list(ctx.pattern_paths(pattern, row))
+        return found
+
+    return paths
 
 
 # Any: each compiler takes the one expression class it is registered for (the table says which).

@@ -90,3 +90,7 @@ class EvalContext(Protocol):
     def pattern_exists(self, pattern: PatternPart, row: Row) -> bool:
         """Whether ``pattern`` matches with the row's variables bound (a pattern predicate)."""
         ...
+
+    def pattern_paths(self, pattern: PatternPart, row: Row) -> list[PathValue]:
+        """Every path ``pattern`` matches with the row's variables bound (a pattern as a value)."""
+        ...

@@ -47,12 +47,7 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 # scenario id → the engine defect it shows (one line), grouped by cause
-KNOWN_FAILING: dict[str, str] = {
-    # openCypher 9: a relationship pattern outside WHERE is the list of its paths (true in WHERE when non-empty)
-    "match::a pattern in an expression is the list of its paths": (
-        "a pattern expression is always a boolean: size((a)-->()) is a type error, not the number of paths"
-    ),
-}
+KNOWN_FAILING: dict[str, str] = {}
 
 
 def _params() -> Iterator[Any]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from drsg.plan.cypher.ast import PatternPart
-from drsg.plan.cypher.graph import CypherValue, RelRecord, Row
+from drsg.plan.cypher.graph import CypherValue, NodeRef, PathValue, RelRecord, Row
 
 
 @dataclass
@@ -47,3 +47,9 @@ class MemoryContext:
 
     def pattern_exists(self, pattern: PatternPart, row: Row) -> bool:
         return self.patterns(pattern, row)
+
+    def pattern_paths(self, pattern: PatternPart, row: Row) -> list[PathValue]:
+        """One path per match: the pattern's first node as bound in the row (enough to count)."""
+        start = row.get(pattern.nodes[0].variable or "")
+        node = start if isinstance(start, NodeRef) else NodeRef(0)
+        return [PathValue((node,))] if self.patterns(pattern, row) else []

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from drsg.kernel.errors import QueryError
 from drsg.plan.cypher import ast
 from drsg.plan.cypher import evaluate as evaluation
-from drsg.plan.cypher.evaluate import compile_expr, evaluate, truthy
-from drsg.plan.cypher.graph import SCORE, CypherValue, NodeRef, RelRecord, RelRef, Row
+from drsg.plan.cypher.evaluate import compile_expr, evaluate, evaluate_predicate, truthy
+from drsg.plan.cypher.graph import SCORE, CypherValue, NodeRef, PathValue, RelRecord, RelRef, Row
 from drsg.plan.cypher.parser import parse
 from drsg.plan.cypher.values import logic
 from tests.support.cypher_memory import MemoryContext, MemoryGraph, MemoryNode
@@ -183,10 +183,15 @@ def test_pattern_predicates_ask_the_context() -> None:
         return row["a"] == ADA
 
     ctx = MemoryContext(MemoryGraph(), {}, exists)
-    assert evaluate(ast.PatternPredicate(pattern), {"a": ADA}, ctx) is True
+    assert evaluate_predicate(ast.PatternPredicate(pattern), {"a": ADA}, ctx) is True  # a WHERE's test
     assert evaluate(fn("exists", ast.PatternPredicate(pattern)), {"a": BOB}, ctx) is False
     assert evaluate(ast.Unary("NOT", ast.PatternPredicate(pattern)), {"a": BOB}, ctx) is True
-    assert [part for part, _ in asked] == [pattern] * 3
+    both = bin_("AND", ast.PatternPredicate(pattern), lit(True))
+    assert evaluate(both, {"a": ADA}, ctx) is True  # an operand of AND is a test too
+    # as a value (openCypher 9), a pattern is the list of the paths it matches
+    assert evaluate(ast.PatternPredicate(pattern), {"a": ADA}, ctx) == [PathValue((ADA,))]
+    assert evaluate(fn("size", ast.PatternPredicate(pattern)), {"a": BOB}, ctx) == 0
+    assert [part for part, _ in asked] == [pattern] * 6
 
 
 def test_and_or_short_circuit() -> None:

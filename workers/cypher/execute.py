@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from drsg.kernel.errors import QueryError, QueryLimit
 from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.aggregates import Aggregator, make_aggregator
 from drsg.plan.cypher.compile import pattern_ops
-from drsg.plan.cypher.evaluate import evaluate, truthy
+from drsg.plan.cypher.evaluate import evaluate, evaluate_predicate, truthy
 from drsg.plan.cypher.graph import HOPS, SCORE, CypherValue, GraphView, NodeRef, PathValue, RelRef, Row
 from drsg.plan.cypher.sources import build_source
 from drsg.plan.cypher.values import group_key, order_key, type_name
@@ -101,7 +101,7 @@ class Executor:
         self._depth = 0
         #: each scan's nodes, kept through one top-level step (an OPTIONAL MATCH scans once, not per row)
         self._found: dict[int, list[tuple[Node, float | None]]] = {}
-        self._patterns: dict[tuple[int, frozenset[str], frozenset[str]], tuple[rows.Op, ...]] = {}
+        self._patterns: dict[tuple[int, frozenset[str], frozenset[str], bool], tuple[rows.Op, ...]] = {}
         self._remember: Callable[[Node], None] | None = getattr(graph, "remember", None)
 
     # ------------------------------------------------------------------ EvalContext
@@ -115,13 +115,22 @@ class Executor:
         return self._params
 
     def pattern_exists(self, pattern: ast.PatternPart, row: Row) -> bool:
+        return bool(self._pattern_rows(pattern, row, False))
+
+    def pattern_paths(self, pattern: ast.PatternPart, row: Row) -> list[PathValue]:
+        found = (rec.values[_PATH] for rec in self._pattern_rows(pattern, row, True))
+        return [path for path in found if isinstance(path, PathValue)]
+
+    def _pattern_rows(self, pattern: ast.PatternPart, row: Row, paths: bool) -> list[Rec]:
+        """The rows ``pattern`` matches from ``row`` (with each one's path under ``_PATH`` if ``paths``)."""
         nodes = frozenset(name for name, value in row.items() if isinstance(value, NodeRef))
         rels = frozenset(name for name, value in row.items() if isinstance(value, RelRef))
-        key = (id(pattern), nodes, rels)  # the pattern lives as long as the compiled statement
+        key = (id(pattern), nodes, rels, paths)  # the pattern lives as long as the compiled statement
         ops = self._patterns.get(key)
         if ops is None:
-            ops = self._patterns[key] = pattern_ops(pattern, nodes, rels)
-        return bool(self.run_ops(ops, [Rec(dict(row))]))
+            part = replace(pattern, path_variable=_PATH) if paths else pattern
+            ops = self._patterns[key] = pattern_ops(part, nodes, rels)
+        return self.run_ops(ops, [Rec(dict(row))])
 
     def value(self, expr: ast.Expr, row: Row) -> CypherValue:
         return evaluate(expr, row, self)
@@ -182,7 +191,7 @@ class Executor:
             case rows.BindPath():
                 return [self.bind_path(op, r) for r in recs]
             case rows.Filter(predicate):
-                return [r for r in recs if truthy(self.value(predicate, r.values))]
+                return [r for r in recs if truthy(evaluate_predicate(predicate, r.values, self))]
             case rows.Project(items, keep):
                 return [self.project(items, keep, r) for r in recs]
             case rows.Aggregate():
@@ -361,6 +370,10 @@ class Executor:
         if len(done) == len(recs):
             return [Rec(dict(row), rec.seen) for row, rec in zip(done, recs, strict=True)]
         return [Rec(dict(row)) for row in done]
+
+
+#: where a pattern used as a value binds each path it matches (hidden: no user name starts with a space)
+_PATH = f"{rows.HIDDEN}pattern path"
 
 
 def _aggregator(call: ast.FunctionCall | ast.CountStar) -> Aggregator:
