@@ -137,9 +137,7 @@ def ask(
 
         entities = [] if search is not None else entities
         tools = Tools(embedder, schema, entities, set(options.masked), search)
-    loop = _Loop(db, searcher, plane, question, calls, tools, schema, options, pinned)
-    loop.embed_text = embed_text
-    return loop.run()
+    return _Loop(db, searcher, plane, question, calls, tools, schema, options, pinned, embed_text).run()
 
 
 class _Loop:
@@ -154,6 +152,7 @@ class _Loop:
         schema: SoftSchema,
         options: AskOptions,
         at: AsOf,
+        embed_text: TextEmbedder | None = None,
     ) -> None:
         self.db, self.searcher, self.plane, self.calls = db, searcher, plane, calls
         self.tools, self.schema, self.options, self.at = tools, schema, options, at
@@ -164,7 +163,7 @@ class _Loop:
         ]
         self.asks: list[str] = []
         self.edge_lookups = 0
-        self.embed_text: TextEmbedder | None = None
+        self.embed_text = embed_text
 
     def run(self) -> AskResult:
         attempts = max(1, min(self.options.max_attempts, MAX_ATTEMPTS))

@@ -441,3 +441,31 @@ def test_a_cypher_runs_error_shows_the_model_no_masked_value(drsg: Drsg, fake: F
     assert "It failed — it failed to run: invalid regular expression … (" in repair
     assert all(secret not in m["content"] and "very-secret" not in m["content"] for m in sent(fake, 1))
     assert keys(result) == {"mallory"}  # the user, not the model, reads the answer
+
+
+def test_a_cypher_answers_typed_result_and_dry_run(drsg: Drsg, fake: FakeOpenAI, sample: None, db_path: Path) -> None:
+    from drsg.models.testing import ScriptedChatModel
+
+    with drsg_api.open(db_path) as db:
+        plane = db.plane(PLANE)
+        answer = plane.ask("how many at each place?", chat=ScriptedChatModel([json.dumps({"cypher": PER_PLACE})]))
+        assert answer.cypher == (PER_PLACE,) and answer.columns == ("place", "people") and answer.ran
+        assert [list(row) for row in answer.rows] == answer.to_json()["rows"] and len(answer.rows) > 1
+        assert answer.answers == () and {n["id"] for n in answer.results} >= {e["src"] for e in answer.edges}
+        dry = plane.ask("who?", chat=ScriptedChatModel([json.dumps({"cypher": ADA_WROTE_CYPHER})]), dry_run=True)
+        assert dry.cypher == (ADA_WROTE_CYPHER,) and not dry.ran and dry.rows == () and dry.results == ()
+        assert len(dry.plans) == 1 and dry.trace[-1] == "(dry run — not executed)"
+    script(fake, {"cypher": ADA_WROTE_CYPHER})
+    shown = ask(drsg, fake, "what did ada write about?", "--dry-run")
+    assert shown.code == 0, shown.err
+    assert shown.out == f"cypher (1 turn):\n{ADA_WROTE_CYPHER}\n(dry run — not executed)\n"
+
+
+def test_a_cypher_answer_may_search_by_meaning(drsg: Drsg, fake: FakeOpenAI, sample: None) -> None:
+    assert drsg("vectorize", "--plane", PLANE, "--from", "name", "--embed", "local").code == 0
+    near = 'SEARCH (p:Person) NEAR "the woman who wrote compilers" TOPK 3 RETURN key(p) AS who'
+    script(fake, {"cypher": near})
+    ran = ask(drsg, fake, "who built compilers?", "--embed", "local", "--json")
+    assert ran.code == 0, ran.err
+    direct = drsg("cypher", near, "--plane", PLANE, "--embed", "local", "--json").json_lines()[0]
+    assert json.loads(ran.out)["rows"] == direct["rows"] and len(direct["rows"]) == 3
