@@ -1,4 +1,4 @@
-"""`ask`: a question in plain language → read-only plans → the subgraph they match."""
+"""`ask`: a question in plain language → read-only plans (or a Cypher statement) → the subgraph they match."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def ask(
     as_json: bool,
     **flags: Any,
 ) -> None:
-    """Ask a question of a plane in plain language: a chat model writes read-only plans grounded on
-    the plane's schema, drsg checks and runs them. --embed gives the model the find_edge and
-    find_entity tools. Nothing is ever written.
+    """Ask a question of a plane in plain language: a chat model writes read-only plans, or one
+    read-only Cypher statement, grounded on the plane's schema; drsg checks and runs them. --embed
+    gives the model the find_edge and find_entity tools. Nothing is ever written.
 
     \b
     drsg ask "which machines did babbage design?" --plane startup --chat openai

@@ -221,8 +221,9 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
 
     @server.tool(structured_output=False)
     async def ask(plane: str, question: str, dry_run: bool = False, as_of: int | None = None) -> str:
-        """A question in plain language: the server's chat model writes read-only plans grounded on the
-        plane's schema; the answer is the plans, the subgraph they match and the trace."""
+        """A question in plain language: the server's chat model writes read-only plans (or one read-only
+        Cypher statement) grounded on the plane's schema; the answer is the plans, the subgraph they
+        match and the trace."""
         return await tools.call("plane.ask", {"plane": plane, "question": question, "dry_run": dry_run, "as_of": as_of})
 
     @server.tool(structured_output=False)
