@@ -240,7 +240,8 @@ def search(
     embed_key_env: str | None,
     as_json: bool,
 ) -> None:
-    """Run a SEARCH or HYBRID statement (vector NEAR, keyword MATCHING, or fused), optionally AS OF a commit.
+    """Run a SEARCH, HYBRID or CALL statement (vector NEAR, keyword MATCHING, fused, or an algorithm),
+    optionally AS OF a commit. Read as Cypher: other Cypher runs with `drsg cypher`.
 
     \b
     SEARCH (v:Doc) ON embedding NEAR [0.1, 0.2] METRIC cosine TOPK 5
