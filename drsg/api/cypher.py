@@ -116,12 +116,13 @@ def near_properties(query: ast.Query) -> list[str]:
 
 def _embedder(db: Host, plane: str, stmt: Statement, embed: EmbedderChoice | None) -> TextEmbedder:
     """Text → vector for the property the statement searches, by the one rule (built when a text
-    is first embedded: a statement with a vector, or none, loads no model)."""
-    from drsg.api.retrieval import plane_embedder
-
+    is first embedded: a statement with a vector, or none, loads no model — nor the model clients'
+    modules, which take seconds to import)."""
     props = near_properties(stmt.prepared.query)
 
     def embed_text(text: str) -> Vector:
+        from drsg.api.retrieval import plane_embedder
+
         if len(props) != 1:  # (none: nothing asks)
             raise UsageError(
                 f"the statement embeds text NEAR {', '.join(props)}: one vector property per statement; "

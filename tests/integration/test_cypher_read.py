@@ -8,6 +8,7 @@ the row and time limits, at the statement's AS OF or the caller's.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,17 @@ def test_the_row_limit_and_the_timeout_stop_a_runaway(db: Database) -> None:
         read(db, "UNWIND range(1, 100) AS x RETURN x", max_rows=5)
     with pytest.raises(QueryLimit, match="timeout_secs"):
         read(db, "UNWIND range(1, 3000) AS x MATCH (a)-[*]-(b) RETURN count(*) AS c", timeout=0.0001)
+
+
+def test_the_timeout_is_read_inside_a_step_over_many_rows(db: Database) -> None:
+    """A step over a million rows (UNWIND, WHERE, RETURN, ORDER BY: seconds of work) reads the clock
+    as it goes: the limit stops it in a fraction of that, not after the step."""
+    slow = "UNWIND range(1, 1000000) AS x WITH x WHERE x % 2 = 0 RETURN x ORDER BY x DESC"
+    read(db, "RETURN 1 AS warm")  # the modules a first statement loads are not the statement's time
+    started = time.monotonic()
+    with pytest.raises(QueryLimit, match="timeout_secs"):
+        read(db, slow, timeout=0.05)
+    assert time.monotonic() - started < 2.0
 
 
 def test_one_starts_unbounded_trails_stop_at_the_row_limit(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ deadline, the statement stops with :class:`~drsg.kernel.errors.QueryLimit`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from drsg.kernel.errors import QueryError, QueryLimit
@@ -148,6 +148,14 @@ class Executor:
                     "variable length) or raise the setting"
                 )
 
+    def clocked(self, recs: Iterable[Rec]) -> Iterator[Rec]:
+        """``recs``, each counted against the deadline: a step over many rows reads the clock as it
+        goes, not only when it is done."""
+        for i, rec in enumerate(recs, 1):
+            if not i % _CLOCK_EVERY:
+                self.tick(_CLOCK_EVERY)
+            yield rec
+
     def _check(self, recs: list[Rec], what: str) -> None:
         high = self.limits.max_rows
         if high is not None and len(recs) > high:
@@ -189,11 +197,11 @@ class Executor:
             case rows.Expand():
                 return self.expand(op, recs)
             case rows.BindPath():
-                return [self.bind_path(op, r) for r in recs]
+                return [self.bind_path(op, r) for r in self.clocked(recs)]
             case rows.Filter(predicate):
-                return [r for r in recs if truthy(evaluate_predicate(predicate, r.values, self))]
+                return [r for r in self.clocked(recs) if truthy(evaluate_predicate(predicate, r.values, self))]
             case rows.Project(items, keep):
-                return [self.project(items, keep, r) for r in recs]
+                return [self.project(items, keep, r) for r in self.clocked(recs)]
             case rows.Aggregate():
                 return self.aggregate(op, recs)
             case rows.Unwind(expr, variable):
@@ -322,7 +330,7 @@ class Executor:
 
     def aggregate(self, op: rows.Aggregate, recs: list[Rec]) -> list[Rec]:
         groups: dict[tuple[Hashable, ...], tuple[dict[str, CypherValue], list[Aggregator]]] = {}
-        for rec in recs:
+        for rec in self.clocked(recs):
             keys = {name: self.value(expr, rec.values) for name, expr in op.keys}
             group = tuple(group_key(value) for value in keys.values())
             entry = groups.get(group)
@@ -347,15 +355,18 @@ class Executor:
         for rec in recs:
             value = self.value(expr, rec.values)
             items = value if isinstance(value, list) else [] if value is None else [value]
-            out += [Rec(rec.values | {variable: item}, rec.seen) for item in items]
-            self._check(out, "UNWIND")
+            for start in range(0, len(items), _CLOCK_EVERY):  # a long list on the clock as it unwinds
+                out += [Rec(rec.values | {variable: item}, rec.seen) for item in items[start : start + _CLOCK_EVERY]]
+                self._check(out, "UNWIND")
+                self.tick(_CLOCK_EVERY)
         return out
 
     def sort(self, keys: tuple[tuple[ast.Expr, bool], ...], recs: list[Rec]) -> list[Rec]:
         def key(rec: Rec) -> tuple[object, ...]:
             return tuple(order_key(self.value(expr, rec.values), desc) for expr, desc in keys)
 
-        return sorted(recs, key=key)
+        keyed = [key(rec) for rec in self.clocked(recs)]  # the keys read on the clock; the sort is stable
+        return [recs[i] for i in sorted(range(len(recs)), key=keyed.__getitem__)]
 
     def count(self, expr: ast.Expr, what: str) -> int:
         value = self.value(expr, {})  # no variable in it (the compiler checked): evaluated once
