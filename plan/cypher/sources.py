@@ -10,6 +10,7 @@ else when the statement runs with its parameters).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -96,11 +97,18 @@ def _near(expr: ast.Expr, value: Read) -> tuple[tuple[float, ...] | None, str | 
 
 
 def numbers_of(value: CypherValue) -> list[float] | None:
-    """A list of numbers as floats (a vector); None for any other value."""
+    """A list of numbers as floats (a vector); None for any other value (an integer past a float's
+    range too: a ``$parameter`` may hold one, and ``float()`` of it raises)."""
     if not isinstance(value, list):
         return None
-    numbers = [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
-    return numbers if len(numbers) == len(value) else None
+    numbers = [v for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) != len(value) or any(isinstance(v, int) and abs(v) > _LARGEST for v in numbers):
+        return None
+    return [float(v) for v in numbers]
+
+
+#: the largest integer a float holds (past it, ``float(n)`` raises OverflowError)
+_LARGEST = int(sys.float_info.max)
 
 
 def _search(clause: ast.Search, value: Read) -> Source:

@@ -100,6 +100,9 @@ def test_a_parameter_gives_the_plan_its_literal_gives(k: int, limit: int, vector
     }
 
 
-def test_a_parameter_that_is_not_a_text_or_numbers_is_refused() -> None:
-    with pytest.raises(QueryError, match="NEAR takes a text or a list of numbers"):
-        parse_query("SEARCH (d:Doc) NEAR $v", {"v": {"x": 1}})
+@pytest.mark.parametrize("bad", [{"x": 1}, [10**400], [True], []], ids=["map", "huge int", "bool", "empty"])
+def test_a_parameter_that_is_not_a_text_or_numbers_is_refused(bad: Any) -> None:
+    """An integer past a float's range was an OverflowError (a crash, not a message) before."""
+    for text in ("SEARCH (d:Doc) NEAR $v", "HYBRID (d:Doc) VECTOR NEAR $v"):
+        with pytest.raises(QueryError, match="NEAR takes a text or a list of numbers"):
+            parse_query(text, {"v": bad})
