@@ -79,7 +79,7 @@ class Searcher:
         self._planes[name] = (snap.at, plane_id)
         return plane_id
 
-    def view(self, plane: str, as_of: AsOf | None) -> QueryView:
+    def view(self, plane: str, as_of: AsOf | None, *, indexes: bool = True) -> QueryView:
         """What one query on ``plane`` reads, for a ``with`` block: its snapshot, the plane's id, and
         whether the snapshot is the head (where the indexes serve it; an earlier commit is searched
         exactly).
@@ -87,8 +87,9 @@ class Searcher:
         One read transaction per query. At the head, the indexes are caught up to it and hold still
         (``reading``) while the query runs, so index hits and node records agree. An earlier commit
         reads the snapshot alone (never the indexes): it neither waits for them nor holds them up,
-        however long its exact scan takes."""
-        return QueryView(self, plane, as_of)
+        however long its exact scan takes. So does a read that searches nothing (``indexes``
+        False: a Cypher MATCH), at the head too."""
+        return QueryView(self, plane, as_of, indexes)
 
     # ------------------------------------------------------------------ the two searches
 
@@ -165,12 +166,13 @@ class QueryView:
     """:meth:`Searcher.view`'s hold. A class rather than a generator: every query takes one, and a
     generator-based context manager cost a query more than a microsecond."""
 
-    __slots__ = ("as_of", "current", "hold", "plane", "searcher")
+    __slots__ = ("as_of", "current", "hold", "indexes", "plane", "searcher")
 
-    def __init__(self, searcher: Searcher, plane: str, as_of: AsOf | None) -> None:
+    def __init__(self, searcher: Searcher, plane: str, as_of: AsOf | None, indexes: bool = True) -> None:
         self.searcher = searcher
         self.plane = plane
         self.as_of = as_of
+        self.indexes = indexes
 
     def __enter__(self) -> tuple[Snapshot, int, bool]:
         searcher = self.searcher
@@ -181,7 +183,7 @@ class QueryView:
             hold = searcher.db.snapshot(self.as_of)
             snap = hold.__enter__()  # leaves nothing held when it raises
             self.hold = hold
-            if snap.at == snap.head:
+            if snap.at == snap.head and self.indexes:
                 searcher.indexes.catch_up(snap.head)
                 searcher._index_hold.__enter__()
                 self.current = True

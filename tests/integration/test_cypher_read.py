@@ -17,7 +17,7 @@ import pytest
 
 import drsg as drsg_api
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import QueryError, QueryLimit
+from drsg.kernel.errors import NotFound, QueryError, QueryLimit
 from drsg.plan import logical as lp
 from drsg.plan.cypher.statement import prepare
 from drsg.plan.query import Plan
@@ -267,3 +267,16 @@ def test_an_optional_match_scans_its_source_once_not_once_per_row(db: Database) 
         result = run_on(snap, plane, SnapshotGraph(snap, plane), prepared.compiled, {}, sources=counted)
     assert sorted(map(tuple, values(result))) == [("Ada", None), ("Alan", "Lab"), ("Grace", "Lab")]
     assert calls == [lp.ScanLabel("Person"), lp.ScanLabel("Place")]
+
+
+def test_a_read_that_searches_nothing_waits_for_no_index(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A MATCH reads the snapshot alone: it neither waits for the index workers to catch up nor holds
+    them still (a plane's lagging index does not slow it); a SEARCH at the head does both."""
+    searcher = Searcher(db)
+    caught_up: list[int] = []
+    monkeypatch.setattr(searcher.indexes, "catch_up", caught_up.append)
+    assert values(drsg_read(searcher, "MATCH (n:Person) RETURN count(n) AS c", None)) == [[3]]
+    assert caught_up == []
+    with pytest.raises(NotFound, match="no keyword index"):  # (none declared: the search itself fails)
+        drsg_read(searcher, "SEARCH (d:Doc) ON body MATCHING 'engine' TOPK 1 RETURN d", None)
+    assert caught_up == [db.head()]

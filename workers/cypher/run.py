@@ -16,6 +16,7 @@ from typing import Protocol
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QueryError, QueryLimit
+from drsg.plan.cypher import ast
 from drsg.plan.cypher.compile import Compiled
 from drsg.plan.cypher.graph import CypherValue, GraphView, NodeRef, PathValue, RelRef
 from drsg.plan.cypher.statement import Prepared
@@ -62,7 +63,7 @@ def run_read(
     if as_of is not None and pinned is not None and as_of != pinned:
         raise QueryError(f"the statement says AS OF {pinned} and the call as of {as_of}; give one of them")
     limits = Limits.of(max_rows, timeout)
-    with searcher.view(plane, as_of or pinned) as (snap, plane_id, current):
+    with searcher.view(plane, as_of or pinned, indexes=_searches(prepared)) as (snap, plane_id, current):
         logical = prepared.compiled.logical
         if logical is not None:
             walked, nodes, edges = run_logical(searcher, snap, plane_id, logical, current, embed)
@@ -79,6 +80,11 @@ def run_read(
 
         graph = SnapshotGraph(snap, plane_id)
         return run_on(snap, plane_id, graph, prepared.compiled, params, sources=sources, limits=limits)
+
+
+def _searches(prepared: Prepared) -> bool:
+    """Whether the statement reads an index (SEARCH, HYBRID): else it waits for no index to catch up."""
+    return any(isinstance(c, ast.Search | ast.HybridSearch) for part in prepared.query.parts for c in part.clauses)
 
 
 def run_on(
