@@ -9,7 +9,8 @@ maybe to a path ``p``), one of them possibly of variable length ``*a..b`` (b ≤
 second part after a comma (its relationships distinct from the first's) or in a MATCH of its own
 (where they need not be), a
 ``WHERE`` of comparisons, ``IS [NOT] NULL``, label tests, AND/OR/NOT over properties with nulls and
-across types, and a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``,
+across types, maybe an ``OPTIONAL MATCH`` of one more hop after it (null where it finds nothing),
+and a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``,
 or of grouping keys and ``count(*)``,
 ``count``, ``sum``, ``min``, ``max``, ``collect`` (``DISTINCT`` inside or not), ``DISTINCT``, an
 ``ORDER BY`` and, where it fixes the order, ``SKIP``/``LIMIT``. The engine's rows must equal
@@ -154,7 +155,8 @@ def queries(draw: st.DrawFn) -> Query:
         var = f"r{i}" if length is None and draw(st.booleans()) else None
         rels.append(RelPat(draw(st.sampled_from(["->", "<-", "-"])), draw(st.sampled_from([None, "R", "S"])), length,
                            draw(st.integers(0, 1)), var))  # fmt: skip
-    path = size > 1 and draw(st.integers(0, 3)) == 0
+    # a path over a leading variable-length part crashes the engine (test_a_path_from_a_variable_length_part)
+    path = size > 1 and rels[0].length is None and draw(st.integers(0, 3)) == 0
     more: tuple[Chain, ...] = ()
     if len(set(names)) < 4 and draw(st.integers(0, 2)) == 0:  # a second part: after a comma or a MATCH
         pool = [*dict.fromkeys(names), "m0", "m1"]
@@ -171,6 +173,13 @@ def queries(draw: st.DrawFn) -> Query:
             rels = [*rels, *joins]
     variables = list(dict.fromkeys(names))
     where = draw(st.none() | _predicates(variables))
+    optional = None
+    if len(variables) < 4 and draw(st.integers(0, 3)) == 0:  # OPTIONAL MATCH: a known node and a new one
+        start, end = NodePat(draw(st.sampled_from(variables))), NodePat("o0", draw(labels))
+        hop = RelPat(draw(st.sampled_from(["->", "<-", "-"])), draw(st.sampled_from([None, "R", "S"])),
+                     var="r9" if draw(st.booleans()) else None)  # fmt: skip
+        optional = Chain((start, end), (hop,))
+        variables, rels = [*variables, "o0"], [*rels, hop]
     props = st.builds(Prop, st.sampled_from(variables), st.sampled_from(["x", "s"]))
     bound = variables + [rel.var for rel in rels if rel.var]
     keys: st.SearchStrategy[Item] = st.one_of(props, st.builds(Var, st.sampled_from(bound)))
@@ -201,10 +210,9 @@ def queries(draw: st.DrawFn) -> Query:
     ]
     order = tuple((i, draw(st.booleans())) for i in draw(st.permutations(orderable))[: draw(st.integers(0, 3))])
     first = tuple(rels[: size - 1])
-    query = Query(nodes, first, tuple(items), where, distinct, order, path=path, more=more)
+    query = Query(nodes, first, tuple(items), where, distinct, order, path=path, more=more, optional=optional)
     if query.totally_ordered and draw(st.booleans()):
-        query = Query(nodes, first, tuple(items), where, distinct, order,
-                      draw(st.none() | st.integers(0, 3)), draw(st.none() | st.integers(0, 4)), path, more)  # fmt: skip
+        query = replace(query, skip=draw(st.none() | st.integers(0, 3)), limit=draw(st.none() | st.integers(0, 4)))
     return query
 
 
@@ -258,6 +266,22 @@ def test_match_answers_equal_the_oracle(graph: Graph, drawn: list[Query]) -> Non
         plane = db.plane(PLANE)
         for query in drawn:
             check(plane, graph, query)
+
+
+@needs_engine
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="engine defect: MATCH p = (a)-[*2]->(b:A), matched from the labelled end, over a walk through a "
+    "self-loop fails an assertion in workers/cypher/execute.py bind_path (the generator draws no path over "
+    "a leading variable-length part until it is fixed)",
+)
+def test_a_path_from_a_variable_length_part(tmp_path: Path) -> None:
+    graph = Graph((GNode("k0", (), None, None), GNode("k2", ("A",), None, None)), (GRel(0, 0, "R"), GRel(0, 1, "R")))
+    query = Query((NodePat("a"), NodePat("b", "A")), (RelPat("->", None, (2, 2)),), (Var("a"), PathLength()), path=True)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        write_graph(db, graph)
+        check(db.plane(PLANE), graph, query)
 
 
 # ---------------------------------------------------------------------- the oracle itself

@@ -166,6 +166,7 @@ class Query:
     limit: int | None = None
     path: bool = False  # bind the first part to ``p``
     more: tuple[Chain, ...] = ()
+    optional: Chain | None = None  # an OPTIONAL MATCH after the WHERE (which filters the MATCH before it)
 
     @property
     def chains(self) -> tuple[Chain, ...]:
@@ -194,11 +195,11 @@ def render(query: Query) -> str:
     for i, chain in enumerate(query.chains):
         if i:
             text += " MATCH " if chain.new_clause else ", "
-        text += _render_node(chain.nodes[0])
-        for rel, node in zip(chain.rels, chain.nodes[1:], strict=True):
-            text += _render_rel(rel) + _render_node(node)  # a repeated variable may add a label
+        text += _render_chain(chain)
     if query.where is not None:
         text += " WHERE " + _render_pred(query.where)
+    if query.optional is not None:
+        text += " OPTIONAL MATCH " + _render_chain(query.optional)
     items = ", ".join(f"{_render_item(item)} AS c{i}" for i, item in enumerate(query.items))
     text += " RETURN " + ("DISTINCT " if query.distinct else "") + items
     if query.order:
@@ -207,6 +208,13 @@ def render(query: Query) -> str:
         text += f" SKIP {query.skip}"
     if query.limit is not None:
         text += f" LIMIT {query.limit}"
+    return text
+
+
+def _render_chain(chain: Chain) -> str:
+    text = _render_node(chain.nodes[0])
+    for rel, node in zip(chain.rels, chain.nodes[1:], strict=True):
+        text += _render_rel(rel) + _render_node(node)  # a repeated variable may add a label
     return text
 
 
@@ -268,8 +276,9 @@ def _render_item(item: Item | Agg) -> str:
 # ---------------------------------------------------------------------- matching
 
 
-#: node variable → node index, relationship variable → relationship index, LENGTH → the path's length
-Binding: TypeAlias = dict[str, int]
+#: node variable → node index, relationship variable → relationship index (None: an OPTIONAL MATCH
+#: that found nothing), LENGTH → the path's length
+Binding: TypeAlias = dict[str, int | None]
 LENGTH = " length"
 
 
@@ -297,18 +306,31 @@ def trails(graph: Graph, rel: RelPat) -> Iterator[tuple[int, int, tuple[int, ...
 
 
 def matches(graph: Graph, query: Query) -> list[Binding]:
-    """One binding per match: its node and relationship variables and its first part's length (a
-    binding of the node variables repeats once per distinct assignment of relationships). The
-    relationships of one MATCH clause are pairwise distinct; two clauses may share one."""
-    nodes = [node for chain in query.chains for node in chain.nodes]
-    variables = list(dict.fromkeys(node.var for node in nodes))
+    """One binding per match of the MATCH clauses (OPTIONAL MATCH aside): its node and relationship
+    variables and its first part's length (a binding of the node variables repeats once per distinct
+    assignment of relationships). The relationships of one MATCH clause are pairwise distinct; two
+    clauses may share one."""
+    return _match(graph, query.chains, {}, True)
+
+
+def extend_optional(graph: Graph, binding: Binding, chain: Chain) -> list[Binding]:
+    """OPTIONAL MATCH: every extension of ``binding`` by ``chain``, else the binding with the
+    chain's new variables null."""
+    found = _match(graph, (chain,), binding, False)
+    return found or [binding | {node.var: None for node in chain.nodes if node.var not in binding}
+                     | {rel.var: None for rel in chain.rels if rel.var}]  # fmt: skip
+
+
+def _match(graph: Graph, chains: Sequence[Chain], given: Binding, first: bool) -> list[Binding]:
+    nodes = [node for chain in chains for node in chain.nodes]
+    variables = [var for var in dict.fromkeys(node.var for node in nodes) if var not in given]
     # each relationship pattern: its ends' variables, its clause, whether it is in the first part
     segments: list[tuple[str, str, RelPat, int, bool]] = []
     clause = 0
-    for i, chain in enumerate(query.chains):
-        clause += chain.new_clause
+    for i, chain in enumerate(chains):
+        clause += chain.new_clause and i > 0
         for rel, (a, b) in zip(chain.rels, zip(chain.nodes, chain.nodes[1:], strict=False), strict=True):
-            segments.append((a.var, b.var, rel, clause, i == 0))
+            segments.append((a.var, b.var, rel, clause, first and i == 0))
     by_ends: list[dict[tuple[int, int], list[tuple[int, ...]]]] = []
     for segment in segments:
         ends: dict[tuple[int, int], list[tuple[int, ...]]] = {}
@@ -317,15 +339,15 @@ def matches(graph: Graph, query: Query) -> list[Binding]:
         by_ends.append(ends)
     out: list[Binding] = []
     for chosen in product(range(len(graph.nodes)), repeat=len(variables)):
-        binding = dict(zip(variables, chosen, strict=True))
-        if any(node.label and node.label not in graph.nodes[binding[node.var]].labels for node in nodes):
+        binding = given | dict(zip(variables, chosen, strict=True))
+        if any(node.label and node.label not in _node(graph, binding, node.var).labels for node in nodes):
             continue
         options = [by_ends[i].get((binding[a], binding[b]), []) for i, (a, b, *_) in enumerate(segments)]
         for combo in product(*options):
             if all(_distinct_within(combo, segments, c) for c in range(clause + 1)):
                 rels = {seg[2].var: part[0] for seg, part in zip(segments, combo, strict=True) if seg[2].var}
                 length = sum(len(part) for seg, part in zip(segments, combo, strict=True) if seg[4])
-                out.append(binding | rels | {LENGTH: length})
+                out.append(binding | rels | ({LENGTH: length} if first else {}))
     return out
 
 
@@ -363,7 +385,7 @@ def compare(op: str, left: Scalar, right: Scalar) -> bool | None:
 def _value(graph: Graph, binding: Binding, expr: Prop | Lit) -> Scalar:
     if isinstance(expr, Lit):
         return expr.value
-    return graph.nodes[binding[expr.var]].prop(expr.name)
+    return _node(graph, binding, expr.var).prop(expr.name)
 
 
 def truth(graph: Graph, binding: Binding, pred: Pred) -> bool | None:
@@ -372,7 +394,7 @@ def truth(graph: Graph, binding: Binding, pred: Pred) -> bool | None:
     if isinstance(pred, IsNull):
         return (_value(graph, binding, pred.arg) is None) != pred.negated
     if isinstance(pred, HasLabel):
-        return pred.label in graph.nodes[binding[pred.var]].labels
+        return pred.label in _node(graph, binding, pred.var).labels
     if isinstance(pred, Not):
         inner = truth(graph, binding, pred.arg)
         return None if inner is None else not inner
@@ -411,17 +433,26 @@ Out: TypeAlias = "Scalar | NodeOut | RelOut | list[Out]"
 V = TypeVar("V", bound="Out | tuple[Out, ...]")
 
 
+def _node(graph: Graph, binding: Binding, var: str) -> GNode:
+    index = binding[var]
+    assert index is not None
+    return graph.nodes[index]
+
+
 def _project(graph: Graph, binding: Binding, item: Item) -> Out:
     if isinstance(item, PathLength):
         return binding[LENGTH]
+    index = binding[item.var]
+    if index is None:  # a variable an OPTIONAL MATCH left null, and anything read from it
+        return None
     if isinstance(item, TypeOf):
-        return graph.rels[binding[item.var]].type
+        return graph.rels[index].type
     if isinstance(item, Var) and item.var.startswith("r"):
-        rel = graph.rels[binding[item.var]]
-        return RelOut(binding[item.var], graph.nodes[rel.src].key, rel.type, graph.nodes[rel.dst].key)
+        rel = graph.rels[index]
+        return RelOut(index, graph.nodes[rel.src].key, rel.type, graph.nodes[rel.dst].key)
     if isinstance(item, Var):
-        return NodeOut(graph.nodes[binding[item.var]].key)
-    return graph.nodes[binding[item.var]].prop(item.name)
+        return NodeOut(graph.nodes[index].key)
+    return graph.nodes[index].prop(item.name)
 
 
 def equivalence(value: Out | tuple[Out, ...]) -> object:
@@ -476,6 +507,8 @@ def order_cmp(a: Out, b: Out) -> int:
 def evaluate(graph: Graph, query: Query) -> list[tuple[Out, ...]]:
     """The query's rows: in ORDER BY's order, any order for the columns it leaves free."""
     bindings = [b for b in matches(graph, query) if query.where is None or truth(graph, b, query.where) is True]
+    if query.optional is not None:
+        bindings = [e for b in bindings for e in extend_optional(graph, b, query.optional)]
     keys = [i for i, item in enumerate(query.items) if not isinstance(item, Agg)]
     rows: list[tuple[Out, ...]]
     if len(keys) == len(query.items):
