@@ -1,7 +1,7 @@
 """A checked logical plan and the AS OF it runs at (:class:`Plan`), read from its wire JSON (pure).
 
 The SEARCH, HYBRID and CALL statements that compile to one are read by the Cypher front end
-(:func:`drsg.plan.hybrid.parse_query`). Plans follow upstream's serde shape:
+(:func:`drsg.plan.statements.parse_query`). Plans follow upstream's serde shape:
 ``{"source": {"VectorTopK": {...}}, "steps": [{"Limit": n}]}``.
 A ``NEAR "text"`` query carries the text until a surface embeds it (``query_text`` in the source).
 """

@@ -122,7 +122,8 @@ def query(
     plane: HostedPlane, statement: str | Plan, params: Mapping[str, Any] | None, embed: EmbedderChoice | None
 ) -> list[Hit]:
     """A SEARCH or HYBRID statement (``drsg search``'s), or a logical plan, its AS OF included."""
-    from drsg.plan.hybrid import parse_query, text_property
+    from drsg.plan.hybrid import text_property
+    from drsg.plan.statements import parse_query
     from drsg.workers.plans import run_plan
 
     plan = parse_query(statement, dict(params or {})) if isinstance(statement, str) else statement

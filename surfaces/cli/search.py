@@ -16,9 +16,9 @@ from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
-from drsg.plan.hybrid import parse_query
 from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
+from drsg.plan.statements import parse_query
 from drsg.store.database import Database
 from drsg.store.records import indexes_json
 from drsg.store.snapshot import Snapshot

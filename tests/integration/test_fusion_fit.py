@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import drsg as drsg_api
-from drsg.plan.hybrid import FusionProfile, GraphPart, HybridSpec, KeywordPart, VectorPart, parse_query
+from drsg.plan.hybrid import FusionProfile, GraphPart, HybridSpec, KeywordPart, VectorPart
+from drsg.plan.statements import parse_query
 from drsg.store.database import Database
 from drsg.workers.evaluation import evaluate_hybrid, parse_qrels, parse_queries
 from drsg.workers.fitting import Evaluator, Space, deal, fit

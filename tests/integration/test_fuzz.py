@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 import drsg
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import parse_query
 from drsg.plan.query import plan_from_json
+from drsg.plan.statements import parse_query
 from drsg.store.jsonl import ON_CONFLICT, import_jsonl
 from drsg.workers.plans import run_plan
 from drsg.workers.search import Searcher

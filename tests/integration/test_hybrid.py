@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QuerySyntaxError, UsageError
 from drsg.kernel.values import Vector
-from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart, parse_query
+from drsg.plan.hybrid import GraphPart, HybridSpec, KeywordPart, VectorPart
 from drsg.plan.query import Plan
+from drsg.plan.statements import parse_query
 from drsg.store.database import Database
 from drsg.workers.hybrid import HybridHit, expand, hybrid
 from drsg.workers.manager import IndexSet

@@ -13,7 +13,7 @@ from drsg.plan.cypher import ast, rows
 from drsg.plan.cypher.compile import Compiled, compile_query
 from drsg.plan.cypher.parser import parse
 from drsg.plan.cypher.statement import prepare
-from drsg.plan.hybrid import parse_query
+from drsg.plan.statements import parse_query
 
 
 def compiled(text: str) -> Compiled:

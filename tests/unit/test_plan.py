@@ -14,10 +14,10 @@ from drsg.plan.hybrid import (
     HybridSpec,
     KeywordPart,
     VectorPart,
-    parse_query,
     text_property,
 )
 from drsg.plan.query import Plan, parse_plan_json
+from drsg.plan.statements import parse_query
 
 
 def test_one_metric_table_in_both_spellings() -> None:

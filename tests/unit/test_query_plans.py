@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from drsg.kernel.errors import QueryError, QuerySyntaxError, UsageError
 from drsg.plan.cypher.statement import prepare
-from drsg.plan.hybrid import parse_query
+from drsg.plan.statements import parse_query
 
 DATA = json.loads((Path(__file__).resolve().parents[1] / "data" / "query_plans.json").read_text())
 PARAMS: dict[str, Any] = DATA["params"]
