@@ -3,19 +3,21 @@
 Hypothesis draws a graph (≤ 8 nodes with labels A/B, an integer ``x`` and a string ``s`` that may
 be absent; ≤ 14 relationships of types R/S, self-loops and parallel ones included), writes it into
 a real LMDB plane through the store's write transaction (never through Cypher), and draws queries:
-a chain of 1–3 node patterns (a variable may come back, closing a cycle) joined by typed or untyped
-relationships in each direction (a fixed-length one maybe bound to ``r0``/``r1``, the whole chain
-maybe to a path ``p``), one of them possibly of variable length ``*a..b`` (b ≤ 3), maybe a
-second part after a comma (its relationships distinct from the first's) or in a MATCH of its own
-(where they need not be), a
-``WHERE`` of comparisons, ``IS [NOT] NULL``, label tests, AND/OR/NOT over properties with nulls and
-across types, maybe an ``OPTIONAL MATCH`` of one more hop after it (null where it finds nothing),
-and a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``,
-or of grouping keys and ``count(*)``,
-``count``, ``sum``, ``min``, ``max``, ``collect`` (``DISTINCT`` inside or not), ``DISTINCT``, an
-``ORDER BY`` and, where it fixes the order, ``SKIP``/``LIMIT``. The engine's rows must equal
-``tests/support/cypher_oracle.py``'s: in order where ORDER BY orders every column, else as
-multisets (a ``collect`` compared as a multiset) with the engine's rows sorted by the keys given.
+
+- a chain of 1–3 node patterns (a variable may come back, closing a cycle) joined by typed or
+  untyped relationships in each direction, one of them maybe of variable length ``*a..b`` (b ≤ 3),
+  a fixed-length one maybe bound to ``r0``/``r1``, the chain maybe to a path ``p``;
+- maybe a second part after a comma (its relationships distinct from the first's) or in a MATCH
+  of its own (where they need not be);
+- a ``WHERE`` of comparisons, ``IS [NOT] NULL``, label tests, AND/OR/NOT over properties with
+  nulls and across types; maybe an ``OPTIONAL MATCH`` of one more hop after it;
+- a ``RETURN`` of properties, nodes, relationships, ``type(r)`` and ``length(p)``, or of grouping
+  keys and ``count(*)``, ``count``, ``sum``, ``min``, ``max``, ``collect`` (``DISTINCT`` inside or
+  not); ``DISTINCT``, an ``ORDER BY`` and, where it fixes the order, ``SKIP``/``LIMIT``.
+
+The engine's rows must equal ``tests/support/cypher_oracle.py``'s: in order where ORDER BY orders
+every column, else as multisets (a ``collect`` compared as a multiset) with the engine's rows
+sorted by the keys given.
 """
 
 from __future__ import annotations
