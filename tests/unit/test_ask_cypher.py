@@ -14,7 +14,7 @@ from drsg.pipeline.ask.protocol import MAX_CYPHER_CHARS, Refused, Statement, par
 from drsg.pipeline.ask.statement import checked, hide_values, limited
 from drsg.plan.cypher.parser import parse
 from drsg.plan.schema import SoftSchema, check_cypher, cypher_names
-from tests.unit.test_ask_parts import SCHEMA
+from tests.support.ask_schema import SCHEMA
 
 READ = "MATCH (p:Person)-[:WORKED_AT]->(w:Place) WHERE p.born > 1900 RETURN key(w) AS place, count(p) AS n"
 

@@ -11,8 +11,9 @@ from drsg.kernel.errors import UsageError
 from drsg.pipeline.ask.prompts import system_prompt
 from drsg.pipeline.ask.protocol import Decompose, Plans, Refused, ToolCall, parse_answer
 from drsg.plan.query import plan_from_json
-from drsg.plan.schema import LabelInfo, PropertyInfo, SoftSchema, check_plan
+from drsg.plan.schema import SoftSchema, check_plan
 from drsg.plan.traversal import Row, evaluate, sort_key
+from tests.support.ask_schema import SCHEMA
 
 PLAN = {"source": "ScanAll", "steps": []}
 
@@ -123,16 +124,6 @@ def test_expressions_are_total(expr: Any, value: bool) -> None:
 def test_sort_puts_numbers_then_text_then_booleans_then_nothing() -> None:
     values = [None, "b", True, 2, "a", 1.5]
     assert sorted(values, key=sort_key) == [1.5, 2, "a", "b", True, None]
-
-
-SCHEMA = SoftSchema(
-    labels={
-        "Person": LabelInfo(2, {"born": PropertyInfo("Int", ["1815"]), "password": PropertyInfo("Str", [], True)}),
-        "Place": LabelInfo(1, {"country": PropertyInfo("Str", ["'UK'"])}),
-    },
-    edges={"WORKED_AT": [("Person", "Place")]},
-    edge_counts={"WORKED_AT": 1},
-)
 
 
 @pytest.mark.parametrize(
