@@ -201,11 +201,12 @@ class _Compiler:
         else:
             ops.append(self.scan(nodes[start], first, seeks.get(nodes[start])))
             scope[nodes[start]] = NODE
-        order = [(j, j, j + 1, part.rels[j].direction) for j in range(start, len(rels))]
-        order += [(j, j + 1, j, _reverse(part.rels[j].direction)) for j in range(start - 1, -1, -1)]
-        for j, src, dst, direction in order:
+        order = [(j, j, j + 1, part.rels[j].direction, False) for j in range(start, len(rels))]
+        order += [(j, j + 1, j, _reverse(part.rels[j].direction), True) for j in range(start - 1, -1, -1)]
+        for j, src, dst, direction, backwards in order:
             rel = part.rels[j]
-            ops.append(self.expand(rel, rels[j], direction, nodes[src], nodes[dst], part.nodes[dst], scope, used))
+            op = self.expand(rel, rels[j], direction, nodes[src], nodes[dst], part.nodes[dst], scope, used)
+            ops.append(replace(op, backwards=backwards) if backwards else op)
         if part.path_variable is not None:
             self.bind(scope, part.path_variable, PATH, part)
             ops.append(rows.BindPath(part.path_variable, tuple(nodes), tuple(rels)))

@@ -118,7 +118,9 @@ class Expand:
     None with ``var_length``: unbounded, limited by the statement's row and time limits).
     ``unique_with``: relationship variables bound earlier in the same MATCH, none of which this
     one may reuse (openCypher's relationship isomorphism). ``rel_bound``: ``rel`` was bound by an
-    earlier clause; the hop must be that relationship."""
+    earlier clause; the hop must be that relationship. ``backwards``: the walk runs against the
+    pattern's left-to-right order (it started at a node further right), so a var-length list is
+    bound reversed: in the pattern's order, as openCypher reads ``r`` and ``p``."""
 
     start: str
     rel: str
@@ -132,6 +134,7 @@ class Expand:
     properties: ast.MapLiteral | ast.Parameter | None = None
     unique_with: tuple[str, ...] = ()
     rel_bound: bool = False
+    backwards: bool = False
 
     def to_json(self) -> Json:
         out: dict[str, Json] = {"from": self.start, "rel": self.rel, "types": list(self.types), "dir": self.direction}
@@ -144,6 +147,8 @@ class Expand:
             out["unique_with"] = list(self.unique_with)
         if self.rel_bound:
             out["rel_bound"] = True
+        if self.backwards and self.var_length:
+            out["backwards"] = True
         return {"Expand": out}
 
 

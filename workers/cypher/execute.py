@@ -282,6 +282,8 @@ class Executor:
             hops = rec.values.get(HOPS)
             before = hops if isinstance(hops, int) else 0
             for rel, end, taken in self.matcher.expand(op, rec.values):
+                if op.backwards and isinstance(rel, list):
+                    rel = rel[::-1]  # walked from the right: bound in the pattern's order
                 end_ref = NodeRef(end)
                 values = rec.values | {op.rel: rel, op.end.variable: end_ref, HOPS: before + taken}
                 refs: set[Ref] = {end_ref}
