@@ -61,7 +61,6 @@ from tests.support.cypher_oracle import (
     TypeOf,
     Var,
     by_keys,
-    engine_missing,
     evaluate,
     order_cmp,
     render,
@@ -70,7 +69,6 @@ from tests.support.cypher_oracle import (
 
 PLANE = "g"
 #: until the engine's pieces have all landed, the tests that run it skip (the oracle's own still run)
-needs_engine = pytest.mark.skipif(engine_missing() is not None, reason=str(engine_missing()))
 STRINGS = ("", "a", "ab", "b")
 
 # ---------------------------------------------------------------------- graphs
@@ -258,7 +256,6 @@ def check(plane: drsg.Plane, graph: Graph, query: Query) -> None:
         assert keyed == resorted, f"{text}: rows not in ORDER BY's order"
 
 
-@needs_engine
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs, st.lists(queries(), min_size=1, max_size=4))
 def test_match_answers_equal_the_oracle(graph: Graph, drawn: list[Query]) -> None:
@@ -269,7 +266,6 @@ def test_match_answers_equal_the_oracle(graph: Graph, drawn: list[Query]) -> Non
             check(plane, graph, query)
 
 
-@needs_engine
 def test_a_path_over_a_variable_length_part(tmp_path: Path) -> None:
     """Found by the generator: a var-length part walked from its right end (the labelled node) was
     bound in walk order, so its path crossed the self-loop the wrong way round (an assertion)."""

@@ -28,11 +28,10 @@ from drsg.kernel.asof import format_ms
 from drsg.kernel.values import Value, Vector
 from drsg.store.transaction import WriteTx
 from drsg.workers.cypher.result import CypherResult
-from tests.support.cypher_oracle import by_keys, engine_missing
+from tests.support.cypher_oracle import by_keys
 
 PLANE = "tt"
 T = TypeVar("T")
-pytestmark = pytest.mark.skipif(engine_missing() is not None, reason=str(engine_missing()))
 NAMES = ("ada", "alan", "grace", "edsger", "barbara", "donald")
 DIMS = 4
 PROBE = [0.3, -0.2, 0.9, 0.1]

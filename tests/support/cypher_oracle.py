@@ -577,18 +577,3 @@ def by_keys(value: object, keys: Mapping[int, str | None]) -> object:
     if isinstance(value, Vector):
         return ("vector", value.data)
     return (type(value).__name__, value)
-
-
-def engine_missing() -> str | None:
-    """Why drsg's Cypher engine cannot run yet (its pieces land one by one), or None."""
-    import importlib
-
-    from drsg.api.plane import Plane
-
-    if not hasattr(Plane, "cypher"):
-        return "the engine has not landed: drsg.Plane.cypher is missing"
-    try:
-        importlib.import_module("drsg.plan.cypher.statement")
-    except ImportError as missing:
-        return f"the engine has not landed: {missing}"
-    return None
