@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,23 +17,14 @@ from drsg.plan.schema import LabelInfo, PropertyInfo, SoftSchema, check_plan
 from drsg.store.database import Database
 from drsg.workers.plans import run_plan, run_plan_subgraph
 from drsg.workers.search import Searcher
+from tests.support.small_graph import fill_people
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Iterator[Database]:
     database = drsg_api.open(tmp_path / "g.drsg")
 
-    def fill(tx: Any) -> None:
-        plane = tx.create_plane("p")
-        ada = tx.create_node(plane, "ada", ["Person"], {"name": "Ada", "born": 1815}).id
-        alan = tx.create_node(plane, "alan", ["Person"], {"name": "Alan", "born": 1912}).id
-        grace = tx.create_node(plane, "grace", ["Person"], {"name": "Grace", "born": 1906}).id
-        lab = tx.create_node(plane, "lab", ["Place"], {"name": "Lab"}).id
-        for person in (ada, alan, grace):
-            tx.link(plane, person, lab, "WORKED_AT")
-        tx.link(plane, alan, ada, "READ")
-
-    database.write(fill)
+    database.write(fill_people)
     try:
         yield database
     finally:
