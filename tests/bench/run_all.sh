@@ -32,6 +32,8 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_kafka --commits 300 --rounds 1 --seconds 3
   $PY -c 'import kuzu' 2>/dev/null || $PY -m pip install --quiet -e '.[bench]'
   $PY -m tests.bench.bench_cypher --nodes 10000 --lookups 300 --scans 3 --no-record
+  $PY -c 'import lancedb, chromadb' 2>/dev/null || $PY -m pip install --quiet -e '.[bench]'
+  $PY -m tests.bench.bench_peers --quick --no-record
   exit 0
 fi
 $PY -m tests.bench.bench_commits
@@ -45,6 +47,8 @@ $PY -m tests.bench.bench_crawl
 $PY -m tests.bench.eval_ask --scripted
 $PY -m tests.bench.bench_feed
 $PY -m tests.bench.bench_rpc
+$PY -c 'import kuzu, lancedb, chromadb' 2>/dev/null || $PY -m pip install --quiet -e '.[bench]'
+$PY -m tests.bench.bench_peers
 if [[ "${PROFILE:-0}" == 1 ]]; then
   bash tests/bench/profile.sh
 fi
