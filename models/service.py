@@ -19,14 +19,16 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import urlsplit
 
-import openai
 import structlog
 
 from drsg.kernel.backoff import backoff
 from drsg.kernel.errors import ConfigError, DrsgError
+
+if TYPE_CHECKING:  # the client is imported on the first call: `import openai` alone costs 0.5-7 s
+    import openai
 
 log = structlog.get_logger("drsg.models.service")
 
@@ -111,13 +113,22 @@ class Service:
         self._sleep = sleep
         self._rng = rng
         self._secret = api_key or ""
-        self.client = openai.OpenAI(
-            # The client insists on a key; services without one (Ollama, a local server) ignore it.
-            api_key=api_key or "no-key",
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
-        )
+        self._client: openai.OpenAI | None = None
+
+    @property
+    def client(self) -> openai.OpenAI:
+        """The service's one client, made on first use (a server starts without importing ``openai``)."""
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                # The client insists on a key; services without one (Ollama, a local server) ignore it.
+                api_key=self._secret or "no-key",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return self._client
 
     @property
     def where(self) -> str:
@@ -132,6 +143,8 @@ class Service:
 
     def call(self, send: Callable[[openai.OpenAI], T]) -> T:
         """``send(client)`` with retries; the answer of the first attempt the service accepts."""
+        import openai
+
         waited = 0.0
         problem = ""
         attempt = 0

@@ -4,6 +4,10 @@ The server's guard (surfaces/server/app.py) has already checked the bearer token
 token) and the Origin; this route also answers only a loopback Host name (an MCP endpoint is for
 agents on this machine: a DNS-rebinding page names another host). Each POST is one stateless JSON
 exchange; the tools' calls are bounded by the server's ``max_concurrent``.
+
+The MCP SDK is imported after the server starts listening (≈0.7 s, longer on a loaded machine):
+its modules load in a worker thread while the server already answers, and a request to `/mcp`
+that comes first waits for them — never an error.
 """
 
 from __future__ import annotations
@@ -13,10 +17,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from aiohttp import web
-from mcp.server.transport_security import TransportSecuritySettings
 
 from drsg.kernel.errors import UNAUTHORIZED
-from drsg.surfaces.mcp.tools import build, mcp_bound
 from drsg.surfaces.server.config import is_loopback
 from drsg.surfaces.server.rpc import error_body
 from drsg.surfaces.server.state import ServerState
@@ -32,7 +34,19 @@ def _host_name(host: str) -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-def install(app: web.Application, state: ServerState) -> None:
+def _load_sdk() -> None:
+    """Import the SDK and the tools (run in a worker thread: the event loop keeps answering)."""
+    import mcp.server.transport_security  # noqa: F401
+
+    import drsg.surfaces.mcp.tools  # noqa: F401
+
+
+def _manager(state: ServerState) -> Any:
+    """The tools' MCP server's session manager, its SDK imported (by :func:`_load_sdk`)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from drsg.surfaces.mcp.tools import build, mcp_bound
+
     server = build(state, allow_path=False, max_concurrent=mcp_bound(state.config))
     server.streamable_http_app(
         streamable_http_path=PATH,
@@ -41,16 +55,27 @@ def install(app: web.Application, state: ServerState) -> None:
         max_request_body_size=state.config.max_request_bytes,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),  # checked here
     )
-    manager = server.session_manager
+    return server.session_manager
+
+
+def install(app: web.Application, state: ServerState) -> None:
     stop = asyncio.Event()
 
-    async def run_manager() -> None:
+    async def run_manager(ready: asyncio.Future[Any]) -> None:
+        try:
+            await asyncio.to_thread(_load_sdk)
+            manager = _manager(state)
+        except Exception as exc:  # a broken install: each /mcp request fails with it, the rest still serves
+            ready.set_exception(exc)
+            return
         async with manager.run():
+            ready.set_result(manager)
             await stop.wait()
 
     async def start(app: web.Application) -> None:
-        task = asyncio.create_task(run_manager())
-        app[RUNNING] = task
+        ready = asyncio.get_running_loop().create_future()
+        app[MANAGER] = ready
+        app[RUNNING] = asyncio.create_task(run_manager(ready))
         await asyncio.sleep(0)
 
     async def close(app: web.Application) -> None:
@@ -58,6 +83,10 @@ def install(app: web.Application, state: ServerState) -> None:
         task = app[RUNNING]
         assert isinstance(task, asyncio.Task)
         await task
+        ready = app[MANAGER]
+        assert isinstance(ready, asyncio.Future)
+        if ready.done() and not ready.cancelled():
+            ready.exception()  # seen: a load that failed was each /mcp request's error already
 
     async def handler(request: web.Request) -> web.StreamResponse:
         if not is_loopback(_host_name(request.host)):
@@ -65,6 +94,9 @@ def install(app: web.Application, state: ServerState) -> None:
             return web.Response(
                 status=403, text=error_body(None, UNAUTHORIZED, message), content_type="application/json"
             )
+        ready = request.app[MANAGER]
+        assert isinstance(ready, asyncio.Future)
+        manager = await asyncio.shield(ready)  # the SDK still loading: this request waits for it
         return await _asgi(request, manager.handle_request)
 
     app.on_startup.append(start)

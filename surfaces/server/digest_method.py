@@ -22,7 +22,6 @@ from drsg.models.chat.providers import CHAT_PRESETS
 from drsg.models.providers import ChatChoice
 from drsg.pipeline.digest.ledger import apply_in, origin_of
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
-from drsg.pipeline.digest.run import DigestOptions
 from drsg.pipeline.digest.sources import Document
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
@@ -74,6 +73,8 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
 async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
     """``digest.run``'s work on a document already read: its text, or (the stdio MCP server's local
     path) a tree's or a code file's parsed facts and prose, as ``drsg digest`` reads them."""
+    from drsg.pipeline.digest.run import DigestOptions  # the digest pipeline loads with the first digest
+
     plane = str(p["plane"])
     settings = ctx.config.settings
     limit = settings.integer("digest.concurrency") if settings is not None else 8

@@ -18,7 +18,6 @@ from aiohttp import web
 
 from drsg.kernel.errors import FetchError, FetchRefused, UsageError
 from drsg.kernel.settings import Settings, load
-from drsg.pipeline.fetch.crawl import budget_for, client_for, crawl
 from drsg.surfaces.server.state import ServerState
 
 SETTINGS = web.AppKey("drsg_fetch_settings", Settings)
@@ -60,6 +59,9 @@ def _refuse(status: int, message: str) -> web.Response:
 
 
 async def digest_fetch(request: web.Request) -> web.StreamResponse:
+    # the crawler (aiohttp's client, the keyword analyser) is loaded by the first fetch, not by serve's start
+    from drsg.pipeline.fetch.crawl import budget_for, client_for, crawl
+
     settings = request.app[SETTINGS]
     params = await _params(request)
     url = str(params.get("url") or "").strip()

@@ -19,7 +19,6 @@ from drsg.surfaces.server.hybrid_method import REFUSED, refuse_embedder_choice
 from drsg.surfaces.server.params import Params, as_of, bounded, vectors
 from drsg.surfaces.server.registry import LEAN, rpc
 from drsg.surfaces.server.state import ServerState
-from drsg.workers.find import find_text
 
 MAX_FIND = 1_000  # hits of each kind one call may ask for
 PROPERTY = "embedding"  # what a semantic find ranks by (upstream's vectorize writes it)
@@ -60,6 +59,8 @@ async def plane_find(ctx: ServerState, p: Params) -> Any:
                     "total": count,
                     "truncated": False,
                 }
+        from drsg.workers.find import find_text  # its analyser (tantivy) loads with the first text find
+
         with ctx.db.snapshot(at) as snap:
             result = find_text(snap, snap.plane(plane).id, q, limit, vectors(p))
         return {**result, "note": note}

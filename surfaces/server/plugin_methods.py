@@ -10,16 +10,18 @@ it lists nothing rather than URLs it cannot vouch for.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drsg.kernel import settings as settings_mod
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.fetch.guard import networks
-from drsg.pipeline.plugins.registry import Registry, is_url
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import rpc
 from drsg.surfaces.server.state import ServerState
+
+if TYPE_CHECKING:
+    from drsg.pipeline.plugins.registry import Registry
 
 #: the official catalog: ``[{name, claims, url, sha256}]``; empty (see the module docstring)
 CATALOG: tuple[dict[str, str], ...] = ()
@@ -29,10 +31,17 @@ def _settings(ctx: ServerState) -> Settings:
     return ctx.config.settings if ctx.config.settings is not None else settings_mod.load()
 
 
+def _registry(settings: Settings) -> Registry:
+    """The plugin store, its host (wasmtime) loaded by the first plugin call, not by serve's start."""
+    from drsg.pipeline.plugins.registry import Registry
+
+    return Registry.from_settings(settings)
+
+
 @rpc("plugin.list")
 async def plugin_list(ctx: ServerState, p: Params) -> Any:
     settings = _settings(ctx)
-    return [entry.to_json() for entry in await ctx.read(lambda: Registry.from_settings(settings).entries())]
+    return [entry.to_json() for entry in await ctx.read(lambda: _registry(settings).entries())]
 
 
 @rpc("plugin.catalog", note="Empty in this build: drsg pins no downloadable artifacts it has not verified.")
@@ -42,6 +51,8 @@ async def plugin_catalog(ctx: ServerState, p: Params) -> Any:
 
 @rpc("plugin.install", note="`url` must be http(s); a server-local path is refused.")
 async def plugin_install(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.plugins.registry import is_url
+
     url = str(p["url"])
     if not is_url(url):
         raise RpcError(
@@ -49,7 +60,7 @@ async def plugin_install(ctx: ServerState, p: Params) -> Any:
             f"plugin.install takes an http(s) URL, not {url[:80]!r}: a path on the server's disk is not accepted",
         )
     settings = _settings(ctx)
-    registry, allow = Registry.from_settings(settings), networks(settings.strings("fetch.allow_private"))
+    registry, allow = _registry(settings), networks(settings.strings("fetch.allow_private"))
     installed = await ctx.read(lambda: registry.install_url(url, allow), limited=False)
     return {
         "installed": installed.entry.to_json(),
@@ -60,5 +71,5 @@ async def plugin_install(ctx: ServerState, p: Params) -> Any:
 @rpc("plugin.remove")
 async def plugin_remove(ctx: ServerState, p: Params) -> Any:
     settings = _settings(ctx)
-    entry = await ctx.read(lambda: Registry.from_settings(settings).remove(str(p["name"])), limited=False)
+    entry = await ctx.read(lambda: _registry(settings).remove(str(p["name"])), limited=False)
     return {"removed": entry.to_json()}

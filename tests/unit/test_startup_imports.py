@@ -1,0 +1,90 @@
+"""What `drsg serve` and a one-shot CLI read load before they answer: none of the heavy libraries.
+
+The issue measured `drsg serve` at 8–28 s to its first connection under load, importing ``openai``
+alone 7 s. Each probe runs the real command in a fresh interpreter (the `drsg` group's own entry,
+without the crash supervisor's fork) and lists which of the heavy modules are loaded: for a read,
+when it has printed its answer; for `serve`, at the moment it announces it is listening (the MCP
+SDK loads after that, in the background; a model client when a call needs one).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: what a read or the server's start needs none of: model clients, the local model, the keyword index,
+#: the plugin host, the MCP SDK
+HEAVY = ("openai", "onnxruntime", "tokenizers", "tantivy", "wasmtime", "mcp")
+#: a read of records needs no vectors either (a Cypher read still builds a Searcher: numpy, hnswlib)
+RECORDS = (*HEAVY, "numpy", "hnswlib")
+
+_PROBE = """
+import sys
+from drsg.surfaces.cli.main import cli
+try:
+    cli.main({args!r}, prog_name="drsg")
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(sorted(m for m in {heavy!r} if m in sys.modules))
+"""
+
+# `drsg serve`: list the modules when the listening line is announced, then stop as SIGTERM would
+_SERVE_PROBE = """
+import os, signal, sys, click
+from drsg.surfaces.cli.main import cli
+plain = click.echo
+def echo(message=None, *args, **kwargs):
+    plain(message, *args, **kwargs)
+    if isinstance(message, str) and message.startswith("serving "):
+        print("LOADED", sorted(m for m in {heavy!r} if m in sys.modules), flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+click.echo = echo
+cli.main({args!r}, prog_name="drsg")
+"""
+
+
+def _run(probe: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith(("[", "LOADED"))][-1]
+    return eval(line.removeprefix("LOADED "))  # type: ignore[no-any-return]  # a list literal we print
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("startup") / "g.drsg")
+    for args in (["plane", "create", "p"], ["node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "a"]):
+        assert _run(_PROBE.format(args=["--db", path, *args], heavy=())) == []
+    return path
+
+
+@pytest.mark.parametrize(
+    ("args", "unwanted"),
+    [
+        (["get", "-p", "p", "@a"], RECORDS),
+        (["plane", "list"], RECORDS),
+        (["stats"], RECORDS),
+        (["cypher", "-p", "p", "MATCH (n:Doc) RETURN n.name"], HEAVY),
+    ],
+    ids=["get", "plane-list", "stats", "cypher"],
+)
+def test_a_one_shot_read_loads_no_heavy_library(db: str, args: list[str], unwanted: tuple[str, ...]) -> None:
+    assert _run(_PROBE.format(args=["--db", db, *args], heavy=unwanted)) == []
+
+
+def test_serve_listens_before_loading_any_heavy_library(tmp_path: Path) -> None:
+    empty = str(tmp_path / "empty.drsg")
+    assert _run(_PROBE.format(args=["--db", empty, "plane", "create", "p"], heavy=())) == []
+    # the MCP SDK starts loading in the background as the server starts: not checked here
+    unwanted = tuple(m for m in HEAVY if m != "mcp")
+    args = ["--db", empty, "serve", "--addr", "127.0.0.1:0"]
+    assert _run(_SERVE_PROBE.format(args=args, heavy=unwanted)) == []
+
+
+def test_mcp_tools_are_not_imported_by_the_server_application() -> None:
+    """`/mcp` is installed without the SDK: it loads after the socket listens (surfaces/mcp/http.py)."""
+    probe = "import drsg.surfaces.app\nprint(sorted(m for m in ('mcp', 'drsg.surfaces.mcp.tools') if m in sys.modules))"
+    assert _run("import sys\n" + probe) == []
