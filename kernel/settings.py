@@ -109,6 +109,17 @@ def _some_seconds(value: object) -> float:
     return seconds
 
 
+def _fraction(value: object) -> float:
+    """A share above 0 and at most 1 (a recall)."""
+    share = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
+            share = float(value)
+    if not 0 < share <= 1:  # NaN fails too
+        raise ValueError(f"{value!r} is not a number above 0 and at most 1, e.g. 0.95")
+    return share
+
+
 def _count_or_auto(value: object) -> int | None:
     """A count; 0 means "one per CPU core" (None)."""
     number = _integer(value)
@@ -288,6 +299,13 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("log.group", "", _text, "the index workers' consumer group (empty: drsg-index-TOPIC)"),
     Setting("log.shards", 12, _positive, "partitions of the index topic TOPIC.index when `drsg workers` creates it"),
     Setting("index.ef_search", 64, _at_least(64), "HNSW search breadth (≥ 64; higher = better recall, slower)"),
+    Setting(
+        "index.recall_target",
+        0.95,
+        _fraction,
+        "recall@10 each vector index calibrates its search breadth to (measured against exact search; "
+        "ef_search is the floor)",
+    ),
     Setting("logging.level", "warning", _choice("debug", "info", "warning", "error"), "debug, info, warning, error"),
     Setting("logging.format", "auto", _choice("json", "console", "auto"), "json, console, or auto (console on a tty)"),
     Setting("digest.chat", "openai", _text, "chat provider for `digest`: openai, deepseek, qwen, ollama, url or a URL"),

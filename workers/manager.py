@@ -35,7 +35,7 @@ from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl
 from drsg.workers.base import SLICE, IndexWorker
 from drsg.workers.sidecar import SidecarFenced
-from drsg.workers.vector import VectorIndex
+from drsg.workers.vector import DEFAULT_RECALL_TARGET, VectorIndex
 
 log = structlog.get_logger("drsg.workers")
 RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
@@ -71,6 +71,7 @@ class IndexSet:
         db: Database,
         *,
         ef_search: int = 64,
+        recall_target: float = DEFAULT_RECALL_TARGET,
         sidecars: str | os.PathLike[str] | None = None,
         keeps: Callable[[int], bool] = every_plane,
         fenced: bool = False,
@@ -78,6 +79,7 @@ class IndexSet:
     ) -> None:
         self.db = db
         self.ef_search = ef_search
+        self.recall_target = recall_target
         self.sidecars = db.path if sidecars is None else sidecars  # each kind's folder is this + its suffix
         self.keeps = keeps  # which planes' indexes this set holds
         self.fenced = fenced
@@ -152,7 +154,9 @@ class IndexSet:
     def _new_worker(self, decl: IndexDecl) -> IndexWorker:
         cls = worker_class(decl.kind)
         if cls is VectorIndex:
-            return VectorIndex(decl, self.sidecars, self._uuid, ef_search=self.ef_search)
+            return VectorIndex(
+                decl, self.sidecars, self._uuid, ef_search=self.ef_search, recall_target=self.recall_target
+            )
         return cls(decl, self.sidecars, self._uuid)
 
     def keep(self, keeps: Callable[[int], bool]) -> None:
@@ -244,6 +248,15 @@ class IndexSet:
     def close(self) -> None:
         self.stop()
         self.save()
+
+    def recall(self, decl: IndexDecl) -> dict[str, Any]:
+        """A vector index's search breadth and the recall@10 measured at it (None: not measured, e.g.
+        empty), for ``index list``; {} for any other index, or one this set does not hold."""
+        worker = self.get(decl.plane, decl.kind, decl.label, decl.prop)
+        if not isinstance(worker, VectorIndex):
+            return {}
+        done = worker.calibration
+        return {"ef": worker.ef, "recall": done.recall if done else None}
 
     def describe(self) -> list[dict[str, Any]]:
         with self._lock:

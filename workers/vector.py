@@ -20,6 +20,7 @@ from drsg.kernel.errors import BadValue
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.workers.base import IndexWorker, Pool
+from drsg.workers.recall import Calibration, calibrate
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 #: the sidecar's layout, in its meta: bump it when what the files hold changes. Layout 1 could hold
@@ -28,6 +29,14 @@ LAYOUT = 2
 M = 16
 EF_CONSTRUCTION = 200
 DEFAULT_EF_SEARCH = 64
+DEFAULT_RECALL_TARGET = 0.95
+#: calibration (workers/recall.py): recall@K_CAL of SAMPLE of the index's own vectors as queries,
+#: seeded, against exact search; breadths from ef_search up to EF_CAP; again once the index doubles
+K_CAL = 10
+SAMPLE = 200
+SEED = 37
+EF_CAP = 4096
+EF_STEPS = (96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, EF_CAP)
 _FEW = 32  # scores checked in Python below this many, in numpy above
 
 
@@ -113,10 +122,17 @@ class VectorIndex(IndexWorker):
     kind = "vector"
     suffix = ".hnsw"
 
-    def __init__(self, *args: Any, ef_search: int = DEFAULT_EF_SEARCH, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        recall_target: float = DEFAULT_RECALL_TARGET,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.metric = check_metric(self.decl.metric)
         self.ef_search = ef_search
+        self.recall_target = recall_target
         self.reset()
 
     def accepts(self, value: Any) -> bool:
@@ -130,6 +146,7 @@ class VectorIndex(IndexWorker):
         self.deleted: set[int] = set()
         self.index: hnswlib.Index | None = None
         self._ef_share: _EfShare | None = None
+        self.calibration: Calibration | None = None  # None: not measured at this size yet
         if self.decl.dims:
             index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
             index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
@@ -158,6 +175,37 @@ class VectorIndex(IndexWorker):
         self.index.add_items(vector, [node_id], replace_deleted=not in_place)
         self.live.add(node_id)
 
+    def flush(self) -> None:
+        """Calibrate the search breadth when the index is new, has doubled since, or the target moved."""
+        done = self.calibration
+        if self.index is None or not self.live:
+            return
+        if done is None or len(self.live) >= 2 * done.size or done.target != self.recall_target:
+            self.calibration = self._calibrate()
+
+    def _calibrate(self) -> Calibration:
+        index = self.index
+        assert index is not None
+
+        def fetch(ids: np.ndarray) -> np.ndarray:
+            found: np.ndarray = index.get_items(ids.astype(np.uint64), return_type="numpy")
+            return found
+
+        def search(queries: np.ndarray, k: int, ef: int) -> np.ndarray:
+            return self._knn(queries, k, ef)[0]
+
+        ids = np.fromiter(self.live, dtype=np.int64, count=len(self.live))
+        ids.sort()
+        return calibrate(
+            ids, fetch, search, self.metric, target=self.recall_target, steps=EF_STEPS,
+            floor=self.ef_search, k=K_CAL, sample=SAMPLE, seed=SEED,
+        )  # fmt: skip
+
+    @property
+    def ef(self) -> int:
+        """The search breadth every search uses (at least ef_search; the calibrated one once measured)."""
+        return max(self.ef_search, self.calibration.ef if self.calibration else 0)
+
     def remove(self, node_id: int) -> None:
         if node_id in self.live and self.index is not None:
             self.index.mark_deleted(node_id)
@@ -172,7 +220,7 @@ class VectorIndex(IndexWorker):
 
     def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
         """The ``k`` nearest nodes as arrays (node ids, similarities), best first, ties by ascending
-        node id. ``ef`` replaces the index's ``ef_search`` for this search (never below ``2 k``)."""
+        node id. ``ef`` replaces the calibrated breadth (:attr:`ef`) for this search (never below ``2 k``)."""
         live = len(self.live)
         if self.index is None or not live or k <= 0:
             return np.empty(0, dtype=np.int64), np.empty(0)
@@ -185,7 +233,7 @@ class VectorIndex(IndexWorker):
             )
         k = min(k, live)
         q = q.reshape(1, -1) if q.dtype == np.float32 else q.reshape(1, -1).astype(np.float32)
-        ef = max(ef or self.ef_search, 2 * k)
+        ef = max(ef or self.ef, 2 * k)
         # hnswlib cuts ties at the k-th hit arbitrarily: one hit more shows whether nodes tied with
         # the k-th lie past the cut, and the search goes on through the tie (duplicate vectors,
         # rare), so the cut keeps the lowest node ids. (A dozen numbers compare as Python floats at
@@ -225,10 +273,12 @@ class VectorIndex(IndexWorker):
     # ------------------------------------------------------------------ persistence
 
     def write_files(self, folder: Path) -> None:
-        state = {"live": sorted(self.live), "deleted": sorted(self.deleted), "metric": self.metric}
+        state: dict[str, Any] = {"live": sorted(self.live), "deleted": sorted(self.deleted), "metric": self.metric}
         if self.index is not None:
             self.index.save_index(str(folder / "index.hnsw"))
             state["capacity"] = self.index.get_max_elements()
+        if self.calibration is not None:
+            state["calibration"] = self.calibration.to_json()
         (folder / "state.msgpack").write_bytes(msgpack.packb(state))
 
     def read_files(self, folder: Path) -> None:
@@ -242,3 +292,5 @@ class VectorIndex(IndexWorker):
             self._use(index)
         self.live = set(state["live"])
         self.deleted = set(state["deleted"])
+        self.calibration = Calibration.from_json(state.get("calibration"))
+        self.flush()  # a sidecar from before calibration, or for another target, is measured now

@@ -252,7 +252,11 @@ class Database:
                 from drsg.workers.search import Searcher
 
                 store = self.store
-                indexes = IndexSet(store, ef_search=self.settings.integer("index.ef_search"))
+                indexes = IndexSet(
+                    store,
+                    ef_search=self.settings.integer("index.ef_search"),
+                    recall_target=self.settings.number("index.recall_target"),
+                )
                 self._searcher = Searcher(store, indexes)
                 self.on_close(lambda: _save(indexes.save))
             return self._searcher
@@ -283,7 +287,8 @@ class Database:
 
         store = self.store
         ef = self.settings.integer("index.ef_search") if ef_search is None else ef_search
-        indexes = IndexSet(store, ef_search=ef, sidecars=sidecars, saves=saves)
+        target = self.settings.number("index.recall_target")
+        indexes = IndexSet(store, ef_search=ef, recall_target=target, sidecars=sidecars, saves=saves)
         with self._lazy:
             self._searcher = Searcher(store, indexes, max_queries=max_queries)
             return self._searcher

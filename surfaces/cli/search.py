@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import click
 import structlog
@@ -13,7 +13,7 @@ import structlog
 from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import METRICS, check_metric
-from drsg.kernel.values import Vector
+from drsg.kernel.values import Json, Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.logical import VectorTopK
@@ -122,16 +122,30 @@ def index_keyword(obj: Context, names: tuple[str, ...], plane: str, lang: str) -
 @json_option
 @click.pass_obj
 def index_list(obj: Context, plane: str, as_json: bool) -> None:
-    """List the plane's declared indexes (upstream's plane.indexes shape with --json)."""
-    with obj.open(write=False) as db, db.snapshot() as snap:
-        decls = snap.indexes(snap.plane(plane).id)
-        obj.say_synced(db, plane, as_json)
+    """List the plane's declared indexes (upstream's plane.indexes shape with --json), each vector
+    index with the search breadth (ef) it calibrated and the recall@10 it measured there."""
+    with obj.open(write=False) as db:
+        with db.snapshot() as snap:
+            decls = snap.indexes(snap.plane(plane).id)
+            obj.say_synced(db, plane, as_json)
+        with open_indexes(db) as indexes:
+            indexes.catch_up()
+            figures = [indexes.recall(d) for d in decls]
     if as_json:
-        emit_json(indexes_json(decls))
+        listed = indexes_json(decls)
+        vectors = [f for d, f in zip(decls, figures, strict=True) if d.kind == "vector"]
+        entries = cast("list[dict[str, Json]]", listed["vector"])  # indexes_json: one object per vector index
+        listed["vector"] = [{**entry, **f} for entry, f in zip(entries, vectors, strict=True)]
+        emit_json(listed)
         return
-    for d in decls:
+    for d, f in zip(decls, figures, strict=True):
         detail = f"{d.metric}, {d.dims or '?'} dims" if d.kind == "vector" else d.language
-        click.echo(f"{d.kind}\t{d.label}.{d.prop}\t({detail})")
+        measured = f"\tef {f['ef']}, recall@10 {_recall_text(f['recall'])}" if f else ""
+        click.echo(f"{d.kind}\t{d.label}.{d.prop}\t({detail}){measured}")
+
+
+def _recall_text(recall: float | None) -> str:
+    return "not measured (empty)" if recall is None else f"{recall:.3f}"
 
 
 @index.command("drop")
@@ -156,7 +170,12 @@ def _build(db: Database) -> None:
 
 @contextmanager
 def open_indexes(db: Database) -> Iterator[IndexSet]:
-    indexes = IndexSet(db, ef_search=click.get_current_context().obj.settings.integer("index.ef_search"))
+    settings = click.get_current_context().obj.settings
+    indexes = IndexSet(
+        db,
+        ef_search=settings.integer("index.ef_search"),
+        recall_target=settings.number("index.recall_target"),
+    )
     yield indexes
     try:
         indexes.save()  # sidecars live beside the database, not in it: read commands save them too

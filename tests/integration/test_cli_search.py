@@ -66,7 +66,9 @@ def test_vector_index_search_and_plan(drsg: Drsg, tmp_path: Path) -> None:
     ran = drsg("index", "ensure", "--plane", "docs")
     assert ran.code == 0 and ran.lines() == ["ensured vector index on Doc.embedding", "1 label(s) indexed"]
     listed = drsg("index", "list", "-p", "docs", "--json").json_lines()[0]
-    assert listed["vector"] == [{"label": "Doc", "property": "embedding", "metric": "cosine", "dims": 50}]
+    assert listed["vector"] == [
+        {"label": "Doc", "property": "embedding", "metric": "cosine", "dims": 50, "ef": 64, "recall": 1.0}
+    ]
     q = [round(float(x), 6) for x in rows(1007, 1)[0]]  # p7's own vector
     stmt = f"SEARCH (v:Doc) ON embedding NEAR {json.dumps(q)} TOPK 3"
     hits = drsg("search", stmt, "-p", "docs", "--json").json_lines()

@@ -134,9 +134,10 @@ def test_catch_up_inside_a_query_on_the_same_thread_is_refused(db: Database) -> 
 
 
 def test_threads_asking_different_k_get_their_serial_answers(db: Database) -> None:
-    # ef_search 1: ef = 2k, so a small k searches with a tiny ef whose answers differ from a large
-    # ef's (checked below): a search run at another thread's ef would show
-    searcher = Searcher(db, IndexSet(db, ef_search=1), max_queries=8)
+    # ef_search 1 (and a recall target it meets, so calibration keeps it): ef = 2k, so a small k
+    # searches with a tiny ef whose answers differ from a large ef's (checked below): a search run
+    # at another thread's ef would show
+    searcher = Searcher(db, IndexSet(db, ef_search=1, recall_target=0.01), max_queries=8)
     queries = [Vector.of(v) for v in rows(20_000, 60)]
     ks = [1, 3, 5, 150]
     serial = {

@@ -32,7 +32,9 @@ def test_vectorize_locally_then_search_by_text(drsg: Drsg, tmp_path: Path) -> No
         "ensured vector index on Doc.embedding",
     ]
     listed = drsg("index", "list", "-p", "docs", "--json").json_lines()[0]
-    assert listed["vector"] == [{"label": "Doc", "property": "embedding", "metric": "cosine", "dims": 384}]
+    assert listed["vector"] == [
+        {"label": "Doc", "property": "embedding", "metric": "cosine", "dims": 384, "ef": 64, "recall": 1.0}
+    ]
     # A paragraph's own text finds it first; a paraphrase of a topic finds a paragraph about it.
     own = drsg(
         "search", f"SEARCH (d:Doc) ON embedding NEAR {json.dumps(paragraphs[4])} TOPK 3", "-p", "docs", "--json"
