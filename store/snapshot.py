@@ -207,8 +207,15 @@ class Snapshot:
         return keys.read_u64(held[-1]) if held else None
 
     def node_by_key(self, plane: int, key: str) -> Node | None:
-        node_id = self.node_id_by_key(plane, key)
-        return None if node_id is None else self.node(plane, node_id)
+        """:meth:`node_id_by_key`'s seek written out here: a lookup by key is the read users make most."""
+        cur = self._cursors.get("keys") or self._cursor("keys")
+        group = keys.key_group(plane, key)
+        if not cur.set_range(group + self._inv_at):
+            return None
+        found, value = cur.item()
+        if not value or len(found) != len(group) + keys.SEQ_WIDTH or not found.startswith(group):
+            return None
+        return self.node(plane, keys.read_u64(value))
 
     def nodes(self, plane: int, label: str | None = None) -> Iterator[Node]:
         """Nodes of a plane (or of one label), in id order; a label walk never scans the plane."""
@@ -249,8 +256,8 @@ class Snapshot:
     ) -> Iterator[Neighbor]:
         """Edges at a node by adjacency lookup (``direction``: out, in or both).
 
-        One loop per table, the walk of :meth:`groups` and the edge read of :meth:`edge` written out
-        in it: a node's neighbourhood is what graph reads and the hybrid graph channel ask for most,
+        One loop per table, the walk of :meth:`_adjacency` and the edge read of :meth:`edge` written
+        out in it: a node's neighbourhood is what graph reads and the hybrid graph channel ask for most,
         and nested generators and per-edge calls cost more than the seeks."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
@@ -258,44 +265,68 @@ class Snapshot:
         edges = self._cursor("edges")
         edge_seek, edge_item, plane_group = edges.set_range, edges.item, keys.plane_group(plane)
         prefix = keys.adjacency_prefix(plane, node_id, edge_type)
+        txn, dbs = self.txn, self.dbs
         for db in ("out", "in") if direction == "both" else (direction,):
-            cur = self._cursor(db)
-            seek, item = cur.set_range, cur.item
-            ok = seek(prefix)
-            while ok:
-                key, other = item()
+            cur = txn.cursor(db=dbs[db])  # the walk of :meth:`_adjacency`, written out
+            if not cur.set_range(prefix):
+                continue
+            decided = b""
+            for key, other in cur.iternext():
                 if not key.startswith(prefix):
                     break
                 group = key[:-8]
-                if key[-8:] < inv_at:  # newest version too new (a newer seq inverts smaller): seek the one at `at`
-                    if not seek(group + inv_at):
-                        break
-                    key, other = item()
-                    if key[:-8] != group:
-                        continue  # this group did not exist yet at `at`; `key` starts the next one
-                if other:
-                    # The edge's group from the adjacency key's bytes (its id is their last 8): no unpack and pack.
-                    edge_group = plane_group + group[-8:]
-                    if edge_seek(edge_group + inv_at):
-                        edge_key, record = edge_item()
-                        if record and len(edge_key) == _NODE_KEY and edge_key[:_NODE_GROUP] == edge_group:
-                            edge_id = u64_at(edge_group, 4)[0]
-                            try:
-                                src, dst, edge_type_, props = decode(record)
-                            except (TypeError, ValueError):
-                                edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
-                            else:
-                                edge = Edge(plane, edge_id, src, dst, edge_type_, props)
-                            yield Neighbor(edge, u64_at(other)[0], db)
-                ok = _next_group(cur, group, db)
+                if group == decided or key[-8:] < inv_at:
+                    continue
+                decided = group
+                if not other:
+                    continue
+                # The edge's group from the adjacency key's bytes (its id is their last 8): no unpack and pack.
+                edge_group = plane_group + group[-8:]
+                if edge_seek(edge_group + inv_at):
+                    edge_key, record = edge_item()
+                    if record and len(edge_key) == _NODE_KEY and edge_key[:_NODE_GROUP] == edge_group:
+                        edge_id = u64_at(edge_group, 4)[0]
+                        try:
+                            src, dst, edge_type_, props = decode(record)
+                        except (TypeError, ValueError):
+                            edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
+                        else:
+                            edge = Edge(plane, edge_id, src, dst, edge_type_, props)
+                        yield Neighbor(edge, u64_at(other)[0], db)
+
+    def _adjacency(self, db: str, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """``(group, other end)`` of each adjacency entry under ``prefix`` live at ``at``.
+
+        A cursor of this walk's own, stepped by py-lmdb's iterator: no read between two of its
+        yields can move it (a nested walk, a lookup), and a step costs less than a call to next()
+        and one to item(). A group's versions sort newest first and are few (an edge is made and
+        deleted, never changed), so they are stepped over rather than sought past."""
+        cur = self.txn.cursor(db=self.dbs[db])
+        if not cur.set_range(prefix):
+            return
+        inv_at = self._inv_at
+        decided = b""  # the group whose version at `at` was found: its older versions follow
+        for key, other in cur.iternext():
+            if not key.startswith(prefix):
+                return
+            group = key[:-8]
+            if group == decided or key[-8:] < inv_at:
+                continue  # an older version of a group seen, or a version newer than `at`
+            decided = group
+            if other:
+                yield group, other
 
     def neighbor_ids(
         self, plane: int, node_id: int, direction: str = "both", edge_type: str | None = None
     ) -> Iterator[int]:
         """The node at the other end of each of a node's edges, from the adjacency alone: no edge
         record is read (an edge and its two adjacency entries are written, and deleted, together)."""
-        for _, _, value in self._adjacent(plane, node_id, direction, edge_type):
-            yield keys.read_u64(value)
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be out, in or both, not {direction!r}")
+        prefix, u64_at = keys.adjacency_prefix(plane, node_id, edge_type), keys.U64.unpack_from
+        for db in ("out", "in") if direction == "both" else (direction,):
+            for _, other in self._adjacency(db, prefix):
+                yield u64_at(other)[0]
 
     def parallel_edges(self, plane: int, src: int, edge_type: str, dst: int) -> list[int]:
         """Ids of the live edges ``src -[edge_type]-> dst``, lowest first (from the adjacency alone)."""
@@ -312,7 +343,7 @@ class Snapshot:
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
         for db in ("out", "in") if direction == "both" else (direction,):
-            for group, value in self.groups(db, keys.adjacency_prefix(plane, node_id, edge_type)):
+            for group, value in self._adjacency(db, keys.adjacency_prefix(plane, node_id, edge_type)):
                 yield db, group, value
 
     def edge_history(self, plane: int, edge_id: int) -> list[Version]:

@@ -169,6 +169,27 @@ def test_neighbors_directions_types_and_self_loops(db: Database) -> None:
             list(snap.neighbors(p.id, a, "sideways"))
 
 
+def test_adjacency_walk_at_every_seq_of_edges_lives(db: Database) -> None:
+    """The adjacency walk steps over a group's versions: at each seq, a node's edges are those made
+    at or before it and not yet deleted, newer and older versions of the same entry skipped."""
+    p = db.plane("startup")
+    a, b, c = db.write(lambda tx: [tx.create_node(p, k).id for k in "abc"]).value
+    made = db.head()
+    e1 = db.write(lambda tx: tx.create_edge(p, a, b, "R")).value.id
+    e2 = db.write(lambda tx: tx.create_edge(p, a, c, "R")).value.id
+    db.write(lambda tx: tx.delete_edge(p, e1))
+    e3 = db.write(lambda tx: tx.create_edge(p, a, b, "R")).value.id
+    db.write(lambda tx: tx.delete_edge(p, e2))
+    expected = {made: [], made + 1: [e1], made + 2: [e1, e2], made + 3: [e2], made + 4: [e2, e3], made + 5: [e3]}
+    ends = {e1: b, e2: c, e3: b}
+    for at, edges in expected.items():
+        with db.snapshot(as_of=at) as snap:
+            assert [n.edge.id for n in snap.neighbors(p.id, a, "out")] == edges, at
+            assert list(snap.neighbor_ids(p.id, a, "out")) == [ends[e] for e in edges], at
+            assert [n.edge.id for n in snap.neighbors(p.id, b, "in")] == [e for e in edges if ends[e] == b], at
+            assert list(snap.neighbor_ids(p.id, a, "in")) == []
+
+
 def test_edge_type_change_moves_adjacency(db: Database) -> None:
     p = db.plane("startup")
     a, b = db.write(lambda tx: [tx.create_node(p, k).id for k in "ab"]).value
