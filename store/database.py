@@ -195,6 +195,8 @@ class Database:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
         if as_of is None:
             return _ReadHold(self.env, self._head_snapshot)
+        if isinstance(as_of, AsOf) and as_of.seq is not None and as_of.seq >= 0:  # by seq: no Reader
+            return _ReadHold(self.env, self._head_snapshot.at_seq(as_of.seq))
 
         def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
             reader = Reader(txn, dbs)

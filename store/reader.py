@@ -7,7 +7,7 @@ pins an LMDB read transaction, and never across an ``await`` or a ``yield`` to a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from drsg.kernel.asof import AsOf, format_ms, parse_as_of
 from drsg.kernel.errors import BadAsOf
@@ -29,14 +29,28 @@ class HeadSnapshot:
         self._seen = (-1, 0)  # (transaction id, head): replaced whole, so threads never see half of it
 
     def __call__(self, txn: Txn, dbs: Dbs) -> Snapshot:
+        head = self.head(txn, dbs)
+        return Snapshot(txn, dbs, head, head)
+
+    def head(self, txn: Txn, dbs: Dbs) -> int:
+        """The newest commit ``txn`` sees."""
         txn_id = txn.id()
         seen = self._seen
         if seen[0] == txn_id:
-            head = seen[1]
-        else:
-            head = read_head(txn, dbs["meta"])
-            self._seen = (txn_id, head)
-        return Snapshot(txn, dbs, head, head)
+            return seen[1]
+        head = read_head(txn, dbs["meta"])
+        self._seen = (txn_id, head)
+        return head
+
+    def at_seq(self, seq: int) -> Callable[[Txn, Dbs], Snapshot]:
+        """What an as-of read at commit ``seq`` makes of its transaction: the head by the same
+        memo, no :class:`Reader` (an as-of lookup by seq costs a current one's and a comparison)."""
+
+        def snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
+            head = self.head(txn, dbs)
+            return Snapshot(txn, dbs, check_seq(seq, head), head)
+
+        return snapshot
 
 
 class Reader:
@@ -67,9 +81,7 @@ class Reader:
         """The commit an AS OF names: a seq up to the head, or the last commit at or before a time."""
         target = as_of if isinstance(as_of, AsOf) else parse_as_of(as_of)
         if target.seq is not None:
-            if target.seq > self.head:
-                raise BadAsOf(f"AS OF seq {target.seq} is beyond the head of the log ({self.head}); use 1..{self.head}")
-            return target.seq
+            return check_seq(target.seq, self.head)
         seq = self._log.last_seq_at_or_before(target.ms or 0, self.head)
         if seq == 0:
             first = self._log.ts(1)
@@ -78,3 +90,10 @@ class Reader:
                 f"AS OF {format_ms(target.ms or 0)} is before the first commit ({first_text}); pick a later time"
             )
         return seq
+
+
+def check_seq(seq: int, head: int) -> int:
+    """``seq`` when an AS OF may name it as of ``head``, else BadAsOf."""
+    if seq > head:
+        raise BadAsOf(f"AS OF seq {seq} is beyond the head of the log ({head}); use 1..{head}")
+    return seq

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.kernel.errors import NotFound
+from drsg.kernel.asof import AsOf
+from drsg.kernel.errors import BadAsOf, NotFound
 from drsg.kernel.values import Described, Vector
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
@@ -339,6 +340,27 @@ def test_each_snapshot_reads_the_head_its_transaction_sees(db: Database, tmp_pat
         assert before.head == first.head + 1 and before.node_by_key(p.id, "there") is None
     with db.snapshot() as last:
         assert last.head == db.head() == first.head + 2
+
+
+def test_as_of_a_seq_reads_the_head_its_transaction_sees(db: Database, tmp_path: Path) -> None:
+    """An as-of read by seq takes the head from the same memo as a current read (store/reader.py):
+    a seq past the head is refused until a commit, another process's too, makes it the head."""
+    p = db.plane("startup")
+    with db.snapshot() as first:  # the memo now holds this head
+        head = first.head
+    with pytest.raises(BadAsOf, match=f"beyond the head of the log \\({head}\\)"), db.snapshot(AsOf(seq=head + 1)):
+        pass
+    script = (
+        "import sys, drsg; db = drsg.open(sys.argv[1]); "
+        "db.write(lambda tx: tx.create_node(tx.plane('startup'), 'there'))"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "g.drsg")], check=True, timeout=60)
+    with db.snapshot(AsOf(seq=head + 1)) as after:
+        assert (after.at, after.head) == (head + 1, head + 1)
+        assert after.node_by_key(p.id, "there") is not None
+    with db.snapshot(AsOf(seq=head)) as before:
+        assert (before.at, before.head) == (head, head + 1)
+        assert before.node_by_key(p.id, "there") is None
 
 
 def test_stats_count_live_records(db: Database) -> None:
