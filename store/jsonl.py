@@ -37,6 +37,8 @@ from drsg.store.transaction import WriteTx
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
 _MAX_REPORTED = 5
+_NODE_FIELDS = frozenset(("id", "labels", "external_key", "properties"))
+_EDGE_FIELDS = frozenset(("id", "src", "dst", "src_key", "dst_key", "type", "properties"))
 
 
 @dataclass
@@ -251,7 +253,7 @@ class _Importer:
             self.bad_lines.append(str(BadImportLine(line_no, str(exc))))
 
     def _node(self, line_no: int, obj: dict[str, Any]) -> None:
-        unknown = set(obj) - {"id", "labels", "external_key", "properties"}
+        unknown = obj.keys() - _NODE_FIELDS
         if unknown:
             raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in a node line")
         labels = obj.get("labels", [])
@@ -281,7 +283,7 @@ class _Importer:
             self.file_ids[file_id] = node.id
 
     def _edge(self, line_no: int, obj: dict[str, Any]) -> None:
-        unknown = set(obj) - {"id", "src", "dst", "src_key", "dst_key", "type", "properties"}
+        unknown = obj.keys() - _EDGE_FIELDS
         if unknown:
             raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in an edge line")
         edge_type = obj["type"]
@@ -318,8 +320,8 @@ class _Importer:
         return old[used] if used < len(old) else None
 
     def _endpoint(self, line_no: int, obj: dict[str, Any], end: str) -> int:
-        if f"{end}_key" in obj:
-            key = obj[f"{end}_key"]
+        key = obj.get(_KEY_FIELD[end], _ABSENT)
+        if key is not _ABSENT:
             if not isinstance(key, str):
                 raise BadImportLine(line_no, f'"{end}_key" must be a string')
             node_id = self.tx.view.node_id_by_key(self.plane.id, key)
@@ -335,6 +337,10 @@ class _Importer:
             return self.tx.node_id(self.plane, self.file_ids.get(ref, ref))
         except NotFound:
             raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}") from None
+
+
+_KEY_FIELD = {"src": "src_key", "dst": "dst_key"}
+_ABSENT = object()  # a field not in a line (None is a value a line may hold)
 
 
 def _parse(raw: bytes) -> Any:

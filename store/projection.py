@@ -225,10 +225,12 @@ class Projector:
         if prev is not None:
             self._unlink(prev.plane, prev.id, prev.src, prev.dst, prev.type)
         else:
-            self._count(plane, edges=+1)
-        self._put("out", keys.adjacency_group(plane, m.src, m.type, m.id), keys.u64(m.dst))
-        self._put("in", keys.adjacency_group(plane, m.dst, m.type, m.id), keys.u64(m.src))
-        self._tally(plane, b"T", m.type, +1)
+            self.tallies.count(plane, 0, +1)
+        # Written here rather than through _put: three puts per edge, the bulk of an import's.
+        put, inv, dbs = self.txn.put, self._inv, self.dbs
+        put(keys.adjacency_group(plane, m.src, m.type, m.id) + inv, keys.u64(m.dst), db=dbs["out"])
+        put(keys.adjacency_group(plane, m.dst, m.type, m.id) + inv, keys.u64(m.src), db=dbs["in"])
+        self.tallies.add(keys.tally_key(plane, b"T", m.type), +1)
 
     def _edge_delete(self, m: EdgeDelete) -> None:
         prev = self.view.edge(m.plane, m.id)
