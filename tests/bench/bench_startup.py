@@ -7,6 +7,11 @@ clock starts at exec and stops when a TCP connect succeeds, then when GET /healt
 
     .venv/bin/python -m tests.bench.bench_startup                 # appends to RESULTS.md
     .venv/bin/python -m tests.bench.bench_startup --runs 3 --no-record
+    .venv/bin/python -m tests.bench.bench_startup --tree OLD   # beside another checkout's code, same run
+
+``--tree`` names a folder laid out as the package (``drsg/`` holding ``drsg/*`` and the layer
+folders, as the Makefile's typecheck tree): its column runs that code, with the editable
+install's finder taken off, in the same run and on the same databases, passes interleaved.
 """
 
 from __future__ import annotations
@@ -24,7 +29,20 @@ from pathlib import Path
 
 from tests.bench import common
 
-DRSG = str(Path(sys.executable).parent / "drsg")
+DRSG = [str(Path(sys.executable).parent / "drsg")]
+_OTHER = """import sys
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in str(f)]
+sys.path.insert(0, {tree!r})
+sys.argv[0] = "drsg"
+from drsg.surfaces.cli.main import main
+main()
+"""
+
+
+def other(tree: str) -> list[str]:
+    """The command running the code in ``tree`` instead of the installed one."""
+    return [sys.executable, "-c", _OTHER.format(tree=tree)]
+
 
 READS: list[tuple[str, list[str]]] = [
     ("drsg get @a", ["get", "-p", "p", "@a"]),
@@ -35,7 +53,7 @@ READS: list[tuple[str, list[str]]] = [
 
 
 def _drsg(db: Path, *args: str) -> None:
-    subprocess.run([DRSG, "--db", str(db), *args], check=True, capture_output=True, timeout=120)
+    subprocess.run([*DRSG, "--db", str(db), *args], check=True, capture_output=True, timeout=120)
 
 
 def make_database(root: Path) -> Path:
@@ -47,9 +65,9 @@ def make_database(root: Path) -> Path:
     return db
 
 
-def one_read(db: Path, args: list[str]) -> float:
+def one_read(cmd: list[str], db: Path, args: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run([DRSG, "--db", str(db), *args], check=True, capture_output=True, timeout=120)
+    subprocess.run([*cmd, "--db", str(db), *args], check=True, capture_output=True, timeout=120)
     return time.perf_counter() - started
 
 
@@ -59,14 +77,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def one_serve(root: Path, n: int) -> tuple[float, float]:
+def one_serve(cmd: list[str], root: Path, n: int) -> tuple[float, float]:
     """Seconds from exec to the first accepted connection, and to the first answered /health."""
-    db = root / f"serve-{n}.drsg"
+    db = root / f"serve-{n}-{len(cmd)}.drsg"
     _drsg(db, "plane", "create", "p")  # an empty plane: the database exists, nothing to index
     port = _free_port()
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [DRSG, "serve", "--addr", f"127.0.0.1:{port}", "--db", str(db)],
+        [*cmd, "serve", "--addr", f"127.0.0.1:{port}", "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "DRSG_TOKEN": ""},
@@ -99,29 +117,29 @@ def one_serve(root: Path, n: int) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tree", help="a package tree to time beside the installed code (see the docstring)")
     parser.add_argument("--no-record", action="store_true")
     opts = parser.parse_args()
     started = dt.datetime.now(dt.UTC)
     root = common.fresh_dir("startup")
     db = make_database(root)
-    rows: list[str] = []
-    accepts, healths = [], []
-    for n in range(opts.runs):
-        accepted, health = one_serve(root, n)
-        accepts.append(accepted)
-        healths.append(health)
-    rows.append(f"| `drsg serve` → first accepted connection | {statistics.median(accepts):.3f} s | ≤ 1 s |")
-    rows.append(f"| `drsg serve` → first answered `/health` | {statistics.median(healths):.3f} s | ≤ 1 s |")
-    for name, args in READS:
-        times = [one_read(db, args) for _ in range(opts.runs)]
-        rows.append(f"| `{name}` | {statistics.median(times):.3f} s | ≤ 0.3 s |")
-    lines = [
-        f"Median of {opts.runs} fresh processes each (wall time from exec).",
-        "",
-        "| step | median | target |",
-        "|---|---|---|",
-        *rows,
-    ]
+    cmds = [DRSG, *([other(opts.tree)] if opts.tree else [])]
+    steps = ["`drsg serve` → first accepted connection", "`drsg serve` → first answered `/health`"]
+    steps += [f"`{name}`" for name, _ in READS]
+    times: dict[tuple[str, int], list[float]] = {(step, i): [] for step in steps for i in range(len(cmds))}
+    for n in range(opts.runs):  # passes interleaved: the machine's load falls on both columns alike
+        for i, cmd in enumerate(cmds):
+            accepted, health = one_serve(cmd, root, n)
+            times[(steps[0], i)].append(accepted)
+            times[(steps[1], i)].append(health)
+            for (_name, args), step in zip(READS, steps[2:], strict=True):
+                times[(step, i)].append(one_read(cmd, db, args))
+    head = "| step | this checkout |" + (" --tree |" if opts.tree else "") + " target |"
+    rows = [head, "|---|---|" + ("---|" if opts.tree else "") + "---|"]
+    for step in steps:
+        cells = " | ".join(f"{statistics.median(times[(step, i)]):.3f} s" for i in range(len(cmds)))
+        rows.append(f"| {step} | {cells} | {'≤ 1 s' if 'serve' in step else '≤ 0.3 s'} |")
+    lines = [f"Median of {opts.runs} fresh processes each (wall time from exec).", "", *rows]
     print(common.append_section("Start-up: drsg serve and one-shot CLI reads", started, lines, not opts.no_record))
 
 
