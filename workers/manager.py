@@ -25,14 +25,15 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 
 from drsg.kernel.gcpause import collector_paused
+from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.gate import Gate
-from drsg.store.records import IndexDecl
+from drsg.store.records import IndexDecl, indexes_json
 from drsg.workers.base import SLICE, IndexWorker
 from drsg.workers.sidecar import SidecarFenced
 from drsg.workers.vector import DEFAULT_RECALL_TARGET, VectorIndex
@@ -257,6 +258,15 @@ class IndexSet:
             return {}
         done = worker.calibration
         return {"ef": worker.ef, "recall": done.recall if done else None}
+
+    def listing(self, decls: list[IndexDecl]) -> dict[str, Json]:
+        """Upstream's ``plane.indexes`` shape, each vector index this set holds with its :meth:`recall`
+        figures added (``index list --json``, ``plane.indexes``)."""
+        listed = indexes_json(decls)
+        vectors = [self.recall(d) for d in decls if d.kind == "vector"]
+        entries = cast("list[dict[str, Json]]", listed["vector"])  # indexes_json: one object per vector index
+        listed["vector"] = [{**entry, **f} for entry, f in zip(entries, vectors, strict=True)]
+        return listed
 
     def describe(self) -> list[dict[str, Any]]:
         with self._lock:

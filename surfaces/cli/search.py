@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import click
 import structlog
@@ -13,14 +13,13 @@ import structlog
 from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
 from drsg.kernel.metrics import METRICS, check_metric
-from drsg.kernel.values import Json, Vector
+from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.plan.statements import parse_query
 from drsg.store.database import Database
-from drsg.store.records import indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
@@ -131,11 +130,8 @@ def index_list(obj: Context, plane: str, as_json: bool) -> None:
         with open_indexes(db) as indexes:
             indexes.catch_up()
             figures = [indexes.recall(d) for d in decls]
+            listed = indexes.listing(decls)
     if as_json:
-        listed = indexes_json(decls)
-        vectors = [f for d, f in zip(decls, figures, strict=True) if d.kind == "vector"]
-        entries = cast("list[dict[str, Json]]", listed["vector"])  # indexes_json: one object per vector index
-        listed["vector"] = [{**entry, **f} for entry, f in zip(entries, vectors, strict=True)]
         emit_json(listed)
         return
     for d, f in zip(decls, figures, strict=True):

@@ -292,11 +292,18 @@ async def edge_get(ctx: ServerState, p: Params) -> Any:
 # --------------------------------------------------------------------------- indexes
 
 
-@rpc("plane.indexes", add=[AS_OF, AS_OF_MS], note="Vector entries also carry `dims`.")
+@rpc(
+    "plane.indexes",
+    add=[AS_OF, AS_OF_MS],
+    note="Vector entries also carry `dims`, and when read at the head, the search breadth `ef` and the "
+    "recall@10 `recall` the index measured (calibrated to `[index] recall_target`).",
+)
 async def plane_indexes(ctx: ServerState, p: Params) -> Any:
     def indexes() -> dict[str, Any]:
-        with ctx.db.snapshot(as_of(p)) as snap:
-            return indexes_json(snap.indexes(snap.plane(p["plane"]).id))
+        point = as_of(p)
+        with ctx.db.snapshot(point) as snap:
+            decls = snap.indexes(snap.plane(p["plane"]).id)
+        return indexes_json(decls) if point is not None else ctx.indexes.listing(decls)
 
     return await ctx.read(indexes)
 

@@ -184,7 +184,10 @@ def test_keyword_and_vector_search(server: RunningServer) -> None:
     )
     assert (vector["kind"], vector["dims"]) == ("vector", 3)
     assert server.call("index.ensure", {"plane": "docs", "label": "Doc", "property": "body"}) == ensured  # idempotent
-    assert server.call("plane.indexes", {"plane": "docs"}) == {
+    listed = server.call("plane.indexes", {"plane": "docs"})
+    measured = {key: listed["vector"][0].pop(key) for key in ("ef", "recall")}  # the index's calibration
+    assert measured["ef"] >= 64 and 0.95 <= measured["recall"] <= 1
+    assert listed == {
         "vector": [{"label": "Doc", "property": "v", "metric": "cosine", "dims": 3}],
         "keyword": [{"label": "Doc", "property": "body", "language": "english"}],
     }
