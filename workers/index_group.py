@@ -46,6 +46,7 @@ from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.store.database import Database
 from drsg.store.kafka.log import KafkaLog
 from drsg.workers.manager import IndexSet
+from drsg.workers.vector import DEFAULT_RECALL_TARGET
 
 try:
     import kafka
@@ -78,6 +79,7 @@ class GroupOptions:
     save_every: float = 30.0  # seconds between two saves of the indexes a member holds
     session_timeout: float = 10.0  # seconds of silence before the group gives a member's shards away
     ef_search: int = 64
+    recall_target: float = DEFAULT_RECALL_TARGET  # what each vector index calibrates its ef to
 
 
 class IndexGroup:
@@ -97,6 +99,7 @@ class IndexGroup:
         self.indexes = IndexSet(
             db,
             ef_search=options.ef_search,
+            recall_target=options.recall_target,
             sidecars=options.index_dir / kafka_log.topic,
             keeps=self._keeps(self.owned),
             fenced=True,

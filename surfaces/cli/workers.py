@@ -94,6 +94,7 @@ def workers(
         save_every=save_every,
         session_timeout=session_timeout,
         ef_search=settings.integer("index.ef_search"),
+        recall_target=settings.number("index.recall_target"),
     )
     from drsg.surfaces.server.app import route_library_logs
 
