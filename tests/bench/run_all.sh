@@ -17,6 +17,7 @@ if [[ "${QUICK:-0}" == 1 ]]; then
   $PY -m tests.bench.bench_asof --commits 50000 --samples 5000
   $PY -m tests.bench.bench_import --nodes 20000 --edges 40000
   $PY -m tests.bench.bench_index --quick --no-record
+  $PY -m tests.bench.bench_recall --n 5000 --queries 200 --no-record
   $PY -m tests.bench.bench_embedder --n 200 --rounds 1 --no-record
   $PY -m tests.bench.bench_hybrid --quick
   $PY -m tests.bench.bench_fusion_fit --quick
@@ -40,6 +41,7 @@ $PY -m tests.bench.bench_commits
 $PY -m tests.bench.bench_asof
 $PY -m tests.bench.bench_import --cli
 $PY -m tests.bench.bench_index
+$PY -m tests.bench.bench_recall
 $PY -m tests.bench.bench_embedder
 $PY -m tests.bench.bench_hybrid
 $PY -m tests.bench.bench_fusion_fit
