@@ -298,7 +298,12 @@ REGISTRY: tuple[Setting, ...] = (
     ),
     Setting("log.group", "", _text, "the index workers' consumer group (empty: drsg-index-TOPIC)"),
     Setting("log.shards", 12, _positive, "partitions of the index topic TOPIC.index when `drsg workers` creates it"),
-    Setting("index.ef_search", 64, _at_least(64), "HNSW search breadth (≥ 64; higher = better recall, slower)"),
+    Setting(
+        "index.ef_search",
+        64,
+        _at_least(64),
+        "the least HNSW search breadth (≥ 64; each vector index widens it to reach index.recall_target)",
+    ),
     Setting(
         "index.recall_target",
         0.95,
