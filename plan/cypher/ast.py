@@ -491,7 +491,11 @@ Clause = (
     | Beam
 )  # fmt: skip
 CLAUSE_TYPES = typing.get_args(Clause)
-#: clauses that change the graph: a statement with one is a write
+#: the clauses that only read — an allow-list: a statement is a read only when every clause is one
+#: of these, so a clause added later counts as a write (and is refused where only reads may run)
+#: until it is put here on purpose
+READ_CLAUSES = (Match, Unwind, With, Return, Search, HybridSearch, CallAlgo, Beam)
+#: clauses that change the graph (the compiler's write steps)
 WRITE_CLAUSES = (Create, Merge, SetClause, Remove, Delete)
 
 # ---------------------------------------------------------------------------- statements
@@ -528,4 +532,4 @@ class Query:
 
     @property
     def writes(self) -> bool:
-        return any(isinstance(c, WRITE_CLAUSES) for part in self.parts for c in part.clauses)
+        return any(not isinstance(c, READ_CLAUSES) for part in self.parts for c in part.clauses)

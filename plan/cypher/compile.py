@@ -142,7 +142,7 @@ class _Compiler:
                 case ast.Create() | ast.Merge() | ast.SetClause() | ast.Remove() | ast.Delete():
                     self.write(clause, scope)
                     ops.append(rows.Write(clause))
-        writes = any(isinstance(c, ast.WRITE_CLAUSES) for c in clauses)
+        writes = any(not isinstance(c, ast.READ_CLAUSES) for c in clauses)
         if clauses and not isinstance(clauses[-1], ast.Return) and not writes:
             # openCypher's grammar: a reading query ends with RETURN (so a syntax error, as the TCK says)
             line, column = part.at if part.at[0] else (1, 1)

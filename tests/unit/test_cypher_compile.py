@@ -264,3 +264,20 @@ def test_explain_shows_the_row_plan_operator_by_operator() -> None:
         {"Sort": [{"expr": "c", "descending": True}]},
         {"Limit": "3"},
     ]
+
+
+def test_read_only_is_an_allow_list_of_clauses() -> None:
+    """Every clause is a read or a write by name, and a clause on neither list counts as a write:
+    a statement is read-only only when each clause is one that is known to read."""
+    assert set(ast.READ_CLAUSES) | set(ast.WRITE_CLAUSES) == set(ast.CLAUSE_TYPES)
+    assert not set(ast.READ_CLAUSES) & set(ast.WRITE_CLAUSES)
+    assert not parse("MATCH (n) WITH n UNWIND [1] AS x RETURN n").writes
+    assert parse("MATCH (n) SET n.x = 1").writes
+
+    class Unknown:  # a clause the lists do not know yet
+        pass
+
+    made = ast.Query(
+        (ast.SingleQuery((ast.Return(ast.Projection(star=True)), Unknown())),),
+    )  # type: ignore[arg-type]  # not a Clause on purpose
+    assert made.writes
