@@ -1,0 +1,57 @@
+"""drsg's logging set-up (kernel/logs.py): structlog loads without rich, and a console line with an
+exception still renders exactly as structlog's own default console renderer draws it with rich.
+
+Each check runs in a fresh interpreter: which modules an import loads is the point.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _run(probe: str) -> str:
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_importing_the_logging_set_up_loads_structlog_but_not_rich() -> None:
+    probe = "import sys\nimport drsg.kernel.logs\nprint(sorted(m for m in ('rich', 'structlog') if m in sys.modules))"
+    assert _run(probe).strip() == "['structlog']"
+
+
+def test_rich_stays_importable_afterwards() -> None:
+    probe = "import drsg.kernel.logs\nimport rich.console\nprint(rich.console.Console.__name__)"
+    assert _run(probe).strip() == "Console"
+
+
+# the same lines in both probes, after a first line that differs, so the traceback's line numbers match
+_RENDER = """
+def fail(depth):
+    secret_free_local = depth * 2
+    if depth == 0:
+        raise ValueError("boom")
+    fail(depth - 1)
+def caught():  # the traceback starts here: no module frame, whose globals differ between the probes
+    try:
+        fail(2)
+    except ValueError:
+        return sys.exc_info()
+print(renderer(None, "error", {"event": "it failed", "exc_info": caught()}))
+print(sorted(m for m in ("rich",) if m in sys.modules))
+"""
+# structlog as it comes: imported with rich, its console renderer's default formatter
+_STOCK = "import sys, structlog; renderer = structlog.dev.ConsoleRenderer(colors=False)"
+# drsg's: configured for a console, its renderer the last processor
+_DRSG = (
+    "import sys, structlog; from drsg.kernel import logs; logs.configure('debug', 'console'); "
+    "renderer = structlog.get_config()['processors'][-1]"
+)
+
+
+def test_a_console_exception_renders_as_structlogs_default_with_rich() -> None:
+    stock, ours = _run(_STOCK + _RENDER), _run(_DRSG + _RENDER)
+    assert "ValueError: boom" in stock and "secret_free_local" in stock  # rich's traceback, with locals
+    assert stock.splitlines()[-1] == ours.splitlines()[-1] == "['rich']"  # rich loaded by the exception
+    assert ours == stock
