@@ -13,24 +13,29 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
-import numpy as np
 import structlog
-from numpy.typing import NDArray
 
 from drsg.store.mutations import IndexDrop, Mutation, NodeDelete, NodePut, PlaneDrop
 from drsg.store.records import IndexDecl, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.sidecar import Loaded, Sidecar, SidecarInvalid, safe_name
 
+if TYPE_CHECKING:  # numpy loads with the first search, not with every reader of this port (a Cypher MATCH)
+    import numpy as np
+    from numpy.typing import NDArray
+
 log = structlog.get_logger("drsg.workers")
 #: documents a large apply or rebuild handles between two offers of the GIL (~1-3 ms of Python)
 SLICE = 256
+#: the recall@10 a vector index widens its search breadth to reach, unless [index] recall_target says
+#: otherwise (here, not in vector.py, so the index set's default loads no numpy or hnswlib)
+DEFAULT_RECALL_TARGET = 0.95
 
 
 #: Ranked candidates as arrays: node ids best first, and their scores (what the searches return).
-Pool = tuple[NDArray[np.int64], NDArray[np.float64]]
+Pool: TypeAlias = "tuple[NDArray[np.int64], NDArray[np.float64]]"
 
 
 def pairs(pool: Pool) -> list[tuple[int, float]]:
@@ -41,6 +46,8 @@ def pairs(pool: Pool) -> list[tuple[int, float]]:
 
 def pool_of(ranked: list[tuple[int, float]]) -> Pool:
     """``(node id, score)`` pairs, best first, as a pool (the inverse of :func:`pairs`)."""
+    import numpy as np  # loaded by the search that made ``ranked``: a dictionary look-up here
+
     # lists, not np.fromiter over generators: for the few pairs of a search, 1.7 µs against 2.8
     ids = np.array([node for node, _ in ranked], dtype=np.int64)
     return ids, np.array([score for _, score in ranked], dtype=np.float64)

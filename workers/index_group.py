@@ -45,8 +45,8 @@ import structlog
 from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.store.database import Database
 from drsg.store.kafka.log import KafkaLog
+from drsg.workers.base import DEFAULT_RECALL_TARGET
 from drsg.workers.manager import IndexSet
-from drsg.workers.vector import DEFAULT_RECALL_TARGET
 
 try:
     import kafka

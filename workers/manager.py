@@ -34,9 +34,8 @@ from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import IndexDecl, indexes_json
-from drsg.workers.base import SLICE, IndexWorker
+from drsg.workers.base import DEFAULT_RECALL_TARGET, SLICE, IndexWorker
 from drsg.workers.sidecar import SidecarFenced
-from drsg.workers.vector import DEFAULT_RECALL_TARGET, VectorIndex
 
 log = structlog.get_logger("drsg.workers")
 RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
@@ -45,6 +44,8 @@ DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
 
 def worker_class(kind: str) -> type[IndexWorker]:
     if kind == "vector":
+        from drsg.workers.vector import VectorIndex  # numpy and hnswlib load when a vector index exists
+
         return VectorIndex
     from drsg.workers.keyword import KeywordIndex  # tantivy loads only when a keyword index exists
 
@@ -154,7 +155,9 @@ class IndexSet:
 
     def _new_worker(self, decl: IndexDecl) -> IndexWorker:
         cls = worker_class(decl.kind)
-        if cls is VectorIndex:
+        if decl.kind == "vector":
+            from drsg.workers.vector import VectorIndex
+
             return VectorIndex(
                 decl, self.sidecars, self._uuid, ef_search=self.ef_search, recall_target=self.recall_target
             )
@@ -253,6 +256,8 @@ class IndexSet:
     def recall(self, decl: IndexDecl) -> dict[str, Any]:
         """A vector index's search breadth and the recall@10 measured at it (None: not measured, e.g.
         empty), for ``index list``; {} for any other index, or one this set does not hold."""
+        from drsg.workers.vector import VectorIndex
+
         worker = self.get(decl.plane, decl.kind, decl.label, decl.prop)
         if not isinstance(worker, VectorIndex):
             return {}

@@ -33,7 +33,6 @@ from drsg.plan.query import Plan
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.algo import algo_rows
-from drsg.workers.hybrid import hybrid_on_snapshot
 from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
 from drsg.workers.traverse import Subgraph, Walked, run_steps
 
@@ -65,6 +64,8 @@ def run_source(
         case KeywordTopK(label, prop, text, k):
             return hydrate_pool(snap, plane, searcher.keyword_pool(snap, plane, label, prop, text, k, current))
         case Hybrid(body):  # read here, where it runs, as it always was
+            from drsg.workers.hybrid import hybrid_on_snapshot  # numpy: only a hybrid source needs it
+
             return list(hybrid_on_snapshot(searcher, snap, plane, HybridSpec.from_plan_json(body), current, embed))
         case Algo(spec):
             return [Hit(node, score) for node, score in algo_rows(snap, plane, spec)]

@@ -9,13 +9,13 @@ in memory over the snapshot. Logical plans run in :mod:`drsg.workers.plans`, hyb
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.asof import AsOf, parse_as_of
+from drsg.kernel.cpus import cores
 from drsg.kernel.errors import NotFound, UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
@@ -23,10 +23,10 @@ from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.base import IndexWorker, Pool, pool_of
-from drsg.workers.exact import exact_vector_search
 from drsg.workers.manager import IndexSet, worker_class
-from drsg.workers.vector import VectorIndex
+
+if TYPE_CHECKING:  # numpy and hnswlib load with the first search, not with every Searcher (a Cypher MATCH)
+    from drsg.workers.base import IndexWorker, Pool
 
 #: Turns query text into a vector for a (plane, label, property); supplied by the surface.
 TextEmbedder = Callable[[str], Vector]
@@ -43,14 +43,6 @@ class Hit:
         if self.score is not None:
             out["score"] = self.score
         return out
-
-
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class Searcher:
@@ -130,9 +122,14 @@ class Searcher:
         current: bool,
     ) -> Pool:
         """Top-k (node ids, similarities), best first: from the index when it serves this query, else exactly."""
+        from drsg.workers.vector import VectorIndex  # loaded already by then: a dictionary look-up
+
         worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
         if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
             return worker.search_arrays(query, k)
+        from drsg.workers.base import pool_of
+        from drsg.workers.exact import exact_vector_search
+
         return pool_of(exact_vector_search(snap, plane, label, prop, query, metric, k))
 
     def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:

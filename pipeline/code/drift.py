@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from drsg.pipeline.code.walk import git_root, run_git, under_floor
-
 SYNCED_COMMIT = "synced_commit"
 SYNCED_ROOT = "synced_root"
 SYNCED_MODIFIED = "synced_modified"
@@ -25,6 +23,9 @@ SYNCED_UNTRACKED = "synced_untracked"
 
 def drift(root: Path) -> dict[str, Any]:
     """The plane properties recording ``root``'s commit and drift; empty outside git (or without git)."""
+    # the walk (pathspec) loads here: every one-shot read asks for synced_line, a measure is a digest's
+    from drsg.pipeline.code.walk import git_root, run_git, under_floor
+
     root = root.resolve()
     top = git_root(root)
     if top is None:
