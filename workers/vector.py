@@ -16,7 +16,6 @@ import hnswlib
 import msgpack
 import numpy as np
 
-from drsg.kernel.cpus import cores
 from drsg.kernel.errors import BadValue
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
@@ -38,9 +37,6 @@ SEED = 37
 EF_CAP = 4096
 EF_STEPS = (96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, EF_CAP)
 _FEW = 32  # scores checked in Python below this many, in numpy above
-#: upserts buffered before they go to hnswlib in one add_items call on every core (one by one, an
-#: insert is single-threaded and pays the binding's per-call cost: a build ran at half raw hnswlib's rate)
-CHUNK = 4096
 
 
 class _EfShare:
@@ -147,7 +143,6 @@ class VectorIndex(IndexWorker):
     def reset(self) -> None:
         self.live: set[int] = set()
         self.deleted: set[int] = set()
-        self.pending: dict[int, bytes] = {}  # node id -> its vector's bytes, upserted, not yet added
         self.index: hnswlib.Index | None = None
         self._ef_share: _EfShare | None = None
         self.calibration: Calibration | None = None  # None: not measured at this size yet
@@ -161,49 +156,26 @@ class VectorIndex(IndexWorker):
         self._ef_share = _EfShare(index, self.ef_search)
 
     def upsert(self, node_id: int, value: Any) -> None:
-        self.pending[node_id] = value.data  # the last value wins; added at the next flush or full chunk
-        if len(self.pending) >= CHUNK:
-            self._add_pending()
-
-    def _add_pending(self) -> None:
-        """Add the buffered upserts: nodes the index holds in two add_items calls on every core."""
-        pending, self.pending = self.pending, {}
-        index = self.index
-        if not pending or index is None:
-            return
+        assert self.index is not None
+        vector = np.frombuffer(value.data, dtype="<f4").reshape(1, -1)
         # A node the index holds (live, or removed with its slot intact) is updated in place; any
         # other takes a removed node's slot. (Taking one while it still held its own slot would
-        # index it twice: hnswlib does not check that the label already has a slot.) Unmarking
-        # first keeps those slots from the new nodes added after.
-        in_place: list[int] = []
-        fresh: list[int] = []
-        for node_id in pending:
-            if node_id in self.deleted:
-                self.deleted.discard(node_id)
-                try:
-                    index.unmark_deleted(node_id)
-                except RuntimeError:  # its slot was reused by another node: it is added afresh
-                    fresh.append(node_id)
-                    continue
-                in_place.append(node_id)
-            elif node_id in self.live:
-                in_place.append(node_id)
-            else:
-                fresh.append(node_id)
-        capacity = index.get_max_elements()
-        if index.element_count + len(fresh) > capacity:
-            while index.element_count + len(fresh) > capacity:
-                capacity *= 2
-            index.resize_index(capacity)
-        for ids, replace in ((in_place, False), (fresh, True)):
-            if ids:
-                data = np.frombuffer(b"".join([pending[i] for i in ids]), dtype="<f4").reshape(len(ids), -1)
-                index.add_items(data, np.array(ids, dtype=np.uint64), num_threads=cores(), replace_deleted=replace)
-        self.live.update(pending)
+        # index it twice: hnswlib does not check that the label already has a slot.)
+        in_place = node_id in self.live
+        if node_id in self.deleted:
+            self.deleted.discard(node_id)
+            try:
+                self.index.unmark_deleted(node_id)
+                in_place = True
+            except RuntimeError:
+                pass  # its slot was reused by another node: it is added afresh below
+        if self.index.element_count >= self.index.get_max_elements():
+            self.index.resize_index(self.index.get_max_elements() * 2)
+        self.index.add_items(vector, [node_id], replace_deleted=not in_place)
+        self.live.add(node_id)
 
     def flush(self) -> None:
         """Calibrate the search breadth when the index is new, has doubled since, or the target moved."""
-        self._add_pending()
         done = self.calibration
         if self.index is None or not self.live:
             return
@@ -234,7 +206,6 @@ class VectorIndex(IndexWorker):
         return max(self.ef_search, self.calibration.ef if self.calibration else 0)
 
     def remove(self, node_id: int) -> None:
-        self.pending.pop(node_id, None)
         if node_id in self.live and self.index is not None:
             self.index.mark_deleted(node_id)
             self.live.discard(node_id)
