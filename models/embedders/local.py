@@ -18,12 +18,13 @@ import importlib.util
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder, EmbedderError, ModelFileError
+
+if TYPE_CHECKING:  # numpy loads with the model (it comes with onnxruntime), not with the registry: `drsg serve`
+    import numpy as np
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMS = 384
@@ -150,6 +151,8 @@ class LocalEmbedder(Embedder):
         _load(self.files(), self.threads)
 
     def _embed(self, texts: list[str]) -> list[Vector]:
+        import numpy as np
+
         runtime = _load(self.files(), self.threads)
         encodings = runtime.tokenizer.encode_batch(texts)
         lengths = np.array([len(e.ids) for e in encodings])
@@ -170,6 +173,8 @@ class LocalEmbedder(Embedder):
     def _batches(self, lengths: np.ndarray) -> list[np.ndarray]:
         """Indices grouped by token length, so a batch pads little: at most ``batch_size`` texts,
         at most ``max_batch_tokens`` padded tokens, none longer than twice the shortest (+8 tokens)."""
+        import numpy as np
+
         order = np.argsort(lengths, kind="stable")
         batches: list[np.ndarray] = []
         start = 0
@@ -190,6 +195,8 @@ class LocalEmbedder(Embedder):
 
     @staticmethod
     def _forward(runtime: _Runtime, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in runtime.inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)

@@ -15,13 +15,14 @@ import json
 import random
 import time
 from collections.abc import Callable
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import BadEmbeddingResponse, Embedder, EmbedderError, EmbedderUnavailable
 from drsg.models.service import RetryPolicy, Service, retry_after
+
+if TYPE_CHECKING:  # numpy loads with the first answer read, not with the registry: `drsg serve`
+    import numpy as np
 
 __all__ = ["RemoteEmbedder", "RetryPolicy", "retry_after"]
 
@@ -113,6 +114,8 @@ class RemoteEmbedder(Embedder):
         return BadEmbeddingResponse(f"the {self.name} embedder at {self.where} {problem}; no vectors were stored")
 
     def _parse(self, content: bytes, count: int) -> np.ndarray:
+        import numpy as np
+
         try:
             body = json.loads(content)
         except (ValueError, UnicodeDecodeError, RecursionError):  # a body nested past Python's reader
@@ -151,6 +154,8 @@ class RemoteEmbedder(Embedder):
         return matrix
 
     def _vector(self, value: object, position: int) -> np.ndarray:
+        import numpy as np
+
         if isinstance(value, list):
             if not all(type(x) is float or type(x) is int for x in value):
                 raise self._bad(f"returned a vector holding something other than numbers (item {position})")

@@ -13,19 +13,20 @@ database, as on the CLI. The proposal is the public API's (``drsg.api.digest.pre
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from drsg.api.digest import preview
 from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import check_name, props_from_json
 from drsg.models.chat.providers import CHAT_PRESETS
 from drsg.models.providers import ChatChoice
-from drsg.pipeline.digest.ledger import apply_in, origin_of
-from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
-from drsg.pipeline.digest.sources import Document
 from drsg.surfaces.server.params import Params
 from drsg.surfaces.server.registry import param, rpc
 from drsg.surfaces.server.state import ServerState
+
+if TYPE_CHECKING:  # the digest pipeline loads with the first digest call, not before `drsg serve` listens
+    from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
+    from drsg.pipeline.digest.sources import Document
 
 MAX_CONCURRENCY = 64
 REFUSED = {
@@ -65,6 +66,8 @@ async def digest_run(ctx: ServerState, p: Params) -> Any:
     for name in ("embed", "embed_model"):
         if p.get(name) is not None:
             raise RpcError(INVALID_PARAMS, f"digest.run: `{name}` is not accepted — the server embeds with its own")
+    from drsg.pipeline.digest.sources import Document
+
     text = str(p["text"])
     source = str(p.get("source") or f"rpc:{hashlib.sha256(text.encode()).hexdigest()[:16]}")
     return await propose(ctx, p, Document(source, text))
@@ -98,6 +101,9 @@ async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
 
 @rpc("digest.write", add=[SOURCE, RUN, MODEL])
 async def digest_write(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.digest.ledger import apply_in, origin_of
+    from drsg.pipeline.digest.proposal import Proposal
+
     plane = check_name("a plane name", p["plane"])
     nodes = [_node(item, i) for i, item in enumerate(p["nodes"])]
     edges = [_edge(item, i) for i, item in enumerate(p.get("edges") or [])]
@@ -116,6 +122,8 @@ async def digest_write(ctx: ServerState, p: Params) -> Any:
 
 
 def _node(item: Any, i: int) -> ProposedNode:
+    from drsg.pipeline.digest.proposal import ProposedNode
+
     if not isinstance(item, dict):
         raise RpcError(INVALID_PARAMS, f"digest.write: nodes[{i}] must be an object {{key, label, properties}}")
     key = check_name(f"nodes[{i}].key", item.get("key"))
@@ -124,6 +132,8 @@ def _node(item: Any, i: int) -> ProposedNode:
 
 
 def _edge(item: Any, i: int) -> ProposedEdge:
+    from drsg.pipeline.digest.proposal import ProposedEdge
+
     if not isinstance(item, dict):
         raise RpcError(INVALID_PARAMS, f"digest.write: edges[{i}] must be an object {{src, type, dst, properties}}")
     src = check_name(f"edges[{i}].src", item.get("src"))

@@ -83,7 +83,7 @@ def test_serve_listens_before_loading_any_heavy_library(tmp_path: Path) -> None:
     empty = str(tmp_path / "empty.drsg")
     assert _run(_PROBE.format(args=["--db", empty, "plane", "create", "p"], heavy=())) == []
     # the MCP SDK starts loading in the background as the server starts: not checked here
-    unwanted = tuple(m for m in HEAVY if m != "mcp")
+    unwanted = tuple(m for m in NOT_CYPHER if m != "mcp")
     args = ["--db", empty, "serve", "--addr", "127.0.0.1:0"]
     assert _run(_SERVE_PROBE.format(args=args, heavy=unwanted)) == []
 
