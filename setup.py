@@ -1,5 +1,5 @@
-"""The one compiled part of drsg: the fused order of hybrid candidates (workers/_fusion.c).
-Everything else is configured in pyproject.toml."""
+"""The compiled parts of drsg: the fused order of hybrid candidates (workers/_fusion.c) and the
+adjacency walk on LMDB's C API (store/_walk.c). Everything else is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -10,6 +10,8 @@ setup(
             ["workers/_fusion.c"],
             # no fused multiply-add: totals must round exactly as numpy's reference does
             extra_compile_args=["-O2", "-ffp-contract=off", "-std=c99"],
-        )
+        ),
+        # LMDB's functions are found at run time in py-lmdb's own extension (dlopen/dlsym): nothing to link
+        Extension("drsg.store._walk", ["store/_walk.c"], extra_compile_args=["-O2", "-std=c99"]),
     ]
 )

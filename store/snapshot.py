@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 
 from drsg.kernel.errors import DamagedDatabase, NotFound
 from drsg.kernel.values import MAX_ID, unpack
-from drsg.store import keys
+from drsg.store import keys, native
 from drsg.store.environment import Cursor, Dbs, Txn
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, FusionDecl, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
@@ -20,6 +20,7 @@ _FUSION_KIND = keys.FUSION_KIND.encode()
 _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (seqs start at 1)
 _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's group is as long)
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
+_TABLES = {"out": ("out",), "in": ("in",), "both": ("out", "in")}  # the adjacency tables a direction walks
 
 
 class Snapshot:
@@ -258,15 +259,31 @@ class Snapshot:
 
         One loop per table, the walk of :meth:`_adjacency` and the edge read of :meth:`edge` written
         out in it: a node's neighbourhood is what graph reads and the hybrid graph channel ask for most,
-        and nested generators and per-edge calls cost more than the seeks."""
+        and nested generators and per-edge calls cost more than the seeks. A read transaction walks in
+        C (store/_walk.c, guarded by store/native.py); a write's, which sees its own writes as it goes,
+        and any read the C walk cannot bind to take this loop, the reference."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
         inv_at, decode, u64_at = self._inv_at, unpack, keys.U64.unpack_from  # read_u64 without its frame
-        edges = self._cursor("edges")
-        edge_seek, edge_item, plane_group = edges.set_range, edges.item, keys.plane_group(plane)
-        prefix = keys.adjacency_prefix(plane, node_id, edge_type)
+        plane_group, prefix = keys.plane_group(plane), keys.adjacency_prefix(plane, node_id, edge_type)
         txn, dbs = self.txn, self.dbs
-        for db in ("out", "in") if direction == "both" else (direction,):
+        walk = native.walker()
+        if walk is not None:  # the same walk in C (store/_walk.c): None when this read is not its to make
+            tables = _TABLES[direction]
+            rows = walk.neighbors(txn, tuple((dbs[db], db) for db in tables), dbs["edges"], prefix, plane_group, inv_at)
+            if rows is not None:
+                for edge_id, end, db, record in rows:
+                    try:
+                        src, dst, edge_type_, props = decode(record)
+                    except (TypeError, ValueError):
+                        edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
+                    else:
+                        edge = Edge(plane, edge_id, src, dst, edge_type_, props)
+                    yield Neighbor(edge, end, db)
+                return
+        edges = self._cursor("edges")
+        edge_seek, edge_item = edges.set_range, edges.item
+        for db in _TABLES[direction]:
             cur = txn.cursor(db=dbs[db])  # the walk of :meth:`_adjacency`, written out
             if not cur.set_range(prefix):
                 continue

@@ -1,0 +1,135 @@
+"""The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row.
+
+Random workloads — nodes and edges created, edges retyped and given new properties, edges and nodes
+deleted, over several commits in two planes — then every node (and one that never was) read at every
+seq, in every direction, with each edge type filter and none, once by each walk."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import drsg
+from drsg.api.database import Database
+from drsg.store import native
+from drsg.store.records import Neighbor
+from drsg.store.snapshot import Snapshot
+
+TYPES = ("A", "B", "C")
+PLANES = ("p", "q")
+
+_op = st.one_of(
+    st.tuples(st.just("node"), st.sampled_from(PLANES)),
+    st.tuples(st.just("edge"), st.integers(0, 99), st.integers(0, 99), st.sampled_from(TYPES), st.integers(0, 9)),
+    st.tuples(st.just("retype"), st.integers(0, 99), st.sampled_from(TYPES)),
+    st.tuples(st.just("reprop"), st.integers(0, 99), st.integers(0, 9)),
+    st.tuples(st.just("delete_edge"), st.integers(0, 99)),
+    st.tuples(st.just("delete_node"), st.integers(0, 99)),
+)
+_commits = st.lists(st.lists(_op, min_size=1, max_size=12), min_size=1, max_size=6)
+
+
+class Graph:
+    """What the workload made so far, to pick live nodes and edges by a drawn number."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[int, tuple[str, int]] = {}  # node id -> (plane name, plane id)
+        self.edges: dict[int, tuple[str, int, int]] = {}  # edge id -> (plane name, src, dst)
+        self.ever: set[tuple[int, int]] = set()  # (plane id, node id) of every node made
+
+
+def apply(tx: Any, g: Graph, op: tuple[Any, ...]) -> None:
+    kind = op[0]
+    if kind == "node":
+        plane = tx.plane(op[1])
+        node = tx.create_node(plane, None, ["N"], {})
+        g.nodes[node.id] = (op[1], plane.id)
+        g.ever.add((plane.id, node.id))
+        return
+    if kind == "edge":
+        live = sorted(g.nodes)
+        if not live:
+            return
+        src = live[op[1] % len(live)]
+        name = g.nodes[src][0]
+        same = [n for n in live if g.nodes[n][0] == name]  # an edge joins two nodes of one plane
+        dst = same[op[2] % len(same)]
+        edge = tx.create_edge(tx.plane(name), src, dst, op[3], {"w": op[4]})
+        g.edges[edge.id] = (name, src, dst)
+        return
+    if not (g.edges if kind != "delete_node" else g.nodes):
+        return
+    if kind == "delete_node":
+        node_id = sorted(g.nodes)[op[1] % len(g.nodes)]
+        tx.delete_node(tx.plane(g.nodes.pop(node_id)[0]), node_id)
+        g.edges = {e: v for e, v in g.edges.items() if node_id not in v[1:]}
+        return
+    edge_id = sorted(g.edges)[op[1] % len(g.edges)]
+    plane = tx.plane(g.edges[edge_id][0])
+    if kind == "retype":
+        tx.update_edge(plane, edge_id, edge_type=op[2])
+    elif kind == "reprop":
+        tx.update_edge(plane, edge_id, {"w": op[2], "v": [op[2], "x"]})
+    else:
+        tx.delete_edge(plane, edge_id)
+        del g.edges[edge_id]
+
+
+def walks(snap: Snapshot, plane: int, node: int, direction: str, edge_type: str | None) -> tuple[list[Neighbor], ...]:
+    native.use_native(False)
+    python = list(snap.neighbors(plane, node, direction, edge_type))
+    native.use_native(True)
+    c = list(snap.neighbors(plane, node, direction, edge_type))
+    return python, c
+
+
+@pytest.fixture(autouse=True)
+def native_on() -> Iterator[None]:
+    native.use_native(True)
+    assert native.walker() is not None, "the C walk did not bind: is store/_walk.c built?"
+    yield
+    native.use_native(True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_commits)
+def test_the_c_walk_returns_what_the_python_walk_returns(commits: list[list[tuple[Any, ...]]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        db = drsg.open(Path(tmp) / "g.drsg")
+        try:
+            run(db, commits)
+        finally:
+            db.close()
+
+
+def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
+    g = Graph()
+    db.write(lambda tx: [tx.create_plane(name) for name in PLANES])
+    first = db.head()
+    for ops in commits:
+
+        def commit(tx: Any, ops: list[tuple[Any, ...]] = ops) -> None:
+            for op in ops:
+                apply(tx, g, op)
+
+        db.write(commit)
+    probes = sorted(g.ever) + [(pid, 10**6) for pid in {p for p, _ in g.ever}]  # and a node that never was
+    seen = 0
+    for at in range(first, db.head() + 1):
+        with db.snapshot(at) as snap:
+            walk = native.walker()
+            assert walk is not None
+            for plane, node in probes:
+                for direction in ("out", "in", "both"):
+                    for edge_type in (None, *TYPES, "Z"):
+                        python, c = walks(snap, plane, node, direction, edge_type)
+                        assert c == python, (at, plane, node, direction, edge_type)
+                        seen += len(c)
+    if g.edges:
+        assert seen > 0  # the walks were not all empty
