@@ -12,6 +12,7 @@ import structlog
 
 from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
+from drsg.kernel.languages import LANGUAGES, canonical_language
 from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
@@ -24,8 +25,6 @@ from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, plane_option
-from drsg.workers.analysis import LANGUAGES, canonical_language
-from drsg.workers.hybrid import holds_vectors
 from drsg.workers.manager import IndexSet
 
 log = structlog.get_logger("drsg.surfaces.cli")
@@ -225,6 +224,8 @@ def _no_vectors_hint(db: Database, plane: str, plan: Plan) -> str | None:
     vector = plan.logical.source
     if not isinstance(vector, VectorTopK):
         return None
+    from drsg.workers.hybrid import holds_vectors  # numpy: loaded by the search already, not by every command here
+
     label, prop = vector.label, vector.property
     with db.snapshot() as snap:
         found = snap.find_plane(plane)

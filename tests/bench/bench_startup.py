@@ -60,8 +60,9 @@ def make_database(root: Path) -> Path:
     db = root / "reads.drsg"
     _drsg(db, "plane", "create", "p")
     _drsg(db, "index", "ensure", "-p", "p", "Doc", "v")
-    _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "-P", "v=[1,0,0,0]", "a")
-    _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Bob", "-P", "v=[0,1,0,0]", "b")
+    # vectors in the JSON dialect (a plain list is a list): the search row finds a hit in the index
+    _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "-P", 'v={"$vector":[1,0,0,0]}', "a")
+    _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Bob", "-P", 'v={"$vector":[0,1,0,0]}', "b")
     return db
 
 

@@ -72,8 +72,10 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
         (["plane", "list"], NOT_CYPHER),
         (["stats"], NOT_CYPHER),
         (["cypher", "-p", "p", "MATCH (n:Doc) RETURN n.name"], RECORDS),
+        # a vector search needs numpy and hnswlib; not the keyword analyser (tantivy, snowballstemmer)
+        (["search", "-p", "p", "SEARCH (d:Doc) ON v NEAR [1, 0] TOPK 1"], (*HEAVY, "snowballstemmer", "pathspec")),
     ],
-    ids=["get", "plane-list", "stats", "cypher"],
+    ids=["get", "plane-list", "stats", "cypher", "search"],
 )
 def test_a_one_shot_read_loads_no_heavy_library(db: str, args: list[str], unwanted: tuple[str, ...]) -> None:
     assert _run(_PROBE.format(args=["--db", db, *args], heavy=unwanted)) == []
