@@ -9,13 +9,13 @@ in memory over the snapshot. Logical plans run in :mod:`drsg.workers.plans`, hyb
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from drsg.kernel.asof import AsOf, parse_as_of
+from drsg.kernel.cpus import cores
 from drsg.kernel.errors import NotFound, UsageError
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
@@ -43,14 +43,6 @@ class Hit:
         if self.score is not None:
             out["score"] = self.score
         return out
-
-
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 class Searcher:

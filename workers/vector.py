@@ -16,11 +16,12 @@ import hnswlib
 import msgpack
 import numpy as np
 
+from drsg.kernel.cpus import cores
 from drsg.kernel.errors import BadValue
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
 from drsg.workers.base import DEFAULT_RECALL_TARGET, IndexWorker, Pool
-from drsg.workers.recall import Calibration, calibrate
+from drsg.workers.recall import HOLD, Calibration, Fetch, calibrate
 
 _SPACE = {"cosine": "cosine", "dot": "ip", "l2": "l2"}
 #: the sidecar's layout, in its meta: bump it when what the files hold changes. Layout 1 could hold
@@ -37,6 +38,9 @@ SEED = 37
 EF_CAP = 4096
 EF_STEPS = (96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, EF_CAP)
 _FEW = 32  # scores checked in Python below this many, in numpy above
+#: upserts buffered before they go to hnswlib in one add_items call on every core (one by one, an
+#: insert is single-threaded and pays the binding's per-call cost: a build ran at half raw hnswlib's rate)
+CHUNK = 4096
 
 
 class _EfShare:
@@ -143,6 +147,10 @@ class VectorIndex(IndexWorker):
     def reset(self) -> None:
         self.live: set[int] = set()
         self.deleted: set[int] = set()
+        self.pending: dict[int, bytes] = {}  # node id -> its vector's bytes, upserted, not yet added
+        # what was added since the index was empty, until its first calibration, which reads the
+        # vectors from here rather than back from hnswlib (None: too large to keep, or measured)
+        self._added: list[tuple[np.ndarray, np.ndarray]] | None = []
         self.index: hnswlib.Index | None = None
         self._ef_share: _EfShare | None = None
         self.calibration: Calibration | None = None  # None: not measured at this size yet
@@ -156,31 +164,83 @@ class VectorIndex(IndexWorker):
         self._ef_share = _EfShare(index, self.ef_search)
 
     def upsert(self, node_id: int, value: Any) -> None:
-        assert self.index is not None
-        vector = np.frombuffer(value.data, dtype="<f4").reshape(1, -1)
+        self.pending[node_id] = value.data  # the last value wins; added at the next flush or full chunk
+        if len(self.pending) >= CHUNK:
+            self._add_pending()
+
+    def _add_pending(self) -> None:
+        """Add the buffered upserts: nodes the index holds in two add_items calls on every core."""
+        pending, self.pending = self.pending, {}
+        index = self.index
+        if not pending or index is None:
+            return
         # A node the index holds (live, or removed with its slot intact) is updated in place; any
         # other takes a removed node's slot. (Taking one while it still held its own slot would
-        # index it twice: hnswlib does not check that the label already has a slot.)
-        in_place = node_id in self.live
-        if node_id in self.deleted:
-            self.deleted.discard(node_id)
-            try:
-                self.index.unmark_deleted(node_id)
-                in_place = True
-            except RuntimeError:
-                pass  # its slot was reused by another node: it is added afresh below
-        if self.index.element_count >= self.index.get_max_elements():
-            self.index.resize_index(self.index.get_max_elements() * 2)
-        self.index.add_items(vector, [node_id], replace_deleted=not in_place)
-        self.live.add(node_id)
+        # index it twice: hnswlib does not check that the label already has a slot.) Unmarking
+        # first keeps those slots from the new nodes added after.
+        in_place: list[int] = []
+        fresh: list[int] = []
+        for node_id in pending:
+            if node_id in self.deleted:
+                self.deleted.discard(node_id)
+                try:
+                    index.unmark_deleted(node_id)
+                except RuntimeError:  # its slot was reused by another node: it is added afresh
+                    fresh.append(node_id)
+                    continue
+                in_place.append(node_id)
+            elif node_id in self.live:
+                in_place.append(node_id)
+            else:
+                fresh.append(node_id)
+        capacity = index.get_max_elements()
+        if index.element_count + len(fresh) > capacity:
+            while index.element_count + len(fresh) > capacity:
+                capacity *= 2
+            index.resize_index(capacity)
+        for ids, replace in ((in_place, False), (fresh, True)):
+            if ids:
+                data = np.frombuffer(b"".join([pending[i] for i in ids]), dtype="<f4").reshape(len(ids), -1)
+                labels = np.array(ids, dtype=np.int64)
+                index.add_items(data, labels.view(np.uint64), num_threads=cores(), replace_deleted=replace)
+                self._keep_added(labels, data)
+        self.live.update(pending)
+
+    def _keep_added(self, labels: np.ndarray, data: np.ndarray) -> None:
+        if self._added is None:
+            return
+        if (sum(d.nbytes for _, d in self._added) + data.nbytes) > HOLD:
+            self._added = None
+        else:
+            self._added.append((labels, data))
+
+    def _added_vectors(self, ids: np.ndarray) -> Fetch | None:
+        """A fetch over ``ids`` (ascending) from the vectors kept as they were added (the last
+        added wins), or None when those are not exactly every live node's."""
+        if not self._added:
+            return None
+        labels = np.concatenate([labels for labels, _ in self._added])
+        data = np.concatenate([data for _, data in self._added])
+        last = len(labels) - 1 - np.unique(labels[::-1], return_index=True)[1]  # ascending labels, last added
+        labels, data = labels[last], data[last]
+        if not np.array_equal(labels, ids):
+            return None
+
+        def fetch(block: np.ndarray) -> np.ndarray:
+            found: np.ndarray = data[np.searchsorted(labels, block)]
+            return found
+
+        return fetch
 
     def flush(self) -> None:
         """Calibrate the search breadth when the index is new, has doubled since, or the target moved."""
+        self._add_pending()
         done = self.calibration
         if self.index is None or not self.live:
             return
         if done is None or len(self.live) >= 2 * done.size or done.target != self.recall_target:
             self.calibration = self._calibrate()
+        self._added = None  # measured: later calibrations read the vectors back from hnswlib
 
     def _calibrate(self) -> Calibration:
         index = self.index
@@ -196,7 +256,7 @@ class VectorIndex(IndexWorker):
         ids = np.fromiter(self.live, dtype=np.int64, count=len(self.live))
         ids.sort()
         return calibrate(
-            ids, fetch, search, self.metric, target=self.recall_target, steps=EF_STEPS,
+            ids, self._added_vectors(ids) or fetch, search, self.metric, target=self.recall_target, steps=EF_STEPS,
             floor=self.ef_search, k=K_CAL, sample=SAMPLE, seed=SEED,
         )  # fmt: skip
 
@@ -206,6 +266,7 @@ class VectorIndex(IndexWorker):
         return max(self.ef_search, self.calibration.ef if self.calibration else 0)
 
     def remove(self, node_id: int) -> None:
+        self.pending.pop(node_id, None)
         if node_id in self.live and self.index is not None:
             self.index.mark_deleted(node_id)
             self.live.discard(node_id)
