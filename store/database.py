@@ -23,6 +23,7 @@ from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
 from drsg.store.environment import Dbs, Environment, ReadTxn, Txn
+from drsg.store.intents import Intent
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
@@ -174,6 +175,16 @@ class Database:
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """As :meth:`write`, for asyncio callers: waits without holding a thread."""
         return await self.writes.awrite(fn, origin)
+
+    def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """Write what ``intent`` names (store/intents.py: by key, never by a copy's ids), decided
+        where it lands in the log; its answer, or the error that refused it. On a Kafka log this is
+        the write that never conflicts with other nodes' (a commit function may run again)."""
+        return self.writes.submit(intent, origin)
+
+    async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """As :meth:`submit`, for asyncio callers."""
+        return await self.writes.asubmit(intent, origin)
 
     def staged(self, origin: dict[str, Json] | None = None) -> AbstractContextManager[StagedWrite]:
         """One large write as many transactions, all or nothing (store/staging.py): stage chunks

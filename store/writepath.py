@@ -17,6 +17,8 @@ import structlog
 
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import Json
+from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import Intent
 from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import LogReader
 from drsg.store.projection import rebuild
@@ -37,6 +39,15 @@ class WritePath(Protocol):
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """As :meth:`write`, for asyncio callers."""
+        ...
+
+    def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """Decide ``intent`` (store/intents.py) where it lands in the log; its answer, or the error
+        that refused it. Never refused for contention."""
+        ...
+
+    async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """As :meth:`submit`, for asyncio callers."""
         ...
 
     def staged(self, origin: dict[str, Json] | None = None) -> AbstractContextManager[StagedWrite]:
@@ -64,6 +75,13 @@ class GroupCommit:
         """As :meth:`write`, for asyncio callers: waits without holding a thread."""
         self.log.check_writable()
         return await self.writer.awrite(fn, origin)
+
+    def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """An intent is a commit function here: the writer decides it in log order already."""
+        return self.write(INTENT_OPS.commit_function(intent), origin)
+
+    async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        return await self.awrite(INTENT_OPS.commit_function(intent), origin)
 
     @contextmanager
     def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:

@@ -43,6 +43,7 @@ import structlog
 
 from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
+from drsg.store.intents import Intent, encode_intent
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation
@@ -313,37 +314,42 @@ class KafkaLog(Log):
         if not mutations:
             raise UsageError("a commit needs at least one mutation")
         made_origin = dict(origin or {})
+        record = self._send(lambda ts: encode(ts, made_origin, list(mutations)), headers)
+        return Commit(record.seq, header_ts(record.seq, record.value or b""), list(mutations), made_origin), record
+
+    def produce_intent(self, intent: Intent, origin: Mapping[str, Json] | None = None) -> Record:
+        """Produce ``intent`` (store/intents.py) for every node to decide where it lands; the record
+        as the broker acknowledged it."""
+        self._check_open()
+        made_origin = dict(origin or {})
+        return self._send(lambda ts: encode_intent(ts, made_origin, intent), None)
+
+    def _send(self, make: Callable[[int], bytes], headers: Mapping[str, bytes] | None) -> Record:
+        """Send the record ``make(ts)`` makes (acks=all) and wait for its ack; the record at its seq.
+        Sends are ordered (one at a time, timestamps never decreasing); their acks are awaited outside
+        the lock, so many callers keep many records in flight on the one idempotent producer."""
         with self._append_lock:
             self._check_open()
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
             known = self._heads.head  # before the send: the watcher may read this very commit before its ack
             with self._lock:
-                ts = max(int(self.clock() * 1000), self._last_ts)
-            record = encode(ts, made_origin, list(mutations))
+                ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
+            record = make(ts)
             producer = self._producer_for_append()
             try:
                 sent = producer.send(
                     self.topic, value=record, partition=PARTITION, headers=list((headers or {}).items()) or None
                 )
-                acked = sent.get(timeout=self.timeout + 2)
             except kafka.errors.KafkaError as exc:
-                # A failed send can leave the idempotent producer wedged for good: after a memory-only
-                # broker forgot its id every later send is refused, and after a batch in flight when
-                # the broker died expired, it waits for a producer id it never gets again. The next
-                # append starts a new one.
-                self._producer = None
-                with contextlib.suppress(Exception):
-                    producer.close(timeout=0)
-                if isinstance(exc, kafka.errors.KafkaTimeoutError):
-                    raise DatabaseUnavailable(
-                        f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
-                        f"it may or may not be in the log — look at the head, then retry"
-                    ) from None
-                raise DatabaseUnavailable(
-                    f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
-                ) from None
-            seq = int(acked.offset) + 1
+                raise self._send_failed(producer, exc) from None
+        try:
+            acked = sent.get(timeout=self.timeout + 2)
+        except kafka.errors.KafkaError as exc:
+            with self._append_lock:
+                raise self._send_failed(producer, exc) from None
+        seq = int(acked.offset) + 1
+        with self._append_lock:
             if seq <= known:  # offsets only grow: the partition lost commits (recreated, or a broker's memory)
                 self._lost = (
                     f"{self._url}: the broker put a commit at seq {seq}, but the log had reached {known}: "
@@ -351,8 +357,28 @@ class KafkaLog(Log):
                 )
             if self._lost is not None:  # and every later append too: its seq would name another history
                 raise DamagedDatabase(self._lost)
-            self._advance(seq, ts)
-        return Commit(seq, ts, list(mutations), made_origin), Record(seq, record, dict(headers or {}))
+        self._advance(seq, ts)
+        return Record(seq, record, dict(headers or {}))
+
+    def _send_failed(self, producer: Any, exc: Exception) -> DatabaseUnavailable:
+        """What a failed send or ack is, for its caller; the producer is dropped (under the append lock).
+
+        A failed send can leave the idempotent producer wedged for good: after a memory-only broker
+        forgot its id every later send is refused, and after a batch in flight when the broker died
+        expired, it waits for a producer id it never gets again. The next append starts a new one
+        (unless another caller's failure already has)."""
+        if self._producer is producer:
+            self._producer = None
+            with contextlib.suppress(Exception):
+                producer.close(timeout=0)
+        if isinstance(exc, kafka.errors.KafkaTimeoutError):
+            return DatabaseUnavailable(
+                f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
+                f"it may or may not be in the log — look at the head, then retry"
+            )
+        return DatabaseUnavailable(
+            f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
+        )
 
     def _producer_for_append(self) -> Any:
         """This log's producer, made anew after a failed append (its making waits for the broker)."""

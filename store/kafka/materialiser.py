@@ -54,12 +54,16 @@ from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
 from drsg.store.environment import Environment, Txn
+from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, is_intent
 from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.log import decode, header_ts
-from drsg.store.meta import META_FORMAT, read_mark, read_state
+from drsg.store.meta import META_FORMAT, LogState, read_mark, read_state
 from drsg.store.mutations import Mutation
+from drsg.store.projection import Tallies
 from drsg.store.sink import LogSink
 from drsg.store.staging import in_write
+from drsg.store.transaction import WriteTx
 
 BASE = "drsg-base"  # header: the materialised head the commit was made against
 REST = "drsg-rest"  # header: how many records of the commit's group are still to come
@@ -68,6 +72,8 @@ PREV = "drsg-prev"  # header: the CRC of the record at the base, as the writer's
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
 META_POISON = b"kafka_poison"  # poison records materialised as empty commits so far
+META_OUTCOME = b"outcome"  # + u64 seq: an intent's outcome, for its caller
+OUTCOMES_KEPT = 1 << 16  # intents whose outcomes are kept (a caller reads its own at once)
 BATCH = 512  # records judged and written per LMDB transaction
 OFFERS = 65_536  # records held for judging without a fetch (while the node catches up, say)
 IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
@@ -98,6 +104,7 @@ class Entry:
     mutations: list[Mutation]
     crc: int
     poison: bool = False  # a record that is no good commit (not a stale one, whose writer retries)
+    intent: Intent | None = None  # an intent to decide here (then ``mutations`` is empty)
 
     def skipped(self, reason: str, *, poison: bool = False) -> Entry:
         return Entry(self.seq, self.ts, {"skipped": reason}, [], self.crc, poison)
@@ -130,12 +137,17 @@ class Judge:
         try:
             if record.value is None:
                 raise CorruptRecord(seq, "missing from the log (gap)")
-            commit = decode(seq, record.value)
+            if is_intent(record.value):
+                ts, origin, intent = decode_intent(seq, record.value)
+                entry = self._entry(record, origin, [], ts)
+                entry.intent = intent
+            else:
+                commit = decode(seq, record.value)
+                entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
         except CorruptRecord as exc:
             log.warning("kafka_record_skipped", url=self.url, seq=seq, reason=exc.problem)
             poison = self._entry(record, {}, []).skipped(f"unreadable: {exc.problem}", poison=True)
             return [*self._break(seq), poison]
-        entry = self._entry(record, commit.origin, commit.mutations, commit.ts)
         rest, group = _header_int(record, REST) or 0, _header_int(record, GROUP)
         out: list[Entry] = []
         if self.pending and (base != seq - 1 or group != self.group):  # the group's chain is broken here
@@ -168,10 +180,10 @@ class Judge:
         return [entry.skipped(f"its group was broken at {seq}") for entry in broken]
 
 
-def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bool:
+def write_entries(env: Environment, entries: Sequence[Entry], source: str, ops: IntentOps = INTENT_OPS) -> bool:
     """Write ``entries`` (consecutive) as local commits in one LMDB transaction, past those the file
-    holds already (every process judges the log alike); False (nothing written) while a staged write
-    holds the seqs past the head."""
+    holds already (every process judges the log alike), each intent decided by ``ops`` on the state
+    before it; False (nothing written) while a staged write holds the seqs past the head."""
     dbs = env.dbs
     meta = dbs["meta"]
 
@@ -192,6 +204,11 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
             if entry.seq != state.head + 1:
                 raise DamagedDatabase(f"{env.path}: materialising Kafka commit {entry.seq} after {state.head}")
             written = True
+            if entry.intent is not None:
+                made, tallies, origin, outcome = decide(env, txn, state, entry.seq, entry.intent, entry.origin, ops)
+                sink.append(entry.seq, made, origin, entry.ts, tallies)
+                write_outcome(txn, env, entry.seq, outcome)
+                continue
             tallies = None
             if entry.mutations:  # resolved facts: projected as they are, sealed with the record's origin and time
                 tx = sink.begin()
@@ -207,6 +224,60 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str) -> bo
         return True
 
     return bool(in_write(env, step))
+
+
+def decide(
+    env: Environment,
+    txn: Txn,
+    state: LogState,
+    seq: int,
+    intent: Intent,
+    origin: dict[str, Json],
+    ops: IntentOps,
+) -> tuple[list[Mutation], Tallies | None, dict[str, Json], dict[str, Json]]:
+    """Run ``intent`` as commit ``seq`` on the state in ``txn``, in a transaction nested in it:
+    ``(mutations, tallies, origin, outcome)`` to seal. A refusal (store/intents.py) undoes what the
+    operation did and is sealed as an empty commit whose origin names it; anything else it raises is
+    the record's fault, raised (the materialiser keeps the record as a poison one)."""
+    saved = state.copy()
+    child = env.env.begin(write=True, parent=txn, buffers=False)
+    tx = WriteTx(child, env.dbs, seq, state.ids, _one_commit)
+    try:
+        value = ops.run(tx, intent)
+    except BaseException as exc:
+        child.abort()
+        state.head, state.ts, state.ids = saved.head, saved.ts, saved.ids
+        refusal = Refusal.of(exc)
+        if refusal is None:
+            raise
+        return [], None, {**origin, "refused": refusal.to_json()}, {"refused": refusal.to_json()}
+    child.commit()
+    return list(tx.mutations), tx.tallies, origin, {"value": value}
+
+
+def _one_commit(tx: WriteTx) -> int:
+    raise UsageError("an intent is one commit; tx.commit_point() has no place in one")
+
+
+def _outcome_key(seq: int) -> bytes:
+    return META_OUTCOME + keys.u64(seq)
+
+
+def write_outcome(txn: Txn, env: Environment, seq: int, outcome: dict[str, Json]) -> None:
+    """Keep intent ``seq``'s outcome for its caller (another process on this file may have decided
+    it), and forget the one ``OUTCOMES_KEPT`` intents older."""
+    meta = env.dbs["meta"]
+    txn.put(_outcome_key(seq), pack(outcome), db=meta)
+    if seq > OUTCOMES_KEPT:
+        txn.delete(_outcome_key(seq - OUTCOMES_KEPT), db=meta)
+
+
+def read_outcome(txn: Txn, env: Environment, seq: int) -> dict[str, Json] | None:
+    """Intent ``seq``'s outcome (``{"value": …}`` or ``{"refused": …}``); None if commit ``seq`` is
+    not a decided intent, or one decided too long ago to be kept."""
+    raw = txn.get(_outcome_key(seq), db=env.dbs["meta"])
+    outcome = None if raw is None else unpack(raw)
+    return outcome if isinstance(outcome, dict) else None
 
 
 def log_identity(source: str, first_crc: int) -> str:

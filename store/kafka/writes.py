@@ -33,11 +33,22 @@ from typing import Generic, TypeVar
 import structlog
 
 from drsg.kernel.backoff import backoff
-from drsg.kernel.errors import Conflict, DatabaseUnavailable, UsageError
+from drsg.kernel.errors import Conflict, DatabaseUnavailable, StoreError, UsageError
 from drsg.kernel.values import Json
 from drsg.store.environment import Environment, Txn
+from drsg.store.intents import Intent, Refusal
 from drsg.store.kafka.log import KafkaLog
-from drsg.store.kafka.materialiser import BASE, GROUP, PREV, REST, Materialiser, crc_at, crc_of, u64_header
+from drsg.store.kafka.materialiser import (
+    BASE,
+    GROUP,
+    PREV,
+    REST,
+    Materialiser,
+    crc_at,
+    crc_of,
+    read_outcome,
+    u64_header,
+)
 from drsg.store.log import LogReader
 from drsg.store.meta import read_head, read_state
 from drsg.store.mutations import Mutation
@@ -141,6 +152,32 @@ class KafkaWrites:
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         return await asyncio.to_thread(self.write, fn, origin)
+
+    def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        """Produce ``intent``; every node decides it where it lands (the materialiser), and the
+        caller's answer is what its own copy decided. Nothing is run here first, so nothing is stale:
+        no lock, no retry, and writers in this process and on other nodes all go at once."""
+        if self._stager == threading.get_ident():
+            raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
+        record = self.kafka.produce_intent(intent, dict(origin or {}))
+        if self.materialiser is not None:
+            self.materialiser.offer(record)
+        seq = record.seq
+        self.catch_up(seq)
+        with self.env.read() as txn:
+            outcome = read_outcome(txn, self.env, seq)
+            landed = LogReader(txn, self.env.dbs["log"]).get(seq)
+        if outcome is None:  # kept as a poison record: its origin says why
+            why = None if landed is None else landed.origin.get("skipped")
+            raise StoreError(f"{self.kafka.url}: commit {seq} could not be applied ({why}); nothing was written")
+        if "refused" in outcome:
+            raise Refusal.from_json(outcome["refused"]).exception()
+        if landed is None or not landed.mutations:
+            return CommitResult(outcome.get("value"), (), None)
+        return CommitResult(outcome.get("value"), (seq,), landed.ts)
+
+    async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
+        return await asyncio.to_thread(self.submit, intent, origin)
 
     def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], T]) -> _Run[T]:
         """Run ``fn`` on the copy's head in ``txn`` (which the caller abandons), keeping its commits."""

@@ -2,8 +2,10 @@
 
 Each handler takes the shared :class:`~drsg.surfaces.server.state.ServerState` and its checked params and
 returns the JSON result in upstream's shape (``openrpc.json`` components: NodeRecord, EdgeRecord,
-PlaneCard, PlaneRef, Deleted, DbStats). Writes are commit functions handed to the group-commit
-writer; reads run in the read pool. Searches, plans, neighbourhoods and catalogs are in queries.py.
+PlaneCard, PlaneRef, Deleted, DbStats). Plane, node and edge writes are intents
+(store/intent_ops.py: by key, decided where they land in the log, so on a Kafka log they never
+conflict with other nodes'), their records read back at their commit; index writes are commit
+functions; reads run in the read pool. Searches, plans, neighbourhoods and catalogs are in queries.py.
 
 These stay the server's own, not ``drsg.api.Plane``'s get/put/link/delete/history, because each
 answer is upstream's and the API's differs: a key here is literal (the API reads ``@ada`` as
@@ -20,10 +22,13 @@ from typing import Any
 
 from drsg import __version__
 from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
-from drsg.kernel.values import props_from_json, props_to_json
-from drsg.store.records import Edge, IndexDecl, Node, Plane, indexes_json
+from drsg.kernel.values import Json, props_to_json
+from drsg.store.intent_ops import find_node
+from drsg.store.intents import Intent
+from drsg.store.records import IndexDecl, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
+from drsg.store.writer import CommitResult
 from drsg.surfaces.server.params import Params, as_of, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
 from drsg.surfaces.server.schema import discover
@@ -38,22 +43,6 @@ def node_ref(p: Params, method: str) -> int | str:
     if has_id == has_key:
         raise RpcError(INVALID_PARAMS, f"{method} names a node by `id` or by `key` (exactly one)")
     return p["id"] if has_id else p["key"]  # type: ignore[no-any-return]
-
-
-def find_node(view: Snapshot, plane: Plane, ref: int | str) -> Node | None:
-    """By id (an integer) or external key (a string, taken literally)."""
-    if isinstance(ref, int):
-        return view.node(plane.id, ref)
-    return view.node_by_key(plane.id, ref)
-
-
-def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") -> Node:
-    """The node, else NotFound in upstream's words (``no node with key 'ada' …``; the API's are the CLI's)."""
-    node = find_node(view, plane, ref)
-    if node is None:
-        what = f"id {ref}" if isinstance(ref, int) else f"key {ref!r}"
-        raise NotFound(f"no {role} with {what} in plane {plane.name!r}")
-    return node
 
 
 def plane_card(snap: Snapshot, plane: Plane) -> dict[str, Any]:
@@ -101,17 +90,31 @@ async def plane_list(ctx: ServerState, p: Params) -> Any:
     return await ctx.read(planes)
 
 
+def answered(done: CommitResult[Json], name: str) -> Any:
+    """A field of an intent's answer (store/intent_ops.py says each operation's)."""
+    value = done.value
+    assert isinstance(value, dict)
+    return value[name]
+
+
+def written_plane(ctx: ServerState, done: CommitResult[Json]) -> dict[str, Any]:
+    """The plane an intent wrote, as it stands at the intent's commit."""
+    with ctx.db.snapshot(done.seq) as snap:
+        plane = snap.plane_by_id(answered(done, "plane"))
+        assert plane is not None
+        return plane.to_json()
+
+
 @rpc("plane.create")
 async def plane_create(ctx: ServerState, p: Params) -> Any:
-    props = props_from_json(p.get("properties"))
-    made = await ctx.write(lambda tx: tx.create_plane(p["name"], props), "plane.create")
-    return made.value.to_json()
+    intent = Intent("plane.create", {"name": p["name"], "properties": p.get("properties")})
+    return written_plane(ctx, await ctx.submit(intent, "plane.create"))
 
 
 @rpc("plane.rename")
 async def plane_rename(ctx: ServerState, p: Params) -> Any:
-    renamed = await ctx.write(lambda tx: tx.rename_plane(p["plane"], p["to"]), "plane.rename")
-    return renamed.value.to_json()
+    intent = Intent("plane.rename", {"plane": p["plane"], "to": p["to"]})
+    return written_plane(ctx, await ctx.submit(intent, "plane.rename"))
 
 
 @rpc(
@@ -119,15 +122,14 @@ async def plane_rename(ctx: ServerState, p: Params) -> Any:
     note="Merges into the plane's properties (drsg keeps `_`-prefixed bookkeeping such as the recorded embedder).",
 )
 async def plane_set_props(ctx: ServerState, p: Params) -> Any:
-    props = props_from_json(p["properties"])
-    updated = await ctx.write(lambda tx: tx.set_plane_props(p["plane"], props), "plane.set_props")
-    return updated.value.to_json()
+    intent = Intent("plane.set_props", {"plane": p["plane"], "properties": p["properties"]})
+    return written_plane(ctx, await ctx.submit(intent, "plane.set_props"))
 
 
 @rpc("plane.delete")
 async def plane_delete(ctx: ServerState, p: Params) -> Any:
-    dropped = await ctx.write(lambda tx: tx.drop_plane(p["plane"]), "plane.delete")
-    return {"deleted": True, "id": dropped.value.id}
+    dropped = await ctx.submit(Intent("plane.drop", {"plane": p["plane"]}), "plane.delete")
+    return {"deleted": True, "id": answered(dropped, "plane")}
 
 
 # --------------------------------------------------------------------------- nodes
@@ -145,40 +147,36 @@ async def node_get(ctx: ServerState, p: Params) -> Any:
     return ctx.read_inline(get)
 
 
+def written(ctx: ServerState, p: Params, done: CommitResult[Json], kind: str) -> dict[str, Any]:
+    """The node or edge (``kind``) an intent wrote, as it stands at the intent's commit (a write
+    that changed nothing: as it stands now)."""
+    with ctx.db.snapshot(done.seq) as snap:
+        plane = snap.plane(p["plane"])
+        found = (snap.node if kind == "node" else snap.edge)(plane.id, answered(done, kind))
+        assert found is not None
+        return found.to_json()
+
+
 @rpc("node.create")
 async def node_create(ctx: ServerState, p: Params) -> Any:
-    props = props_from_json(p.get("properties"))
-    labels = p.get("labels", [])
-    made = await ctx.write(lambda tx: tx.put_node(tx.plane(p["plane"]), p.get("key"), labels, props), "node.create")
-    return made.value.node.to_json()
+    args = {"plane": p["plane"], "key": p.get("key"), "labels": p.get("labels", []), "properties": p.get("properties")}
+    return written(ctx, p, await ctx.submit(Intent("node.put", args), "node.create"), "node")
 
 
 @rpc("node.update")
 async def node_update(ctx: ServerState, p: Params) -> Any:
     ref = node_ref(p, "node.update")
-    set_props = props_from_json(p.get("set"), "set")
-
-    def update(tx: WriteTx) -> Node:
-        plane = tx.plane(p["plane"])
-        node = need_node(tx.view, plane, ref)
-        return tx.update_node(plane, node.id, set_props, p.get("unset", ()), p.get("labels"))
-
-    return (await ctx.write(update, "node.update")).value.to_json()
+    args = {"plane": p["plane"], "node": ref, "set": p.get("set"), "unset": p.get("unset"), "labels": p.get("labels")}
+    return written(ctx, p, await ctx.submit(Intent("node.update", args), "node.update"), "node")
 
 
 @rpc("node.delete", note="Deleting a node that does not exist is a no-op answered {deleted: false}.")
 async def node_delete(ctx: ServerState, p: Params) -> Any:
     ref = node_ref(p, "node.delete")
-
-    def delete(tx: WriteTx) -> int | None:
-        plane = tx.plane(p["plane"])
-        node = find_node(tx.view, plane, ref)
-        return None if node is None else tx.delete_node(plane, node.id).id
-
-    gone = (await ctx.write(delete, "node.delete")).value
-    if gone is None:
+    gone = await ctx.submit(Intent("node.delete", {"plane": p["plane"], "node": ref}), "node.delete")
+    if not answered(gone, "deleted"):
         return {"deleted": False, **({"id": ref} if isinstance(ref, int) else {})}
-    return {"deleted": True, "id": gone}
+    return {"deleted": True, "id": answered(gone, "node")}
 
 
 @rpc(
@@ -234,38 +232,20 @@ async def node_history(ctx: ServerState, p: Params) -> Any:
 
 @rpc("edge.create")
 async def edge_create(ctx: ServerState, p: Params) -> Any:
-    props = props_from_json(p.get("properties"))
-
-    def create(tx: WriteTx) -> Edge:
-        plane = tx.plane(p["plane"])
-        src = need_node(tx.view, plane, p["src"], "src node")
-        dst = need_node(tx.view, plane, p["dst"], "dst node")
-        return tx.create_edge(plane, src.id, dst.id, p["type"], props)
-
-    return (await ctx.write(create, "edge.create")).value.to_json()
+    args = {"plane": p["plane"], "src": p["src"], "dst": p["dst"], "type": p["type"], "properties": p.get("properties")}
+    return written(ctx, p, await ctx.submit(Intent("edge.create", args), "edge.create"), "edge")
 
 
 @rpc("edge.update")
 async def edge_update(ctx: ServerState, p: Params) -> Any:
-    set_props = props_from_json(p.get("set"), "set")
-
-    def update(tx: WriteTx) -> Edge:
-        return tx.update_edge(tx.plane(p["plane"]), p["edge"], set_props, p.get("unset", ()), p.get("type"))
-
-    return (await ctx.write(update, "edge.update")).value.to_json()
+    args = {"plane": p["plane"], "edge": p["edge"], "set": p.get("set"), "unset": p.get("unset"), "type": p.get("type")}
+    return written(ctx, p, await ctx.submit(Intent("edge.update", args), "edge.update"), "edge")
 
 
 @rpc("edge.delete", note="Deleting an edge that does not exist is a no-op answered {deleted: false}.")
 async def edge_delete(ctx: ServerState, p: Params) -> Any:
-    def delete(tx: WriteTx) -> bool:
-        plane = tx.plane(p["plane"])
-        if tx.view.edge(plane.id, p["edge"]) is None:
-            return False
-        tx.delete_edge(plane, p["edge"])
-        return True
-
-    deleted = (await ctx.write(delete, "edge.delete")).value
-    return {"deleted": deleted, "id": p["edge"]}
+    deleted = await ctx.submit(Intent("edge.delete", {"plane": p["plane"], "edge": p["edge"]}), "edge.delete")
+    return {"deleted": answered(deleted, "deleted"), "id": p["edge"]}
 
 
 @rpc(

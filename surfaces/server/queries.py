@@ -17,9 +17,9 @@ from drsg.kernel.errors import INVALID_PARAMS, RpcError
 from drsg.kernel.values import Described, Vector, value_type
 from drsg.plan.logical import Hybrid, VectorTopK
 from drsg.plan.query import Plan, plan_from_json
+from drsg.store.intent_ops import need_node
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.surfaces.server.methods import need_node
 from drsg.surfaces.server.params import MAX_LIMIT, Params, as_of, bounded, embeddable, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, param, rpc
 from drsg.surfaces.server.state import ServerState

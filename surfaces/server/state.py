@@ -26,8 +26,12 @@ from drsg.api.plane import Plane
 from drsg.api.retrieval import plane_embedder
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import QueryTimeout, WriteTimeout
+from drsg.kernel.values import Json
 from drsg.models.embedders.base import Embedder
+from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import Intent
 from drsg.store.transaction import WriteTx
+from drsg.store.writepath import GroupCommit
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.config import ServerConfig
 
@@ -198,6 +202,14 @@ class ServerState:
         self._writes.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(settle)
         return await outcome
+
+    async def submit(self, intent: Intent, method: str) -> CommitResult[Json]:
+        """One intent (store/intents.py). Through the group-commit writer it is a commit function
+        and :meth:`write`'s deadline holds; a Kafka node produces it at once (no writer to wait
+        for) and waits only for its own outcome."""
+        if isinstance(self.db.writes, GroupCommit):
+            return await self.write(INTENT_OPS.commit_function(intent), method)
+        return await self.db.asubmit(intent, {"via": "rpc", "method": method})
 
     # ------------------------------------------------------------------ the API's planes, the embedder rule
 

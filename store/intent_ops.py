@@ -1,0 +1,173 @@
+"""The store's intent operations: planes, nodes and edges written by what the caller names.
+
+Each takes the JSON arguments a surface received (properties in the JSON dialect, nodes by id or
+external key) and decides on the transaction's state, so it can run wherever the intent lands in
+the log (store/intents.py). Answers are small — ids and what happened — and a surface reads the
+records back at the commit's seq: an answer is kept for each intent a Kafka node decides.
+
+A node reference is an id (an integer) or an external key (a string, taken literally).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from drsg.kernel.errors import BadValue, NotFound
+from drsg.kernel.values import Json, props_from_json
+from drsg.store.intents import IntentOp, IntentOps
+from drsg.store.records import Node, Plane
+from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import WriteTx
+
+
+def find_node(view: Snapshot, plane: Plane, ref: int | str) -> Node | None:
+    """By id (an integer) or external key (a string, taken literally)."""
+    if isinstance(ref, int):
+        return view.node(plane.id, ref)
+    return view.node_by_key(plane.id, ref)
+
+
+def need_node(view: Snapshot, plane: Plane, ref: int | str, role: str = "node") -> Node:
+    """The node, else NotFound in upstream's words (``no node with key 'ada' …``)."""
+    node = find_node(view, plane, ref)
+    if node is None:
+        what = f"id {ref}" if isinstance(ref, int) else f"key {ref!r}"
+        raise NotFound(f"no {role} with {what} in plane {plane.name!r}")
+    return node
+
+
+def _ref(args: dict[str, Json], name: str) -> int | str:
+    ref = args.get(name)
+    if isinstance(ref, bool) or not isinstance(ref, int | str):
+        raise BadValue(f"`{name}` names a node by id (an integer) or key (a string)")
+    return ref
+
+
+def _int(args: dict[str, Json], name: str) -> int:
+    value = args.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadValue(f"`{name}` must be an integer")
+    return value
+
+
+def _str(args: dict[str, Json], name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise BadValue(f"`{name}` must be a string")
+    return value
+
+
+def _names(args: dict[str, Json], name: str) -> list[str] | None:
+    value = args.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise BadValue(f"`{name}` must be a list of strings")
+    names = [v for v in value if isinstance(v, str)]
+    if len(names) != len(value):
+        raise BadValue(f"`{name}` must be a list of strings")
+    return names
+
+
+def _unset(args: dict[str, Json]) -> Iterable[str]:
+    return _names(args, "unset") or ()
+
+
+# --------------------------------------------------------------------------- planes
+
+
+def plane_create(tx: WriteTx, args: dict[str, Json]) -> Json:
+    return {"plane": tx.create_plane(_str(args, "name"), props_from_json(args.get("properties"))).id}
+
+
+def plane_rename(tx: WriteTx, args: dict[str, Json]) -> Json:
+    return {"plane": tx.rename_plane(_str(args, "plane"), _str(args, "to")).id}
+
+
+def plane_set_props(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.set_plane_props(_str(args, "plane"), props_from_json(args.get("properties")), _unset(args))
+    return {"plane": plane.id}
+
+
+def plane_drop(tx: WriteTx, args: dict[str, Json]) -> Json:
+    return {"plane": tx.drop_plane(_str(args, "plane")).id}
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+def node_put(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """A node by key (``mode`` as WriteTx.put_node's, ``create`` by default), or a new one without."""
+    key = args.get("key")
+    if key is not None and not isinstance(key, str):
+        raise BadValue("`key` must be a string")
+    mode = args.get("mode", "create")
+    if not isinstance(mode, str):
+        raise BadValue("`mode` must be a string")
+    plane = tx.plane(_str(args, "plane"))
+    labels, props = _names(args, "labels") or [], props_from_json(args.get("properties"))
+    done = tx.put_node(plane, key, labels, props, mode=mode)
+    return {"op": done.op, "node": done.node.id}
+
+
+def node_update(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.plane(_str(args, "plane"))
+    node = need_node(tx.view, plane, _ref(args, "node"))
+    set_props = props_from_json(args.get("set"), "set")
+    return {"node": tx.update_node(plane, node.id, set_props, _unset(args), _names(args, "labels")).id}
+
+
+def node_delete(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """Deleting a node that does not exist is a no-op answered ``deleted: false``."""
+    plane = tx.plane(_str(args, "plane"))
+    node = find_node(tx.view, plane, _ref(args, "node"))
+    if node is None:
+        return {"deleted": False, "node": None}
+    return {"deleted": True, "node": tx.delete_node(plane, node.id).id}
+
+
+# --------------------------------------------------------------------------- edges
+
+
+def edge_create(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.plane(_str(args, "plane"))
+    src = need_node(tx.view, plane, _ref(args, "src"), "src node")
+    dst = need_node(tx.view, plane, _ref(args, "dst"), "dst node")
+    props = props_from_json(args.get("properties"))
+    return {"edge": tx.create_edge(plane, src.id, dst.id, _str(args, "type"), props).id}
+
+
+def edge_update(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.plane(_str(args, "plane"))
+    edge_type = args.get("type")
+    if edge_type is not None and not isinstance(edge_type, str):
+        raise BadValue("`type` must be a string")
+    set_props = props_from_json(args.get("set"), "set")
+    return {"edge": tx.update_edge(plane, _int(args, "edge"), set_props, _unset(args), edge_type).id}
+
+
+def edge_delete(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """Deleting an edge that does not exist is a no-op answered ``deleted: false``."""
+    plane = tx.plane(_str(args, "plane"))
+    edge_id = _int(args, "edge")
+    if tx.view.edge(plane.id, edge_id) is None:
+        return {"deleted": False, "edge": edge_id}
+    tx.delete_edge(plane, edge_id)
+    return {"deleted": True, "edge": edge_id}
+
+
+STORE_OPS: dict[str, IntentOp] = {
+    "plane.create": plane_create,
+    "plane.rename": plane_rename,
+    "plane.set_props": plane_set_props,
+    "plane.drop": plane_drop,
+    "node.put": node_put,
+    "node.update": node_update,
+    "node.delete": node_delete,
+    "edge.create": edge_create,
+    "edge.update": edge_update,
+    "edge.delete": edge_delete,
+}
+
+#: Every operation an intent may name. One table for every process (see store/intents.py).
+INTENT_OPS = IntentOps(STORE_OPS)

@@ -1,0 +1,140 @@
+"""Intents: a write as what its caller asked for, decided where it lands in the log.
+
+An intent names an operation and its JSON arguments — ``node.put {"plane": "p", "key": "ada", …}``
+— never the ids it will get or checks made on some copy of the graph. The embedded store runs it
+through its group-commit writer as a commit function. A Kafka node produces it to the topic and
+every node's materialiser runs it on its copy in log order, so each decides it the same way: ids
+allocated in log order, a create whose key exists or an update of a node that is gone refused alike
+everywhere. An applied intent is the commit it made; a refused one is an empty commit whose origin
+says why, and its caller gets the error the embedded store raises. Nothing is computed on a stale
+copy, so nothing is retried or refused for contention (store/kafka/materialiser.py).
+
+The operations an intent may name are one static table (:class:`IntentOps`), the same in every
+process: a node that knew an operation another does not would decide differently. An unknown
+operation is refused by name, alike on every node of one version.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from drsg.kernel.errors import (
+    BadValue,
+    Conflict,
+    CorruptRecord,
+    DrsgError,
+    NotFound,
+    QueryError,
+    QuerySyntaxError,
+    UsageError,
+)
+from drsg.kernel.values import Json, pack, unpack
+from drsg.store.transaction import WriteTx
+
+#: An operation: the commit function an intent's arguments make, returning its answer as JSON.
+IntentOp = Callable[[WriteTx, dict[str, Json]], Json]
+
+#: The first byte of an intent's record: a commit record's is store/log.py's FORMAT (1).
+INTENT_FORMAT = 0x49
+_HEADER = struct.Struct(">BIQ")  # format, crc32 of ts + body, ts (ms), as a commit record's
+
+#: The errors an operation decides by (the caller's input against the state in log order): a
+#: refusal names one of these and its caller gets it back. Any other failure is the record's
+#: fault (a poison record), never a decision; nor is anything that hangs on a clock (a time limit).
+_DECISIONS: dict[str, type[DrsgError]] = {
+    cls.__name__: cls for cls in (UsageError, BadValue, QuerySyntaxError, QueryError, NotFound, Conflict)
+}
+
+
+@dataclass(frozen=True)
+class Intent:
+    op: str
+    args: dict[str, Json]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an intent was not applied: the error class's name and its message."""
+
+    error: str
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Refusal | None:
+        """The refusal ``exc`` is, if it is a decision (see ``_DECISIONS``); else None."""
+        for klass in type(exc).__mro__:
+            if klass.__name__ in _DECISIONS and _DECISIONS[klass.__name__] is klass:
+                return cls(klass.__name__, exc.message if isinstance(exc, DrsgError) else str(exc))
+        return None
+
+    def to_json(self) -> dict[str, Json]:
+        return {"error": self.error, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: Json) -> Refusal:
+        error, message = (data.get("error"), data.get("message")) if isinstance(data, dict) else (None, None)
+        if not isinstance(error, str) or not isinstance(message, str):
+            raise ValueError(f"not a refusal: {data!r}")
+        return cls(error, message)
+
+    def exception(self) -> DrsgError:
+        """The error the embedded store raised, for the caller (a name this version does not know
+        comes back as a UsageError with the message)."""
+        return _DECISIONS.get(self.error, UsageError)(self.message)
+
+
+class IntentOps:
+    """The operations intents may name, by name."""
+
+    def __init__(self, ops: Mapping[str, IntentOp]) -> None:
+        self.ops = dict(ops)
+
+    def __or__(self, more: Mapping[str, IntentOp]) -> IntentOps:
+        clash = self.ops.keys() & more.keys()
+        if clash:
+            raise ValueError(f"intent operations named twice: {', '.join(sorted(clash))}")
+        return IntentOps({**self.ops, **more})
+
+    def run(self, tx: WriteTx, intent: Intent) -> Json:
+        op = self.ops.get(intent.op)
+        if op is None:
+            raise UsageError(
+                f"unknown write {intent.op!r}: this drsg knows {', '.join(sorted(self.ops))} "
+                f"(a node older than its writer: upgrade every node)"
+            )
+        return op(tx, intent.args)
+
+    def commit_function(self, intent: Intent) -> Callable[[WriteTx], Json]:
+        return lambda tx: self.run(tx, intent)
+
+
+def encode_intent(ts: int, origin: dict[str, Json], intent: Intent) -> bytes:
+    body = pack([origin, intent.op, intent.args])
+    ts_bytes = struct.pack(">Q", ts)
+    return _HEADER.pack(INTENT_FORMAT, zlib.crc32(body, zlib.crc32(ts_bytes)), ts) + body
+
+
+def is_intent(record: bytes | None) -> bool:
+    return record is not None and record[:1] == bytes([INTENT_FORMAT])
+
+
+def decode_intent(seq: int, record: bytes) -> tuple[int, dict[str, Json], Intent]:
+    """``(ts, origin, intent)`` of the intent record at ``seq``; CorruptRecord if it is not one."""
+    if len(record) < _HEADER.size:
+        raise CorruptRecord(seq, "truncated header")
+    fmt, crc, ts = _HEADER.unpack_from(record)
+    body = record[_HEADER.size :]
+    if fmt != INTENT_FORMAT:
+        raise CorruptRecord(seq, f"unknown format {fmt}")
+    if zlib.crc32(body, zlib.crc32(record[5:13])) != crc:
+        raise CorruptRecord(seq, "checksum mismatch")
+    try:
+        origin, op, args = unpack(body)
+    except Exception as exc:
+        raise CorruptRecord(seq, f"undecodable intent ({type(exc).__name__})") from None
+    if not (isinstance(origin, dict) and isinstance(op, str) and isinstance(args, dict)):
+        raise CorruptRecord(seq, "an intent is [origin, op, args]")
+    return int(ts), origin, Intent(op, args)

@@ -1,0 +1,192 @@
+"""Intents on a Kafka log (store/intents.py, store/kafka/materialiser.py ``decide``) against a real
+tansu broker: writers on several nodes naming the same keys at once — creates racing creates,
+updates racing deletes, edges to nodes being deleted — are each decided where they land in the
+log, alike on every node, never stale and never retried; each caller's outcome is what applying the
+intents in log order to an embedded store gives.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import drsg
+from drsg.kernel.errors import Conflict, DrsgError, NotFound, UsageError
+from drsg.store.database import Database
+from drsg.store.intents import Intent, decode_intent, is_intent
+from drsg.store.jsonl import export_lines
+from drsg.store.kafka.database import KafkaDatabase
+from tests.support.kafka_broker import Broker
+from tests.support.kafka_nodes import tables
+
+KEYS = [f"k{i}" for i in range(6)]
+PAIRS = list(itertools.pairwise(KEYS))
+Outcome = tuple[str, Any]  # ("ok", the answer) or ("refused", (error class, message))
+
+
+def node_of(folder: Path, name: str, url: str) -> KafkaDatabase:
+    db = drsg.open(folder / f"{name}.drsg", log=url)
+    assert isinstance(db, KafkaDatabase)
+    return db
+
+
+def call(db: Database, intent: Intent, tag: str) -> Outcome:
+    try:
+        return "ok", db.submit(intent, {"call": tag}).value
+    except (Conflict, NotFound, UsageError) as exc:
+        return "refused", (type(exc).__name__, str(exc))
+
+
+def canonical(db: Database) -> list[str]:
+    return list(export_lines(db, "startup", canonical=True))
+
+
+def replay_in_log_order(db: KafkaDatabase, folder: Path) -> dict[str, Outcome]:
+    """Every intent the topic holds, applied in its order to a fresh embedded store: the outcome of
+    each call (by its tag) — what every node must have decided."""
+    embedded = drsg.open(folder / "embedded.drsg")
+    try:
+        outcomes: dict[str, Outcome] = {}
+        for record in db.kafka.records(1):
+            if is_intent(record.value):
+                _, origin, intent = decode_intent(record.seq, record.value or b"")
+                outcomes[str(origin["call"])] = call(embedded, intent, str(origin["call"]))
+        export = canonical(embedded)
+    finally:
+        embedded.close()
+    outcomes["<export>"] = ("ok", export)
+    return outcomes
+
+
+intent_strategy = st.one_of(
+    st.builds(
+        lambda k, v: Intent("node.put", {"plane": "startup", "key": k, "labels": ["X"], "properties": {"v": v}}),
+        st.sampled_from(KEYS),
+        st.integers(0, 9),
+    ),
+    st.builds(
+        lambda k, v: Intent("node.update", {"plane": "startup", "node": k, "set": {"v": v}}),
+        st.sampled_from(KEYS),
+        st.integers(0, 9),
+    ),
+    st.builds(lambda k: Intent("node.delete", {"plane": "startup", "node": k}), st.sampled_from(KEYS)),
+    st.builds(
+        lambda a, b: Intent("edge.create", {"plane": "startup", "src": a, "dst": b, "type": "R"}),
+        st.sampled_from(KEYS),
+        st.sampled_from(KEYS),
+    ),
+)
+
+
+def race(nodes: list[KafkaDatabase], scripts: list[list[Intent]]) -> dict[str, Outcome]:
+    """Each node runs its scripts, one writer thread per script, all at once; each call's outcome."""
+    got: dict[str, Outcome] = {}
+    failures: list[str] = []
+    start = threading.Barrier(len(scripts))
+
+    def run(db: KafkaDatabase, writer: int, script: list[Intent]) -> None:
+        start.wait()
+        for i, intent in enumerate(script):
+            tag = f"w{writer}-{i}"
+            try:
+                got[tag] = call(db, intent, tag)
+            except DrsgError as exc:  # anything else is a failure the assertion shows
+                failures.append(f"{tag} {intent}: {type(exc).__name__}: {exc}")
+
+    threads = [
+        threading.Thread(target=run, args=(nodes[w % len(nodes)], w, script)) for w, script in enumerate(scripts)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not failures, failures
+    return got
+
+
+def check_decided_alike(nodes: list[KafkaDatabase], got: dict[str, Outcome], folder: Path) -> None:
+    head = max(db.kafka.head() for db in nodes)
+    for db in nodes:
+        db.catch_up(head)
+    assert tables(nodes[0]) == tables(nodes[1])  # every copy the same file
+    for db in nodes:  # nothing stale, nothing retried, nothing poison
+        assert [c.origin for c in db.commits() if "skipped" in c.origin] == []
+    expected = replay_in_log_order(nodes[0], folder)
+    assert got == {tag: outcome for tag, outcome in expected.items() if tag != "<export>"}
+    assert canonical(nodes[0]) == canonical(nodes[1]) == expected["<export>"][1]
+
+
+@pytest.fixture
+def url(kafka_broker: Broker) -> str:
+    return kafka_broker.url(f"intents-{uuid.uuid4().hex[:12]}")
+
+
+def test_racing_writers_on_two_nodes_are_decided_in_log_order(tmp_path: Path, url: str) -> None:
+    nodes = [node_of(tmp_path, name, url) for name in ("a", "b")]
+    script = [Intent("node.put", {"plane": "startup", "key": k, "labels": ["X"], "properties": {}}) for k in KEYS]
+    script += [Intent("edge.create", {"plane": "startup", "src": a, "dst": b, "type": "R"}) for a, b in PAIRS]
+    script += [Intent("node.update", {"plane": "startup", "node": k, "set": {"seen": True}}) for k in KEYS]
+    script += [Intent("node.delete", {"plane": "startup", "node": k}) for k in KEYS[::2]]
+    try:
+        got = race(nodes, [script, list(reversed(script)), script, list(reversed(script))])
+        made = [tag for tag, (how, value) in got.items() if how == "ok" and value.get("op") == "created"]
+        assert len(made) >= len(KEYS)  # each key made at least once, and each create after the first refused
+        refused = [value[0] for how, value in got.values() if how == "refused"]
+        assert "Conflict" in refused
+        check_decided_alike(nodes, got, tmp_path)
+    finally:
+        for db in nodes:
+            db.close()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scripts=st.lists(st.lists(intent_strategy, min_size=1, max_size=12), min_size=2, max_size=4))
+def test_any_interleaving_is_decided_as_log_order_says(
+    tmp_path_factory: pytest.TempPathFactory, kafka_broker: Broker, scripts: list[list[Intent]]
+) -> None:
+    folder = tmp_path_factory.mktemp("intents")
+    url = kafka_broker.url(f"intents-{uuid.uuid4().hex[:12]}")
+    nodes = [node_of(folder, name, url) for name in ("a", "b")]
+    try:
+        check_decided_alike(nodes, race(nodes, scripts), folder)
+    finally:
+        for db in nodes:
+            db.close()
+
+
+def test_a_refusal_is_the_embedded_stores_error_and_is_in_the_log(tmp_path: Path, url: str) -> None:
+    a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
+    embedded = drsg.open(tmp_path / "embedded.drsg")
+    try:
+        ada = Intent("node.put", {"plane": "startup", "key": "ada", "labels": ["P"], "properties": {"born": 1815}})
+        assert a.submit(ada).value == embedded.submit(ada).value == {"op": "created", "node": 1}
+        for intent in (
+            ada,  # a key taken
+            Intent("node.update", {"plane": "startup", "node": "bob", "set": {"x": 1}}),  # a node that is not there
+            Intent("edge.create", {"plane": "startup", "src": "ada", "dst": 99, "type": "R"}),
+            Intent("node.fly", {"plane": "startup"}),  # an operation nobody knows
+            Intent("node.put", {"plane": "nowhere", "key": "x"}),
+        ):
+            with pytest.raises(DrsgError) as on_embedded:
+                embedded.submit(intent)
+            with pytest.raises(type(on_embedded.value)) as on_kafka:
+                b.submit(intent)
+            assert str(on_kafka.value) == str(on_embedded.value)
+        refusals = [c.origin["refused"] for c in b.commits() if "refused" in c.origin]
+        assert [r["error"] for r in refusals] == ["Conflict", "NotFound", "NotFound", "UsageError", "NotFound"]
+        assert all(not c.mutations for c in b.commits() if "refused" in c.origin)
+        gone = Intent("node.delete", {"plane": "startup", "node": "nobody"})
+        done = b.submit(gone)
+        assert done.value == {"deleted": False, "node": None} and done.seqs == ()  # as the embedded store's
+        assert tables(a) == tables(b)
+    finally:
+        embedded.close()
+        a.close()
+        b.close()
