@@ -6,7 +6,6 @@ import click
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.values import props_to_json
-from drsg.plan.hybrid import FusionProfile
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import as_of_option, json_option, parse_props, prop_options
 
@@ -84,6 +83,8 @@ def plane_show(obj: Context, name: str, as_json: bool, as_of: AsOf | None) -> No
     for edge_type, count in sorted(card.edge_types.items()):
         click.echo(f"  -[{edge_type}]->\t{count}")
     for decl in card.fusion_profiles:
+        from drsg.plan.hybrid import FusionProfile  # the plan language loads for a plane with fitted fusion only
+
         fused = FusionProfile.from_json(decl.profile).describe()
         click.echo(f"  fusion {decl.label} ({decl.vector} + {decl.keyword}), commit {decl.since}: {fused}")
     for key, value in props_to_json(card.props).items():
