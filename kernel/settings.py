@@ -282,7 +282,13 @@ REGISTRY: tuple[Setting, ...] = (
         "store.import_commit_lines",
         10_000,
         _positive,
-        "JSONL lines per commit during `drsg import`, each its own LMDB transaction (what it holds in memory)",
+        "JSONL lines per commit during `drsg import` (one log record each)",
+    ),
+    Setting(
+        "store.import_txn_bytes",
+        8 << 20,
+        _size,
+        "bytes of the file per LMDB transaction during `drsg import`, several commits in one (bounds its memory)",
     ),
     Setting(
         "log.url",

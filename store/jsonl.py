@@ -4,9 +4,9 @@ Node line: ``{"id"?, "labels", "external_key"?, "properties"?}``.
 Edge line (has ``type``): ``{"src_key"|"src", "dst_key"|"dst", "type", "properties"?}``.
 
 Import streams the file (memory stays flat: only ids of *keyless* nodes are remembered, so edges
-can refer to them by the file's ``id``), and writes it as many commits inside one LMDB transaction,
-so a failure anywhere — a malformed line, a missing endpoint, a key collision under
-``--on-conflict error`` — leaves the database exactly as it was. Export writes the same format back:
+can refer to them by the file's ``id``), and stages it as many commits, several to an LMDB
+transaction (store/staging.py), so a failure anywhere — a malformed line, a missing endpoint, a key
+collision under ``--on-conflict error`` — leaves the database exactly as it was. Export writes the same format back:
 keyed nodes without ``id`` and edges by key, so export → import → export is byte-identical.
 A canonical export (``canonical=True``) orders and spells the lines by the graph alone, so two
 planes holding the same graph export the same bytes however and in whatever order it was written.
@@ -37,6 +37,9 @@ from drsg.store.transaction import WriteTx
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
 _MAX_REPORTED = 5
+#: Bytes of the file read per LMDB transaction by default (store.import_txn_bytes): 4-64 MiB load
+#: upstream's 600k-line graph equally fast, 1 MiB slower (tests/bench/RESULTS.md, "Graph load").
+TXN_BYTES = 8 << 20
 _NODE_FIELDS = frozenset(("id", "labels", "external_key", "properties"))
 _EDGE_FIELDS = frozenset(("id", "src", "dst", "src_key", "dst_key", "type", "properties"))
 
@@ -94,14 +97,18 @@ def import_jsonl(
     on_conflict: str = "error",
     *,
     commit_lines: int = 10_000,
+    txn_bytes: int = TXN_BYTES,
     progress: Callable[[int], None] | None = None,
     create_plane: bool = False,
 ) -> ImportReport:
-    """Import a JSONL file into a plane; all or nothing. ``progress`` gets bytes read so far.
+    """Import a JSONL file into a plane; all or nothing. ``progress`` gets bytes read so far, after
+    each commit.
 
-    The file is staged ``commit_lines`` lines per commit, one LMDB transaction each (memory stays
-    flat whatever the file's size), and appears in the graph at once when the last line is in; an
-    error, or the process dying, leaves the database as it was (store/staging.py)."""
+    The file is staged ``commit_lines`` lines per commit, several commits per LMDB transaction: one
+    is committed once ``txn_bytes`` of the file are read in it (what it holds in memory is bounded
+    by that, not by the file's size; fewer, larger transactions cost less than many small ones,
+    tests/bench/RESULTS.md). It appears in the graph at once when the last line is in; an error, or
+    the process dying, leaves the database as it was (store/staging.py)."""
     if on_conflict not in ON_CONFLICT:
         raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
     source = Path(path)
@@ -121,7 +128,7 @@ def import_jsonl(
         db.staged({"via": "import", "source": source.name}) as stage,
         source.open("rb") as fh,
     ):
-        importer = _Importer(stage, fh, plane_name, create_plane, on_conflict, commit_lines, progress)
+        importer = _Importer(stage, fh, plane_name, create_plane, on_conflict, (commit_lines, txn_bytes), progress)
         report = importer.run(source)
         seqs = stage.finish()
     if seqs:
@@ -131,7 +138,7 @@ def import_jsonl(
 
 @dataclass(frozen=True)
 class _Rewind:
-    """Where a chunk began, so that running it again (the map grew) starts from the same state."""
+    """Where a transaction began, so that running it again (the map grew) starts from the same state."""
 
     offset: int
     line_no: int
@@ -150,7 +157,7 @@ class _Importer:
         plane_name: str,
         create_plane: bool,
         on_conflict: str,
-        commit_lines: int,
+        sizes: tuple[int, int],
         progress: Callable[[int], None] | None,
     ) -> None:
         self.stage = stage
@@ -159,13 +166,14 @@ class _Importer:
         self.create_plane = create_plane
         self.on_conflict = on_conflict
         self.mode = _PUT_MODE[on_conflict]
-        self.commit_lines = max(1, commit_lines)
+        self.commit_lines, self.txn_bytes = max(1, sizes[0]), sizes[1]  # lines a commit, bytes a transaction
         self.progress = progress
+        self.reported = 0  # bytes last reported (a transaction run again reads its lines again)
         self.report = ImportReport()
         self.line_no = 0
         self.done = False
         self.file_ids: dict[int, int] = {}  # the file's "id" of a keyless node -> its new id
-        self.chunk_file_ids: list[tuple[int, int | None]] = []  # this chunk's, with what they replaced
+        self.chunk_file_ids: list[tuple[int, int | None]] = []  # this transaction's, with what they replaced
         # Nodes and edges with ids from these on were made by this import: an edge line conflicts only
         # with an edge that was there before (parallel edges within one file are a multigraph's right).
         self.new_nodes_from, self.new_edges_from = stage.before.ids.node, stage.before.ids.edge
@@ -185,10 +193,8 @@ class _Importer:
                 len(self.bad_lines),
                 dict(self.matched),
             )
-            self.stage.chunk(functools.partial(self._chunk, rewind=rewind))
+            self.stage.chunk(functools.partial(self._transaction, rewind=rewind))
             self.chunk_file_ids = []
-            if self.progress is not None:
-                self.progress(self.fh.tell())
         self.report.lines = self.line_no
         if self.bad_lines:
             raise UsageError(
@@ -206,8 +212,22 @@ class _Importer:
             )
         return self.report
 
-    def _chunk(self, tx: WriteTx, rewind: _Rewind) -> None:
-        """Up to ``commit_lines`` lines as one commit, from where ``rewind`` says this chunk began."""
+    def _transaction(self, tx: WriteTx, rewind: _Rewind) -> None:
+        """Commits of ``commit_lines`` lines each in one LMDB transaction, from where ``rewind`` says
+        it began, until ``txn_bytes`` of the file are read in it (or the file ends)."""
+        self._rewind(tx, rewind)
+        while True:
+            self._commit()
+            read = self.fh.tell()
+            if self.progress is not None and read > self.reported:
+                self.reported = read
+                self.progress(read)
+            if self.done or read - rewind.offset >= self.txn_bytes:
+                return  # the stage seals the last commit
+            tx.commit_point()
+
+    def _rewind(self, tx: WriteTx, rewind: _Rewind) -> None:
+        """Back to where ``rewind`` says this transaction began: a run again reads the same lines."""
         self.fh.seek(rewind.offset)
         self.line_no, self.report = rewind.line_no, dataclasses.replace(rewind.report)
         del self.collisions[rewind.collisions :], self.bad_lines[rewind.bad_lines :]
@@ -220,6 +240,9 @@ class _Importer:
         self.chunk_file_ids = []
         self.tx = tx
         self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
+
+    def _commit(self) -> None:
+        """Up to ``commit_lines`` lines into the commit ``self.tx`` is making."""
         for _ in range(self.commit_lines):
             raw = self.fh.readline()
             if not raw:

@@ -145,8 +145,9 @@ class Database:
         progress: Callable[[int], None] | None = None,
     ) -> ImportReport:
         """Import a JSONL file (``drsg import``'s format) into the plane called ``plane`` (made
-        first with ``create_plane``), all or nothing, ``store.import_commit_lines`` lines staged at a
-        time; ``on_conflict``: "error", "skip" or "update"; ``progress(bytes_read)`` as it goes."""
+        first with ``create_plane``), all or nothing, ``store.import_commit_lines`` lines a commit and
+        ``store.import_txn_bytes`` of the file an LMDB transaction staged at a time; ``on_conflict``:
+        "error", "skip" or "update"; ``progress(bytes_read)`` after each commit."""
         from drsg.store.jsonl import import_jsonl
 
         lines = self.settings.integer("store.import_commit_lines")
@@ -156,6 +157,7 @@ class Database:
             plane,
             on_conflict,
             commit_lines=lines,
+            txn_bytes=self.settings.integer("store.import_txn_bytes"),
             progress=progress,
             create_plane=create_plane,
         )

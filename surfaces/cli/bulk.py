@@ -30,8 +30,9 @@ from drsg.surfaces.cli.options import as_of_option, json_option, plane_option
 def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_plane: bool, as_json: bool) -> None:
     """Import nodes and edges from a JSONL file — all of it or, on any error (or a kill), nothing.
 
-    Staged 10,000 lines per transaction (store.import_commit_lines), so memory stays flat; shows a
-    progress bar on a terminal and prints lines/s on stderr at the end.
+    Staged 10,000 lines a commit (store.import_commit_lines), commits sharing an LMDB transaction
+    until 8 MiB of the file is in it (store.import_txn_bytes), so memory stays flat; shows a progress
+    bar on a terminal and prints lines/s on stderr at the end.
 
     \b
     Node line: {"labels": [...], "external_key": "k", "properties": {...}}

@@ -14,6 +14,7 @@ import drsg
 from drsg.kernel.errors import Conflict
 from drsg.store import jsonl
 from drsg.store.database import Database
+from drsg.store.transaction import WriteTx
 
 
 def _write(path: Path, lines: list[dict[str, object]]) -> Path:
@@ -43,20 +44,21 @@ def test_edges_land_between_the_named_nodes_across_chunks_and_reruns(
             src, dst, kind = waiting.pop(0)
             lines.append({"src_key": f"k{src}", "dst_key": f"k{dst}", "type": kind})
     source = _write(tmp_path / "g.jsonl", lines)
-    runs = {"chunks": 0}
-    chunk = jsonl._Importer._chunk
+    starts: list[int] = []  # where each run of a transaction began in the file
+    transaction = jsonl._Importer._transaction
 
-    def counted(self: jsonl._Importer, *args: object, **kwargs: object) -> None:
-        runs["chunks"] += 1
-        chunk(self, *args, **kwargs)  # type: ignore[arg-type]
+    def counted(self: jsonl._Importer, tx: WriteTx, rewind: jsonl._Rewind) -> None:
+        starts.append(rewind.offset)
+        transaction(self, tx, rewind)
 
-    monkeypatch.setattr(jsonl._Importer, "_chunk", counted)
+    monkeypatch.setattr(jsonl._Importer, "_transaction", counted)
     with drsg.open(tmp_path / "g.drsg", map_size=1 << 20) as db:  # 1 MiB: chunks meet a full map and run again
         db.write(lambda tx: tx.create_plane("p"))
         monkeypatch.setattr(db.env, "reserve", lambda extra: None)  # no headroom ahead: the map grows mid-import
-        report = jsonl.import_jsonl(db, source, "p", commit_lines=300)
+        report = jsonl.import_jsonl(db, source, "p", commit_lines=300, txn_bytes=150_000)  # ~2 commits a transaction
         assert report.nodes_created == 1500 and report.edges_created == len(pairs)
-        assert runs["chunks"] > -(-len(lines) // 300)  # some chunk ran again
+        assert len(starts) > len(set(starts))  # some transaction ran again
+        assert report.commits > len(set(starts)) > 1  # several transactions, several commits in some
         expected = sorted((f"k{src}", kind, f"k{dst}") for src, dst, kind in pairs)
         assert _edges_by_key(db, "p") == expected
 

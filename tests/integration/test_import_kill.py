@@ -23,12 +23,14 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.store.jsonl import export_lines, import_jsonl
+from drsg.kernel.settings import REGISTRY
+from drsg.store.jsonl import TXN_BYTES, export_lines, import_jsonl
 from drsg.store.meta import read_mark
 
 KILLS = 24
 EXE = Path(sys.executable).parent / "drsg"
-ENV = {**os.environ, "DRSG_STORE_IMPORT_COMMIT_LINES": "400"}
+# 400 lines a commit, about three commits a transaction: kills land between and inside transactions.
+ENV = {**os.environ, "DRSG_STORE_IMPORT_COMMIT_LINES": "400", "DRSG_STORE_IMPORT_TXN_BYTES": "64K"}
 
 
 def _source(path: Path) -> Path:
@@ -98,6 +100,25 @@ def _kill_when_staged(cmd: list[str], commits: int, path: Path) -> None:
     _wait_gone(path)
 
 
+def _head(path: Path) -> int:
+    try:
+        with drsg.open(path, readonly=True) as db:
+            return db.head()
+    except drsg.DrsgError:
+        return -1  # the file is being grown or replaced this instant: ask again
+
+
+def _kill_when_landed(cmd: list[str], head: int, path: Path) -> None:
+    """Kill the import once its last transaction has moved the head past ``head``: a kill after the
+    end however slow the machine is today (one timed by a clock may still land before it)."""
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while proc.poll() is None and _head(path) <= head:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    _wait_gone(path)
+
+
 @pytest.mark.slow
 def test_a_killed_import_leaves_all_of_the_file_or_none(tmp_path: Path) -> None:
     source = _source(tmp_path / "words.jsonl")
@@ -127,16 +148,18 @@ def test_a_killed_import_leaves_all_of_the_file_or_none(tmp_path: Path) -> None:
     assert after[2] == (6_001, 6_000) and after[0] > before[0] + 20  # many commits: many chunks to land in
     # Most kills while chunks are being staged, each once a given number of commits has been staged
     # (the last of them as the head moves); the first few by the clock, before staging starts and
-    # after the end.
+    # after the end; the last once the head has moved.
     chunks = after[0] - before[0]
-    points: list[float | int] = [first * 0.5, first * 0.9]
+    points: list[float | int | None] = [first * 0.5, first * 0.9]
     points += [max(1, round(chunks * i / (KILLS - 5))) for i in range(KILLS - 4)]
-    points += [last + (took - last) * 0.5, took * 1.5]
+    points += [last + (took - last) * 0.5, None]
 
     outcomes = {"none": 0, "none, staged commits left": 0, "all": 0, "undo killed": 0}
     for kill, point in enumerate(points):
         command = [str(EXE), "--db", str(path), "import", str(source), "--plane", "p"]
-        if isinstance(point, int):
+        if point is None:
+            _kill_when_landed(command, before[0], path)
+        elif isinstance(point, int):
             _kill_when_staged(command, point, path)
         else:
             _kill_after(command, point, path)
@@ -202,6 +225,38 @@ def test_a_staged_import_is_invisible_until_it_finishes(db_path: Path, tmp_path:
             assert read_mark(txn, db.env.dbs["meta"]) is None
             cur = txn.cursor(db=db.env.dbs["log"])
             assert cur.last() and int.from_bytes(cur.key(), "big") == db.head()
+
+
+def test_several_commits_share_each_staged_transaction(db_path: Path, tmp_path: Path) -> None:
+    """A commit per ``commit_lines`` lines, as many to an LMDB transaction as ``txn_bytes`` of the file
+    hold: the mark (what other processes see staged) moves three commits at a time, while progress is
+    reported after every commit and the log holds one commit per 500 lines."""
+    lines = tmp_path / "nodes.jsonl"
+    lines.write_text("".join(json.dumps({"external_key": f"k{i:05}"}) + "\n" for i in range(6_000)))
+    line_bytes = len(json.dumps({"external_key": "k00000"})) + 1  # every line is as long
+    with drsg.open(db_path) as db:
+        db.write(lambda tx: tx.ensure_plane("p"))
+        base = db.head()
+        staged: list[int] = []
+
+        def peek(read: int) -> None:
+            with db.env.read() as txn:  # only what committed transactions wrote
+                mark = read_mark(txn, db.env.dbs["meta"])
+                assert mark is not None and mark.base == base
+                staged.append(mark.top - base)
+
+        report = import_jsonl(db, lines, "p", commit_lines=500, txn_bytes=3 * 500 * line_bytes, progress=peek)
+        assert report.commits == 12 and report.first_seq == base + 1
+        assert staged == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 9]  # one report a commit, a transaction per three
+        with db.read() as reader:
+            assert [len(c.mutations) for c in reader.commits(base + 1)] == [500] * 12
+        with db.env.read() as txn:
+            assert read_mark(txn, db.env.dbs["meta"]) is None
+
+
+def test_the_import_default_is_the_settings() -> None:
+    """``import_jsonl``'s own default is the setting's, which the library and the CLI pass."""
+    assert {s.name: s.default for s in REGISTRY}["store.import_txn_bytes"] == TXN_BYTES
 
 
 def test_another_process_waits_for_a_live_import(db_path: Path, tmp_path: Path) -> None:
