@@ -10,11 +10,14 @@
  *
  * bind(path, Transaction, _Database, Error)   find the functions; the types the objects must have
  * probe(txn, db) -> (txn id, dbi flags, DbObject flags, entries, depth, read-only)   for the guard
- * neighbors(txn, ((db, "out"|"in"), ...), edges_db, prefix, plane_group, inv_at)
- *     -> [(edge id, other node id, direction, record bytes), ...], or None: not a read-only
- *        transaction of this layout (a write sees its own writes as it walks: the Python path's)
- * node_by_key(txn, keys_db, nodes_db, key_group, plane_group, inv_at) -> (node id, record), None when
- *     no node has the key at `at`, False when the Python path must answer (as neighbors' None)
+ * records(Edge, Neighbor, Node, their field names ×3, finish, finish_node)   what a read returns,
+ *     and how a record this file does not decode is made: finish(plane, edge id, other, direction,
+ *     record) -> Neighbor, finish_node(plane, node id, record) -> Node
+ * neighbors(txn, ((db, "out"|"in"), ...), edges_db, prefix, plane_group, inv_at, plane)
+ *     -> [Neighbor, ...] in the Python walk's order, or None: not a read-only transaction of this
+ *        layout (a write sees its own writes as it walks: the Python path's)
+ * node_by_key(txn, keys_db, nodes_db, key_group, plane_group, inv_at, plane) -> Node, None when no
+ *     node has the key at `at`, False when the Python path must answer (as neighbors' None)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -72,6 +75,21 @@ enum { TRANS_RDONLY = 2, TRANS_SPARE = 4 };
 
 static PyTypeObject *trans_type, *db_type;
 static PyObject *lmdb_error;
+
+/* The records a walk returns (drsg.store.records: slots dataclasses, no __post_init__, checked by
+ * store/native.py), made as their __init__ would make them: allocated, then each slot set through
+ * its member descriptor. `finish` is the Python path's own decoding, for a record this file does
+ * not decode (an extension type, a shape other than [src, dst, type, props], damage): it makes the
+ * Neighbor, or raises what the Python walk raises. */
+#define EDGE_FIELDS 6 /* plane, id, src, dst, type, props */
+#define NEIGHBOR_FIELDS 3 /* edge, node, direction */
+#define NODE_FIELDS 5 /* plane, id, key, labels, props */
+#define ALL_FIELDS (EDGE_FIELDS + NEIGHBOR_FIELDS + NODE_FIELDS)
+static PyTypeObject *edge_type, *neighbor_type, *node_type;
+static PyObject *slots[ALL_FIELDS], *finish, *finish_node;
+#define edge_slots (slots)
+#define neighbor_slots (slots + EDGE_FIELDS)
+#define node_slots (slots + EDGE_FIELDS + NEIGHBOR_FIELDS)
 
 #define SEQ 8
 #define MAX_KEY 512 /* LMDB's default largest key is 511 bytes */
@@ -132,6 +150,251 @@ static PyObject *lmdb_failed(const char *what, int rc) {
     return NULL;
 }
 
+static PyObject *records(PyObject *self, PyObject *args) {
+    PyObject *types[3], *names[3], *done, *done_node;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!OO", &PyType_Type, &types[0], &PyType_Type, &types[1], &PyType_Type,
+                          &types[2], &PyTuple_Type, &names[0], &PyTuple_Type, &names[1], &PyTuple_Type, &names[2],
+                          &done, &done_node))
+        return NULL;
+    const Py_ssize_t counts[3] = {EDGE_FIELDS, NEIGHBOR_FIELDS, NODE_FIELDS};
+    PyObject *found[ALL_FIELDS];
+    int n = 0;
+    for (int t = 0; t < 3; t++) {
+        if (PyTuple_GET_SIZE(names[t]) != counts[t]) {
+            PyErr_SetString(PyExc_ValueError, "records() takes Edge's 6, Neighbor's 3 and Node's 5 field names");
+            goto failed;
+        }
+        for (Py_ssize_t i = 0; i < counts[t]; i++, n++) {
+            found[n] = PyObject_GetAttr(types[t], PyTuple_GET_ITEM(names[t], i));
+            if (found[n] && Py_TYPE(found[n]) != &PyMemberDescr_Type) {
+                PyErr_Format(PyExc_TypeError, "%R is not a slot of %R", PyTuple_GET_ITEM(names[t], i), types[t]);
+                Py_CLEAR(found[n]);
+            }
+            if (!found[n]) goto failed;
+        }
+    }
+    for (int i = 0; i < ALL_FIELDS; i++) Py_XSETREF(slots[i], found[i]);
+    Py_XSETREF(edge_type, (PyTypeObject *)Py_NewRef(types[0]));
+    Py_XSETREF(neighbor_type, (PyTypeObject *)Py_NewRef(types[1]));
+    Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(types[2]));
+    Py_XSETREF(finish, Py_NewRef(done));
+    Py_XSETREF(finish_node, Py_NewRef(done_node));
+    Py_RETURN_NONE;
+failed:
+    for (int j = 0; j < n; j++) Py_DECREF(found[j]);
+    return NULL;
+}
+
+/* ---- msgpack, as msgpack.unpackb(raw=False, strict_map_key=False) reads it, for the types records
+ * hold without an extension type. NULL (any Python error cleared by the caller): not decoded here. */
+#define MAX_DEPTH 32
+
+static int need(const unsigned char *p, const unsigned char *end, size_t n) { return (size_t)(end - p) >= n; }
+
+static uint64_t be(const unsigned char *p, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v = v << 8 | p[i];
+    return v;
+}
+
+static PyObject *decode(const unsigned char **at, const unsigned char *end, int depth);
+
+static PyObject *decode_items(const unsigned char **at, const unsigned char *end, int depth, uint64_t n, int map) {
+    if (depth >= MAX_DEPTH || n > (uint64_t)(end - *at)) return NULL; /* each item takes a byte at least */
+    if (!map) {
+        PyObject *list = PyList_New((Py_ssize_t)n);
+        if (!list) return NULL;
+        for (uint64_t i = 0; i < n; i++) {
+            PyObject *item = decode(at, end, depth + 1);
+            if (!item) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+        }
+        return list;
+    }
+    PyObject *dict = PyDict_New();
+    if (!dict) return NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        PyObject *key = decode(at, end, depth + 1);
+        PyObject *value = key ? decode(at, end, depth + 1) : NULL;
+        int failed = !value || PyDict_SetItem(dict, key, value) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (failed) {
+            Py_DECREF(dict);
+            return NULL;
+        }
+    }
+    return dict;
+}
+
+static PyObject *decode(const unsigned char **at, const unsigned char *end, int depth) {
+    const unsigned char *p = *at;
+    if (!need(p, end, 1)) return NULL;
+    unsigned char c = *p++;
+    uint64_t n;
+    int width;
+    if (c <= 0x7f) {
+        *at = p;
+        return PyLong_FromLong(c);
+    }
+    if (c >= 0xe0) {
+        *at = p;
+        return PyLong_FromLong((signed char)c);
+    }
+    if (c >= 0x80 && c <= 0x8f) {
+        *at = p;
+        return decode_items(at, end, depth, c & 0x0f, 1);
+    }
+    if (c >= 0x90 && c <= 0x9f) {
+        *at = p;
+        return decode_items(at, end, depth, c & 0x0f, 0);
+    }
+    if (c >= 0xa0 && c <= 0xbf) {
+        n = c & 0x1f;
+        goto str;
+    }
+    switch (c) {
+    case 0xc0: *at = p; Py_RETURN_NONE;
+    case 0xc2: *at = p; Py_RETURN_FALSE;
+    case 0xc3: *at = p; Py_RETURN_TRUE;
+    case 0xc4: case 0xc5: case 0xc6: /* bin 8/16/32 */
+        width = 1 << (c - 0xc4);
+        if (!need(p, end, width)) return NULL;
+        n = be(p, width);
+        p += width;
+        if (!need(p, end, n)) return NULL;
+        *at = p + n;
+        return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+    case 0xca: { /* float 32 */
+        if (!need(p, end, 4)) return NULL;
+        uint32_t bits = (uint32_t)be(p, 4);
+        float f;
+        memcpy(&f, &bits, 4);
+        *at = p + 4;
+        return PyFloat_FromDouble((double)f);
+    }
+    case 0xcb: { /* float 64 */
+        if (!need(p, end, 8)) return NULL;
+        uint64_t bits = be(p, 8);
+        double d;
+        memcpy(&d, &bits, 8);
+        *at = p + 8;
+        return PyFloat_FromDouble(d);
+    }
+    case 0xcc: case 0xcd: case 0xce: case 0xcf: /* uint 8/16/32/64 */
+        width = 1 << (c - 0xcc);
+        if (!need(p, end, width)) return NULL;
+        *at = p + width;
+        return PyLong_FromUnsignedLongLong(be(p, width));
+    case 0xd0: case 0xd1: case 0xd2: case 0xd3: { /* int 8/16/32/64 */
+        width = 1 << (c - 0xd0);
+        if (!need(p, end, width)) return NULL;
+        uint64_t u = be(p, width);
+        int shift = 64 - 8 * width; /* sign-extend from `width` bytes */
+        *at = p + width;
+        return PyLong_FromLongLong(shift ? (long long)(u << shift) >> shift : (long long)u);
+    }
+    case 0xd9: case 0xda: case 0xdb: /* str 8/16/32 */
+        width = 1 << (c - 0xd9);
+        if (!need(p, end, width)) return NULL;
+        n = be(p, width);
+        p += width;
+        goto str;
+    case 0xdc: case 0xdd: case 0xde: case 0xdf: /* array 16/32, map 16/32 */
+        width = c == 0xdc || c == 0xde ? 2 : 4;
+        if (!need(p, end, width)) return NULL;
+        *at = p + width;
+        return decode_items(at, end, depth, be(p, width), c >= 0xde);
+    default: /* extension types (vectors, described values) and 0xc1: the Python path's */
+        return NULL;
+    }
+str:
+    if (!need(p, end, n)) return NULL;
+    *at = p + n;
+    return PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, "strict");
+}
+
+/* A slots object made as its dataclass __init__ makes it: each field set in order. Steals `values`. */
+static PyObject *make(PyTypeObject *type, PyObject **members, PyObject **values, int count) {
+    PyObject *obj = type->tp_alloc(type, 0);
+    for (int i = 0; i < count; i++) {
+        if (obj && Py_TYPE(members[i])->tp_descr_set(members[i], obj, values[i]) < 0) Py_CLEAR(obj);
+        Py_DECREF(values[i]);
+    }
+    return obj;
+}
+
+/* The Neighbor of one edge record: decoded here when it is [src, dst, type, props] in the types
+ * above, else by `finish` (the Python path's decoding, or its error). */
+static PyObject *neighbor_of(PyObject *plane, uint64_t edge_id, uint64_t other, PyObject *direction,
+                             const unsigned char *record, size_t size) {
+    const unsigned char *p = record, *end = record + size;
+    PyObject *fields = NULL;
+    if (size && *p == 0x94) { /* fixarray of 4 */
+        p++;
+        fields = decode_items(&p, end, 0, 4, 0);
+        if (fields && p != end) Py_CLEAR(fields); /* trailing bytes: unpackb's ExtraData */
+    }
+    PyObject *id = PyLong_FromUnsignedLongLong(edge_id), *node = PyLong_FromUnsignedLongLong(other);
+    if (!id || !node) {
+        Py_XDECREF(fields);
+        Py_XDECREF(id);
+        Py_XDECREF(node);
+        return NULL;
+    }
+    if (!fields) {
+        PyErr_Clear();
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)record, (Py_ssize_t)size);
+        PyObject *made = bytes ? PyObject_CallFunctionObjArgs(finish, plane, id, node, direction, bytes, NULL) : NULL;
+        Py_XDECREF(bytes);
+        Py_DECREF(id);
+        Py_DECREF(node);
+        return made;
+    }
+    PyObject *edge_values[EDGE_FIELDS] = {Py_NewRef(plane), id, NULL, NULL, NULL, NULL};
+    for (int i = 0; i < 4; i++) edge_values[2 + i] = Py_NewRef(PyList_GET_ITEM(fields, i));
+    Py_DECREF(fields);
+    PyObject *edge = make(edge_type, edge_slots, edge_values, EDGE_FIELDS);
+    if (!edge) {
+        Py_DECREF(node);
+        return NULL;
+    }
+    PyObject *neighbor_values[NEIGHBOR_FIELDS] = {edge, node, Py_NewRef(direction)};
+    return make(neighbor_type, neighbor_slots, neighbor_values, NEIGHBOR_FIELDS);
+}
+
+/* The Node of one node record: decoded here when it is [key, labels, props] in the types above,
+ * else by `finish_node` (the Python path's node_of, or its error). */
+static PyObject *node_of(PyObject *plane, uint64_t node_id, const unsigned char *record, size_t size) {
+    const unsigned char *p = record, *end = record + size;
+    PyObject *fields = NULL;
+    if (size && *p == 0x93) { /* fixarray of 3 */
+        p++;
+        fields = decode_items(&p, end, 0, 3, 0);
+        if (fields && p != end) Py_CLEAR(fields);
+    }
+    PyObject *id = PyLong_FromUnsignedLongLong(node_id);
+    if (!id) {
+        Py_XDECREF(fields);
+        return NULL;
+    }
+    if (!fields) {
+        PyErr_Clear();
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)record, (Py_ssize_t)size);
+        PyObject *made = bytes ? PyObject_CallFunctionObjArgs(finish_node, plane, id, bytes, NULL) : NULL;
+        Py_XDECREF(bytes);
+        Py_DECREF(id);
+        return made;
+    }
+    PyObject *values[NODE_FIELDS] = {Py_NewRef(plane), id, NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) values[2 + i] = Py_NewRef(PyList_GET_ITEM(fields, i));
+    Py_DECREF(fields);
+    return make(node_type, node_slots, values, NODE_FIELDS);
+}
+
 static PyObject *probe(PyObject *self, PyObject *args) {
     PyObject *txn_obj, *db_obj;
     if (!PyArg_ParseTuple(args, "OO", &txn_obj, &db_obj)) return NULL;
@@ -158,8 +421,8 @@ static uint64_t u64_at(const unsigned char *p) {
 
 /* One adjacency table's walk: the Python path's loop (Snapshot.neighbors), step for step. Returns
  * 0 done, -1 a Python error set, 1 a key the reference must judge (fall back). */
-static int walk(MDB_txn *txn, MDB_dbi adj, MDB_cursor *edges, PyObject *direction, const Py_buffer *prefix,
-                const unsigned char *plane_group, const unsigned char *inv_at, PyObject *out) {
+static int walk(MDB_txn *txn, MDB_dbi adj, MDB_cursor *edges, PyObject *plane, PyObject *direction,
+                const Py_buffer *prefix, const unsigned char *plane_group, const unsigned char *inv_at, PyObject *out) {
     MDB_cursor *cur;
     int rc = lm_cursor_open(txn, adj, &cur);
     if (rc) {
@@ -202,9 +465,8 @@ static int walk(MDB_txn *txn, MDB_dbi adj, MDB_cursor *edges, PyObject *directio
         }
         if (record.mv_size == 0 || edge_key.mv_size != sizeof(sought) || memcmp(edge_key.mv_data, sought, 12) != 0)
             continue;
-        PyObject *row = Py_BuildValue("(KKOy#)", (unsigned long long)u64_at(sought + 4),
-                                      (unsigned long long)u64_at(other.mv_data), direction, (const char *)record.mv_data,
-                                      (Py_ssize_t)record.mv_size);
+        PyObject *row = neighbor_of(plane, u64_at(sought + 4), u64_at(other.mv_data), direction, record.mv_data,
+                                    record.mv_size);
         if (!row || PyList_Append(out, row) < 0) {
             Py_XDECREF(row);
             result = -1;
@@ -229,17 +491,17 @@ static int fixed(const Py_buffer *view, Py_ssize_t len, const char *what) {
 }
 
 static PyObject *neighbors(PyObject *self, PyObject *args) {
-    PyObject *txn_obj, *tables, *edges_obj;
+    PyObject *txn_obj, *tables, *edges_obj, *plane;
     Py_buffer prefix, plane_group, inv_at;
-    if (!PyArg_ParseTuple(args, "OO!Oy*y*y*", &txn_obj, &PyTuple_Type, &tables, &edges_obj, &prefix, &plane_group,
-                          &inv_at))
+    if (!PyArg_ParseTuple(args, "OO!Oy*y*y*O!", &txn_obj, &PyTuple_Type, &tables, &edges_obj, &prefix, &plane_group,
+                          &inv_at, &PyLong_Type, &plane))
         return NULL;
     PyObject *out = NULL;
     MDB_cursor *edges = NULL;
     MDB_txn *txn = txn_of(txn_obj, 1);
     MDB_dbi edges_dbi;
     if (!fixed(&plane_group, 4, "plane_group") || !fixed(&inv_at, SEQ, "inv_at")) goto done;
-    if (!txn || !dbi_of(edges_obj, &edges_dbi)) {
+    if (!txn || !finish || !dbi_of(edges_obj, &edges_dbi)) {
         out = Py_NewRef(Py_None);
         goto done;
     }
@@ -256,7 +518,7 @@ static PyObject *neighbors(PyObject *self, PyObject *args) {
             Py_SETREF(out, Py_NewRef(Py_None));
             break;
         }
-        int r = walk(txn, adj, edges, PyTuple_GET_ITEM(table, 1), &prefix, plane_group.buf, inv_at.buf, out);
+        int r = walk(txn, adj, edges, plane, PyTuple_GET_ITEM(table, 1), &prefix, plane_group.buf, inv_at.buf, out);
         if (r < 0) {
             Py_CLEAR(out);
             break;
@@ -276,9 +538,10 @@ done:
 
 /* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
 static PyObject *node_by_key(PyObject *self, PyObject *args) {
-    PyObject *txn_obj, *keys_obj, *nodes_obj;
+    PyObject *txn_obj, *keys_obj, *nodes_obj, *plane;
     Py_buffer group, plane_group, inv_at;
-    if (!PyArg_ParseTuple(args, "OOOy*y*y*", &txn_obj, &keys_obj, &nodes_obj, &group, &plane_group, &inv_at))
+    if (!PyArg_ParseTuple(args, "OOOy*y*y*O!", &txn_obj, &keys_obj, &nodes_obj, &group, &plane_group, &inv_at,
+                          &PyLong_Type, &plane))
         return NULL;
     PyObject *out = NULL;
     MDB_cursor *cur = NULL;
@@ -286,7 +549,8 @@ static PyObject *node_by_key(PyObject *self, PyObject *args) {
     MDB_dbi keys_dbi, nodes_dbi;
     unsigned char sought[MAX_KEY];
     if (!fixed(&plane_group, 4, "plane_group") || !fixed(&inv_at, SEQ, "inv_at")) goto done;
-    if (!txn || !dbi_of(keys_obj, &keys_dbi) || !dbi_of(nodes_obj, &nodes_dbi) || group.len + SEQ > MAX_KEY - 1) {
+    if (!txn || !finish_node || !dbi_of(keys_obj, &keys_dbi) || !dbi_of(nodes_obj, &nodes_dbi) ||
+        group.len + SEQ > MAX_KEY - 1) {
         out = Py_NewRef(Py_False); /* the reference's to answer */
         goto done;
     }
@@ -334,7 +598,7 @@ static PyObject *node_by_key(PyObject *self, PyObject *args) {
         lmdb_failed("mdb_cursor_get", rc);
         goto done;
     }
-    out = Py_BuildValue("(Ky#)", (unsigned long long)node_id, (const char *)record.mv_data, (Py_ssize_t)record.mv_size);
+    out = node_of(plane, node_id, record.mv_data, record.mv_size);
 done:
     if (cur) lm_cursor_close(cur);
     PyBuffer_Release(&group);
@@ -345,9 +609,10 @@ done:
 
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "Find LMDB's functions in py-lmdb's loaded extension; the types to accept."},
+    {"records", records, METH_VARARGS, "The Edge and Neighbor types, their field names, and the Python decoding."},
     {"probe", probe, METH_VARARGS, "What the layout guard compares with py-lmdb's own answers."},
     {"neighbors", neighbors, METH_VARARGS, "A node's adjacency walk with each edge's record, at one seq."},
-    {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq: (id, record) or None."},
+    {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq, or None."},
     {NULL, NULL, 0, NULL},
 };
 

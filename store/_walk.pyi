@@ -1,7 +1,21 @@
+from collections.abc import Callable
 from typing import Literal
+
+from drsg.store.records import Edge, Neighbor, Node
 
 def bind(path: str, transaction: type, database: type, error: type[BaseException], /) -> None: ...
 def probe(txn: object, db: object, /) -> tuple[int, int, int, int, int, bool]: ...
+def records(
+    edge: type[Edge],
+    neighbor: type[Neighbor],
+    node: type[Node],
+    edge_fields: tuple[str, ...],
+    neighbor_fields: tuple[str, ...],
+    node_fields: tuple[str, ...],
+    finish: Callable[[int, int, int, str, bytes], Neighbor],
+    finish_node: Callable[[int, int, bytes], Node],
+    /,
+) -> None: ...
 def neighbors(
     txn: object,
     tables: tuple[tuple[object, str], ...],
@@ -9,8 +23,9 @@ def neighbors(
     prefix: bytes,
     plane_group: bytes,
     inv_at: bytes,
+    plane: int,
     /,
-) -> list[tuple[int, int, str, bytes]] | None: ...
+) -> list[Neighbor] | None: ...
 def node_by_key(
-    txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, /
-) -> tuple[int, bytes] | Literal[False] | None: ...
+    txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
+) -> Node | Literal[False] | None: ...

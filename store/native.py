@@ -11,12 +11,17 @@ equal).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 import lmdb
 import structlog
+
+from drsg.kernel.values import unpack
+from drsg.store.records import Edge, Neighbor, Node, edge_of, node_of
 
 log = structlog.get_logger("drsg.store")
 
@@ -30,6 +35,18 @@ class Walk(Protocol):
 
     def bind(self, path: str, transaction: type, database: type, error: type[BaseException], /) -> None: ...
     def probe(self, txn: object, db: object, /) -> tuple[int, int, int, int, int, bool]: ...
+    def records(
+        self,
+        edge: type[Edge],
+        neighbor: type[Neighbor],
+        node: type[Node],
+        edge_fields: tuple[str, ...],
+        neighbor_fields: tuple[str, ...],
+        node_fields: tuple[str, ...],
+        finish: Callable[[int, int, int, str, bytes], Neighbor],
+        finish_node: Callable[[int, int, bytes], Node],
+        /,
+    ) -> None: ...
     def neighbors(
         self,
         txn: object,
@@ -38,11 +55,12 @@ class Walk(Protocol):
         prefix: bytes,
         plane_group: bytes,
         inv_at: bytes,
+        plane: int,
         /,
-    ) -> list[tuple[int, int, str, bytes]] | None: ...
+    ) -> list[Neighbor] | None: ...
     def node_by_key(
-        self, txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, /
-    ) -> tuple[int, bytes] | Literal[False] | None: ...
+        self, txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
+    ) -> Node | Literal[False] | None: ...
 
 
 _checked: Walk | None = None  # the module once bound and checked, else None
@@ -95,6 +113,9 @@ def _load() -> Walk | None:
 
 def check(module: Walk) -> str | None:
     """Bind ``module`` and check the layout it reads; why not to use it, or None when it agrees."""
+    made = _records(module)
+    if made is not None:
+        return made
     if lmdb.__version__ != PINNED_LMDB:
         return f"py-lmdb {lmdb.__version__}, not {PINNED_LMDB} whose layout was checked"
     extension = sys.modules.get("lmdb.cpython")
@@ -106,6 +127,36 @@ def check(module: Walk) -> str | None:
             return _agrees(module, path, scratch)
     except (lmdb.Error, OSError, ImportError, TypeError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
+
+
+def _records(module: Walk) -> str | None:
+    """Tell the module the records it makes, after checking they are what it makes them as: slots
+    dataclasses whose __init__ sets each field in order and does nothing more."""
+    shapes = (
+        (Edge, ("plane", "id", "src", "dst", "type", "props")),
+        (Neighbor, ("edge", "node", "direction")),
+        (Node, ("plane", "id", "key", "labels", "props")),
+    )
+    for cls, names in shapes:
+        fields = tuple(f.name for f in dataclasses.fields(cls))
+        if fields != names or getattr(cls, "__slots__", None) != names or hasattr(cls, "__post_init__"):
+            return f"{cls.__name__} is not the slots record {names} the C walk makes"
+    try:
+        module.records(Edge, Neighbor, Node, shapes[0][1], shapes[1][1], shapes[2][1], _finish, _finish_node)
+    except (TypeError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _finish(plane: int, edge_id: int, other: int, direction: str, record: bytes) -> Neighbor:
+    """A Neighbor whose record the C walk leaves to Python (an extension type in it, another shape,
+    damage): the Python walk's decoding, and its error."""
+    return Neighbor(edge_of(plane, edge_id, unpack(record)), other, direction)
+
+
+def _finish_node(plane: int, node_id: int, record: bytes) -> Node:
+    """A Node whose record the C lookup leaves to Python, as :func:`_finish` an edge's."""
+    return node_of(plane, node_id, unpack(record))
 
 
 def _agrees(module: Walk, path: str, scratch: str) -> str | None:

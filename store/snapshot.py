@@ -208,9 +208,18 @@ class Snapshot:
         return keys.read_u64(held[-1]) if held else None
 
     def node_by_key(self, plane: int, key: str) -> Node | None:
-        """:meth:`node_id_by_key`'s seek written out here: a lookup by key is the read users make most."""
-        cur = self._cursors.get("keys") or self._cursor("keys")
+        """:meth:`node_id_by_key`'s seek written out here: a lookup by key is the read users make most.
+        A read transaction looks up in C (store/_walk.c), as :meth:`neighbors` walks."""
         group = keys.key_group(plane, key)
+        walk = native.walker()
+        if walk is not None:
+            dbs = self.dbs
+            node = walk.node_by_key(
+                self.txn, dbs["keys"], dbs["nodes"], group, keys.plane_group(plane), self._inv_at, plane
+            )
+            if node is not False:
+                return node
+        cur = self._cursors.get("keys") or self._cursor("keys")
         if not cur.set_range(group + self._inv_at):
             return None
         found, value = cur.item()
@@ -269,17 +278,10 @@ class Snapshot:
         txn, dbs = self.txn, self.dbs
         walk = native.walker()
         if walk is not None:  # the same walk in C (store/_walk.c): None when this read is not its to make
-            tables = _TABLES[direction]
-            rows = walk.neighbors(txn, tuple((dbs[db], db) for db in tables), dbs["edges"], prefix, plane_group, inv_at)
+            tables = tuple((dbs[db], db) for db in _TABLES[direction])
+            rows = walk.neighbors(txn, tables, dbs["edges"], prefix, plane_group, inv_at, plane)
             if rows is not None:
-                for edge_id, end, db, record in rows:
-                    try:
-                        src, dst, edge_type_, props = decode(record)
-                    except (TypeError, ValueError):
-                        edge = edge_of(plane, edge_id, decode(record))  # says what is wrong with it
-                    else:
-                        edge = Edge(plane, edge_id, src, dst, edge_type_, props)
-                    yield Neighbor(edge, end, db)
+                yield from rows
                 return
         edges = self._cursor("edges")
         edge_seek, edge_item = edges.set_range, edges.item

@@ -1,8 +1,10 @@
-"""The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row.
+"""The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row, and its
+lookup by key the same node.
 
-Random workloads — nodes and edges created, edges retyped and given new properties, edges and nodes
-deleted, over several commits in two planes — then every node (and one that never was) read at every
-seq, in every direction, with each edge type filter and none, once by each walk."""
+Random workloads — nodes (keyed or not, a key held again after its node is deleted) and edges
+created, nodes and edges given new properties, edges retyped, edges and nodes deleted, over several
+commits in two planes — then every node (and one that never was) read at every seq, in every
+direction, with each edge type filter and none, and every key looked up, once by each path."""
 
 from __future__ import annotations
 
@@ -20,15 +22,24 @@ from drsg.api.database import Database
 from drsg.store import native
 from drsg.store.records import Neighbor
 from drsg.store.snapshot import Snapshot
+from tests.property.test_store_model import values
 
 TYPES = ("A", "B", "C")
 PLANES = ("p", "q")
+KEYS = ("k0", "k1", "k2", "ключ", "k" * 40)  # a key may be held again once its node is deleted
+# Property values of every kind the store keeps, long ones too (str 8/16, array 16, map 16 headers):
+# what the C walk decodes itself, and vectors and described values, which it leaves to Python.
+_long = st.one_of(
+    st.text(min_size=32, max_size=300), st.lists(st.integers(-(2**63), 2**63 - 1), min_size=16, max_size=20)
+)
+_props = st.dictionaries(st.sampled_from(["w", "Ω", "x" * 40]), st.one_of(values, _long), max_size=3)
 
 _op = st.one_of(
-    st.tuples(st.just("node"), st.sampled_from(PLANES)),
+    st.tuples(st.just("node"), st.sampled_from(PLANES), st.sampled_from([None, *KEYS])),
+    st.tuples(st.just("renode"), st.integers(0, 99), _props, st.lists(st.sampled_from(["N", "M", "Ω"]), max_size=2)),
     st.tuples(st.just("edge"), st.integers(0, 99), st.integers(0, 99), st.sampled_from(TYPES), st.integers(0, 9)),
     st.tuples(st.just("retype"), st.integers(0, 99), st.sampled_from(TYPES)),
-    st.tuples(st.just("reprop"), st.integers(0, 99), st.integers(0, 9)),
+    st.tuples(st.just("reprop"), st.integers(0, 99), _props),
     st.tuples(st.just("delete_edge"), st.integers(0, 99)),
     st.tuples(st.just("delete_node"), st.integers(0, 99)),
 )
@@ -48,7 +59,9 @@ def apply(tx: Any, g: Graph, op: tuple[Any, ...]) -> None:
     kind = op[0]
     if kind == "node":
         plane = tx.plane(op[1])
-        node = tx.create_node(plane, None, ["N"], {})
+        if op[2] is not None and tx.view.node_id_by_key(plane.id, op[2]) is not None:
+            return  # held
+        node = tx.create_node(plane, op[2], ["N"], {})
         g.nodes[node.id] = (op[1], plane.id)
         g.ever.add((plane.id, node.id))
         return
@@ -63,7 +76,11 @@ def apply(tx: Any, g: Graph, op: tuple[Any, ...]) -> None:
         edge = tx.create_edge(tx.plane(name), src, dst, op[3], {"w": op[4]})
         g.edges[edge.id] = (name, src, dst)
         return
-    if not (g.edges if kind != "delete_node" else g.nodes):
+    if not (g.nodes if kind in ("delete_node", "renode") else g.edges):
+        return
+    if kind == "renode":
+        node_id = sorted(g.nodes)[op[1] % len(g.nodes)]
+        tx.update_node(tx.plane(g.nodes[node_id][0]), node_id, op[2], labels=op[3])
         return
     if kind == "delete_node":
         node_id = sorted(g.nodes)[op[1] % len(g.nodes)]
@@ -75,7 +92,7 @@ def apply(tx: Any, g: Graph, op: tuple[Any, ...]) -> None:
     if kind == "retype":
         tx.update_edge(plane, edge_id, edge_type=op[2])
     elif kind == "reprop":
-        tx.update_edge(plane, edge_id, {"w": op[2], "v": [op[2], "x"]})
+        tx.update_edge(plane, edge_id, op[2])
     else:
         tx.delete_edge(plane, edge_id)
         del g.edges[edge_id]
@@ -131,5 +148,11 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                         python, c = walks(snap, plane, node, direction, edge_type)
                         assert c == python, (at, plane, node, direction, edge_type)
                         seen += len(c)
+            for plane in {p for p, _ in probes}:
+                for key in (*KEYS, "never"):
+                    native.use_native(False)
+                    python_node = snap.node_by_key(plane, key)
+                    native.use_native(True)
+                    assert snap.node_by_key(plane, key) == python_node, (at, plane, key)
     if g.edges:
         assert seen > 0  # the walks were not all empty

@@ -17,8 +17,15 @@ from structlog.testing import capture_logs
 import drsg
 import drsg.store
 from drsg.api.database import Database
-from drsg.store import _walk, native
+from drsg.kernel.errors import DamagedDatabase
+from drsg.kernel.values import Value, Vector
+from drsg.store import _walk, keys, native
+from drsg.store.records import Edge, Neighbor, Node
 from drsg.store.transaction import WriteTx
+
+EDGE_FIELDS = ("plane", "id", "src", "dst", "type", "props")
+NEIGHBOR_FIELDS = ("edge", "node", "direction")
+NODE_FIELDS = ("plane", "id", "key", "labels", "props")
 
 
 @pytest.fixture
@@ -75,7 +82,7 @@ def test_the_check_passes_on_this_py_lmdb_and_the_walk_is_bound(db: Database) ->
     native.recheck()
     assert native.check(_walk) is None
     assert native.walker() is _walk
-    zeros = (b"\0" * 12, b"\0" * 4, b"\0" * 8)  # prefix, plane, inverted seq: no node has them
+    zeros = (b"\0" * 12, b"\0" * 4, b"\0" * 8, 0)  # prefix, plane, inverted seq: no node has them
     with db.snapshot() as snap:  # a read transaction: the C walk's; a write's is not (None: the Python walk's)
         assert _walk.neighbors(snap.txn, ((snap.dbs["out"], "out"),), snap.dbs["edges"], *zeros) == []
     in_write = db.write(lambda tx: _walk.neighbors(tx.txn, ((tx.dbs["out"], "out"),), tx.dbs["edges"], *zeros))
@@ -87,7 +94,11 @@ def test_a_layout_that_disagrees_falls_back_with_one_debug_line(db: Database, mo
     expected = neighbours_of_a(db)
     assert len(expected) == 3
     broken = SimpleNamespace(
-        bind=_walk.bind, probe=shifted_probe, neighbors=_walk.neighbors, node_by_key=_walk.node_by_key
+        bind=_walk.bind,
+        records=_walk.records,
+        probe=shifted_probe,
+        neighbors=_walk.neighbors,
+        node_by_key=_walk.node_by_key,
     )
     assert native.check(broken) is not None and "layout check failed" in str(native.check(broken))  # type: ignore[arg-type]
     plant(monkeypatch, broken)
@@ -124,3 +135,92 @@ def test_forcing_the_python_walk_gives_the_same_rows(db: Database) -> None:
     assert neighbours_of_a(db) == with_c
     native.use_native(True)
     assert native.walker() is _walk
+
+
+#: One edge property per msgpack header the C walk decodes itself (the edge record is [src, dst,
+#: type, props]: a fixarray, ints, a str, a map).
+EVERY_HEADER: dict[str, Value] = {
+    "fixint": 7,
+    "negative fixint": -7,
+    "int8": -100,
+    "int16": -30_000,
+    "int32": -2_000_000_000,
+    "int64": -(2**63),
+    "uint8": 200,
+    "uint16": 60_000,
+    "uint32": 4_000_000_000,
+    "uint64": 2**63 - 1,
+    "float64": -1.5e-300,
+    "zero": -0.0,
+    "nil": None,
+    "bools": [True, False],
+    "str8": "é" * 20,
+    "str16": "ω" * 200,
+    "str32": "x" * 70_000,
+    "bin8": b"\x00\xff",
+    "bin16": b"b" * 300,
+    "array16": list(range(20)),
+    "map16": {f"k{i}": {"nested": [i, str(i)]} for i in range(20)},
+}
+
+
+def test_every_header_decodes_in_c_as_msgpack_does(db: Database) -> None:
+    def edge(tx: WriteTx) -> None:
+        tx.create_edge(tx.plane("p"), "@b", "@c", "ALL", EVERY_HEADER)
+        tx.create_node(tx.plane("p"), "h" * 300, ["N", "Ω"], EVERY_HEADER)
+
+    db.write(edge)
+    finished: list[int] = []
+
+    def counting(plane: int, edge_id: int, other: int, direction: str, record: bytes) -> Neighbor:
+        finished.append(edge_id)
+        return native._finish(plane, edge_id, other, direction, record)
+
+    def counting_node(plane: int, node_id: int, record: bytes) -> Node:
+        finished.append(node_id)
+        return native._finish_node(plane, node_id, record)
+
+    native.recheck()
+    assert native.walker() is _walk
+    _walk.records(Edge, Neighbor, Node, EDGE_FIELDS, NEIGHBOR_FIELDS, NODE_FIELDS, counting, counting_node)
+    try:
+        with db.snapshot() as snap:
+            plane = snap.plane("p").id
+            b = snap.node_id_by_key(plane, "b")
+            assert b is not None
+            with_c = list(snap.neighbors(plane, b, "out", "ALL"))
+            node_c = snap.node_by_key(plane, "h" * 300)
+            native.use_native(False)
+            python = list(snap.neighbors(plane, b, "out", "ALL"))
+            node_python = snap.node_by_key(plane, "h" * 300)
+    finally:
+        native.recheck()
+    assert finished == [] and with_c == python and with_c[0].edge.props == EVERY_HEADER
+    assert node_c == node_python and node_c is not None and node_c.props == EVERY_HEADER
+    assert repr(with_c[0].edge.props["zero"]) == "-0.0"
+
+
+def test_a_record_c_does_not_decode_is_the_python_walks_to_make(db: Database) -> None:
+    """A vector (an extension type) in the record: Python decodes it; a damaged record: Python's error."""
+    db.write(lambda tx: tx.create_edge(tx.plane("p"), "@b", "@a", "V", {"v": Vector.of([1.0, 2.0])}))
+    native.recheck()
+    with db.snapshot() as snap:
+        plane = snap.plane("p").id
+        b = snap.node_id_by_key(plane, "b")
+        assert b is not None
+        (with_c,) = snap.neighbors(plane, b, "out", "V")
+        assert with_c.edge.props == {"v": Vector.of([1.0, 2.0])}
+        edge_id = with_c.edge.id
+    env = db.env.env
+    with env.begin(write=True) as txn:  # damage the record in place: a msgpack map where a list was
+        cur = txn.cursor(db=db.env.dbs["edges"])
+        assert cur.set_range(keys.edge_group(plane, edge_id))
+        txn.put(cur.key(), b"\x81\xa1a\x01", db=db.env.dbs["edges"])
+    errors = []
+    for on in (True, False):
+        native.use_native(on)
+        with pytest.raises(DamagedDatabase) as caught, db.snapshot() as snap:
+            list(snap.neighbors(plane, b, "out", "V"))
+        errors.append(str(caught.value))
+    native.use_native(True)
+    assert errors[0] == errors[1] and "not [src, dst, type, props]" in errors[0]
