@@ -156,6 +156,29 @@ def edge_delete(tx: WriteTx, args: dict[str, Json]) -> Json:
     return {"deleted": True, "edge": edge_id}
 
 
+# --------------------------------------------------------------------------- the library's (drsg.api.Plane's)
+#
+# Its references are WriteTx's: an id, ``@key`` or a bare key, named as given when they name no node;
+# deleting what is not there is NotFound, and a deletion answers what it deleted (read back at the
+# commit before it).
+
+
+def edge_link(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.plane(_str(args, "plane"))
+    props = props_from_json(args.get("properties"))
+    return {"edge": tx.create_edge(plane, _ref(args, "src"), _ref(args, "dst"), _str(args, "type"), props).id}
+
+
+def edge_unlink(tx: WriteTx, args: dict[str, Json]) -> Json:
+    return {"edge": tx.delete_edge(tx.plane(_str(args, "plane")), _int(args, "edge")).id}
+
+
+def node_remove(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """A node and every edge at it; how many edges went with it."""
+    gone = tx.delete_node(tx.plane(_str(args, "plane")), _ref(args, "node"))
+    return {"node": gone.id, "edges": sum(1 for m in tx.mutations if m.op == "edge.delete")}
+
+
 STORE_OPS: dict[str, IntentOp] = {
     "plane.create": plane_create,
     "plane.rename": plane_rename,
@@ -167,6 +190,9 @@ STORE_OPS: dict[str, IntentOp] = {
     "edge.create": edge_create,
     "edge.update": edge_update,
     "edge.delete": edge_delete,
+    "edge.link": edge_link,
+    "edge.unlink": edge_unlink,
+    "node.remove": node_remove,
 }
 
 #: Every operation an intent may name. One table for every process (see store/intents.py).

@@ -20,6 +20,7 @@ import struct
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from drsg.kernel.errors import (
     BadValue,
@@ -33,6 +34,7 @@ from drsg.kernel.errors import (
 )
 from drsg.kernel.values import Json, pack, unpack
 from drsg.store.transaction import WriteTx
+from drsg.store.writer import CommitResult
 
 #: An operation: the commit function an intent's arguments make, returning its answer as JSON.
 IntentOp = Callable[[WriteTx, dict[str, Json]], Json]
@@ -109,6 +111,14 @@ class IntentOps:
 
     def commit_function(self, intent: Intent) -> Callable[[WriteTx], Json]:
         return lambda tx: self.run(tx, intent)
+
+
+def answered(done: CommitResult[Json], name: str) -> Any:
+    """A field of an intent's answer (store/intent_ops.py says each operation's)."""
+    value = done.value
+    if not isinstance(value, dict) or name not in value:
+        raise TypeError(f"an intent's answer has no {name!r}: {value!r}")
+    return value[name]
 
 
 def encode_intent(ts: int, origin: dict[str, Json], intent: Intent) -> bytes:

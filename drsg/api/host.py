@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    from drsg.api.plane import Plane
     from drsg.api.points import AsOfLike
     from drsg.kernel.asof import AsOf
     from drsg.kernel.settings import Settings
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from drsg.store.database import Database as StoreDatabase
     from drsg.store.database import _ReadHold
     from drsg.store.diff import PlaneDiff
+    from drsg.store.intents import Intent
     from drsg.store.jsonl import ImportReport
     from drsg.store.snapshot import Snapshot
     from drsg.store.transaction import WriteTx
@@ -47,6 +49,8 @@ class Host(Protocol):
     @property
     def store(self) -> StoreDatabase: ...
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]: ...
+    def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]: ...
+    def plane_written(self, done: CommitResult[Json]) -> Plane: ...
     def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]: ...
     def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff: ...
     def import_jsonl(

@@ -16,10 +16,10 @@ from typing import IO, TYPE_CHECKING, Any
 from drsg.api.points import AsOfLike, as_of_of
 from drsg.api.results import AskAnswer, Deleted, Digested, Hit, Linked, Neighbour, PlaneSummary, Vectorized, Written
 from drsg.kernel.errors import NotFound
-from drsg.kernel.values import Vector
-from drsg.store.records import Node, Version
+from drsg.kernel.values import Vector, props_to_json
+from drsg.store.intents import Intent, answered
+from drsg.store.records import Edge, Node, Version
 from drsg.store.records import Plane as PlaneRecord
-from drsg.store.transaction import WriteTx
 
 if TYPE_CHECKING:
     from drsg.api.feed import Feed
@@ -33,7 +33,13 @@ if TYPE_CHECKING:
     from drsg.store.diff import PlaneDiff
     from drsg.store.jsonl import ImportReport
     from drsg.store.snapshot import Snapshot
+    from drsg.store.writer import CommitResult
     from drsg.workers.cypher.result import CypherResult
+
+
+def _before(seq: int | None) -> int | None:
+    """The commit before ``seq``: where what ``seq`` deleted was last there."""
+    return None if seq is None else seq - 1
 
 
 def _ref(ref: int | str) -> int | str:
@@ -119,32 +125,46 @@ class Plane(PlaneRecord):
     ) -> Written:
         """Create a node, or update the node with this key (labels added, properties merged; with
         ``replace``, both replaced)."""
-        mode = "replace" if replace else "update"
-        done = self.db.write(
-            lambda tx: tx.put_node(tx.plane(self.name), key, list(labels), props, mode=mode), self.db.origin
-        )
-        return Written(done.value.op, done.value.node, done.seq)
+        args: dict[str, Json] = {"key": key, "labels": list(labels), "properties": props_to_json(props or {})}
+        done = self._submit("node.put", {**args, "mode": "replace" if replace else "update"})
+        return Written(answered(done, "op"), self._node_at(done.seq, answered(done, "node")), done.seq)
 
     def link(self, src: int | str, dst: int | str, type: str, props: Mapping[str, Value] | None = None) -> Linked:
         """Make an edge ``src -[type]-> dst`` (nodes by id or key)."""
         # the store reads an id, a key or an @key, and names the reference as given when it is none
-        done = self.db.write(lambda tx: tx.create_edge(tx.plane(self.name), src, dst, type, props), self.db.origin)
-        return Linked(done.value, done.seq)
+        args: dict[str, Json] = {"src": src, "dst": dst, "type": type, "properties": props_to_json(props or {})}
+        done = self._submit("edge.link", args)
+        return Linked(self._edge_at(done.seq, answered(done, "edge")), done.seq)
 
     def unlink(self, edge_id: int) -> Linked:
         """Delete one edge by id; returns the edge as it was."""
-        done = self.db.write(lambda tx: tx.delete_edge(tx.plane(self.name), edge_id), self.db.origin)
-        return Linked(done.value, done.seq)
+        done = self._submit("edge.unlink", {"edge": edge_id})
+        return Linked(self._edge_at(_before(done.seq), edge_id), done.seq)
 
     def delete(self, ref: int | str) -> Deleted:
         """Delete a node and every edge at it."""
+        done = self._submit("node.remove", {"node": ref})
+        return Deleted(self._node_at(_before(done.seq), answered(done, "node")), answered(done, "edges"), done.seq)
 
-        def delete(tx: WriteTx) -> tuple[Node, int]:
-            gone = tx.delete_node(tx.plane(self.name), ref)
-            return gone, sum(1 for m in tx.mutations if m.op == "edge.delete")
+    def _submit(self, op: str, args: dict[str, Json]) -> CommitResult[Json]:
+        """A write of this plane's as an intent (store/intent_ops.py), so on a Kafka log it is
+        decided where it lands and never conflicts with other nodes' writes."""
+        return self.db.submit(Intent(op, {"plane": self.name, **args}), self.db.origin)
 
-        done = self.db.write(delete, self.db.origin)
-        return Deleted(done.value[0], done.value[1], done.seq)
+    def _node_at(self, seq: int | None, node_id: int) -> Node:
+        """The node as commit ``seq`` left it (None: as it is now)."""
+        with self.db.snapshot(seq) as snap:
+            node = snap.node(self.id, node_id)
+        if node is None:
+            raise NotFound(f"node {node_id} is not in plane {self.name!r} at commit {seq}")
+        return node
+
+    def _edge_at(self, seq: int | None, edge_id: int) -> Edge:
+        with self.db.snapshot(seq) as snap:
+            edge = snap.edge(self.id, edge_id)
+        if edge is None:
+            raise NotFound(f"edge {edge_id} is not in plane {self.name!r} at commit {seq}")
+        return edge
 
     # ------------------------------------------------------------------ the plane itself
 
@@ -164,17 +184,15 @@ class Plane(PlaneRecord):
 
     def rename(self, to: str) -> Plane:
         """Rename the plane (its id and contents stay); returns it under its new name."""
-        done = self.db.write(lambda tx: tx.rename_plane(self.name, to), self.db.origin)
-        return Plane(self.db, done.value, done.seq)
+        return self.db.plane_written(self._submit("plane.rename", {"to": to}))
 
     def set_props(self, props: Mapping[str, Value]) -> Plane:
         """Set properties of the plane, merged into the ones it has; returns it as it now is."""
-        done = self.db.write(lambda tx: tx.set_plane_props(self.name, props), self.db.origin)
-        return Plane(self.db, done.value, done.seq)
+        return self.db.plane_written(self._submit("plane.set_props", {"properties": props_to_json(props)}))
 
     def drop(self) -> int | None:
         """Drop the plane; its contents stay readable as of the commit before the one returned."""
-        return self.db.write(lambda tx: tx.drop_plane(self.name), self.db.origin).seq
+        return self._submit("plane.drop", {}).seq
 
     # ------------------------------------------------------------------ JSONL
 

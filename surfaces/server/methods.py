@@ -24,7 +24,7 @@ from drsg import __version__
 from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
 from drsg.kernel.values import Json, props_to_json
 from drsg.store.intent_ops import find_node
-from drsg.store.intents import Intent
+from drsg.store.intents import Intent, answered
 from drsg.store.records import IndexDecl, Plane, indexes_json
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
@@ -88,13 +88,6 @@ async def plane_list(ctx: ServerState, p: Params) -> Any:
             return [plane_card(snap, plane) for plane in snap.planes()]
 
     return await ctx.read(planes)
-
-
-def answered(done: CommitResult[Json], name: str) -> Any:
-    """A field of an intent's answer (store/intent_ops.py says each operation's)."""
-    value = done.value
-    assert isinstance(value, dict)
-    return value[name]
 
 
 def written_plane(ctx: ServerState, done: CommitResult[Json]) -> dict[str, Any]:
