@@ -2,12 +2,14 @@
 
 structlog's import loads rich, when installed, to choose its console's traceback formatter: ≈0.1 s
 of every command's start, for a line that carries an exception. This module imports structlog with
-rich hidden and gives the console renderer the formatter structlog would have chosen, loaded on the
+rich hidden and gives the console renderer the formatter structlog would have chosen, made on the
 first exception it renders: the same output, paid for only when there is a traceback to draw.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import logging
 import sys
 from typing import TextIO
@@ -28,24 +30,27 @@ def _import_structlog_without_rich() -> None:
 _import_structlog_without_rich()
 
 import structlog  # noqa: E402  # after the import above, which is what makes this one cheap
-from structlog.typing import ExcInfo  # noqa: E402
+from structlog.typing import ExceptionRenderer, ExcInfo  # noqa: E402
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
-def console_traceback(sio: TextIO, exc_info: ExcInfo) -> None:
-    """structlog's own default for a console without colours: rich's monochrome traceback when rich is
-    installed (loaded now, into the names structlog.dev's formatter reads), else its plain one."""
-    from structlog import dev
+@functools.cache
+def _stock_console_formatter() -> ExceptionRenderer:
+    """structlog.dev's default for a console without colours, chosen as its import chooses it (rich's
+    monochrome traceback when rich is installed, else the plain one): by a private copy of the module
+    run now, as the one in sys.modules ran with rich hidden."""
+    spec = importlib.util.find_spec("structlog.dev")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    formatter: ExceptionRenderer = module.default_monochrome_exception_formatter
+    return formatter
 
-    try:
-        from rich.console import Console
-        from rich.traceback import Traceback
-    except ImportError:
-        dev.plain_traceback(sio, exc_info)
-        return
-    vars(dev).update(Console=Console, Traceback=Traceback)  # hidden from structlog.dev's import above
-    dev.RichTracebackFormatter(color_system=None)(sio, exc_info)
+
+def console_traceback(sio: TextIO, exc_info: ExcInfo) -> None:
+    """The console renderer's exception formatter: structlog's stock one, made on first use."""
+    _stock_console_formatter()(sio, exc_info)
 
 
 def configure(level: str = "warning", fmt: str = "auto") -> None:

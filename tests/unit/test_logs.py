@@ -55,3 +55,10 @@ def test_a_console_exception_renders_as_structlogs_default_with_rich() -> None:
     assert "ValueError: boom" in stock and "secret_free_local" in stock  # rich's traceback, with locals
     assert stock.splitlines()[-1] == ours.splitlines()[-1] == "['rich']"  # rich loaded by the exception
     assert ours == stock
+
+
+def test_without_rich_a_console_exception_renders_as_structlogs_plain_default() -> None:
+    missing = "import sys; sys.modules['rich'] = None  # as if rich were not installed\n"
+    stock, ours = _run(missing + _STOCK + _RENDER), _run(missing + _DRSG + _RENDER)
+    assert "ValueError: boom" in stock and "secret_free_local" not in stock  # the plain traceback
+    assert ours == stock
