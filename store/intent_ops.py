@@ -156,6 +156,23 @@ def edge_delete(tx: WriteTx, args: dict[str, Json]) -> Json:
     return {"deleted": True, "edge": edge_id}
 
 
+# --------------------------------------------------------------------------- index declarations
+
+
+def index_declare(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """Declare a search index (idempotent; WriteTx.declare_index's rules); answers its declaration."""
+    options = args.get("options") or {}
+    if not isinstance(options, dict):
+        raise BadValue("`options` must be an object")
+    plane = tx.plane(_str(args, "plane"))
+    return tx.declare_index(plane, _str(args, "kind"), _str(args, "label"), _str(args, "property"), options).to_json()
+
+
+def index_drop(tx: WriteTx, args: dict[str, Json]) -> Json:
+    plane = tx.plane(_str(args, "plane"))
+    return tx.drop_index(plane, _str(args, "kind"), _str(args, "label"), _str(args, "property")).to_json()
+
+
 # --------------------------------------------------------------------------- the library's (drsg.api.Plane's)
 #
 # Its references are WriteTx's: an id, ``@key`` or a bare key, named as given when they name no node;
@@ -193,6 +210,8 @@ STORE_OPS: dict[str, IntentOp] = {
     "edge.link": edge_link,
     "edge.unlink": edge_unlink,
     "node.remove": node_remove,
+    "index.declare": index_declare,
+    "index.drop": index_drop,
 }
 
 #: Every operation an intent may name. One table for every process (see store/intents.py).

@@ -21,6 +21,7 @@ from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.plan.statements import parse_query
 from drsg.store.database import Database
+from drsg.store.intents import Intent
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.context import Context, emit_json
@@ -152,7 +153,8 @@ def _recall_text(recall: float | None) -> str:
 def index_drop(obj: Context, label: str, prop: str, plane: str, kind: str) -> None:
     """Drop a declared index (its sidecar is removed on the next catch-up)."""
     with obj.open(write=True) as db:
-        db.write(lambda tx: tx.drop_index(tx.plane(plane), kind, label, prop), {"via": "cli"})
+        dropped = Intent("index.drop", {"plane": plane, "kind": kind, "label": label, "property": prop})
+        db.submit(dropped, {"via": "cli"})
         _build(db)
     click.echo(f"dropped {kind} index on {label}.{prop}")
 

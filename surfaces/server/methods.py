@@ -25,9 +25,8 @@ from drsg.kernel.errors import INVALID_PARAMS, NotFound, RpcError
 from drsg.kernel.values import Json, props_to_json
 from drsg.store.intent_ops import find_node
 from drsg.store.intents import Intent, answered
-from drsg.store.records import IndexDecl, Plane, indexes_json
+from drsg.store.records import Plane, indexes_json
 from drsg.store.snapshot import Snapshot
-from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.params import Params, as_of, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
@@ -290,12 +289,10 @@ async def index_ensure(ctx: ServerState, p: Params) -> Any:
         raise RpcError(INVALID_PARAMS, 'index.ensure: `language` is for keyword indexes; add "kind": "keyword"')
     options = {"metric": p.get("metric", "cosine")} if kind == "vector" else {"language": p.get("language", "english")}
 
-    def declare(tx: WriteTx) -> IndexDecl:
-        return tx.declare_index(tx.plane(p["plane"]), kind, p["label"], p["property"], options)
-
-    decl = (await ctx.write(declare, "index.ensure")).value
+    args: dict[str, Json] = {"plane": p["plane"], "kind": kind, "label": p["label"], "property": p["property"]}
+    decl = (await ctx.submit(Intent("index.declare", {**args, "options": options}), "index.ensure")).value
     await ctx.read(ctx.indexes.catch_up, limited=False)  # build it now: the next search finds it warm
-    return decl.to_json()
+    return decl
 
 
 @rpc(
@@ -313,11 +310,9 @@ async def index_ensure(ctx: ServerState, p: Params) -> Any:
     },
 )
 async def index_drop(ctx: ServerState, p: Params) -> Any:
-    def drop(tx: WriteTx) -> IndexDecl:
-        return tx.drop_index(tx.plane(p["plane"]), p["kind"], p["label"], p["property"])
-
-    decl = (await ctx.write(drop, "index.drop")).value
-    return {"dropped": True, "kind": decl.kind, "label": decl.label, "property": decl.prop}
+    args: dict[str, Json] = {"plane": p["plane"], "kind": p["kind"], "label": p["label"], "property": p["property"]}
+    dropped = await ctx.submit(Intent("index.drop", args), "index.drop")
+    return {"dropped": True, **{name: answered(dropped, name) for name in ("kind", "label", "property")}}
 
 
 HISTORY_PLANE = param("plane", {"type": "string"}, "Optional: check that this plane exists (the window is the log's).")
