@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
 
 import structlog
 
-from drsg.kernel.errors import ConfigError, NotFound
+from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import REGISTRY, Settings, load
 from drsg.store.database import Database as StoreDatabase
 from drsg.store.lmdb_log import LmdbOptions
@@ -122,22 +122,12 @@ class Database:
 
     def create_plane(self, name: str, props: Mapping[str, Any] | None = None) -> Plane:
         """A new plane (Conflict if the name is taken)."""
+        from drsg.api.plane import written_plane
         from drsg.kernel.values import props_to_json
         from drsg.store.intents import Intent
 
         intent = Intent("plane.create", {"name": name, "properties": props_to_json(props or {})})
-        return self.plane_written(self.submit(intent, self.origin))
-
-    def plane_written(self, done: CommitResult[Json]) -> Plane:
-        """The plane a plane intent (store/intent_ops.py) wrote, as its commit left it."""
-        from drsg.api.plane import Plane
-        from drsg.store.intents import answered
-
-        with self.snapshot(done.seq) as snap:
-            record = snap.plane_by_id(answered(done, "plane"))
-        if record is None:
-            raise NotFound(f"plane {answered(done, 'plane')} is not there at commit {done.seq}")
-        return Plane(self, record, done.seq)
+        return written_plane(self, self.submit(intent, self.origin))
 
     def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff:
         """What changed in the plane called ``plane`` between two commits (seq 0: before the first;

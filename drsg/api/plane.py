@@ -37,6 +37,15 @@ if TYPE_CHECKING:
     from drsg.workers.cypher.result import CypherResult
 
 
+def written_plane(db: Host, done: CommitResult[Json]) -> Plane:
+    """The plane a plane intent (store/intent_ops.py) wrote, as its commit left it."""
+    with db.snapshot(done.seq) as snap:
+        record = snap.plane_by_id(answered(done, "plane"))
+    if record is None:
+        raise NotFound(f"plane {answered(done, 'plane')} is not there at commit {done.seq}")
+    return Plane(db, record, done.seq)
+
+
 def _before(seq: int | None) -> int | None:
     """The commit before ``seq``: where what ``seq`` deleted was last there."""
     return None if seq is None else seq - 1
@@ -184,11 +193,11 @@ class Plane(PlaneRecord):
 
     def rename(self, to: str) -> Plane:
         """Rename the plane (its id and contents stay); returns it under its new name."""
-        return self.db.plane_written(self._submit("plane.rename", {"to": to}))
+        return written_plane(self.db, self._submit("plane.rename", {"to": to}))
 
     def set_props(self, props: Mapping[str, Value]) -> Plane:
         """Set properties of the plane, merged into the ones it has; returns it as it now is."""
-        return self.db.plane_written(self._submit("plane.set_props", {"properties": props_to_json(props)}))
+        return written_plane(self.db, self._submit("plane.set_props", {"properties": props_to_json(props)}))
 
     def drop(self) -> int | None:
         """Drop the plane; its contents stay readable as of the commit before the one returned."""

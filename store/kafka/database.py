@@ -22,6 +22,8 @@ from drsg.kernel.errors import ConfigError, DatabaseUnavailable
 from drsg.kernel.values import Json
 from drsg.store.backends import split_url
 from drsg.store.database import Database, Stats
+from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import IntentOps
 from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.kafka.materialiser import Materialiser, check_pairing, poison_count
 from drsg.store.kafka.writes import KafkaWrites
@@ -56,8 +58,17 @@ class KafkaDatabase(Database):
     """A database on a Kafka log, materialised in the LMDB file ``path`` (see the module)."""
 
     def __init__(
-        self, path: str | os.PathLike[str], log_url: str, *, timeout: float = 5.0, **options: Unpack[LmdbOptions]
+        self,
+        path: str | os.PathLike[str],
+        log_url: str,
+        *,
+        timeout: float = 5.0,
+        ops: IntentOps = INTENT_OPS,
+        **options: Unpack[LmdbOptions],
     ) -> None:
+        """``ops``: the operations intents may name (store/intent_ops.py); every node of a topic
+        must be given the same table."""
+        self.ops = ops
         scheme, location = split_url(log_url)
         if scheme != "kafka":
             raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
@@ -92,7 +103,7 @@ class KafkaDatabase(Database):
         if the topic is new."""
         check_pairing(self.env, self.kafka)
         writes = self._kafka_writes()
-        writes.materialiser = Materialiser(self.env, self.kafka, self.log.publish, writes.file_lock).start()
+        writes.materialiser = Materialiser(self.env, self.kafka, self.log.publish, writes.file_lock, self.ops).start()
         self.catch_up()
         with self.snapshot() as snap:
             has_startup = snap.find_plane(DEFAULT_PLANE) is not None

@@ -339,8 +339,16 @@ class Materialiser:
     """Follows the Kafka log into the local file in a thread of its own; ``publish`` is told each
     new local head (the local log's waiters: the feed, the index workers, waiting writers)."""
 
-    def __init__(self, env: Environment, kafka: KafkaLog, publish: Callable[[int], None], lock: threading.Lock) -> None:
+    def __init__(
+        self,
+        env: Environment,
+        kafka: KafkaLog,
+        publish: Callable[[int], None],
+        lock: threading.Lock,
+        ops: IntentOps = INTENT_OPS,
+    ) -> None:
         self.env = env
+        self.ops = ops  # what intents may name: the same table on every node, or they decide apart
         self.lock = lock  # the file's write transactions in this process (py-lmdb allows one at a time)
         self.kafka = kafka
         self.publish = publish
@@ -444,21 +452,21 @@ class Materialiser:
 
     def _write_locked(self) -> bool:
         try:
-            return write_entries(self.env, self._ready, self.kafka.url)
+            return write_entries(self.env, self._ready, self.kafka.url, self.ops)
         except DrsgError:
             raise  # the file or the disk, not the record: tried again
         except Exception:
             pass
         for i, entry in enumerate(self._ready):
             try:
-                written = write_entries(self.env, [entry], self.kafka.url)
+                written = write_entries(self.env, [entry], self.kafka.url, self.ops)
             except DrsgError:
                 raise
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 log.warning("kafka_record_skipped", url=self.kafka.url, seq=entry.seq, reason=reason)
                 self._ready[i] = entry = entry.skipped(f"unappliable: {reason}", poison=True)
-                written = write_entries(self.env, [entry], self.kafka.url)
+                written = write_entries(self.env, [entry], self.kafka.url, self.ops)
             if not written:  # a staged write began meanwhile: the rest waits for it
                 del self._ready[:i]
                 return False

@@ -18,11 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import drsg
-from drsg.kernel.errors import Conflict, DrsgError, NotFound, UsageError
+from drsg.kernel.errors import Conflict, DrsgError, NotFound, StoreError, UsageError
+from drsg.kernel.values import Json
 from drsg.store.database import Database
+from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import Intent, decode_intent, is_intent
 from drsg.store.jsonl import export_lines
 from drsg.store.kafka.database import KafkaDatabase
+from drsg.store.transaction import WriteTx
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_nodes import tables
 
@@ -188,5 +191,30 @@ def test_a_refusal_is_the_embedded_stores_error_and_is_in_the_log(tmp_path: Path
         assert tables(a) == tables(b)
     finally:
         embedded.close()
+        a.close()
+        b.close()
+
+
+def crash(tx: WriteTx, args: dict[str, Json]) -> Json:
+    raise RuntimeError("a bug in an operation, not a rule the caller broke")
+
+
+def test_an_intent_no_node_can_apply_is_a_poison_record_and_its_caller_is_told(tmp_path: Path, url: str) -> None:
+    ops = INTENT_OPS | {"test.crash": crash}  # every node given the same table
+    a, b = (KafkaDatabase(tmp_path / f"{name}.drsg", url, ops=ops) for name in "ab")
+    try:
+        # no decision (nothing the caller asked for is refused by a rule): the record's fault — kept
+        # as an empty commit on every node, counted, and the nodes go on
+        with pytest.raises(StoreError, match=r"could not be applied \(unappliable: RuntimeError: a bug"):
+            a.submit(Intent("test.crash", {}))
+        after = a.submit(Intent("node.put", {"plane": "startup", "key": "next"}))
+        assert after.value == {"op": "created", "node": 1}
+        b.catch_up(after.seq)
+        for db in (a, b):
+            assert db.poison_records == 1
+            (skipped,) = [c.origin["skipped"] for c in db.commits() if "skipped" in c.origin]
+            assert str(skipped).startswith("unappliable: RuntimeError")
+        assert tables(a) == tables(b)
+    finally:
         a.close()
         b.close()
