@@ -363,6 +363,7 @@ class Materialiser:
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)
+        self._stepping = threading.Lock()  # one round at a time: the follower's, or a waiting writer's
         self._offered_lock = threading.Lock()
 
     def start(self) -> Materialiser:
@@ -425,6 +426,23 @@ class Materialiser:
         self.publish(head)
         return True
 
+    def help(self, done: Callable[[], bool]) -> None:
+        """Run rounds in the calling thread — a writer waiting for its own commit — until ``done()``
+        or nothing moves, unless the follower is in one: the commit is materialised without waking
+        another thread and back. What fails here is left to the follower, which tries again and
+        says why."""
+        if not self._stepping.acquire(blocking=False):
+            return
+        try:
+            while not done() and self.step():
+                pass
+        except Exception:
+            pass
+        finally:
+            self._stepping.release()
+        with self._progress:
+            self._progress.notify_all()
+
     def offer(self, record: Record) -> None:
         """A record as the broker holds it at ``record.seq`` (one this process has just produced,
         or one the log's watcher has read): when it is next to judge, it is judged from these bytes
@@ -475,7 +493,8 @@ class Materialiser:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                moved = self.step()
+                with self._stepping:
+                    moved = self.step()
                 self.error = None
                 with self._progress:
                     self._progress.notify_all()

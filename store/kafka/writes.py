@@ -160,9 +160,11 @@ class KafkaWrites:
         if self._stager == threading.get_ident():
             raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
         record = self.kafka.produce_intent(intent, dict(origin or {}))
-        if self.materialiser is not None:
-            self.materialiser.offer(record)
         seq = record.seq
+        materialiser = self.materialiser
+        if materialiser is not None:
+            materialiser.offer(record)
+            materialiser.help(lambda: self.head() >= seq)
         self.catch_up(seq)
         with self.env.read() as txn:
             outcome = read_outcome(txn, self.env, seq)
