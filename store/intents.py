@@ -9,9 +9,11 @@ everywhere. An applied intent is the commit it made; a refused one is an empty c
 says why, and its caller gets the error the embedded store raises. Nothing is computed on a stale
 copy, so nothing is retried or refused for contention (store/kafka/materialiser.py).
 
-The operations an intent may name are one static table (:class:`IntentOps`), the same in every
-process: a node that knew an operation another does not would decide differently. An unknown
-operation is refused by name, alike on every node of one version.
+The operations an intent may name are one table (:class:`IntentOps`), the same in every process
+of a topic: a node that knew an operation another does not would decide differently. So a node
+never produces an operation it does not know (the caller's UsageError names the ones it does), and
+a node that meets one in the topic — written by a newer drsg — decides nothing: its materialiser
+stops there and says so (``drsg stats``, ``/health``) until it is upgraded.
 """
 
 from __future__ import annotations
@@ -100,14 +102,14 @@ class IntentOps:
             raise ValueError(f"intent operations named twice: {', '.join(sorted(clash))}")
         return IntentOps({**self.ops, **more})
 
+    def check(self, intent: Intent) -> None:
+        """UsageError naming what is known, unless ``intent`` names a known operation."""
+        if intent.op not in self.ops:
+            raise UsageError(f"unknown write {intent.op!r}; this drsg knows {', '.join(sorted(self.ops))}")
+
     def run(self, tx: WriteTx, intent: Intent) -> Json:
-        op = self.ops.get(intent.op)
-        if op is None:
-            raise UsageError(
-                f"unknown write {intent.op!r}: this drsg knows {', '.join(sorted(self.ops))} "
-                f"(a node older than its writer: upgrade every node)"
-            )
-        return op(tx, intent.args)
+        self.check(intent)
+        return self.ops[intent.op](tx, intent.args)
 
     def commit_function(self, intent: Intent) -> Callable[[WriteTx], Json]:
         return lambda tx: self.run(tx, intent)

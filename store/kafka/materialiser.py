@@ -49,7 +49,7 @@ from itertools import islice
 
 import structlog
 
-from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DrsgError, UsageError
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DrsgError, StoreError, UsageError
 from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
@@ -239,6 +239,11 @@ def decide(
     ``(mutations, tallies, origin, outcome)`` to seal. A refusal (store/intents.py) undoes what the
     operation did and is sealed as an empty commit whose origin names it; anything else it raises is
     the record's fault, raised (the materialiser keeps the record as a poison one)."""
+    if intent.op not in ops.ops:  # not a decision: another drsg may know it (see store/intents.py)
+        raise StoreError(
+            f"commit {seq} is a write this drsg does not know ({intent.op!r}): a newer drsg wrote it; "
+            f"upgrade drsg on this node (nothing past commit {seq - 1} is materialised until then)"
+        )
     saved = state.copy()
     child = env.env.begin(write=True, parent=txn, buffers=False)
     tx = WriteTx(child, env.dbs, seq, state.ids, _one_commit)

@@ -159,9 +159,11 @@ class KafkaWrites:
         no lock, no retry, and writers in this process and on other nodes all go at once."""
         if self._stager == threading.get_ident():
             raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
+        materialiser = self.materialiser
+        if materialiser is not None:
+            materialiser.ops.check(intent)  # one this node could not decide is never produced
         record = self.kafka.produce_intent(intent, dict(origin or {}))
         seq = record.seq
-        materialiser = self.materialiser
         if materialiser is not None:
             materialiser.offer(record)
             materialiser.help(lambda: self.head() >= seq)

@@ -183,7 +183,8 @@ def test_a_refusal_is_the_embedded_stores_error_and_is_in_the_log(tmp_path: Path
                 b.submit(intent)
             assert str(on_kafka.value) == str(on_embedded.value)
         refusals = [c.origin["refused"] for c in b.commits() if "refused" in c.origin]
-        assert [r["error"] for r in refusals] == ["Conflict", "NotFound", "NotFound", "UsageError", "NotFound"]
+        # an operation nobody knows is refused before it is produced: it is not in the log
+        assert [r["error"] for r in refusals] == ["Conflict", "NotFound", "NotFound", "NotFound"]
         assert all(not c.mutations for c in b.commits() if "refused" in c.origin)
         gone = Intent("node.delete", {"plane": "startup", "node": "nobody"})
         done = b.submit(gone)
@@ -214,6 +215,31 @@ def test_an_intent_no_node_can_apply_is_a_poison_record_and_its_caller_is_told(t
             assert db.poison_records == 1
             (skipped,) = [c.origin["skipped"] for c in db.commits() if "skipped" in c.origin]
             assert str(skipped).startswith("unappliable: RuntimeError")
+        assert tables(a) == tables(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def newer(tx: WriteTx, args: dict[str, Json]) -> Json:
+    return {"node": tx.create_node(tx.plane("startup"), str(args["key"])).id}
+
+
+def test_a_write_this_node_does_not_know_stops_it_until_it_is_upgraded(tmp_path: Path, url: str) -> None:
+    upgraded = INTENT_OPS | {"test.newer": newer}  # a newer drsg's table
+    a = KafkaDatabase(tmp_path / "a.drsg", url, ops=upgraded)
+    b = KafkaDatabase(tmp_path / "b.drsg", url)
+    try:
+        done = a.submit(Intent("test.newer", {"key": "n"}))
+        with pytest.raises(UsageError, match=r"unknown write 'test\.newer'"):
+            b.submit(Intent("test.newer", {"key": "m"}))  # never produced by a node that does not know it
+        with pytest.raises(DrsgError):
+            b.catch_up(done.seq, timeout=3)
+        assert b.head() == done.seq - 1  # nothing decided past the last commit it knows
+        assert "a write this drsg does not know ('test.newer')" in str(b.stats().error)
+        b.close()
+        b = KafkaDatabase(tmp_path / "b.drsg", url, ops=upgraded)  # upgraded: it goes on where it stopped
+        b.catch_up(done.seq)
         assert tables(a) == tables(b)
     finally:
         a.close()
