@@ -1,12 +1,17 @@
-"""Graph load on upstream's workload: ``import_jsonl`` beside Kùzu's ``COPY``, in the same run.
+"""Graph load on upstream's workload: ``import_jsonl`` beside Kùzu's ``COPY`` and the floor under
+it, raw py-lmdb writing drsg's own entries (tests/bench/load_floor.py), in the same run.
 
 The graph is bench_cypher's (upstream's BENCHMARKS.md shape): N nodes keyed ``n{i}`` (label ``L``,
 ``x`` and ``g``), N × degree uniform random ``E`` edges, written once as JSONL (drsg) and CSV (Kùzu).
-Each pass loads into a fresh database in a fresh subprocess; passes alternate drsg / Kùzu and the
-median is reported as records (nodes + edges) per second. ``--profile FILE`` instead runs one drsg
-import under cProfile and writes its stats to FILE (``python -m pstats FILE``).
+Each pass loads into a fresh database in a fresh subprocess; passes run every load in turn (the
+order reversed every other pass) and the median is reported as records (nodes + edges) per second.
+``--before`` adds the import as it was before several commits shared an LMDB transaction
+(``txn_bytes=1``: one commit per transaction); ``--txn-mib 1,4,64`` adds it at those transaction
+sizes (``store.import_txn_bytes``). ``--profile FILE`` instead runs one drsg import under cProfile
+and writes its stats to FILE (``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
+        [--no-floor] [--before] [--txn-mib LIST]
 """
 
 from __future__ import annotations
@@ -14,10 +19,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import shutil
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from tests.bench import common
 from tests.bench.bench_cypher import make_files
@@ -27,16 +33,17 @@ import json, sys, time
 import drsg
 from drsg.store.jsonl import import_jsonl
 db = drsg.open(sys.argv[1], map_size=4 << 30)
-start = time.perf_counter()
-if len(sys.argv) > 3:
+sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
+start, cpu = time.perf_counter(), time.process_time()
+if sys.argv[4]:
     import cProfile
-    cProfile.run("import_jsonl(db, sys.argv[2], 'startup')", sys.argv[3])
+    cProfile.run("import_jsonl(db, sys.argv[2], 'startup', **sizes)", sys.argv[4])
 else:
-    import_jsonl(db, sys.argv[2], "startup")
-secs = time.perf_counter() - start
+    import_jsonl(db, sys.argv[2], "startup", **sizes)
+secs, cpu = time.perf_counter() - start, time.process_time() - cpu
 stats = db.stats()
 db.close()
-print(json.dumps({"secs": secs, "nodes": stats.nodes, "edges": stats.edges}))
+print(json.dumps({"secs": secs, "cpu": cpu, "nodes": stats.nodes, "edges": stats.edges}))
 """
 
 KUZU = r"""
@@ -49,7 +56,8 @@ print(json.dumps({"secs": secs}))
 
 
 def _run(args: list[str]) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", *args], capture_output=True, text=True, cwd=common.REPO)
+    """A load in a fresh process: ``args`` after the interpreter (``-c CODE …`` or ``-m MODULE …``)."""
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=common.REPO)
     if out.returncode != 0:
         raise SystemExit(f"a load failed ({out.returncode}):\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -61,7 +69,10 @@ def main() -> None:
     ap.add_argument("--degree", type=int, default=5)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--passes", type=int, default=3)
-    ap.add_argument("--no-kuzu", action="store_true", help="time drsg alone")
+    ap.add_argument("--no-kuzu", action="store_true", help="no Kùzu row")
+    ap.add_argument("--no-floor", action="store_true", help="no raw py-lmdb rows")
+    ap.add_argument("--before", action="store_true", help="also the import with one commit per LMDB transaction")
+    ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC)
@@ -73,34 +84,80 @@ def main() -> None:
     records = args.nodes * (1 + args.degree)
     if args.profile:
         work = common.fresh_dir("load-run")
-        print(_run([DRSG, str(work / "g.drsg"), str(jsonl), args.profile]))
+        print(_run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), "", args.profile]))
         return
-    drsg_secs: list[float] = []
-    kuzu_secs: list[float] = []
-    for _ in range(args.passes):
-        work = common.fresh_dir("load-run")
-        got = _run([DRSG, str(work / "g.drsg"), str(jsonl)])
-        assert (got["nodes"], got["edges"]) == (args.nodes, args.nodes * args.degree), got
-        drsg_secs.append(got["secs"])
-        if not args.no_kuzu:
-            shutil.rmtree(work, ignore_errors=True)
-            work.mkdir(parents=True)
-            kuzu_secs.append(_run([KUZU, str(work), str(nodes_csv), str(edges_csv)])["secs"])
-        print(f"pass: drsg {drsg_secs[-1]:.2f} s, Kùzu {kuzu_secs[-1] if kuzu_secs else float('nan'):.2f} s")
-    drsg_rate = records / statistics.median(drsg_secs)
+    ref = data / "ref.drsg"  # the entries the floor writes: an import of the same file, made once
+    if not args.no_floor and not ref.exists():
+        _run(["-c", DRSG, str(ref), str(jsonl), "", ""])
+
+    def drsg_load(txn_bytes: str) -> Callable[[Path], dict[str, float]]:
+        def load(work: Path) -> dict[str, float]:
+            got = _run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), txn_bytes, ""])
+            assert (got["nodes"], got["edges"]) == (args.nodes, args.nodes * args.degree), got
+            return got
+
+        return load
+
+    def floor(mode: str) -> Callable[[Path], dict[str, float]]:
+        return lambda work: _run(["-m", "tests.bench.load_floor", str(ref), str(work / "raw.lmdb"), mode])
+
+    loads: dict[str, Callable[[Path], dict[str, float]]] = {"drsg `import_jsonl`": drsg_load("")}
+    if args.before:
+        loads["drsg `import_jsonl`, one commit per LMDB transaction (before)"] = drsg_load("1")
+    for mib in filter(None, args.txn_mib.split(",")):
+        loads[f"drsg `import_jsonl`, {mib} MiB per LMDB transaction"] = drsg_load(str(int(float(mib) * (1 << 20))))
+    if not args.no_floor:
+        loads[RAW_ORDER] = floor("import-order")
+        loads[RAW_SORTED] = floor("sorted")
+    if not args.no_kuzu:
+        loads[KUZU_ROW] = lambda work: _run(["-c", KUZU, str(work), str(nodes_csv), str(edges_csv)])
+    secs: dict[str, list[float]] = {name: [] for name in loads}
+    parts: dict[str, list[dict[str, float]]] = {name: [] for name in loads}
+    for n in range(args.passes):
+        for name in list(loads) if n % 2 == 0 else list(loads)[::-1]:
+            parts[name].append(loads[name](common.fresh_dir("load-run")))
+            secs[name].append(parts[name][-1]["secs"])
+        print("pass: " + ", ".join(f"{name} {s[-1]:.2f} s" for name, s in secs.items()), flush=True)
+    rate = {name: records / statistics.median(s) for name, s in secs.items()}
     lines = [
         f"{args.nodes:,} nodes + {args.nodes * args.degree:,} edges, {args.passes} interleaved passes, medians, "
         "each load a fresh database in a fresh process.",
         "",
-        "| load | records/s | seconds (each pass) |",
-        "|---|---|---|",
-        f"| drsg `import_jsonl` | {drsg_rate:,.0f} | {', '.join(f'{s:.2f}' for s in drsg_secs)} |",
+        "| load | records/s | seconds (each pass) | CPU seconds of this process (each pass) |",
+        "|---|---|---|---|",
+        *(
+            f"| {name} | {rate[name]:,.0f} | {_each(secs[name])} | {_each([p.get('cpu') for p in parts[name]])} |"
+            for name in loads
+        ),
+        "",
     ]
-    if kuzu_secs:
-        kuzu_rate = records / statistics.median(kuzu_secs)
-        lines.append(f"| Kùzu `COPY` (CSV) | {kuzu_rate:,.0f} | {', '.join(f'{s:.2f}' for s in kuzu_secs)} |")
-        lines += ["", f"drsg / Kùzu: {common.ratio(drsg_rate, kuzu_rate):.2f}×"]
+    drsg = rate["drsg `import_jsonl`"]
+    floors = (("raw import order", RAW_ORDER), ("raw sorted", RAW_SORTED))
+    ratios = [(label, row) for label, row in floors if row in rate]
+    ratios += [("Kùzu", KUZU_ROW)] if KUZU_ROW in rate else []
+    lines += [f"drsg / {label} (records/s): {common.ratio(drsg, rate[row]):.2f}×" for label, row in ratios]
+    if KUZU_ROW in rate:
+        lines += [f"{label} / Kùzu: {common.ratio(rate[row], rate[KUZU_ROW]):.2f}×" for label, row in ratios[:-1]]
+    for label, row in floors:
+        if row in parts:
+            sort, commit = (statistics.median(p[part] for p in parts[row]) for part in ("sort_secs", "commit_secs"))
+            puts = statistics.median(p["secs"] - p["sort_secs"] - p["commit_secs"] for p in parts[row])
+            lines.append(f"{label}, its parts (medians): puts {puts:.2f} s, sort {sort:.2f} s, commit {commit:.2f} s")
+    before = [name for name in loads if name.endswith("(before)")]
+    if before:
+        lines.append(f"drsg after / before (records/s, > 1 is faster): {common.ratio(drsg, rate[before[0]]):.2f}×")
+        cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (before[0], "drsg `import_jsonl`")]
+        lines.append(f"drsg CPU seconds, before / after: {common.ratio(*cpu):.2f}×")
     common.append_section("Graph load, upstream's workload", started, lines, write=True)
+
+
+def _each(values: list[float] | list[float | None]) -> str:
+    return ", ".join("—" if x is None else f"{x:.2f}" for x in values)
+
+
+RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
+RAW_SORTED = "raw py-lmdb, drsg's entries, sorted, `putmulti(append=True)`, one transaction"
+KUZU_ROW = "Kùzu `COPY` (CSV)"
 
 
 if __name__ == "__main__":
