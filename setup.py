@@ -1,5 +1,6 @@
 """The compiled parts of drsg: the fused order of hybrid candidates (workers/_fusion.c) and the
-adjacency walk on LMDB's C API (store/_walk.c). Everything else is configured in pyproject.toml."""
+adjacency walk on LMDB's C API (store/_walk.c, its rows made by store/_records.c). Everything else
+is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -12,6 +13,11 @@ setup(
             extra_compile_args=["-O2", "-ffp-contract=off", "-std=c99"],
         ),
         # LMDB's functions are found at run time in py-lmdb's own extension (dlopen/dlsym): nothing to link
-        Extension("drsg.store._walk", ["store/_walk.c"], extra_compile_args=["-O2", "-std=c99"]),
+        Extension(
+            "drsg.store._walk",
+            ["store/_walk.c", "store/_records.c"],
+            depends=["store/_walk.h"],
+            extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],  # exports PyInit__walk alone
+        ),
     ]
 )

@@ -56,8 +56,22 @@ class Walk(Protocol):
         plane_group: bytes,
         inv_at: bytes,
         plane: int,
+        table: int,
+        key: bytes,
+        limit: int,
         /,
-    ) -> list[Neighbor] | None: ...
+    ) -> tuple[list[Neighbor], int, bytes] | None: ...
+    def ends(
+        self,
+        txn: object,
+        tables: tuple[tuple[object, str], ...],
+        prefix: bytes,
+        inv_at: bytes,
+        table: int,
+        key: bytes,
+        limit: int,
+        /,
+    ) -> tuple[list[int], int, bytes] | None: ...
     def node_by_key(
         self, txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
     ) -> Node | Literal[False] | None: ...

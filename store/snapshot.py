@@ -7,12 +7,15 @@ Nothing here replays the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from itertools import islice
+from typing import TypeVar
 
 from drsg.kernel.errors import DamagedDatabase, NotFound
 from drsg.kernel.values import MAX_ID, unpack
 from drsg.store import keys, native
-from drsg.store.environment import Cursor, Dbs, Txn
+from drsg.store.environment import Cursor, DbHandle, Dbs, Txn
 from drsg.store.log import LogReader
 from drsg.store.records import Edge, FusionDecl, IndexDecl, Neighbor, Node, Plane, Version, edge_of, node_of
 
@@ -21,6 +24,8 @@ _SKIP_GROUP = b"\xff" * keys.SEQ_WIDTH  # sorts after every version of a group (
 _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's group is as long)
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 _TABLES = {"out": ("out",), "in": ("in",), "both": ("out", "in")}  # the adjacency tables a direction walks
+_BATCH = 256  # rows a C walk makes a call: most nodes' edges in one; a hub's as they are iterated
+T = TypeVar("T")
 
 
 class Snapshot:
@@ -273,16 +278,25 @@ class Snapshot:
         and any read the C walk cannot bind to take this loop, the reference."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
-        inv_at, decode, u64_at = self._inv_at, unpack, keys.U64.unpack_from  # read_u64 without its frame
-        plane_group, prefix = keys.plane_group(plane), keys.adjacency_prefix(plane, node_id, edge_type)
-        txn, dbs = self.txn, self.dbs
+        prefix, plane_group = keys.adjacency_prefix(plane, node_id, edge_type), keys.plane_group(plane)
         walk = native.walker()
-        if walk is not None:  # the same walk in C (store/_walk.c): None when this read is not its to make
-            tables = tuple((dbs[db], db) for db in _TABLES[direction])
-            rows = walk.neighbors(txn, tables, dbs["edges"], prefix, plane_group, inv_at, plane)
-            if rows is not None:
-                yield from rows
-                return
+        if walk is None:
+            yield from self._neighbors(plane, plane_group, prefix, direction)
+            return
+        dbs = self.dbs
+        tables = _tables(dbs, direction)
+        args = (self.txn, tables, dbs["edges"], prefix, plane_group, self._inv_at, plane)
+        got = walk.neighbors(*args, 0, b"", _BATCH)
+        if got is not None and got[1] == len(tables):
+            yield from got[0]  # the whole neighbourhood in one call: most nodes'
+            return
+        python = partial(self._neighbors, plane, plane_group, prefix, direction)
+        yield from _batches(partial(walk.neighbors, *args), got, len(tables), python)
+
+    def _neighbors(self, plane: int, plane_group: bytes, prefix: bytes, direction: str) -> Iterator[Neighbor]:
+        """:meth:`neighbors`' walk in Python: the reference the C walk is held to."""
+        inv_at, decode, u64_at = self._inv_at, unpack, keys.U64.unpack_from  # read_u64 without its frame
+        txn, dbs = self.txn, self.dbs
         edges = self._cursor("edges")
         edge_seek, edge_item = edges.set_range, edges.item
         for db in _TABLES[direction]:
@@ -342,8 +356,23 @@ class Snapshot:
         record is read (an edge and its two adjacency entries are written, and deleted, together)."""
         if direction not in ("out", "in", "both"):
             raise ValueError(f"direction must be out, in or both, not {direction!r}")
-        prefix, u64_at = keys.adjacency_prefix(plane, node_id, edge_type), keys.U64.unpack_from
-        for db in ("out", "in") if direction == "both" else (direction,):
+        prefix = keys.adjacency_prefix(plane, node_id, edge_type)
+        walk = native.walker()
+        if walk is None:
+            yield from self._neighbor_ids(prefix, direction)
+            return
+        tables = _tables(self.dbs, direction)
+        args = (self.txn, tables, prefix, self._inv_at)
+        got = walk.ends(*args, 0, b"", _BATCH)
+        if got is not None and got[1] == len(tables):
+            yield from got[0]
+            return
+        yield from _batches(partial(walk.ends, *args), got, len(tables), partial(self._neighbor_ids, prefix, direction))
+
+    def _neighbor_ids(self, prefix: bytes, direction: str) -> Iterator[int]:
+        """:meth:`neighbor_ids` in Python: the reference the C walk is held to."""
+        u64_at = keys.U64.unpack_from
+        for db in _TABLES[direction]:
             for _, other in self._adjacency(db, prefix):
                 yield u64_at(other)[0]
 
@@ -459,6 +488,34 @@ class Snapshot:
             if ok and cur.key() <= key:
                 raise _out_of_order("tally")
         return out
+
+
+def _tables(dbs: Dbs, direction: str) -> tuple[tuple[DbHandle, str], ...]:
+    """The adjacency tables a direction walks, with their names (a C walk's argument)."""
+    if direction == "both":
+        return (dbs["out"], "out"), (dbs["in"], "in")
+    return ((dbs[direction], direction),)
+
+
+def _batches(
+    batch: Callable[[int, bytes, int], tuple[list[T], int, bytes] | None],
+    got: tuple[list[T], int, bytes] | None,
+    tables: int,
+    python: Callable[[], Iterator[T]],
+) -> Iterator[T]:
+    """A C walk's rows from its first call's ``got`` on, :data:`_BATCH` a call, as the caller iterates
+    (a hub's edges are never all made for a caller that stops early). Where the C walk declines (None:
+    not a read transaction, a key only the reference judges), the Python walk goes on past the rows
+    already given: the two give the same rows in the same order (tests/property/test_native_walk.py)."""
+    made = 0
+    while got is not None:
+        rows, table, after = got
+        made += len(rows)
+        yield from rows
+        if table >= tables:
+            return
+        got = batch(table, after, _BATCH)
+    yield from islice(python(), made, None)
 
 
 def _next_group(cur: Cursor, group: bytes, table: str) -> bool:

@@ -1,5 +1,6 @@
-"""The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row, and its
-lookup by key the same node.
+"""The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row (the
+neighbours with their edge records, and the other ends from the adjacency alone), and its lookup by
+key the same node.
 
 Random workloads — nodes (keyed or not, a key held again after its node is deleted) and edges
 created, nodes and edges given new properties, edges retyped, edges and nodes deleted, over several
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 import drsg
 from drsg.api.database import Database
-from drsg.store import native
+from drsg.store import native, snapshot
 from drsg.store.records import Neighbor
 from drsg.store.snapshot import Snapshot
 from tests.property.test_store_model import values
@@ -98,12 +99,16 @@ def apply(tx: Any, g: Graph, op: tuple[Any, ...]) -> None:
         del g.edges[edge_id]
 
 
-def walks(snap: Snapshot, plane: int, node: int, direction: str, edge_type: str | None) -> tuple[list[Neighbor], ...]:
-    native.use_native(False)
-    python = list(snap.neighbors(plane, node, direction, edge_type))
-    native.use_native(True)
-    c = list(snap.neighbors(plane, node, direction, edge_type))
-    return python, c
+def walks(
+    snap: Snapshot, plane: int, node: int, direction: str, edge_type: str | None
+) -> tuple[tuple[list[Neighbor], list[int]], ...]:
+    """Each walk's rows and other ends (``neighbors`` and ``neighbor_ids``): the Python path's, then C's."""
+    out = []
+    for in_c in (False, True):
+        native.use_native(in_c)
+        rows = list(snap.neighbors(plane, node, direction, edge_type))
+        out.append((rows, list(snap.neighbor_ids(plane, node, direction, edge_type))))
+    return out[0], out[1]
 
 
 @pytest.fixture(autouse=True)
@@ -115,13 +120,17 @@ def native_on() -> Iterator[None]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_commits)
-def test_the_c_walk_returns_what_the_python_walk_returns(commits: list[list[tuple[Any, ...]]]) -> None:
+@given(_commits, st.sampled_from([1, 2, 3, 256]))
+def test_the_c_walk_returns_what_the_python_walk_returns(commits: list[list[tuple[Any, ...]]], batch: int) -> None:
+    """``batch``: rows a C call makes (snapshot._BATCH), small so that walks go on across calls."""
+    saved = snapshot._BATCH
     with tempfile.TemporaryDirectory() as tmp:
         db = drsg.open(Path(tmp) / "g.drsg")
         try:
+            snapshot._BATCH = batch
             run(db, commits)
         finally:
+            snapshot._BATCH = saved
             db.close()
 
 
@@ -147,7 +156,8 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                     for edge_type in (None, *TYPES, "Z"):
                         python, c = walks(snap, plane, node, direction, edge_type)
                         assert c == python, (at, plane, node, direction, edge_type)
-                        seen += len(c)
+                        assert [n.node for n in c[0]] == c[1]  # an edge's ends and its adjacency agree
+                        seen += len(c[0])
             for plane in {p for p, _ in probes}:
                 for key in (*KEYS, "never"):
                     native.use_native(False)

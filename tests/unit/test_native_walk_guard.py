@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ import drsg.store
 from drsg.api.database import Database
 from drsg.kernel.errors import DamagedDatabase
 from drsg.kernel.values import Value, Vector
-from drsg.store import _walk, keys, native
+from drsg.store import _walk, keys, native, snapshot
 from drsg.store.records import Edge, Neighbor, Node
 from drsg.store.transaction import WriteTx
 
@@ -82,9 +83,9 @@ def test_the_check_passes_on_this_py_lmdb_and_the_walk_is_bound(db: Database) ->
     native.recheck()
     assert native.check(_walk) is None
     assert native.walker() is _walk
-    zeros = (b"\0" * 12, b"\0" * 4, b"\0" * 8, 0)  # prefix, plane, inverted seq: no node has them
+    zeros = (b"\0" * 12, b"\0" * 4, b"\0" * 8, 0, 0, b"", 256)  # prefix, plane, inverted seq: nobody's
     with db.snapshot() as snap:  # a read transaction: the C walk's; a write's is not (None: the Python walk's)
-        assert _walk.neighbors(snap.txn, ((snap.dbs["out"], "out"),), snap.dbs["edges"], *zeros) == []
+        assert _walk.neighbors(snap.txn, ((snap.dbs["out"], "out"),), snap.dbs["edges"], *zeros) == ([], 1, b"")
     in_write = db.write(lambda tx: _walk.neighbors(tx.txn, ((tx.dbs["out"], "out"),), tx.dbs["edges"], *zeros))
     assert in_write.value is None
 
@@ -224,3 +225,32 @@ def test_a_record_c_does_not_decode_is_the_python_walks_to_make(db: Database) ->
         errors.append(str(caught.value))
     native.use_native(True)
     assert errors[0] == errors[1] and "not [src, dst, type, props]" in errors[0]
+
+
+Batch = tuple[list[int], int, bytes]
+
+
+def test_batches_go_on_where_the_c_walk_stopped_and_the_python_walk_where_it_declined() -> None:
+    """snapshot._batches: a C call a batch, made as the caller iterates; on a None (a key only the
+    reference judges) the Python walk gives the rest, past the rows already given."""
+    rows = list(range(10))
+    calls: list[tuple[int, bytes, int]] = []
+
+    def batch(
+        table: int, after: bytes, limit: int, decline_at: int | None = None
+    ) -> tuple[list[int], int, bytes] | None:
+        calls.append((table, after, limit))
+        start = int(after or b"0")
+        if decline_at is not None and start >= decline_at:
+            return None
+        part = rows[start : start + 3]
+        end = start + len(part)
+        return (part, 0, str(end).encode()) if end < len(rows) else (part, 1, b"")
+
+    walked = snapshot._batches(batch, batch(0, b"", 3), 1, lambda: iter(rows))
+    assert next(walked) == 0 and len(calls) == 1  # nothing made past the first batch
+    assert list(walked) == rows[1:] and len(calls) == 4
+    calls.clear()
+    declined = snapshot._batches(partial(batch, decline_at=6), batch(0, b"", 3), 1, lambda: iter(rows))
+    assert list(declined) == rows and len(calls) == 3
+    assert list(snapshot._batches(batch, None, 1, lambda: iter(rows))) == rows  # declined at once
