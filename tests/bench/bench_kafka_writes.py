@@ -1,0 +1,290 @@
+"""Writes on a Kafka log from several nodes (issue #38): intents decided in log order, against raw
+kafka-python producing the same record bytes with the same acks from the same number of threads, on
+a tansu broker on loopback started for the run.
+
+Each writer writes nodes of a line of real text (``node.put`` by key, ``update`` mode), half on keys
+of its own and half on keys every writer shares, so writers on different nodes name the same nodes.
+
+Every node, and every raw producer, is a process of its own (as on a machine of its own), its
+writers threads in it, all started at once.
+
+- **2 nodes × 2 writers, back to back for ``--seconds``**: ``db.submit(intent)`` (store/intents.py:
+  produced, decided by every node's materialiser where it lands, the caller's outcome read from its
+  node's copy) — and, for the record, today's ``db.write(commit function)`` (run on the copy,
+  produced with its base, run again when another node's commit landed first). Writes/s, writes
+  refused for contention (Conflict: "other writers committed first"), stale records in the log (empty
+  commits ``skipped: stale``). Raw: two processes with an idempotent ``KafkaProducer(acks="all")``, two threads each,
+  ``send(…).get()`` back to back, of the intent records the writers produce.
+- **1 node × 1 writer**: ``submit`` against raw ``send().get()`` of the same bytes.
+- **Commit-to-visible on the other node at ``--rate`` writes/s**: one node's writers submit paced
+  to the rate (each in a thread of a pool, so none waits for the one before); the other node's
+  local head passing each write, minus the moment it was submitted: p50 / p99.
+
+    .venv/bin/python -m tests.bench.bench_kafka_writes [--seconds 20] [--rate 1000] [--passes 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from kafka import KafkaProducer
+
+import drsg
+from drsg.kernel.errors import Conflict
+from drsg.kernel.values import props_from_json
+from drsg.store.intents import Intent, encode_intent
+from drsg.store.kafka.database import KafkaDatabase
+from tests.bench import common
+from tests.support.kafka_broker import Broker
+
+SHARED = 64  # keys every writer names
+
+
+def intents_for(writer: int, lines: list[str]) -> list[Intent]:
+    out = []
+    for i, line in enumerate(lines):
+        key = f"shared{i % SHARED}" if i % 2 else f"w{writer}-{i}"
+        args = {"plane": "startup", "key": key, "labels": ["Line"], "properties": {"text": line}, "mode": "update"}
+        out.append(Intent("node.put", args))
+    return out
+
+
+def drive(writers: list[Callable[[int], None]], go: Any, seconds: float) -> tuple[int, float]:
+    """Run each writer (called with 0, 1, 2, … until the time is up) in a thread of its own, all
+    starting when ``go`` (a multiprocessing Event shared by every process of the round) is set;
+    writes done and the seconds they took."""
+    stop = threading.Event()
+    done = [0] * len(writers)
+
+    def run(n: int, write: Callable[[int], None]) -> None:
+        go.wait()
+        i = 0
+        while not stop.is_set():
+            write(i)
+            i += 1
+        done[n] = i
+
+    threads = [threading.Thread(target=run, args=(n, w)) for n, w in enumerate(writers)]
+    for thread in threads:
+        thread.start()
+    go.wait()
+    began = time.perf_counter()
+    stop.wait(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(60)
+    return sum(done), time.perf_counter() - began
+
+
+def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
+    """One node (its own process, as on its own machine): ``job["writers"]`` writer threads,
+    writing through ``submit`` (intents) or ``write`` (commit functions), or — ``how`` "raw" — one
+    idempotent KafkaProducer shared by the threads, sending the same intent records."""
+    lines, how, first = common.text_lines(5000), job["how"], job["first_writer"]
+    writers: list[Callable[[int], None]] = []
+    contention = [0]
+    if how == "raw":
+        producer = KafkaProducer(bootstrap_servers=job["bootstrap"], acks="all", enable_idempotence=True, linger_ms=0)
+        producer.send(job["topic"], b"warm", partition=0).get(10)  # connected, the producer id known
+        for w in range(first, first + job["writers"]):
+            records = [encode_intent(int(time.time() * 1000), {}, intent) for intent in intents_for(w, lines)]
+
+            def send(i: int, records: list[bytes] = records) -> None:
+                producer.send(job["topic"], records[i % len(records)], partition=0).get(10)
+
+            writers.append(send)
+        ready.put(True)
+        count, took = drive(writers, go, job["seconds"])
+        producer.close()
+        out.put({"writes": count, "seconds": took})
+        return
+    db = drsg.open(job["path"], log=job["url"])
+    assert isinstance(db, KafkaDatabase)
+    for w in range(first, first + job["writers"]):
+        script = intents_for(w, lines)
+
+        def write(i: int, script: list[Intent] = script) -> None:
+            intent = script[i % len(script)]
+            if how == "submit":
+                db.submit(intent)
+                return
+            key, props = str(intent.args["key"]), props_from_json(intent.args["properties"])
+            try:  # today's path: the same write as a commit function
+                db.write(lambda tx: tx.put_node(tx.plane("startup"), key, ["Line"], props, mode="update"))
+            except Conflict:
+                contention[0] += 1
+
+        writers.append(write)
+    ready.put(True)
+    count, took = drive(writers, go, job["seconds"])
+    db.catch_up()
+    out.put({"writes": count, "seconds": took, "contention": contention[0], "head": db.kafka.head()})
+    db.close()
+
+
+def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: str) -> dict[str, Any]:
+    """``nodes`` processes of ``per_node`` writers each, started together; the round's figures."""
+    topic = f"bench-{how}-{uuid.uuid4().hex[:8]}"
+    folder = common.fresh_dir(f"kafka-writes-{topic}")
+    context = multiprocessing.get_context("spawn")
+    ready, out, go = context.Queue(), context.Queue(), context.Event()
+    if how != "raw":  # the topic and its startup plane, made before the nodes race for them
+        drsg.open(folder / "seed.drsg", log=broker.url(topic)).close()
+    jobs = [
+        {"how": how, "writers": per_node, "first_writer": n * per_node, "seconds": seconds, "topic": topic,
+         "bootstrap": broker.bootstrap, "url": broker.url(topic), "path": str(folder / f"node{n}.drsg")}
+        for n in range(nodes)
+    ]  # fmt: skip
+    procs = [context.Process(target=node_process, args=(job, ready, go, out)) for job in jobs]
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    go.set()
+    results = [out.get(timeout=seconds + 180) for _ in procs]
+    for proc in procs:
+        proc.join(60)
+    writes = sum(r["writes"] for r in results)
+    took = max(r["seconds"] for r in results)
+    figures: dict[str, Any] = {"rate": writes / took, "writes": writes}
+    if how != "raw":
+        figures["contention"] = sum(r["contention"] for r in results)
+        db = drsg.open(folder / "seed.drsg", log=broker.url(topic))
+        try:
+            db.catch_up()
+            figures["stale"] = sum(1 for c in db.commits() if str(c.origin.get("skipped", "")).startswith("stale"))
+        finally:
+            db.close()
+    return figures
+
+
+def open_nodes(broker: Broker, count: int) -> list[KafkaDatabase]:
+    topic = f"bench-writes-{uuid.uuid4().hex[:8]}"
+    folder = common.fresh_dir(f"kafka-writes-{topic}")
+    nodes = []
+    for n in range(count):
+        db = drsg.open(folder / f"node{n}.drsg", log=broker.url(topic))
+        assert isinstance(db, KafkaDatabase)
+        nodes.append(db)
+    return nodes
+
+
+def visible_run(broker: Broker, lines: list[str], rate: float, seconds: float) -> dict[str, Any]:
+    """Writes submitted on one node paced to ``rate``; when the other node's copy has each."""
+    writer_node, reader_node = open_nodes(broker, 2)
+    total = int(rate * seconds)
+    script = intents_for(0, lines)
+    submitted: dict[int, float] = {}
+    seen: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        head = reader_node.head()
+        while not stop.is_set():
+            moved = reader_node.log.wait(head, 0.2)
+            if moved > head:
+                seen.append((time.perf_counter(), moved))
+                head = moved
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(max_workers=64) as pool:
+
+            def one(i: int, at: float) -> None:
+                done = writer_node.submit(script[i % len(script)])
+                if done.seq is not None:
+                    submitted[done.seq] = at
+
+            began = time.perf_counter()
+            for i in range(total):
+                due = began + i / rate
+                while (wait := due - time.perf_counter()) > 0:
+                    time.sleep(wait)
+                pool.submit(one, i, time.perf_counter())
+        offered = total / (time.perf_counter() - began)
+        reader_node.catch_up(max(submitted))
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        reader_node.log.interrupt()
+        watcher.join(5)
+        writer_node.close()
+        reader_node.close()
+    lags, moments = [], iter(seen)
+    moment = next(moments, None)
+    for seq in sorted(submitted):
+        while moment is not None and moment[1] < seq:
+            moment = next(moments, None)
+        if moment is None:
+            break
+        lags.append((moment[0] - submitted[seq]) * 1000)
+    return {"offered": offered, "lags": lags, "writes": len(submitted)}
+
+
+def median(values: list[float]) -> float:
+    return common.pct(values, 50)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=20.0, help="length of each throughput round")
+    ap.add_argument("--passes", type=int, default=2, help="interleaved passes of the throughput rows")
+    ap.add_argument("--rate", type=float, default=1000.0, help="writes/s offered in the visibility row")
+    ap.add_argument("--visible-seconds", type=float, default=10.0)
+    ap.add_argument("--no-old-path", action="store_true", help="skip today's commit-function path")
+    args = ap.parse_args()
+    lines = common.text_lines(5000)
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ("submit22", "write22", "raw22", "submit11", "raw11")}
+    with Broker() as broker:
+        for _ in range(args.passes):
+            runs["raw22"].append(run_round(broker, 2, 2, args.seconds, "raw"))
+            runs["submit22"].append(run_round(broker, 2, 2, args.seconds, "submit"))
+            if not args.no_old_path:
+                runs["write22"].append(run_round(broker, 2, 2, args.seconds, "write"))
+            runs["raw11"].append(run_round(broker, 1, 1, args.seconds, "raw"))
+            runs["submit11"].append(run_round(broker, 1, 1, args.seconds, "submit"))
+        visible = visible_run(broker, lines, args.rate, args.visible_seconds)
+
+    def rate(key: str) -> float:
+        return median([r["rate"] for r in runs[key]]) if runs[key] else float("nan")
+
+    def total(key: str, field: str) -> int:
+        return sum(int(r[field]) for r in runs[key])
+
+    rows = [
+        ("2 nodes × 2 writers: `submit` (intents), writes/s", f"{rate('submit22'):,.0f}", f"{rate('raw22'):,.0f}",
+         f"{common.ratio(rate('submit22'), rate('raw22')):.2f}x"),
+        ("  refused for contention / stale records (all passes)",
+         f"{total('submit22', 'contention')} / {total('submit22', 'stale')}", "-", "-"),
+        ("2 nodes × 2 writers: `write` (commit functions, the optimistic path), writes/s",
+         f"{rate('write22'):,.0f}", f"{rate('raw22'):,.0f}", f"{common.ratio(rate('write22'), rate('raw22')):.2f}x"),
+        ("  refused for contention / stale records (all passes)",
+         f"{total('write22', 'contention')} / {total('write22', 'stale')}" if runs["write22"] else "-", "-", "-"),
+        ("1 node × 1 writer: `submit`, writes/s", f"{rate('submit11'):,.0f}", f"{rate('raw11'):,.0f}",
+         f"{common.ratio(rate('submit11'), rate('raw11')):.2f}x"),
+        (f"commit-to-visible on the other node at {visible['offered']:,.0f} writes/s offered: p50 / p99 ms",
+         f"{median(visible['lags']):.1f} / {common.pct(visible['lags'], 99):.1f}", "-", "-"),
+    ]  # fmt: skip
+    notes = [
+        f"{args.passes} interleaved passes of {args.seconds:g} s per throughput row (medians); per pass: "
+        + "; ".join(f"{k} " + ", ".join(f"{r['rate']:,.0f}" for r in v) for k, v in runs.items() if v),
+        f"visibility row: {visible['writes']} applied writes over {args.visible_seconds:g} s, each submitted from a "
+        "pool of 64 threads so none waits for the one before",
+        f"writes are node.put by key (mode update), half on a writer's own keys and half on {SHARED} keys all "
+        "writers share; raw producers send the same intent records (acks=all, idempotent, linger 0)",
+        "broker: tansu (memory-only) on loopback, on the same 2-core machine as every producer and node",
+    ]
+    title = "Kafka writes from several nodes: intents vs raw kafka-python (#38)"
+    common.record(title, rows, notes, raw="raw kafka-python")
+
+
+if __name__ == "__main__":
+    main()
