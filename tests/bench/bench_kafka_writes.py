@@ -42,6 +42,7 @@ from drsg.kernel.values import props_from_json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.database import KafkaDatabase
 from tests.bench import common
+from tests.bench.bench_kafka import first_reached
 from tests.support.kafka_broker import Broker
 
 SHARED = 64  # keys every writer names
@@ -218,14 +219,7 @@ def visible_run(broker: Broker, lines: list[str], rate: float, seconds: float) -
         watcher.join(5)
         writer_node.close()
         reader_node.close()
-    lags, moments = [], iter(seen)
-    moment = next(moments, None)
-    for seq in sorted(submitted):
-        while moment is not None and moment[1] < seq:
-            moment = next(moments, None)
-        if moment is None:
-            break
-        lags.append((moment[0] - submitted[seq]) * 1000)
+    lags = first_reached(submitted, seen)
     return {"offered": offered, "lags": lags, "writes": len(submitted)}
 
 
