@@ -5,8 +5,9 @@ Upstream's shape: 100,000 nodes keyed ``n{i}``, 500,000 uniform random edges, lo
 for nodes, edges indexed by source). Then, for the same random keys and ids, medians over passes:
 
 - lookup by key, a snapshot each (``plane.get(key)``) and inside one open snapshot;
-- 1-hop with edge records (``snap.neighbors``, a snapshot each) vs SQLite's edge rows of a source;
-- 2-hop reachable set (``neighbor_ids`` twice) vs SQLite's recursive CTE;
+- 1-hop with edge records (``snap.neighbors``, a snapshot each, and inside one open snapshot) vs
+  SQLite's edge rows of a source, by the C walk and by the Python walk forced, interleaved;
+- 2-hop reachable set (``neighbor_ids`` twice, a snapshot each, and inside one) vs SQLite's CTE;
 - as-of lookup (``plane.get(key, as_of=seq)``).
 
     .venv/bin/python -m tests.bench.bench_reads [--nodes 100000] [--edges 500000] [--samples 10000]
@@ -15,6 +16,7 @@ for nodes, edges indexed by source). Then, for the same random keys and ids, med
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -26,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import drsg
+from drsg.store import native
 from drsg.store.records import Neighbor
+from drsg.store.snapshot import Snapshot
 from tests.bench import common
 
 
@@ -92,7 +96,9 @@ def main() -> None:
     plane = db.plane("g")
     pid = plane.id
     with db.snapshot() as snap:  # the file's node ids, by key (import numbers them from its own counter)
-        ids = [snap.node_id_by_key(pid, f"n{i}") for i in range(args.nodes)]
+        found = [snap.node_id_by_key(pid, f"n{i}") for i in range(args.nodes)]
+        ids = [nid for nid in found if nid is not None]
+        assert len(ids) == args.nodes
         old = snap.at
     node_of = {nid: i for i, nid in enumerate(ids)}
     con = sqlite3.connect(sql_path)
@@ -108,17 +114,26 @@ def main() -> None:
     def drsg_get(i: int) -> object:
         return plane.get(f"n{i}")
 
+    def lookup(s: Snapshot, i: int) -> object:
+        return s.node_by_key(pid, f"n{i}")
+
+    def hop(s: Snapshot, i: int) -> list[Neighbor]:
+        return list(s.neighbors(pid, ids[i], "out"))
+
+    def two_hop(s: Snapshot, i: int) -> set[int]:
+        first = set(s.neighbor_ids(pid, ids[i], "out"))
+        seen = set(first)
+        for n in first:
+            seen.update(s.neighbor_ids(pid, n, "out"))
+        return seen
+
     def drsg_hop(i: int) -> list[Neighbor]:
         with db.snapshot() as s:
-            return list(s.neighbors(pid, ids[i], "out"))
+            return hop(s, i)
 
     def drsg_2hop(i: int) -> set[int]:
         with db.snapshot() as s:
-            first = set(s.neighbor_ids(pid, ids[i], "out"))
-            seen = set(first)
-            for n in first:
-                seen.update(s.neighbor_ids(pid, n, "out"))
-            return seen
+            return two_hop(s, i)
 
     def drsg_asof(i: int) -> object:
         return plane.get(f"n{i}", as_of=old)
@@ -140,39 +155,49 @@ def main() -> None:
         assert mine == theirs, (i, mine, theirs)
         assert {node_of[n] for n in drsg_2hop(i)} == {row[0] for row in sql_2hop_(i)}
 
-    ops: list[tuple[str, Callable[[int], object], Callable[[int], object] | None, int]] = [
-        ("lookup by key, a snapshot each (`plane.get`)", drsg_get, sql_get_, args.samples),
-        ("1-hop with edge records (`snap.neighbors`, a snapshot each)", drsg_hop, sql_hop_, args.samples),
-        ("2-hop reachable set (`neighbor_ids` twice)", drsg_2hop, sql_2hop_, args.samples // 10),
-        ("as-of lookup (`plane.get(key, as_of=seq)`)", drsg_asof, None, args.samples),
+    # Each drsg read as a user makes it and as SQLite's autocommit makes its own (a read transaction
+    # per statement): a snapshot each; the same read inside one open snapshot beside it. The 2-hop
+    # reachable set is read from the adjacency alone (`neighbor_ids`), as SQLite's CTE reads no edge
+    # properties. Each read runs twice, interleaved: by the C walk and lookup (store/_walk.c) and by
+    # the Python path forced (`native.use_native(False)`), the reference they replace.
+    ops: list[tuple[str, Callable[[int], object], Callable[[Snapshot, int], object], Any, int, int | None]] = [
+        ("lookup by key, a snapshot each (`plane.get`)", drsg_get, lookup, sql_get_, args.samples, None),
+        ("1-hop with edge records (`snap.neighbors`, a snapshot each)", drsg_hop, hop, sql_hop_, args.samples, None),
+        (
+            "2-hop reachable set (`neighbor_ids` twice, a snapshot each)",
+            drsg_2hop,
+            two_hop,
+            sql_2hop_,
+            args.samples // 10,
+            None,
+        ),
+        ("as-of lookup (`plane.get(key, as_of=seq)`)", drsg_asof, lookup, None, args.samples, old),
     ]
-    inside: list[float] = []
-    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, *_ in ops}
+    paths = ((True, ""), (False, ", the Python path (before)"))
+    times: dict[str, list[float]] = {}
     for p in range(args.passes):
         picks = [random.Random(p).randrange(args.nodes) for _ in range(args.samples)]
-        for name, mine_fn, peer_fn, count in ops:
-            times[name][0].append(per_call(mine_fn, picks[:count]))
+        for name, mine_fn, open_fn, peer_fn, count, at in ops:
+            for in_c, path in paths:
+                native.use_native(in_c)
+                times.setdefault(name + path, []).append(per_call(mine_fn, picks[:count]))
+                with db.snapshot(at) as snap:
+                    spent = per_call(functools.partial(open_fn, snap), picks[:count])
+                    times.setdefault(name + path + " open", []).append(spent)
             if peer_fn is not None:
-                times[name][1].append(per_call(peer_fn, picks[:count]))
-        with db.snapshot() as open_snapshot:
-            inside.append(per_call(lambda i: open_snapshot.node_by_key(pid, f"n{i}"), picks))
+                times.setdefault(name + " peer", []).append(per_call(peer_fn, picks[:count]))
+        native.use_native(True)
     rows = []
-    for name, _mine, peer_fn, _count in ops:
-        mine_us = statistics.median(times[name][0])
-        if peer_fn is None:
-            rows.append((name, f"{mine_us:.1f} µs", "—", "—"))
-        else:
-            peer_us = statistics.median(times[name][1])
-            rows.append((name, f"{mine_us:.1f} µs", f"{peer_us:.1f} µs", f"{common.ratio(mine_us, peer_us):.2f}×"))
-    rows.insert(
-        1,
-        (
-            "lookup by key inside one open snapshot (`snap.node_by_key`)",
-            f"{statistics.median(inside):.1f} µs",
-            "—",
-            "—",
-        ),
-    )
+    for name, _mine, _open, peer_fn, _count, _at in ops:
+        for _in_c, path in paths:
+            mine_us, open_us = statistics.median(times[name + path]), statistics.median(times[name + path + " open"])
+            shown = f"{mine_us:.1f} µs ({open_us:.1f} µs in an open snapshot)"
+            if peer_fn is None:
+                rows.append((name + path, shown, "—", "—"))
+                continue
+            peer_us = statistics.median(times[name + " peer"])
+            ratio = f"{common.ratio(mine_us, peer_us):.2f}× ({common.ratio(open_us, peer_us):.2f}× open)"
+            rows.append((name + path, shown, f"{peer_us:.1f} µs", ratio))
     notes = [
         f"{args.nodes:,} nodes, {args.edges:,} uniform random edges (seed 37), {args.passes} passes of "
         f"{args.samples:,} random keys (2-hop: a tenth), medians of the passes; same graph cross-checked.",
