@@ -9,7 +9,8 @@
  * real transaction before the first use and else keeps to the Python walk, the reference.
  *
  * bind(path, Transaction, _Database, Error)   find the functions; the types the objects must have
- * probe(txn, db) -> (txn id, dbi flags, DbObject flags, entries, depth, read-only)   for the guard
+ * probe(txn, db, txn.id()) -> (txn id, dbi flags, DbObject flags, entries, depth, read-only)   for
+ *     the guard; only the id when it is not the one expected (no other call on a misread MDB_txn)
  * records(Edge, Neighbor, Node, their field names ×3, finish, finish_node)   what a read returns,
  *     and how a record store/_records.c does not decode is made: finish(plane, edge id, other, direction,
  *     record) -> Neighbor, finish_node(plane, node id, record) -> Node
@@ -146,19 +147,22 @@ static PyObject *lmdb_failed(const char *what, int rc) {
 
 static PyObject *probe(PyObject *self, PyObject *args) {
     PyObject *txn_obj, *db_obj;
-    if (!PyArg_ParseTuple(args, "OO", &txn_obj, &db_obj)) return NULL;
+    Py_ssize_t expected;
+    if (!PyArg_ParseTuple(args, "OOn", &txn_obj, &db_obj, &expected)) return NULL;
     MDB_txn *txn = txn_of(txn_obj, 0);
     MDB_dbi dbi;
     if (!txn || !dbi_of(db_obj, &dbi)) {
         PyErr_SetString(PyExc_TypeError, "probe() takes a live py-lmdb Transaction and _Database, after bind()");
         return NULL;
     }
+    size_t id = lm_txn_id(txn); /* the one read of what may not be an MDB_txn: nothing more if it is not */
+    if (id != (size_t)expected) return Py_BuildValue("(nIInIO)", (Py_ssize_t)id, 0u, 0u, (Py_ssize_t)0, 0u, Py_False);
     unsigned int flags;
     MDB_stat st;
     int rc = lm_dbi_flags(txn, dbi, &flags);
     if (rc) return lmdb_failed("mdb_dbi_flags", rc);
     if ((rc = lm_stat(txn, dbi, &st))) return lmdb_failed("mdb_stat", rc);
-    return Py_BuildValue("(nIInIO)", (Py_ssize_t)lm_txn_id(txn), flags, ((DbObject *)db_obj)->flags,
+    return Py_BuildValue("(nIInIO)", (Py_ssize_t)id, flags, ((DbObject *)db_obj)->flags,
                          (Py_ssize_t)st.ms_entries, st.ms_depth, txn_of(txn_obj, 1) ? Py_True : Py_False);
 }
 

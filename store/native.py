@@ -34,7 +34,7 @@ class Walk(Protocol):
     """What store/_walk.c offers (its stub: store/_walk.pyi)."""
 
     def bind(self, path: str, transaction: type, database: type, error: type[BaseException], /) -> None: ...
-    def probe(self, txn: object, db: object, /) -> tuple[int, int, int, int, int, bool]: ...
+    def probe(self, txn: object, db: object, expected_id: int, /) -> tuple[int, int, int, int, int, bool]: ...
     def records(
         self,
         edge: type[Edge],
@@ -193,7 +193,7 @@ def _agrees(module: Walk, path: str, scratch: str) -> str | None:
 
 def _differs(module: Walk, txn: lmdb.Transaction, tables: list[lmdb._Database], read_only: bool) -> str | None:
     for db in tables:
-        txn_id, flags, own_flags, entries, depth, seen_read_only = module.probe(txn, db)
+        txn_id, flags, own_flags, entries, depth, seen_read_only = module.probe(txn, db, txn.id())
         stat = txn.stat(db)
         mine = (txn_id, entries, depth, own_flags, bool(flags & _MDB_DUPSORT), seen_read_only)
         theirs = (txn.id(), stat["entries"], stat["depth"], flags, db.flags(txn)["dupsort"], read_only)
