@@ -23,7 +23,7 @@ from drsg.api.database import Database
 from drsg.store import native, snapshot
 from drsg.store.records import Neighbor
 from drsg.store.snapshot import Snapshot
-from tests.property.test_store_model import values
+from tests.support.values import values
 
 TYPES = ("A", "B", "C")
 PLANES = ("p", "q")

@@ -51,6 +51,7 @@ from drsg.store.mutations import (
     PlaneSetProps,
 )
 from drsg.store.transaction import PUT_MODES
+from tests.support.values import values
 
 STARTUP = "startup"
 PLANE_NAMES = ["alpha", "beta", "gamma", "δέλτα", "e f"]
@@ -64,27 +65,6 @@ MISSING_EDGE = 888_888_888
 
 # --------------------------------------------------------------------------- values
 
-
-_text = st.text(alphabet=st.characters(codec="utf-8"), max_size=6)
-_scalars = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.sampled_from([0, 1, -1, 2**63 - 1, -(2**63)]),
-    st.floats(allow_nan=False, allow_infinity=False),
-    _text,
-    st.binary(max_size=6),
-    st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=1, max_size=4).map(Vector.of),
-)
-values = st.recursive(
-    _scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3),
-        st.dictionaries(_text, inner, max_size=3),
-        st.builds(Described, _text, inner),
-    ),
-    max_leaves=5,
-)
 props_st = st.dictionaries(st.sampled_from(PROP_NAMES), values, max_size=3)
 labels_st = st.lists(st.sampled_from(LABELS), max_size=3)  # duplicates on purpose
 
