@@ -200,6 +200,10 @@ def test_a_write_shows_its_counts_and_moves_the_slider(page: Any, served: Runnin
     answer = answered.value.json()["result"]
     assert answer["write"] is True and answer["nodes_created"] == 1
     assert served.head() == before + 1
+    from playwright.sync_api import expect
+
+    # the answer is in; the page shows it once its handler has run (polled: the CI once read it before)
+    expect(page.locator("#cypher-ran")).to_contain_text("A write at the head: 1 row returned")
     assert page.inner_text("#cypher-ran").startswith("A write at the head: 1 row returned")
     said = page.inner_text("#cypher-counts")
     assert said.startswith("1 node created")
