@@ -160,13 +160,13 @@ class KafkaWrites:
         if self._stager == threading.get_ident():
             raise UsageError("a staged write is open in this thread; finish it (or leave its block) before writing")
         materialiser = self.materialiser
-        if materialiser is not None:
-            materialiser.ops.check(intent)  # one this node could not decide is never produced
+        if materialiser is None:  # nothing produced that this node could not read back
+            raise DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
+        materialiser.ops.check(intent)  # one this node could not decide is never produced
         record = self.kafka.produce_intent(intent, dict(origin or {}))
         seq = record.seq
-        if materialiser is not None:
-            materialiser.offer(record)
-            materialiser.help(lambda: self.head() >= seq)
+        materialiser.offer(record)
+        materialiser.help(lambda: self.head() >= seq)
         self.catch_up(seq)
         with self.env.read() as txn:
             outcome = read_outcome(txn, self.env, seq)
