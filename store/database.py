@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Generic, TypeVar, Unpack
+from typing import ClassVar, Generic, TypeVar, Unpack
 
 import structlog
 
@@ -72,6 +72,10 @@ class Stats:
 class Database:
     """One drsg database file (a path, or an ``lmdb://`` URL). Thread-safe; open it once per process
     and share it."""
+
+    #: Whether the file follows a log kept elsewhere (a Kafka node's copy), so that its head moves on
+    #: by itself: a sidecar another process saved from further on is reached by waiting.
+    follows_remote_log: ClassVar[bool] = False
 
     def __init__(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
@@ -178,12 +178,14 @@ class IndexWorker(ABC):
         self.sidecar.save(self.seq, self.meta(), self.write_files, fenced=fenced)
         self.dirty = False
 
-    def load(self, head: int) -> bool:
-        """Load a verified sidecar no newer than ``head``; False (with a warning) means rebuild."""
+    def load(self, head: int, reach: Callable[[int], bool] | None = None) -> bool:
+        """Load a verified sidecar no newer than ``head``, or newer if ``reach(seq)`` says the log has
+        got there since (another process saved it from a copy a little ahead of this one's: waiting
+        for this copy beats rebuilding from nothing); False (with a warning) means rebuild."""
         try:
 
             def read(loaded: Loaded) -> None:
-                if loaded.seq > head:
+                if loaded.seq > head and (reach is None or not reach(loaded.seq)):
                     raise SidecarInvalid(f"its checkpoint {loaded.seq} is ahead of the log head {head}")
                 self.read_files(loaded.folder)
 

@@ -39,6 +39,7 @@ from drsg.workers.sidecar import SidecarFenced
 
 log = structlog.get_logger("drsg.workers")
 RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
+REACH_WAIT = 10.0  # seconds a load waits for this copy to reach a sidecar saved from further on
 DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
 
 
@@ -108,12 +109,12 @@ class IndexSet:
                 if not alone:  # this thread is inside a query: its index reads would change under it
                     raise RuntimeError("IndexSet.catch_up() called inside reading() on the same thread")
                 with collector_paused():  # a large catch-up's full collections would hold the GIL for 100+ ms
-                    self._apply(head)
-            return head
+                    return self._apply(head)
 
-    def _apply(self, head: int) -> None:
-        """Bring every worker to ``head`` (the caller holds the gate alone)."""
-        self._reconcile(head)
+    def _apply(self, head: int) -> int:
+        """Bring every worker to ``head``, or past it to the checkpoint of a sidecar just loaded
+        (the caller holds the gate alone); returns the head reached."""
+        head = self._reconcile(head)
         behind = [w for w in self.workers.values() if w.seq < head]
         if behind:
             start, done = min(w.seq for w in behind) + 1, 0
@@ -128,9 +129,11 @@ class IndexSet:
                 worker.seq = max(worker.seq, head)
                 worker.flush()
         self.applied = head
+        return head
 
-    def _reconcile(self, head: int) -> None:
-        """Start workers for new declarations, retire dropped ones, restart changed ones."""
+    def _reconcile(self, head: int) -> int:
+        """Start workers for new declarations, retire dropped ones, restart changed ones; returns
+        ``head``, or the checkpoint of a sidecar loaded from past it (see :meth:`_reach`)."""
         with self.db.snapshot(head) as snap:
             declared: dict[DeclKey, IndexDecl] = {
                 (d.plane, d.kind, d.label, d.prop): d
@@ -148,10 +151,21 @@ class IndexSet:
                 if key in self.workers:
                     continue
                 worker = self._new_worker(decl)
-                if not worker.load(head):
+                if not worker.load(head, self._reach if self.db.follows_remote_log else None):
                     worker.rebuild(snap)
                     log.info("index built", index=worker.describe(), seq=head)
                 self.workers[key] = worker
+                head = max(head, worker.seq)
+        return head
+
+    def _reach(self, seq: int) -> bool:
+        """Wait (up to REACH_WAIT) until this database's log holds commit ``seq``: a sidecar saved
+        by another member of a Kafka log's group from a copy a little ahead of this one's."""
+        deadline = time.monotonic() + REACH_WAIT
+        head = self.db.head()
+        while head < seq and (left := deadline - time.monotonic()) > 0:
+            head = max(head, self.db.log.wait(head, min(left, 0.25)))
+        return head >= seq
 
     def _new_worker(self, decl: IndexDecl) -> IndexWorker:
         cls = worker_class(decl.kind)

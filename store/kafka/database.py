@@ -57,6 +57,8 @@ class KafkaStats(Stats):
 class KafkaDatabase(Database):
     """A database on a Kafka log, materialised in the LMDB file ``path`` (see the module)."""
 
+    follows_remote_log = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],

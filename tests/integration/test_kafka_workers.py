@@ -319,3 +319,34 @@ def test_workers_need_a_kafka_log_and_a_shared_folder(tmp_path: Path, kafka_brok
         empty.stdout.startswith("no index saved in x for workers-")
         and "no member of the group has saved one" in empty.stdout
     )
+
+
+def test_a_sidecar_saved_from_a_copy_further_on_is_loaded_once_this_copy_gets_there(
+    tmp_path: Path, kafka_broker: Broker
+) -> None:
+    """Another member saved a keyword index at a seq this node's catch-up has not reached: the node
+    waits for its copy to get there and loads it, rather than rebuilding it from nothing and saving
+    over the group's lineage (the kill/pause/rebalance test above met that once in CI)."""
+    url = kafka_broker.url(f"reach-{uuid.uuid4().hex[:12]}")
+    shared = tmp_path / "shared"
+    a = drsg.open(tmp_path / "a.drsg", log=url)
+    b = drsg.open(tmp_path / "b.drsg", log=url)
+    try:
+        a.write(lambda tx: tx.declare_index(tx.plane("startup"), "keyword", "Doc", "text", {}))
+        docs = [
+            a.write(lambda tx, i=i: tx.create_node(tx.plane("startup"), f"d{i}", ["Doc"], {"text": f"line {i}"}))
+            for i in range(5)
+        ]
+        behind = b.catch_up(docs[-1].seq)  # where b's own catch-up will be asked to stop
+        saved = a.write(lambda tx: tx.create_node(tx.plane("startup"), "late", ["Doc"], {"text": "late line"})).seq
+        assert saved is not None and saved > behind
+        first = IndexSet(a, sidecars=shared, fenced=True)
+        assert first.catch_up() == saved
+        first.save()
+        second = IndexSet(b, sidecars=shared, fenced=True)
+        assert second.catch_up(behind) == saved  # loaded at its checkpoint, past the head it was asked for
+        ((worker,), (made,)) = second.workers.values(), first.workers.values()
+        assert worker.seq == saved and worker.sidecar.lineage == made.sidecar.lineage  # no rebuild from 0
+    finally:
+        a.close()
+        b.close()
