@@ -23,7 +23,8 @@ from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
 from drsg.store.environment import Dbs, Environment, ReadTxn, Txn
-from drsg.store.intents import Intent
+from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import Intent, IntentOps
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
@@ -83,13 +84,16 @@ class Database:
         *,
         bootstrap: Callable[[], None] | None = None,
         writes: Callable[[LmdbLog], WritePath] | None = None,
+        ops: IntentOps = INTENT_OPS,
         **options: Unpack[LmdbOptions],
     ) -> None:
         """``options`` are the LMDB log's (store/lmdb_log.py): ``create``, ``readonly``, ``map_size``,
         ``max_map_size``, ``group_max``. The parts a database is composed of may be given: ``writes``
         makes its write path from the opened file's log (default: the group-commit writer,
         store/writepath.py); ``bootstrap`` readies a file opened for writing, before its format is
-        checked (default: a new file's first commit, the `startup` plane). A Kafka node gives both."""
+        checked (default: a new file's first commit, the `startup` plane). A Kafka node gives both.
+        ``ops`` are the operations an intent may name (store/intents.py): the store's own table, or
+        one a layer above extends (every node of a Kafka topic must be given the same)."""
         if not structlog.is_configured():
             logs.configure()  # quiet by default for library users; apps may configure structlog first
         opened = open_log(path, **options)
@@ -103,8 +107,9 @@ class Database:
         self._head_snapshot = HeadSnapshot()  # what `with db.snapshot()` makes of its transaction
         self.writer = opened.writer
         self.readonly = opened.readonly
+        self.ops = ops
         try:
-            self.writes: WritePath = GroupCommit(opened) if writes is None else writes(opened)
+            self.writes: WritePath = GroupCommit(opened, ops) if writes is None else writes(opened)
             if not self.readonly:
                 (self._bootstrap if bootstrap is None else bootstrap)()
             self._check_format()

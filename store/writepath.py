@@ -18,7 +18,7 @@ import structlog
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import Json
 from drsg.store.intent_ops import INTENT_OPS
-from drsg.store.intents import Intent
+from drsg.store.intents import Intent, IntentOps
 from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import LogReader
 from drsg.store.projection import rebuild
@@ -32,6 +32,10 @@ log = structlog.get_logger("drsg.store")
 
 class WritePath(Protocol):
     """How a database's commits are made (see the module)."""
+
+    #: Whether a commit waits its turn for this process's writer (so that a server may abandon one
+    #: that has not started by a deadline), rather than going out at once (a Kafka node's intents).
+    queued: bool
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """Run ``fn`` as one commit (or several, with ``tx.commit_point()``); durable on return."""
@@ -60,11 +64,15 @@ class WritePath(Protocol):
 
 
 class GroupCommit:
-    """The embedded write path: the group-commit writer of the LMDB log ``log``."""
+    """The embedded write path: the group-commit writer of the LMDB log ``log``, deciding intents
+    by ``ops``."""
 
-    def __init__(self, log: LmdbLog) -> None:
+    queued = True
+
+    def __init__(self, log: LmdbLog, ops: IntentOps = INTENT_OPS) -> None:
         self.log = log
         self.writer = log.writer
+        self.ops = ops
 
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
         """Run ``fn`` as one commit (group-committed with concurrent writers); durable on return."""
@@ -78,10 +86,10 @@ class GroupCommit:
 
     def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
         """An intent is a commit function here: the writer decides it in log order already."""
-        return self.write(INTENT_OPS.commit_function(intent), origin)
+        return self.write(self.ops.commit_function(intent), origin)
 
     async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
-        return await self.awrite(INTENT_OPS.commit_function(intent), origin)
+        return await self.awrite(self.ops.commit_function(intent), origin)
 
     @contextmanager
     def staged(self, origin: dict[str, Json] | None = None) -> Iterator[StagedWrite]:

@@ -70,7 +70,6 @@ class KafkaDatabase(Database):
     ) -> None:
         """``ops``: the operations intents may name (store/intent_ops.py); every node of a topic
         must be given the same table."""
-        self.ops = ops
         scheme, location = split_url(log_url)
         if scheme != "kafka":
             raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
@@ -82,7 +81,7 @@ class KafkaDatabase(Database):
         options.pop("readonly", None)
         options["create"] = True
         try:
-            super().__init__(path, bootstrap=self._follow, writes=self._write_path, **options)
+            super().__init__(path, bootstrap=self._follow, writes=self._write_path, ops=ops, **options)
         except BaseException:
             self._stop_following()
             self.kafka.close()

@@ -54,7 +54,6 @@ from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
 from drsg.store.environment import Environment, Txn
-from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, is_intent
 from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.log import decode, header_ts
@@ -180,7 +179,7 @@ class Judge:
         return [entry.skipped(f"its group was broken at {seq}") for entry in broken]
 
 
-def write_entries(env: Environment, entries: Sequence[Entry], source: str, ops: IntentOps = INTENT_OPS) -> bool:
+def write_entries(env: Environment, entries: Sequence[Entry], source: str, ops: IntentOps) -> bool:
     """Write ``entries`` (consecutive) as local commits in one LMDB transaction, past those the file
     holds already (every process judges the log alike), each intent decided by ``ops`` on the state
     before it; False (nothing written) while a staged write holds the seqs past the head."""
@@ -350,7 +349,7 @@ class Materialiser:
         kafka: KafkaLog,
         publish: Callable[[int], None],
         lock: threading.Lock,
-        ops: IntentOps = INTENT_OPS,
+        ops: IntentOps,
     ) -> None:
         self.env = env
         self.ops = ops  # what intents may name: the same table on every node, or they decide apart

@@ -79,6 +79,8 @@ class KafkaWrites:
     """Writes through the topic ``kafka`` for the copy in ``env`` that ``materialiser`` (once the
     database has started it) follows the topic into; see the module."""
 
+    queued = False  # an intent is produced at once; nothing waits for this process's writer
+
     def __init__(
         self,
         path: str,

@@ -25,13 +25,11 @@ from drsg.api.database import Database
 from drsg.api.plane import Plane
 from drsg.api.retrieval import plane_embedder
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import QueryTimeout, WriteTimeout
+from drsg.kernel.errors import UNAUTHORIZED, QueryTimeout, RpcError, WriteTimeout
 from drsg.kernel.values import Json
 from drsg.models.embedders.base import Embedder
-from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import Intent
 from drsg.store.transaction import WriteTx
-from drsg.store.writepath import GroupCommit
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.config import ServerConfig
 
@@ -51,6 +49,13 @@ def group_sidecars(db: Database, index_dir: str) -> tuple[Path | None, bool]:
     if not isinstance(db, KafkaDatabase):
         return None, True
     return Path(index_dir) / db.kafka.topic, False
+
+
+#: a read-only server's one-line refusal: what was refused and the setting that allows writes
+READ_ONLY = (
+    "this server is read-only (--read-only or [server] read_only = true); nothing was written — restart it "
+    "without --read-only and with read_only = false (DRSG_SERVER_READ_ONLY=0) to allow writes"
+)
 
 
 class ServerState:
@@ -145,12 +150,19 @@ class ServerState:
         """Run a tiny read (a few key seeks) on the event loop itself: cheaper than a thread hop."""
         return fn()
 
+    def check_writable(self) -> None:
+        """Refuse a write on a read-only server (-32001, before anything runs); every write the server
+        makes comes through here (:meth:`write`, :meth:`submit`, the catalog's index run)."""
+        if self.config.read_only:
+            raise RpcError(UNAUTHORIZED, READ_ONLY)
+
     async def write(
         self, fn: Callable[[WriteTx], T], method: str, origin: dict[str, Any] | None = None
     ) -> CommitResult[T]:
         """One commit through the group-commit writer. A write that cannot start within
         ``write_timeout_secs`` is abandoned before it runs (-32002: nothing was written); one that
         has started is waited for, whatever it takes."""
+        self.check_writable()
         origin = {**(origin or {}), "via": "rpc", "method": method}
         timeout = self.config.write_timeout
         if timeout is None:
@@ -207,8 +219,9 @@ class ServerState:
         """One intent (store/intents.py). Through the group-commit writer it is a commit function
         and :meth:`write`'s deadline holds; a Kafka node produces it at once (no writer to wait
         for) and waits only for its own outcome."""
-        if isinstance(self.db.writes, GroupCommit):
-            return await self.write(INTENT_OPS.commit_function(intent), method)
+        self.check_writable()
+        if self.db.writes.queued:
+            return await self.write(self.db.ops.commit_function(intent), method)
         return await self.db.asubmit(intent, {"via": "rpc", "method": method})
 
     # ------------------------------------------------------------------ the API's planes, the embedder rule

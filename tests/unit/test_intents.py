@@ -14,12 +14,14 @@ from hypothesis import given
 
 import drsg
 from drsg.kernel.errors import BadValue, Conflict, CorruptRecord, NotFound, QueryLimit, StoreFull, UsageError
+from drsg.kernel.values import Json
 from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, encode_intent, is_intent
 from drsg.store.kafka.log import Record
 from drsg.store.kafka.materialiser import Entry, Judge, read_outcome, write_entries
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
+from drsg.store.transaction import WriteTx
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8),
@@ -93,7 +95,7 @@ def test_decided_on_a_copy_as_on_the_embedded_store(tmp_path: Path) -> None:
                 expected.append(("refused", type(exc).__name__, str(exc)))
         head = copy.head()
         entries = [Entry(head + i + 1, 1000 + i, {"n": i}, [], 0, intent=it) for i, it in enumerate(intents)]
-        assert write_entries(copy.env, entries, "kafka://test/topic")
+        assert write_entries(copy.env, entries, "kafka://test/topic", copy.ops)
         got: list[object] = []
         with copy.env.read() as txn:
             for entry in entries:
@@ -114,3 +116,21 @@ def test_decided_on_a_copy_as_on_the_embedded_store(tmp_path: Path) -> None:
     finally:
         embedded.close()
         copy.close()
+
+
+def test_a_database_decides_intents_by_the_table_it_was_given(tmp_path: Path) -> None:
+    """The table belongs to the database (a layer above may extend it): its write path decides by
+    it, so an operation the store does not know runs where the database was given it."""
+    from drsg.store.database import Database
+
+    def mark(tx: WriteTx, args: dict[str, Json]) -> Json:
+        return {"node": tx.put_node(tx.plane("startup"), str(args["key"]), ["Mark"]).node.id}
+
+    with Database(tmp_path / "plain.drsg") as plain, pytest.raises(UsageError, match=r"unknown write 'test\.mark'"):
+        plain.submit(Intent("test.mark", {"key": "m"}))
+    with Database(tmp_path / "given.drsg", ops=INTENT_OPS | {"test.mark": mark}) as db:
+        done = db.submit(Intent("test.mark", {"key": "m"}))
+        assert db.writes.queued and done.seq == db.head()
+        with db.snapshot() as snap:
+            found = snap.node_by_key(snap.plane("startup").id, "m")
+            assert found is not None and {"node": found.id} == done.value
