@@ -398,6 +398,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("plugins.memory_mb", 3072, _positive, "memory per plugin instance, in MiB"),
     Setting("plugins.store_dir", "", _text, "installed plugins (empty: $XDG_DATA_HOME/drsg/plugins)"),
     Setting("plugins.timeout_s", 60, _seconds, "wall-clock seconds per plugin call, host calls included (0 = off)"),
+    Setting(
+        "plugins.wasi",
+        "inert",
+        _choice("inert", "strict"),
+        "WASI imports: inert (empty environment, no directories; sockets refused) or strict (filesystem refused too)",
+    ),
 )
 _BY_NAME = {setting.name: setting for setting in REGISTRY}
 _KIND = {setting.name: kind_of(setting.parse) for setting in REGISTRY}  # checked once, on import

@@ -9,7 +9,8 @@ the call's budgets (``[plugins]`` settings):
   (``memory.py`` allocates plugin memory), so the trap that follows — an allocator aborting — is
   reported as the budget it hit (``PluginBudget`` naming ``[plugins] memory_mb``);
 - ``timeout_s`` of wall-clock time (0 = off), host calls included: the epoch watchdog traps the wasm,
-  and a host call (a slow ``read``) waits at most for what is left of the call, then ends it.
+  and a host call (a slow ``read``) waits at most for what is left of the call, then ends it;
+- ``wasi``: the WASI imports it may have (``wasi.py``); a call to ``exit`` ends the call with an error.
 
 What the plugin answers is data to check (``output_from_wire``). A ``list<u8>`` the plugin hands
 back (a partial) is bounded by :data:`MAX_PARTIAL`, below wasmtime's own limit on what it lifts out of
@@ -21,7 +22,9 @@ of partials go into one ``assemble`` (tests/bench/bench_c_plugin.py passes 3.2 M
 
 from __future__ import annotations
 
+import dataclasses
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +37,7 @@ from wasmtime import component as wc
 from drsg.kernel.errors import PluginBudget, PluginError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, Handler, Manifest, Options, Output, SourceTree, Subject, output_from_wire
-from drsg.pipeline.plugins import memory, sandbox
+from drsg.pipeline.plugins import memory, sandbox, wasi
 
 #: the most bytes of one partial a plugin may answer: wasmtime refuses to lift more than about 3 MiB of
 #: list<u8> out of a component in one call, so this stays below it
@@ -45,17 +48,20 @@ MAX_LOGO = 64 << 10
 #: a wasm32 memory cannot exceed 4 GiB whatever memory_mb says
 WASM32_MAX_MB = 4096
 U64_MAX = (1 << 64) - 1
+#: a claimed extension without its dot: lowercase ASCII letters, digits, _ + - (never a path, never two parts)
+_EXTENSION = re.compile(r"[a-z0-9_+-]{1,32}")
 
 T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Budget:
-    """One call's limits; ``fuel`` 0 and ``timeout_s`` None mean off."""
+    """One call's limits; ``fuel`` 0 and ``timeout_s`` None mean off; ``wasi`` what WASI imports pass."""
 
     fuel: int = 200_000_000_000
     memory_mb: int = 3072
     timeout_s: float | None = 60.0
+    wasi: wasi.WasiMode = "inert"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Budget:
@@ -63,6 +69,7 @@ class Budget:
             settings.integer("plugins.fuel"),
             settings.integer("plugins.memory_mb"),
             settings.optional_number("plugins.timeout_s"),
+            "strict" if settings.text("plugins.wasi") == "strict" else "inert",
         )
 
 
@@ -215,8 +222,11 @@ class PluginHandler(Handler):
         self.sha256 = sha256
         self.name = name
         self.budget = budget
-        imports = sandbox.check_imports(component, name)
+        imports = sandbox.check_imports(component, name, budget.wasi)
         sandbox.check_exports(component, name)
+        #: each import with what it is granted (``plugin show``)
+        self.grants = sandbox.grants(imports)
+        self._wasi = wasi.needs_wasmtime(imports)
         self._linker = sandbox.linker(imports, _current_call)
         self._manifest = self._describe()
         self.name = self._manifest.name
@@ -277,10 +287,16 @@ class PluginHandler(Handler):
                 f"plugin {manifest.name} describes itself with more than {MAX_EXTENSIONS} extensions or a logo over "
                 f"{MAX_LOGO} characters"
             )
+        claims = []
         for ext in manifest.extensions:
-            if not ext.startswith(".") or len(ext) < 2 or ext != ext.lower() or any(c in ext for c in "/\\ \0"):
-                raise PluginError(f"plugin {manifest.name} claims extension {ext!r}; claims are lowercase with a dot")
-        return manifest
+            bare = bare_extension(ext)
+            if bare is None:
+                raise PluginError(
+                    f"plugin {manifest.name} claims extension {ext!r}; a claim is lowercase letters, digits, _ + - "
+                    "without the dot (rs, shown as .rs)"
+                )
+            claims.append(bare)
+        return dataclasses.replace(manifest, extensions=shown_extensions(claims))
 
     def _result(self, answer: Any, where: str) -> Any:
         if isinstance(answer, str):  # the plugin's err(string): its own one line
@@ -299,6 +315,8 @@ class PluginHandler(Handler):
         if not sandbox.ENGINE.memory_watched:  # wasmtime's limiter then: the limit holds, unseen
             store.set_limits(memory_size=call.limit.max_bytes)
         store.set_epoch_deadline(sandbox.deadline_ticks(self.budget.timeout_s))
+        if self._wasi:
+            store.set_wasi(wasi.inert_config())
         previous, previous_limit = getattr(_current, "call", None), getattr(memory.current, "limit", None)
         _current.call, memory.current.limit = call, call.limit
         try:
@@ -326,6 +344,11 @@ class PluginHandler(Handler):
             return call.failure
         if isinstance(exc, PluginError):
             return exc
+        if isinstance(exc, wasmtime.ExitTrap):
+            return PluginError(
+                f"plugin {self.name} called exit({exc.code}) in {where}; a plugin answers through its result "
+                "(an error is err(string)), not by exiting"
+            )
         text = str(exc)
         code = _trap_code(exc)
         if code == wasmtime.TrapCode.OUT_OF_FUEL or "all fuel consumed" in text:
@@ -337,6 +360,11 @@ class PluginHandler(Handler):
             return _timed_out(self.name, self.budget, where)
         if call.limit.hit or "exceeds memory limits" in text or "memory minimum size" in text:
             return self._memory(where)
+        if "has the wrong type" in text:  # at instantiation: an import typed unlike the interface drsg links
+            return PluginError(
+                f"plugin {self.name} cannot be linked: {_first_line(text)} (its import differs from the interface "
+                "the host defines; WASI imports must be 0.2.x's own types)"
+            )
         if "too much data is being copied" in text:
             return PluginError(
                 f"plugin {self.name} passed more data across the host boundary in {where} than wasmtime copies in "
@@ -351,6 +379,18 @@ class PluginHandler(Handler):
             f"plugin {self.name} needed more than its {self.budget.memory_mb} MiB of memory in {where}; raise "
             "[plugins] memory_mb (DRSG_PLUGINS_MEMORY_MB; wasm32 stops at 4096)"
         )
+
+
+def bare_extension(ext: str) -> str | None:
+    """A claimed extension as upstream's contract stores and matches it: without the dot (``rs``). An
+    older build's (or registry's) dotted ``.rs`` is the same claim; None: not a claim at all."""
+    bare = ext[1:] if ext.startswith(".") else ext
+    return bare if _EXTENSION.fullmatch(bare) else None
+
+
+def shown_extensions(bare: Sequence[str]) -> tuple[str, ...]:
+    """Claims as they are shown and as the Handler port routes them: with the dot (``.rs``)."""
+    return tuple(f".{ext}" for ext in bare)
 
 
 def _subject_name(subject: Subject) -> str:

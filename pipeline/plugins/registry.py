@@ -11,13 +11,14 @@ upgrade. The file is stored via a temporary file and a rename, then ``registry.t
     file = "rust-2.wasm"
     sha256 = "…"
     source = "https://…/rust.wasm"
-    extensions = [".rs"]
+    extensions = ["rs"]                     # without the dot, as upstream's manifest; shown as .rs
     logo = "…"            # only when the plugin gives one
     compiled = "<cache file name>"          # drsg's own: the compile cache and its pin
     compiled_sha256 = "…"
 
 Loading re-hashes the file (a changed file is refused) and asks ``describe()`` again, which must still
-answer the recorded name, version and extensions. The compiled form cached under ``cache/`` is native
+answer the recorded name, version and extensions. A registry an older drsg wrote (``[".rs"]``) is
+read as ``["rs"]`` and written so at the next change. The compiled form cached under ``cache/`` is native
 code, trusted by wasmtime: it is used only when its SHA-256 is the ``compiled_sha256`` recorded here
 when drsg wrote it; otherwise the verified ``.wasm`` is compiled again and the pin rewritten. A lock
 file serialises installs and removals across processes.
@@ -46,7 +47,7 @@ from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Handler, Manifest, Options, Output, SourceTree, Subject
 from drsg.pipeline.fetch.guard import Network, download
 from drsg.pipeline.plugins import sandbox
-from drsg.pipeline.plugins.host import Budget, PluginHandler
+from drsg.pipeline.plugins.host import Budget, PluginHandler, bare_extension, shown_extensions
 
 REGISTRY_FILE = "registry.toml"
 #: the largest plugin artifact downloaded (upstream's cap)
@@ -85,7 +86,7 @@ class Entry:
     file: str
     sha256: str
     source: str
-    extensions: tuple[str, ...]
+    extensions: tuple[str, ...]  # without the dot: "rs"
     logo: str | None = None
     compiled: str | None = None  # the compile cache's file name, and the SHA-256 it had when drsg wrote it
     compiled_sha256: str | None = None
@@ -97,6 +98,11 @@ class Entry:
             del out["logo"]
         del out["compiled"], out["compiled_sha256"]  # drsg's own bookkeeping, not upstream's record
         return out
+
+    @property
+    def shown(self) -> str:
+        """The extensions as a user reads them: ``.rs .ron``."""
+        return " ".join(shown_extensions(self.extensions))
 
     def pin(self, digest: str) -> str | None:
         """The compile cache's pinned SHA-256, when it is for this wasmtime and this artifact."""
@@ -147,7 +153,7 @@ class Registry:
                         str(raw["file"]),
                         str(raw["sha256"]),
                         str(raw.get("source", "")),
-                        tuple(str(ext) for ext in raw.get("extensions", [])),
+                        tuple(_stored(str(ext)) for ext in raw.get("extensions", [])),
                         None if raw.get("logo") is None else str(raw["logo"]),
                         None if raw.get("compiled") is None else str(raw["compiled"]),
                         None if raw.get("compiled_sha256") is None else str(raw["compiled_sha256"]),
@@ -170,6 +176,12 @@ class Registry:
         entry = self.get(name)
         out = entry.to_json()
         out["path"] = str(self.root / entry.file)
+        try:
+            grants = self.load(name).grants
+        except PluginError as exc:  # the card still shows; what it imports is not known
+            out["imports"], out["imports_note"] = None, exc.message
+        else:
+            out["imports"] = [{"interface": interface, "grant": grant} for interface, grant in grants]
         out["vocabulary"] = None
         out["vocabulary_note"] = VOCABULARY_NOTE
         return out
@@ -203,10 +215,10 @@ class Registry:
         handler = PluginHandler(component, name, self.budget, digest)
         manifest = handler.manifest
         described = (manifest.name, manifest.version, manifest.extensions)
-        if described != (entry.name, entry.version, entry.extensions):
+        if described != (entry.name, entry.version, shown_extensions(entry.extensions)):
             raise PluginError(
                 f"plugin {name} now describes itself as {manifest.ident} claiming {' '.join(manifest.extensions)}, "
-                f"not as installed ({entry.name}@{entry.version} claiming {' '.join(entry.extensions)}); "
+                f"not as installed ({entry.name}@{entry.version} claiming {entry.shown}); "
                 f"reinstall it with `drsg plugin install {entry.source}`"
             )
         return handler
@@ -218,7 +230,8 @@ class Registry:
         label = Path(source).name or source
         self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
         component, compiled = sandbox.compile_pinned(data, label, self.cache_dir, None)
-        manifest = PluginHandler(component, label, self.budget).manifest  # imports, exports, describe()
+        checked = PluginHandler(component, label, self.budget)  # imports, exports, describe()
+        manifest = checked.manifest
         name, version = manifest.name, manifest.version
         if not NAME.fullmatch(name):
             raise PluginError(f"plugin {name!r} ({source}) has a name drsg does not take: use [a-z0-9_-]+")
@@ -227,15 +240,16 @@ class Registry:
         if not manifest.extensions:
             raise PluginError(f"plugin {name} claims no extensions, so it would never be used")
         digest = hashlib.sha256(data).hexdigest()
+        claims = tuple(_stored(ext) for ext in manifest.extensions)
         with self._locked():
             entries = self.entries()
             old = next((entry for entry in entries if entry.name == name), None)
             for other in entries:
-                shared = sorted(set(other.extensions) & set(manifest.extensions))
+                shared = sorted(set(other.extensions) & set(claims))
                 if other.name != name and shared:
                     raise PluginError(
-                        f"plugin {name} claims {' '.join(shared)}, already claimed by installed plugin "
-                        f"{other.name}@{other.version}; remove it first with `drsg plugin remove {other.name}`"
+                        f"plugin {name} claims {' '.join(shown_extensions(shared))}, already claimed by installed "
+                        f"plugin {other.name}@{other.version}; remove it first with `drsg plugin remove {other.name}`"
                     )
             entry = Entry(
                 name,
@@ -243,7 +257,7 @@ class Registry:
                 f"{name}-{version}.wasm",
                 digest,
                 source,
-                manifest.extensions,
+                claims,
                 manifest.logo,
                 None if compiled is None else sandbox.cache_name(digest),
                 compiled,
@@ -259,7 +273,15 @@ class Registry:
             first = f"reinstalled {manifest.ident}  {short}"
         else:
             first = f"installed {manifest.ident} (replacing {old.version})  {short}"
-        return Installed(entry, old, [first, f"  handles: {' '.join(manifest.extensions)}"])
+        lines = [first, f"  handles: {' '.join(manifest.extensions)}"]
+        granted = [interface.removeprefix("wasi:") for interface, _ in checked.grants if interface.startswith("wasi:")]
+        versions = {interface.rpartition("@")[2] for interface in granted}
+        if len(versions) == 1:  # one toolchain's family: its version said once
+            granted = [interface.rpartition("@")[0] for interface in granted]
+        if granted:
+            at = f" @{versions.pop()}" if len(versions) == 1 else ""
+            lines.append(f"  wasi:    {' '.join(granted)}{at}, granted inert (`drsg plugin show {name}`)")
+        return Installed(entry, old, lines)
 
     def install_file(self, path: Path) -> Installed:
         """Install the component in the local file ``path``, read under the same cap as a download."""
@@ -322,6 +344,11 @@ def read_artifact(path: Path) -> bytes:
     return data
 
 
+def _stored(ext: str) -> str:
+    """An extension as the registry keeps it: without the dot (a dotted one, an older drsg's, loses it)."""
+    return bare_extension(ext) or ext.lstrip(".")
+
+
 def _toml_string(text: str) -> str:
     # a JSON string without ASCII escaping is a valid TOML basic string (same escapes, no surrogates)
     return json.dumps(text, ensure_ascii=False)
@@ -353,7 +380,7 @@ class _Pending(Handler):
 
     def __init__(self, registry: Registry, entry: Entry) -> None:
         self._registry, self._entry = registry, entry
-        self._manifest = Manifest(entry.name, entry.version, entry.extensions, entry.logo)
+        self._manifest = Manifest(entry.name, entry.version, shown_extensions(entry.extensions), entry.logo)
         self._loaded: PluginHandler | None = None
         self._lock = threading.Lock()  # parse calls run in threads: load once
 

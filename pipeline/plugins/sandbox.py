@@ -1,11 +1,11 @@
 """The sandbox a parser plugin runs in: one engine, its epoch watchdog, the compile cache, what may be imported.
 
-A plugin is a WebAssembly component of the ``drsg:preprocess@1.0.0`` world. It gets exactly what the
-world imports (``drsg:preprocess/host``) plus deterministic stand-ins for the few WASI interfaces a
-toolchain's runtime pulls in: both clocks frozen, and secure and insecure randomness that answer the
-fixed bytes ``drsg`` repeated (upstream's). Nothing else: no files, sockets, environment or
-arguments — ``add_wasip2`` is never called, since it has no clock control and hands out the rest.
-:func:`check_imports` refuses, in one line naming it, any import outside that list.
+A plugin is a WebAssembly component of the ``drsg:preprocess@1.0.0`` world. It gets what the world
+imports (``drsg:preprocess/host``) plus the WASI 0.2.x interfaces standard toolchains plant, each
+linked to an inert grant (``wasi.py``: empty environment, no directories, discarded output, frozen
+clocks, the fixed bytes ``drsg`` as randomness, upstream's). :func:`check_imports` refuses, in one
+line naming it, ``wasi:sockets`` (and, when ``[plugins] wasi = "strict"``, ``wasi:filesystem``) and
+any import outside that allow-list.
 
 Compiling is the slow part (seconds for a real parser), so a component is compiled once per process
 and its compiled form cached on disk, keyed by the artifact's SHA-256 and the wasmtime version.
@@ -21,7 +21,6 @@ the first plugin compiled or run, and :func:`close` stops the thread and drops t
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from wasmtime import component as wc
 
 from drsg.kernel.errors import PluginError
 from drsg.kernel.files import write_atomic
-from drsg.pipeline.plugins import fastbytes, memory
+from drsg.pipeline.plugins import fastbytes, memory, wasi
 
 HOST = "drsg:preprocess/host@1.0.0"
 PREPROCESSOR = "drsg:preprocess/preprocessor@1.0.0"
@@ -48,24 +47,6 @@ FROZEN_SECONDS = 0
 ENTROPY = b"drsg"
 #: most fixed bytes one random call answers (a plugin cannot hold more than its memory anyway)
 MAX_RANDOM_BYTES = 64 << 20
-
-#: refused by name: what each would hand a plugin that reads source files
-FORBIDDEN = (
-    ("wasi:filesystem/", "it would reach the file system; a plugin reads files only through drsg:preprocess/host"),
-    ("wasi:sockets/", "it would reach the network; plugins may not make connections"),
-    ("wasi:cli/environment", "it would read the environment (API keys live there); plugins get none"),
-)
-_WASI_02 = re.compile(
-    r"wasi:(clocks/wall-clock|clocks/monotonic-clock|random/random|random/insecure|random/insecure-seed)@0\.2\.\d+"
-)
-#: the functions each provided WASI interface defines (subscribe-* would need wasi:io/poll, not provided)
-WASI_FUNCS = {
-    "clocks/wall-clock": frozenset({"now", "resolution"}),
-    "clocks/monotonic-clock": frozenset({"now", "resolution"}),
-    "random/random": frozenset({"get-random-bytes", "get-random-u64"}),
-    "random/insecure": frozenset({"get-insecure-random-bytes", "get-insecure-random-u64"}),
-    "random/insecure-seed": frozenset({"insecure-seed"}),
-}
 
 
 # ------------------------------------------------------------------------------------- the engine
@@ -287,13 +268,14 @@ def _is_plain_type(item: Any) -> bool:  # a wasmtime.component ComponentExtern
     return isinstance(item.ty, wc.ValType)
 
 
-def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str]]:
+def check_imports(component: wc.Component, name: str, mode: wasi.WasiMode = "inert") -> dict[str, frozenset[str]]:
     """The component's imports, if the host provides every one; else a PluginError naming the first."""
     imports = imported_functions(component)
     for interface, funcs in sorted(imports.items()):
-        for prefix, why in FORBIDDEN:
-            if interface.startswith(prefix):
-                raise PluginError(f"plugin {name} imports {interface}, which is refused: {why}")
+        why = wasi.refusal(interface, mode)
+        if why is not None:
+            raise PluginError(f"plugin {name} imports {interface}, which is refused: {why}")
+        grant = wasi.grant(interface)
         if interface == HOST:
             known = HOST_FUNCS
             instance = component.type.imports(engine())[HOST].ty
@@ -302,18 +284,27 @@ def check_imports(component: wc.Component, name: str) -> dict[str, frozenset[str
             for func, item in instance.exports(engine()).items():
                 if func in HOST_SIGNATURES:
                     _check_signature(name, f"import {HOST}/{func}", item.ty, HOST_SIGNATURES[func])
-        elif match := _WASI_02.fullmatch(interface):
-            known = WASI_FUNCS[match[1]]
+        elif grant is not None:
+            known = funcs - grant.refused if grant.functions is None else grant.functions
         else:
             raise PluginError(
-                f"plugin {name} imports {interface}, which this host does not provide (it offers {HOST}, "
-                "frozen wasi:clocks and fixed wasi:random @0.2.x only)"
+                f"plugin {name} imports {interface}, which this host does not provide (it offers {HOST} and "
+                "inert WASI 0.2.x: wasi:cli, wasi:io, wasi:clocks, wasi:random, wasi:filesystem)"
             )
         unknown = sorted(funcs - known)
         if unknown:
-            why = "it needs wasi:io/poll, which is not provided" if "subscribe" in unknown[0] else "not provided"
+            why = wasi.FROZEN_WHY if grant is not None and unknown[0] in grant.refused else "not provided"
             raise PluginError(f"plugin {name} imports {interface}/{unknown[0]}, which is refused: {why}")
     return imports
+
+
+def grants(imports: dict[str, frozenset[str]]) -> list[tuple[str, str]]:
+    """Each import (checked) with what it is granted, in name order: what ``plugin show`` lists."""
+    out = []
+    for interface in sorted(imports):
+        grant = wasi.grant(interface)
+        out.append((interface, "drsg's tree: list, read, label" if grant is None else grant.shown))
+    return out
 
 
 def check_exports(component: wc.Component, name: str) -> None:
@@ -412,18 +403,28 @@ FIXED_U64 = int.from_bytes(_fixed(8), "little")
 
 
 def linker(imports: dict[str, frozenset[str]], current: Callable[[], HostCalls]) -> wc.Linker:
-    """A linker defining exactly the interfaces ``imports`` names (already checked), each function
-    answering through ``current()``: the host calls of the call running on this thread."""
+    """A linker defining the interfaces ``imports`` names (already checked): wasmtime's WASI when one
+    of its interfaces is imported (a store then needs :func:`wasi.inert_config`), and drsg's host,
+    clocks and random over it, each function answering through ``current()``: the host calls of the
+    call running on this thread."""
     link = wc.Linker(engine())
+    if wasi.needs_wasmtime(imports):
+        link.add_wasip2()
+        link.allow_shadowing = True  # drsg's clocks and random over wasmtime's, by the name imported
     with link.root() as root:
         for interface in sorted(imports):
+            bodies = _bodies(interface, current)
+            if bodies is None:
+                continue
             with root.add_instance(interface) as instance:
-                for func, body in _bodies(interface, current).items():
+                for func, body in bodies.items():
                     instance.add_func(func, body)
     return link
 
 
-def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Callable[..., Any]]:
+def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Callable[..., Any]] | None:
+    """drsg's own functions of ``interface`` (None: wasmtime's WASI defines it)."""
+
     def instant(seconds: int, nanoseconds: int) -> wc.Record:  # wall-clock's datetime record
         record = wc.Record()
         vars(record).update(seconds=seconds, nanoseconds=nanoseconds)
@@ -435,7 +436,6 @@ def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Calla
             "read": lambda _store, path: current().read(path),
             "label": lambda _store: current().label(),
         }
-    family = interface.split(":", 1)[1].split("@", 1)[0]
     bodies: dict[str, dict[str, Callable[..., Any]]] = {
         "clocks/wall-clock": {
             "now": lambda _store: instant(FROZEN_SECONDS, 0),
@@ -452,4 +452,4 @@ def _bodies(interface: str, current: Callable[[], HostCalls]) -> dict[str, Calla
         },
         "random/insecure-seed": {"insecure-seed": lambda _store: (FIXED_U64, FIXED_U64)},
     }
-    return bodies[family]
+    return bodies.get(wasi.family(interface) or "")

@@ -17,8 +17,10 @@ from drsg.surfaces.cli.options import json_option
 def plugin() -> None:
     """Parser plugins: WebAssembly components that read a kind of source file into facts.
 
-    Each call runs sandboxed (no files, network or environment; frozen clocks) within the
-    [plugins] budgets: fuel, memory_mb and timeout_s.
+    Each call runs sandboxed within the [plugins] budgets (fuel, memory_mb, timeout_s): the WASI
+    interfaces standard toolchains import get inert grants (empty environment, no directories,
+    discarded output, frozen clocks, fixed randomness); wasi:sockets is refused, and with
+    [plugins] wasi = "strict" wasi:filesystem too. `plugin show` lists each import and its grant.
     """
 
 
@@ -69,7 +71,7 @@ def _builtins() -> None:
 
 
 def _row(entry: Entry) -> tuple[str, str, str, str, str]:
-    return entry.name, entry.version, " ".join(entry.extensions), entry.sha256[:12], entry.source
+    return entry.name, entry.version, entry.shown, entry.sha256[:12], entry.source
 
 
 @plugin.command("show")
@@ -77,7 +79,8 @@ def _row(entry: Entry) -> tuple[str, str, str, str, str]:
 @json_option
 @click.pass_obj
 def plugin_show(obj: Context, name: str, as_json: bool) -> None:
-    """Show one installed plugin (version, extensions, hash, source), or a built-in handler and what it emits."""
+    """Show one installed plugin (version, extensions, hash, source, each import and what it is granted),
+    or a built-in handler and what it emits."""
     from drsg.pipeline.code.handlers import BUILTIN_VOCABULARY, builtin_handlers
 
     registry = Registry.from_settings(obj.settings)
@@ -108,13 +111,20 @@ def plugin_show(obj: Context, name: str, as_json: bool) -> None:
         emit_json(card)
         return
     click.echo(f"{card['name']}@{card['version']}")
-    click.echo(f"  handles:    {' '.join(card['extensions'])}")
+    click.echo(f"  handles:    {' '.join('.' + ext for ext in card['extensions'])}")
     click.echo(f"  sha256:     {card['sha256']}")
     click.echo(f"  source:     {card['source']}")
     click.echo(f"  file:       {card['path']}")
     if card.get("logo"):
         click.echo(f"  logo:       {card['logo']}")
     click.echo(f"  vocabulary: {card['vocabulary_note']}")
+    if not card["imports"]:
+        click.echo(f"  imports:    {'none' if card['imports'] == [] else 'not known: ' + card['imports_note']}")
+        return
+    click.echo("  imports:")
+    width = max(len(item["interface"]) for item in card["imports"])
+    for item in card["imports"]:
+        click.echo(f"    {item['interface'].ljust(width)}  {item['grant']}")
 
 
 @plugin.command("remove")

@@ -16,7 +16,7 @@ import pytest
 from drsg.kernel.errors import PluginBudget, PluginError
 from drsg.kernel.settings import Settings
 from drsg.pipeline.code.handler import Doc, SourceTree
-from drsg.pipeline.plugins import fastbytes, memory, sandbox
+from drsg.pipeline.plugins import fastbytes, memory, sandbox, wasi
 from drsg.pipeline.plugins.host import MAX_PARTIAL, Budget, PluginHandler, plugin_options
 
 PLUGINS = Path(__file__).resolve().parents[1] / "data" / "plugins"
@@ -172,21 +172,41 @@ def test_a_read_that_blocks_forever_is_cut_at_the_timeout(tree: SourceTree) -> N
 
 
 @pytest.mark.parametrize(
-    ("fixture", "interface", "why"),
+    ("fixture", "mode", "interface", "why"),
     [
-        ("fs", "wasi:filesystem/preopens@0.2.0", "file system"),
-        ("sockets", "wasi:sockets/tcp@0.2.0", "network"),
-        ("environ", "wasi:cli/environment@0.2.0", "environment"),
-        ("unknown", "acme:net/fetch@1.0.0", "does not provide"),
-        ("poll", "wasi:clocks/monotonic-clock@0.2.0/subscribe-duration", "wasi:io/poll"),
+        ("fs", "strict", "wasi:filesystem/preopens@0.2.0", '[plugins] wasi = "strict" refuses it'),
+        ("sockets", "inert", "wasi:sockets/tcp@0.2.0", "network"),
+        ("sockets", "strict", "wasi:sockets/tcp@0.2.0", "network"),
+        ("unknown", "inert", "acme:net/fetch@1.0.0", "does not provide"),
+        ("poll", "inert", "wasi:clocks/monotonic-clock@0.2.0/subscribe-duration", "wasi:io/poll"),
     ],
 )
-def test_forbidden_imports_are_refused_by_name(fixture: str, interface: str, why: str) -> None:
+def test_forbidden_imports_are_refused_by_name(fixture: str, mode: wasi.WasiMode, interface: str, why: str) -> None:
     with pytest.raises(PluginError) as caught:
-        load(fixture)
+        load(fixture, Budget(timeout_s=10, wasi=mode))
     assert not isinstance(caught.value, PluginBudget)
     message = caught.value.message
     assert f"imports {interface}," in message and why in message and "\n" not in message
+
+
+def test_an_environment_import_gets_an_inert_grant() -> None:
+    """wasi:cli/environment is linked (wasmtime's WASI on a config that inherits nothing), in either mode."""
+    for mode in wasi.MODES:
+        handler = load("environ", Budget(timeout_s=10, wasi=mode))
+        assert ("wasi:cli/environment@0.2.0", wasi.GRANTS["cli/environment"].shown) in handler.grants
+
+
+def test_a_wasi_import_of_another_type_is_refused_in_one_line() -> None:
+    """fs.wat's get-directories answers list<string>, not 0.2's list<tuple<descriptor, string>>."""
+    with pytest.raises(PluginError) as caught:
+        load("fs")
+    message = caught.value.message
+    assert message.startswith("plugin fs cannot be linked:") and "get-directories" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("interface", ["wasi:cli/environment@0.3.0", "wasi:http/types@0.2.0", "wasi:cli/run@0.2.0"])
+def test_what_is_not_listed_is_not_granted(interface: str) -> None:
+    assert wasi.grant(interface) is None and wasi.refusal(interface, "inert") is None
 
 
 @pytest.mark.parametrize(

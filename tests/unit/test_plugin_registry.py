@@ -47,7 +47,7 @@ def test_install_list_show_remove(registry: Registry) -> None:
     cache = sandbox.cache_path(registry.cache_dir, digest)
     compiled = hashlib.sha256(cache.read_bytes()).hexdigest()  # the compile cache, pinned at install
     assert entry == Entry(
-        "echo", "1.0.0", "echo-1.0.0.wasm", digest, "/src/echo.wat", (".txt",), None, cache.name, compiled
+        "echo", "1.0.0", "echo-1.0.0.wasm", digest, "/src/echo.wat", ("txt",), None, cache.name, compiled
     )
     assert (registry.root / "echo-1.0.0.wasm").read_bytes() == ECHO.encode()
     table = tomllib.loads((registry.root / "registry.toml").read_text())
@@ -58,7 +58,7 @@ def test_install_list_show_remove(registry: Registry) -> None:
             "file": "echo-1.0.0.wasm",
             "sha256": digest,
             "source": "/src/echo.wat",
-            "extensions": [".txt"],
+            "extensions": ["txt"],  # upstream's form: without the dot (echo.wat, an older build, says ".txt")
             "compiled": cache.name,
             "compiled_sha256": compiled,
         }
@@ -66,6 +66,7 @@ def test_install_list_show_remove(registry: Registry) -> None:
     assert "compiled" not in entry.to_json() and "compiled_sha256" not in entry.to_json()
     card = registry.show("echo")
     assert card["vocabulary"] is None and "not declared" in card["vocabulary_note"]
+    assert card["imports"] == [{"interface": sandbox.HOST, "grant": "drsg's tree: list, read, label"}]
     assert registry.load("echo").manifest.ident == "echo@1.0.0"
     assert registry.remove("echo") == entry
     assert registry.entries() == [] and not (registry.root / "echo-1.0.0.wasm").exists()
@@ -120,17 +121,49 @@ def test_a_changed_artifact_is_refused_at_load(registry: Registry) -> None:
 def test_load_re_asks_describe(registry: Registry) -> None:
     """A registry entry that no longer matches what the file describes (edited by hand) is refused."""
     registry.install(ECHO.encode(), "a")
-    text = (registry.root / "registry.toml").read_text().replace('extensions = [".txt"]', 'extensions = [".md"]')
+    text = (registry.root / "registry.toml").read_text().replace('extensions = ["txt"]', 'extensions = ["md"]')
     (registry.root / "registry.toml").write_text(text)
     with pytest.raises(PluginError, match=r"now describes itself as echo@1.0.0 claiming \.txt, not as installed"):
         registry.load("echo")
 
 
 def test_registry_toml_round_trips_odd_text(tmp_path: Path) -> None:
-    entry = Entry("x", "1", "x-1.wasm", "ab" * 32, 'C:\\path "quoted" ünï\tcode', (".a", ".b"), "logo\nline")
+    entry = Entry("x", "1", "x-1.wasm", "ab" * 32, 'C:\\path "quoted" ünï\tcode', ("a", "b"), "logo\nline")
     registry = Registry(tmp_path)
     tmp_path.joinpath("registry.toml").write_text(render([entry, entry]))
     assert registry.entries() == [entry, entry]
+
+
+def test_a_dotted_registry_is_read_without_the_dot_and_still_loads(registry: Registry) -> None:
+    """A registry.toml an older drsg wrote (extensions = [".txt"]) keeps working: read as "txt", the
+    plugin loads and routes as .txt, and the next write stores upstream's form."""
+    registry.install(ECHO.encode(), "a")
+    path = registry.root / "registry.toml"
+    path.write_text(path.read_text().replace('extensions = ["txt"]', 'extensions = [".txt"]'))
+    [entry] = registry.entries()
+    assert entry.extensions == ("txt",) and entry.shown == ".txt" and entry.to_json()["extensions"] == ["txt"]
+    assert registry.load("echo").manifest.extensions == (".txt",)
+    assert [handler.manifest.extensions for handler in registry.pending()] == [(".txt",)]
+    with pytest.raises(PluginError, match=r"plugin ech2 claims \.txt, already claimed"):
+        registry.install(ECH2, "b")  # the conflict check matches the migrated claim
+    registry.install(ECHO_101, "c")
+    assert 'extensions = ["txt"]' in path.read_text()
+
+
+@pytest.mark.parametrize(("claim", "shown"), [("ftxt", ".ftxt"), (".txt", ".txt")])
+def test_a_claim_without_the_dot_is_upstreams_and_a_dotted_one_is_normalised(
+    registry: Registry, claim: str, shown: str
+) -> None:
+    installed = registry.install(variant('"echo1.0.0.txt', f'"echo1.0.0{claim}'), "a")
+    assert installed.lines[1] == f"  handles: {shown}"
+    assert installed.entry.extensions == (shown[1:],)
+
+
+@pytest.mark.parametrize("claim", [".TXT", "Ftxt", "a/bc", "a.bc", ".t x"])
+def test_a_claim_that_is_not_an_extension_is_refused(registry: Registry, claim: str) -> None:
+    with pytest.raises(PluginError, match=r"claims extension .*; a claim is lowercase .* without the dot \(rs"):
+        registry.install(variant('"echo1.0.0.txt', f'"echo1.0.0{claim}'), "a")
+    assert registry.entries() == []
 
 
 def test_store_dir_defaults_to_xdg(tmp_path: Path) -> None:
