@@ -518,7 +518,7 @@ async function pluginsPage() {
   const list = Array.isArray(plugins) ? plugins : plugins.plugins || [];
   show(el("h2", {}, "Plugins"), list.length
     ? el("table", { id: "plugins" }, el("tr", {}, el("th", {}, "name"), el("th", {}, "version"), el("th", {}, "extensions"), el("th", {}, "sha256")),
-      list.map((p) => el("tr", {}, el("td", {}, p.name), el("td", {}, p.version), el("td", {}, (p.extensions || []).join(" ")), el("td", {}, short(p.sha256, 20)))))
+      list.map((p) => el("tr", {}, el("td", {}, p.name), el("td", {}, p.version), el("td", {}, (p.extensions || []).map((e) => "." + e).join(" ")), el("td", {}, short(p.sha256, 20)))))
     : el("p", { id: "plugins" }, "No parser plugins installed (`drsg plugin install FILE`)."));
 }
 
