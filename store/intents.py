@@ -31,6 +31,7 @@ from drsg.kernel.errors import (
     DrsgError,
     NotFound,
     QueryError,
+    QueryLimit,
     QuerySyntaxError,
     UsageError,
 )
@@ -45,11 +46,17 @@ IntentOp = Callable[[WriteTx, dict[str, Json]], Json]
 INTENT_FORMAT = 0x49
 _HEADER = struct.Struct(">BIQ")  # format, crc32 of ts + body, ts (ms), as a commit record's
 
+#: The argument bounding an operation's run in seconds, which it may honour. A decision never hangs
+#: on a clock: where every node decides an intent, it runs without it (:meth:`Intent.unbounded`),
+#: and a Kafka node rehearses an intent carrying one on its copy before producing it without.
+TIME_LIMIT = "time_limit"
+
 #: The errors an operation decides by (the caller's input against the state in log order): a
 #: refusal names one of these and its caller gets it back. Any other failure is the record's
-#: fault (a poison record), never a decision; nor is anything that hangs on a clock (a time limit).
+#: fault (a poison record), never a decision. A QueryLimit is a count's (``[query] max_rows``,
+#: given in the arguments), since a decision runs without its time limit.
 _DECISIONS: dict[str, type[DrsgError]] = {
-    cls.__name__: cls for cls in (UsageError, BadValue, QuerySyntaxError, QueryError, NotFound, Conflict)
+    cls.__name__: cls for cls in (UsageError, BadValue, QuerySyntaxError, QueryError, QueryLimit, NotFound, Conflict)
 }
 
 
@@ -57,6 +64,12 @@ _DECISIONS: dict[str, type[DrsgError]] = {
 class Intent:
     op: str
     args: dict[str, Json]
+
+    def unbounded(self) -> Intent:
+        """This intent without its time limit (:data:`TIME_LIMIT`), as every node decides it."""
+        if TIME_LIMIT not in self.args:
+            return self
+        return Intent(self.op, {name: value for name, value in self.args.items() if name != TIME_LIMIT})
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,21 @@ bounded by ``[query] max_rows`` and ``[query] timeout_secs``. A text ``NEAR "…
 HYBRID's VECTOR part) is embedded by the one embedder rule (drsg.pipeline.embedder_choice) for the
 vector property it searches, as ``Plane.query`` does.
 
-The server runs the same pieces apart (:func:`statement`, :func:`read`, :func:`commit_function`,
-:func:`written`) so its write waits on its own deadline; everything else calls :func:`cypher`.
+A write is an intent (:func:`write_intent`, decided by :func:`write_op`): the embedded store runs it
+through its writer, and a Kafka node produces it for every node to decide where it lands, so two
+nodes' writes never conflict. The server runs the same pieces apart (:func:`statement`,
+:func:`read`, :func:`write_intent`, :func:`written`) so its write waits on its own deadline;
+everything else calls :func:`cypher`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from drsg.kernel.errors import BadValue, UsageError
-from drsg.kernel.values import check_value, from_json
+from drsg.kernel.values import check_value, from_json, to_json
 
 if TYPE_CHECKING:
     from drsg.api.host import Host, HostedPlane
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from drsg.plan.cypher import ast
     from drsg.plan.cypher.graph import CypherValue
     from drsg.plan.cypher.statement import Prepared
+    from drsg.store.intents import Intent
     from drsg.store.transaction import WriteTx
     from drsg.store.writer import CommitResult
     from drsg.workers.cypher.result import CypherResult
@@ -155,17 +159,44 @@ def read(plane: HostedPlane, stmt: Statement, as_of: AsOf | None, embed: Embedde
     )
 
 
-def commit_function(db: Host, plane: str, stmt: Statement) -> Callable[[WriteTx], CypherResult]:
-    """The commit function of a write statement: run it in the caller's write, all of it or nothing
-    (a write has no SEARCH, so nothing to embed)."""
-    from drsg.workers.cypher.writes import run_write
+def write_intent(db: Host, plane: str, text: str, params: Mapping[str, object] | None) -> Intent:
+    """A write statement as an intent (store/intents.py; :data:`WRITE_OP`): its text, its
+    parameters in the JSON dialect and the row limit, so that every node of a Kafka topic decides it
+    alike where it lands; its time limit bounds the run where one writer runs it (the embedded
+    store) or a Kafka node's rehearsal. The caller has checked it with :func:`statement`."""
+    from drsg.store.intents import TIME_LIMIT, Intent
 
     max_rows, timeout = _limits(db)
+    raw = {name: to_json(check_value(value, f"parameter ${name}")) for name, value in (params or {}).items()}
+    args: dict[str, Json] = {"plane": plane, "query": text, "params": raw, "max_rows": max_rows}
+    return Intent(WRITE_OP, args if timeout is None else args | {TIME_LIMIT: timeout})
 
-    def write(tx: WriteTx) -> CypherResult:
-        return run_write(tx, plane, stmt.prepared, stmt.params, max_rows=max_rows, timeout=timeout)
 
-    return write
+def write_op(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """The operation :func:`write_intent`'s intents name: the statement run in the write, all of it
+    or nothing (a write has no SEARCH, so nothing to embed); its answer losslessly
+    (CypherResult.to_outcome)."""
+    from drsg.store.intents import TIME_LIMIT
+    from drsg.workers.cypher.writes import run_write
+
+    plane, text, params, max_rows, limit = (
+        args.get(name) for name in ("plane", "query", "params", "max_rows", TIME_LIMIT)
+    )
+    if not (
+        isinstance(plane, str) and isinstance(text, str) and isinstance(params, dict) and isinstance(max_rows, int)
+    ):
+        raise UsageError(f"{WRITE_OP} takes a plane, a query, its params and max_rows")
+    if limit is not None and not isinstance(limit, int | float):
+        raise UsageError(f"{WRITE_OP}'s time limit is a number of seconds")
+    stmt = statement(text, {name: from_json(value, f"parameter ${name}") for name, value in params.items()})
+    if not stmt.writes or stmt.prepared.explain_only:
+        raise UsageError(f"{WRITE_OP} runs a write statement; run a read with plane.cypher")
+    timeout = None if limit is None else float(limit)
+    return run_write(tx, plane, stmt.prepared, stmt.params, max_rows=max_rows, timeout=timeout).to_outcome()
+
+
+#: The operation a Cypher write statement's intent names (drsg/api/intents.py's table holds it).
+WRITE_OP = "cypher.write"
 
 
 def plan_answer(stmt: Statement) -> CypherResult:
@@ -175,9 +206,13 @@ def plan_answer(stmt: Statement) -> CypherResult:
     return CypherResult(("plan",), ((from_json(stmt.prepared.explain(), "the plan"),),))
 
 
-def written(done: CommitResult[CypherResult]) -> CypherResult:
-    """A write's answer with the seq of the commit it made (one that changed nothing keeps the head it ran at)."""
-    return done.value if done.seq is None else replace(done.value, seq=done.seq)
+def written(done: CommitResult[Json]) -> CypherResult:
+    """A write intent's answer with the seq of the commit it made (one that changed nothing keeps
+    the head it ran at)."""
+    from drsg.workers.cypher.result import CypherResult
+
+    value = CypherResult.from_outcome(done.value)
+    return value if done.seq is None else replace(value, seq=done.seq)
 
 
 def cypher(
@@ -195,4 +230,4 @@ def cypher(
     if as_of is not None:
         raise UsageError("a write statement runs at the head, not as of a commit; drop as_of")
     db = plane.db
-    return written(db.write(commit_function(db, plane.name, stmt), db.origin))
+    return written(db.submit(write_intent(db, plane.name, text, params), db.origin))

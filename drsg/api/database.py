@@ -335,7 +335,9 @@ class EmbeddedDatabase(Database, StoreDatabase):
         settings: Settings | Mapping[str, object] | None = None,
         **options: Unpack[LmdbOptions],
     ) -> None:
-        StoreDatabase.__init__(self, path, **options)
+        from drsg.api.operations import API_OPS
+
+        StoreDatabase.__init__(self, path, ops=API_OPS, **options)
         try:
             self._start_api(settings)
         except BaseException:

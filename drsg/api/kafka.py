@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Unpack
 
 from drsg.api.database import Database
+from drsg.api.operations import API_OPS
 from drsg.kernel.settings import Settings
 from drsg.store.kafka.database import KafkaDatabase as StoreKafkaDatabase
 from drsg.store.kafka.database import KafkaStats
@@ -29,7 +30,7 @@ class KafkaDatabase(Database, StoreKafkaDatabase):
         timeout: float = 5.0,
         **options: Unpack[LmdbOptions],
     ) -> None:
-        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, **options)
+        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, ops=API_OPS, **options)
         try:
             self._start_api(settings)
         except BaseException:

@@ -247,7 +247,7 @@ def decide(
     child = env.env.begin(write=True, parent=txn, buffers=False)
     tx = WriteTx(child, env.dbs, seq, state.ids, _one_commit)
     try:
-        value = ops.run(tx, intent)
+        value = ops.run(tx, intent.unbounded())  # (a clock decides nothing)
     except BaseException as exc:
         child.abort()
         state.head, state.ts, state.ids = saved.head, saved.ts, saved.ids

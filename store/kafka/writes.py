@@ -33,10 +33,10 @@ from typing import Generic, TypeVar
 import structlog
 
 from drsg.kernel.backoff import backoff
-from drsg.kernel.errors import Conflict, DatabaseUnavailable, StoreError, UsageError
+from drsg.kernel.errors import Conflict, DatabaseUnavailable, DrsgError, QueryLimit, StoreError, UsageError
 from drsg.kernel.values import Json
 from drsg.store.environment import Environment, Txn
-from drsg.store.intents import Intent, Refusal
+from drsg.store.intents import TIME_LIMIT, Intent, IntentOps, Refusal
 from drsg.store.kafka.log import KafkaLog
 from drsg.store.kafka.materialiser import (
     BASE,
@@ -165,6 +165,9 @@ class KafkaWrites:
         if materialiser is None:  # nothing produced that this node could not read back
             raise DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
         materialiser.ops.check(intent)  # one this node could not decide is never produced
+        if TIME_LIMIT in intent.args:
+            self._rehearse(materialiser.ops, intent)
+            intent = intent.unbounded()
         record = self.kafka.produce_intent(intent, dict(origin or {}))
         seq = record.seq
         materialiser.offer(record)
@@ -184,6 +187,20 @@ class KafkaWrites:
 
     async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
         return await asyncio.to_thread(self.submit, intent, origin)
+
+    def _rehearse(self, ops: IntentOps, intent: Intent) -> None:
+        """Run ``intent`` on the copy's head within its time limit, writing nothing: one that runs
+        past it (QueryLimit) is refused here, before every node would run it without one. What it
+        decides here is not its answer (the copy may be behind): that is decided where it lands."""
+        self.catch_up()
+        with self.file_lock:
+            try:
+                in_write(self.env, lambda txn: self._dry_run(txn, ops.commit_function(intent)), keep=False)
+            except QueryLimit:
+                raise
+            except DrsgError as exc:
+                if Refusal.of(exc) is None:
+                    raise
 
     def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], T]) -> _Run[T]:
         """Run ``fn`` on the copy's head in ``txn`` (which the caller abandons), keeping its commits."""

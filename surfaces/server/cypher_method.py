@@ -5,10 +5,11 @@ text ``NEAR "…"``, read as ``plane.vectorize`` reads it: never a URL or a key)
 answer is the public API's :class:`~drsg.workers.cypher.result.CypherResult` in its one wire form:
 upstream's ``{nodes, edges, count}`` for a read, ``{write: true, …counts}`` for a write, with
 ``columns`` and ``rows`` added. A read runs in the read pool under ``query_timeout_secs`` like every
-read; a write is one commit through :meth:`ServerState.write` (``write_timeout_secs``, -32002, origin
-``via: rpc``), like every RPC write. A statement that does not parse or cannot run is -32602, a
-``[query]`` limit -32000 (drsg.kernel.errors); a syntax error's message is its first line (where, and
-what was expected), the caret excerpt its ``data.excerpt`` (beside ``data.error``, as every error has).
+read; a write is one intent through :meth:`ServerState.submit` (``write_timeout_secs``, -32002, origin
+``via: rpc``; on a Kafka node decided where it lands), like every RPC write. A statement that does
+not parse or cannot run is -32602, a ``[query]`` limit -32000 (drsg.kernel.errors); a syntax error's
+message is its first line (where, and what was expected), the caret excerpt its ``data.excerpt``
+(beside ``data.error``, as every error has).
 
 Write-gating: upstream marks the method ``x-access: write`` as a whole. drsg serves no read-only
 mode — every write method (``node.create``, ``digest.write`` …) is open to exactly the callers the
@@ -62,7 +63,7 @@ async def plane_cypher(ctx: ServerState, p: Params) -> Any:
     if stmt.prepared.explain_only:  # `EXPLAIN …`: the plan, nothing run or written
         result = api_cypher.plan_answer(stmt)
     elif stmt.writes:
-        done = await ctx.write(api_cypher.commit_function(ctx.api, plane, stmt), METHOD)
+        done = await ctx.submit(api_cypher.write_intent(ctx.api, plane, p["query"], p.get("params")), METHOD)
         result = api_cypher.written(done)
     else:
         result = await ctx.read(lambda: api_cypher.read(ctx.plane(plane), stmt, None, embed))

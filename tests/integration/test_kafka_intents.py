@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import drsg
-from drsg.kernel.errors import Conflict, DrsgError, NotFound, StoreError, UsageError
+from drsg.kernel.errors import Conflict, DrsgError, NotFound, QueryLimit, StoreError, UsageError
 from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.intent_ops import INTENT_OPS
@@ -244,3 +244,55 @@ def test_a_write_this_node_does_not_know_stops_it_until_it_is_upgraded(tmp_path:
     finally:
         a.close()
         b.close()
+
+
+def test_cypher_writes_on_two_nodes_are_intents_and_never_conflict(tmp_path: Path, url: str) -> None:
+    """A Cypher write statement is an intent: two nodes' MERGEs of the same keys race, each is
+    decided where it lands (the later MERGE finds the earlier's node), none is stale or retried,
+    and each caller's answer is what its node's copy decided."""
+    nodes = [node_of(tmp_path, name, url) for name in ("a", "b")]
+    merge = "MERGE (n:P {k: $k}) ON CREATE SET n.by = $by ON MATCH SET n.seen = coalesce(n.seen, 0) + 1 RETURN n"
+    answers: dict[tuple[str, str], Any] = {}
+
+    def writer(db: KafkaDatabase, by: str) -> None:
+        for k in KEYS:
+            answers[by, k] = db.plane("startup").cypher(merge, {"k": k, "by": by})
+
+    try:
+        threads = [threading.Thread(target=writer, args=(db, name)) for db, name in zip(nodes, "ab", strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        head = max(db.kafka.head() for db in nodes)
+        for db in nodes:
+            db.catch_up(head)
+        assert tables(nodes[0]) == tables(nodes[1])
+        assert [c.origin for db in nodes for c in db.commits() if {"skipped", "refused"} & c.origin.keys()] == []
+        intents = [decode_intent(r.seq, r.value or b"")[2].op for r in nodes[0].kafka.records(1) if is_intent(r.value)]
+        assert intents.count("cypher.write") == 2 * len(KEYS)  # produced as they were asked, never retried
+        for k in KEYS:  # one node made it, the other's MERGE found it: each answer names the same node
+            (made,) = (answers[by, k] for by in "ab" if answers[by, k].counts.nodes_created == 1)
+            (found,) = (answers[by, k] for by in "ab" if answers[by, k].counts.nodes_created == 0)
+            assert made.rows[0][0].id == found.rows[0][0].id and found.rows[0][0].props["seen"] == 1
+            assert found.rows[0][0].key is None and made.seq < found.seq
+    finally:
+        for db in nodes:
+            db.close()
+
+
+def test_a_cypher_write_past_its_time_limit_is_refused_before_it_is_produced(tmp_path: Path, url: str) -> None:
+    """Every node decides an intent without a clock; the time limit bounds the producing node's
+    rehearsal on its copy instead, so a statement that runs too long is never produced."""
+    db = drsg.open(tmp_path / "a.drsg", log=url, settings={"query.timeout_secs": 0.2})
+    try:
+        head = db.kafka.head()
+        with pytest.raises(QueryLimit):
+            db.plane("startup").cypher("UNWIND range(1, 5000) AS i UNWIND range(1, 5000) AS j WITH i WHERE i < 0 CREATE (:X {i: i})")
+        assert db.kafka.head() == head  # nothing produced
+        done = db.plane("startup").cypher("CREATE (n:X {i: 1}) RETURN n.i")
+        assert done.rows == ((1,),) and db.kafka.head() == head + 1
+        (record,) = db.kafka.records(head + 1)
+        assert "time_limit" not in decode_intent(record.seq, record.value or b"")[2].args
+    finally:
+        db.close()

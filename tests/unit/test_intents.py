@@ -47,13 +47,13 @@ def test_a_damaged_intent_is_a_corrupt_record_and_a_commit_is_not_an_intent() ->
 
 
 def test_only_the_decisions_are_refusals() -> None:
-    for error in (Conflict("taken"), NotFound("gone"), BadValue("bad"), UsageError("no")):
+    for error in (Conflict("taken"), NotFound("gone"), BadValue("bad"), UsageError("no"), QueryLimit("rows")):
         refusal = Refusal.of(error)
         assert refusal is not None
         again = refusal.exception()
         assert type(again) is type(error) and str(again) == str(error)
-    # the record's fault, the file's, or a clock's: never a decision
-    for error in (ValueError("x"), StoreFull("full"), QueryLimit("too long")):
+    # the record's fault or the file's: never a decision (a decision runs without its time limit)
+    for error in (ValueError("x"), StoreFull("full")):
         assert Refusal.of(error) is None
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import TypeAlias
 
-from drsg.kernel.values import Json, Value, lean_vectors, props_to_json, to_json
+from drsg.kernel.values import Json, Props, Value, from_json, lean_vectors, props_from_json, props_to_json, to_json
 from drsg.store.records import Edge, Node
 
 
@@ -91,6 +91,40 @@ class CypherResult:
             answer |= {"write": True} | self.counts.to_json()
         return answer
 
+    def to_outcome(self) -> dict[str, Json]:
+        """The answer as a write intent's outcome (store/intents.py), which a Kafka node's caller
+        reads back from its copy: lossless, unlike the wire form (a row's node keeps its key and
+        plane, a map stays a map whatever its keys, a float need not be finite)."""
+        counts = None if self.counts is None else [getattr(self.counts, f.name) for f in fields(self.counts)]
+        return {
+            "columns": list(self.columns),
+            "rows": [[_tagged(value) for value in row] for row in self.rows],
+            "nodes": [_tagged(node) for node in self.nodes],
+            "edges": [_tagged(edge) for edge in self.edges],
+            "counts": counts,
+            "seq": self.seq,
+        }
+
+    @classmethod
+    def from_outcome(cls, data: Json) -> CypherResult:
+        """The answer :meth:`to_outcome` wrote (a ValueError for anything else)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"not a Cypher outcome: {type(data).__name__}")
+        columns, rows, nodes, edges = data["columns"], data["rows"], data["nodes"], data["edges"]
+        counts, seq = data["counts"], data["seq"]
+        if not (isinstance(columns, list) and isinstance(rows, list) and isinstance(nodes, list)):
+            raise ValueError("a Cypher outcome's columns, rows and nodes are lists")
+        if not (isinstance(edges, list) and isinstance(seq, int) and (counts is None or isinstance(counts, list))):
+            raise ValueError("a Cypher outcome's edges are a list, its seq a number, its counts a list")
+        return cls(
+            tuple(str(c) for c in columns),
+            tuple(tuple(_untagged(v) for v in _row(row)) for row in rows),
+            tuple(_node(n) for n in nodes),
+            tuple(_edge(e) for e in edges),
+            None if counts is None else WriteCounts(*_counts(counts)),
+            seq,
+        )
+
 
 def answer_json(value: Answer, *, lean: bool = False) -> Json:
     """One row value in the wire form (see the module)."""
@@ -114,3 +148,88 @@ def answer_json(value: Answer, *, lean: bool = False) -> Json:
 def _props(props: Mapping[str, Value], lean: bool) -> dict[str, Json]:
     rendered: dict[str, Json] = props_to_json(lean_vectors(props) if lean else props)
     return rendered
+
+
+def _tagged(value: Answer) -> Json:
+    """One answer value as ``[tag, …]``: ``n``/``e`` a record's fields, ``p`` a path, ``l``/``m`` a
+    list/map of tagged values, ``f`` a float, ``v`` any other value in the JSON dialect."""
+    if isinstance(value, Node):
+        return ["n", value.plane, value.id, value.key, list(value.labels), props_to_json(value.props)]
+    if isinstance(value, Edge):
+        return ["e", value.plane, value.id, value.src, value.dst, value.type, props_to_json(value.props)]
+    if isinstance(value, Path):
+        return ["p", [_tagged(n) for n in value.nodes], [_tagged(e) for e in value.edges]]
+    if isinstance(value, list):
+        return ["l", [_tagged(item) for item in value]]
+    if isinstance(value, dict):
+        return ["m", {key: _tagged(item) for key, item in value.items()}]
+    if isinstance(value, float):
+        return ["f", value]
+    return ["v", to_json(value)]
+
+
+def _untagged(data: Json) -> Answer:
+    tag, *rest = _listed(data)
+    if tag == "n":
+        return _node(data)
+    if tag == "e":
+        return _edge(data)
+    if tag == "p":
+        nodes, edges = rest
+        return Path(tuple(_node(n) for n in _row(nodes)), tuple(_edge(e) for e in _row(edges)))
+    if tag == "l":
+        return [_untagged(item) for item in _row(rest[0])]
+    if tag == "m" and isinstance(rest[0], dict):
+        return {key: _untagged(item) for key, item in rest[0].items()}
+    if tag == "f" and isinstance(rest[0], float | int):
+        return float(rest[0])
+    if tag == "v":
+        return from_json(rest[0], "a Cypher outcome's value")
+    raise ValueError(f"not a tagged answer value: {data!r}")
+
+
+def _node(data: Json) -> Node:
+    plane, node_id, key, labels, props = _fields(data, "n", 5)
+    if not (isinstance(plane, int) and isinstance(node_id, int) and (key is None or isinstance(key, str))):
+        raise ValueError(f"not a tagged node: {data!r}")
+    return Node(plane, node_id, key, [str(label) for label in _row(labels)], _props_of(props))
+
+
+def _edge(data: Json) -> Edge:
+    plane, edge_id, src, dst, edge_type, props = _fields(data, "e", 6)
+    ids = (plane, edge_id, src, dst)
+    if not (isinstance(plane, int) and isinstance(edge_id, int) and isinstance(src, int) and isinstance(dst, int)):
+        raise ValueError(f"not a tagged edge's ids: {ids!r}")
+    if not isinstance(edge_type, str):
+        raise ValueError(f"not a tagged edge's type: {edge_type!r}")
+    return Edge(plane, edge_id, src, dst, edge_type, _props_of(props))
+
+
+def _fields(data: Json, tag: str, count: int) -> list[Json]:
+    tagged = _listed(data)
+    if tagged[0] != tag or len(tagged) != count + 1:
+        raise ValueError(f"not a tagged {'node' if tag == 'n' else 'edge'}: {data!r}")
+    return tagged[1:]
+
+
+def _props_of(data: Json) -> Props:
+    return props_from_json(data, "a Cypher outcome's record")
+
+
+def _counts(data: list[Json]) -> list[int]:
+    counts = [c for c in data if isinstance(c, int)]
+    if len(counts) != len(data) or len(counts) != len(fields(WriteCounts)):
+        raise ValueError(f"a Cypher outcome's counts are {len(fields(WriteCounts))} numbers, not {data!r}")
+    return counts
+
+
+def _row(data: Json) -> list[Json]:
+    if not isinstance(data, list):
+        raise ValueError(f"a Cypher outcome's row (or list) is a list, not {data!r}")
+    return data
+
+
+def _listed(data: Json) -> list[Json]:
+    if not isinstance(data, list) or not data:
+        raise ValueError(f"not a tagged answer value: {data!r}")
+    return data
