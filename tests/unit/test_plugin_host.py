@@ -74,6 +74,23 @@ def test_clocks_are_frozen_and_entropy_fixed(tree: SourceTree) -> None:
     assert clocks.parse(tree, ("a.txt",), []) == first
 
 
+@pytest.mark.parametrize("version", ["0.2.0", "0.2.3", "0.2.6", "0.2.12"])
+def test_clocks_stay_frozen_beside_wasmtimes_wasi(tree: SourceTree, version: str) -> None:
+    """With an import wasmtime's WASI defines (so add_wasip2 is linked), drsg's frozen clocks and fixed
+    entropy still answer, whichever 0.2.x the component names (wasmtime's own patch, older or newer)."""
+    text = re.sub(r"@0\.2\.\d+", f"@{version}", (PLUGINS / "clocks.wat").read_text())
+    environ = (
+        f'(import "wasi:cli/environment@{version}" '
+        '(instance (export "get-environment" (func (result (list (tuple string string)))))))'
+    )
+    clocks = load("clocks", text=text.replace("(component", f"(component\n  {environ}", 1))
+    assert any(interface.startswith("wasi:cli/environment") for interface, _ in clocks.grants)
+    first = clocks.parse(tree, ("a.txt",), [])
+    assert first == b"drsgdrsg" + bytes(8) + bytes(8)
+    time.sleep(0.01)
+    assert clocks.parse(tree, ("a.txt",), []) == first
+
+
 def test_options_are_string_pairs() -> None:
     settings = Settings({}, {}, None, plugin_tables={"rust": {"include_source": True, "depth": 3, "w": 0.5, "s": "x"}})
     assert plugin_options(settings, "rust") == [("include_source", "true"), ("depth", "3"), ("w", "0.5"), ("s", "x")]
