@@ -116,6 +116,8 @@ def test_a_changed_artifact_is_refused_at_load(registry: Registry) -> None:
     message = caught.value.message
     assert "changed since it was installed" in message
     assert "reinstall it with `drsg plugin install /src/echo.wat`" in message
+    card = registry.show("echo")  # the card still shows; what the changed file imports is not known
+    assert card["imports"] is None and "changed since it was installed" in card["imports_note"]
 
 
 def test_load_re_asks_describe(registry: Registry) -> None:
