@@ -40,6 +40,7 @@ COMMAND_MODULES: dict[str, str] = {
     "plugin": "plugins",
     **dict.fromkeys(("catalog", "find"), "catalog"),
     "workers": "workers",
+    **dict.fromkeys(("snapshot", "restore", "compact"), "backup"),
 }
 
 

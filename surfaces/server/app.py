@@ -264,6 +264,9 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     fetch_route.install(app, state)  # POST /digest/fetch
+    from drsg.surfaces.server import snapshot_route
+
+    snapshot_route.install(app, state)  # GET /snapshot
     return app  # drsg.surfaces.app mounts the MCP tools (/mcp) and the dashboard (/) on it
 
 
