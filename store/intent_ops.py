@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from drsg.kernel.errors import BadValue, NotFound
-from drsg.kernel.values import Json, props_from_json
+from drsg.kernel.values import Json, Vector, props_from_json
 from drsg.store.intents import IntentOp, IntentOps
 from drsg.store.records import Node, Plane
 from drsg.store.snapshot import Snapshot
@@ -168,6 +168,35 @@ def index_declare(tx: WriteTx, args: dict[str, Json]) -> Json:
     return tx.declare_index(plane, _str(args, "kind"), _str(args, "label"), _str(args, "property"), options).to_json()
 
 
+def index_ensure(tx: WriteTx, args: dict[str, Json]) -> Json:
+    """Declare an index on ``label``'s ``property``, or, with no label, on every label whose nodes
+    hold a value of the index's kind there (a vector, or text) as the intent is decided (`drsg index
+    ensure|keyword`); answers the (label, property) pairs declared."""
+    options = args.get("options") or {}
+    if not isinstance(options, dict):
+        raise BadValue("`options` must be an object")
+    plane, kind, prop = tx.plane(_str(args, "plane")), _str(args, "kind"), _str(args, "property")
+    label = args.get("label")
+    if label is None:
+        labels = labels_carrying(tx.view, plane.id, prop, Vector if kind == "vector" else str)
+    elif isinstance(label, str):
+        labels = [label]
+    else:
+        raise BadValue("`label` must be a string, or left out for every label carrying the property")
+    for each in labels:
+        tx.declare_index(plane, kind, each, prop, options)
+    return {"pairs": [[each, prop] for each in labels]}
+
+
+def labels_carrying(snap: Snapshot, plane: int, prop: str, want: type) -> list[str]:
+    """Labels of nodes whose ``prop`` holds a ``want`` value (a declaration-time scan)."""
+    found: set[str] = set()
+    for node in snap.nodes(plane):
+        if isinstance(node.props.get(prop), want):
+            found.update(node.labels)
+    return sorted(found)
+
+
 def index_drop(tx: WriteTx, args: dict[str, Json]) -> Json:
     plane = tx.plane(_str(args, "plane"))
     return tx.drop_index(plane, _str(args, "kind"), _str(args, "label"), _str(args, "property")).to_json()
@@ -211,6 +240,7 @@ STORE_OPS: dict[str, IntentOp] = {
     "edge.unlink": edge_unlink,
     "node.remove": node_remove,
     "index.declare": index_declare,
+    "index.ensure": index_ensure,
     "index.drop": index_drop,
 }
 

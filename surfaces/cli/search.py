@@ -14,16 +14,13 @@ from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
 from drsg.kernel.languages import LANGUAGES, canonical_language
 from drsg.kernel.metrics import METRICS, check_metric
-from drsg.kernel.values import Vector
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
 from drsg.plan.statements import parse_query
 from drsg.store.database import Database
-from drsg.store.intents import Intent
-from drsg.store.snapshot import Snapshot
-from drsg.store.transaction import WriteTx
+from drsg.store.intents import Intent, answered
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, plane_option
 from drsg.workers.manager import IndexSet
@@ -37,55 +34,30 @@ def index() -> None:
     """Vector (HNSW) and keyword (BM25) indexes, declared on (label, property) pairs."""
 
 
-def _labels_carrying(snap: Snapshot, plane: int, prop: str, want: type) -> list[str]:
-    """Labels of nodes whose ``prop`` holds a ``want`` value (a declaration-time scan)."""
-    found: set[str] = set()
-    for node in snap.nodes(plane):
-        if isinstance(node.props.get(prop), want):
-            found.update(node.labels)
-    return sorted(found)
-
-
-def _pairs(
-    tx: WriteTx, plane_name: str, args: tuple[str, ...], want: type, default: str | None
-) -> list[tuple[str, str]]:
-    """Upstream's positional rule: LABEL PROPERTY = one pair; PROPERTY = every label carrying it;
-    nothing = ``default`` on every label carrying it."""
-    if len(args) == 2:
-        return [(args[0], args[1])]
-    if len(args) == 0 and default is None:
-        raise UsageError("name a LABEL and PROPERTY, or a PROPERTY to index on every label carrying it")
-    prop = args[0] if args else str(default)
-    plane = tx.plane(plane_name)
-    return [(label, prop) for label in _labels_carrying(tx.view, plane.id, prop, want)]
-
-
 def _declare(
     obj: Context,
     plane: str,
     names: tuple[str, ...],
     kind: str,
     options: dict[str, Any],
-    want: type,
     default: str | None,
 ) -> list[tuple[str, str]]:
-    """Declare a ``kind`` index with ``options`` on each (label, property) that ``names`` stand for
-    (:func:`_pairs`), build it now, and return the pairs; says so when no label carries the property."""
+    """Declare a ``kind`` index with ``options`` on what ``names`` stand for — upstream's positional
+    rule: LABEL PROPERTY = one pair; PROPERTY = every label carrying it; nothing = ``default`` on
+    every label carrying it — as one intent (``index.ensure``), build it now, and return the pairs;
+    says so when no label carries the property."""
     if len(names) > 2:
         raise click.UsageError("at most two names: LABEL PROPERTY")
-
-    def ensure(tx: WriteTx) -> list[tuple[str, str]]:
-        pairs = _pairs(tx, plane, names, want, default)
-        p = tx.plane(plane)
-        for label, prop in pairs:
-            tx.declare_index(p, kind, label, prop, options)
-        return pairs
-
+    if not names and default is None:
+        raise UsageError("name a LABEL and PROPERTY, or a PROPERTY to index on every label carrying it")
+    label, prop = (names[0], names[1]) if len(names) == 2 else (None, names[0] if names else str(default))
+    args = {"plane": plane, "kind": kind, "label": label, "property": prop, "options": options}
     with obj.open(write=True) as db:
-        pairs = db.write(ensure, {"via": "cli"}).value
+        declared = answered(db.submit(Intent("index.ensure", args), {"via": "cli"}), "pairs")
         _build(db)
+    pairs = [(str(each), str(prop)) for each, prop in declared]
     if not pairs:
-        click.echo(f"no label in plane '{plane}' carries `{names[-1] if names else default}` — nothing to index")
+        click.echo(f"no label in plane '{plane}' carries `{prop}` — nothing to index")
     return pairs
 
 
@@ -97,7 +69,7 @@ def _declare(
 def index_ensure(obj: Context, names: tuple[str, ...], plane: str, metric: str) -> None:
     """Declare a vector index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it;
     nothing: `embedding` on every label. Idempotent; a different metric is an error."""
-    pairs = _declare(obj, plane, names, "vector", {"metric": check_metric(metric)}, Vector, "embedding")
+    pairs = _declare(obj, plane, names, "vector", {"metric": check_metric(metric)}, "embedding")
     if pairs:
         for label, prop in pairs:
             click.echo(f"ensured vector index on {label}.{prop}")
@@ -112,7 +84,7 @@ def index_ensure(obj: Context, names: tuple[str, ...], plane: str, metric: str) 
 def index_keyword(obj: Context, names: tuple[str, ...], plane: str, lang: str) -> None:
     """Declare a keyword (BM25) index. LABEL PROPERTY: one pair; PROPERTY: every label carrying it."""
     language = canonical_language(lang)
-    for label, prop in _declare(obj, plane, names, "keyword", {"language": language}, str, None):
+    for label, prop in _declare(obj, plane, names, "keyword", {"language": language}, None):
         click.echo(f"ensured keyword index on {label}.{prop} ({language.capitalize()})")
 
 

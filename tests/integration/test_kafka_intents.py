@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ from drsg.store.intents import Intent, decode_intent, is_intent
 from drsg.store.jsonl import export_lines
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.transaction import WriteTx
+from drsg.surfaces.cli.main import cli
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_nodes import tables
 
@@ -288,7 +290,9 @@ def test_a_cypher_write_past_its_time_limit_is_refused_before_it_is_produced(tmp
     try:
         head = db.kafka.head()
         with pytest.raises(QueryLimit):
-            db.plane("startup").cypher("UNWIND range(1, 5000) AS i UNWIND range(1, 5000) AS j WITH i WHERE i < 0 CREATE (:X {i: i})")
+            db.plane("startup").cypher(
+                "UNWIND range(1, 5000) AS i UNWIND range(1, 5000) AS j WITH i WHERE i < 0 CREATE (:X {i: i})"
+            )
         assert db.kafka.head() == head  # nothing produced
         done = db.plane("startup").cypher("CREATE (n:X {i: 1}) RETURN n.i")
         assert done.rows == ((1,),) and db.kafka.head() == head + 1
@@ -296,3 +300,24 @@ def test_a_cypher_write_past_its_time_limit_is_refused_before_it_is_produced(tmp
         assert "time_limit" not in decode_intent(record.seq, record.value or b"")[2].args
     finally:
         db.close()
+
+
+def test_index_ensure_finds_its_labels_where_it_lands(tmp_path: Path, url: str) -> None:
+    """`drsg index ensure PROPERTY` declares on every label carrying it: an intent, so the labels are
+    those of the state it lands on (a label another node gave a vector just before it is included),
+    not of the copy the command ran on."""
+    a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
+    try:
+        vector = {"$vector": [1.0, 0.0]}
+        a.submit(Intent("node.put", {"plane": "startup", "key": "p", "labels": ["P"], "properties": {"e": vector}}))
+        b_head = b.head()  # b has not read a's node yet: the intent is decided after it in the log
+        ran = CliRunner().invoke(
+            cli, ["--log", url, "--db", str(tmp_path / "b.drsg"), "index", "ensure", "e"], catch_exceptions=False
+        )
+        assert ran.exit_code == 0, ran.stderr
+        assert "ensured vector index on P.e" in ran.stdout and b_head < b.kafka.head()
+        (last,) = list(b.kafka.records(b.kafka.head()))
+        assert is_intent(last.value) and decode_intent(last.seq, last.value or b"")[2].op == "index.ensure"
+    finally:
+        a.close()
+        b.close()
