@@ -354,6 +354,12 @@ REGISTRY: tuple[Setting, ...] = (
     Setting(
         "server.mcp_max_concurrent", 8, _positive, "MCP tool calls run at once (stdio and /mcp); more wait their turn"
     ),
+    Setting(
+        "server.read_only",
+        False,
+        _bool,
+        "refuse every write (JSON-RPC, Cypher, MCP write tools) with -32001 (`serve --read-only`, `mcp --read-only`)",
+    ),
     Setting("server.write_timeout_secs", 30, _seconds, "how long a write waits for the writer (0 = forever; -32002)"),
     Setting("server.query_timeout_secs", 60, _seconds, "longest a read may run (0 = no limit; then -32000)"),
     Setting("server.max_queries", 0, _count_or_auto, "searches run at once; more wait their turn (0 = one per core)"),

@@ -21,11 +21,18 @@ from drsg.surfaces.cli.watch import watch
     help="Where to listen (default [server].addr, else 127.0.0.1:7700; port 0 picks a free one). "
     "A non-loopback address needs DRSG_TOKEN.",
 )
+@click.option(
+    "--read-only",
+    is_flag=True,
+    default=None,
+    help="Refuse every write (JSON-RPC, Cypher, MCP write tools) with -32001 (default [server].read_only).",
+)
 @embed_options
 @click.pass_context
 def serve(
     ctx: click.Context,
     addr: str | None,
+    read_only: bool | None,
     embed: str | None,
     embed_model: str | None,
     embed_url: str | None,
@@ -41,7 +48,11 @@ def serve(
     `drsg serve watch DIR` is the daemon that keeps a code plane true to a working tree.
     """
     if ctx.invoked_subcommand is not None:
-        given = [name for name in ("addr", "embed", "embed_model", "embed_url", "embed_key_env") if ctx.params[name]]
+        given = [
+            name
+            for name in ("addr", "read_only", "embed", "embed_model", "embed_url", "embed_key_env")
+            if ctx.params[name]
+        ]
         if given:
             flag = "--" + given[0].replace("_", "-")
             raise click.UsageError(f"{flag} is the server's; give the watch its own flags after `watch`")
@@ -51,7 +62,8 @@ def serve(
     from drsg.surfaces.server.app import route_library_logs
     from drsg.surfaces.server.config import EmbedChoice, server_config
 
-    config = server_config(obj.settings, addr, EmbedChoice(embed, embed_model, embed_url, embed_key_env))
+    settings = obj.settings.with_flags({"server.read_only": read_only})
+    config = server_config(settings, addr, EmbedChoice(embed, embed_model, embed_url, embed_key_env))
     if not config.loopback and not config.token:
         where = addr or f"{config.host}:{config.port}"
         raise ConfigError(f"refusing to serve on {where} without a token; set DRSG_TOKEN, or bind 127.0.0.1")

@@ -1,8 +1,9 @@
 """drsg's MCP tools, each a JSON-RPC method run in process (surfaces/server), its answer made compact.
 
 Upstream's tool names where drsg has the feature (`list_planes`, `describe_plane`, `get_node`,
-`search`, `hybrid`, `ask`, `traverse`, `query`, `cypher`, `algo`, `history`, `digest`), plus `diff` and
-`changes_since`. A method's error is the tool's error (an MCP tool result with ``isError``), one
+`search`, `hybrid`, `ask`, `traverse`, `query`, `cypher`, `algo`, `history`, `digest`, `write_nodes`,
+`write_edges`, `create_plane`, `drop_plane`: write_tools.py), plus `diff`, `changes_since` and the
+catalog's (catalog_tools.py). A method's error is the tool's error (an MCP tool result with ``isError``), one
 line with the JSON-RPC code; an answer is compact JSON text: vectors elided, ``_`` properties
 hidden unless ``hidden`` is asked, strings over :data:`MAX_CHARS` and lists over :data:`MAX_ITEMS`
 cut with a note saying so.
@@ -24,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from drsg import __version__
 from drsg.kernel.errors import INVALID_PARAMS, DrsgError, NotFound, RpcError
 from drsg.kernel.values import json_depth
+from drsg.plan.logical import MAX_HOPS, MAX_K
 from drsg.surfaces.drift import synced_of
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
@@ -36,10 +38,13 @@ if TYPE_CHECKING:
 
 MAX_CHARS = 2000  # a string longer than this is cut (the note says how much more there was)
 MAX_ITEMS = 200  # a list longer than this is cut
+DIRECTIONS = {"out": "Out", "in": "In", "both": "Both"}  # traverse's words → a plan step's
 INSTRUCTIONS = (
     "drsg is a graph store with time travel. Start with list_planes, then describe_plane to learn a plane's "
     "labels, edge types and properties. Nodes are named by id or external key. `as_of` (a commit seq) reads "
-    "the past; diff lists what changed between two seqs; changes_since follows the log."
+    "the past; diff lists what changed between two seqs; changes_since follows the log. A live database's "
+    "catalog (catalog_list) has its compact schema as the resource drsg://catalog/<connection>/digest and the "
+    "prompt catalog_digest."
 )
 
 
@@ -97,7 +102,7 @@ class Tools:
             except (RpcError, DrsgError) as exc:
                 raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
 
-    async def digest_local(self, plane: str, path: str, source: str | None, mode: str | None) -> str:
+    async def digest_local(self, plane: str, path: str, source: str | None, mode: str | None) -> dict[str, Any]:
         """A local path digested over stdio: a document's text goes to ``digest.run`` as sent text does;
         a directory or a code file is read as `drsg digest` reads it (the walk, the handlers, the
         prose) and proposed by the same digest, its parsed facts keeping `_generated_by`."""
@@ -107,10 +112,71 @@ class Tools:
         doc = await self.guarded(lambda: asyncio.to_thread(_read_path, path, self.state.db.path, settings))
         if doc.reading is None:
             params = {"plane": plane, "text": doc.text, "source": source or doc.name, "mode": mode}
-            return await self.call("digest.run", params)
+            return await self.proposal({k: v for k, v in params.items() if v is not None})
         params = REGISTRY["digest.run"].bind({"plane": plane, "text": "", "mode": mode})
-        proposal = await self.guarded(lambda: propose(self.state, params, doc))
-        return dumps(compact(proposal, hidden=True))
+        proposal: dict[str, Any] = await self.guarded(lambda: propose(self.state, params, doc))
+        return proposal
+
+    async def propose(
+        self, plane: str, text: str | None, path: str | None, source: str | None, mode: str | None
+    ) -> dict[str, Any]:
+        """A digest's proposal (nothing written) of `text`, or over stdio of a local `path`."""
+        if (text is None) == (path is None):
+            raise ToolError("error -32602: give `text` or `path` (exactly one)")
+        if path is not None:
+            if not self.allow_path:  # a remote client must never read the server's files
+                raise ToolError("error -32602: `path` is for the stdio server only (`drsg mcp`); send the `text`")
+            return await self.digest_local(plane, path, source, mode)
+        params = {"plane": plane, "text": text, "source": source, "mode": mode}
+        return await self.proposal({k: v for k, v in params.items() if v is not None})
+
+    async def proposal(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``digest.run``'s proposal, whole (a tool compacts what it shows; an apply writes all of it)."""
+        proposal: dict[str, Any] = await self.run("digest.run", params)
+        return proposal
+
+    def writable(self) -> None:
+        """A write tool on a read-only server: refused before anything runs, in one line."""
+        try:
+            self.state.check_writable()
+        except RpcError as exc:
+            raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
+
+    async def traverse(
+        self,
+        plane: str,
+        from_id: int | None,
+        from_key: str | None,
+        direction: str,
+        edge_type: str | None,
+        hops: tuple[int | None, int | None],
+        limit: int | None,
+        as_of: int | None,
+    ) -> str:
+        """`traverse` by hops: the start named by id or key, then one ExpandVar plan (plane.query)."""
+        if (from_id is None) == (from_key is None):
+            raise ToolError("error -32602: give `from_id` or `from_key` (exactly one)")
+        if direction not in DIRECTIONS:
+            raise ToolError(f"error -32602: direction is out, in or both, not {direction!r}")
+        low = hops[0] if hops[0] is not None else 1
+        high = hops[1] if hops[1] is not None else max(low, 1)
+        if not 0 <= low <= high <= MAX_HOPS:
+            raise ToolError(f"error -32602: hops need 0 ≤ min ≤ max ≤ {MAX_HOPS}, not min {low}, max {high}")
+        cap = limit if limit is not None else 100
+        if not 1 <= cap <= MAX_K:
+            raise ToolError(f"error -32602: limit is a whole number from 1 to {MAX_K}, not {cap}")
+        start = await self.run(
+            "node.get", {"plane": plane, "id": from_id, "key": from_key, "as_of": as_of, "lean": True}
+        )
+        if start is None:
+            which = f"id {from_id}" if from_key is None else f"key {from_key!r}"
+            raise ToolError(f"error -32602: no node with {which} in plane {plane!r}; search or get_node finds nodes")
+        step = {"dir": DIRECTIONS[direction], "edge_type": edge_type, "min": low, "max": high}
+        plan = {"source": {"SeekIds": [start["id"]]}, "steps": [{"ExpandVar": step}, "Distinct", {"Limit": cap + 1}]}
+        reached = await self.run("plane.query", {"plane": plane, "plan": plan, "as_of": as_of, "lean": True})
+        answer = {"from": {"id": start["id"], "key": start.get("external_key")}, "min": low, "max": high}
+        answer |= {"nodes": reached[:cap], "count": len(reached[:cap]), "truncated": len(reached) > cap}
+        return dumps(compact(answer))
 
 
 def mcp_bound(config: Any) -> int:
@@ -178,16 +244,36 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
     @server.tool(structured_output=False)
     async def traverse(
         plane: str,
-        id: int,
+        from_id: int | None = None,
+        from_key: str | None = None,
         direction: str = "both",
-        type: str | None = None,
+        edge_type: str | None = None,
+        min: int | None = None,
+        max: int | None = None,
         limit: int | None = None,
         as_of: int | None = None,
+        id: int | None = None,
+        type: str | None = None,
     ) -> str:
-        """A node's neighbourhood: its edges (`direction` out, in or both; one edge `type`) and the nodes
-        at their other ends."""
-        params = {"plane": plane, "id": id, "direction": direction, "type": type, "limit": limit, "as_of": as_of}
-        return await tools.call("graph.expand", params)
+        """The nodes `min`..`max` hops (default 1..1, at most 6; 0 includes the start) from one node,
+        `from_id` or external `from_key`, along edges `direction` out, in or both, of one `edge_type`
+        if given: {from, nodes, count, truncated}, at most `limit` (default 100) distinct nodes. With
+        `id` alone (and `type`) it answers the node's 1-hop neighbourhood, edges included."""
+        if from_id is None and from_key is None and min is None and max is None and edge_type is None:
+            if id is None:
+                raise ToolError("error -32602: give `from_id` or `from_key` (the node to start from)")
+            params = {"plane": plane, "id": id, "direction": direction, "type": type, "limit": limit, "as_of": as_of}
+            return await tools.call("graph.expand", params)  # the call before hops, kept as it answered
+        return await tools.traverse(
+            plane,
+            from_id if from_id is not None else id,
+            from_key,
+            direction,
+            edge_type or type,
+            (min, max),
+            limit,
+            as_of,
+        )
 
     @server.tool(structured_output=False)
     async def search(
@@ -289,14 +375,7 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         tree or code file, parsed by drsg's handlers as `drsg digest` does, its prose read by the
         server's chat model); nothing is written. Pass the chosen nodes and edges, with `source`, `run`
         and `model`, to digest_apply."""
-        if (text is None) == (path is None):
-            raise ToolError("error -32602: give `text` or `path` (exactly one)")
-        if path is not None:
-            if not tools.allow_path:  # a remote client must never read the server's files
-                raise ToolError("error -32602: `path` is for the stdio server only (`drsg mcp`); send the `text`")
-            return await tools.digest_local(plane, path, source, mode)
-        params = {"plane": plane, "text": text, "source": source, "mode": mode}
-        return await tools.call("digest.run", params)
+        return dumps(compact(await tools.propose(plane, text, path, source, mode), hidden=path is not None))
 
     @server.tool(structured_output=False)
     async def digest_apply(
@@ -345,6 +424,10 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         """Counts of planes, nodes, edges, indexes and commits."""
         return await tools.call("db.stats", {})
 
+    from drsg.surfaces.mcp import catalog_tools, write_tools
+
+    write_tools.register(server, tools)
+    catalog_tools.register(server, tools)
     return server
 
 

@@ -1,4 +1,5 @@
-"""``catalog.list``, ``catalog.index``, ``catalog.find`` and ``catalog.sql`` over JSON-RPC.
+"""``catalog.list``, ``catalog.index``, ``catalog.find``, ``catalog.sql`` and the read verbs (``catalog.schema``,
+``objects``, ``columns``, ``impact``, ``refs``, ``digest``) over JSON-RPC.
 
 ``plane.find`` is upstream's text search over a plane (openrpc.json), so the catalog's ``find`` is
 ``catalog.find``, with the CLI's request shape. Connections are the ones ``drsg catalog add``
@@ -19,8 +20,8 @@ from drsg.api.retrieval import optional_plane_embedder
 from drsg.kernel.errors import UsageError
 from drsg.kernel.settings import Settings
 from drsg.models.embedders.base import Embedder
-from drsg.surfaces.server.params import Params
-from drsg.surfaces.server.registry import rpc
+from drsg.surfaces.server.params import Params, as_of
+from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, rpc
 from drsg.surfaces.server.state import ServerState
 
 CONNECTION = {
@@ -84,6 +85,7 @@ def _setting(ctx: ServerState, read: Callable[[Settings, str], T], name: str, de
     },
 )
 async def catalog_index(ctx: ServerState, p: Params) -> Any:
+    ctx.check_writable()  # the index run writes through the store itself, not ctx.write
     conn = await ctx.read(lambda: _connection(ctx, p.get("connection")))  # its first import runs off the loop
     level = str(p.get("level") or "full")
     limit = _setting(ctx, Settings.integer, "catalog.enum_limit", 20)
@@ -182,3 +184,119 @@ async def catalog_list(ctx: ServerState, p: Params) -> Any:
         return [{**conn.public(), "plane": conn.plane} for conn in Connections(ctx.db.path).load().values()]
 
     return await ctx.read(run)
+
+
+# --------------------------------------------------------------------------- the catalog's read verbs
+#
+# `drsg catalog schema|objects|columns|impact|refs|digest`, each over the catalog its plane holds
+# (no network): the same pipeline.catalog.views functions, the same sensitive names.
+
+TABLE = {"name": "table", "required": True, "schema": {"type": "string"}, "description": "A table or view's name."}
+VIEW_PARAMS = [CONNECTION, AS_OF, AS_OF_MS]
+
+
+def _views(ctx: ServerState, p: Params, verb: Callable[[Any, list[str]], T]) -> Callable[[], T]:
+    """``verb(catalog, sensitive names)`` over the named connection's catalog, for the read pool."""
+
+    def run() -> T:
+        from drsg.pipeline.catalog import service  # imported in the read thread, as every catalog call
+        from drsg.pipeline.catalog.connections import sensitive_names
+
+        conn = _connection(ctx, p.get("connection"))
+        return verb(service.load(ctx.db, conn, as_of(p)), sensitive_names(conn, ctx.config.settings))
+
+    return run
+
+
+def _verb(summary: str, params: list[dict[str, Any]], result: dict[str, Any]) -> dict[str, Any]:
+    return {"summary": summary, "x-access": "read", "params": params, "result": {"name": "answer", "schema": result}}
+
+
+@rpc(
+    "catalog.schema",
+    define=_verb(
+        "The whole catalog (or one `table`): columns, keys, indexes, what views read (`drsg catalog schema`).",
+        [*VIEW_PARAMS, {**TABLE, "required": False}],
+        {"type": "object"},
+    ),
+)
+async def catalog_schema(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import schema
+
+    return await ctx.read(_views(ctx, p, lambda cat, names: schema(cat, p.get("table"), names)))
+
+
+@rpc(
+    "catalog.objects",
+    define=_verb(
+        "Tables and views with their column counts, comments and row estimates (`drsg catalog objects`).",
+        VIEW_PARAMS,
+        {"type": "array", "items": {"type": "object"}},
+    ),
+)
+async def catalog_objects(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import objects
+
+    return await ctx.read(_views(ctx, p, lambda cat, _names: objects(cat)))
+
+
+@rpc(
+    "catalog.columns",
+    define=_verb(
+        "A table's columns: type, type class, nullability, keys, comment, enum sample (`drsg catalog columns`).",
+        [*VIEW_PARAMS, TABLE],
+        {"type": "object"},
+    ),
+)
+async def catalog_columns(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import columns
+
+    return await ctx.read(_views(ctx, p, lambda cat, names: columns(cat, p["table"], names)))
+
+
+@rpc(
+    "catalog.impact",
+    define=_verb(
+        "What depends on a table or one `column`: foreign keys into it, views reading it, its indexes "
+        "(`drsg catalog impact`).",
+        [*VIEW_PARAMS, TABLE, {"name": "column", "required": False, "schema": {"type": "string"}}],
+        {"type": "object"},
+    ),
+)
+async def catalog_impact(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import impact
+
+    return await ctx.read(_views(ctx, p, lambda cat, _names: impact(cat, p["table"], p.get("column"))))
+
+
+@rpc(
+    "catalog.refs",
+    define=_verb(
+        "What a table or view refers to: its foreign keys' tables, the tables a view reads (`drsg catalog refs`).",
+        [*VIEW_PARAMS, TABLE],
+        {"type": "object"},
+    ),
+)
+async def catalog_refs(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import refs
+
+    return await ctx.read(_views(ctx, p, lambda cat, _names: refs(cat, p["table"])))
+
+
+@rpc(
+    "catalog.digest",
+    define=_verb(
+        "The compact catalog a model reads in its prompt: one line per table, sensitive columns marked and "
+        "never sampled, cut at `max_chars` (`drsg catalog digest`).",
+        [
+            *VIEW_PARAMS,
+            {"name": "max_chars", "required": False, "schema": {"type": "integer", "minimum": 200, "maximum": 100000}},
+        ],
+        {"type": "string"},
+    ),
+)
+async def catalog_digest(ctx: ServerState, p: Params) -> Any:
+    from drsg.pipeline.catalog.views import digest
+
+    limit = int(p.get("max_chars") or 6000)
+    return await ctx.read(_views(ctx, p, lambda cat, names: digest(cat, limit, names)))

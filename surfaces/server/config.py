@@ -30,6 +30,7 @@ class ServerConfig:
     allowed_origins: tuple[str, ...] = ()
     max_concurrent: int = 1024
     write_timeout: float | None = 30.0
+    read_only: bool = False  # every write refused (-32001): `--read-only`, `[server] read_only`
     query_timeout: float | None = 60.0
     max_queries: int | None = None  # None: one per CPU core
     max_request_bytes: int = 8 << 20
@@ -101,6 +102,7 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedderCh
         allowed_origins=settings.strings("server.allowed_origins"),
         max_concurrent=settings.integer("server.max_concurrent"),
         write_timeout=settings.optional_number("server.write_timeout_secs"),
+        read_only=settings.flag("server.read_only"),
         query_timeout=settings.optional_number("server.query_timeout_secs"),
         max_queries=settings.optional_integer("server.max_queries"),
         max_request_bytes=settings.integer("server.max_request_bytes"),

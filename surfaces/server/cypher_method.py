@@ -11,12 +11,12 @@ not parse or cannot run is -32602, a ``[query]`` limit -32000 (drsg.kernel.error
 message is its first line (where, and what was expected), the caret excerpt its ``data.excerpt``
 (beside ``data.error``, as every error has).
 
-Write-gating: upstream marks the method ``x-access: write`` as a whole. drsg serves no read-only
-mode — every write method (``node.create``, ``digest.write`` …) is open to exactly the callers the
-server admits (its token, or loopback without one) — so ``plane.cypher`` is gated as they are: a
-caller refused there is refused a read statement too (-32001), and an admitted one may write. Should
-a read-only mode come, the place to refuse is the ``stmt.writes`` branch below, which leaves reads
-running: a read statement writes nothing whichever way it is sent.
+Write-gating: upstream marks the method ``x-access: write`` as a whole. Every write method
+(``node.create``, ``digest.write`` …) is open to exactly the callers the server admits (its token, or
+loopback without one) — so ``plane.cypher`` is gated as they are: a caller refused there is refused a
+read statement too (-32001), and an admitted one may write. A read-only server (``--read-only``)
+refuses the ``stmt.writes`` branch below in :meth:`ServerState.write` (-32001, before it runs) and
+leaves reads running: a read statement writes nothing whichever way it is sent.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from drsg.store.intent_ops import find_node
 from drsg.store.intents import Intent, answered
 from drsg.store.records import Plane, indexes_json
 from drsg.store.snapshot import Snapshot
+from drsg.store.transaction import PUT_MODES
 from drsg.store.writer import CommitResult
 from drsg.surfaces.server.params import Params, as_of, vectors
 from drsg.surfaces.server.registry import AS_OF, AS_OF_MS, LEAN, NODE_ID, NODE_KEY, PLANE, ordered, param, rpc
@@ -149,9 +150,19 @@ def written(ctx: ServerState, p: Params, done: CommitResult[Json], kind: str) ->
         return found.to_json()
 
 
-@rpc("node.create")
+PUT_MODE = param(
+    "mode",
+    {"type": "string", "enum": list(PUT_MODES), "default": "create"},
+    "When a node already holds `key`: create refuses it (upstream's), update merges labels and properties, "
+    "replace overwrites them, skip leaves it; without one a new node is made.",
+)
+
+
+@rpc("node.create", add=[PUT_MODE])
 async def node_create(ctx: ServerState, p: Params) -> Any:
     args = {"plane": p["plane"], "key": p.get("key"), "labels": p.get("labels", []), "properties": p.get("properties")}
+    if p.get("mode") is not None:
+        args["mode"] = p["mode"]
     return written(ctx, p, await ctx.submit(Intent("node.put", args), "node.create"), "node")
 
 

@@ -218,6 +218,12 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         },
         "catalog.sql": {"connection": "confdb", "sql": "SELECT 1 AS one", "limit": 1},
         "catalog.list": {},
+        "catalog.schema": {"connection": "confdb", "table": "orders"},
+        "catalog.objects": {"connection": "confdb"},
+        "catalog.columns": {"connection": "confdb", "table": "sys_user"},
+        "catalog.impact": {"connection": "confdb", "table": "sys_user", "column": "id"},
+        "catalog.refs": {"connection": "confdb", "table": "paid_orders"},
+        "catalog.digest": {"connection": "confdb", "max_chars": 2000},
     }
 
 
@@ -345,6 +351,9 @@ def test_every_method_answers_in_its_declared_shape(
     for method in ("catalog.index", "catalog.find", "catalog.sql"):
         call(method, params[method])
     (listed,) = call("catalog.list", params["catalog.list"])
+    for method in ("catalog.schema", "catalog.objects", "catalog.columns", "catalog.impact", "catalog.refs"):
+        call(method, params[method])
+    assert "sys_user" in call("catalog.digest", params["catalog.digest"])
     assert listed["name"] == "confdb" and listed["plane"] == "catalog_confdb" and "password" not in listed
 
     declared = _methods(document)

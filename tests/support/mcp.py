@@ -18,16 +18,28 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.server import clean_env, drsg_argv
 
+#: issue 39's parity tools (tests/integration/test_mcp_parity.py calls each): traverse by hops, the
+#: write tools, digest, the catalog's verbs
+PARITY_TOOLS = frozenset(
+    {"traverse", "write_nodes", "write_edges", "create_plane", "drop_plane", "digest"}
+    | {"catalog_schema", "catalog_objects", "catalog_columns", "catalog_sql", "catalog_impact", "catalog_refs"}
+)
+
 
 def env_for(fake: FakeOpenAI) -> dict[str, str]:
     return {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat", "DRSG_DIGEST_CONCURRENCY": "2"}
 
 
 @asynccontextmanager
-async def over_stdio(db: Path, fake: FakeOpenAI, workdir: Path) -> AsyncIterator[ClientSession]:
+async def over_stdio(
+    db: Path, fake: FakeOpenAI, workdir: Path, *, args: tuple[str, ...] = ()
+) -> AsyncIterator[ClientSession]:
+    """`drsg --db DB mcp ARGS…` (e.g. ``--read-only``) with the SDK's stdio client."""
     argv = drsg_argv()
     env = clean_env(**env_for(fake))
-    params = StdioServerParameters(command=argv[0], args=[*argv[1:], "--db", str(db), "mcp"], env=env, cwd=workdir)
+    params = StdioServerParameters(
+        command=argv[0], args=[*argv[1:], "--db", str(db), "mcp", *args], env=env, cwd=workdir
+    )
     with (workdir / "mcp-stdio.err").open("w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
