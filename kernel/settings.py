@@ -350,6 +350,12 @@ REGISTRY: tuple[Setting, ...] = (
         "longest one `catalog sql`/`catalog find` statement may run, in seconds (then stopped, in the database too)",
     ),
     Setting("server.addr", "127.0.0.1:7700", _text, "HOST:PORT to listen on (loopback unless a token is set)"),
+    Setting(
+        "server.metrics_addr",
+        "",
+        _text,
+        "HOST:PORT serving only GET /metrics, without the token (empty: /metrics on server.addr, with it)",
+    ),
     Setting("server.max_concurrent", 1024, _positive, "RPC calls served at once; more wait their turn"),
     Setting(
         "server.mcp_max_concurrent", 8, _positive, "MCP tool calls run at once (stdio and /mcp); more wait their turn"

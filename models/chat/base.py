@@ -19,6 +19,7 @@ import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+from drsg.kernel import telemetry
 from drsg.kernel.errors import ChatError, ChatUnavailable
 
 #: one turn: ``{"role": "system" | "user" | "assistant", "content": text}``
@@ -68,6 +69,8 @@ class ChatModel(ABC):
             self.calls += 1
             self.prompt_tokens += answer.prompt_tokens
             self.completion_tokens += answer.completion_tokens
+        telemetry.model_call("chat", self.name)
+        telemetry.model_tokens("chat", self.name, answer.prompt_tokens, answer.completion_tokens)
         return answer
 
     @abstractmethod

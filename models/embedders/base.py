@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
+from drsg.kernel import telemetry
 from drsg.kernel.errors import BadEmbeddingResponse, BadValue, EmbedderError, EmbedderUnavailable, ModelFileError
 from drsg.kernel.values import Vector
 
@@ -45,7 +46,11 @@ class Embedder(ABC):
 
         A text that is not a non-blank string is a :class:`BadValue`; no text, no vector."""
         texts = check_texts(texts)
-        return self._embed(texts) if texts else []
+        if not texts:
+            return []
+        vectors = self._embed(texts)
+        telemetry.model_call("embed", self.name)
+        return vectors
 
     @abstractmethod
     def _embed(self, texts: list[str]) -> list[Vector]:

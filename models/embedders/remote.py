@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from drsg.kernel import telemetry
 from drsg.kernel.values import Vector
 from drsg.models.embedders.base import BadEmbeddingResponse, Embedder, EmbedderError, EmbedderUnavailable
 from drsg.models.service import RetryPolicy, Service, retry_after
@@ -151,6 +152,7 @@ class RemoteEmbedder(Embedder):
             used = usage.get("prompt_tokens", usage.get("total_tokens"))
             if type(used) is int and used >= 0:
                 self.tokens += used
+                telemetry.model_tokens("embed", self.name, used)
         return matrix
 
     def _vector(self, value: object, position: int) -> np.ndarray:

@@ -32,8 +32,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from drsg.kernel.errors import FetchError, FetchRefused
-from drsg.pipeline.fetch.guard import MAX_REDIRECTS, REDIRECTS, Network, refusal
+from drsg.kernel.errors import FetchError
+from drsg.pipeline.fetch.guard import MAX_REDIRECTS, REDIRECTS, Network, refusal, refused
 
 PERMIT = "list its block in [fetch] allow_private to permit it"
 
@@ -47,32 +47,32 @@ def checked_url(url: str, allow: Sequence[Network] = ()) -> str:
     spelling (``2130706433``, ``0177.1``, ``0x7f.1``, fullwidth digits). Not the enforcement — the
     socket check is — but it names the problem before any lookup."""
     if "\\" in url:  # browsers read "\" as "/": what host that names is ambiguous, so refuse it
-        raise FetchRefused(f"{url} holds a backslash; write the URL with '/' only")
+        raise refused("url", f"{url} holds a backslash; write the URL with '/' only")
     try:
         parts = urlsplit(url)
         host = parts.hostname
         parts.port  # noqa: B018 - a bad port raises here
     except ValueError as exc:
-        raise FetchRefused(f"{url} is not a valid URL ({exc})") from None
+        raise refused("url", f"{url} is not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not host:
-        raise FetchRefused(f"{url} is not an http(s) URL with a host; only http and https are fetched")
+        raise refused("url", f"{url} is not an http(s) URL with a host; only http and https are fetched")
     name = host.rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):  # RFC 6761: always loopback, whatever DNS says
-        raise FetchRefused(f"{url} names {host}, a loopback name; {PERMIT}")
+        raise refused("loopback_name", f"{url} names {host}, a loopback name; {PERMIT}")
     literal = _address_literal(host)
     if literal is not None:
         why = refusal(literal, allow)
         if why is not None:
-            raise FetchRefused(f"{url} names {literal}, {why}; {PERMIT}")
+            raise refused("address", f"{url} names {literal}, {why}; {PERMIT}")
     elif not host.isascii() or unicodedata.normalize("NFKC", host) != host:
         try:  # a look-alike host: what IDNA makes of it is what would be looked up
             ascii_host = host.encode("idna").decode("ascii")
         except UnicodeError:
-            raise FetchRefused(f"{url} has a host name that is not valid IDNA") from None
+            raise refused("url", f"{url} has a host name that is not valid IDNA") from None
         literal = _address_literal(ascii_host)
         ascii_name = ascii_host.rstrip(".").lower()
         if literal is not None or ascii_name == "localhost" or ascii_name.endswith(".localhost"):
-            raise FetchRefused(f"{url} spells {ascii_host} in look-alike characters")
+            raise refused("url", f"{url} spells {ascii_host} in look-alike characters")
     return url
 
 

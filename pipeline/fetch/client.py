@@ -22,9 +22,9 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
-from drsg.kernel.errors import FetchError, FetchRefused
+from drsg.kernel.errors import FetchError
 from drsg.pipeline.fetch.base import PERMIT, Exchange, Fetcher, Meter, Page, checked_url
-from drsg.pipeline.fetch.guard import MAX_REDIRECTS, Network, refusal
+from drsg.pipeline.fetch.guard import MAX_REDIRECTS, Network, refusal, refused
 
 USER_AGENT = f"drsg-fetch/{importlib.metadata.version('drsg')}"  # the installed drsg
 ROBOTS_TOKEN = "drsg-fetch"
@@ -53,7 +53,7 @@ class GuardedResolver(AbstractResolver):
         kept = [a for a in answers if refusal(a["host"], self._allow) is None]
         if not kept:
             why = "; ".join(f"{a['host']} is {refusal(a['host'], self._allow)}" for a in answers)
-            raise FetchRefused(f"{host} resolves only to refused addresses: {why}; {PERMIT}")
+            raise refused("resolved", f"{host} resolves only to refused addresses: {why}; {PERMIT}")
         return kept
 
     async def close(self) -> None:
@@ -67,7 +67,7 @@ def guarded_socket_factory(allow: Sequence[Network]) -> Callable[[Any], socket.s
         family, kind, proto, _name, sockaddr = addr_info
         why = refusal(str(sockaddr[0]), allow)
         if why is not None:
-            raise FetchRefused(f"refused to connect to {sockaddr[0]}, {why}; {PERMIT}")
+            raise refused("connect", f"refused to connect to {sockaddr[0]}, {why}; {PERMIT}")
         return socket.socket(family, kind, proto)
 
     return make

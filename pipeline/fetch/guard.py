@@ -24,7 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from drsg.kernel.errors import FetchError
+from drsg.kernel import telemetry
+from drsg.kernel.errors import FetchError, FetchRefused
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -104,6 +105,12 @@ def refusal(address: str | Address, allow_private: Sequence[Network] = ()) -> st
     return None
 
 
+def refused(reason: str, message: str) -> FetchRefused:
+    """The guard's refusal, counted (``drsg_fetch_refused_total``, ``reason`` one of telemetry.FETCH_REASONS)."""
+    telemetry.fetch_refused(reason)
+    return FetchRefused(message)
+
+
 @dataclass(frozen=True)
 class Fetched:
     url: str  # after redirects
@@ -129,6 +136,7 @@ def download(
     for _hop in range(max_redirects + 1):
         parts = urlsplit(current)
         if parts.scheme not in ("http", "https") or not parts.hostname:
+            telemetry.fetch_refused("url")
             raise FetchError(f"{current} is not an http(s) URL with a host; only http and https are fetched")
         # the port always given: with none, http.client reads it off the host, and "::1" becomes "::" port 1
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -178,12 +186,12 @@ def _connect(host: str, port: int, timeout: float, allow_private: Sequence[Netwo
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise FetchError(f"cannot resolve {host}: {exc}") from None
-    refused: list[str] = []
+    refusals: list[str] = []
     last: OSError | None = None
     for family, kind, proto, _name, sockaddr in infos:
         why = refusal(str(sockaddr[0]), allow_private)
         if why is not None:
-            refused.append(f"{sockaddr[0]} is {why}")
+            refusals.append(f"{sockaddr[0]} is {why}")
             continue
         sock = socket.socket(family, kind, proto)
         try:
@@ -192,6 +200,7 @@ def _connect(host: str, port: int, timeout: float, allow_private: Sequence[Netwo
             peer = str(sock.getpeername()[0])
             why = refusal(peer, allow_private)
             if why is not None:
+                telemetry.fetch_refused("connect")
                 raise FetchError(f"{host} connected to {peer}, which is {why}; list it in [fetch] allow_private")
             return sock
         except OSError as exc:
@@ -200,8 +209,9 @@ def _connect(host: str, port: int, timeout: float, allow_private: Sequence[Netwo
         except BaseException:
             sock.close()
             raise
-    if refused:
-        raise FetchError(f"{host} is refused: {'; '.join(refused)} (allow it with [fetch] allow_private)")
+    if refusals:
+        telemetry.fetch_refused("resolved")
+        raise FetchError(f"{host} is refused: {'; '.join(refusals)} (allow it with [fetch] allow_private)")
     raise FetchError(f"cannot connect to {host}:{port}: {last}")
 
 

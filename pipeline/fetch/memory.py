@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import urlsplit, urlunsplit
 
-from drsg.kernel.errors import FetchError, FetchRefused
+from drsg.kernel.errors import FetchError
 from drsg.pipeline.fetch.base import PERMIT, Exchange, Fetcher
-from drsg.pipeline.fetch.guard import MAX_REDIRECTS, Network, refusal
+from drsg.pipeline.fetch.guard import MAX_REDIRECTS, Network, refusal, refused
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class MemoryFetcher(Fetcher):
         kept = [a for a in answers if refusal(a, self.allow) is None]
         if not kept:
             why = "; ".join(f"{a} is {refusal(a, self.allow)}" for a in answers)
-            raise FetchRefused(f"{host} resolves only to refused addresses: {why}; {PERMIT}")
+            raise refused("resolved", f"{host} resolves only to refused addresses: {why}; {PERMIT}")
         return kept[0]
 
     @contextlib.asynccontextmanager

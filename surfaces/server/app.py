@@ -43,7 +43,8 @@ from aiohttp import web
 
 from drsg.api.database import Database
 from drsg.kernel.errors import INTERNAL_ERROR, INVALID_REQUEST, UNAUTHORIZED, ConfigError, ServeError
-from drsg.surfaces.server import feed_routes, fetch_route, served  # noqa: F401  (served: every method)
+from drsg.kernel.telemetry import HTTP_REQUESTS, HTTP_SECONDS
+from drsg.surfaces.server import feed_routes, fetch_route, metrics_route, served  # noqa: F401  (served: every method)
 from drsg.surfaces.server.config import ServerConfig, is_loopback
 from drsg.surfaces.server.health import health
 from drsg.surfaces.server.registry import REGISTRY
@@ -222,11 +223,16 @@ async def access_log(request: web.Request, handler: Callable[[web.Request], Awai
     finally:
         state.in_flight -= 1
         calls: list[Call] = request.get("rpc_calls", [])
+        seconds = time.perf_counter() - started
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else "-"  # the route, never a path a client made up
+        HTTP_REQUESTS.inc((route, str(status)))
+        HTTP_SECONDS.observe((route,), seconds)
         fields: dict[str, Any] = {
             "method": request.method,
             "path": request.path,
             "status": status,
-            "ms": round((time.perf_counter() - started) * 1000, 2),
+            "ms": round(seconds * 1000, 2),
             "remote": request.remote,
         }
         if calls:
@@ -264,6 +270,7 @@ def create_app(state: ServerState, extra_routes: Iterable[web.AbstractRouteDef] 
     app.on_cleanup.append(close)
     feed_routes.install(app, state, app[DISPATCHER])  # /ws, /feed/{plane}; closes them on shutdown
     fetch_route.install(app, state)  # POST /digest/fetch
+    metrics_route.install(app)  # GET /metrics (reads the feed hub)
     from drsg.surfaces.server import snapshot_route
 
     snapshot_route.install(app, state)  # GET /snapshot
@@ -312,6 +319,7 @@ async def serve(
             raise
         reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
         raise ServeError(f"cannot listen on {config.host}:{config.port}: {reason}") from None
+    metrics = await _metrics_listener(app, config, runner)
     port = next((int(addr[1]) for addr in runner.addresses if isinstance(addr, tuple)), config.port)
     # What startup built (modules, the MCP and model clients' schemas: ~100k+ objects) lives as long
     # as the server: out of the collector's sight, a full collection walks only what came after, so
@@ -333,6 +341,8 @@ async def serve(
     loop.add_signal_handler(signal.SIGINT, now)  # a second SIGTERM (a supervisor repeating itself) is ignored
     loop.add_signal_handler(signal.SIGTERM, lambda: log.info("already stopping", in_flight=state.in_flight))
     log.info("stopping", in_flight=state.in_flight)
+    if metrics is not None:
+        await metrics.cleanup()
     await runner.cleanup()
     if state.reading:
         # Reads the calls cut off left running (a stuck embedder, a long scan): the interpreter would
@@ -340,6 +350,24 @@ async def serve(
         log.warning("stopped", abandoned_reads=state.reading)
         os._exit(0)
     log.info("stopped")
+
+
+async def _metrics_listener(app: web.Application, config: ServerConfig, runner: web.AppRunner) -> web.AppRunner | None:
+    """``[server] metrics_addr``: a second listener serving only ``GET /metrics``, without the token.
+    When it cannot listen, the server stops before serving anything (``runner`` is cleaned up)."""
+    if config.metrics_addr is None:
+        return None
+    host, port = config.metrics_addr
+    metrics = web.AppRunner(metrics_route.separate_app(app), access_log=None, handle_signals=False)
+    await metrics.setup()
+    try:
+        await web.TCPSite(metrics, host, port, reuse_address=True).start()
+    except OSError as exc:
+        await metrics.cleanup()
+        await runner.cleanup()
+        reason = (os.strerror(exc.errno) if exc.errno else str(exc)).lower()
+        raise ServeError(f"cannot listen on {host}:{port} (server.metrics_addr): {reason}") from None
+    return metrics
 
 
 def _auto_connections() -> int:

@@ -39,6 +39,8 @@ class ServerConfig:
     header_timeout: float = 10.0  # a request's head must arrive within it (slowloris, idle sockets)
     max_connections: int = 0  # 0: 3/4 of the open-file limit
     min_free_disk: int = 100 << 20  # bytes free on the database's disk below which /health is degraded
+    #: (host, port) serving only GET /metrics, without the token ([server] metrics_addr); None: none
+    metrics_addr: tuple[str, int] | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
     embed: EmbedderChoice = field(default_factory=EmbedderChoice)
@@ -93,6 +95,10 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedderCh
     source = settings.sources["server.addr"]
     host, port = parse_addr(settings.text("server.addr"), "--addr" if source == "flag" else f"server.addr ({source})")
     tls = settings.table("server.tls")
+    metrics = settings.text("server.metrics_addr")
+    metrics_addr = (
+        parse_addr(metrics, f"server.metrics_addr ({settings.sources['server.metrics_addr']})") if metrics else None
+    )
     if embed is None or not embed.explicit:
         embed = configured_choice(settings) or EmbedderChoice()
     return ServerConfig(
@@ -111,6 +117,7 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedderCh
         header_timeout=settings.number("server.header_timeout_secs"),
         max_connections=settings.integer("server.max_connections"),
         min_free_disk=settings.integer("server.min_free_disk"),
+        metrics_addr=metrics_addr,
         tls_cert=tls.get("cert"),
         tls_key=tls.get("key"),
         embed=embed,

@@ -33,7 +33,14 @@ FALLBACK_POLL = 0.2  # seconds between a subscription's own head checks; the com
 
 
 class Feed(Protocol):
-    """An open feed (a watching socket or an event stream), closed when the server stops."""
+    """An open feed (a watching socket or an event stream), closed when the server stops; /metrics
+    reads its subscription's lag, labelled by its transport (ws, sse)."""
+
+    @property
+    def transport(self) -> str: ...
+
+    @property
+    def subscription(self) -> Subscription | None: ...
 
     async def shutdown(self) -> None: ...
 

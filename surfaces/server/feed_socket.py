@@ -133,6 +133,8 @@ class WatchSocket:
     one waiter would fail every later drain on the connection).
     """
 
+    transport = "ws"
+
     def __init__(self, hub: FeedHub, ws: web.WebSocketResponse, request: web.Request) -> None:
         self.hub = hub
         self.ws = ws
@@ -141,6 +143,7 @@ class WatchSocket:
         self.broken = False  # a send failed: the peer is gone; what is queued is dropped
         self.sender: asyncio.Task[None] | None = None
         self.pump: asyncio.Task[None] | None = None
+        self.subscription: Subscription | None = None  # the watch the pump runs (/metrics reads its lag)
         self.stats: asyncio.Task[None] | None = None
 
     async def send(self, text: str) -> None:
@@ -248,7 +251,7 @@ class WatchSocket:
         except RpcError as exc:
             return None if notification else error_body(rid, exc.rpc_code, exc.message, exc.data)
         await cancel(self.pump)
-        self.pump = None
+        self.pump, self.subscription = None, subscription
         if not notification:
             await self.send(dumps({"jsonrpc": "2.0", "id": rid, "result": result}))
         if subscription is not None:

@@ -118,6 +118,8 @@ def sse_event(message: Message, plane: str) -> tuple[bytes, str]:
 class EventStream:
     """One SSE stream: the subscription is pumped by its own task so that shutdown can stop it."""
 
+    transport = "sse"
+
     def __init__(
         self,
         request: web.Request,

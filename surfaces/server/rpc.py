@@ -28,6 +28,7 @@ from drsg.kernel.errors import (
     DrsgError,
     RpcError,
 )
+from drsg.kernel.telemetry import RPC_CALLS, RPC_SECONDS
 from drsg.kernel.values import json_depth
 from drsg.surfaces.server.schema import validate
 
@@ -161,6 +162,15 @@ class Dispatcher:
         return reply
 
     async def _one(self, request: Any, ctx: Any, calls: list[Call]) -> str | None:
+        started = time.perf_counter()
+        body = await self._answer(request, ctx, calls)
+        call = calls[-1]  # every answer appends its call
+        method = call.method if call.method in self.methods else "-"  # a made-up name is no label
+        RPC_CALLS.inc((method, "ok" if call.code is None else "error"))
+        RPC_SECONDS.observe((method,), time.perf_counter() - started)
+        return body
+
+    async def _answer(self, request: Any, ctx: Any, calls: list[Call]) -> str | None:
         if not isinstance(request, dict):
             calls.append(Call("-", INVALID_REQUEST))
             return error_body(None, INVALID_REQUEST, "invalid request: a request is a JSON object")

@@ -17,8 +17,8 @@ import pytest
 
 #: what a read or the server's start needs none of: model clients, the local model, the keyword index,
 #: the plugin host, the MCP SDK, rich (structlog's pretty tracebacks: kernel/logs.py loads it on the
-#: first console traceback)
-HEAVY = ("openai", "onnxruntime", "tokenizers", "tantivy", "wasmtime", "mcp", "rich")
+#: first console traceback), Prometheus' client (/metrics writes its text format itself)
+HEAVY = ("openai", "onnxruntime", "tokenizers", "tantivy", "wasmtime", "mcp", "rich", "prometheus_client")
 #: a read of records needs no vectors either (a Cypher MATCH builds a Searcher, which loads numpy and
 #: hnswlib only for a search), nor the source-tree walk (pathspec: a digest's, not a `synced:` line's)
 RECORDS = (*HEAVY, "numpy", "hnswlib", "pathspec")
