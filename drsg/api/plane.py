@@ -22,6 +22,7 @@ from drsg.store.records import Edge, Node, Version
 from drsg.store.records import Plane as PlaneRecord
 
 if TYPE_CHECKING:
+    from drsg.api.code import Code
     from drsg.api.feed import Feed
     from drsg.api.host import Host
     from drsg.kernel.values import Json, Value
@@ -341,6 +342,14 @@ class Plane(PlaneRecord):
         from drsg.api import catalog
 
         return catalog.find(self, request, embed)
+
+    def code(self, *, as_of: AsOfLike | None = None) -> Code:
+        """On a code plane (``drsg digest DIR --apply``'s): the code verbs — ``context``, ``describe``,
+        ``grep``, ``trace``, ``impact``, ``snippet`` — each answer with ``file:line`` receipts and the
+        drift line (drsg.api.code)."""
+        from drsg.api.code import Code
+
+        return Code(self, as_of_of(as_of))
 
     def digest(
         self,

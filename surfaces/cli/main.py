@@ -31,6 +31,7 @@ COMMAND_MODULES: dict[str, str] = {
     "algo": "algo",
     "ask": "ask",
     "cypher": "cypher",
+    "code": "code",
     "hybrid-eval": "evaluate",
     "digest": "digest",
     "init": "init",

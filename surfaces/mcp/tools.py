@@ -27,6 +27,7 @@ from drsg.kernel.errors import INVALID_PARAMS, DrsgError, NotFound, RpcError
 from drsg.kernel.values import json_depth
 from drsg.plan.logical import MAX_HOPS, MAX_K
 from drsg.surfaces.drift import synced_of
+from drsg.surfaces.mcp import code_tools
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers
@@ -424,6 +425,7 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         """Counts of planes, nodes, edges, indexes and commits."""
         return await tools.call("db.stats", {})
 
+    code_tools.register(server, tools)  # context, describe, grep, trace, impact, snippet
     from drsg.surfaces.mcp import catalog_tools, write_tools
 
     write_tools.register(server, tools)

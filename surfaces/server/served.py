@@ -6,6 +6,7 @@ from drsg.surfaces.server import (  # noqa: F401
     algo_method,
     ask_method,
     catalog_method,
+    code_method,
     cypher_method,
     diff_method,
     digest_method,

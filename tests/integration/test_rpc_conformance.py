@@ -120,6 +120,12 @@ def valid_params(ids: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "plane.history": {"plane": "conf"},
         "plane.diff": {"plane": "conf", "from": 0, "to": ids["head"], "lean": True, "hidden": True},
         "plane.changes": {"plane": "conf", "after": 0, "limit": 10},
+        **{
+            f"code.{verb}": {"plane": "codeverbs", "symbol": "f"}
+            for verb in ("context", "describe", "impact", "snippet")
+        },
+        "code.grep": {"plane": "codeverbs", "pattern": "return"},
+        "code.trace": {"plane": "codeverbs", "from": "f", "to": "g"},
         "plane.search": {
             "plane": "conf",
             "property": "embedding",
@@ -344,6 +350,26 @@ def test_every_method_answers_in_its_declared_shape(
     call("plane.delete", {"plane": "shapes2"})
     call("digest.run", params["digest.run"])
     call("digest.write", params["digest.write"])
+    tree = server.db.parent / "code-tree"  # code.*: a code plane written by hand, its tree beside it
+    tree.mkdir()
+    (tree / "mod.py").write_text("def f():\n    return g()\n\n\ndef g():\n    return 1\n")
+    call("plane.create", {"name": "codeverbs", "properties": {"synced_root": str(tree)}})
+    for key, line in (("mod.f", 1), ("mod.g", 5)):
+        props = {"file": "mod.py", "line": line}
+        call("node.create", {"plane": "codeverbs", "key": key, "labels": ["Function"], "properties": props})
+    call(
+        "edge.create",
+        {"plane": "codeverbs", "src": "mod.f", "dst": "mod.g", "type": "CALLS", "properties": {"line": 2}},
+    )
+    verbs = {"plane": "codeverbs"}
+    assert call("code.context", {**verbs, "symbol": "f"})["callees"] == [
+        {"type": "CALLS", "direction": "out", "key": "mod.g", "at": "mod.py:2"}
+    ]
+    assert call("code.describe", {**verbs, "symbol": "mod.g"})["props"] == {"file": "mod.py", "line": "5"}
+    assert [hit["at"] for hit in call("code.grep", {**verbs, "pattern": "return"})["hits"]] == ["mod.py:2", "mod.py:6"]
+    assert call("code.trace", {**verbs, "from": "g", "to": "f"})["reversed"] is True
+    assert call("code.impact", {**verbs, "symbol": "g", "depth": 1})["total"] == 1
+    assert call("code.snippet", {**verbs, "symbol": "g", "lines": 2})["text"] == "def g():\n    return 1"
     assert call("plugin.list") == [] and call("plugin.catalog") == []
     assert call("plugin.install", params["plugin.install"])["replaced"] is None
     assert [entry["name"] for entry in call("plugin.list")] == ["echo"]

@@ -55,6 +55,7 @@ WIRING = frozenset(
         "AnswerCache",
         "PreviewStore",
         "digest",  # the pipeline's, called bare; the API's is db.digest(…)
+        "CodePlane",  # the code verbs on a snapshot: Plane.code()'s
     }
 )
 #: the store's own reads and writes, which the API's calls make for these commands
@@ -87,6 +88,7 @@ COMMANDS: dict[str, dict[str, set[str]]] = {
     },
     "catalog.py": {"_run_find": {"find_for"}},
     "digest.py": {"run_digest": {"digest"}},  # `drsg digest` and `init`'s digest: Database.digest
+    "code.py": {"_run": {"plane", "code"}},  # `drsg code …`: Plane.code()
 }
 #: modules whose work the API does: no module of the CLI imports them
 WIRING_MODULES = frozenset(
@@ -99,6 +101,8 @@ WIRING_MODULES = frozenset(
         "drsg.feed.subscription",
         "drsg.workers.cypher.run",
         "drsg.workers.cypher.writes",
+        "drsg.workers.code_verbs",
+        "drsg.workers.code_source",
     }
 )
 #: what still imports a wiring module, and why: commands the API has no call for
@@ -222,6 +226,24 @@ def cypher(obj, statement, plane, params, as_of, as_json):
         else:
             result = run_read(Searcher(db, indexes), plane, prepared, params, as_of=as_of)
 """
+
+
+PLANTED_CODE = """
+def _run(obj, plane, as_of, as_json, verb):
+    from drsg.workers.code_verbs import CodePlane
+
+    with obj.open(write=False) as db, db.snapshot(as_of) as snap:
+        answer = verb(CodePlane(snap, snap.plane(plane)))
+"""
+
+
+def test_code_verbs_wired_in_the_cli_are_caught() -> None:
+    assert problems(PLANTED_CODE, "_run", {"plane", "code"}) == [
+        "_run uses CodePlane",
+        "_run calls .snapshot(…) on the store",
+        "_run never calls .code(…)",
+    ]
+    assert wiring_imports(PLANTED_CODE) == {"drsg.workers.code_verbs"}
 
 
 def test_the_old_wiring_is_caught() -> None:

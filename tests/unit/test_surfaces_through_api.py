@@ -41,6 +41,8 @@ API_OWNS = (
     "drsg.pipeline.digest.run.digest",  # drsg.api.digest.preview: the proposal, its model calls and cache
     "drsg.pipeline.digest.run.refuse_shared",
     "drsg.pipeline.llm",  # model calls and the answer cache: the API's model_calls
+    "drsg.workers.code_verbs",  # Plane.code(): the code verbs (drsg.api.code)
+    "drsg.workers.code_source",
 )
 #: modules some of whose names the API owns: imported whole, those names would be reachable as attributes
 PARTLY_OWNED = frozenset(
@@ -130,6 +132,7 @@ async def plane_query(ctx, p):
             ["2: drsg.workers.cypher.run.run_read"],
         ),
         ("from drsg.workers.cypher.writes import run_write\n", ["1: drsg.workers.cypher.writes.run_write"]),
+        ("from drsg.workers.code_verbs import CodePlane\n", ["1: drsg.workers.code_verbs.CodePlane"]),
     ],
 )
 def test_a_planted_copy_is_caught(planted: str, found: list[str]) -> None:
