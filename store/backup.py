@@ -40,9 +40,10 @@ import lmdb
 from drsg.kernel.errors import DamagedDatabase, StoreError, UsageError
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
-from drsg.store.environment import Environment
+from drsg.store.environment import Environment, EnvOptions
 from drsg.store.filecheck import check_file
-from drsg.store.meta import read_head
+from drsg.store.meta import META_FORMAT, META_STAGED, read_head
+from drsg.store.staging import undo_staged
 
 MAGIC = b"DRSGSNAP"
 FORMAT = 1
@@ -54,6 +55,8 @@ _NAME = struct.Struct(">H")
 _SIZE = struct.Struct(">I")
 _COMPONENT = re.compile(r"[A-Za-z0-9_.-]{1,200}")
 _MAX_HEADER = 1 << 16
+
+
 class Sink(Protocol):
     """Where a snapshot is written: a file, standard output, an HTTP answer's stream."""
 
@@ -254,7 +257,8 @@ def read_snapshot(
     if DB_PART not in names:
         raise src.bad("it holds no database")
     db_file = into / DB_PART
-    _check_copy(db_file, seq, uuid, src)
+    if _check_copy(db_file, seq, uuid, src):
+        _drop_staged(db_file)
     return SnapshotInfo(seq, uuid, names, src.size, db_file.stat().st_size)
 
 
@@ -275,8 +279,9 @@ def _safe(component: str) -> bool:
     return _COMPONENT.fullmatch(component) is not None and component not in (".", "..")
 
 
-def _check_copy(db_file: Path, seq: int, uuid: str, src: _In) -> None:
-    """The unpacked database is an LMDB file whose head and identity are the header's."""
+def _check_copy(db_file: Path, seq: int, uuid: str, src: _In) -> bool:
+    """The unpacked database is an LMDB file whose head and identity are the header's; returns
+    whether it holds a staged write's mark (an import was running when the snapshot was taken)."""
     try:
         check_file(db_file)
         env = lmdb.open(str(db_file), subdir=False, readonly=True, lock=False, max_dbs=4)
@@ -287,7 +292,8 @@ def _check_copy(db_file: Path, seq: int, uuid: str, src: _In) -> None:
         with env.begin(buffers=False) as txn:
             head = read_head(txn, meta)
             raw_uuid = txn.get(META_UUID, db=meta)
-            raw_format = txn.get(b"format", db=meta)
+            raw_format = txn.get(META_FORMAT, db=meta)
+            staged = txn.get(META_STAGED, db=meta) is not None
     except lmdb.Error as exc:
         raise src.bad(f"its database does not read: {exc}") from None
     finally:
@@ -297,6 +303,18 @@ def _check_copy(db_file: Path, seq: int, uuid: str, src: _In) -> None:
         raise src.bad(f"its database is at seq {head}, not the header's {seq}")
     if raw_format is None or keys.U32.unpack(raw_format)[0] != FORMAT_VERSION:
         raise src.bad(f"its database is not format {FORMAT_VERSION}")
+    return staged
+
+
+def _drop_staged(db_file: Path) -> None:
+    """Remove what an import running when the snapshot was taken had staged past the head: not part
+    of the database at its seq, and its owner (a process on the machine the snapshot came from) is
+    none of the restored database's."""
+    env = Environment(db_file, EnvOptions(create=False))
+    try:
+        undo_staged(env)
+    finally:
+        env.close()
 
 
 def restore(

@@ -9,6 +9,7 @@ A client that goes away ends the copy (it meets a closed stream) and nothing is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import re
 import threading
@@ -115,4 +116,6 @@ async def snapshot(request: web.Request) -> web.StreamResponse:
     finally:
         stream.gone.set()
         await loop.run_in_executor(None, worker.join)
+        with contextlib.suppress(queue.Full):  # a getter left waiting by a cancelled answer
+            stream.chunks.put_nowait(None)
     return response

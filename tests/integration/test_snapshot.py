@@ -22,7 +22,7 @@ import drsg
 from drsg.kernel.errors import DamagedDatabase
 from drsg.store import backup
 from drsg.store import compact as compact_module
-from drsg.workers.backup import SUFFIXES, restore_snapshot
+from drsg.workers.backup import SUFFIXES, restore_snapshot, take_snapshot
 from drsg.workers.keyword import KeywordIndex
 from drsg.workers.vector import VectorIndex
 from tests.support.cli import Drsg, seed_social
@@ -365,3 +365,29 @@ def test_get_snapshot_needs_a_token_and_restores(tmp_path: Path) -> None:
         assert refused.status == 403 and "DRSG_TOKEN" in refused.json()["error"]["message"]
     finally:
         assert open_server.stop() == 0
+
+
+def test_what_an_import_had_staged_is_not_restored(tmp_path: Path) -> None:
+    """A snapshot taken while an import stages its chunks past the head holds them and the import's
+    mark; the restored database is the one at the snapshot's seq: without them, writable at once."""
+    db_path, target = tmp_path / "g.drsg", tmp_path / "r.drsg"
+    with drsg.open(db_path) as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        with db.staged() as staged:
+            staged.chunk(lambda tx: tx.create_node(tx.plane("p"), "staged", ["Doc"], {"n": 1}))
+            with (tmp_path / "s.snap").open("wb") as fh:
+                taken = take_snapshot(db, fh)
+    assert taken.info.seq == 2
+    with (tmp_path / "s.snap").open("rb") as fh:
+        restore_snapshot(fh, "s.snap", target)
+    put = subprocess.run(
+        [*drsg_argv(), "--db", str(target), "node", "put", "late", "-p", "p"],
+        env=clean_env(),
+        capture_output=True,
+        timeout=30,
+    )  # another process than the importer's: it would wait for the import's mark while that process lives
+    assert put.returncode == 0, put.stderr
+    assert cli(target, "check").returncode == 0
+    assert [json.loads(line)["external_key"] for line in cli(target, "export", "-p", "p").stdout.splitlines()] == [
+        "late"
+    ]
