@@ -245,7 +245,7 @@ def test_parity_over_http(tmp_path: Path, fake: FakeOpenAI) -> None:
     finally:
         assert server.stop() == 0
     written_through_the_cli(db, stdio=False)
-    locked = start_server(db, tmp_path, env={"DRSG_SERVER_READ_ONLY": "1"}, name="locked")
+    locked = start_server(db, tmp_path, name="locked", args=[READ_ONLY])  # `serve --read-only`
     try:
         anyio.run(_refuse_over_http, f"http://127.0.0.1:{locked.port}/mcp")
         rpc = locked.rpc("node.create", {"plane": "team", "key": "nope"})  # JSON-RPC refuses it the same way
