@@ -173,3 +173,23 @@ def test_code_tools_over_streamable_http(tree: Tree, tmp_path: Path) -> None:
         _check(anyio.run(run), "http")
     finally:
         assert server.stop() == 0
+
+
+def test_the_whole_call_graph_against_the_independent_finder(tree: Tree) -> None:
+    """Every CALLS edge of the plane against every call the finder resolves: where the verbs' answers
+    come from. (What the graph has beyond the finder is the handler's receiver typing — `x = C(); x.m()`
+    — which the finder does not attempt; line: each edge's line is one of the pair's call sites.)"""
+    import drsg
+
+    with drsg.open(str(tree.db)) as db, db.snapshot() as snap:
+        plane = snap.plane("click")
+        edges = {}
+        for edge in snap.edges(plane.id):
+            if edge.type == "CALLS":
+                src, dst = snap.node(plane.id, edge.src), snap.node(plane.id, edge.dst)
+                assert src is not None and dst is not None
+                edges[(src.key, dst.key)] = edge.props.get("line")
+    score = scored(edges, tree.truth.calls, 0)
+    print(score.line("every CALLS edge"))
+    assert score.precision >= 0.95 and score.recall >= 0.95, score
+    assert all(edges[pair] in tree.truth.calls[pair] for pair in set(edges) & set(tree.truth.calls))
