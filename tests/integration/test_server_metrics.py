@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import socket
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from drsg.kernel.telemetry import FAMILIES
 from tests.support import feed_clients
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.sample import SAMPLE, WORKED_AT
-from tests.support.server import TOKEN, Response, RunningServer, cli, start_server
+from tests.support.server import TOKEN, Response, RunningServer, clean_env, cli, drsg_argv, start_server
 from tests.support.waiting import wait_until
 
 Scrape = dict[str, Metric]
@@ -161,3 +162,30 @@ def test_metrics_addr_serves_it_without_a_token(tmp_path: Path) -> None:
         assert get_metrics(running, None).status == 401  # still behind the token on the server's address
     finally:
         assert running.stop() == 0
+
+
+def test_a_bad_or_taken_metrics_addr_is_a_one_line_error(served: RunningServer, tmp_path: Path) -> None:
+    for addr, code, error in (
+        (
+            "nonsense",
+            2,
+            "error: server.metrics_addr (env DRSG_SERVER_METRICS_ADDR) 'nonsense' is not HOST:PORT;"
+            " write e.g. 127.0.0.1:7700 or [::1]:7700",
+        ),
+        (
+            f"127.0.0.1:{served.port}",
+            1,
+            f"error: cannot listen on 127.0.0.1:{served.port} (server.metrics_addr): address already in use",
+        ),
+    ):
+        ran = subprocess.run(
+            [*drsg_argv(), "--db", str(tmp_path / "g.drsg"), "serve", "--addr", "127.0.0.1:0"],
+            capture_output=True,
+            text=True,
+            env=clean_env(DRSG_SERVER_METRICS_ADDR=addr),
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert ran.returncode == code, ran.stderr
+        assert [line for line in ran.stderr.splitlines() if line.startswith("error:")] == [error]
+        assert not (tmp_path / "g.drsg").exists()
