@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 NODE_FIELDS = ("key", "labels", "properties")
+#: what a mode did to a node that already held its key (as the plane stood before the batch)
+DONE = {"update": "updated", "replace": "replaced", "skip": "skipped"}
 EDGE_FIELDS = ("src_key", "dst_key", "type", "properties")
 
 
@@ -80,7 +82,8 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
         """Write nodes by external key, each {key, labels, properties}. `mode` says what happens where a
         node already holds a key: create (default) refuses the batch, update merges labels and
         properties (an upsert), replace overwrites them, skip leaves the node. The batch is checked
-        whole first: a refusal writes nothing. Answers {plane, written, nodes: [{key, id}]}."""
+        whole first: a refusal writes nothing. Answers {plane, written, nodes: [{key, id, op}]}, op
+        created, updated, replaced or skipped."""
         tools.writable()
         if mode not in PUT_MODES:
             raise _refuse(f"mode is one of {', '.join(PUT_MODES)}, not {mode!r}")
@@ -93,8 +96,8 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
             labels = n.get("labels", [])
             if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
                 raise _refuse(f"nodes[{i}].labels is a list of label names")
-        taken = await held(plane, keys) if mode == "create" else set()
-        if taken:
+        taken = await held(plane, keys)
+        if taken and mode == "create":
             first = next(k for k in keys if k in taken)
             raise _refuse(
                 f"key {first!r} is taken in plane {plane!r} ({len(taken)} of the batch are); "
@@ -105,7 +108,10 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
             for n in items
         ]
         written = await asyncio.gather(*calls)
-        nodes_out = [{"key": n["key"], "id": record["id"]} for n, record in zip(items, written, strict=True)]
+        nodes_out = [
+            {"key": n["key"], "id": record["id"], "op": DONE[mode] if n["key"] in taken else "created"}
+            for n, record in zip(items, written, strict=True)
+        ]
         return _answer({"plane": plane, "written": len(nodes_out), "nodes": nodes_out})
 
     @server.tool(structured_output=False)
@@ -117,7 +123,8 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
         needed = ["src_key", "dst_key", "type"]
         items = [_item(e, i, "edges", EDGE_FIELDS, needed) for i, e in enumerate(_batch(edges, "edges", most()))]
         ends = list(dict.fromkeys(k for e in items for k in (e["src_key"], e["dst_key"])))
-        missing = [k for k in ends if k not in await held(plane, ends)]
+        found = await held(plane, ends)
+        missing = [k for k in ends if k not in found]
         if missing:
             raise _refuse(
                 f"no node with key {missing[0]!r} in plane {plane!r} ({len(missing)} keys missing); "

@@ -105,6 +105,7 @@ async def exercise(session: ClientSession, *, stdio: bool, workdir: Path) -> Non
     ]
     wrote = await call(session, "write_nodes", {"plane": "team", "nodes": people})
     assert wrote["written"] == 3 and [n["key"] for n in wrote["nodes"]] == ["ann", "bob", "eve"]
+    assert {n["op"] for n in wrote["nodes"]} == {"created"}
     before = await head(session)
     again = await refused(session, "write_nodes", {"plane": "team", "nodes": [*people[:1], {"key": "zed"}]})
     assert "key 'ann' is taken" in again and '"update"' in again
@@ -120,7 +121,9 @@ async def exercise(session: ClientSession, *, stdio: bool, workdir: Path) -> Non
     assert "no node with key 'zed'" in missing and "write_nodes" in missing
     assert await head(session) == before  # every refusal above wrote nothing (zed included)
     upsert = [{"key": "ann", "properties": {"age": 42}}, {"key": "zed", "labels": ["Person"]}]
-    assert (await call(session, "write_nodes", {"plane": "team", "nodes": upsert, "mode": "update"}))["written"] == 2
+    upserted = await call(session, "write_nodes", {"plane": "team", "nodes": upsert, "mode": "update"})
+    assert [(n["key"], n["op"]) for n in upserted["nodes"]] == [("ann", "updated"), ("zed", "created")]
+    assert upserted["nodes"][0]["id"] == wrote["nodes"][0]["id"]  # the same node, merged
     linked = await call(session, "write_edges", {"plane": "team", "edges": links})
     assert linked["written"] == 2 and [e["type"] for e in linked["edges"]] == ["MENTORS", "KNOWS"]
 
