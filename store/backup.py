@@ -20,6 +20,7 @@ into place (failing if anything appeared there meanwhile) and moves the sidecars
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -323,7 +324,7 @@ def restore(
     """Restore a snapshot as the database ``target``, its sidecars at ``<target><suffix>``; only
     into a path where nothing is yet. All or nothing (see the module's docstring)."""
     empty_target(target, suffixes)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.restore-", dir=target.parent))
+    staging = scratch(target.parent, f".{target.name}.restore-")
     try:
         info = read_snapshot(source, what, staging, suffixes, progress)
         _fsync_tree(staging)
@@ -340,6 +341,35 @@ def restore(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return info
+
+
+def scratch(folder: Path, prefix: str) -> Path:
+    """A new hidden folder ``<prefix><pid>-…`` in ``folder``, after removing those a process that no
+    longer runs left there (a ``kill -9`` in the middle of a snapshot or a restore)."""
+    sweep(folder, prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=folder))
+
+
+def sweep(folder: Path, prefix: str) -> None:
+    """Remove what ``<prefix><pid>-…`` names in ``folder`` whose process is gone."""
+    for leftover in folder.glob(f"{glob.escape(prefix)}*-*"):
+        pid = leftover.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _running(int(pid)):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie, killed and not yet reaped, is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: keep its files
+    return stat[stat.rindex(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 def empty_target(target: Path, suffixes: Sequence[str]) -> None:
@@ -382,7 +412,8 @@ def whole_file(path: Path, *, replace: bool) -> Iterator[BinaryIO]:
         raise UsageError(f"{path} already exists; choose another name, or pass --force to replace it")
     if not path.parent.is_dir():
         raise UsageError(f"cannot write {path}: folder {path.parent} does not exist; create it first")
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    sweep(path.parent, f".{path.name}.snapshot-")
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.snapshot-{os.getpid()}-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             yield out

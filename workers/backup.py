@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import structlog
 
-from drsg.store.backup import Part, Progress, Sink, SnapshotInfo, restore, sidecar_part, write_snapshot
+from drsg.store.backup import Part, Progress, Sink, SnapshotInfo, restore, scratch, sidecar_part, write_snapshot
 from drsg.store.database import Database
 from drsg.workers.sidecar import Sidecar, SidecarInvalid
 
@@ -84,7 +83,7 @@ def _link(source: Path, target: Path) -> None:
 def take_snapshot(db: Database, out: Sink, progress: Progress | None = None) -> Taken:
     """Write ``db`` as one snapshot file, with its sidecars, to ``out``."""
     path = Path(db.path)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.snapshot-", dir=path.parent))
+    staging = scratch(path.parent, f".{path.name}.pins-")
     try:
         pinned = pin_sidecars(path, staging)
         info = write_snapshot(db.env, out, [p for s in pinned for p in s.parts], progress)

@@ -49,6 +49,8 @@ def snapshot_cmd(obj: Context, out: Path, force: bool, as_json: bool) -> None:
     with its index sidecars, while writers and subscribers go on. `drsg restore OUT` brings it back.
 
     OUT is written under a temporary name and renamed when complete: it is never a part of a snapshot."""
+    if str(out) != "-" and out.resolve() in {Path(obj.db_path).resolve(), Path(f"{obj.db_path}-lock").resolve()}:
+        raise UsageError(f"{out} is the database's own file; write the snapshot to another path")
     started = time.perf_counter()
     with obj.open(write=False) as db:
         size = db.env.file_size()

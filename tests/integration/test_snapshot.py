@@ -33,9 +33,8 @@ pytestmark = pytest.mark.timeout(180)
 
 def leftovers(folder: Path) -> list[str]:
     """What a failed or killed snapshot or restore may have left in ``folder``: its hidden temporaries."""
-    return sorted(
-        p.name for p in folder.iterdir() if p.name.startswith(".") and ("restore" in p.name or "tmp" in p.name)
-    )
+    marks = (".snapshot-", ".pins-", ".restore-")
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and any(m in p.name for m in marks))
 
 
 def canonical(drsg: Drsg, db: Path, plane: str, *extra: str) -> str:
@@ -78,7 +77,7 @@ def test_suffixes_are_the_workers(tmp_path: Path) -> None:
     assert (VectorIndex.suffix, KeywordIndex.suffix) == SUFFIXES
 
 
-def test_an_existing_out_is_kept_unless_forced(drsg: Drsg, tmp_path: Path) -> None:
+def test_an_existing_out_is_kept_unless_forced(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
     seed_social(drsg)
     out = tmp_path / "s.snap"
     out.write_bytes(b"precious")
@@ -87,6 +86,9 @@ def test_an_existing_out_is_kept_unless_forced(drsg: Drsg, tmp_path: Path) -> No
     assert out.read_bytes() == b"precious"
     assert drsg("snapshot", str(out), "--force").code == 0
     assert out.read_bytes().startswith(backup.MAGIC) and leftovers(tmp_path) == []
+    before = db_path.read_bytes()
+    ran = drsg("snapshot", str(db_path), "--force")  # never over the database itself
+    assert ran.code == 2 and "the database's own file" in ran.err and db_path.read_bytes() == before
 
 
 @pytest.mark.parametrize("taken", ["file", "lock", "sidecar"])
@@ -220,7 +222,7 @@ def test_kill_during_snapshot_and_restore_leaves_nothing_half_made(tmp_path: Pat
         with out.open("rb") as fh:
             restore_snapshot(fh, "kept", tmp_path / "check.drsg")
         assert (tmp_path / "check.drsg").stat().st_size > 0
-    assert [n for n in leftovers(tmp_path) if not n.startswith(".s.snap.")] == []  # only OUT's temporaries
+    assert timed(snapshot) and leftovers(tmp_path) == []  # the next run sweeps what killed ones left
 
     out.write_bytes(whole)
     restore = [*drsg_argv(), "--db", str(target), "restore", str(out)]
@@ -242,6 +244,7 @@ def test_kill_during_snapshot_and_restore_leaves_nothing_half_made(tmp_path: Pat
             for leftover in (target, Path(f"{target}-lock")):
                 leftover.unlink()
     assert killed >= 4
+    assert timed(restore) and leftovers(tmp_path) == []
 
 
 def test_kill_while_restore_reads_a_slow_stream(tmp_path: Path, drsg: Drsg) -> None:
@@ -265,7 +268,7 @@ def test_kill_while_restore_reads_a_slow_stream(tmp_path: Path, drsg: Drsg) -> N
     assert leftovers(tmp_path), "restore never started"
     proc.kill()
     proc.wait()
-    assert not target.exists()  # a hidden staging folder stays; the database does not appear
+    assert not target.exists() and leftovers(tmp_path)  # a hidden staging folder stays; no database
     proc = subprocess.Popen(
         [*drsg_argv(), "--db", str(target), "restore", "-"],
         stdin=subprocess.PIPE,
@@ -274,7 +277,7 @@ def test_kill_while_restore_reads_a_slow_stream(tmp_path: Path, drsg: Drsg) -> N
     )
     _, err = proc.communicate(data, timeout=60)
     assert proc.returncode == 0, err
-    assert cli(target, "check").returncode == 0
+    assert cli(target, "check").returncode == 0 and leftovers(tmp_path) == []  # swept by the next restore
 
 
 # --------------------------------------------------------------------------- compact
