@@ -336,6 +336,15 @@ def _rounded(n: int) -> int:
     return ((n + MiB - 1) // MiB) * MiB
 
 
+def _lock_emptied(path: Path) -> bool:
+    """Whether the lock file is empty, as `drsg compact` leaves it for a process that waited for it
+    (store/compact.py): LMDB then fails to map it, with EINVAL."""
+    try:
+        return Path(f"{path}-lock").stat().st_size == 0
+    except OSError:
+        return False
+
+
 def _unavailable(path: Path, exc: lmdb.Error) -> StoreError:
     text = str(exc)
     code = getattr(exc, "errno", None)
@@ -347,6 +356,8 @@ def _unavailable(path: Path, exc: lmdb.Error) -> StoreError:
         return DatabaseUnavailable(f"cannot write {path}: it is on a read-only file system; copy it somewhere writable")
     if "No space left" in text or code == errno.ENOSPC:
         return StoreFull(f"cannot write {path}: the disk is full; free space and retry")
+    if isinstance(exc, lmdb.InvalidParameterError) and _lock_emptied(path):
+        return DatabaseUnavailable(f"cannot open {path}: `drsg compact` rewrote it meanwhile; run the command again")
     if isinstance(exc, lmdb.InvalidError):
         return DatabaseUnavailable(f"{path} is not a drsg database (not an LMDB file); check --db")
     return DatabaseUnavailable(f"cannot open {path}: {text}")
