@@ -89,6 +89,11 @@ class EnvOptions:
     max_map_size: int = 1 << 40
     readonly: bool = False
     create: bool = True
+    #: False: a commit flushes its pages once and the meta page lazily (LMDB's MDB_NOMETASYNC):
+    #: integrity is kept, but a system crash may undo the last commit. Only for a file that copies a
+    #: log kept elsewhere (a Kafka node's, which reads an undone commit from the topic again); it
+    #: spares one of a commit's two flushes.
+    metasync: bool = True
 
 
 class Environment:
@@ -158,6 +163,7 @@ class Environment:
             max_readers=256,
             readahead=False,
             lock=lock,
+            metasync=self.options.metasync,
         )
 
     # ------------------------------------------------------------------ transactions

@@ -35,6 +35,7 @@ class LmdbOptions(TypedDict, total=False):
     max_map_size: int
     group_max: int
     clock: Callable[[], float]
+    metasync: bool
 
 
 class LmdbLog(Log):
@@ -48,12 +49,15 @@ class LmdbLog(Log):
         max_map_size: int = 1 << 40,
         group_max: int = 1000,
         clock: Callable[[], float] = time.time,
+        metasync: bool = True,
     ) -> None:
+        """``metasync=False`` is for a file that copies a log kept elsewhere (a Kafka node's): see
+        :class:`~drsg.store.environment.EnvOptions`."""
         self.path = os.fspath(path)
         self.readonly = readonly
-        self.env = Environment(
-            path, EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)
-        )
+        options = EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)
+        options.metasync = metasync
+        self.env = Environment(path, options)
         self.notifier = CommitNotifier(self.path, self.head)
         self.writer = Writer(self.env, max_group=group_max, clock=clock, on_commit=self.notifier.publish)
 

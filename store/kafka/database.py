@@ -80,6 +80,9 @@ class KafkaDatabase(Database):
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
         options["create"] = True
+        # the topic keeps the log durably (acks=all): a commit the copy loses to a system crash is
+        # read from it again, so the copy spares the meta page's flush (store/environment.py)
+        options["metasync"] = False
         try:
             super().__init__(path, bootstrap=self._follow, writes=self._write_path, ops=ops, **options)
         except BaseException:

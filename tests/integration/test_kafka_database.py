@@ -20,6 +20,7 @@ import drsg
 from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseUnavailable, NotFound, UsageError
 from drsg.store.backends import open_log
 from drsg.store.database import Database
+from drsg.store.intents import Intent
 from drsg.store.jsonl import import_jsonl
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.materialiser import BASE, GROUP, REST, u64_header
@@ -447,3 +448,19 @@ def test_an_import_chunk_bigger_than_kafka_pythons_default_request_fits(tmp_path
         assert len(keys_in(a)) == 4000
     finally:
         a.close()
+
+
+def test_a_nodes_copy_spares_the_meta_flush_and_a_database_file_does_not(tmp_path: Path, url: str) -> None:
+    """The topic keeps the log durably, so a node's copy commits with one flush (MDB_NOMETASYNC: a
+    system crash may undo its last commit, which it reads from the topic again); a database file
+    that is the log itself keeps both."""
+    node = node_of(tmp_path, "a", url)
+    embedded = drsg.open(tmp_path / "plain.drsg")
+    try:
+        assert node.env.env.flags()["metasync"] is False and node.env.env.flags()["sync"] is True
+        assert embedded.env.env.flags()["metasync"] is True
+        node.submit(Intent("node.put", {"plane": "startup", "key": "x"}))  # commits as before
+        assert node.head() == node.kafka.head()
+    finally:
+        node.close()
+        embedded.close()
