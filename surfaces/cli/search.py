@@ -14,6 +14,7 @@ from drsg.api.results import Hit
 from drsg.kernel.errors import UsageError
 from drsg.kernel.languages import LANGUAGES, canonical_language
 from drsg.kernel.metrics import METRICS, check_metric
+from drsg.kernel.values import Json
 from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.logical import VectorTopK
@@ -51,7 +52,7 @@ def _declare(
     if not names and default is None:
         raise UsageError("name a LABEL and PROPERTY, or a PROPERTY to index on every label carrying it")
     label, prop = (names[0], names[1]) if len(names) == 2 else (None, names[0] if names else str(default))
-    args = {"plane": plane, "kind": kind, "label": label, "property": prop, "options": options}
+    args: dict[str, Json] = {"plane": plane, "kind": kind, "label": label, "property": prop, "options": options}
     with obj.open(write=True) as db:
         declared = answered(db.submit(Intent("index.ensure", args), {"via": "cli"}), "pairs")
         _build(db)
