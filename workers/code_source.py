@@ -2,13 +2,15 @@
 
 The tree is the plane's ``synced_root`` (``drsg digest`` records it for a tree inside git), else the
 one directory the plane was digested from (its ``_digest:<root>`` property). Only the files the plane
-holds symbols of are read, each checked to lie inside that root: a plane's ``file`` property is data,
-and data never chooses a file to open. ``snippet`` prefers the source a handler stored (``_code``).
+holds symbols of are read, each checked to lie inside that root and to be one the digest's walk reads
+(``readable``: no dotfile, no store, no virtualenv — a plane's ``file`` property is data, and data
+never chooses a file to open). ``snippet`` prefers the source a handler stored (``_code``).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,9 +100,15 @@ def tree_root(code: CodePlane) -> Path:
     return found[0].resolve()
 
 
-def _inside(root: Path, file: str) -> Path | None:
+#: whether a file (``/``-separated, below the root) is one to read: the walk's rule, given by the API
+Readable = Callable[[Path, str], bool]
+
+
+def _inside(root: Path, file: str, readable: Readable) -> Path | None:
     path = (root / file).resolve()
-    return path if path.is_relative_to(root) and path.is_file() else None
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path if readable(root, path.relative_to(root).as_posix()) else None
 
 
 def _definitions(code: CodePlane) -> dict[str, tuple[list[int], list[str]]]:
@@ -117,7 +125,9 @@ def _definitions(code: CodePlane) -> dict[str, tuple[list[int], list[str]]]:
     return out
 
 
-def grep(code: CodePlane, pattern: str, ignore_case: bool = False, max_results: int = GREP_DEFAULT) -> Grep:
+def grep(
+    code: CodePlane, pattern: str, readable: Readable, ignore_case: bool = False, max_results: int = GREP_DEFAULT
+) -> Grep:
     """Lines holding ``pattern`` (literally) in the files of the plane, in file then line order."""
     if not pattern:
         raise UsageError("give grep a non-empty pattern (a literal string, not a regular expression)")
@@ -128,7 +138,7 @@ def grep(code: CodePlane, pattern: str, ignore_case: bool = False, max_results: 
     hits: list[GrepHit] = []
     files = 0
     for file, (lines, keys) in sorted(_definitions(code).items()):
-        path = _inside(root, file)
+        path = _inside(root, file, readable)
         if path is None:
             continue
         files += 1
@@ -143,7 +153,7 @@ def grep(code: CodePlane, pattern: str, ignore_case: bool = False, max_results: 
     return Grep(pattern, hits, files, False)
 
 
-def snippet(code: CodePlane, name: str, lines: int = SNIPPET_LINES) -> Snippet:
+def snippet(code: CodePlane, name: str, readable: Readable, lines: int = SNIPPET_LINES) -> Snippet:
     """``name``'s source: the stored ``_code``, else ``lines`` lines of its file from its line."""
     if not 1 <= lines <= 10 * SNIPPET_LINES:
         raise UsageError(f"lines must be 1 to {10 * SNIPPET_LINES}, not {lines}")
@@ -154,9 +164,12 @@ def snippet(code: CodePlane, name: str, lines: int = SNIPPET_LINES) -> Snippet:
         return Snippet(symbol, "stored", symbol.line, "\n".join(stored.splitlines()[:lines]))
     if symbol.file is None:
         raise UsageError(f"{symbol.key!r} is defined outside the tree read into plane {code.plane.name!r}: no source")
-    path = _inside(tree_root(code), symbol.file)
+    path = _inside(tree_root(code), symbol.file, readable)
     if path is None:
-        raise UsageError(f"{symbol.file} is no longer in the tree plane {code.plane.name!r} was read from")
+        raise UsageError(
+            f"{symbol.file} is not a file of the tree plane {code.plane.name!r} was read from (any more); "
+            "re-digest the tree to refresh the plane"
+        )
     start = symbol.line or 1
     with path.open(encoding="utf-8", errors="replace") as handle:
         text = [line.rstrip("\n") for number, line in enumerate(handle, 1) if start <= number < start + lines]

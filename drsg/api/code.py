@@ -57,6 +57,13 @@ def drift_line(props: Mapping[str, Any]) -> str | None:
     )
 
 
+def _readable(root: Path, path: str) -> bool:
+    """A file the digest's walk reads (never a dotfile such as ``.env``, the store, a virtualenv)."""
+    from drsg.pipeline.code.walk import under_floor
+
+    return not under_floor(root, path)
+
+
 class Code:
     """The code verbs on one plane (``Plane.code()``), read as of ``as_of`` (default: the head)."""
 
@@ -93,10 +100,10 @@ class Code:
         """Lines of the plane's files holding ``pattern`` literally (the tree read from disk; ≤200)."""
         from drsg.workers.code_source import grep
 
-        return self._run(lambda code: grep(code, pattern, ignore_case, max_results))
+        return self._run(lambda code: grep(code, pattern, _readable, ignore_case, max_results))
 
     def snippet(self, symbol: str, *, lines: int = SNIPPET_LINES) -> Snippet:
         """The symbol's source: stored ``_code``, else ``lines`` lines of its file from its definition."""
         from drsg.workers.code_source import snippet
 
-        return self._run(lambda code: snippet(code, symbol, lines))
+        return self._run(lambda code: snippet(code, symbol, _readable, lines))

@@ -96,16 +96,19 @@ def test_grep_and_snippet_read_only_the_planes_tree(drsg: Drsg, db_path: Path, t
     commit_tree(repo, _tree(tmp_path))
     (tmp_path / "outside.py").write_text("SECRET = 'hub()'\n")
     _digest(drsg, repo)
-    # a node that says its file is outside the tree: data never picks a file to open
+    (repo / "pkg" / ".env").write_text("SECRET=hub()\n")  # inside the tree, but no file the walk reads
+    # nodes that say their file is outside the tree, or a dotfile: data never picks a file to open
     assert drsg("node", "put", "planted", "-p", "code", "-P", "file=../outside.py", "-P", "line=1").code == 0
+    assert drsg("node", "put", "dotfile", "-p", "code", "-P", "file=.env", "-P", "line=1").code == 0
     assert (
         drsg("node", "put", "stored", "-p", "code", "-P", "file=core.py", "-P", '_code="def stored():\\n    pass"').code
         == 0
     )
     with drsg_open(db_path) as db:
         code = db.plane("code").code()
+        assert code.grep("SECRET").hits == []
         found = code.grep("HUB()", ignore_case=True, max_results=200)
-        assert all(not hit.file.startswith("..") for hit in found.hits) and found.truncated
+        assert found.truncated and len(found.hits) == 200
         assert [(hit.at, hit.symbol) for hit in found.hits[:2]] == [
             ("core.py:1", "pkg.core.hub"),
             ("core.py:14", "pkg.core.Engine.step"),
@@ -114,8 +117,9 @@ def test_grep_and_snippet_read_only_the_planes_tree(drsg: Drsg, db_path: Path, t
         shown = code.snippet("Engine.start", lines=2)
         assert shown.source == "file" and shown.text == "    def start(self):\n        return self.step()"
         assert code.snippet("stored").source == "stored" and code.snippet("stored").text.startswith("def stored")
-    ran = drsg("code", "snippet", "planted", "-p", "code")
-    assert ran.code == 2 and "no longer in the tree" in ran.err
+    for planted in ("planted", "dotfile"):
+        ran = drsg("code", "snippet", planted, "-p", "code")
+        assert ran.code == 2 and "is not a file of the tree plane 'code' was read from" in ran.err
 
 
 def test_cli_text_json_errors_and_drift(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
