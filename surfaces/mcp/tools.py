@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -27,7 +27,6 @@ from drsg.kernel.errors import INVALID_PARAMS, DrsgError, NotFound, RpcError
 from drsg.kernel.values import json_depth
 from drsg.plan.logical import MAX_HOPS, MAX_K
 from drsg.surfaces.drift import synced_of
-from drsg.surfaces.mcp import code_tools
 from drsg.surfaces.server import served  # noqa: F401  (every JSON-RPC method, registered)
 from drsg.surfaces.server.registry import REGISTRY
 from drsg.surfaces.server.rpc import MAX_DEPTH, WithMembers
@@ -103,7 +102,9 @@ class Tools:
             except (RpcError, DrsgError) as exc:
                 raise ToolError(f"error {exc.rpc_code}: {exc.message}") from None
 
-    async def digest_local(self, plane: str, path: str, source: str | None, mode: str | None) -> dict[str, Any]:
+    async def digest_local(
+        self, plane: str, path: str, source: str | None, options: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """A local path digested over stdio: a document's text goes to ``digest.run`` as sent text does;
         a directory or a code file is read as `drsg digest` reads it (the walk, the handlers, the
         prose) and proposed by the same digest, its parsed facts keeping `_generated_by`."""
@@ -112,24 +113,27 @@ class Tools:
         settings = self.state.config.settings
         doc = await self.guarded(lambda: asyncio.to_thread(_read_path, path, self.state.db.path, settings))
         if doc.reading is None:
-            params = {"plane": plane, "text": doc.text, "source": source or doc.name, "mode": mode}
-            return await self.proposal({k: v for k, v in params.items() if v is not None})
-        params = REGISTRY["digest.run"].bind({"plane": plane, "text": "", "mode": mode})
-        proposal: dict[str, Any] = await self.guarded(lambda: propose(self.state, params, doc))
+            return await self.proposal({"plane": plane, "text": doc.text, "source": source or doc.name, **options})
+
+        async def parsed() -> dict[str, Any]:
+            return await propose(self.state, REGISTRY["digest.run"].bind({"plane": plane, "text": "", **options}), doc)
+
+        proposal: dict[str, Any] = await self.guarded(parsed)
         return proposal
 
     async def propose(
-        self, plane: str, text: str | None, path: str | None, source: str | None, mode: str | None
+        self, plane: str, text: str | None, path: str | None, source: str | None, options: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """A digest's proposal (nothing written) of `text`, or over stdio of a local `path`."""
+        """A digest's proposal (nothing written) of `text`, or over stdio of a local `path`; ``options``
+        digest.run's (mode, link, no_embed, chat, model), None for not given."""
         if (text is None) == (path is None):
             raise ToolError("error -32602: give `text` or `path` (exactly one)")
+        given = {k: v for k, v in options.items() if v is not None}
         if path is not None:
             if not self.allow_path:  # a remote client must never read the server's files
                 raise ToolError("error -32602: `path` is for the stdio server only (`drsg mcp`); send the `text`")
-            return await self.digest_local(plane, path, source, mode)
-        params = {"plane": plane, "text": text, "source": source, "mode": mode}
-        return await self.proposal({k: v for k, v in params.items() if v is not None})
+            return await self.digest_local(plane, path, source, given)
+        return await self.proposal({"plane": plane, "text": text, **({"source": source} if source else {}), **given})
 
     async def proposal(self, params: dict[str, Any]) -> dict[str, Any]:
         """``digest.run``'s proposal, whole (a tool compacts what it shows; an apply writes all of it)."""
@@ -376,7 +380,7 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         tree or code file, parsed by drsg's handlers as `drsg digest` does, its prose read by the
         server's chat model); nothing is written. Pass the chosen nodes and edges, with `source`, `run`
         and `model`, to digest_apply."""
-        return dumps(compact(await tools.propose(plane, text, path, source, mode), hidden=path is not None))
+        return dumps(compact(await tools.propose(plane, text, path, source, {"mode": mode}), hidden=path is not None))
 
     @server.tool(structured_output=False)
     async def digest_apply(
@@ -425,7 +429,6 @@ def build(state: ServerState, *, allow_path: bool, max_concurrent: int = 8) -> M
         """Counts of planes, nodes, edges, indexes and commits."""
         return await tools.call("db.stats", {})
 
-    code_tools.register(server, tools)  # context, describe, grep, trace, impact, snippet
     from drsg.surfaces.mcp import catalog_tools, write_tools
 
     write_tools.register(server, tools)

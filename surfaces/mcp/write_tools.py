@@ -167,14 +167,21 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
         apply: bool = False,
         source: str | None = None,
         mode: str | None = None,
+        link: bool | None = None,
+        no_embed: bool | None = None,
+        chat: str | None = None,
+        model: str | None = None,
     ) -> str:
         """Digest a document (`text`, or over stdio a local `path`: a document, a code file or a whole
         source tree, read as `drsg digest` reads it). `apply` false (default): the proposal, nothing
         written (as digest_preview). `apply` true: every proposed node and edge written in one commit
-        (as digest_apply), answered with the counts written."""
+        (as digest_apply), answered with the counts written. `mode` fine|super, `link` (to the plane's
+        existing nodes, default true), `no_embed`, `chat` (one of the server's presets) and `model`
+        as digest.run takes them."""
         if apply:
             tools.writable()
-        proposal = await tools.propose(plane, text, path, source, mode)
+        options = {"mode": mode, "link": link, "no_embed": no_embed, "chat": chat, "model": model}
+        proposal = await tools.propose(plane, text, path, source, options)
         if not apply:
             return _answer(proposal, hidden=path is not None)
         chosen = {k: proposal.get(k) for k in ("nodes", "edges", "source", "run", "model")}

@@ -150,11 +150,16 @@ async def exercise(session: ClientSession, *, stdio: bool, workdir: Path) -> Non
         assert helper["external_key"] == "pkg.core.helper"
     else:
         assert "stdio server only" in await refused(session, "digest", {"plane": "code", "path": str(tree)})
-        proposal = await call(session, "digest", {"plane": "prose", "text": PIONEERS, "source": "pioneers.md"})
+        text = {"plane": "prose", "text": PIONEERS, "source": "pioneers.md", "no_embed": True, "link": False}
+        proposal = await call(session, "digest", text)
         assert "Alan Turing" in {n["key"] for n in proposal["nodes"]} and await head(session) == before
         applied = await call(session, "digest", {"plane": "prose", "text": PIONEERS, "apply": True})
         assert applied["written"]["nodes_written"] == len(proposal["nodes"])
         assert await head(session) == before + 1  # one commit
+
+    where = {"path": str(tree)} if stdio else {"text": PIONEERS}
+    preset = await refused(session, "digest", {"plane": "code", **where, "chat": "http://127.0.0.1:9/v1"})
+    assert "error -32602" in preset and "'chat'" in preset  # digest.run's presets only, never a URL
 
     # the catalog's verbs: the CLI's answers, over a real SQLite database
     objects = await call(session, "catalog_objects", {})
