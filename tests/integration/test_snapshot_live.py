@@ -65,6 +65,7 @@ async def fetch_snapshot(server: RunningServer, out: Path) -> int:
 async def scenario(server: RunningServer, tmp: Path) -> tuple[dict[str, object], int, int]:
     """Writers, a subscriber, and both snapshots taken while they run; returns the CLI's summary,
     the head when the writers ended, and how many changes the subscriber saw."""
+    stop = tmp / "stop"
     async with connect(server) as socket:
         await socket.watch(plane="load", from_seq=1)
         writers = [
@@ -73,7 +74,7 @@ async def scenario(server: RunningServer, tmp: Path) -> tuple[dict[str, object],
                 str(WRITER),
                 str(server.db),
                 f"w{i}",
-                "4",
+                str(stop),
                 str(i),
                 env=clean_env(),
                 stderr=subprocess.PIPE,
@@ -91,6 +92,8 @@ async def scenario(server: RunningServer, tmp: Path) -> tuple[dict[str, object],
         assert size > 0
         summary = json.loads(out)
         assert summary["seq"] > before  # taken while they wrote
+        await asyncio.sleep(0.5)  # and they go on writing after it
+        stop.touch()
         for proc in writers:
             _, werr = await proc.communicate()
             assert proc.returncode == 0, werr.decode()

@@ -1,9 +1,10 @@
-"""A writer process for snapshot tests: ``python snapshot_writer.py DB NAME SECONDS SEED``.
+"""A writer process for snapshot tests: ``python snapshot_writer.py DB NAME STOP SEED``.
 
-Writes through the Python API (``drsg.open``) for SECONDS: Docs with a ``body`` (text, for a keyword
-index) and an ``emb`` (a vector, for a vector index) in plane ``load``, updates, deletes and edges
-among its own keys, and now and then a node in plane ``other``; one commit each, so the log moves
-while a snapshot is taken. Prints ``{"commits": N}`` at the end.
+Writes through the Python API (``drsg.open``) until the file STOP exists (a minute at most): Docs
+with a ``body`` (text, for a keyword index) and an ``emb`` (a vector, for a vector index) in plane
+``load``, updates, deletes and edges among its own keys, and now and then a node in plane
+``other``; one commit each, so the log moves while a snapshot is taken. Prints ``{"commits": N}``
+at the end.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 import drsg
 from drsg.kernel.values import Value, Vector
@@ -20,13 +22,13 @@ from drsg.store.transaction import WriteTx
 WORDS = ["graph", "log", "snapshot", "restore", "index", "vector", "keyword", "commit", "plane", "node", "edge"]
 
 
-def main(path: str, name: str, seconds: float, seed: int) -> int:
+def main(path: str, name: str, stop: Path, seed: int) -> int:
     rng = random.Random(seed)
     mine: list[str] = []
     made = 0
     with drsg.open(path) as db:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while not stop.exists() and time.monotonic() < deadline:
             made += 1
             roll = rng.random()
             props = {"body": " ".join(rng.choice(WORDS) for _ in range(6)), "n": made}
@@ -56,4 +58,4 @@ def main(path: str, name: str, seconds: float, seed: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])))
+    sys.exit(main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])))
