@@ -395,3 +395,19 @@ def test_what_an_import_had_staged_is_not_restored(tmp_path: Path) -> None:
     assert [json.loads(line)["external_key"] for line in cli(target, "export", "-p", "p").stdout.splitlines()] == [
         "late"
     ]
+
+
+def test_a_snapshot_piped_into_a_restore(drsg: Drsg, db_path: Path, tmp_path: Path) -> None:
+    seed_social(drsg)
+    target = tmp_path / "piped.drsg"
+    taking = subprocess.Popen(
+        [*drsg_argv(), "--db", str(db_path), "snapshot", "-", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(),
+    )  # fmt: skip
+    restoring = subprocess.run(
+        [*drsg_argv(), "--db", str(target), "restore", "-"], stdin=taking.stdout, capture_output=True, env=clean_env()
+    )
+    _, summary = taking.communicate(timeout=60)
+    assert taking.returncode == 0 and restoring.returncode == 0, restoring.stderr
+    assert json.loads(summary)["seq"] == json.loads(drsg("stats", "--json").out)["commit_seq"]  # on stderr
+    assert canonical(drsg, target, "social") == canonical(drsg, db_path, "social")
