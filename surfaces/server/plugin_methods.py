@@ -53,6 +53,8 @@ async def plugin_catalog(ctx: ServerState, p: Params) -> Any:
 async def plugin_install(ctx: ServerState, p: Params) -> Any:
     from drsg.pipeline.plugins.registry import is_url
 
+    ctx.check_writable()  # it changes the server's parsers: no write on a read-only server
+
     url = str(p["url"])
     if not is_url(url):
         raise RpcError(
@@ -70,6 +72,7 @@ async def plugin_install(ctx: ServerState, p: Params) -> Any:
 
 @rpc("plugin.remove")
 async def plugin_remove(ctx: ServerState, p: Params) -> Any:
+    ctx.check_writable()
     settings = _settings(ctx)
     entry = await ctx.read(lambda: _registry(settings).remove(str(p["name"])), limited=False)
     return {"removed": entry.to_json()}

@@ -152,7 +152,8 @@ class ServerState:
 
     def check_writable(self) -> None:
         """Refuse a write on a read-only server (-32001, before anything runs); every write the server
-        makes comes through here (:meth:`write`, :meth:`submit`, the catalog's index run)."""
+        makes comes through here (:meth:`write`, :meth:`submit`; catalog.index, plane.vectorize and
+        plugin.install/remove, which write through the store or the plugin folder, call it first)."""
         if self.config.read_only:
             raise RpcError(UNAUTHORIZED, READ_ONLY)
 

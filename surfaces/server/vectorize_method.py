@@ -59,6 +59,7 @@ def requested_embedder(ctx: ServerState, p: Params, method: str = "plane.vectori
     "(default: the server's embedder, not upstream's openai); the key is always the server's.",
 )
 async def plane_vectorize(ctx: ServerState, p: Params) -> Any:
+    ctx.check_writable()  # upstream marks it read, but it commits vectors (through the API, not ctx.write)
     plane, metric = str(p["plane"]), str(p.get("metric", "cosine"))
     origin: dict[str, Json] = {"via": "rpc", "method": "plane.vectorize"}  # the API adds the embedder
 
