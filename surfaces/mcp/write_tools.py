@@ -11,6 +11,7 @@ a refused batch writes nothing; each item is then its own intent, as a JSON-RPC 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +90,8 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
             raise _refuse(f"mode is one of {', '.join(PUT_MODES)}, not {mode!r}")
         items = [_item(n, i, "nodes", NODE_FIELDS, ["key"]) for i, n in enumerate(_batch(nodes, "nodes", most()))]
         keys = [n["key"] for n in items]
-        twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        counts = Counter(keys)
+        twice = next((k for k in keys if counts[k] > 1), None)
         if twice is not None:
             raise _refuse(f"key {twice!r} is in the batch twice; send each node once")
         for i, n in enumerate(items):
