@@ -28,9 +28,9 @@ from pathlib import Path
 import lmdb
 
 from drsg.kernel.errors import DatabaseUnavailable, StoreError
-from drsg.store.meta import META_FORMAT
 from drsg.store.environment import DB_NAMES
 from drsg.store.filecheck import check_file
+from drsg.store.meta import META_FORMAT
 
 _FLOCK = struct.Struct("hhqqi4x")  # struct flock on Linux x86-64/aarch64: type, whence, start, len, pid
 

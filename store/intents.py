@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,10 +103,23 @@ class Refusal:
         return _DECISIONS.get(self.error, UsageError)(self.message)
 
 
+#: The one operation every table knows: several intents decided as one commit, all or nothing.
+BATCH = "batch"
+
+
+def batch(intents: Sequence[Intent]) -> Intent:
+    """``intents`` as one intent, decided as one commit, all or nothing: answered
+    ``{"answers": [each one's answer, in order]}``; the first one refused refuses them all, with
+    its error saying which it was (``write 3 of 10 (node.put): …``). A batch does not nest."""
+    return Intent(BATCH, {"writes": [[intent.op, intent.args] for intent in intents]})
+
+
 class IntentOps:
-    """The operations intents may name, by name."""
+    """The operations intents may name, by name (and :data:`BATCH`, which every table knows)."""
 
     def __init__(self, ops: Mapping[str, IntentOp]) -> None:
+        if BATCH in ops:
+            raise ValueError(f"{BATCH!r} is every table's own operation")
         self.ops = dict(ops)
 
     def __or__(self, more: Mapping[str, IntentOp]) -> IntentOps:
@@ -115,17 +128,51 @@ class IntentOps:
             raise ValueError(f"intent operations named twice: {', '.join(sorted(clash))}")
         return IntentOps({**self.ops, **more})
 
+    def unknown(self, intent: Intent) -> str | None:
+        """The first operation ``intent`` names (a batch's included) that this table does not know."""
+        if intent.op != BATCH:
+            return None if intent.op in self.ops else intent.op
+        return next((item.op for item in _items(intent) if item.op not in self.ops), None)
+
     def check(self, intent: Intent) -> None:
-        """UsageError naming what is known, unless ``intent`` names a known operation."""
-        if intent.op not in self.ops:
-            raise UsageError(f"unknown write {intent.op!r}; this drsg knows {', '.join(sorted(self.ops))}")
+        """UsageError naming what is known, unless every operation ``intent`` names is known (and
+        a batch is well formed)."""
+        name = self.unknown(intent)
+        if name is not None:
+            raise UsageError(f"unknown write {name!r}; this drsg knows {', '.join(sorted(self.ops))}")
 
     def run(self, tx: WriteTx, intent: Intent) -> Json:
         self.check(intent)
-        return self.ops[intent.op](tx, intent.args)
+        if intent.op != BATCH:
+            return self.ops[intent.op](tx, intent.args)
+        items = _items(intent)
+        answers: list[Json] = []
+        for n, item in enumerate(items, 1):
+            try:
+                answers.append(self.ops[item.op](tx, item.args))
+            except DrsgError as exc:
+                if Refusal.of(exc) is None:
+                    raise
+                raise type(exc)(f"write {n} of {len(items)} ({item.op}): {exc.message}") from None
+        return {"answers": answers}
 
     def commit_function(self, intent: Intent) -> Callable[[WriteTx], Json]:
         return lambda tx: self.run(tx, intent)
+
+
+def _items(intent: Intent) -> list[Intent]:
+    """A batch's intents; a UsageError (a decision: the same everywhere) for any other shape."""
+    writes = intent.args.get("writes")
+    if not isinstance(writes, list) or len(intent.args) != 1:
+        raise UsageError(f'a {BATCH} is {{"writes": [[operation, arguments], ...]}}')
+    items = []
+    for item in writes:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], dict)):
+            raise UsageError(f"a {BATCH}'s write is [operation, arguments], not {item!r}")
+        if item[0] == BATCH:
+            raise UsageError(f"a {BATCH} does not nest; put its writes in the outer one")
+        items.append(Intent(item[0], item[1]))
+    return items
 
 
 def answered(done: CommitResult[Json], name: str) -> Any:

@@ -238,9 +238,10 @@ def decide(
     ``(mutations, tallies, origin, outcome)`` to seal. A refusal (store/intents.py) undoes what the
     operation did and is sealed as an empty commit whose origin names it; anything else it raises is
     the record's fault, raised (the materialiser keeps the record as a poison one)."""
-    if intent.op not in ops.ops:  # not a decision: another drsg may know it (see store/intents.py)
+    unknown = _unknown(ops, intent)
+    if unknown is not None:  # not a decision: another drsg may know it (see store/intents.py)
         raise StoreError(
-            f"commit {seq} is a write this drsg does not know ({intent.op!r}): a newer drsg wrote it; "
+            f"commit {seq} is a write this drsg does not know ({unknown!r}): a newer drsg wrote it; "
             f"upgrade drsg on this node (nothing past commit {seq - 1} is materialised until then)"
         )
     saved = state.copy()
@@ -257,6 +258,13 @@ def decide(
         return [], None, {**origin, "refused": refusal.to_json()}, {"refused": refusal.to_json()}
     child.commit()
     return list(tx.mutations), tx.tallies, origin, {"value": value}
+
+
+def _unknown(ops: IntentOps, intent: Intent) -> str | None:
+    try:
+        return ops.unknown(intent)
+    except UsageError:  # a malformed batch: decided (refused) like any other bad write
+        return None
 
 
 def _one_commit(tx: WriteTx) -> int:

@@ -23,7 +23,7 @@ from drsg.kernel.errors import Conflict, DrsgError, NotFound, QueryLimit, StoreE
 from drsg.kernel.values import Json
 from drsg.store.database import Database
 from drsg.store.intent_ops import INTENT_OPS
-from drsg.store.intents import Intent, decode_intent, is_intent
+from drsg.store.intents import Intent, batch, decode_intent, is_intent
 from drsg.store.jsonl import export_lines
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.transaction import WriteTx
@@ -318,6 +318,26 @@ def test_index_ensure_finds_its_labels_where_it_lands(tmp_path: Path, url: str) 
         assert "ensured vector index on P.e" in ran.stdout and b_head < b.kafka.head()
         (last,) = list(b.kafka.records(b.kafka.head()))
         assert is_intent(last.value) and decode_intent(last.seq, last.value or b"")[2].op == "index.ensure"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_batch_is_decided_whole_where_it_lands(tmp_path: Path, url: str) -> None:
+    """A batch (store/intents.py) is one intent: every node applies all of it or refuses all of it,
+    as the embedded store does, by the state where it lands."""
+    a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
+    try:
+        put = [Intent("node.put", {"plane": "startup", "key": k, "labels": ["X"]}) for k in ("x", "y", "z")]
+        a.submit(put[1])  # b's batch lands after it: its second write is refused, and the whole with it
+        with pytest.raises(Conflict, match=r"^write 2 of 3 \(node\.put\)"):
+            b.submit(batch(put))
+        done = b.submit(batch([put[0], put[2]]))
+        assert [answer["op"] for answer in done.value["answers"]] == ["created", "created"]  # type: ignore[index]
+        a.catch_up(b.head())
+        assert tables(a) == tables(b)
+        with b.snapshot() as snap:
+            assert sorted(n.key or "" for n in snap.nodes(0)) == ["x", "y", "z"]
     finally:
         a.close()
         b.close()

@@ -16,7 +16,7 @@ import drsg
 from drsg.kernel.errors import BadValue, Conflict, CorruptRecord, NotFound, QueryLimit, StoreFull, UsageError
 from drsg.kernel.values import Json
 from drsg.store.intent_ops import INTENT_OPS
-from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, encode_intent, is_intent
+from drsg.store.intents import Intent, IntentOps, Refusal, batch, decode_intent, encode_intent, is_intent
 from drsg.store.kafka.log import Record
 from drsg.store.kafka.materialiser import Entry, Judge, read_outcome, write_entries
 from drsg.store.log import encode
@@ -134,3 +134,24 @@ def test_a_database_decides_intents_by_the_table_it_was_given(tmp_path: Path) ->
         with db.snapshot() as snap:
             found = snap.node_by_key(snap.plane("startup").id, "m")
             assert found is not None and {"node": found.id} == done.value
+
+
+def test_a_batch_is_one_commit_all_or_nothing(tmp_path: Path) -> None:
+    put = [Intent("node.put", {"plane": "startup", "key": k, "labels": ["X"]}) for k in ("a", "b")]
+    with drsg.open(tmp_path / "g.drsg") as db:
+        done = db.submit(batch(put))
+        assert len(done.seqs) == 1 and [a["op"] for a in done.value["answers"]] == ["created", "created"]  # type: ignore[index]
+        head = db.head()
+        refused = batch([Intent("node.put", {"plane": "startup", "key": "c"}), put[0]])
+        with pytest.raises(Conflict, match=r"^write 2 of 2 \(node\.put\): "):
+            db.submit(refused)
+        assert db.head() == head  # the first write went too
+        with pytest.raises(NotFound):
+            db.plane("startup").get("c")
+        with pytest.raises(UsageError, match="does not nest"):
+            db.submit(batch([batch(put)]))
+        with pytest.raises(UsageError, match=r"unknown write 'node\.fly'"):
+            db.submit(batch([*put, Intent("node.fly", {})]))
+        assert db.head() == head and db.submit(batch([])).seqs == ()
+    with pytest.raises(ValueError, match="every table's own"):
+        IntentOps({"batch": lambda tx, args: None})
