@@ -1,16 +1,16 @@
 """The MCP write tools: `write_nodes`, `write_edges`, `create_plane`, `drop_plane` and `digest`.
 
-Each writes through the JSON-RPC method a client would call (``node.create``, ``edge.create``,
-``plane.create``, ``plane.delete``, ``digest.write``) — the same intents and commits as the CLI's —
-and only where the server allows writes (:meth:`ServerState.check_writable`: ``--read-only`` or
-``[server] read_only`` refuses them in one line, before anything runs). A batch is checked whole
-against the plane as it stands (shapes, values, taken or missing keys) before its first write, so
-a refused batch writes nothing; each item is then its own intent, as a JSON-RPC client's would be.
+Each writes the intents the JSON-RPC method a client would call makes (``node.create``'s
+``node.put``, ``edge.create``'s, ``plane.create``, ``plane.delete``, ``digest.write``) — the same
+as the CLI's — and only where the server allows writes (:meth:`ServerState.check_writable`:
+``--read-only`` or ``[server] read_only`` refuses them in one line, before anything runs). A batch's
+shapes and values are checked first; its writes are then one intent (store/intents.py ``batch``),
+decided as one commit where it lands: all of it, or, where one write is refused (a key taken, an
+end missing), none, the error naming which.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import props_from_json
+from drsg.store.intents import Intent, batch
 from drsg.store.transaction import PUT_MODES
 from drsg.surfaces.mcp.tools import Tools, compact, dumps
 
@@ -26,8 +27,6 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 NODE_FIELDS = ("key", "labels", "properties")
-#: what a mode did to a node that already held its key (as the plane stood before the batch)
-DONE = {"update": "updated", "replace": "replaced", "skip": "skipped"}
 EDGE_FIELDS = ("src_key", "dst_key", "type", "properties")
 
 
@@ -60,13 +59,6 @@ def _item(item: object, i: int, what: str, fields: tuple[str, ...], needed: Iter
     return item
 
 
-def _keys_held(tools: Tools, plane: str, keys: list[str]) -> set[str]:
-    """Which of ``keys`` a node holds in ``plane`` now (a missing plane: NotFound, as the tool's error)."""
-    with tools.state.db.snapshot() as snap:
-        plane_id = snap.plane(plane).id
-        return {key for key in keys if snap.node_by_key(plane_id, key) is not None}
-
-
 def register(server: MCPServer[Any], tools: Tools) -> None:
     """Add the write tools to ``server``."""
     state = tools.state
@@ -74,17 +66,19 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
     def most() -> int:
         return state.config.max_batch
 
-    async def held(plane: str, keys: list[str]) -> set[str]:
-        found: set[str] = await tools.guarded(lambda: state.read(lambda: _keys_held(tools, plane, keys)))
-        return found
+    async def written(intents: list[Intent], tool: str) -> list[dict[str, Any]]:
+        """The batch's answers, one per intent, in order (a refusal is the tool's error)."""
+        done = await tools.guarded(lambda: state.submit(batch(intents), tool))
+        answers: list[dict[str, Any]] = done.value["answers"]
+        return answers
 
     @server.tool(structured_output=False)
     async def write_nodes(plane: str, nodes: list[dict[str, Any]], mode: str = "create") -> str:
-        """Write nodes by external key, each {key, labels, properties}. `mode` says what happens where a
-        node already holds a key: create (default) refuses the batch, update merges labels and
-        properties (an upsert), replace overwrites them, skip leaves the node. The batch is checked
-        whole first: a refusal writes nothing. Answers {plane, written, nodes: [{key, id, op}]}, op
-        created, updated, replaced or skipped."""
+        """Write nodes by external key, each {key, labels, properties}, in one commit. `mode` says
+        what happens where a node already holds a key: create (default) refuses the batch, update
+        merges labels and properties (an upsert), replace overwrites them, skip leaves the node. A
+        refusal writes nothing. Answers {plane, written, nodes: [{key, id, op}]}, op created, updated,
+        replaced or skipped."""
         tools.writable()
         if mode not in PUT_MODES:
             raise _refuse(f"mode is one of {', '.join(PUT_MODES)}, not {mode!r}")
@@ -98,52 +92,32 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
             labels = n.get("labels", [])
             if not isinstance(labels, list) or not all(isinstance(x, str) and x for x in labels):
                 raise _refuse(f"nodes[{i}].labels is a list of label names")
-        taken = await held(plane, keys)
-        if taken and mode == "create":
-            first = next(k for k in keys if k in taken)
-            raise _refuse(
-                f"key {first!r} is taken in plane {plane!r} ({len(taken)} of the batch are); "
-                f'pass mode "update" to merge into them, "replace" or "skip"'
-            )
-        calls = [
-            tools.run("node.create", {"plane": plane, **{k: v for k, v in n.items() if v is not None}, "mode": mode})
+        intents = [
+            Intent("node.put", {"plane": plane, "key": n["key"], "labels": n.get("labels", []),
+                                "properties": n.get("properties"), "mode": mode})
             for n in items
-        ]
-        written = await asyncio.gather(*calls)
-        nodes_out = [
-            {"key": n["key"], "id": record["id"], "op": DONE[mode] if n["key"] in taken else "created"}
-            for n, record in zip(items, written, strict=True)
-        ]
-        return _answer({"plane": plane, "written": len(nodes_out), "nodes": nodes_out})
+        ]  # fmt: skip
+        answers = await written(intents, "write_nodes")
+        out = [{"key": n["key"], "id": a["node"], "op": a["op"]} for n, a in zip(items, answers, strict=True)]
+        return _answer({"plane": plane, "written": len(out), "nodes": out})
 
     @server.tool(structured_output=False)
     async def write_edges(plane: str, edges: list[dict[str, Any]]) -> str:
-        """Create edges between nodes named by external key, each {src_key, dst_key, type, properties}.
-        The batch is checked whole first (every key must name a node: write_nodes first): a refusal
-        writes nothing. Answers {plane, written, edges: [{id, src_key, type, dst_key}]}."""
+        """Create edges between nodes named by external key, each {src_key, dst_key, type, properties},
+        in one commit (every key must name a node: write_nodes first). A refusal writes nothing.
+        Answers {plane, written, edges: [{id, src_key, type, dst_key}]}."""
         tools.writable()
         needed = ["src_key", "dst_key", "type"]
         items = [_item(e, i, "edges", EDGE_FIELDS, needed) for i, e in enumerate(_batch(edges, "edges", most()))]
-        ends = list(dict.fromkeys(k for e in items for k in (e["src_key"], e["dst_key"])))
-        found = await held(plane, ends)
-        missing = [k for k in ends if k not in found]
-        if missing:
-            raise _refuse(
-                f"no node with key {missing[0]!r} in plane {plane!r} ({len(missing)} keys missing); "
-                f"write_nodes writes them first"
-            )
-        calls = [
-            tools.run(
-                "edge.create",
-                {"plane": plane, "src": e["src_key"], "dst": e["dst_key"], "type": e["type"]}
-                | ({"properties": e["properties"]} if e.get("properties") is not None else {}),
-            )
+        intents = [
+            Intent("edge.create", {"plane": plane, "src": e["src_key"], "dst": e["dst_key"], "type": e["type"],
+                                   "properties": e.get("properties")})
             for e in items
-        ]
-        written = await asyncio.gather(*calls)
+        ]  # fmt: skip
+        answers = await written(intents, "write_edges")
         out = [
-            {"id": record["id"], "src_key": e["src_key"], "type": e["type"], "dst_key": e["dst_key"]}
-            for e, record in zip(items, written, strict=True)
+            {"id": a["edge"], "src_key": e["src_key"], "type": e["type"], "dst_key": e["dst_key"]}
+            for e, a in zip(items, answers, strict=True)
         ]
         return _answer({"plane": plane, "written": len(out), "edges": out})
 
