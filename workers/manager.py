@@ -97,6 +97,10 @@ class IndexSet:
 
     # ------------------------------------------------------------------ keeping up with the log
 
+    def sidecar_folders(self) -> list[Path]:
+        """The folders this set saves its sidecars in, one per kind (they may not exist yet)."""
+        return sidecar_roots(self.sidecars)
+
     def catch_up(self, head: int | None = None) -> int:
         """Apply every commit up to ``head`` (default: the current head); returns it."""
         if head is not None and head == self.applied:

@@ -20,7 +20,6 @@ from aiohttp import web
 from drsg.kernel import telemetry
 from drsg.kernel.telemetry import Labels
 from drsg.surfaces.server.feed_hub import HUB, FeedHub
-from drsg.workers.manager import sidecar_roots
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 SOURCE = web.AppKey("drsg_metrics_source", FeedHub)  # the feed hub: the server state and the open feeds
@@ -62,7 +61,7 @@ def read_gauges(hub: FeedHub) -> Reading:
         )
         for w in described
     ]
-    sidecars = sum(_folder_bytes(root) for root in sidecar_roots(state.indexes.sidecars))
+    sidecars = sum(_folder_bytes(root) for root in state.indexes.sidecar_folders())
     return Reading(head, state.db.env.file_size(), sidecars, sorted(lag))
 
 
