@@ -389,6 +389,13 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("server.allowed_origins", (), _origins, "browser origins allowed (CORS)", env_name="DRSG_ALLOWED_ORIGINS"),
     Setting("server.tls", {}, _tls, "{cert = …, key = …} PEM files: serve HTTPS", env_name=None),
     Setting("server.source_root", "", _text, "upstream's key, accepted so its files load; unused here", env_name=None),
+    Setting(
+        "server.code_roots",
+        (),
+        _strings,
+        "directories under which `serve`'s grep and snippet (code.*, /mcp) may read a plane's tree, beside "
+        "those `serve watch` follows (default: none)",
+    ),
     Setting("fetch.enabled", True, _bool, "whether URLs may be fetched at all"),
     Setting("fetch.max_pages", 10, _positive, "most pages one crawl reads (the root included)" + _CRAWLER),
     Setting("fetch.max_depth", 3, _at_least(0), "deepest link level a crawl may follow (0 = the root)" + _CRAWLER),

@@ -5,12 +5,17 @@ one directory the plane was digested from (its ``_digest:<root>`` property). Onl
 holds symbols of are read, each checked to lie inside that root and to be one the digest's walk reads
 (``readable``: no dotfile, no store, no virtualenv — a plane's ``file`` property is data, and data
 never chooses a file to open). ``snippet`` prefers the source a handler stored (``_code``).
+
+A server passes ``allowed``: the directories its operator named (``[server] code_roots``, the trees
+``serve watch`` follows). There the root itself is data any writer may set, so it is read only when it
+resolves (symlinks followed) inside one of them; ``None`` (the CLI, MCP over stdio: a local user who
+can read the files anyway) reads wherever the plane says.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +86,21 @@ class Snippet:
         }
 
 
-def tree_root(code: CodePlane) -> Path:
-    """The directory the plane was read from (see the module docstring); a UsageError when none is here."""
+#: the directories a server lets grep and snippet read under; None: no restriction (a local process)
+Allowed = Sequence[Path] | None
+
+
+def allows(allowed: Allowed, root: str) -> bool:
+    """Whether ``root`` lies inside one of ``allowed``, both resolved (a symlink is judged by its target)."""
+    if allowed is None:
+        return True
+    path = Path(root).resolve()
+    return any(path.is_relative_to(Path(top).resolve()) for top in allowed)
+
+
+def tree_root(code: CodePlane, allowed: Allowed = None) -> Path:
+    """The directory the plane was read from (see the module docstring); a UsageError when none is here,
+    or when it lies outside ``allowed`` (judged before it is looked at: nothing about it is told)."""
     props = code.plane.props
     named = props.get(SYNCED_ROOT)
     roots = (
@@ -90,6 +108,13 @@ def tree_root(code: CodePlane) -> Path:
         if isinstance(named, str)
         else [k.removeprefix(DIGEST_PREFIX) for k in props if k.startswith(DIGEST_PREFIX)]
     )
+    permitted = [root for root in roots if allows(allowed, root)]
+    if len(permitted) < len(roots):
+        refused = next(root for root in roots if root not in permitted)
+        raise UsageError(
+            f"plane {code.plane.name!r} was read from {refused}, which this server may not read; add it to "
+            "[server] code_roots (DRSG_SERVER_CODE_ROOTS) to allow grep and snippet there"
+        )
     found = [Path(root) for root in roots if Path(root).is_dir()]
     if len(found) != 1:
         which = "its tree is not on this machine" if roots else "it records no tree it was read from"
@@ -126,14 +151,19 @@ def _definitions(code: CodePlane) -> dict[str, tuple[list[int], list[str]]]:
 
 
 def grep(
-    code: CodePlane, pattern: str, readable: Readable, ignore_case: bool = False, max_results: int = GREP_DEFAULT
+    code: CodePlane,
+    pattern: str,
+    readable: Readable,
+    ignore_case: bool = False,
+    max_results: int = GREP_DEFAULT,
+    allowed: Allowed = None,
 ) -> Grep:
     """Lines holding ``pattern`` (literally) in the files of the plane, in file then line order."""
     if not pattern:
         raise UsageError("give grep a non-empty pattern (a literal string, not a regular expression)")
     if not 1 <= max_results <= GREP_CAP:
         raise UsageError(f"max_results must be 1 to {GREP_CAP}, not {max_results}")
-    root = tree_root(code)
+    root = tree_root(code, allowed)
     needle = pattern.casefold() if ignore_case else pattern
     hits: list[GrepHit] = []
     files = 0
@@ -153,7 +183,9 @@ def grep(
     return Grep(pattern, hits, files, False)
 
 
-def snippet(code: CodePlane, name: str, readable: Readable, lines: int = SNIPPET_LINES) -> Snippet:
+def snippet(
+    code: CodePlane, name: str, readable: Readable, lines: int = SNIPPET_LINES, allowed: Allowed = None
+) -> Snippet:
     """``name``'s source: the stored ``_code``, else ``lines`` lines of its file from its line."""
     if not 1 <= lines <= 10 * SNIPPET_LINES:
         raise UsageError(f"lines must be 1 to {10 * SNIPPET_LINES}, not {lines}")
@@ -164,7 +196,7 @@ def snippet(code: CodePlane, name: str, readable: Readable, lines: int = SNIPPET
         return Snippet(symbol, "stored", symbol.line, "\n".join(stored.splitlines()[:lines]))
     if symbol.file is None:
         raise UsageError(f"{symbol.key!r} is defined outside the tree read into plane {code.plane.name!r}: no source")
-    path = _inside(tree_root(code), symbol.file, readable)
+    path = _inside(tree_root(code, allowed), symbol.file, readable)
     if path is None:
         raise UsageError(
             f"{symbol.file} is not a file of the tree plane {code.plane.name!r} was read from (any more); "

@@ -4,6 +4,10 @@ The verbs are drsg.workers.code_verbs' (context, describe, trace, impact) and co
 snippet), run on one snapshot. Each answer's ``synced`` is the line ``drsg digest`` recorded (the
 commit the tree was read beside and its drift then), and, when the tree has moved since — another
 commit checked out, files edited — what it is now, since receipts point into the tree as it was.
+
+``allowed_roots`` (a server's ``[server] code_roots`` and the trees ``serve watch`` follows; None: no
+restriction) bounds where the tree is read from disk: grep and snippet outside them are refused, and
+the drift line keeps to what was recorded (the plane's root is data: it never chooses a directory).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from drsg.workers.code_source import GREP_DEFAULT, SNIPPET_LINES, Grep, GrepHit, Snippet
+from drsg.workers.code_source import GREP_DEFAULT, SNIPPET_LINES, Allowed, Grep, GrepHit, Snippet, allows
 from drsg.workers.code_verbs import (
     IMPACT_DEPTH,
     CodePlane,
@@ -39,13 +43,13 @@ __all__ += ["Trace", "drift_line"]  # the answers' types, for the surfaces that 
 R = TypeVar("R", bound="DataclassInstance")  # every answer is a dataclass with `synced`
 
 
-def drift_line(props: Mapping[str, Any]) -> str | None:
-    """The recorded ``synced:`` line, and how the tree differs now when it does."""
+def drift_line(props: Mapping[str, Any], allowed: Allowed = None) -> str | None:
+    """The recorded ``synced:`` line, and how the tree differs now when it does (looked at only inside ``allowed``)."""
     from drsg.pipeline.code.drift import SYNCED_COMMIT, SYNCED_ROOT, drift, synced_line
 
     line = synced_line(props)
     root = props.get(SYNCED_ROOT)
-    if line is None or not isinstance(root, str) or not Path(root).is_dir():
+    if line is None or not isinstance(root, str) or not allows(allowed, root) or not Path(root).is_dir():
         return line
     now = drift(Path(root))
     keys = (SYNCED_COMMIT, "synced_modified", "synced_untracked")
@@ -67,9 +71,10 @@ def _readable(root: Path, path: str) -> bool:
 class Code:
     """The code verbs on one plane (``Plane.code()``), read as of ``as_of`` (default: the head)."""
 
-    def __init__(self, plane: HostedPlane, as_of: AsOf | None = None) -> None:
+    def __init__(self, plane: HostedPlane, as_of: AsOf | None = None, allowed_roots: Allowed = None) -> None:
         self.plane = plane
         self.as_of = as_of
+        self.allowed_roots = allowed_roots
 
     def _run(self, verb: Callable[[CodePlane], R]) -> R:
         with self.plane.db.snapshot(self.as_of) as snap:
@@ -78,7 +83,7 @@ class Code:
                 record = snap.plane(self.plane.name)  # NotFound naming the plane
             answer = verb(CodePlane(snap, record))
             props = dict(record.props)
-        return dataclasses.replace(answer, synced=drift_line(props))
+        return dataclasses.replace(answer, synced=drift_line(props, self.allowed_roots))
 
     def context(self, symbol: str) -> Context:
         """Definition, signature, doc, callers with their sites, callees and other edges (≤24,000 chars)."""
@@ -100,10 +105,10 @@ class Code:
         """Lines of the plane's files holding ``pattern`` literally (the tree read from disk; ≤200)."""
         from drsg.workers.code_source import grep
 
-        return self._run(lambda code: grep(code, pattern, _readable, ignore_case, max_results))
+        return self._run(lambda code: grep(code, pattern, _readable, ignore_case, max_results, self.allowed_roots))
 
     def snippet(self, symbol: str, *, lines: int = SNIPPET_LINES) -> Snippet:
         """The symbol's source: stored ``_code``, else ``lines`` lines of its file from its definition."""
         from drsg.workers.code_source import snippet
 
-        return self._run(lambda code: snippet(code, symbol, _readable, lines))
+        return self._run(lambda code: snippet(code, symbol, _readable, lines, self.allowed_roots))

@@ -343,13 +343,14 @@ class Plane(PlaneRecord):
 
         return catalog.find(self, request, embed)
 
-    def code(self, *, as_of: AsOfLike | None = None) -> Code:
+    def code(self, *, as_of: AsOfLike | None = None, allowed_roots: Sequence[Path] | None = None) -> Code:
         """On a code plane (``drsg digest DIR --apply``'s): the code verbs — ``context``, ``describe``,
         ``grep``, ``trace``, ``impact``, ``snippet`` — each answer with ``file:line`` receipts and the
-        drift line (drsg.api.code)."""
+        drift line (drsg.api.code). ``allowed_roots``: the only directories the plane's tree may be read
+        from disk under (a server's; None: anywhere)."""
         from drsg.api.code import Code
 
-        return Code(self, as_of_of(as_of))
+        return Code(self, as_of_of(as_of), allowed_roots)
 
     def digest(
         self,

@@ -54,6 +54,7 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
     SIGTERM/Ctrl-C finish the fold in progress, then stop. Runs beside `drsg serve` on one database.
     """
     from drsg.feed.watch import Watcher, WatchOptions, stop_on_signals
+    from drsg.feed.watched import watching
     from drsg.pipeline.code.parsed import ParseMemo
     from drsg.pipeline.code.walk import digest_folder
     from drsg.pipeline.digest.sync import TreeSync
@@ -87,7 +88,8 @@ def watch(obj: Context, directory: Path | None, dir_flag: Path | None, plane: st
                 embedder=_embedder(obj, db, plane, flags),
             )
             options = WatchOptions(flags["quiet_ms"], flags["max_wait_ms"])
-            Watcher(sync, own=tree.skip, options=options, stop=stop).run()
+            with watching(db.path, root):  # `drsg serve` may then read this tree (grep, snippet)
+                Watcher(sync, own=tree.skip, options=options, stop=stop).run()
     finally:
         for handler in handlers:
             handler.close()

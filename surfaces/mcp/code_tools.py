@@ -33,7 +33,8 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
         plane: str, pattern: str, ignore_case: bool = False, max_results: int = 50, as_of: int | None = None
     ) -> str:
         """Literal search of the source tree the plane was read from: each hit file:line, the line, and
-        the definition it falls under (`in`). `max_results` default 50, at most 200."""
+        the definition it falls under (`in`). `max_results` default 50, at most 200. At /mcp, only a tree
+        inside the server's [server] code_roots (or one `serve watch` follows) is read."""
         params = {"plane": plane, "pattern": pattern, "ignore_case": ignore_case, "max_results": max_results}
         return await tools.call("code.grep", {**params, "as_of": as_of})
 
@@ -53,5 +54,5 @@ def register(server: MCPServer[Any], tools: Tools) -> None:
     @server.tool(structured_output=False)
     async def snippet(plane: str, symbol: str, lines: int = 40, as_of: int | None = None) -> str:
         """A symbol's source code: what the parser stored, else `lines` lines (default 40) of its file from
-        its definition, read from the tree the plane was read from."""
+        its definition, read from the tree the plane was read from (at /mcp: inside [server] code_roots)."""
         return await tools.call("code.snippet", {"plane": plane, "symbol": symbol, "lines": lines, "as_of": as_of})

@@ -2,12 +2,15 @@
 
 ``code.context``, ``code.describe``, ``code.grep``, ``code.trace``, ``code.impact`` and
 ``code.snippet`` answer upstream's agent verbs (its MCP tools of those names run them); each answer
-carries ``file:line`` receipts and ``synced``, the plane's drift line.
+carries ``file:line`` receipts and ``synced``, the plane's drift line. A plane's tree is read from
+disk only inside the directories the operator allowed (``[server] code_roots`` and the trees ``serve
+watch`` follows): the plane's own root is data a client may have set.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from drsg.api.code import Code
@@ -24,10 +27,19 @@ def _define(summary: str, *params: Mapping[str, Any]) -> dict[str, Any]:
     return {"summary": summary, "x-access": "read", "params": [PLANE, *params, AS_OF], "result": _ANSWER}
 
 
+def allowed_roots(ctx: ServerState) -> tuple[Path, ...] | None:
+    """Where this server may read a plane's tree: the configured roots and the watched trees (read per
+    call: a daemon may have started since); None, no restriction, for a local process's (stdio)."""
+    from drsg.feed.watched import watched_roots
+
+    roots = ctx.config.code_roots
+    return None if roots is None else (*roots, *watched_roots(ctx.db.path))
+
+
 async def _answer(ctx: ServerState, p: Params, verb: Callable[[Code], Any]) -> Any:
     def run() -> Any:
         at = as_of(p)
-        return verb(ctx.plane(p["plane"], at).code(as_of=at)).to_json()
+        return verb(ctx.plane(p["plane"], at).code(as_of=at, allowed_roots=allowed_roots(ctx))).to_json()
 
     return await ctx.read(run)
 
@@ -53,7 +65,8 @@ async def code_describe(ctx: ServerState, p: Params) -> Any:
     "code.grep",
     define=_define(
         "Lines holding `pattern` literally in the files of the tree the plane was read from, each as file:line "
-        "with the definition it falls under; at most `max_results` (default 50, at most 200).",
+        "with the definition it falls under; at most `max_results` (default 50, at most 200). Only a tree inside "
+        "[server] code_roots or one `serve watch` follows is read.",
         {"name": "pattern", "required": True, "schema": {"type": "string", "minLength": 1}},
         {"name": "ignore_case", "required": False, "schema": {"type": "boolean"}},
         {"name": "max_results", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
@@ -95,7 +108,7 @@ async def code_impact(ctx: ServerState, p: Params) -> Any:
     "code.snippet",
     define=_define(
         "A symbol's source: the stored `_code`, else `lines` lines (default 40) of its file from its definition, "
-        "read from the tree the plane was read from.",
+        "read from the tree the plane was read from (only inside [server] code_roots or a tree `serve watch` follows).",
         SYMBOL,
         {"name": "lines", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": 400}},
     ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import Settings
@@ -48,6 +49,9 @@ class ServerConfig:
     #: a Kafka log's shared index folder ([log] index_dir): the indexes the `drsg workers` group saves
     #: there are loaded from it and kept up in memory, never saved by the server
     group_index_dir: str = ""
+    #: where grep and snippet may read a plane's tree ([server] code_roots; the trees `serve watch`
+    #: follows are added per call); None: anywhere (`drsg mcp` over stdio, a local process)
+    code_roots: tuple[Path, ...] | None = ()
     settings: Settings | None = None
 
     @property
@@ -123,5 +127,6 @@ def server_config(settings: Settings, addr: str | None = None, embed: EmbedderCh
         embed=embed,
         ef_search=settings.integer("index.ef_search"),
         group_index_dir=settings.text("log.index_dir") if settings.text("log.url") else "",
+        code_roots=tuple(Path(root) for root in settings.strings("server.code_roots")),
         settings=settings,
     )

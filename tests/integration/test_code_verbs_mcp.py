@@ -163,7 +163,8 @@ def test_code_tools_over_stdio(tree: Tree, fake: FakeOpenAI, tmp_path: Path) -> 
 
 
 def test_code_tools_over_streamable_http(tree: Tree, tmp_path: Path) -> None:
-    server = start_server(tree.db, tmp_path)
+    # a served plane's tree is read only inside [server] code_roots (tests/integration/test_code_roots.py)
+    server = start_server(tree.db, tmp_path, env={"DRSG_SERVER_CODE_ROOTS": str(tree.root.parent)})
     try:
 
         async def run() -> dict[str, Score]:

@@ -61,6 +61,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningSe
     chat.on("/chat/completions", lambda request: Reply(json=chat_completion(plan)))
     env = {"DRSG_PLUGINS_STORE_DIR": str(workdir / "plugins"), "DRSG_FETCH_ALLOW_PRIVATE": "127.0.0.1/32"}
     env |= {"DRSG_DIGEST_CHAT": chat.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
+    env["DRSG_SERVER_CODE_ROOTS"] = str(workdir / "code-tree")  # code.grep/code.snippet read there (below)
     catalog_db = make_sqlite(workdir / "catalog.db")  # catalog.*: a real SQLite file's catalog
     Connections(workdir / "graph.drsg").add(Connection("confdb", str(catalog_db), "sqlite"))
     server = start_server(workdir / "graph.drsg", workdir, env=env)

@@ -284,10 +284,22 @@ def test_beside_drsg_serve_the_feed_shows_each_fold_as_one_commit(tmp_path: Path
         [commit] = [e for e in events if e["seq"] == folded["seq"]]
         keys = {(c.get("record") or {}).get("external_key") for c in commit["changes"]}
         assert "pkg.m9.f9" in keys, keys
+        # the tree a daemon follows the operator chose: the server reads it (no [server] code_roots set) …
+        grep = {"plane": PLANE, "pattern": "def f9("}
+        assert [hit["at"] for hit in _rpc(port, "code.grep", grep)["result"]["hits"]] == ["pkg/m9.py:1"]
         assert daemon.stop() == 0
+        # … while the daemon runs, and no longer once it has stopped
+        refused = _rpc(port, "code.grep", grep)["error"]
+        assert refused["code"] == -32602 and "[server] code_roots (DRSG_SERVER_CODE_ROOTS)" in refused["message"]
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(30)
+
+
+def _rpc(port: int, method: str, params: dict) -> dict:  # type: ignore[type-arg]
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("POST", "/rpc", json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+    return json.loads(connection.getresponse().read())  # type: ignore[no-any-return]
 
 
 def _read_sse(port: int, start: int, into: list[dict]) -> None:  # type: ignore[type-arg]

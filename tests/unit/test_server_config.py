@@ -35,3 +35,12 @@ def test_the_server_searcher_runs_that_many(tmp_path: Path) -> None:
             state.reads.shutdown()
     finally:
         db.close()
+
+
+def test_code_roots_from_the_environment_default_none(tmp_path: Path) -> None:
+    """Where a served plane's tree may be read (tests/integration/test_code_roots.py): nothing unless named."""
+    assert served({}).code_roots == ()
+    both = served({"DRSG_SERVER_CODE_ROOTS": f"{tmp_path / 'a'}, {tmp_path / 'b'}"}).code_roots
+    assert both == (tmp_path / "a", tmp_path / "b")
+    (tmp_path / "drsg.toml").write_text(f'[server]\ncode_roots = ["{tmp_path / "c"}"]\n')
+    assert server_config(load(str(tmp_path / "drsg.toml"), environ={})).code_roots == (tmp_path / "c",)
