@@ -94,7 +94,10 @@ def allows(allowed: Allowed, root: str) -> bool:
     """Whether ``root`` lies inside one of ``allowed``, both resolved (a symlink is judged by its target)."""
     if allowed is None:
         return True
-    path = Path(root).resolve()
+    try:
+        path = Path(root).resolve()
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: no directory to allow
+        return False
     return any(path.is_relative_to(Path(top).resolve()) for top in allowed)
 
 
@@ -111,8 +114,9 @@ def tree_root(code: CodePlane, allowed: Allowed = None) -> Path:
     permitted = [root for root in roots if allows(allowed, root)]
     if len(permitted) < len(roots):
         refused = next(root for root in roots if root not in permitted)
+        shown = refused if refused.isprintable() else repr(refused)  # data: kept to one line
         raise UsageError(
-            f"plane {code.plane.name!r} was read from {refused}, which this server may not read; add it to "
+            f"plane {code.plane.name!r} was read from {shown}, which this server may not read; add it to "
             "[server] code_roots (DRSG_SERVER_CODE_ROOTS) to allow grep and snippet there"
         )
     found = [Path(root) for root in roots if Path(root).is_dir()]
@@ -130,7 +134,10 @@ Readable = Callable[[Path, str], bool]
 
 
 def _inside(root: Path, file: str, readable: Readable) -> Path | None:
-    path = (root / file).resolve()
+    try:
+        path = (root / file).resolve()
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: no file to read
+        return None
     if not path.is_relative_to(root) or not path.is_file():
         return None
     return path if readable(root, path.relative_to(root).as_posix()) else None

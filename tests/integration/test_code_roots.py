@@ -70,10 +70,15 @@ def test_served_grep_and_snippet_read_only_inside_code_roots(tmp_path: Path) -> 
             assert described["props"]["file"] == "secret.py"
             assert described["synced"] == "synced: commit 000000000000", described["synced"]
             assert outside_commit[:12] not in json.dumps(described)
+        _plant(server, "odd", Path("/x\x00\ny"), by_set_props=False)  # no path at all: refused in one line too
+        odd = server.error("code.grep", {"plane": "odd", "pattern": "x"})
+        assert odd["code"] == -32602 and f"was read from '/x\\x00\\ny', {REFUSED}" in odd["message"], odd
         server.call("node.create", {"plane": "evil", "key": "kept", "properties": {"_code": "def kept():\n    pass"}})
         stored = server.call("code.snippet", {"plane": "evil", "symbol": "kept"})
         assert stored["source"] == "stored" and stored["text"] == "def kept():\n    pass"
 
+        nul = {"file": "core\x00.py", "line": 1}  # a file no path can name: passed over, not an internal error
+        server.call("node.create", {"plane": "code", "key": "nul", "properties": nul})
         hit = server.call("code.grep", {"plane": "code", "pattern": "return 1"})
         assert [(h["at"], h["in"]) for h in hit["hits"]] == [("core.py:2", "pkg.core.hub")]
         shown = server.call("code.snippet", {"plane": "code", "symbol": "hub", "lines": 2})
