@@ -6,6 +6,7 @@ A module of its own, below :mod:`drsg.api.plane` and :mod:`drsg.api.database`, w
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from drsg.kernel.asof import AsOf, parse_as_of, parse_rfc3339_ms
@@ -20,13 +21,24 @@ AsOfLike = AsOf | int | str | datetime
 
 def as_of_of(value: AsOfLike | None) -> AsOf | None:
     """``as_of`` as the store reads it; a naive datetime is BadAsOf, as a string without an offset is."""
-    if value is None or isinstance(value, AsOf):
+    if value is None:
+        return None
+    if type(value) is int:  # not bool: True is no seq (parse_as_of refuses it)
+        return _at_seq(value)
+    if isinstance(value, AsOf):
         return value
     if isinstance(value, datetime):
         if value.tzinfo is None:
             raise BadAsOf(f"the time {value.isoformat()} has no UTC offset; pass an aware datetime (tzinfo=UTC)")
         return AsOf(ms=parse_rfc3339_ms(value.isoformat()))
     return parse_as_of(value)
+
+
+@lru_cache(maxsize=1024)
+def _at_seq(seq: int) -> AsOf:
+    """One AsOf per recent seq: an as-of read by seq is a current read's cost plus this (an AsOf is
+    frozen, so reads may share it; making one each time was most of the as-of lookup's extra 1.2×)."""
+    return parse_as_of(seq)
 
 
 def seq_of(reader: Reader, end: AsOfLike) -> int:

@@ -217,3 +217,52 @@ def test_as_of_seq_reads_that_commit(db: Database) -> None:
             assert node is not None and node.props == {"v": expected}
     with db.snapshot(as_of=1) as snap:
         assert snap.node_by_key(plane.id, "a") is None
+
+
+# --------------------------------------------------------------------------- the API's as_of
+
+
+def test_the_api_reads_a_seq_as_one_shared_as_of_and_refuses_what_parse_refuses() -> None:
+    """An as-of read by seq costs a current read's plus a lookup: the API keeps one (frozen) AsOf per
+    recent seq instead of making one per read (issue #37: the as-of lookup was 1.26× the current)."""
+    from drsg.api.points import as_of_of
+
+    assert as_of_of(7) == AsOf(seq=7)
+    assert as_of_of(7) is as_of_of(7)
+    assert as_of_of("7") == AsOf(seq=7)
+    assert as_of_of(None) is None
+    given_as_of = AsOf(seq=3)
+    assert as_of_of(given_as_of) is given_as_of
+    for bad in (0, -1, True, False):  # a bool hashes as 1 / 0: it must not find seq 1's AsOf
+        as_of_of(1)
+        with pytest.raises(BadAsOf):
+            as_of_of(bad)
+
+
+def test_a_bare_seq_reads_without_a_reader_and_refuses_as_before(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``db.snapshot(seq)`` takes the seq path an AsOf takes (a Reader per read made it 1.5× the
+    current read); what it refuses, and with which message, is the Reader's."""
+    plane = db.plane("startup")
+    db.write(lambda tx: tx.create_node(plane, "a", [], {"v": 1}))
+    db.write(lambda tx: tx.update_node(plane, "a", {"v": 2}))
+    with db.read() as reader:  # the Reader's own refusals, to compare with
+        refusals = {}
+        for bad in (0, -1, True, 4):
+            with pytest.raises(BadAsOf) as info:
+                reader.resolve(bad)
+            refusals[bad] = str(info.value)
+    import drsg.store.database as store_database
+
+    def no_reader(*args: object) -> None:
+        raise AssertionError("a seq read made a Reader")
+
+    monkeypatch.setattr(store_database, "Reader", no_reader)
+    for seq, expected in ((2, 1), (3, 2)):
+        with db.snapshot(seq) as snap:
+            node = snap.node_by_key(plane.id, "a")
+            assert node is not None and node.props == {"v": expected}
+    monkeypatch.undo()
+    for bad, message in refusals.items():
+        with pytest.raises(BadAsOf) as info, db.snapshot(bad):
+            pass
+        assert str(info.value) == message, bad
