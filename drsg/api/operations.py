@@ -1,10 +1,28 @@
 """The operations a public database's intents may name (store/intents.py): the store's own table and
-the library's — a Cypher write statement (drsg.api.cypher). Both kinds of database are given this one
-table, so every process of a Kafka topic that opens it through ``drsg.open`` decides alike."""
+the library's — a Cypher write statement (drsg.api.cypher) and a digest's apply, changes and forget
+(drsg.pipeline.digest.ledger). Both kinds of database are given this one table, so every process of
+a Kafka topic that opens it through ``drsg.open`` decides alike. The digest's operations load their
+module on first use: opening a database stays cheap."""
 
 from __future__ import annotations
 
 from drsg.api import cypher
+from drsg.kernel.values import Json
 from drsg.store.intent_ops import INTENT_OPS
+from drsg.store.intents import IntentOp
+from drsg.store.transaction import WriteTx
 
-API_OPS = INTENT_OPS | {cypher.WRITE_OP: cypher.write_op}
+#: drsg.pipeline.digest.ledger.DIGEST_OPS's names (tests/unit/test_intents.py holds the two equal)
+DIGEST_OP_NAMES = ("digest.apply", "digest.apply_changes", "digest.forget")
+
+
+def _digest(name: str) -> IntentOp:
+    def op(tx: WriteTx, args: dict[str, Json]) -> Json:
+        from drsg.pipeline.digest.ledger import DIGEST_OPS
+
+        return DIGEST_OPS[name](tx, args)
+
+    return op
+
+
+API_OPS = INTENT_OPS | {cypher.WRITE_OP: cypher.write_op} | {name: _digest(name) for name in DIGEST_OP_NAMES}

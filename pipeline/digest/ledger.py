@@ -29,20 +29,23 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drsg.kernel.errors import Conflict, NotFound
-from drsg.kernel.values import Described
+from drsg.kernel.errors import Conflict, NotFound, UsageError
+from drsg.kernel.values import Described, Json
 from drsg.pipeline.code.handler import GENERATED_BY, HOST_OWNED, tree_label
 from drsg.pipeline.digest.proposal import Proposal, ProposedNode
 from drsg.pipeline.vectorize import embedder_prop
 from drsg.store.database import Database
+from drsg.store.intents import Intent, IntentOp, IntentOps
+from drsg.store.log import LogReader
 from drsg.store.mutations import EdgePut, NodePut
 from drsg.store.records import Edge, Plane
 from drsg.store.transaction import WriteTx
+from drsg.store.writer import CommitResult
 
 LEDGER = "_contributed_by"
 EMBEDDING = "embedding"  # derived from the record's text: kept with the record, never withdrawn
@@ -74,11 +77,7 @@ def apply(db: Database, proposal: Proposal, origin: dict[str, Any] | None = None
 
     The proposal *replaces* what the same source contributed before: facts an earlier version of
     the document stated and this one does not are withdrawn, as ``forget`` would."""
-    touched = contributed(db, proposal.plane, proposal.source)
-    result = db.write(lambda tx: apply_in(tx, proposal, touched), origin or origin_of(proposal))
-    applied, created = result.value
-    applied.seq = result.seqs[-1] if result.seqs else 0
-    return applied, created
+    return _applied(_submit(db, apply_intent(proposal), origin or origin_of(proposal)))
 
 
 def apply_changes(
@@ -102,26 +101,32 @@ def apply_delta(
     origin: dict[str, Any] | None = None,
 ) -> tuple[Applied, bool]:
     """Write what :func:`changes` found, in one commit: ``delta`` stated, the rest withdrawn."""
+    args: dict[str, Json] = {"delta": delta.to_json(), "gone_keys": list(gone_keys)}
+    args["gone_edges"] = [list(edge) for edge in gone_edges]
+    return _applied(_submit(db, Intent(APPLY_CHANGES, args), origin or origin_of(delta)))
 
-    def write(tx: WriteTx) -> tuple[Applied, bool]:
-        found = tx.view.find_plane(delta.plane)
-        nodes: set[int] = set()
-        edges: set[int] = set()
-        if found is not None:
-            for key in gone_keys:
-                node_id = tx.view.node_id_by_key(found.id, key)
-                if node_id is not None:
-                    nodes.add(node_id)
-            for src_key, edge_type, dst_key in gone_edges:
-                src, dst = tx.view.node_id_by_key(found.id, src_key), tx.view.node_id_by_key(found.id, dst_key)
-                if src is not None and dst is not None and (edge := _out_edges(tx, found.id, src, edge_type).get(dst)):
-                    edges.add(edge.id)
-        return apply_in(tx, delta, (nodes, edges), changes_only=True)
 
-    result = db.write(write, origin or origin_of(delta))
-    applied, created = result.value
-    applied.seq = result.seqs[-1] if result.seqs else 0
-    return applied, created
+def _apply_changes_in(tx: WriteTx, args: dict[str, Json]) -> tuple[Applied, bool]:
+    delta = _proposal_of(args.get("delta"))
+    gone_keys, gone_edges = args.get("gone_keys"), args.get("gone_edges")
+    if not isinstance(gone_keys, list) or not isinstance(gone_edges, list):
+        raise UsageError(f"{APPLY_CHANGES} takes a delta, gone_keys and gone_edges")
+    found = tx.view.find_plane(delta.plane)
+    nodes: set[int] = set()
+    edges: set[int] = set()
+    if found is not None:
+        for key in gone_keys:
+            node_id = tx.view.node_id_by_key(found.id, str(key))
+            if node_id is not None:
+                nodes.add(node_id)
+        for gone in gone_edges:
+            if not (isinstance(gone, list) and len(gone) == 3 and all(isinstance(part, str) for part in gone)):
+                raise UsageError(f"{APPLY_CHANGES}'s gone edges are [src, type, dst], not {gone!r}")
+            src_key, edge_type, dst_key = (str(part) for part in gone)
+            src, dst = tx.view.node_id_by_key(found.id, src_key), tx.view.node_id_by_key(found.id, dst_key)
+            if src is not None and dst is not None and (edge := _out_edges(tx, found.id, src, edge_type).get(dst)):
+                edges.add(edge.id)
+    return apply_in(tx, delta, (nodes, edges), changes_only=True)
 
 
 def changes(since: Proposal, proposal: Proposal) -> tuple[Proposal, list[str], list[tuple[str, str, str]]]:
@@ -150,38 +155,45 @@ def changes(since: Proposal, proposal: Proposal) -> tuple[Proposal, list[str], l
 
 def forget(db: Database, plane: str, source: str) -> Applied:
     """Remove exactly ``source``'s contribution to ``plane`` in one commit (the empty re-apply)."""
-    with db.snapshot() as snap:
-        snap.plane(plane)  # NotFound for a missing plane
-    touched = contributed(db, plane, source)
+    applied, _ = _applied(_submit(db, Intent(FORGET, {"plane": plane, "source": source}), _forgot(source)))
+    return applied
+
+
+def _forget_in(tx: WriteTx, args: dict[str, Json]) -> tuple[Applied, bool]:
+    plane, source = args.get("plane"), args.get("source")
+    if not isinstance(plane, str) or not isinstance(source, str):
+        raise UsageError(f"{FORGET} takes a plane and a source")
+    tx.plane(plane)  # NotFound for a missing plane
+    touched = contributed_in(tx, plane, source)
     if not touched[0] and not touched[1]:
         raise NotFound(
             f"no applied digest of {source} in plane {plane!r}; `drsg digest --list --plane {plane}` shows them"
         )
-    empty = Proposal(source, plane, "", "", "")
-    result = db.write(lambda tx: apply_in(tx, empty, touched), {"via": "digest.forget", "source": source})
-    applied, _ = result.value
-    applied.seq = result.seqs[-1] if result.seqs else 0
-    return applied
+    return apply_in(tx, Proposal(source, plane, "", "", ""), touched)
 
 
-def contributed(db: Database, plane: str, source: str) -> Touched:
+def _forgot(source: str) -> dict[str, Any]:
+    return {"via": "digest.forget", "source": source}
+
+
+def contributed_in(tx: WriteTx, plane: str, source: str) -> Touched:
     """Ids of the records the applies of ``source`` wrote (read from those commits in the log)."""
-    with db.snapshot() as snap:
-        found = snap.find_plane(plane)
-        seqs = found.props.get(digest_prop(source)) if found is not None else None
+    found = tx.view.find_plane(plane)
+    seqs = found.props.get(digest_prop(source)) if found is not None else None
     nodes: set[int] = set()
     edges: set[int] = set()
     if found is None or not isinstance(seqs, list):
         return nodes, edges
+    log = LogReader(tx.txn, tx.dbs["log"])
     for seq in seqs:
         if not isinstance(seq, int):
             continue  # the ledger records commit seqs; anything else was written by hand
-        for commit in db.commits(seq, seq):
-            for mutation in commit.mutations:
-                if isinstance(mutation, NodePut) and mutation.plane == found.id:
-                    nodes.add(mutation.id)
-                elif isinstance(mutation, EdgePut) and mutation.plane == found.id:
-                    edges.add(mutation.id)
+        commit = log.get(seq)
+        for mutation in commit.mutations if commit is not None else ():
+            if isinstance(mutation, NodePut) and mutation.plane == found.id:
+                nodes.add(mutation.id)
+            elif isinstance(mutation, EdgePut) and mutation.plane == found.id:
+                edges.add(mutation.id)
     return nodes, edges
 
 
@@ -453,3 +465,74 @@ def _statement(props: dict[str, Any]) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     return value.value if isinstance(value, Described) else value
+
+
+# --------------------------------------------------------------------------- the ledger's intents
+
+#: A digest's writes as intents (store/intents.py), decided where they land: on a Kafka node every
+#: node runs the same rules on the state the intent meets, so two nodes' digests never conflict.
+APPLY, APPLY_CHANGES, FORGET = "digest.apply", "digest.apply_changes", "digest.forget"
+
+
+def apply_intent(proposal: Proposal, *, withdraw: bool = True) -> Intent:
+    """The intent applying ``proposal``; ``withdraw=False`` (JSON-RPC's ``digest.write``) states it
+    without withdrawing what earlier applies of its source stated."""
+    return Intent(APPLY, {"proposal": proposal.to_json(), "withdraw": withdraw})
+
+
+def answer_of(done: CommitResult[Json]) -> tuple[Applied, bool]:
+    """What an apply intent wrote, and whether it created the plane."""
+    return _applied(done)
+
+
+def _apply_in(tx: WriteTx, args: dict[str, Json]) -> tuple[Applied, bool]:
+    proposal = _proposal_of(args.get("proposal"))
+    touched = contributed_in(tx, proposal.plane, proposal.source) if args.get("withdraw", True) else (set(), set())
+    return apply_in(tx, proposal, touched)
+
+
+def _proposal_of(data: Json) -> Proposal:
+    if not isinstance(data, dict):
+        raise UsageError("a digest's write carries its proposal as an object")
+    try:
+        return Proposal.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"a digest's proposal is malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _answer(run: Callable[[WriteTx, dict[str, Json]], tuple[Applied, bool]]) -> IntentOp:
+    def op(tx: WriteTx, args: dict[str, Json]) -> Json:
+        applied, created = run(tx, args)
+        return {"applied": _to_json(dataclasses.asdict(applied)), "created": created}
+
+    return op
+
+
+def _to_json(value: dict[str, Any]) -> Json:
+    return {name: list(item) if isinstance(item, list) else item for name, item in value.items()}
+
+
+#: The digest's operations, which drsg/api/operations.py adds to every public database's table.
+DIGEST_OPS: dict[str, IntentOp] = {
+    APPLY: _answer(_apply_in),
+    APPLY_CHANGES: _answer(_apply_changes_in),
+    FORGET: _answer(_forget_in),
+}
+_OWN = IntentOps(DIGEST_OPS)
+
+
+def _submit(db: Database, intent: Intent, origin: dict[str, Any]) -> CommitResult[Json]:
+    """``intent`` through ``db``'s write path: decided where it lands when the database's table has
+    the digest's operations (drsg.open's databases do), else its commit function run as a write."""
+    if db.ops.unknown(intent) is None:
+        return db.submit(intent, origin)
+    return db.write(_OWN.commit_function(intent), origin)
+
+
+def _applied(done: CommitResult[Json]) -> tuple[Applied, bool]:
+    answer = done.value
+    if not isinstance(answer, dict) or not isinstance(answer.get("applied"), dict):
+        raise TypeError(f"not a digest's answer: {answer!r}")
+    applied = Applied(**answer["applied"])  # type: ignore[arg-type]
+    applied.seq = done.seqs[-1] if done.seqs else 0
+    return applied, bool(answer.get("created"))

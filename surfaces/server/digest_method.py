@@ -101,7 +101,7 @@ async def propose(ctx: ServerState, p: Params, doc: Document) -> dict[str, Any]:
 
 @rpc("digest.write", add=[SOURCE, RUN, MODEL])
 async def digest_write(ctx: ServerState, p: Params) -> Any:
-    from drsg.pipeline.digest.ledger import apply_in, origin_of
+    from drsg.pipeline.digest.ledger import answer_of, apply_intent, origin_of
     from drsg.pipeline.digest.proposal import Proposal
 
     plane = check_name("a plane name", p["plane"])
@@ -111,8 +111,8 @@ async def digest_write(ctx: ServerState, p: Params) -> Any:
         str(p.get("source") or "rpc"), plane, str(p.get("run") or "rpc"), str(p.get("model") or ""), "", None
     )
     proposal.nodes, proposal.edges = nodes, edges
-    result = await ctx.write(lambda tx: apply_in(tx, proposal), "digest.write", origin_of(proposal))
-    applied, _created = result.value
+    done = await ctx.submit(apply_intent(proposal, withdraw=False), "digest.write", origin_of(proposal))
+    applied, _created = answer_of(done)
     return {
         "nodes_written": applied.nodes_created,
         "edges_written": applied.edges_created,

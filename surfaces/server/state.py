@@ -216,14 +216,14 @@ class ServerState:
         task.add_done_callback(settle)
         return await outcome
 
-    async def submit(self, intent: Intent, method: str) -> CommitResult[Json]:
+    async def submit(self, intent: Intent, method: str, origin: dict[str, Any] | None = None) -> CommitResult[Json]:
         """One intent (store/intents.py). Through the group-commit writer it is a commit function
         and :meth:`write`'s deadline holds; a Kafka node produces it at once (no writer to wait
         for) and waits only for its own outcome."""
         self.check_writable()
         if self.db.writes.queued:
-            return await self.write(self.db.ops.commit_function(intent), method)
-        return await self.db.asubmit(intent, {"via": "rpc", "method": method})
+            return await self.write(self.db.ops.commit_function(intent), method, origin)
+        return await self.db.asubmit(intent, {**(origin or {}), "via": "rpc", "method": method})
 
     # ------------------------------------------------------------------ the API's planes, the embedder rule
 

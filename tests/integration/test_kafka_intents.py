@@ -341,3 +341,28 @@ def test_a_batch_is_decided_whole_where_it_lands(tmp_path: Path, url: str) -> No
     finally:
         a.close()
         b.close()
+
+
+def test_a_digests_apply_and_forget_are_intents(tmp_path: Path, url: str) -> None:
+    """A digest's writes are decided where they land: its apply on one node and its forget on the
+    other are intents, each node runs the ledger's rules on the state the intent meets."""
+    from drsg.pipeline.digest.ledger import apply, forget
+    from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
+
+    a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
+    try:
+        proposal = Proposal("doc.md", "notes", "run1", "m", "f")
+        proposal.nodes = [ProposedNode("ada", "Person", {"born": 1815}), ProposedNode("bab", "Person", {})]
+        proposal.edges = [ProposedEdge("ada", "KNEW", "bab", {})]
+        applied, created = apply(a, proposal)
+        assert (applied.nodes_created, applied.edges_created, created) == (2, 1, True) and applied.seq == a.head()
+        b.catch_up(a.head())
+        gone = forget(b, "notes", "doc.md")
+        assert (gone.nodes_deleted, gone.edges_deleted) == (2, 1)
+        ops = [decode_intent(r.seq, r.value or b"")[2].op for r in b.kafka.records(1) if is_intent(r.value)]
+        assert ops[-2:] == ["digest.apply", "digest.forget"]
+        a.catch_up(b.head())
+        assert tables(a) == tables(b)
+    finally:
+        a.close()
+        b.close()

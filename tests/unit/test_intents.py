@@ -155,3 +155,10 @@ def test_a_batch_is_one_commit_all_or_nothing(tmp_path: Path) -> None:
         assert db.head() == head and db.submit(batch([])).seqs == ()
     with pytest.raises(ValueError, match="every table's own"):
         IntentOps({"batch": lambda tx, args: None})
+
+
+def test_the_apis_table_names_the_digests_operations() -> None:
+    from drsg.api.operations import API_OPS, DIGEST_OP_NAMES
+    from drsg.pipeline.digest.ledger import DIGEST_OPS
+
+    assert set(DIGEST_OP_NAMES) == set(DIGEST_OPS) and all(name in API_OPS.ops for name in DIGEST_OPS)
