@@ -120,6 +120,9 @@ class Subscription:
                     f"cannot start at seq {from_seq}: the log ends at seq {head}; start at {head + 1} at most"
                 )
             start = head + 1 if from_seq is None else from_seq
+            if start - 1 < reader.retained.oldest and reader.retained.oldest > 1:  # it reads the state before
+                what = f"from_seq {start:,} (it reads the state at commit {start - 1:,})"
+                raise reader.retained.refuse(start, what, reader.retained.oldest + 1)
             self._names: dict[int, str] = {p.id: p.name for p in reader.snapshot(start - 1).planes()}
             self.plane_id: int | None = None if plane is None else _plane_for(reader.snapshot(), plane, start)
         self.plane_name = plane

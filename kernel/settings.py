@@ -305,6 +305,18 @@ REGISTRY: tuple[Setting, ...] = (
     Setting("log.group", "", _text, "the index workers' consumer group (empty: drsg-index-TOPIC)"),
     Setting("log.shards", 12, _positive, "partitions of the index topic TOPIC.index when `drsg workers` creates it"),
     Setting(
+        "log.retain_commits",
+        0,
+        _at_least(0),
+        "history kept queryable: the last N commits (0: all); older versions and log records are compacted",
+    ),
+    Setting(
+        "log.retain_days",
+        0,
+        _at_least(0),
+        "history kept queryable: the last N days (0: all); with retain_commits too, both are kept",
+    ),
+    Setting(
         "index.ef_search",
         64,
         _at_least(64),

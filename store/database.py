@@ -18,7 +18,7 @@ import structlog
 
 from drsg.kernel import logs
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import ConfigError, DatabaseUnavailable
+from drsg.kernel.errors import ConfigError, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.backends import open_log
@@ -30,6 +30,7 @@ from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.reader import HeadSnapshot, Reader
 from drsg.store.records import Plane
+from drsg.store.retention import HistoryCompacted, Retained, Retention, compact_history, read_retained
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import DEFAULT_PLANE, WriteTx
@@ -53,6 +54,7 @@ class Stats:
     indexes: int  # declared search indexes, vector and keyword, over every plane
     commit_seq: int
     file_size: int
+    oldest: int  # the oldest commit a read may name (store/retention.py)
 
     def to_json(self) -> dict[str, Json]:
         """Upstream's ``db.stats`` shape (DbStats), plus what this store knows."""
@@ -67,6 +69,7 @@ class Stats:
             "commits": self.commit_seq,
             "persistent": True,
             "file_size": self.file_size,
+            "history": {"oldest": self.oldest, "latest": self.commit_seq},
         }
 
 
@@ -226,6 +229,11 @@ class Database:
 
         return _ReadHold(self.env, as_of_snapshot)
 
+    def retained(self) -> Retained:
+        """Where the queryable history starts, and the settings that put it there."""
+        with self.env.read() as txn:
+            return read_retained(txn, self.env.dbs["meta"])
+
     def resolve_as_of(self, as_of: AsOf | str | int) -> int:
         with self.read() as reader:
             return reader.resolve(as_of)
@@ -264,13 +272,32 @@ class Database:
                 labels.update(snap.tally(plane.id, b"L"))
                 types.update(snap.tally(plane.id, b"T"))
                 indexes += len(snap.indexes(plane.id))
-            return Stats(len(planes), nodes, edges, len(labels), len(types), indexes, snap.at, self.env.file_size())
+            oldest = read_retained(snap.txn, self.env.dbs["meta"]).oldest
+            figures = (len(planes), nodes, edges, len(labels), len(types), indexes, snap.at)
+            return Stats(*figures, self.env.file_size(), oldest)
 
     # ------------------------------------------------------------------ maintenance
 
     def rebuild_projection(self) -> int:
-        """Throw the projection away and rebuild it from the log alone; returns the head seq."""
+        """Throw the projection away and rebuild it from the log alone; returns the head seq.
+        Refused once history was compacted: the log no longer starts at commit 1."""
+        retained = self.retained()
+        if retained.oldest > 1:
+            raise UsageError(
+                f"{self.path}: the log starts at commit {retained.oldest:,} ({retained.setting()}), so the graph "
+                "cannot be rebuilt from it; restore a snapshot (`drsg restore`) instead"
+            )
         return self.writes.rebuild_projection()
+
+    def compact_history(self, retention: Retention) -> HistoryCompacted:
+        """Move the retention horizon as ``retention`` asks and remove what lies before it, in short
+        transactions that take the writer's turn like commits (store/retention.py)."""
+        self.log.check_writable()
+        if self.follows_remote_log:
+            raise UsageError(
+                f"{self.path} copies a Kafka log: its history is the topic's; bound it with the topic's retention"
+            )
+        return compact_history(self.env, self.writer.exclusive, retention, clock=self.writer.clock)
 
 
 R = TypeVar("R")

@@ -21,6 +21,7 @@ from drsg.store.logport import Log
 from drsg.store.meta import read_head
 from drsg.store.mutations import Mutation
 from drsg.store.notify import CommitNotifier
+from drsg.store.retention import read_retained
 from drsg.store.writer import Writer
 
 READ_BATCH = 512  # commits per read transaction in read(): none is held for long
@@ -94,6 +95,7 @@ class LmdbLog(Log):
             damage: CorruptRecord | None = None
             with self.env.read() as txn:
                 head = read_head(txn, self.env.dbs["meta"])  # a staged write's commits lie past it
+                read_retained(txn, self.env.dbs["meta"]).check(next_seq)  # none before the horizon
                 last = head if to_seq is None else min(to_seq, head)
                 try:
                     for commit in LogReader(txn, self.env.dbs["log"]).iter(next_seq, last):

@@ -120,9 +120,10 @@ class LogReader:
             yield decode(seq, record)
             expected += 1
 
-    def last_seq_at_or_before(self, ts: int, head: int) -> int:
-        """The largest seq whose timestamp is <= ``ts`` (0 when every commit is later)."""
-        lo, hi = 1, head
+    def last_seq_at_or_before(self, ts: int, head: int, oldest: int = 1) -> int:
+        """The largest seq ``oldest..head`` whose timestamp is <= ``ts`` (0 when every one is later;
+        ``oldest``: where the log starts, store/retention.py)."""
+        lo, hi = oldest, head
         found = 0
         while lo <= hi:
             mid = (lo + hi) // 2

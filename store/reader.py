@@ -14,6 +14,7 @@ from drsg.kernel.errors import BadAsOf
 from drsg.store.environment import Dbs, Txn
 from drsg.store.log import Commit, LogReader
 from drsg.store.meta import read_head
+from drsg.store.retention import Retained, read_retained
 from drsg.store.snapshot import Snapshot
 
 
@@ -26,7 +27,8 @@ class HeadSnapshot:
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        self._seen = (-1, 0)  # (transaction id, head): replaced whole, so threads never see half of it
+        # (transaction id, head, retained history): replaced whole, so threads never see half of it
+        self._seen: tuple[int, int, Retained] = (-1, 0, Retained())
 
     def __call__(self, txn: Txn, dbs: Dbs) -> Snapshot:
         head = self.head(txn, dbs)
@@ -34,21 +36,22 @@ class HeadSnapshot:
 
     def head(self, txn: Txn, dbs: Dbs) -> int:
         """The newest commit ``txn`` sees."""
+        return self._look(txn, dbs)[1]
+
+    def _look(self, txn: Txn, dbs: Dbs) -> tuple[int, int, Retained]:
         txn_id = txn.id()
         seen = self._seen
-        if seen[0] == txn_id:
-            return seen[1]
-        head = read_head(txn, dbs["meta"])
-        self._seen = (txn_id, head)
-        return head
+        if seen[0] != txn_id:
+            seen = self._seen = (txn_id, read_head(txn, dbs["meta"]), read_retained(txn, dbs["meta"]))
+        return seen
 
     def at_seq(self, seq: int) -> Callable[[Txn, Dbs], Snapshot]:
         """What an as-of read at commit ``seq`` makes of its transaction: the head by the same
         memo, no :class:`Reader` (an as-of lookup by seq costs a current one's and a comparison)."""
 
         def snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
-            head = self.head(txn, dbs)
-            return Snapshot(txn, dbs, check_seq(seq, head), head)
+            _, head, retained = self._look(txn, dbs)
+            return Snapshot(txn, dbs, check_seq(seq, head, retained), head)
 
         return snapshot
 
@@ -58,6 +61,7 @@ class Reader:
         self._txn = txn
         self._dbs = dbs
         self.head = read_head(txn, dbs["meta"])  # the newest commit this read sees
+        self.retained = read_retained(txn, dbs["meta"])  # where the queryable history starts
 
     @property
     def _log(self) -> LogReader:
@@ -70,19 +74,24 @@ class Reader:
             at = self.head
         elif not 0 <= at <= self.head:
             raise BadAsOf(f"seq {at} is beyond the head of the log ({self.head}); use 0..{self.head}")
+        else:
+            self.retained.check(at)
         return Snapshot(self._txn, self._dbs, at, self.head)
 
     def commits(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]:
         """Commits ``from_seq..to_seq`` (default: to the head) in order; CorruptRecord on a gap or
-        a damaged record."""
+        a damaged record; refused before the retained history's start."""
+        self.retained.check(from_seq)
         return self._log.iter(from_seq, self.head if to_seq is None else min(to_seq, self.head))
 
     def resolve(self, as_of: AsOf | str | int) -> int:
         """The commit an AS OF names: a seq up to the head, or the last commit at or before a time."""
         target = as_of if isinstance(as_of, AsOf) else parse_as_of(as_of)
         if target.seq is not None:
-            return check_seq(target.seq, self.head)
-        seq = self._log.last_seq_at_or_before(target.ms or 0, self.head)
+            return check_seq(target.seq, self.head, self.retained)
+        seq = self._log.last_seq_at_or_before(target.ms or 0, self.head, self.retained.oldest)
+        if seq == 0 and self.retained.oldest > 1:
+            raise self.retained.refuse(0, f"AS OF {format_ms(target.ms or 0)}")
         if seq == 0:
             first = self._log.ts(1)
             first_text = format_ms(first) if first is not None else "never"
@@ -92,8 +101,8 @@ class Reader:
         return seq
 
 
-def check_seq(seq: int, head: int) -> int:
-    """``seq`` when an AS OF may name it as of ``head``, else BadAsOf."""
+def check_seq(seq: int, head: int, retained: Retained) -> int:
+    """``seq`` when an AS OF may name it as of ``head`` and the ``retained`` history, else BadAsOf."""
     if seq > head:
-        raise BadAsOf(f"AS OF seq {seq} is beyond the head of the log ({head}); use 1..{head}")
-    return seq
+        raise BadAsOf(f"AS OF seq {seq} is beyond the head of the log ({head}); use {retained.oldest}..{head}")
+    return retained.check(seq)

@@ -28,7 +28,8 @@ from drsg.store import keys
 from drsg.store.environment import DB_NAMES, Dbs, Environment, EnvOptions, MiB, Txn
 from drsg.store.log import LogReader
 from drsg.store.meta import StageMark, read_mark, read_state
-from drsg.store.projection import rebuild
+from drsg.store.projection import Projector, rebuild
+from drsg.store.retention import VERSIONED, read_retained
 from drsg.store.staging import owner_alive
 
 PROJECTION = ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "tally", "indexes")
@@ -55,7 +56,13 @@ def verify(env: Environment, progress: Callable[[str], None] = lambda table: Non
             report.records[name] = _walk(txn, env.dbs[name], name, report.problems)
         progress("log")
         mark = read_mark(txn, env.dbs["meta"])
-        report.commits = _log(txn, env.dbs, mark, report.problems)
+        retained = read_retained(txn, env.dbs["meta"])
+        report.commits = _log(txn, env.dbs, mark, report.problems, retained.oldest)
+        if retained.oldest > 1:
+            report.notes.append(
+                f"history before commit {retained.oldest} was compacted ({retained.setting()}): the projection's "
+                "versions were compared with a replay from the state at that commit; the tallies were not"
+            )
         if mark is not None and mark.top > mark.base:
             state = "still running" if owner_alive(mark, env.path) else "which ended first"
             who = f"pid {mark.pid}, {state}"
@@ -66,7 +73,7 @@ def verify(env: Environment, progress: Callable[[str], None] = lambda table: Non
         if report.problems:
             return report  # a replay of a damaged log, or a compare of a damaged table, says nothing more
         progress("replay")
-        _compare_with_replay(env, txn, report.commits, mark is not None, report.problems)
+        _compare_with_replay(env, txn, report.commits, mark is not None, report.problems, retained.oldest)
     return report
 
 
@@ -86,11 +93,12 @@ def _walk(txn: Txn, db: object, name: str, problems: list[str]) -> int:
     return count
 
 
-def _log(txn: Txn, dbs: Dbs, mark: StageMark | None, problems: list[str]) -> int:
-    """Check every log record; returns the head. Past the head, only a staged write's commits."""
+def _log(txn: Txn, dbs: Dbs, mark: StageMark | None, problems: list[str], oldest: int = 1) -> int:
+    """Check every log record (from ``oldest``, where retention left the log starting); returns the
+    head. Past the head, only a staged write's commits."""
     last = 0
     try:
-        for commit in LogReader(txn, dbs["log"]).iter():
+        for commit in LogReader(txn, dbs["log"]).iter(oldest):
             last = commit.seq
     except CorruptRecord as exc:
         problems.append(f"table log: {exc}")
@@ -104,9 +112,16 @@ def _log(txn: Txn, dbs: Dbs, mark: StageMark | None, problems: list[str]) -> int
     return head
 
 
-def _compare_with_replay(env: Environment, txn: Txn, head: int, staged: bool, problems: list[str]) -> None:
+def _compare_with_replay(
+    env: Environment, txn: Txn, head: int, staged: bool, problems: list[str], oldest: int = 1
+) -> None:
     """The projection up to ``head`` against a replay of the log up to it. With a staged write,
-    versions past the head are its own and left out (the tallies hold none of them)."""
+    versions past the head are its own and left out (the tallies hold none of them). With history
+    compacted to ``oldest``, the replay starts from the file's state at ``oldest`` (its versions
+    up to it, taken as they are) and the tallies, kept for the head only, are not compared."""
+    if oldest > 1:
+        _compare_from(env, txn, head, staged, problems, oldest)
+        return
     with tempfile.TemporaryDirectory(prefix="drsg-check-") as scratch:
         size = max(64 * MiB, 4 * env.file_size())
         replay = Environment(Path(scratch) / "replay.drsg", EnvOptions(map_size=size, max_map_size=size))
@@ -121,6 +136,30 @@ def _compare_with_replay(env: Environment, txn: Txn, head: int, staged: bool, pr
                 for name in PROJECTION:
                     found: Iterator[tuple[bytes, bytes]] = iter(txn.cursor(db=env.dbs[name]))
                     if staged and name != "tally":
+                        found = ((k, v) for k, v in found if keys.seq_of(k) <= head)
+                    _compare(name, found, expected.cursor(db=replay.dbs[name]), problems)
+        finally:
+            replay.close()
+
+
+def _compare_from(env: Environment, txn: Txn, head: int, staged: bool, problems: list[str], oldest: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="drsg-check-") as scratch:
+        size = max(64 * MiB, 4 * env.file_size())
+        replay = Environment(Path(scratch) / "replay.drsg", EnvOptions(map_size=size, max_map_size=size))
+        try:
+            with replay.env.begin(write=True, buffers=False) as out:
+                for name in VERSIONED:
+                    for key, value in txn.cursor(db=env.dbs[name]):
+                        if keys.seq_of(key) <= oldest:
+                            out.put(key, value, db=replay.dbs[name])
+                for commit in LogReader(txn, env.dbs["log"]).iter(oldest + 1, head):
+                    projector = Projector(out, replay.dbs, commit.seq)
+                    for mutation in commit.mutations:
+                        projector.apply(mutation)
+            with replay.read() as expected:
+                for name in VERSIONED:
+                    found: Iterator[tuple[bytes, bytes]] = iter(txn.cursor(db=env.dbs[name]))
+                    if staged:
                         found = ((k, v) for k, v in found if keys.seq_of(k) <= head)
                     _compare(name, found, expected.cursor(db=replay.dbs[name]), problems)
         finally:

@@ -23,6 +23,7 @@ from drsg.kernel.errors import ConfigError
 from drsg.kernel.settings import REGISTRY, Settings, load
 from drsg.store.database import Database as StoreDatabase
 from drsg.store.lmdb_log import LmdbOptions
+from drsg.store.retention import Retention
 
 if TYPE_CHECKING:
     from drsg.api.feed import Feed
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from drsg.store.jsonl import ImportReport
     from drsg.store.log import Commit
     from drsg.store.reader import Reader
+    from drsg.store.retention import HistoryCompacted, Retained
     from drsg.store.snapshot import Snapshot
     from drsg.store.transaction import WriteTx
     from drsg.store.writer import CommitResult
@@ -70,6 +72,8 @@ class Database:
         def head(self) -> int: ...
         def commits(self, from_seq: int = 1, to_seq: int | None = None) -> Iterator[Commit]: ...
         def stats(self) -> Stats: ...
+        def retained(self) -> Retained: ...
+        def compact_history(self, retention: Retention) -> HistoryCompacted: ...
         def on_close(self, stop: Callable[[], None]) -> None: ...
         def close(self) -> None: ...
         def __exit__(self, *exc: object) -> None: ...
@@ -240,6 +244,14 @@ class Database:
         return Feed(self, plane, from_seq, **options)
 
     # ------------------------------------------------------------------ what calls share
+
+    def retention(self) -> Retention:
+        """How much history ``[log] retain_commits`` and ``retain_days`` keep (store/retention.py)."""
+        return Retention(self.settings.integer("log.retain_commits"), self.settings.integer("log.retain_days"))
+
+    def compact_retained(self) -> HistoryCompacted:
+        """Remove the history the retention settings no longer keep (nothing when they keep it all)."""
+        return self.compact_history(self.retention())
 
     @property
     def settings(self) -> Settings:

@@ -111,16 +111,43 @@ def _open_source(source: Path) -> BinaryIO:
 
 
 @click.command("compact")
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Instead, remove the history [log] retain_commits / retain_days no longer keep (online: "
+    "writers and `serve` go on; the file's freed pages are reused).",
+)
 @json_option
 @click.pass_obj
-def compact_cmd(obj: Context, as_json: bool) -> None:
+def compact_cmd(obj: Context, history: bool, as_json: bool) -> None:
     """Rewrite the database file without its free pages and report the bytes reclaimed. Offline:
     refused while another process (`drsg serve`, a writer) has the file open."""
+    if history:
+        _compact_history(obj, as_json)
+        return
     done = compact(Path(obj.db_path))
     if as_json:
         emit_json({"db": obj.db_path, "before": done.before, "after": done.after, "reclaimed": done.reclaimed})
         return
     click.echo(f"compacted {obj.db_path}: {done.before:,} → {done.after:,} bytes ({done.reclaimed:,} reclaimed)")
+
+
+def _compact_history(obj: Context, as_json: bool) -> None:
+    with obj.open(write=True) as db:
+        retention = db.retention()
+        if not retention.bounded:
+            raise UsageError(
+                "[log] retain_commits and retain_days are both 0, which keeps all history; set one "
+                "(e.g. DRSG_LOG_RETAIN_COMMITS=100000) and run `compact --history` again"
+            )
+        done = db.compact_history(retention)
+    if as_json:
+        emit_json({"db": obj.db_path, **done.to_json()})
+        return
+    click.echo(
+        f"history of {obj.db_path} starts at commit {done.horizon:,}: removed {done.versions:,} versions "
+        f"and {done.log_records:,} log records"
+    )
 
 
 COMMANDS = [snapshot_cmd, restore_cmd, compact_cmd]

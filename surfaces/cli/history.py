@@ -26,17 +26,18 @@ def _commit_line(commit: Commit) -> str:
     "--from",
     "from_seq",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="First commit seq to show.",
+    default=None,
+    help="First commit seq to show (default: the oldest retained, see [log] retain_commits).",
 )
 @click.option("--to", "to_seq", type=click.IntRange(min=1), default=None, help="Last commit seq to show.")
 @click.option("--follow", "-f", is_flag=True, help="Keep waiting for new commits (Ctrl-C to stop).")
 @json_option
 @click.pass_obj
-def log_cmd(obj: Context, from_seq: int, to_seq: int | None, follow: bool, as_json: bool) -> None:
+def log_cmd(obj: Context, from_seq: int | None, to_seq: int | None, follow: bool, as_json: bool) -> None:
     """Show commits: seq, time, origin and mutations (--json: one commit per line)."""
     with obj.open(write=False) as db:
+        if from_seq is None:
+            from_seq = db.retained().oldest
         commits = db.follow(from_seq) if follow and to_seq is None else db.commits(from_seq, to_seq)
         try:
             for commit in commits:
@@ -60,6 +61,7 @@ def stats(obj: Context, as_json: bool) -> None:
     else:
         click.echo(f"{figures.planes} planes, {figures.nodes} nodes, {figures.edges} edges")
         click.echo(f"{figures.commit_seq} commits, {figures.file_size} bytes on disk")
+        click.echo(f"history: commits {figures.oldest}..{figures.commit_seq} may be read")
         log_state = figures.to_json().get("log")  # a node on a Kafka log: its copy against the topic
         if isinstance(log_state, dict):
             click.echo(

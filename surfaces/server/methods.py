@@ -332,13 +332,14 @@ HISTORY_PLANE = param("plane", {"type": "string"}, "Optional: check that this pl
 @rpc("plane.history", add=[HISTORY_PLANE], note="Also returns oldest_ms and latest_ms (commit times).")
 async def plane_history(ctx: ServerState, p: Params) -> Any:
     def window() -> dict[str, Any]:
-        with ctx.db.snapshot() as snap:
+        with ctx.db.read() as reader:
             if p.get("plane") is not None:
-                snap.plane(p["plane"])
-            latest = snap.head
-        times = {c.seq: c.ts for c in ctx.db.commits(1, 1)}
-        if latest > 1:
-            times.update({c.seq: c.ts for c in ctx.db.commits(latest, latest)})
-        return {"oldest": 1, "latest": latest, "oldest_ms": times.get(1), "latest_ms": times.get(latest)}
+                reader.snapshot().plane(p["plane"])
+            latest = reader.head
+            oldest = reader.retained.oldest  # 1 unless [log] retain_* removed older history
+            times = {c.seq: c.ts for c in reader.commits(oldest, oldest)}
+            if latest > oldest:
+                times.update({c.seq: c.ts for c in reader.commits(latest, latest)})
+        return {"oldest": oldest, "latest": latest, "oldest_ms": times.get(oldest), "latest_ms": times.get(latest)}
 
     return await ctx.read(window)

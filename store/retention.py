@@ -1,0 +1,215 @@
+"""Bounded history: the retention horizon and the compaction that removes what lies before it.
+
+``[log] retain_commits`` and ``[log] retain_days`` each promise a stretch of history stays
+queryable: the last N commits, and the state as of any moment in the last N days. Both promises
+hold: the horizon — the oldest commit a read may name — is the older of the two floors. It only
+moves forward, and it is kept in ``meta`` (``retained``) so every process, and the file reopened,
+knows it.
+
+Compaction first moves the horizon ``H`` (from then on a read before it is refused), then, in
+bounded transactions that each take the writer's turn like a commit (so writers interleave),
+removes what no read at ``H`` or later can see: in every versioned table, each version older than
+the one visible at ``H``, and that one too when it is a tombstone; and the log records before
+``H`` (``H`` itself stays: its time stamp answers an AS OF time, and the log starts there).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import structlog
+
+from drsg.kernel.errors import BadAsOf
+from drsg.store import keys
+from drsg.store.environment import DbHandle, Environment, Txn
+from drsg.store.log import LogReader
+from drsg.store.meta import read_head
+from drsg.store.staging import in_write
+
+META_RETAINED = b"retained"
+_RETAINED = struct.Struct(">QQQ")  # the horizon, and the settings in force when it was last moved
+DAY_MS = 86_400_000
+BATCH = 2000  # keys a compaction transaction looks at: a few ms of the writer's time
+#: the tables keyed ``group + ~seq`` (store/keys.py); the tallies are not versioned
+VERSIONED = ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "indexes")
+log = structlog.get_logger("drsg.store")
+
+
+@dataclass(frozen=True, slots=True)
+class Retained:
+    """The queryable window's start, and the settings that put it there (0: not set)."""
+
+    oldest: int = 1
+    commits: int = 0
+    days: int = 0
+
+    def setting(self) -> str:
+        parts = [f"[log] retain_commits = {self.commits}"] if self.commits else []
+        parts += [f"[log] retain_days = {self.days}"] if self.days else []
+        return " and ".join(parts) or "compacted earlier"
+
+    def refuse(self, seq: int, what: str | None = None, first: int | None = None) -> BadAsOf:
+        """The one line a read before the horizon gets (``first``: the least it may ask for, when
+        that is not the horizon itself: a feed reads the state before its first commit)."""
+        named = what or f"commit {seq:,}"
+        return BadAsOf(
+            f"{named} is older than the retained history (it starts at commit {self.oldest:,}: "
+            f"{self.setting()}); ask for commit {first or self.oldest:,} or later"
+        )
+
+    def check(self, seq: int, what: str | None = None) -> int:
+        """``seq`` when a read may name it, else the refusal."""
+        if seq < self.oldest and self.oldest > 1:  # (0, the empty state, is a read's while nothing was removed)
+            raise self.refuse(seq, what)
+        return seq
+
+
+def read_retained(txn: Txn, meta: DbHandle) -> Retained:
+    raw = txn.get(META_RETAINED, db=meta)
+    return Retained() if raw is None else Retained(*_RETAINED.unpack(raw))
+
+
+def write_retained(txn: Txn, meta: DbHandle, retained: Retained) -> None:
+    txn.put(META_RETAINED, _RETAINED.pack(retained.oldest, retained.commits, retained.days), db=meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """The settings: how much history to keep (0: all of it)."""
+
+    commits: int = 0
+    days: int = 0
+
+    @property
+    def bounded(self) -> bool:
+        return self.commits > 0 or self.days > 0
+
+    def floor(self, txn: Txn, log_db: DbHandle, head: int, oldest: int, now_ms: int) -> int:
+        """The horizon these settings ask for at ``head``: never before ``oldest`` (it only moves on)."""
+        floors: list[int] = []
+        if self.commits:
+            floors.append(head - self.commits)
+        if self.days:
+            found = LogReader(txn, log_db).last_seq_at_or_before(now_ms - self.days * DAY_MS, head, oldest)
+            floors.append(found)  # the state as of the cutoff; 0 when every retained commit is newer
+        if not floors:
+            return oldest
+        return max(oldest, 1, min(floors))  # both promises hold: the older floor
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryCompacted:
+    """What one compaction did."""
+
+    horizon: int
+    versions: int  # superseded versions removed
+    log_records: int  # log records removed
+
+    def to_json(self) -> dict[str, int]:
+        return {"horizon": self.horizon, "versions": self.versions, "log_records": self.log_records}
+
+
+#: the writer's turn for one transaction (``Writer.exclusive``): no commit of this process runs in it
+Turn = Callable[[], AbstractContextManager[None]]
+
+
+def compact_history(
+    env: Environment, turn: Turn, retention: Retention, *, clock: Callable[[], float] = time.time, batch: int = BATCH
+) -> HistoryCompacted:
+    """Move the horizon as ``retention`` asks, then remove what lies before it (see the module)."""
+    meta = env.dbs["meta"]
+
+    def advance(txn: Txn) -> Retained:
+        current = read_retained(txn, meta)
+        if not retention.bounded:
+            return current
+        head = read_head(txn, meta)
+        floor = retention.floor(txn, env.dbs["log"], head, current.oldest, int(clock() * 1000))
+        if floor <= current.oldest:
+            return current
+        moved = Retained(floor, retention.commits, retention.days)
+        write_retained(txn, meta, moved)
+        return moved
+
+    with turn():
+        horizon = in_write(env, advance).oldest
+    versions = records = 0
+    if horizon > 1:
+        for name in VERSIONED:
+            versions += _in_batches(env, turn, _VersionPruner(env.dbs[name], horizon, batch))
+        records = _in_batches(env, turn, _LogPruner(env.dbs["log"], horizon, batch))
+    done = HistoryCompacted(horizon, versions, records)
+    log.info("history compacted", path=str(env.path), **done.to_json())
+    return done
+
+
+@dataclass(slots=True)
+class _Position:
+    key: bytes = b""  # the next key to look at
+    group: bytes = b""  # the record group being read (versions of one record, newest first)
+    kept: bool = False  # whether the group's version visible at the horizon was met already
+    done: bool = False
+
+
+class _VersionPruner:
+    """Walks one versioned table, removing each version no read at the horizon or later sees."""
+
+    def __init__(self, db: DbHandle, horizon: int, batch: int) -> None:
+        self.db, self.horizon, self.batch = db, horizon, batch
+
+    def step(self, txn: Txn, at: _Position) -> tuple[_Position, int]:
+        cur = txn.cursor(db=self.db)
+        if not cur.set_range(at.key):
+            return _Position(done=True), 0
+        group, kept, removed = at.group, at.kept, 0
+        for _ in range(self.batch):
+            key = cur.key()
+            if not key:
+                return _Position(done=True), removed
+            head = key[: -keys.SEQ_WIDTH]
+            if head != group:
+                group, kept = head, False
+            if keys.seq_of(key) <= self.horizon:
+                if kept or not cur.value():  # older than the visible one, or a tombstone visible at it
+                    kept = True
+                    cur.delete()  # (moves to the next key)
+                    removed += 1
+                    continue
+                kept = True
+            if not cur.next():
+                return _Position(done=True), removed
+        return _Position(cur.key(), group, kept, not cur.key()), removed
+
+
+class _LogPruner:
+    """Removes the log records before the horizon, oldest first."""
+
+    def __init__(self, db: DbHandle, horizon: int, batch: int) -> None:
+        self.db, self.horizon, self.batch = db, horizon, batch
+
+    def step(self, txn: Txn, at: _Position) -> tuple[_Position, int]:
+        cur = txn.cursor(db=self.db)
+        removed = 0
+        if cur.set_range(keys.u64(1)):
+            while removed < self.batch and cur.key() and keys.read_u64(cur.key()) < self.horizon:
+                cur.delete()
+                removed += 1
+        more = removed == self.batch
+        return _Position(done=not more), removed
+
+
+def _in_batches(env: Environment, turn: Turn, pruner: _VersionPruner | _LogPruner) -> int:
+    """Run ``pruner`` a transaction at a time, each in the writer's turn; returns what it removed."""
+    total = 0
+    position = _Position()
+    while not position.done:
+        at = position
+        with turn():
+            position, removed = in_write(env, functools.partial(pruner.step, at=at))
+        total += removed
+    return total
