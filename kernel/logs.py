@@ -1,9 +1,11 @@
 """structlog set-up: readable lines on a terminal, JSON lines elsewhere (e.g. under `serve`).
 
 structlog's import loads rich, when installed, to choose its console's traceback formatter: ≈0.1 s
-of every command's start, for a line that carries an exception. This module imports structlog with
-rich hidden and gives the console renderer the formatter structlog would have chosen, made on the
-first exception it renders: the same output, paid for only when there is a traceback to draw.
+of every command's start, for a line that carries an exception; and asyncio (≈0.02 s), for its async
+log methods, which drsg never calls on a one-shot command. This module imports structlog with rich
+hidden and asyncio deferred to its first use (kernel/imports.py), and gives the console renderer the
+formatter structlog would have chosen, made on the first exception it renders: the same output,
+paid for only when there is a traceback to draw.
 """
 
 from __future__ import annotations
@@ -14,20 +16,9 @@ import logging
 import sys
 from typing import TextIO
 
+from drsg.kernel import imports
 
-def _import_structlog_without_rich() -> None:
-    """Import structlog with ``import rich`` failing, unless something has loaded either already."""
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        return
-    sys.modules["rich"] = None  # type: ignore[assignment]  # None in sys.modules makes `import rich` fail
-    try:
-        import structlog  # noqa: F401  # the import is the point: it caches structlog without rich
-    finally:
-        if "rich" in sys.modules and sys.modules["rich"] is None:
-            del sys.modules["rich"]
-
-
-_import_structlog_without_rich()
+imports.lean("structlog", hide=("rich",), defer=("asyncio",))
 
 import structlog  # noqa: E402  # after the import above, which is what makes this one cheap
 from structlog.typing import ExceptionRenderer, ExcInfo  # noqa: E402

@@ -19,7 +19,6 @@ While nobody waits, the watcher reads nothing.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
 import os
@@ -27,10 +26,14 @@ import select
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
 from drsg.kernel.errors import DrsgError
+
+if TYPE_CHECKING:
+    import asyncio  # loaded by the event loop a wait_async runs in; a one-shot read never loads it
 
 log = structlog.get_logger("drsg.store")
 
@@ -115,6 +118,8 @@ class HeadWaiters:
 
     async def wait_async(self, after: int, timeout: float) -> int:
         """As :meth:`wait`, in an event loop: waits without holding a thread."""
+        import asyncio  # loaded already: this runs in its event loop
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         entry = (loop, future)

@@ -15,7 +15,6 @@ durable. The leader is always the thread that opened the transaction, as LMDB re
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import threading
@@ -172,6 +171,8 @@ class Writer:
         return request.result()
 
     async def awrite(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]:
+        import asyncio  # loaded already: this runs in its event loop (a one-shot command never loads it)
+
         loop = asyncio.get_running_loop()
         done = loop.create_future()
 

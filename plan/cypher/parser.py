@@ -21,15 +21,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-import lark
-from lark import Lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
-from lark.grammar import Rule
-from lark.lexer import TerminalDef
+from drsg.kernel import imports
 
-from drsg.kernel.errors import QueryError, QuerySyntaxError
-from drsg.plan.cypher import ast
-from drsg.plan.cypher.build import Build, SyntaxProblem
+# lark imports `regex` when installed (≈8 ms) for what drsg's grammar never asks: Unicode categories
+# (\p{…}) in a terminal and its `regex=True` option; the stdlib `re` reads the grammar as before
+imports.lean("lark", hide=("regex",))
+
+import lark  # noqa: E402  # after the import above, which is what makes this one cheap
+from lark import Lark  # noqa: E402
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError  # noqa: E402
+from lark.grammar import Rule  # noqa: E402
+from lark.lexer import TerminalDef  # noqa: E402
+
+from drsg.kernel.errors import QueryError, QuerySyntaxError  # noqa: E402
+from drsg.plan.cypher import ast  # noqa: E402
+from drsg.plan.cypher.build import Build, SyntaxProblem  # noqa: E402
 
 #: statements parsed and kept, by their text: a repeated (parameterised) statement is not parsed again
 CACHE_SIZE = 512
