@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
-from drsg.surfaces.mcp.tools import Tools
+from drsg.surfaces.mcp.toolkit import Tools
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

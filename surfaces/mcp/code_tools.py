@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from drsg.surfaces.mcp.tools import Tools
+    from drsg.surfaces.mcp.toolkit import Tools
 
 
 def register(server: MCPServer[Any], tools: Tools) -> None:

@@ -21,7 +21,7 @@ from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import props_from_json
 from drsg.store.intents import Intent, batch
 from drsg.store.transaction import PUT_MODES
-from drsg.surfaces.mcp.tools import Tools, compact, dumps
+from drsg.surfaces.mcp.toolkit import Tools, compact, dumps
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
