@@ -317,6 +317,12 @@ REGISTRY: tuple[Setting, ...] = (
         "history kept queryable: the last N days (0: all); with retain_commits too, both are kept",
     ),
     Setting(
+        "log.compact_every_secs",
+        60,
+        _positive,
+        "how often `drsg serve` compacts history at most, when retain_commits or retain_days is set",
+    ),
+    Setting(
         "index.ef_search",
         64,
         _at_least(64),

@@ -28,6 +28,7 @@ from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UNAUTHORIZED, QueryTimeout, RpcError, WriteTimeout
 from drsg.kernel.values import Json
 from drsg.models.embedders.base import Embedder
+from drsg.store.history_keeper import HistoryKeeper
 from drsg.store.intents import Intent
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
@@ -78,6 +79,9 @@ class ServerState:
         self.in_flight = 0  # HTTP requests being handled (the access log keeps it)
         self.started_at = time.time()
         self._writes: set[asyncio.Task[Any]] = set()
+        # [log] retain_commits / retain_days: history compacted in the background (a server that
+        # writes, on its own file: a Kafka node's history is its topic's)
+        self.history = HistoryKeeper(self.db, db.retention(), db.settings.integer("log.compact_every_secs"))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -96,10 +100,13 @@ class ServerState:
 
             analyze("用户", "chinese")
         self.indexes.start()
+        if not (self.config.read_only or self.db.readonly or self.db.follows_remote_log):
+            self.history.start()
 
     def close(self) -> None:
         """Stop indexing, save the sidecars, stop the read pool. The database stays open. Reads still
         running belong to calls already answered or cut off (see :attr:`reading`): not waited for."""
+        self.history.stop()
         self.indexes.stop()
         try:
             saved = self.indexes.save()
