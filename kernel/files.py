@@ -32,6 +32,15 @@ def write_atomic(path: Path, data: bytes, mode: int | None = None, *, durable: b
         raise
 
 
+def fsync_path(path: Path) -> None:
+    """Sync ``path`` to disk: a file's bytes, or a folder's entries (what a rename into it made)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def user_file_mode(path: Path) -> int:
     """The permission bits a rewritten ``path`` keeps: its own, or for a new file what the umask allows."""
     with contextlib.suppress(FileNotFoundError):

@@ -39,6 +39,7 @@ from typing import BinaryIO, Protocol
 import lmdb
 
 from drsg.kernel.errors import DamagedDatabase, StoreError, UsageError
+from drsg.kernel.files import fsync_path
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
 from drsg.store.environment import Environment, EnvOptions
@@ -332,12 +333,12 @@ def restore(
             os.link(staging / DB_PART, target)  # never over a file another process made meanwhile
         except FileExistsError:
             raise UsageError(f"{target} appeared while restoring; restore into a path where nothing is") from None
-        _fsync_dir(target.parent)
+        fsync_path(target.parent)
         for suffix in suffixes:  # the database is whole: a sidecar not moved is rebuilt from the log
             unpacked = staging / "sidecar" / suffix
             if unpacked.is_dir() and not Path(f"{target}{suffix}").exists():
                 os.rename(unpacked, f"{target}{suffix}")
-        _fsync_dir(target.parent)
+        fsync_path(target.parent)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return info
@@ -387,20 +388,8 @@ def empty_target(target: Path, suffixes: Sequence[str]) -> None:
 def _fsync_tree(root: Path) -> None:
     for folder, _dirs, files in os.walk(root):
         for name in files:
-            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(folder))
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+            fsync_path(Path(folder, name))
+        fsync_path(Path(folder))
 
 
 @contextmanager
@@ -427,7 +416,7 @@ def whole_file(path: Path, *, replace: bool) -> Iterator[BinaryIO]:
             except FileExistsError:
                 raise UsageError(f"{path} appeared while writing it; choose another name, or pass --force") from None
             os.unlink(temp)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise

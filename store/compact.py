@@ -28,6 +28,7 @@ from pathlib import Path
 import lmdb
 
 from drsg.kernel.errors import DatabaseUnavailable, StoreError
+from drsg.kernel.files import fsync_path
 from drsg.store.environment import DB_NAMES
 from drsg.store.filecheck import check_file
 from drsg.store.meta import META_FORMAT
@@ -60,7 +61,7 @@ def compact(path: Path) -> Compacted:
             fd = -1
             os.chmod(temp, path.stat().st_mode & 0o7777)
             os.replace(temp, path)
-            _fsync_dir(path.parent)
+            fsync_path(path.parent)
         except BaseException:
             if fd >= 0:
                 os.close(fd)
@@ -116,11 +117,3 @@ def _alone(path: Path) -> Iterator[None]:
             os.ftruncate(lock_fd, 0)  # LMDB builds it afresh at the next open (see the module's docstring)
     finally:
         os.close(lock_fd)  # lets the lock go
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

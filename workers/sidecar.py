@@ -34,6 +34,8 @@ from typing import Any
 
 import structlog
 
+from drsg.kernel.files import fsync_path
+
 FORMAT = 1
 LINEAGE = 1000  # saves a manifest remembers
 log = structlog.get_logger("drsg.workers")
@@ -144,13 +146,13 @@ class Sidecar:
             }  # fmt: skip
             (version / "manifest.json").write_text(json.dumps(manifest, sort_keys=True))
             for p in version.iterdir():
-                _fsync_file(p)
-            _fsync_dir(version)
+                fsync_path(p)
+            fsync_path(version)
             current_tmp = self.dir / f"CURRENT.{secrets.token_hex(4)}"
             current_tmp.write_text(version.name)
-            _fsync_file(current_tmp)
+            fsync_path(current_tmp)
             os.replace(current_tmp, self.dir / "CURRENT")
-            _fsync_dir(self.dir)
+            fsync_path(self.dir)
         except BaseException:
             shutil.rmtree(version, ignore_errors=True)
             raise
@@ -235,15 +237,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    _fsync_file(path)
