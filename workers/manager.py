@@ -120,6 +120,14 @@ class IndexSet:
         (the caller holds the gate alone); returns the head reached."""
         head = self._reconcile(head)
         behind = [w for w in self.workers.values() if w.seq < head]
+        oldest = self.db.retained().oldest
+        if any(w.seq + 1 < oldest for w in behind):  # its next commit was compacted away: from the graph
+            with self.db.snapshot(head) as snap:
+                for worker in behind:
+                    if worker.seq + 1 < oldest:
+                        worker.rebuild(snap)
+                        log.info("index rebuilt: its commits are older than the retained history", seq=head)
+            behind = [w for w in behind if w.seq < head]
         if behind:
             start, done = min(w.seq for w in behind) + 1, 0
             for commit in self.db.commits(start, head):
@@ -206,7 +214,8 @@ class IndexSet:
             oldest = min((w.seq for w in self.workers.values()), default=head)
         if oldest >= head:
             return Lag(0, 0.0)
-        ts = next(iter(self.db.commits(oldest + 1, oldest + 1))).ts
+        first = max(oldest + 1, self.db.retained().oldest)  # (what history compaction left)
+        ts = next(iter(self.db.commits(first, first))).ts
         return Lag(head - oldest, max(0.0, time.time() - ts / 1000))
 
     # ------------------------------------------------------------------ persistence and background work
