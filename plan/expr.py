@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from drsg.kernel.errors import UsageError
+from drsg.kernel.frozen import hashable
 from drsg.kernel.values import Json
 
 #: most levels one expression may nest
@@ -39,7 +40,7 @@ _BINARY: dict[str, tuple[str, ...]] = {
 _LITERALS = ("Int", "Float", "Str", "Bool", "List")
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Property:
     name: str
 
@@ -47,7 +48,7 @@ class Property:
         return {"Property": self.name}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HasLabel:
     label: str
 
@@ -55,25 +56,25 @@ class HasLabel:
         return {"HasLabel": self.label}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ExternalKey:
     def to_json(self) -> Json:
         return "ExternalKey"
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Score:
     def to_json(self) -> Json:
         return "Score"
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Hops:
     def to_json(self) -> Json:
         return "Hops"
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Literal:
     """A constant; ``value`` as written (a List's items in a tuple, ``None`` for Null)."""
 
@@ -97,7 +98,7 @@ class Literal:
         return {"Literal": {self.kind: value}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class IsNull:
     expr: Expr
 
@@ -105,7 +106,7 @@ class IsNull:
         return {"IsNull": self.expr.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Not:
     expr: Expr
 
@@ -113,7 +114,7 @@ class Not:
         return {"Not": self.expr.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Compare:
     op: CompareOp
     lhs: Expr
@@ -123,7 +124,7 @@ class Compare:
         return {"Compare": {"op": self.op, "lhs": self.lhs.to_json(), "rhs": self.rhs.to_json()}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Logic:
     op: LogicOp
     lhs: Expr
@@ -133,7 +134,7 @@ class Logic:
         return {"Logic": {"op": self.op, "lhs": self.lhs.to_json(), "rhs": self.rhs.to_json()}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Arith:
     op: ArithOp
     lhs: Expr
@@ -143,7 +144,7 @@ class Arith:
         return {"Arith": {"op": self.op, "lhs": self.lhs.to_json(), "rhs": self.rhs.to_json()}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class StringMatch:
     op: MatchOp
     lhs: Expr
@@ -153,7 +154,7 @@ class StringMatch:
         return {"StringMatch": {"op": self.op, "lhs": self.lhs.to_json(), "rhs": self.rhs.to_json()}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class In:
     needle: Expr
     haystack: Expr

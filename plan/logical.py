@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from drsg.kernel.errors import QuerySyntaxError, UsageError
+from drsg.kernel.frozen import hashable
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import MAX_ID, Json, check_utf8
 from drsg.plan.algo import AlgoSpec
@@ -60,13 +61,13 @@ def _given(body: Mapping[str, object], canonical: tuple[str, ...]) -> Wire:
 # ---------------------------------------------------------------------------- sources
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ScanAll:
     def to_json(self) -> Json:
         return "ScanAll"
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ScanLabel:
     label: str
 
@@ -74,7 +75,7 @@ class ScanLabel:
         return {"ScanLabel": self.label}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SeekIds:
     ids: tuple[int, ...]
 
@@ -82,7 +83,7 @@ class SeekIds:
         return {"SeekIds": list(self.ids)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SeekKeys:
     keys: tuple[str, ...]
 
@@ -90,7 +91,7 @@ class SeekKeys:
         return {"SeekKeys": list(self.keys)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class VectorTopK:
     """The ``k`` nearest by ``property``: to ``query``'s numbers, or to ``query_text`` once a
     surface embeds it (one of the two)."""
@@ -111,7 +112,7 @@ class VectorTopK:
         return {"VectorTopK": _body(self.wire, ("label", "property", "metric", "k", last), values)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class KeywordTopK:
     label: str
     property: str
@@ -127,7 +128,7 @@ class KeywordTopK:
 _KEYWORD = ("label", "property", "query", "k")
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Hybrid:
     """A hybrid query's body as written: ``HybridSpec.from_plan_json(body)`` where it runs."""
 
@@ -137,7 +138,7 @@ class Hybrid:
         return {"Hybrid": self.body}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Algo:
     spec: AlgoSpec
     #: the body as written (defaults left out); None: the spec's own
@@ -153,7 +154,7 @@ SOURCE_TYPES = typing.get_args(Source)
 # ---------------------------------------------------------------------------- steps
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Expand:
     direction: Direction = "Out"
     edge_type: str | None = None
@@ -163,7 +164,7 @@ class Expand:
         return {"Expand": _body(self.wire, ("dir", "edge_type"), {"dir": self.direction, "edge_type": self.edge_type})}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ExpandVar:
     direction: Direction = "Out"
     edge_type: str | None = None
@@ -177,7 +178,7 @@ class ExpandVar:
         return {"ExpandVar": _body(self.wire, ("dir", "edge_type", "min", "max"), values)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Filter:
     expr: Expr
 
@@ -185,13 +186,13 @@ class Filter:
         return {"Filter": self.expr.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Distinct:
     def to_json(self) -> Json:
         return "Distinct"
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SortKey:
     expr: Expr
     descending: bool = False
@@ -201,7 +202,7 @@ class SortKey:
         return _body(self.wire, ("expr", "descending"), {"expr": self.expr.to_json(), "descending": self.descending})
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Sort:
     keys: tuple[SortKey, ...]
 
@@ -209,7 +210,7 @@ class Sort:
         return {"Sort": [key.to_json() for key in self.keys]}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Skip:
     count: int
 
@@ -217,7 +218,7 @@ class Skip:
         return {"Skip": self.count}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Limit:
     count: int
 
@@ -229,7 +230,7 @@ Step = Expand | ExpandVar | Filter | Distinct | Sort | Skip | Limit
 STEP_TYPES = typing.get_args(Step)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class LogicalPlan:
     """One source and the steps after it (upstream's ``LogicalPlan``)."""
 

@@ -17,7 +17,9 @@ it. ``at`` is left out of equality, so two trees of the same statement compare e
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from drsg.kernel.frozen import hashable
 
 #: (line, column), 1-based; (0, 0) for a node a compiler made
 Position = tuple[int, int]
@@ -27,7 +29,7 @@ NOWHERE: Position = (0, 0)
 # ---------------------------------------------------------------------------- expressions
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Literal:
     """``null``, ``true``/``false``, an integer (64-bit, checked by the parser), a float, a string."""
 
@@ -35,7 +37,7 @@ class Literal:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Parameter:
     """``$name`` (or ``$0``): a value given beside the statement, never spliced into its text."""
 
@@ -43,13 +45,13 @@ class Parameter:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Variable:
     name: str
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class PropertyAccess:
     """``subject.key`` (a node's, a relationship's or a map's)."""
 
@@ -58,13 +60,13 @@ class PropertyAccess:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ListLiteral:
     items: tuple[Expr, ...]
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class MapLiteral:
     """``{k: v, …}``; keys in the order written (a key given twice: the parser refuses it)."""
 
@@ -72,7 +74,7 @@ class MapLiteral:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Index:
     """``subject[index]``: a list's item (negative from the end) or a map's value by a string."""
 
@@ -81,7 +83,7 @@ class Index:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Slice:
     """``subject[start..end]``, either bound left out."""
 
@@ -100,14 +102,14 @@ BinaryOp = typing.Literal[
 ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Unary:
     op: UnaryOp
     operand: Expr
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Binary:
     """A binary operator. ``!=`` is parsed as ``<>``; ``a < b < c`` as ``a < b AND b < c`` (the
     parser writes the chain out, as openCypher defines it)."""
@@ -118,7 +120,7 @@ class Binary:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class IsNull:
     """``operand IS NULL`` (``negated``: ``IS NOT NULL``)."""
 
@@ -127,7 +129,7 @@ class IsNull:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HasLabels:
     """``subject:A:B`` as a predicate: true when the node has every label."""
 
@@ -136,7 +138,7 @@ class HasLabels:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class FunctionCall:
     """``name(args)``; ``name`` lower-cased (functions are case-insensitive), namespaces joined
     with dots. Aggregates (``count``, ``sum``, ``avg``, ``min``, ``max``, ``collect``) are calls too;
@@ -149,14 +151,14 @@ class FunctionCall:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class CountStar:
     """``count(*)``."""
 
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Case:
     """``CASE [subject] WHEN … THEN … [ELSE …] END``: with a subject, each ``when`` is compared to
     it by equality; without, each is a predicate."""
@@ -167,7 +169,7 @@ class Case:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ListComprehension:
     """``[variable IN source WHERE predicate | projection]`` (``predicate``, ``projection`` optional)."""
 
@@ -181,7 +183,7 @@ class ListComprehension:
 Quantifier = typing.Literal["all", "any", "none", "single"]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Quantified:
     """``all|any|none|single(variable IN source WHERE predicate)``."""
 
@@ -192,7 +194,7 @@ class Quantified:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class PatternPredicate:
     """A relationship pattern used as a boolean (``WHERE (a)-[:KNOWS]->(b)``, ``exists((a)-->())``)."""
 
@@ -211,7 +213,7 @@ EXPR_TYPES = typing.get_args(Expr)
 Direction = typing.Literal["out", "in", "both"]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class NodePattern:
     """``(variable:Label:Other {k: v})``; ``properties`` a map literal or a parameter."""
 
@@ -221,7 +223,7 @@ class NodePattern:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class VarLength:
     """``*``, ``*2``, ``*1..3``, ``*..4``, ``*2..``: a bound left out is None (``*2`` is 2..2)."""
 
@@ -230,7 +232,7 @@ class VarLength:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class RelPattern:
     """``-[variable:T|U *1..3 {k: v}]->``; ``direction`` as read left to right (``both``: no arrow)."""
 
@@ -242,7 +244,7 @@ class RelPattern:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class PatternPart:
     """``[path =] (a)-[r]->(b)<-[s]-(c)``: ``nodes`` has one more item than ``rels``; ``rels[i]``
     joins ``nodes[i]`` and ``nodes[i + 1]``. ``shortest``: ``shortestPath(…)`` /
@@ -260,7 +262,7 @@ Pattern = tuple[PatternPart, ...]
 # ---------------------------------------------------------------------------- clauses
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class ProjectionItem:
     """``expr [AS alias]``; ``text`` is the expression as written (a column's name without an alias)."""
 
@@ -274,14 +276,14 @@ class ProjectionItem:
         return self.alias if self.alias is not None else self.text
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SortItem:
     expr: Expr
     descending: bool = False
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Projection:
     """What ``WITH`` and ``RETURN`` share: ``[DISTINCT] * | items [ORDER BY …] [SKIP n] [LIMIT n]``."""
 
@@ -294,7 +296,7 @@ class Projection:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Match:
     pattern: Pattern
     where: Expr | None = None
@@ -302,33 +304,33 @@ class Match:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Unwind:
     expr: Expr
     variable: str
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class With:
     projection: Projection
     where: Expr | None = None
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Return:
     projection: Projection
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Create:
     pattern: Pattern
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SetProperty:
     """``target.key = value`` (``target`` a variable or any expression giving a node or relationship)."""
 
@@ -337,7 +339,7 @@ class SetProperty:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SetProperties:
     """``v = {map}`` (replaces every property) or ``v += {map}`` (``merge``: adds and overwrites)."""
 
@@ -347,7 +349,7 @@ class SetProperties:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SetLabels:
     variable: str
     labels: tuple[str, ...]
@@ -357,19 +359,19 @@ class SetLabels:
 SetItem = SetProperty | SetProperties | SetLabels
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SetClause:
     items: tuple[SetItem, ...]
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class RemoveProperty:
     target: PropertyAccess
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class RemoveLabels:
     variable: str
     labels: tuple[str, ...]
@@ -379,20 +381,20 @@ class RemoveLabels:
 RemoveItem = RemoveProperty | RemoveLabels
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Remove:
     items: tuple[RemoveItem, ...]
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Delete:
     exprs: tuple[Expr, ...]
     detach: bool = False
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Merge:
     part: PatternPart
     on_create: tuple[SetItem, ...] = ()
@@ -403,7 +405,7 @@ class Merge:
 # Upstream's sources. Each binds ``variable`` to the nodes it finds, with a score (``score()``).
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Search:
     """``SEARCH (v[:L]) [ON p] NEAR vec-or-text [METRIC m] [TOPK k]`` (``near`` set) or
     ``SEARCH (v:L) ON p MATCHING "text" [TOPK k]`` (``matching`` set). ``property`` None: the
@@ -419,7 +421,7 @@ class Search:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HybridVector:
     property: str | None
     near: Expr
@@ -427,14 +429,14 @@ class HybridVector:
     weight: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HybridKeyword:
     property: str
     matching: Expr
     weight: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HybridGraph:
     hops: Expr
     decay: Expr | None = None
@@ -442,7 +444,7 @@ class HybridGraph:
     weight: Expr | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class HybridSearch:
     """``HYBRID (v[:L]) {VECTOR … | KEYWORD … | GRAPH HOPS n … | CANDIDATES n | TOPK k | FUSION f [K n]}``
     (parts in any order, each at most once; at least VECTOR or KEYWORD — the parser checks)."""
@@ -459,7 +461,7 @@ class HybridSearch:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class CallAlgo:
     """``CALL algo(name: value, …) [ON (v[:L])]`` (upstream's algorithms; ``args`` as written)."""
 
@@ -470,7 +472,7 @@ class CallAlgo:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Beam:
     """``BEAM (v) OUT|IN|BOTH [:TYPE] [ON p] NEAR vec [METRIC m] WIDTH w DEPTH d``: from ``variable``,
     keep the ``width`` nodes nearest ``near`` at each of ``depth`` hops; binds the same variable."""
@@ -503,7 +505,7 @@ WRITE_CLAUSES = (Create, Merge, SetClause, Remove, Delete)
 AsOfKind = typing.Literal["seq", "time", "ms"]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class AsOfClause:
     """``AS OF 42`` (seq), ``AS OF "2026-01-02T03:04:05Z"`` (time), ``AS OF TIME 1767323045000``
     (ms); ``value`` a literal or a parameter."""
@@ -513,13 +515,13 @@ class AsOfClause:
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class SingleQuery:
     clauses: tuple[Clause, ...]
     at: Position = field(default=NOWHERE, compare=False, repr=False, kw_only=True)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Query:
     """``parts[0] UNION [ALL] parts[1] …``; ``union_all[i]`` says how ``parts[i + 1]`` joins."""
 

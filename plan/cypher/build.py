@@ -12,13 +12,14 @@ tail and their WHERE become a :class:`ast.Match` appended after them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from lark import Token, v_args
 from lark.tree import Meta
 
 from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.frozen import hashable
 from drsg.kernel.metrics import check_metric
 from drsg.plan.algo import ALGOS, check_algo
 from drsg.plan.call import ARGS as ALGO_ARGS
@@ -29,13 +30,13 @@ from drsg.plan.hybrid import FUSIONS
 __all__ = ["Build", "SyntaxProblem"]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Where:
     expr: ast.Expr
     at: ast.Position
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Page:
     order: tuple[ast.SortItem, ...]
     skip: ast.Expr | None
@@ -43,13 +44,13 @@ class _Page:
     at: ast.Position
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Tail:
     nodes: tuple[ast.NodePattern, ...]
     rels: tuple[ast.RelPattern, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Source:
     """A SEARCH/HYBRID/CALL clause, the variable it binds and its relationship tail."""
 
@@ -58,7 +59,7 @@ class _Source:
     tail: _Tail | None
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Part:
     word: str
     fields: dict[str, Any]
@@ -402,7 +403,7 @@ class Build(ExprBuild):
         )  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class _Items:
     pair: tuple[bool, tuple[ast.ProjectionItem, ...]]
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import re
 import typing
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, NoReturn
 
 from lark import Token, Transformer, v_args
 from lark.tree import Meta
 
+from drsg.kernel.frozen import hashable
 from drsg.plan.cypher import ast
 
 _MAX_INT = 2**63 - 1
@@ -56,13 +57,13 @@ def values(children: list[Any]) -> list[Any]:
 
 
 # Pieces of a rule that its parent assembles.
-@dataclass(frozen=True, slots=True)
+@hashable
 class Name:
     text: str
     at: ast.Position
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Dotted:
     """``a.b.c``: a variable and its properties, or a function's namespaced name."""
 
@@ -77,22 +78,22 @@ class Dotted:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Labels:
     names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Props:
     value: ast.MapLiteral | ast.Parameter
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Types:
     names: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class RelDetail:
     variable: str | None = None
     types: tuple[str, ...] = ()

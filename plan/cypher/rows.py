@@ -14,8 +14,8 @@ executor can hold it for the isomorphism check, a path and the answer's subgraph
 from __future__ import annotations
 
 import typing
-from dataclasses import dataclass
 
+from drsg.kernel.frozen import hashable
 from drsg.kernel.values import Json
 from drsg.plan.cypher import ast
 from drsg.plan.logical import Source
@@ -62,7 +62,7 @@ def _text(expr: ast.Expr) -> str:
 # ---------------------------------------------------------------------------- pattern pieces
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class NodeCheck:
     """What a node bound to ``variable`` must have: every label, each property equal to its value."""
 
@@ -79,7 +79,7 @@ class NodeCheck:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class NodeScan:
     """Bind ``node.variable`` to each node ``source`` gives (with its score under graph.SCORE for a
     search or an algorithm), checked against ``node``. A source whose values are parameters is
@@ -99,7 +99,7 @@ class NodeScan:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Argument:
     """Continue from ``node.variable``, bound by an earlier clause (no re-scan): check it, or drop the
     row when it is null (an OPTIONAL MATCH's miss)."""
@@ -110,7 +110,7 @@ class Argument:
         return {"Argument": self.node.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Expand:
     """From the node in ``start`` along one relationship pattern to ``end`` (a new variable, or one
     bound already: then the far end must be it). ``min_hops``/``max_hops`` None: one hop exactly
@@ -152,7 +152,7 @@ class Expand:
         return {"Expand": out}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class BindPath:
     """Bind ``variable`` to the path through ``nodes`` and ``rels`` (a var-length one's lists spliced in)."""
 
@@ -167,7 +167,7 @@ class BindPath:
 # ---------------------------------------------------------------------------- row operators
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Filter:
     predicate: ast.Expr
 
@@ -175,7 +175,7 @@ class Filter:
         return {"Filter": expr_json(self.predicate)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Project:
     """Rows of exactly ``items`` (name, expression); ``keep`` the row's other variables too
     (``WITH *, …``, and ORDER BY's view of the variables before a RETURN)."""
@@ -188,7 +188,7 @@ class Project:
         return {"Project": {"items": items, "keep": self.keep}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Aggregate:
     """Group by ``keys`` (name, expression); each group one row with the keys and each aggregate
     (name, an aggregating call: ``count(*)``, ``count``, ``sum``, … with DISTINCT as written).
@@ -203,7 +203,7 @@ class Aggregate:
         return {"Aggregate": {"keys": keys, "aggregates": aggregates}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Unwind:
     expr: ast.Expr
     variable: str
@@ -212,7 +212,7 @@ class Unwind:
         return {"Unwind": {"expr": expr_json(self.expr), "as": self.variable}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Optional:
     """Run ``ops`` on each row; a row they give nothing for goes on with ``introduced`` null."""
 
@@ -223,7 +223,7 @@ class Optional:
         return {"Optional": {"ops": [op.to_json() for op in self.ops], "introduced": list(self.introduced)}}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Distinct:
     """Drop a row equal (by openCypher's equivalence) to an earlier one, over ``columns``."""
 
@@ -233,7 +233,7 @@ class Distinct:
         return {"Distinct": list(self.columns)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Sort:
     keys: tuple[tuple[ast.Expr, bool], ...]  # (expression, descending)
 
@@ -241,7 +241,7 @@ class Sort:
         return {"Sort": [{"expr": expr_json(expr), "descending": desc} for expr, desc in self.keys]}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Skip:
     count: ast.Expr  # an integer literal or a parameter
 
@@ -249,7 +249,7 @@ class Skip:
         return {"Skip": expr_json(self.count)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Limit:
     count: ast.Expr
 
@@ -257,7 +257,7 @@ class Limit:
         return {"Limit": expr_json(self.count)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Beam:
     """A vector-guided traversal step from ``variable`` (upstream's ExpandBeam): at each of
     ``depth`` hops along ``direction`` [:edge_type], keep the ``width`` nodes whose ``property``
@@ -283,7 +283,7 @@ class Beam:
 WriteClause = ast.Create | ast.Merge | ast.SetClause | ast.Remove | ast.Delete
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Write:
     """A write clause, run on each row by the write path (:mod:`drsg.workers.cypher.writes`)."""
 
@@ -300,7 +300,7 @@ Op = (
 OP_TYPES = typing.get_args(Op)
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class RowPlan:
     """One single query: its operators in order and the columns it answers."""
 
@@ -311,7 +311,7 @@ class RowPlan:
         return {"ops": [op.to_json() for op in self.ops], "columns": list(self.columns)}
 
 
-@dataclass(frozen=True, slots=True)
+@hashable
 class Union:
     """``parts[0] UNION [ALL] parts[1] …``; ``all_[i]`` says how ``parts[i + 1]`` joins (a plain
     UNION drops duplicate rows of the whole answer so far, as openCypher)."""
