@@ -44,6 +44,7 @@ from drsg.store.intents import Intent, IntentOp, IntentOps
 from drsg.store.log import LogReader
 from drsg.store.mutations import EdgePut, NodePut
 from drsg.store.records import Edge, Plane
+from drsg.store.retention import read_retained
 from drsg.store.transaction import WriteTx
 from drsg.store.writer import CommitResult
 
@@ -184,6 +185,9 @@ def contributed_in(tx: WriteTx, plane: str, source: str) -> Touched:
     edges: set[int] = set()
     if found is None or not isinstance(seqs, list):
         return nodes, edges
+    oldest = read_retained(tx.txn, tx.dbs["meta"]).oldest
+    if any(isinstance(seq, int) and seq < oldest for seq in seqs):  # compacted away ([log] retain_*)
+        return _bearing(tx, found.id, source)
     log = LogReader(tx.txn, tx.dbs["log"])
     for seq in seqs:
         if not isinstance(seq, int):
@@ -195,6 +199,21 @@ def contributed_in(tx: WriteTx, plane: str, source: str) -> Touched:
             elif isinstance(mutation, EdgePut) and mutation.plane == found.id:
                 edges.add(mutation.id)
     return nodes, edges
+
+
+def _retained_entries(tx: WriteTx, seqs: list[Any]) -> list[Any]:
+    """The ledger's commits with those older than the retained history folded into the first of
+    them: one is enough to send :func:`contributed_in` to its plane scan, so the list stays short."""
+    oldest = read_retained(tx.txn, tx.dbs["meta"]).oldest
+    stale = [seq for seq in seqs if isinstance(seq, int) and seq < oldest]
+    return stale[:1] + [seq for seq in seqs if seq not in stale]
+
+
+def _bearing(tx: WriteTx, plane: int, source: str) -> Touched:
+    """Ids of the records whose ledger names ``source``: what its applies wrote, found by a plane
+    scan once some of those commits are older than the retained history."""
+    nodes = {n.id for n in tx.view.nodes(plane) if source in _ledger(n.props)}
+    return nodes, {e.id for e in tx.view.edges(plane) if source in _ledger(e.props)}
 
 
 def refuse_shared_keys(db: Database, plane: str, source: str, facts: Iterable[tuple[str, dict[str, Any]]]) -> None:
@@ -265,7 +284,7 @@ def apply_in(
     wrote |= _withdraw_stale(tx, plane, source, {n.key for n in proposal.nodes}, stated, touched, out)
     if wrote:
         seqs = plane.props.get(digest_prop(source))
-        earlier = list(seqs) if isinstance(seqs, list) else []
+        earlier = _retained_entries(tx, seqs) if isinstance(seqs, list) else []
         if not proposal.nodes and not proposal.edges and not changes_only:  # forgotten: nothing is left to find
             tx.set_plane_props(plane.name, {}, unset=[digest_prop(source)])
         else:

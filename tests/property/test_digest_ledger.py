@@ -1,12 +1,13 @@
 """The contribution ledger against its oracle: the sources' latest statements.
 
 Hypothesis applies, re-applies (with changed content) and forgets proposals from three sources in
-random order, with a user-made node in the plane. After every step the plane must hold exactly
-what the sources currently state: a digest-made node exists iff some source's latest proposal
-states its key, an edge iff some source states its (src, type, dst); every record's ledger holds
-exactly the stating sources' latest statements; a property is the user's if the user set it, else
-the first stating source's value, and no property outlives every statement of it; the user's node
-is never deleted. Replaying the same steps into a second database gives the same records (determinism).
+random order, compacting history between them (the applies' commits leave the log), with a user-made
+node in the plane. After every step the plane must hold exactly what the sources currently state: a
+digest-made node exists iff some source's latest proposal states its key, an edge iff some source
+states its (src, type, dst); every record's ledger holds exactly the stating sources' latest
+statements; a property is the user's if the user set it, else the first stating source's value, and
+no property outlives every statement of it; the user's node is never deleted. Replaying the same
+steps into a second database gives the same records (determinism).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import drsg
 from drsg.kernel.errors import NotFound
 from drsg.pipeline.digest.ledger import LEDGER, apply, forget
 from drsg.pipeline.digest.proposal import Proposal, ProposedEdge, ProposedNode
+from drsg.store.retention import Retention
 
 SOURCES = ["a.md", "b.md", "c.md"]
 KEYS = ["Ada", "Alan", "Bletchley", "Engine", "Mine"]  # "Mine" is also the user's own node
@@ -41,6 +43,7 @@ steps = st.lists(
     st.one_of(
         st.tuples(st.just("apply"), st.sampled_from(SOURCES), statements),
         st.tuples(st.just("forget"), st.sampled_from(SOURCES), st.none()),
+        st.tuples(st.just("compact"), st.sampled_from(SOURCES), st.none()),  # [log] retain_commits = 1
     ),
     min_size=1,
     max_size=8,
@@ -77,6 +80,10 @@ def _run(path: Path, plan: list[tuple[str, str, Any]]) -> tuple[Any, dict[str, P
             proposal = _proposal(source, said)
             apply(db, proposal)
             latest[source] = proposal
+        elif op == "compact":  # the applies' commits leave the log: the ledger must still find their records
+            for _ in range(2):  # the horizon lands after the last apply
+                db.write(lambda tx: tx.create_node(tx.plane("startup"), None, ["Filler"], {}))
+            db.compact_history(Retention(commits=1))
         else:
             try:
                 forget(db, "p", source)
