@@ -1,11 +1,12 @@
 """structlog set-up: readable lines on a terminal, JSON lines elsewhere (e.g. under `serve`).
 
 structlog's import loads rich, when installed, to choose its console's traceback formatter: ≈0.1 s
-of every command's start, for a line that carries an exception; and asyncio (≈0.02 s), for its async
-log methods, which drsg never calls on a one-shot command. This module imports structlog with rich
-hidden and asyncio deferred to its first use (kernel/imports.py), and gives the console renderer the
-formatter structlog would have chosen, made on the first exception it renders: the same output,
-paid for only when there is a traceback to draw.
+of every command's start, for a line that carries an exception; asyncio (≈0.02 s), for its async
+log methods, which drsg never calls on a one-shot command; and greenlet (≈5 ms) for its deprecated
+thread-local context (structlog.threadlocal), which drsg never uses. This module imports structlog
+with rich and greenlet hidden and asyncio deferred to its first use (kernel/imports.py), and gives
+the console renderer the formatter structlog would have chosen, made on the first exception it
+renders: the same output, paid for only when there is a traceback to draw.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TextIO
 
 from drsg.kernel import imports
 
-imports.lean("structlog", hide=("rich",), defer=("asyncio",))
+imports.lean("structlog", hide=("rich", "greenlet"), defer=("asyncio",))
 
 import structlog  # noqa: E402  # after the import above, which is what makes this one cheap
 from structlog.typing import ExceptionRenderer, ExcInfo  # noqa: E402

@@ -18,9 +18,7 @@ from drsg.api.results import AskAnswer, Hit, Vectorized
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import UsageError
 from drsg.kernel.values import Vector
-from drsg.models.embedders.base import Embedder
 from drsg.models.providers import ChatChoice, EmbedderChoice
-from drsg.pipeline.embedder_choice import choose_embedder, named_embedder, optional_embedder
 from drsg.plan.hybrid import (
     DEFAULT_CANDIDATES,
     DEFAULT_DECAY,
@@ -34,11 +32,14 @@ from drsg.plan.hybrid import (
     VectorPart,
 )
 
+# the embedder stack (drsg.models.embedders, drsg.pipeline.embedder_choice: ≈0.02 s) loads where a
+# text is embedded, inside the functions that embed: a search NEAR a vector loads none of it
 if TYPE_CHECKING:
     from drsg.api.host import Host, HostedPlane
     from drsg.kernel.settings import Settings
     from drsg.kernel.values import Json
     from drsg.models.chat.base import ChatModel
+    from drsg.models.embedders.base import Embedder
     from drsg.pipeline.llm.cache import AnswerCache
     from drsg.pipeline.llm.calls import ModelCalls
     from drsg.plan.query import Plan
@@ -57,6 +58,8 @@ def plane_embedder(
 ) -> Embedder:
     """:func:`embedder_for` by the plane's name: the configured step is the database's
     (:meth:`~drsg.api.database.Database.use_embedder`, else the settings'), built once per database."""
+    from drsg.pipeline.embedder_choice import choose_embedder
+
     return choose_embedder(
         db.store,
         plane,
@@ -72,6 +75,8 @@ def plane_embedder(
 def optional_plane_embedder(db: Host, plane: str, prop: str, purpose: Literal["query", "write"]) -> Embedder | None:
     """:func:`plane_embedder` when there are vectors to keep to (``prop``'s are recorded) or, to
     write them, one is configured; else None: the caller goes without (keywords alone)."""
+    from drsg.pipeline.embedder_choice import optional_embedder
+
     return optional_embedder(
         db.store,
         plane,
@@ -235,8 +240,10 @@ def ask(
     max_attempts: int | None = None,
     limit: int | None = None,
 ) -> AskAnswer:
+    from drsg.models.embedders.base import Embedder
     from drsg.pipeline.ask.loop import AskOptions
     from drsg.pipeline.ask.loop import ask as run_ask
+    from drsg.pipeline.embedder_choice import named_embedder
 
     db = plane.db
     settings = db.settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 import structlog
@@ -15,7 +15,6 @@ from drsg.kernel.errors import UsageError
 from drsg.kernel.languages import LANGUAGES, canonical_language
 from drsg.kernel.metrics import METRICS, check_metric
 from drsg.kernel.values import Json
-from drsg.models.embedders.base import Embedder
 from drsg.models.providers import EmbedderChoice
 from drsg.plan.logical import VectorTopK
 from drsg.plan.query import Plan, parse_plan_json
@@ -25,6 +24,9 @@ from drsg.store.intents import Intent, answered
 from drsg.surfaces.cli.context import Context, emit_json
 from drsg.surfaces.cli.options import embed_options, json_option, json_pairs, plane_option
 from drsg.workers.manager import IndexSet
+
+if TYPE_CHECKING:  # the embedder stack (≈0.02 s) loads where a text is embedded, not for a NEAR [vector]
+    from drsg.models.embedders.base import Embedder
 
 log = structlog.get_logger("drsg.surfaces.cli")
 Purpose = Literal["query", "write"]

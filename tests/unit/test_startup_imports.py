@@ -25,9 +25,10 @@ RECORDS = (*HEAVY, "numpy", "hnswlib", "pathspec")
 #: and a read that is not Cypher parses none (lark), nor loads the plan language (its types: ~0.02 s)
 NOT_CYPHER = (*RECORDS, "lark", "drsg.plan.logical")
 #: a one-shot command runs no event loop: asyncio (≈0.02 s; structlog binds it, kernel/imports.py defers
-#: it; the store imports it where a coroutine runs) and ssl with it; and lark reads drsg's grammar with
-#: the stdlib's re, not `regex` (≈8 ms)
-ONE_SHOT = ("asyncio", "ssl", "regex")
+#: it; the store imports it where a coroutine runs) and ssl with it; structlog's greenlet support is
+#: for a context drsg never keeps (≈5 ms); lark reads drsg's grammar with the stdlib's re, not `regex`
+#: (≈8 ms); and a read that embeds no text (a search NEAR a vector included) loads no embedder (≈0.02 s)
+ONE_SHOT = ("asyncio", "ssl", "greenlet", "regex", "drsg.models.embedders")
 
 _PROBE = """
 import sys
