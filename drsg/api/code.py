@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from drsg.workers.code_source import GREP_DEFAULT, SNIPPET_LINES, Allowed, Grep, GrepHit, Snippet, allows
 from drsg.workers.code_verbs import (
@@ -32,15 +32,20 @@ from drsg.workers.code_verbs import (
 )
 
 if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
     from drsg.api.host import HostedPlane
     from drsg.kernel.asof import AsOf
 
 __all__ = ["Code", "Context", "Description", "Grep", "GrepHit", "Hop", "Impact", "Reach", "Site", "Snippet", "Symbol"]
 __all__ += ["Trace", "drift_line"]  # the answers' types, for the surfaces that render them
 
-R = TypeVar("R", bound="DataclassInstance")  # every answer is a dataclass with `synced`
+
+class _Answer(Protocol):
+    """A dataclass (what ``dataclasses.replace`` takes; typeshed's own name for it is not importable)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+R = TypeVar("R", bound=_Answer)  # every answer is a dataclass with `synced`
 
 
 def drift_line(props: Mapping[str, Any], allowed: Allowed = None) -> str | None:
