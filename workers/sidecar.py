@@ -23,9 +23,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
-import shutil
-import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -132,6 +129,10 @@ class Sidecar:
             return ""
 
     def _save(self, seq: int, meta: dict[str, Any], write_files: Callable[[Path], None]) -> None:
+        import secrets  # here, with shutil and socket: a read that saves nothing (a Cypher MATCH) loads none
+        import shutil
+        import socket
+
         self.dir.mkdir(parents=True, exist_ok=True)
         lineage = [*self.lineage, [self.in_force_seq, seq, f"{socket.gethostname()}:{os.getpid()}"]][-LINEAGE:]
         version = self.dir / f"v{seq:020d}-{secrets.token_hex(4)}"
@@ -228,6 +229,8 @@ class Sidecar:
         return Loaded(version, int(manifest["seq"]), manifest["meta"])
 
     def remove(self) -> None:
+        import shutil
+
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

@@ -24,8 +24,9 @@ from typing import NoReturn
 from drsg.kernel import imports
 
 # lark imports `regex` when installed (≈8 ms) for what drsg's grammar never asks: Unicode categories
-# (\p{…}) in a terminal and its `regex=True` option; the stdlib `re` reads the grammar as before
-imports.lean("lark", hide=("regex",))
+# (\p{…}) in a terminal and its `regex=True` option; the stdlib `re` reads the grammar as before. It
+# binds tempfile (with shutil, bz2, lzma: ≈4 ms) for its `cache=` option, which drsg never passes
+imports.lean("lark", hide=("regex",), defer=("tempfile",))
 
 import lark  # noqa: E402  # after the import above, which is what makes this one cheap
 from lark import Lark  # noqa: E402
