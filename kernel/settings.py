@@ -19,21 +19,20 @@ variables (``DRSG_DB``, ``DRSG_CONFIG``, the test suite's) are not settings and 
 from __future__ import annotations
 
 import contextlib
-import difflib
-import ipaddress
 import json
 import math
 import os
 import re
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 from drsg.kernel.errors import ConfigError
+
+# difflib, fractions (with decimal), ipaddress and tomllib load where a value needs them (a misspelt
+# name, a size with a fraction, a network, a config file): ≈6 ms of every command's start otherwise
 
 #: a value as tomllib reads it
 Toml: TypeAlias = "str | int | float | bool | datetime | date | time | list[Toml] | dict[str, Toml]"
@@ -80,6 +79,8 @@ def _size(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
     elif isinstance(value, str) and (match := _SIZE.fullmatch(value.strip().upper())):
+        from fractions import Fraction
+
         number = int(Fraction(match[1]) * _UNITS.get(match[2] or "", 1))  # exact: no float rounding
     else:
         raise ValueError(f"{value!r} is not a size; write bytes or a number with K, M, G or T, e.g. 64M")
@@ -192,6 +193,8 @@ def _origins(value: object) -> tuple[str, ...]:
 
 
 def _networks(value: object) -> tuple[str, ...]:
+    import ipaddress
+
     networks = _strings(value)
     for network in networks:
         try:
@@ -595,6 +598,8 @@ def load(
     path = config_file(config, env)
     table: dict[str, Toml] = {}
     if path is not None:
+        import tomllib
+
         try:
             table = tomllib.loads(path.read_text())
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -661,6 +666,8 @@ def _check_environment(environ: Mapping[str, str]) -> None:
 
 def _nearest(word: str, choices: Mapping[str, str], section: str | None = None) -> str:
     """``"; did you mean X?"`` for the closest choice, else the section's keys (if one is given)."""
+    import difflib
+
     close = difflib.get_close_matches(word, list(choices), n=1)
     if close:
         return f"; did you mean {choices[close[0]]}?"

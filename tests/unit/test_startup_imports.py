@@ -27,8 +27,9 @@ NOT_CYPHER = (*RECORDS, "lark", "drsg.plan.logical")
 #: a one-shot command runs no event loop: asyncio (≈0.02 s; structlog binds it, kernel/imports.py defers
 #: it; the store imports it where a coroutine runs) and ssl with it; structlog's greenlet support is
 #: for a context drsg never keeps (≈5 ms); lark reads drsg's grammar with the stdlib's re, not `regex`
-#: (≈8 ms); and a read that embeds no text (a search NEAR a vector included) loads no embedder (≈0.02 s)
-ONE_SHOT = ("asyncio", "ssl", "greenlet", "regex", "drsg.models.embedders")
+#: (≈8 ms); a read that embeds no text (a search NEAR a vector included) loads no embedder (≈0.02 s); and
+#: settings without a config file or a size with a fraction load neither tomllib nor fractions (≈3 ms)
+ONE_SHOT = ("asyncio", "ssl", "greenlet", "regex", "drsg.models.embedders", "fractions", "tomllib")
 #: a read that writes no file (no sidecar saved, no scratch file for the C walk's check: `get` and
 #: `stats` make one) loads no tempfile, shutil (with bz2, lzma) or socket: ≈6 ms
 NO_FILES = ("tempfile", "shutil", "socket")
