@@ -36,7 +36,10 @@ _RETAINED = struct.Struct(">QQQ")  # the horizon, and the settings in force when
 DAY_MS = 86_400_000
 BATCH = 2000  # keys a compaction transaction looks at: a few ms of the writer's time
 #: the tables keyed ``group + ~seq`` (store/keys.py); the tallies are not versioned
-VERSIONED = ("planes", "plane_names", "nodes", "keys", "labels", "edges", "out", "in", "indexes")
+#: (``planes`` last: a dropped plane's records are found by its tombstone there, so they go first)
+VERSIONED = ("plane_names", "nodes", "keys", "labels", "edges", "out", "in", "indexes", "planes")
+#: the tables whose keys begin with the plane's id (keys.plane_group)
+PLANE_KEYED = frozenset({"nodes", "keys", "labels", "edges", "out", "in", "indexes"})
 log = structlog.get_logger("drsg.store")
 
 
@@ -140,8 +143,11 @@ def compact_history(
         horizon = in_write(env, advance).oldest
     versions = records = 0
     if horizon > 1:
+        with env.read() as txn:
+            dead = _dropped(txn, env.dbs["planes"], horizon)
         for name in VERSIONED:
-            versions += _in_batches(env, turn, _VersionPruner(env.dbs[name], horizon, batch))
+            gone = dead if name in PLANE_KEYED else frozenset()
+            versions += _in_batches(env, turn, _VersionPruner(env.dbs[name], horizon, batch, gone))
         records = _in_batches(env, turn, _LogPruner(env.dbs["log"], horizon, batch))
     done = HistoryCompacted(horizon, versions, records)
     log.info("history compacted", path=str(env.path), **done.to_json())
@@ -156,11 +162,26 @@ class _Position:
     done: bool = False
 
 
-class _VersionPruner:
-    """Walks one versioned table, removing each version no read at the horizon or later sees."""
+def _dropped(txn: Txn, planes: DbHandle, horizon: int) -> frozenset[bytes]:
+    """The planes (their key prefixes) dropped at or before the horizon: a plane id is never reused,
+    so no read from the horizon on reaches any record of theirs."""
+    dead: set[bytes] = set()
+    seen = b""
+    for key, value in txn.cursor(db=planes):
+        group = key[: -keys.SEQ_WIDTH]
+        if group != seen and keys.seq_of(key) <= horizon:  # the version in force at the horizon
+            seen = group
+            if not value:
+                dead.add(group)
+    return frozenset(dead)
 
-    def __init__(self, db: DbHandle, horizon: int, batch: int) -> None:
-        self.db, self.horizon, self.batch = db, horizon, batch
+
+class _VersionPruner:
+    """Walks one versioned table, removing each version no read at the horizon or later sees (and
+    every record of a plane in ``dead``)."""
+
+    def __init__(self, db: DbHandle, horizon: int, batch: int, dead: frozenset[bytes] = frozenset()) -> None:
+        self.db, self.horizon, self.batch, self.dead = db, horizon, batch, dead
 
     def step(self, txn: Txn, at: _Position) -> tuple[_Position, int]:
         cur = txn.cursor(db=self.db)
@@ -174,6 +195,10 @@ class _VersionPruner:
             head = key[: -keys.SEQ_WIDTH]
             if head != group:
                 group, kept = head, False
+            if self.dead and key[: keys.U32.size] in self.dead:
+                cur.delete()
+                removed += 1
+                continue
             if keys.seq_of(key) <= self.horizon:
                 if kept or not cur.value():  # older than the visible one, or a tombstone visible at it
                     kept = True
