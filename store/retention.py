@@ -10,7 +10,8 @@ Compaction first moves the horizon ``H`` (from then on a read before it is refus
 bounded transactions that each take the writer's turn like a commit (so writers interleave),
 removes what no read at ``H`` or later can see: in every versioned table, each version older than
 the one visible at ``H``, and that one too when it is a tombstone; and the log records before
-``H`` (``H`` itself stays: its time stamp answers an AS OF time, and the log starts there).
+``H`` (``H`` itself stays: its time stamp answers an AS OF time, and the log starts there). A plane
+dropped at or before ``H`` goes whole: its id is never reused, so no read reaches its records.
 """
 
 from __future__ import annotations

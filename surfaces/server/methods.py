@@ -329,7 +329,12 @@ async def index_drop(ctx: ServerState, p: Params) -> Any:
 HISTORY_PLANE = param("plane", {"type": "string"}, "Optional: check that this plane exists (the window is the log's).")
 
 
-@rpc("plane.history", add=[HISTORY_PLANE], note="Also returns oldest_ms and latest_ms (commit times).")
+@rpc(
+    "plane.history",
+    add=[HISTORY_PLANE],
+    note="Also returns oldest_ms and latest_ms (commit times). oldest is where the retained history starts "
+    "(1 unless [log] retain_commits / retain_days bounded it).",
+)
 async def plane_history(ctx: ServerState, p: Params) -> Any:
     def window() -> dict[str, Any]:
         with ctx.db.read() as reader:
