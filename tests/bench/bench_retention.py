@@ -11,13 +11,16 @@ with each compaction's time; without retention the file grows by a round's versi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import statistics
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from drsg.store.database import Database
-from drsg.store.retention import Retention
+from drsg.store.retention import Retention, compact_history
 from tests.bench import common
 
 PER_COMMIT = 50
@@ -53,6 +56,47 @@ def run(nodes: int, rounds: int, keep: int, name: str) -> tuple[dict[int, int], 
         return sizes, compactions, db.head()
 
 
+def latency(nodes: int, keep: int, commits: int = 2000) -> tuple[list[float], list[float], list[float]]:
+    """Single-update commits' latencies alone and while compaction runs without pause in another
+    thread, and how long each of its transactions held the writer's turn."""
+    folder = common.fresh_dir("retention-latency")
+    held: list[float] = []
+    with Database(folder / "g.drsg", map_size=1 << 30) as db:
+        ids = db.write(lambda tx: [tx.create_node(tx.plane("startup"), f"k{i}", [], {"n": 0}).id for i in range(nodes)])
+        ids = ids.value
+
+        def commit_times() -> list[float]:
+            times = []
+            for n in range(commits):
+                started = time.perf_counter()
+                db.write(lambda tx, n=n: tx.update_node(tx.plane("startup"), ids[n % nodes], {"n": n}, [], None))
+                times.append(time.perf_counter() - started)
+            return times
+
+        @contextlib.contextmanager
+        def turn() -> Iterator[None]:
+            with db.writer.exclusive():
+                started = time.perf_counter()
+                yield
+                held.append(time.perf_counter() - started)
+
+        alone = commit_times()
+        stop = threading.Event()
+
+        def compact() -> None:
+            while not stop.is_set():
+                compact_history(db.env, turn, Retention(commits=keep))
+
+        thread = threading.Thread(target=compact)
+        thread.start()
+        try:
+            beside = commit_times()
+        finally:
+            stop.set()
+            thread.join()
+    return alone, beside, held
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=5000)
@@ -79,6 +123,15 @@ def main() -> None:
         f"- a compaction (every versioned table walked, {per_round * PER_COMMIT:,} superseded versions and "
         f"{per_round} log records removed a round): median {statistics.median(times) * 1000:.0f} ms, "
         f"max {max(times) * 1000:.0f} ms, in transactions of at most 2,000 keys each.",
+    ]
+    alone, beside, held = latency(args.nodes, args.keep)
+    ms = 1000
+    lines += [
+        f"- single-update commits ({len(alone):,}), alone: p50 {common.pct(alone, 50) * ms:.2f} ms, "
+        f"p99 {common.pct(alone, 99) * ms:.2f} ms, max {max(alone) * ms:.1f} ms; while compaction runs without "
+        f"pause in another thread: p50 {common.pct(beside, 50) * ms:.2f} ms, p99 {common.pct(beside, 99) * ms:.2f} "
+        f"ms, max {max(beside) * ms:.1f} ms. Each compaction transaction held the writer's turn for p50 "
+        f"{common.pct(held, 50) * ms:.2f} ms, max {max(held) * ms:.1f} ms ({len(held):,} transactions).",
     ]
     common.append_section("(#40 item 2) retention: file size over time under steady updates", started, lines, True)
 
