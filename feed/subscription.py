@@ -134,6 +134,11 @@ class Subscription:
         self._stopped = threading.Event()
         self._last_sent = time.monotonic()
         self._reading: asyncio.Future[None] | None = None  # a batch read running in a worker thread
+        db.pins.add(self)  # history compaction leaves what it has yet to read (store/retention.py)
+
+    def needs(self) -> int:
+        """The oldest commit it still reads the state at: the one before its next."""
+        return self._next - 1
 
     @property
     def position(self) -> int:
@@ -197,14 +202,17 @@ class Subscription:
     def _plan(self) -> tuple[str, Any]:
         """What to do next: ("yield", message), ("read", upto), ("wait", None) or ("end", None)."""
         if self._stopped.is_set():
+            self.db.pins.discard(self)
             return "end", None
         if self._ready:
             self._last_sent = time.monotonic()
             return "yield", self._ready.popleft()
         if self._ended:
+            self.db.pins.discard(self)
             return "end", None
         if self._limit is not None and self._next > self._limit:
             self._ended = True
+            self.db.pins.discard(self)
             return "end", None
         now = time.monotonic()
         if self.resolved_every is not None and now - self._last_sent >= self.resolved_every:

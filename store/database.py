@@ -30,7 +30,7 @@ from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.reader import HeadSnapshot, Reader
 from drsg.store.records import Plane
-from drsg.store.retention import HistoryCompacted, Retained, Retention, compact_history, read_retained
+from drsg.store.retention import HistoryCompacted, Pins, Retained, Retention, compact_history, read_retained
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import DEFAULT_PLANE, WriteTx
@@ -108,6 +108,7 @@ class Database:
         self.path = opened.path
         self.env = opened.env
         self._head_snapshot = HeadSnapshot()  # what `with db.snapshot()` makes of its transaction
+        self.pins = Pins()  # long readers (feed subscriptions) history compaction leaves their commits
         self.writer = opened.writer
         self.readonly = opened.readonly
         self.ops = ops
@@ -297,7 +298,7 @@ class Database:
             raise UsageError(
                 f"{self.path} copies a Kafka log: its history is the topic's; bound it with the topic's retention"
             )
-        return compact_history(self.env, self.writer.exclusive, retention, clock=self.writer.clock)
+        return compact_history(self.env, self.writer.exclusive, retention, clock=self.writer.clock, pins=self.pins)
 
 
 R = TypeVar("R")

@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 import time
+import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -106,6 +109,36 @@ class Retention:
         return max(oldest, 1, min(floors))  # both promises hold: the older floor
 
 
+class Pinned(Protocol):
+    """A reader that reads across transactions (a feed subscription)."""
+
+    def needs(self) -> int:
+        """The oldest commit it will still read the state at."""
+        ...
+
+
+class Pins:
+    """This process's long readers: the horizon stays at or before the oldest commit any of them
+    still needs (upstream's floor: the oldest live reader). Held weakly: one dropped unclosed goes."""
+
+    def __init__(self) -> None:
+        self._readers: weakref.WeakSet[Pinned] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def add(self, reader: Pinned) -> None:
+        with self._lock:
+            self._readers.add(reader)
+
+    def discard(self, reader: Pinned) -> None:
+        with self._lock:
+            self._readers.discard(reader)
+
+    def oldest(self) -> int | None:
+        with self._lock:
+            readers = list(self._readers)
+        return min((reader.needs() for reader in readers), default=None)
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryCompacted:
     """What one compaction did."""
@@ -123,9 +156,16 @@ Turn = Callable[[], AbstractContextManager[None]]
 
 
 def compact_history(
-    env: Environment, turn: Turn, retention: Retention, *, clock: Callable[[], float] = time.time, batch: int = BATCH
+    env: Environment,
+    turn: Turn,
+    retention: Retention,
+    *,
+    clock: Callable[[], float] = time.time,
+    batch: int = BATCH,
+    pins: Pins | None = None,
 ) -> HistoryCompacted:
-    """Move the horizon as ``retention`` asks, then remove what lies before it (see the module)."""
+    """Move the horizon as ``retention`` asks (no further than ``pins`` allow), then remove what
+    lies before it (see the module)."""
     meta = env.dbs["meta"]
 
     def advance(txn: Txn) -> Retained:
@@ -134,6 +174,10 @@ def compact_history(
             return current
         head = read_head(txn, meta)
         floor = retention.floor(txn, env.dbs["log"], head, current.oldest, int(clock() * 1000))
+        held = None if pins is None else pins.oldest()
+        if held is not None and held < floor:
+            log.info("history kept for a reader", path=str(env.path), asked=floor, kept_from=held)
+            floor = held
         if floor <= current.oldest:
             return current
         moved = Retained(floor, retention.commits, retention.days)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from drsg.feed.subscription import Subscription
 from drsg.store.database import Database
 from drsg.store.retention import Retention, compact_history
 from drsg.store.transaction import WriteTx
@@ -97,3 +98,19 @@ def test_compaction_under_concurrent_writers_loses_nothing(tmp_path: Path) -> No
         with db.snapshot() as snap:
             assert last == {k: node.props["n"] for k in last if (node := snap.node_by_key(0, k)) is not None}
         assert [c.seq for c in db.commits(horizon)] == list(range(horizon, head + 1))
+
+
+def test_a_live_subscription_holds_the_horizon_until_it_has_read(tmp_path: Path) -> None:
+    """Upstream's floor: the oldest live reader. A feed reads across transactions; compaction leaves
+    the commits it has yet to read, and moves on once it has read them (or has ended)."""
+    with Database(tmp_path / "g.drsg") as db:
+        write = lambda n: db.write(lambda tx: tx.create_node(tx.plane("startup"), f"k{n}", ["N"], {}))  # noqa: E731
+        for n in range(3):
+            write(n)
+        start = db.head()  # the subscription reads from here: it needs the state at start - 1
+        feed = Subscription(db, "startup", from_seq=start, to_seq=start + 7)
+        for n in range(3, 10):
+            write(n)
+        assert db.compact_history(Retention(commits=2)).horizon == start - 1
+        assert [m["seq"] for m in feed] == list(range(start, start + 8))  # every commit delivered, none refused
+        assert db.compact_history(Retention(commits=2)).horizon == db.head() - 2
