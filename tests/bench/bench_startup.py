@@ -162,6 +162,13 @@ def main() -> None:
         rows.append(f"| {step} | {cells} | {'≤ 1 s' if 'serve' in step else '≤ 0.3 s'} |")
     how = "compiling every module's source (`--no-pyc`)" if opts.no_pyc else "byte-compiled modules, as installed"
     lines = [f"Median of {opts.runs} fresh processes each (wall time from exec), {how}.", "", *rows]
+    if opts.tree:  # the load moves both columns of a pass alike: each pass's ratio, then their median
+        paired = [
+            f"{step.replace('`', '')} "
+            f"{statistics.median(a / b for a, b in zip(times[(step, 0)], times[(step, 1)], strict=True)):.2f}×"
+            for step in steps
+        ]
+        lines += ["", "this checkout / --tree, the median of each pass's ratio: " + "; ".join(paired)]
     print(common.append_section("Start-up: drsg serve and one-shot CLI reads", started, lines, not opts.no_record))
 
 
