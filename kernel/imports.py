@@ -21,17 +21,18 @@ def lean(name: str, *, hide: tuple[str, ...] = (), defer: tuple[str, ...] = ()) 
     ``defer`` given to it as a stand-in that imports the real module on its first attribute use (only
     for a library whose import binds the name and uses it in functions alone). Once ``name`` is
     loaded, the next ``import extra`` loads the real one."""
-    if name in sys.modules or any(extra in sys.modules for extra in hide):
-        return importlib.import_module(name)
+    if name in sys.modules:
+        return sys.modules[name]
+    hidden = [extra for extra in hide if extra not in sys.modules]  # one loaded already stays usable
     stand_ins = [_Deferred(extra) for extra in defer if extra not in sys.modules]
-    for extra in hide:
+    for extra in hidden:
         sys.modules[extra] = None  # type: ignore[assignment]  # None in sys.modules makes `import extra` fail
     for stand_in in stand_ins:
         sys.modules[stand_in.__name__] = stand_in
     try:
         return importlib.import_module(name)
     finally:
-        for extra in hide:
+        for extra in hidden:
             if extra in sys.modules and sys.modules[extra] is None:
                 del sys.modules[extra]
         for stand_in in stand_ins:

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 _LIBRARY = {
-    "lib/__init__.py": "try:\n    import optional\n    HAS = True\nexcept ImportError:\n    HAS = False\nimport bound\n"
+    "lib/__init__.py": "try:\n    import optional\n    HAS = True\nexcept ImportError:\n    HAS = False\n"
+    "try:\n    import other\n    HAS_OTHER = True\nexcept ImportError:\n    HAS_OTHER = False\nimport bound\n"
     "def use():\n    return bound.VALUE\n",
     "optional.py": "",
+    "other.py": "",
     "bound.py": "VALUE = 42\n",
 }
 
@@ -52,3 +54,12 @@ def test_a_deferred_extra_loads_on_first_use_as_the_one_real_module(tmp_path: Pa
 @pytest.mark.parametrize("loaded", ["lib", "optional"])
 def test_nothing_is_hidden_when_the_library_or_the_extra_is_loaded_already(tmp_path: Path, loaded: str) -> None:
     _run(tmp_path, f"import {loaded}\nlib = lean('lib', hide=('optional',))\nassert lib.HAS is True\n")
+
+
+def test_an_extra_loaded_already_leaves_the_others_hidden(tmp_path: Path) -> None:
+    """structlog's rich stays hidden when something loaded greenlet first (SQLAlchemy, say)."""
+    _run(
+        tmp_path,
+        "import other\nlib = lean('lib', hide=('optional', 'other'))\n"
+        "assert (lib.HAS, lib.HAS_OTHER) == (False, True)\n",
+    )
