@@ -40,7 +40,17 @@ def run_supervised(command: Callable[[], object]) -> NoReturn:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         command()
         sys.exit(0)
-    sys.exit(_wait(child, watched))
+    _leave(_wait(child, watched))
+
+
+def _leave(code: int) -> NoReturn:
+    """Exit as the child did, without tearing the parent's interpreter down: the parent has only
+    waited, and the child has run every exit handler and closed every file already. Tearing down
+    the modules a command imported took ≈0.01 s of every command's wall time, after its work."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (`drsg … | head`): nothing left to say
+            stream.flush()
+    os._exit(code)
 
 
 def _die_with(parent: int) -> None:
