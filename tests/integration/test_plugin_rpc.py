@@ -27,6 +27,9 @@ class FakeState:
     async def read(self, fn: Callable[[], Any], limited: bool = True) -> Any:
         return fn()
 
+    def check_writable(self) -> None:
+        """A writable server's: nothing refused (tests/unit/test_server_read_only.py has the other)."""
+
 
 def call(method: Callable[..., Any], state: FakeState, params: dict[str, Any]) -> Any:
     return asyncio.run(method(state, params))
