@@ -32,7 +32,7 @@ from pathlib import Path
 import pathspec
 
 from drsg.kernel.errors import UsageError
-from drsg.kernel.settings import IGNORE_FILES
+from drsg.kernel.setting_parsers import IGNORE_FILES
 
 #: directories the floor always skips, wherever they are: build output, dependencies, caches
 #: (dot-directories — .git, .venv, .tox, .mypy_cache — go as dotfiles; so does any virtualenv)

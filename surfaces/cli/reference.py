@@ -19,7 +19,8 @@ from typing import Any
 
 import click
 
-from drsg.kernel.settings import REGISTRY, Setting, _size, toml_text
+from drsg.kernel.setting_parsers import Setting, _size
+from drsg.kernel.settings import REGISTRY, toml_text
 from drsg.surfaces.cli.main import cli
 
 #: the pages' width: fixed, so the text does not depend on the terminal that ran the generator

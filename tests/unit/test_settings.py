@@ -12,7 +12,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from drsg.kernel.errors import ConfigError
-from drsg.kernel.settings import MASK, REGISTRY, SECTIONS, Settings, _size, _strings, load
+from drsg.kernel.setting_parsers import _size, _strings
+from drsg.kernel.settings import MASK, REGISTRY, SECTIONS, Settings, load
 from drsg.surfaces.server.config import server_config
 from tests.support.cli import Ran
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from drsg.kernel import settings as registry
-from drsg.kernel.settings import KINDS, REGISTRY, Settings, kind_of, load
+from drsg.kernel.setting_parsers import KINDS, kind_of
+from drsg.kernel.settings import REGISTRY, Settings, load
 
 CHECKS: dict[str, Callable[[object], bool]] = {
     "str": lambda v: isinstance(v, str),
