@@ -78,7 +78,7 @@ def apply(db: Database, proposal: Proposal, origin: dict[str, Any] | None = None
 
     The proposal *replaces* what the same source contributed before: facts an earlier version of
     the document stated and this one does not are withdrawn, as ``forget`` would."""
-    return _applied(_submit(db, apply_intent(proposal), origin or origin_of(proposal)))
+    return answer_of(_submit(db, apply_intent(proposal), origin or origin_of(proposal)))
 
 
 def apply_changes(
@@ -104,7 +104,7 @@ def apply_delta(
     """Write what :func:`changes` found, in one commit: ``delta`` stated, the rest withdrawn."""
     args: dict[str, Json] = {"delta": delta.to_json(), "gone_keys": list(gone_keys)}
     args["gone_edges"] = [list(edge) for edge in gone_edges]
-    return _applied(_submit(db, Intent(APPLY_CHANGES, args), origin or origin_of(delta)))
+    return answer_of(_submit(db, Intent(APPLY_CHANGES, args), origin or origin_of(delta)))
 
 
 def _apply_changes_in(tx: WriteTx, args: dict[str, Json]) -> tuple[Applied, bool]:
@@ -156,7 +156,7 @@ def changes(since: Proposal, proposal: Proposal) -> tuple[Proposal, list[str], l
 
 def forget(db: Database, plane: str, source: str) -> Applied:
     """Remove exactly ``source``'s contribution to ``plane`` in one commit (the empty re-apply)."""
-    applied, _ = _applied(_submit(db, Intent(FORGET, {"plane": plane, "source": source}), _forgot(source)))
+    applied, _ = answer_of(_submit(db, Intent(FORGET, {"plane": plane, "source": source}), _forgot(source)))
     return applied
 
 
@@ -499,11 +499,6 @@ def apply_intent(proposal: Proposal, *, withdraw: bool = True) -> Intent:
     return Intent(APPLY, {"proposal": proposal.to_json(), "withdraw": withdraw})
 
 
-def answer_of(done: CommitResult[Json]) -> tuple[Applied, bool]:
-    """What an apply intent wrote, and whether it created the plane."""
-    return _applied(done)
-
-
 def _apply_in(tx: WriteTx, args: dict[str, Json]) -> tuple[Applied, bool]:
     proposal = _proposal_of(args.get("proposal"))
     touched = contributed_in(tx, proposal.plane, proposal.source) if args.get("withdraw", True) else (set(), set())
@@ -522,13 +517,9 @@ def _proposal_of(data: Json) -> Proposal:
 def _answer(run: Callable[[WriteTx, dict[str, Json]], tuple[Applied, bool]]) -> IntentOp:
     def op(tx: WriteTx, args: dict[str, Json]) -> Json:
         applied, created = run(tx, args)
-        return {"applied": _to_json(dataclasses.asdict(applied)), "created": created}
+        return {"applied": dataclasses.asdict(applied), "created": created}
 
     return op
-
-
-def _to_json(value: dict[str, Any]) -> Json:
-    return {name: list(item) if isinstance(item, list) else item for name, item in value.items()}
 
 
 #: The digest's operations, which drsg/api/operations.py adds to every public database's table.
@@ -548,7 +539,8 @@ def _submit(db: Database, intent: Intent, origin: dict[str, Any]) -> CommitResul
     return db.write(_OWN.commit_function(intent), origin)
 
 
-def _applied(done: CommitResult[Json]) -> tuple[Applied, bool]:
+def answer_of(done: CommitResult[Json]) -> tuple[Applied, bool]:
+    """What a digest's intent wrote, and whether it created the plane."""
     answer = done.value
     if not isinstance(answer, dict) or not isinstance(answer.get("applied"), dict):
         raise TypeError(f"not a digest's answer: {answer!r}")
