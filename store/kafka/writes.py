@@ -140,9 +140,7 @@ class KafkaWrites:
             for attempt in range(ATTEMPTS):
                 if attempt:  # in step with another node, each lands behind the other's stale record
                     time.sleep(backoff(attempt, RETRY_FIRST, RETRY_CEILING, random.random))
-                self.catch_up()
-                with self.file_lock:
-                    run = in_write(self.env, lambda txn: self._dry_run(txn, fn), keep=False)
+                run = self._on_copy(fn)
                 if not run.commits:
                     return CommitResult(run.value, (), None)
                 done = self.produce(run.base, run.crc, run.commits, dict(origin or {}))
@@ -192,15 +190,19 @@ class KafkaWrites:
         """Run ``intent`` on the copy's head within its time limit, writing nothing: one that runs
         past it (QueryLimit) is refused here, before every node would run it without one. What it
         decides here is not its answer (the copy may be behind): that is decided where it lands."""
+        try:
+            self._on_copy(ops.commit_function(intent))
+        except QueryLimit:
+            raise
+        except DrsgError as exc:
+            if Refusal.of(exc) is None:
+                raise
+
+    def _on_copy(self, fn: Callable[[WriteTx], T]) -> _Run[T]:
+        """``fn`` run on the copy's head, caught up first, in a transaction abandoned after."""
         self.catch_up()
         with self.file_lock:
-            try:
-                in_write(self.env, lambda txn: self._dry_run(txn, ops.commit_function(intent)), keep=False)
-            except QueryLimit:
-                raise
-            except DrsgError as exc:
-                if Refusal.of(exc) is None:
-                    raise
+            return in_write(self.env, lambda txn: self._dry_run(txn, fn), keep=False)
 
     def _dry_run(self, txn: Txn, fn: Callable[[WriteTx], T]) -> _Run[T]:
         """Run ``fn`` on the copy's head in ``txn`` (which the caller abandons), keeping its commits."""
