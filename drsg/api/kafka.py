@@ -15,6 +15,7 @@ from drsg.api.operations import API_OPS
 from drsg.kernel.settings import Settings
 from drsg.store.kafka.database import KafkaDatabase as StoreKafkaDatabase
 from drsg.store.kafka.database import KafkaStats
+from drsg.store.kafka.log import TIMEOUT
 from drsg.store.lmdb_log import LmdbOptions
 
 
@@ -27,10 +28,11 @@ class KafkaDatabase(Database, StoreKafkaDatabase):
         log_url: str,
         settings: Settings | Mapping[str, object] | None = None,
         *,
-        timeout: float = 5.0,
+        timeout: float = TIMEOUT,
+        began: float | None = None,
         **options: Unpack[LmdbOptions],
     ) -> None:
-        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, ops=API_OPS, **options)
+        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, began=began, ops=API_OPS, **options)
         try:
             self._start_api(settings)
         except BaseException:

@@ -31,8 +31,9 @@ def open_database(
     ``group_max``; ``timeout`` for a Kafka log's broker)."""
     if log and log != "lmdb://":
         from drsg.api.kafka import KafkaDatabase
+        from drsg.store.kafka.log import TIMEOUT
 
-        return KafkaDatabase(path, log, settings, timeout=5.0 if timeout is None else timeout, **options)
+        return KafkaDatabase(path, log, settings, timeout=TIMEOUT if timeout is None else timeout, **options)
     if timeout is not None:
         raise ConfigError("timeout is how long a Kafka log waits for its broker; drop it for a database file")
     return EmbeddedDatabase(path, settings, **options)

@@ -64,6 +64,9 @@ logging.getLogger("kafka").addHandler(logging.NullHandler())
 
 PARTITION = 0
 DEFAULT_PORT = 9092
+TIMEOUT = 5.0  # seconds a node waits for its broker unless told otherwise: the bound its refusal states
+EXIT_ALLOWANCE = 0.15  # seconds of a start-up wait kept back for saying the refusal and exiting
+MIN_CONTACT = 0.5  # seconds the first contact gets however late the start: a broker is tried at all
 FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's wake-up delay at worst
 SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
 WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
@@ -91,6 +94,7 @@ class KafkaOptions(TypedDict, total=False):
 
     clock: Callable[[], float]
     timeout: float
+    began: float | None
 
 
 def parse_location(location: str) -> tuple[str, int, str]:
@@ -128,18 +132,22 @@ class KafkaLog(Log):
         location: str,
         *,
         clock: Callable[[], float] = time.time,
-        timeout: float = 5.0,
+        timeout: float = TIMEOUT,
+        began: float | None = None,
         listener: Callable[[Record], None] | None = None,
     ) -> None:
         """Check the URL and the client; nothing connects until :meth:`start`. ``listener`` is told
         each record the watcher reads, before the head moves past it (a node's materialiser judges
-        it from those bytes rather than fetching it a second time)."""
+        it from those bytes rather than fetching it a second time). ``began``: the
+        ``time.monotonic()`` the start's wait for a broker counts from (default: the start) — a
+        one-shot command passes its own start, so a refusal "within N s" arrives within N s of it."""
         self.host, self.port, self.topic = parse_location(location)
         self._url = f"kafka://{self.host}:{self.port}/{self.topic}"
         if kafka is None:
             raise ConfigError(f"{self._url}: a Kafka log needs kafka-python; install drsg[kafka]")
         self.clock = clock
         self.timeout = timeout
+        self.began = began
         self.bootstrap = f"{self.host}:{self.port}"
         self._tp = kafka.TopicPartition(self.topic, PARTITION)
         self._heads = HeadWaiters()  # the head known here, and who waits for it to move
@@ -166,7 +174,7 @@ class KafkaLog(Log):
             raise UsageError(f"{self._url} is started already")
         self._started = True
         try:
-            self._ensure_topic()
+            self._ensure_topic(self._first_contact())
             self._producer = self._new_producer()
             self._watcher = self._consumer()
             head, ts = self._find_head(self._watcher)
@@ -230,9 +238,19 @@ class KafkaLog(Log):
             )
         return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({type(exc).__name__}: {exc})")
 
-    def _ensure_topic(self) -> None:
-        """Create the topic with one partition when it is missing; refuse one with several."""
-        admin = kafka.KafkaAdminClient(**self.client_config(), request_timeout_ms=self._ms(self.timeout))
+    def _first_contact(self) -> float:
+        """Seconds the start's first contact may wait for a broker: what is left of ``timeout``
+        since ``began``, less what saying the refusal takes (and never under MIN_CONTACT)."""
+        if self.began is None:
+            return self.timeout
+        left = self.began + self.timeout - time.monotonic() - EXIT_ALLOWANCE
+        return max(min(left, self.timeout), min(MIN_CONTACT, self.timeout))
+
+    def _ensure_topic(self, wait: float) -> None:
+        """Create the topic with one partition when it is missing; refuse one with several. The
+        broker must answer within ``wait`` seconds (the start's first contact)."""
+        config = {**self.client_config(), "bootstrap_timeout_ms": self._ms(wait)}
+        admin = kafka.KafkaAdminClient(**config, request_timeout_ms=self._ms(self.timeout))
         try:
             if self.topic not in admin.list_topics():
                 with contextlib.suppress(kafka.errors.TopicAlreadyExistsError):  # another process made it

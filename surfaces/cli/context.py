@@ -23,6 +23,12 @@ if TYPE_CHECKING:
     ApiDatabase = EmbeddedDatabase | KafkaDatabase  # what `open` gives: the store's, with drsg.api's calls
 
 
+#: when this process's `drsg` command began (``time.monotonic()``; main() sets it, None when the
+#: command tree is called in process): a Kafka node's wait for its broker counts from it, so a
+#: refusal that says "within 5 s" arrives within 5 s of the command starting
+began: float | None = None
+
+
 @dataclass
 class Context:
     db_path: str
@@ -65,7 +71,12 @@ class Context:
             from drsg.api.kafka import KafkaDatabase
 
             db = KafkaDatabase(
-                path, self.settings.text("log.url"), self.settings, map_size=map_size, max_map_size=max_map_size
+                path,
+                self.settings.text("log.url"),
+                self.settings,
+                began=began,
+                map_size=map_size,
+                max_map_size=max_map_size,
             )
         else:
             group_max = self.settings.integer("store.group_max")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -12,6 +14,7 @@ import click
 from drsg import __version__
 from drsg.kernel import logs, settings
 from drsg.kernel.errors import DrsgError
+from drsg.surfaces.cli import context
 from drsg.surfaces.cli.context import Context, fail
 from drsg.surfaces.cli.supervise import run_supervised
 
@@ -195,4 +198,17 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
 
 
 def main() -> None:
+    context.began = process_began()  # a broker's refusal counts from here (context.began)
     run_supervised(lambda: cli(prog_name="drsg"))
+
+
+def process_began() -> float:
+    """The ``time.monotonic()`` this process started at (Linux's /proc; elsewhere: now), so the
+    interpreter's start and the imports before main() count against a stated bound too."""
+    try:
+        with open("/proc/self/stat") as fh:
+            ticks = int(fh.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - min(max(age, 0.0), 60.0)
