@@ -113,6 +113,9 @@ class IndexDecl:
     prop: str
     options: dict[str, Json]
     since: int = 0  # the commit that declared (or last restated) it
+    #: the commit that declared it after no declaration (a restatement keeps it; a drop and a new
+    #: declaration move it): what an index built for it is, beside its options, not when restated
+    born: int = 0
 
     @property
     def metric(self) -> str:

@@ -416,14 +416,18 @@ class Snapshot:
         return out
 
     def index(self, plane: int, kind: str, label: str, prop: str) -> IndexDecl | None:
-        """The declaration in force; ``since`` is the seq that (re)declared it, so an index dropped
-        and declared again is a new index, never the old one's leftovers."""
+        """The declaration in force; ``since`` is the seq that (re)declared it, ``born`` the one that
+        began its unbroken run of declarations, so an index dropped and declared again is a new
+        index, never the old one's leftovers, and one restated (its dims learnt) is the same."""
         group = keys.index_group(plane, kind, label, prop)
         value = self.version("indexes", group)
         if value is None:
             return None
-        since = keys.seq_of(self._cursor("indexes").key())
-        return IndexDecl(plane, kind, label, prop, unpack(value), since)
+        cur = self._cursor("indexes")
+        since = born = keys.seq_of(cur.key())
+        while cur.next() and cur.value() and cur.key()[: -keys.SEQ_WIDTH] == group:  # older, unbroken
+            born = keys.seq_of(cur.key())
+        return IndexDecl(plane, kind, label, prop, unpack(value), since, born)
 
     def index_declared_after(self, plane: int, kind: str, label: str, prop: str) -> int | None:
         """The seq after ``at`` that declared this index, when an as-of read predates it."""

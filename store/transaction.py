@@ -360,7 +360,7 @@ class WriteTx:
         if kind == "vector" and "dims" not in wanted:
             wanted["dims"] = self._first_dims(plane, label, prop)
         self._emit(IndexDeclare(plane.id, kind, label, prop, wanted))
-        return IndexDecl(plane.id, kind, label, prop, wanted, self.seq)
+        return IndexDecl(plane.id, kind, label, prop, wanted, self.seq, self.seq)
 
     def drop_index(self, plane: Plane, kind: str, label: str, prop: str) -> IndexDecl:
         existing = self.view.index(plane.id, kind, label, prop)

@@ -123,8 +123,13 @@ class IndexWorker(ABC):
         return value is not None
 
     def meta(self) -> dict[str, Any]:
-        """What the sidecar must have been built for; a mismatch means rebuild."""
-        return {"kind": self.kind, **self.decl.to_json(), "plane": self.decl.plane, "since": self.decl.since}
+        """What the sidecar is built for: what the index is (its declaration's options and the
+        commit that began it), not when its declaration was last restated."""
+        return {"kind": self.kind, **self.decl.to_json(), "plane": self.decl.plane, "born": self.decl.born}
+
+    def built_for(self, saved: dict[str, Any]) -> bool:
+        """Whether a sidecar saved for ``saved`` (its manifest's meta) is one of this index."""
+        return saved == self.meta()
 
     def apply(self, seq: int, mutations: Iterable[Mutation]) -> None:
         """Apply one commit; idempotent, so replaying after a crash is harmless."""
@@ -189,7 +194,7 @@ class IndexWorker(ABC):
                     raise SidecarInvalid(f"its checkpoint {loaded.seq} is ahead of the log head {head}")
                 self.read_files(loaded.folder)
 
-            loaded = self.sidecar.load(self.meta(), read)
+            loaded = self.sidecar.load(self.built_for, read)
         except SidecarInvalid as exc:
             if self.sidecar.dir.exists():
                 log.warning("sidecar rejected; rebuilding from the log", index=self.describe(), reason=str(exc))

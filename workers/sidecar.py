@@ -1,9 +1,10 @@
 """Sidecar directories: an index's files and its checkpoint, saved together atomically.
 
 Layout: ``<root>/<name>/CURRENT`` names a version folder ``v<seq>-<nonce>/`` holding the index's
-files and ``manifest.json`` (format, database uuid, seq, declaration, SHA-256 of every file). A save
-writes a new version folder, fsyncs it, then replaces ``CURRENT`` with an atomic rename, then removes
-older versions: a crash at any point leaves either the old or the new version in force, never a mix.
+files and ``manifest.json`` (format, database uuid, seq, declaration — what the index is, not when it
+was restated —, SHA-256 of every file). A save writes a new version folder, fsyncs it, then replaces
+``CURRENT`` with an atomic rename, then removes older versions: a crash at any point leaves either
+the old or the new version in force, never a mix.
 Loading verifies every checksum *before* the files reach a library — a crafted or torn hnswlib file
 can crash the process, so nothing unverified is ever loaded.
 
@@ -165,14 +166,15 @@ class Sidecar:
                 else:
                     old.unlink(missing_ok=True)
 
-    def load(self, expected_meta: dict[str, Any], read_files: Callable[[Loaded], None]) -> Loaded:
-        """Verify the version in force, then hand it to ``read_files`` while no save can remove it;
-        raises :class:`SidecarInvalid` with the reason."""
+    def load(self, built_for: Callable[[dict[str, Any]], bool], read_files: Callable[[Loaded], None]) -> Loaded:
+        """Verify the version in force (``built_for``: whether the declaration it was saved for, its
+        manifest's meta, is this index's), then hand it to ``read_files`` while no save can remove
+        it; raises :class:`SidecarInvalid` with the reason."""
         if not self.dir.exists():
             self.in_force, self.in_force_seq, self.lineage = "", 0, []
             raise SidecarInvalid("no sidecar yet")
         with self._locked(exclusive=False):
-            loaded = self._load(expected_meta)
+            loaded = self._load(built_for)
             read_files(loaded)
             return loaded
 
@@ -206,13 +208,14 @@ class Sidecar:
             raise SidecarInvalid("unknown sidecar format")
         return version, manifest
 
-    def _load(self, expected_meta: dict[str, Any]) -> Loaded:
+    def _load(self, built_for: Callable[[dict[str, Any]], bool]) -> Loaded:
         # whatever is found, a rebuild replaces what is in force now (a fenced save checks that)
         self.in_force, self.in_force_seq, self.lineage = self._current_name(), 0, []
         version, manifest = self._in_force()
         if manifest.get("db") != self.db_uuid:
             raise SidecarInvalid("it belongs to another database")
-        if manifest.get("meta") != expected_meta:
+        meta = manifest.get("meta")
+        if not isinstance(meta, dict) or not built_for(meta):
             raise SidecarInvalid("it was built for a different index declaration")
         files = manifest.get("files")
         if not isinstance(files, dict) or not isinstance(manifest.get("seq"), int):
@@ -226,7 +229,7 @@ class Sidecar:
         lineage = manifest.get("lineage")
         self.in_force_seq = int(manifest["seq"])
         self.lineage = lineage if isinstance(lineage, list) else []
-        return Loaded(version, int(manifest["seq"]), manifest["meta"])
+        return Loaded(version, int(manifest["seq"]), meta)
 
     def remove(self) -> None:
         import shutil

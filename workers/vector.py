@@ -144,6 +144,11 @@ class VectorIndex(IndexWorker):
     def meta(self) -> dict[str, Any]:
         return {**super().meta(), "layout": LAYOUT}
 
+    def built_for(self, saved: dict[str, Any]) -> bool:
+        # saved before the first vector restated the declaration with its dims: an empty index (it
+        # accepts no vector without dims), the same one
+        return super().built_for({**saved, "dims": self.decl.dims} if saved.get("dims", 0) is None else saved)
+
     def reset(self) -> None:
         self.live: set[int] = set()
         self.deleted: set[int] = set()

@@ -28,7 +28,7 @@ def save(sidecar: Sidecar, seq: int, *, fenced: bool = True, body: str = "x") ->
 
 def load(sidecar: Sidecar) -> int:
     try:
-        return sidecar.load(META, lambda loaded: None).seq
+        return sidecar.load(META.__eq__, lambda loaded: None).seq
     except SidecarInvalid:
         return 0
 
