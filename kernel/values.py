@@ -29,6 +29,7 @@ MAX_ID = (1 << 64) - 1
 _INT_MIN = -(2**63)
 _INT_MAX = 2**63 - 1
 _EXT_VECTOR = 1
+EXT_VECTOR = _EXT_VECTOR  # store/_records.c decodes this code to a Vector as _ext_hook does
 _EXT_DESCRIBED = 2
 
 

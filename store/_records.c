@@ -10,7 +10,7 @@
 /* The records a walk returns (drsg.store.records: slots dataclasses, no __post_init__, checked by
  * store/native.py), made as their __init__ would make them: allocated, then each slot set through
  * its member descriptor. `finish` is the Python path's own decoding, for a record this file does
- * not decode (an extension type, a shape other than [src, dst, type, props], damage): it makes the
+ * not decode (a described value, a shape other than [src, dst, type, props], damage): it makes the
  * Neighbor, or raises what the Python walk raises. */
 #define EDGE_FIELDS 6 /* plane, id, src, dst, type, props */
 #define NEIGHBOR_FIELDS 3 /* edge, node, direction */
@@ -59,8 +59,49 @@ failed:
 
 int walk_records_bound(void) { return finish != NULL && finish_node != NULL; }
 
-/* ---- msgpack, as msgpack.unpackb(raw=False, strict_map_key=False) reads it, for the types records
- * hold without an extension type. NULL (any Python error cleared by the caller): not decoded here. */
+/* The vector type (kernel/values.py's Vector, a slots dataclass of one `data` field) and its
+ * extension code: a search's hits and an index build read a vector per node, which msgpack hands to
+ * a Python ext_hook (~1 µs each); made here as that hook makes it. Unbound: left to Python. */
+static PyTypeObject *vector_type;
+static PyObject *vector_data;
+static int vector_code = -1;
+
+PyObject *walk_vectors(PyObject *self, PyObject *args) {
+    PyObject *type, *name;
+    int code;
+    if (!PyArg_ParseTuple(args, "O!Ui", &PyType_Type, &type, &name, &code)) return NULL;
+    PyObject *member = PyObject_GetAttr(type, name);
+    if (member && Py_TYPE(member) != &PyMemberDescr_Type) {
+        PyErr_Format(PyExc_TypeError, "%R is not a slot of %R", name, type);
+        Py_CLEAR(member);
+    }
+    if (!member) return NULL;
+    if (code < -128 || code > 127) {
+        Py_DECREF(member);
+        PyErr_SetString(PyExc_ValueError, "an extension code is -128 to 127");
+        return NULL;
+    }
+    Py_XSETREF(vector_data, member);
+    Py_XSETREF(vector_type, (PyTypeObject *)Py_NewRef(type));
+    vector_code = code;
+    Py_RETURN_NONE;
+}
+
+/* An extension value of `n` bytes at `p` (its type byte before them): a vector when it is one,
+ * else NULL (the Python path's: a described value, an unknown code). */
+static PyObject *extension(int code, const unsigned char *p, uint64_t n) {
+    if (!vector_type || code != vector_code) return NULL;
+    PyObject *data = PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+    if (!data) return NULL;
+    PyObject *vector = vector_type->tp_alloc(vector_type, 0);
+    if (vector && Py_TYPE(vector_data)->tp_descr_set(vector_data, vector, data) < 0) Py_CLEAR(vector);
+    Py_DECREF(data);
+    return vector;
+}
+
+/* ---- msgpack, as msgpack.unpackb(raw=False, strict_map_key=False, ext_hook=values._ext_hook) reads
+ * it, for the types records hold, vectors included (described values, an extension holding msgpack,
+ * are left to Python). NULL (any Python error cleared by the caller): not decoded here. */
 #define MAX_DEPTH 32
 
 static int need(const unsigned char *p, const unsigned char *end, size_t n) { return (size_t)(end - p) >= n; }
@@ -176,7 +217,20 @@ static PyObject *decode(const unsigned char **at, const unsigned char *end, int 
         if (!need(p, end, width)) return NULL;
         *at = p + width;
         return decode_items(at, end, depth, be(p, width), c >= 0xde);
-    default: /* extension types (vectors, described values) and 0xc1: the Python path's */
+    case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8: /* fixext 1/2/4/8/16 */
+        n = (uint64_t)1 << (c - 0xd4);
+        if (!need(p, end, 1 + n)) return NULL;
+        *at = p + 1 + n;
+        return extension((signed char)*p, p + 1, n);
+    case 0xc7: case 0xc8: case 0xc9: /* ext 8/16/32 */
+        width = 1 << (c - 0xc7);
+        if (!need(p, end, width + 1)) return NULL;
+        n = be(p, width);
+        p += width;
+        if (!need(p + 1, end, n)) return NULL;
+        *at = p + 1 + n;
+        return extension((signed char)*p, p + 1, n);
+    default: /* 0xc1 (never used): the Python path's */
         return NULL;
     }
 str:

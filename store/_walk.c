@@ -24,6 +24,9 @@
  *     as neighbors but from the adjacency alone (Snapshot.neighbor_ids)
  * node_by_key(txn, keys_db, nodes_db, key_group, plane_group, inv_at, plane) -> Node, None when no
  *     node has the key at `at`, False when the Python path must answer (as neighbors' None)
+ * nodes_at(txn, nodes_db, plane_group, inv_at, plane, [node id, ...]) -> [Node | None, ...], None
+ *     when the Python path must answer (Snapshot.nodes_at: a search's hits, an index build's nodes)
+ * vectors(Vector, "data", code)   records' vectors decoded in C (store/_records.c), as values._ext_hook
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -418,6 +421,69 @@ done:
     return out;
 }
 
+/* Each node's record at `at` (plane_group + id + inv_at), through one cursor: Snapshot.nodes_at's
+ * loop. None in the list: no node with that id at `at`; None for the whole call: the Python path's
+ * (not a read-only transaction of this layout, an id that is not an int). */
+static PyObject *nodes_at(PyObject *self, PyObject *args) {
+    PyObject *txn_obj, *nodes_obj, *plane, *ids, *out = NULL;
+    Py_buffer plane_group, inv_at;
+    if (!PyArg_ParseTuple(args, "OOy*y*O!O!", &txn_obj, &nodes_obj, &plane_group, &inv_at, &PyLong_Type, &plane,
+                          &PyList_Type, &ids))
+        return NULL;
+    MDB_cursor *cur = NULL;
+    MDB_txn *txn = txn_of(txn_obj, 1);
+    MDB_dbi nodes_dbi;
+    if (!fixed(&plane_group, 4, "plane_group") || !fixed(&inv_at, SEQ, "inv_at")) goto done;
+    Py_ssize_t count = PyList_GET_SIZE(ids);
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (!PyLong_CheckExact(PyList_GET_ITEM(ids, i))) txn = NULL;
+    if (!txn || !walk_records_bound() || !dbi_of(nodes_obj, &nodes_dbi)) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    int rc = lm_cursor_open(txn, nodes_dbi, &cur);
+    if (rc) {
+        lmdb_failed("mdb_cursor_open", rc);
+        goto done;
+    }
+    out = PyList_New(count);
+    unsigned char at[4 + 8 + SEQ];
+    memcpy(at, plane_group.buf, 4);
+    memcpy(at + 12, inv_at.buf, SEQ);
+    for (Py_ssize_t i = 0; out && i < count; i++) {
+        PyObject *row = Py_None;
+        unsigned long long id = PyLong_AsUnsignedLongLong(PyList_GET_ITEM(ids, i));
+        if (id == (unsigned long long)-1 && PyErr_Occurred()) { /* below 0 or past MAX_ID: no such node */
+            PyErr_Clear();
+            goto put;
+        }
+        for (int b = 0; b < 8; b++) at[4 + b] = (unsigned char)(id >> (56 - 8 * b));
+        MDB_val key = {sizeof(at), at}, record;
+        rc = lm_cursor_get(cur, &key, &record, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND) goto put;
+        if (rc) {
+            lmdb_failed("mdb_cursor_get", rc);
+            Py_CLEAR(out);
+            break;
+        }
+        if (record.mv_size == 0 || key.mv_size != sizeof(at) || memcmp(key.mv_data, at, 12) != 0) goto put;
+        row = walk_node_of(plane, id, record.mv_data, record.mv_size);
+        if (!row) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, row);
+        continue;
+    put:
+        PyList_SET_ITEM(out, i, Py_NewRef(row));
+    }
+done:
+    if (cur) lm_cursor_close(cur);
+    PyBuffer_Release(&plane_group);
+    PyBuffer_Release(&inv_at);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "Find LMDB's functions in py-lmdb's loaded extension; the types to accept."},
     {"records", walk_records, METH_VARARGS, "The Edge and Neighbor types, their field names, and the Python decoding."},
@@ -425,6 +491,8 @@ static PyMethodDef methods[] = {
     {"neighbors", neighbors, METH_VARARGS, "A node's adjacency walk with each edge's record, at one seq."},
     {"ends", ends, METH_VARARGS, "The other end of each of a node's edges at one seq, from the adjacency alone."},
     {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq, or None."},
+    {"nodes_at", nodes_at, METH_VARARGS, "Each node's record at one seq (None: no such node), one cursor."},
+    {"vectors", walk_vectors, METH_VARARGS, "The vector type and slot a vector extension decodes to."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,8 @@ static inline uint64_t be(const unsigned char *p, int n) {
 
 /* records(Edge, Neighbor, Node, their field names x3, finish, finish_node): see _walk.c */
 PyObject *walk_records(PyObject *self, PyObject *args);
+/* vectors(Vector, "data", code): the vector type its extension code decodes to (else Python's). */
+PyObject *walk_vectors(PyObject *self, PyObject *args);
 /* Whether records() was called: no row can be made before. */
 int walk_records_bound(void);
 /* The Neighbor of one edge record at `other`'s end; NULL with an error set. */

@@ -1,6 +1,7 @@
 from collections.abc import Callable
 from typing import Literal
 
+from drsg.kernel.values import Vector
 from drsg.store.records import Edge, Neighbor, Node
 
 def bind(path: str, transaction: type, database: type, error: type[BaseException], /) -> None: ...
@@ -42,3 +43,7 @@ def ends(
 def node_by_key(
     txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
 ) -> Node | Literal[False] | None: ...
+def nodes_at(
+    txn: object, nodes: object, plane_group: bytes, inv_at: bytes, plane: int, ids: list[int], /
+) -> list[Node | None] | None: ...
+def vectors(vector: type[Vector], field: str, code: int, /) -> None: ...

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 import lmdb
 import structlog
 
-from drsg.kernel.values import unpack
+from drsg.kernel.values import EXT_VECTOR, Vector, unpack
 from drsg.store.records import Edge, Neighbor, Node, edge_of, node_of
 
 log = structlog.get_logger("drsg.store")
@@ -74,6 +74,10 @@ class Walk(Protocol):
     def node_by_key(
         self, txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
     ) -> Node | Literal[False] | None: ...
+    def nodes_at(
+        self, txn: object, nodes: object, plane_group: bytes, inv_at: bytes, plane: int, ids: list[int], /
+    ) -> list[Node | None] | None: ...
+    def vectors(self, vector: type[Vector], field: str, code: int, /) -> None: ...
 
 
 _checked: Walk | None = None  # the module once bound and checked, else None
@@ -156,8 +160,11 @@ def _records(module: Walk) -> str | None:
         fields = tuple(f.name for f in dataclasses.fields(cls))
         if fields != names or getattr(cls, "__slots__", None) != names or hasattr(cls, "__post_init__"):
             return f"{cls.__name__} is not the slots record {names} the C walk makes"
+    if tuple(f.name for f in dataclasses.fields(Vector)) != ("data",) or Vector.__slots__ != ("data",):
+        return "Vector is not the slots record ('data',) the C decoding makes"
     try:
         module.records(Edge, Neighbor, Node, shapes[0][1], shapes[1][1], shapes[2][1], _finish, _finish_node)
+        module.vectors(Vector, "data", EXT_VECTOR)
     except (TypeError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None

@@ -164,7 +164,15 @@ class Snapshot:
 
     def nodes_at(self, plane: int, node_ids: Iterable[int]) -> list[Node | None]:
         """``[self.node(plane, i) for i in node_ids]`` in one loop: what a search reads for its hits
-        (one seek and one decode per node, none of the per-call work of :meth:`node`)."""
+        and an index build its nodes (one seek and one decode per node, none of the per-call work
+        of :meth:`node`). A read transaction reads them in C (store/_walk.c), vectors decoded there too."""
+        walk = native.walker()
+        if walk is not None:
+            ids = node_ids if type(node_ids) is list else list(node_ids)
+            found = walk.nodes_at(self.txn, self.dbs["nodes"], keys.U32.pack(plane), self._inv_at, plane, ids)
+            if found is not None:
+                return found
+            node_ids = ids
         cur = self._cursors.get("nodes") or self._cursor("nodes")
         seek, item, sought, decode = cur.set_range, cur.item, keys.RECORD_AT.pack, unpack
         inv_at = self._inv_int
@@ -238,10 +246,9 @@ class Snapshot:
             for group, value in self.groups("nodes", keys.plane_group(plane)):
                 yield node_of(plane, keys.read_u64(group, 4), unpack(value))
             return
-        for node_id in self.node_ids_with_label(plane, label):
-            node = self.node(plane, node_id)
-            if node is not None:
-                yield node
+        ids = self.node_ids_with_label(plane, label)
+        while batch := list(islice(ids, _BATCH)):  # a batch a call: nodes_at reads them in C
+            yield from (node for node in self.nodes_at(plane, batch) if node is not None)
 
     def node_ids_with_label(self, plane: int, label: str) -> Iterator[int]:
         for group, _ in self.groups("labels", keys.label_prefix(plane, label)):

@@ -1,11 +1,12 @@
 """The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row (the
-neighbours with their edge records, and the other ends from the adjacency alone), and its lookup by
-key the same node.
+neighbours with their edge records, and the other ends from the adjacency alone), its lookup by
+key the same node, and its node reads by id the same nodes.
 
 Random workloads — nodes (keyed or not, a key held again after its node is deleted) and edges
 created, nodes and edges given new properties, edges retyped, edges and nodes deleted, over several
 commits in two planes — then every node (and one that never was) read at every seq, in every
-direction, with each edge type filter and none, and every key looked up, once by each path."""
+direction, with each edge type filter and none, every key looked up, and every node read by id
+(nodes_at, ids no node has too) and by label, once by each path."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 import drsg
 from drsg.api.database import Database
+from drsg.kernel.values import Vector
 from drsg.store import native, snapshot
 from drsg.store.records import Neighbor
 from drsg.store.snapshot import Snapshot
@@ -28,10 +30,13 @@ from tests.support.values import values
 TYPES = ("A", "B", "C")
 PLANES = ("p", "q")
 KEYS = ("k0", "k1", "k2", "ключ", "k" * 40)  # a key may be held again once its node is deleted
-# Property values of every kind the store keeps, long ones too (str 8/16, array 16, map 16 headers):
-# what the C walk decodes itself, and vectors and described values, which it leaves to Python.
+# Property values of every kind the store keeps, long ones too (str 8/16, array 16, map 16, ext 8/16
+# headers): what the C walk decodes itself, vectors included, and described values, which it leaves
+# to Python.
 _long = st.one_of(
-    st.text(min_size=32, max_size=300), st.lists(st.integers(-(2**63), 2**63 - 1), min_size=16, max_size=20)
+    st.text(min_size=32, max_size=300),
+    st.lists(st.integers(-(2**63), 2**63 - 1), min_size=16, max_size=20),
+    st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), min_size=5, max_size=130).map(Vector.of),
 )
 _props = st.dictionaries(st.sampled_from(["w", "Ω", "x" * 40]), st.one_of(values, _long), max_size=3)
 
@@ -159,6 +164,12 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                         assert [n.node for n in c[0]] == c[1]  # an edge's ends and its adjacency agree
                         seen += len(c[0])
             for plane in {p for p, _ in probes}:
+                ids = [node for p, node in probes if p == plane] + [-1, 2**64, 2**64 - 1]  # and ids no node has
+                native.use_native(False)
+                python_nodes = (snap.nodes_at(plane, ids), list(snap.nodes(plane, "N")), list(snap.nodes(plane, "Ω")))
+                native.use_native(True)
+                c_nodes = (snap.nodes_at(plane, ids), list(snap.nodes(plane, "N")), list(snap.nodes(plane, "Ω")))
+                assert c_nodes == python_nodes, (at, plane)
                 for key in (*KEYS, "never"):
                     native.use_native(False)
                     python_node = snap.node_by_key(plane, key)

@@ -19,7 +19,7 @@ import drsg
 import drsg.store
 from drsg.api.database import Database
 from drsg.kernel.errors import DamagedDatabase
-from drsg.kernel.values import Value, Vector
+from drsg.kernel.values import Described, Value, Vector
 from drsg.store import _walk, keys, native, snapshot
 from drsg.store.records import Edge, Neighbor, Node
 from drsg.store.transaction import WriteTx
@@ -100,6 +100,8 @@ def test_a_layout_that_disagrees_falls_back_with_one_debug_line(db: Database, mo
         probe=shifted_probe,
         neighbors=_walk.neighbors,
         node_by_key=_walk.node_by_key,
+        nodes_at=_walk.nodes_at,
+        vectors=_walk.vectors,
     )
     assert native.check(broken) is not None and "layout check failed" in str(native.check(broken))  # type: ignore[arg-type]
     plant(monkeypatch, broken)
@@ -162,6 +164,8 @@ EVERY_HEADER: dict[str, Value] = {
     "bin16": b"b" * 300,
     "array16": list(range(20)),
     "map16": {f"k{i}": {"nested": [i, str(i)]} for i in range(20)},
+    # vectors (extension code 1) in each extension header: fixext 4/8/16, ext 8/16/32
+    **{f"vector{dims}": Vector.of([i / 7 for i in range(dims)]) for dims in (1, 2, 4, 3, 60, 128, 16_500)},
 }
 
 
@@ -191,26 +195,33 @@ def test_every_header_decodes_in_c_as_msgpack_does(db: Database) -> None:
             assert b is not None
             with_c = list(snap.neighbors(plane, b, "out", "ALL"))
             node_c = snap.node_by_key(plane, "h" * 300)
+            assert node_c is not None
+            by_id_c = snap.nodes_at(plane, [node_c.id, b])
             native.use_native(False)
             python = list(snap.neighbors(plane, b, "out", "ALL"))
             node_python = snap.node_by_key(plane, "h" * 300)
+            by_id_python = snap.nodes_at(plane, [node_c.id, b])
     finally:
         native.recheck()
     assert finished == [] and with_c == python and with_c[0].edge.props == EVERY_HEADER
     assert node_c == node_python and node_c is not None and node_c.props == EVERY_HEADER
+    assert by_id_c == by_id_python and by_id_c[0] == node_c
+    assert all(type(node_c.props[name]) is Vector for name in EVERY_HEADER if name.startswith("vector"))
     assert repr(with_c[0].edge.props["zero"]) == "-0.0"
 
 
 def test_a_record_c_does_not_decode_is_the_python_walks_to_make(db: Database) -> None:
-    """A vector (an extension type) in the record: Python decodes it; a damaged record: Python's error."""
-    db.write(lambda tx: tx.create_edge(tx.plane("p"), "@b", "@a", "V", {"v": Vector.of([1.0, 2.0])}))
+    """A described value (an extension holding msgpack) in the record: Python decodes it; a damaged
+    record: Python's error."""
+    described = {"v": Described("a pair", [Vector.of([1.0, 2.0]), 3])}
+    db.write(lambda tx: tx.create_edge(tx.plane("p"), "@b", "@a", "V", described))
     native.recheck()
     with db.snapshot() as snap:
         plane = snap.plane("p").id
         b = snap.node_id_by_key(plane, "b")
         assert b is not None
         (with_c,) = snap.neighbors(plane, b, "out", "V")
-        assert with_c.edge.props == {"v": Vector.of([1.0, 2.0])}
+        assert with_c.edge.props == described
         edge_id = with_c.edge.id
     env = db.env.env
     with env.begin(write=True) as txn:  # damage the record in place: a msgpack map where a list was
