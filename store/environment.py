@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +68,8 @@ class Cursor(Protocol):
     def delete(self) -> bool: ...
     def __iter__(self) -> Iterator[tuple[bytes, bytes]]: ...
     def iternext(self) -> Iterator[tuple[bytes, bytes]]: ...  # (key, value) pairs from here on
+    def last(self) -> bool: ...
+    def putmulti(self, items: Iterable[tuple[bytes, bytes]], *, append: bool = False) -> tuple[int, int]: ...
 
 
 class Txn(Protocol):

@@ -27,12 +27,13 @@ import msgspec
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
 from drsg.kernel.gcpause import collector_paused
-from drsg.kernel.values import Json, Value, check_name, props_from_json, props_to_json, to_json
+from drsg.kernel.values import Json, Props, Value, Vector, check_name, props_from_json, props_to_json, to_json
+from drsg.store.bulkwrite import BulkWrites, bulk_enabled
 from drsg.store.database import Database
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
-from drsg.store.transaction import WriteTx
+from drsg.store.transaction import WriteTx, _label_list
 
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
@@ -120,6 +121,10 @@ def import_jsonl(
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
         db.plane(plane_name)  # fail fast, before reading anything
+    if db.follows_remote_log:  # a Kafka node: the lines go out as intents, decided where they land
+        from drsg.store.import_intents import produce_import
+
+        return produce_import(db, source, plane_name, on_conflict, create_plane, commit_lines, progress)
     # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
     # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
     # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.
@@ -134,6 +139,16 @@ def import_jsonl(
     if seqs:
         report.first_seq, report.last_seq = seqs[0], seqs[-1]
     return report
+
+
+def import_lines(
+    stage: StagedWrite, fh: IO[bytes], plane_name: str, on_conflict: str, create_plane: bool, source: Path
+) -> ImportReport:
+    """The import's logic on ``stage``, reading ``fh`` (named ``source`` in its errors): what a
+    Kafka node runs where an import's closing record lands (store/import_intents.py)."""
+    if on_conflict not in ON_CONFLICT:
+        raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    return _Importer(stage, fh, plane_name, create_plane, on_conflict, (10_000, TXN_BYTES), None).run(source)
 
 
 @dataclass(frozen=True)
@@ -181,6 +196,7 @@ class _Importer:
         self.collisions: list[str] = []  # colliding keys and edges, as the refusal names them
         self.edge_collisions = 0  # how many of them are edges
         self.bad_lines: list[str] = []
+        self.bulk: BulkWrites | None = None  # new records in sorted runs: only ever created under "error"
 
     def run(self, source: Path) -> ImportReport:
         while not self.done:
@@ -218,6 +234,8 @@ class _Importer:
         self._rewind(tx, rewind)
         while True:
             self._commit()
+            if self.bulk is not None:
+                self.bulk.flush()  # what an import holds stays bounded by a commit's lines
             read = self.fh.tell()
             if self.progress is not None and read > self.reported:
                 self.reported = read
@@ -240,6 +258,8 @@ class _Importer:
         self.chunk_file_ids = []
         self.tx = tx
         self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
+        if self.on_conflict == "error" and bulk_enabled():
+            self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from)
 
     def _commit(self) -> None:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making."""
@@ -288,6 +308,12 @@ class _Importer:
         props = props_from_json(obj.get("properties"))
         if self.bad_lines:
             return  # keep validating the rest of the file, but write nothing more
+        bulk = self.bulk
+        if bulk is not None:
+            if not any(isinstance(value, Vector) for value in props.values()):
+                self._bulk_node(bulk, obj, key, labels, props)
+                return
+            bulk.flush()  # a vector's index check reads the graph: all of it must be there
         try:
             op, node = self.tx.put_node(self.plane, key, labels, props, mode=self.mode)
         except Conflict:
@@ -305,6 +331,20 @@ class _Importer:
             self.chunk_file_ids.append((file_id, self.file_ids.get(file_id)))
             self.file_ids[file_id] = node.id
 
+    def _bulk_node(
+        self, bulk: BulkWrites, obj: dict[str, Any], key: str | None, labels: list[Any], props: Props
+    ) -> None:
+        """``put_node`` in "create" mode, its entries kept in ``bulk``: the same checks in the same order."""
+        if key is not None and bulk.node_id_by_key(self.tx, key) is not None:
+            self.collisions.append(key)
+            return
+        node_id = bulk.create_node(self.tx, key, _label_list(labels), props)
+        self.report.nodes_created += 1
+        file_id = obj.get("id")
+        if key is None and isinstance(file_id, int):
+            self.chunk_file_ids.append((file_id, self.file_ids.get(file_id)))
+            self.file_ids[file_id] = node_id
+
     def _edge(self, line_no: int, obj: dict[str, Any]) -> None:
         unknown = obj.keys() - _EDGE_FIELDS
         if unknown:
@@ -317,7 +357,10 @@ class _Importer:
         if self.bad_lines or self.collisions:
             return
         existing = self._existing_edge(src, edge_type, dst)
-        if existing is None:
+        if existing is None and self.bulk is not None:
+            self.bulk.link(self.tx, src, dst, edge_type, props)
+            self.report.edges_created += 1
+        elif existing is None:
             self.tx.link(self.plane, src, dst, edge_type, props)  # both ends looked up just now
             self.report.edges_created += 1
         elif self.on_conflict == "error":
@@ -347,7 +390,10 @@ class _Importer:
         if key is not _ABSENT:
             if not isinstance(key, str):
                 raise BadImportLine(line_no, f'"{end}_key" must be a string')
-            node_id = self.tx.view.node_id_by_key(self.plane.id, key)
+            if self.bulk is None:
+                node_id = self.tx.view.node_id_by_key(self.plane.id, key)
+            else:
+                node_id = self.bulk.node_id_by_key(self.tx, key)
             if node_id is None and not (self.collisions and self.on_conflict == "error"):
                 raise BadImportLine(
                     line_no, f"edge {end} {key!r} is not a node in plane {self.plane.name!r}; import it first"
@@ -356,8 +402,11 @@ class _Importer:
         ref = obj.get(end)
         if not isinstance(ref, int) or isinstance(ref, bool):
             raise BadImportLine(line_no, f'an edge needs "{end}_key" (a key) or "{end}" (a node id)')
+        target = self.file_ids.get(ref, ref)
+        if self.bulk is not None and self.bulk.has_node(self.tx, target):
+            return target
         try:
-            return self.tx.node_id(self.plane, self.file_ids.get(ref, ref))
+            return self.tx.node_id(self.plane, target)
         except NotFound:
             raise BadImportLine(line_no, f"edge {end} id {ref} is not a node in plane {self.plane.name!r}") from None
 

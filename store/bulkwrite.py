@@ -1,0 +1,113 @@
+"""An import's new nodes and edges written as sorted runs, not one entry at a time.
+
+A staged import under ``--on-conflict error`` only ever *creates*: every node it writes has a new id
+and no earlier version, every edge too. Its projection entries are then exactly those
+store/projection.py writes for a new record (``Projector._node_put`` / ``_edge_put`` with no
+previous version), so they need not be written as each line is read: :class:`BulkWrites` keeps them
+for the commit, with the keys it gave out, and :meth:`BulkWrites.flush` writes each table's run
+sorted — appended with ``MDB_APPEND`` when it lies past the table's last
+key (an import into the newest plane), else put in key order, which keeps LMDB's B-tree walks short.
+The commit record still holds the same mutations (``tx.mutations``), sealed by the same sink, and
+the tallies get the same changes: the file is the same, entry for entry
+(tests/property/test_bulk_import_parity.py holds the two paths equal).
+
+What the import reads while entries wait — a key's node, whether an id is a node — is answered
+from what this commit gave out first and from the file (everything earlier) after; anything
+else that reads the graph (a vector's index check) flushes first.
+"""
+
+from __future__ import annotations
+
+from drsg.kernel.values import Props, pack
+from drsg.store import keys
+from drsg.store.environment import DbHandle, Dbs, Txn
+from drsg.store.mutations import EdgePut, NodePut
+from drsg.store.records import Plane
+from drsg.store.transaction import WriteTx
+
+_PRESENT = b"\x01"  # a label entry's value, as the projection writes it
+_TABLES = ("nodes", "keys", "labels", "edges", "out", "in")
+
+_enabled = True
+
+
+def use_bulk(on: bool) -> None:
+    """Write imports entry by entry through WriteTx (``False``: the reference path) or in sorted
+    runs (``True``): for the parity tests and the benchmark's before and after."""
+    global _enabled
+    _enabled = on
+
+
+def bulk_enabled() -> bool:
+    return _enabled
+
+
+class BulkWrites:
+    """New nodes and edges of one plane in one LMDB transaction, kept until :meth:`flush` (an
+    import flushes after each commit: what it holds stays bounded by a commit's lines)."""
+
+    def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int) -> None:
+        self.txn, self.dbs, self.plane = txn, dbs, plane
+        self.new_nodes_from = new_nodes_from  # ids from here on were made by this import, in this plane
+        self.runs: dict[str, list[tuple[bytes, bytes]]] = {name: [] for name in _TABLES}
+        self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
+
+    def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
+        found = self.key_ids.get(key)
+        return tx.view.node_id_by_key(self.plane.id, key) if found is None else found
+
+    def has_node(self, tx: WriteTx, node_id: int) -> bool:
+        """Whether ``node_id`` is a node of the plane: one this import made (none is ever deleted by
+        it), else one the file holds."""
+        if self.new_nodes_from <= node_id < tx.ids.node:
+            return True
+        return tx.view.has_node(self.plane.id, node_id)
+
+    def create_node(self, tx: WriteTx, key: str | None, labels: list[str], props: Props) -> int:
+        """A new node (its key checked free by the caller; ``labels`` as a record keeps them:
+        sorted, no repeats; ``props`` checked): the mutation, its entries and its tallies."""
+        plane, node_id = self.plane.id, tx.ids.node
+        tx.ids.node = node_id + 1
+        tx.mutations.append(NodePut(plane, node_id, key, labels, props))
+        inv = keys.inv(tx.seq)
+        runs = self.runs
+        runs["nodes"].append((keys.node_group(plane, node_id) + inv, pack([key, labels, props])))
+        if key is not None:
+            runs["keys"].append((keys.key_group(plane, key) + inv, keys.u64(node_id)))
+            self.key_ids[key] = node_id
+        tallies = tx.tallies
+        for label in labels:
+            runs["labels"].append((keys.label_group(plane, label, node_id) + inv, _PRESENT))
+            tallies.add(keys.tally_key(plane, b"L", label), +1)
+        tallies.count(plane, nodes=+1)
+        return node_id
+
+    def link(self, tx: WriteTx, src: int, dst: int, edge_type: str, props: Props) -> None:
+        """A new edge between ends the caller resolved (``edge_type`` checked, ``props`` checked)."""
+        plane, edge_id = self.plane.id, tx.ids.edge
+        tx.ids.edge = edge_id + 1
+        tx.mutations.append(EdgePut(plane, edge_id, src, dst, edge_type, props))
+        inv = keys.inv(tx.seq)
+        runs = self.runs
+        runs["edges"].append((keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, props])))
+        runs["out"].append((keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst)))
+        runs["in"].append((keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src)))
+        tx.tallies.count(plane, 0, +1)
+        tx.tallies.add(keys.tally_key(plane, b"T", edge_type), +1)
+
+    def flush(self) -> None:
+        """Write every table's waiting entries, sorted (see the module)."""
+        for name, run in self.runs.items():
+            if run:
+                run.sort()
+                put_sorted(self.txn, self.dbs[name], run)
+                run.clear()
+        self.key_ids.clear()  # the file answers for them now
+
+
+def put_sorted(txn: Txn, db: DbHandle, run: list[tuple[bytes, bytes]]) -> None:
+    """Put ``run`` (sorted, no key twice) into ``db``: appended when its first key is past the
+    table's last, else in key order."""
+    cursor = txn.cursor(db=db)
+    append = not cursor.last() or run[0][0] > cursor.key()
+    cursor.putmulti(run, append=append)
