@@ -23,6 +23,11 @@ Fetch = Callable[[NDArray[np.int64]], NDArray[np.float32]]
 _BLOCK = 1 << 15  # vectors compared per step of the exact search (bounds its memory)
 _RUN = 128  # columns per run when picking each row's smallest distances (see smallest)
 HOLD = 256 << 20  # bytes of vectors a calibration holds in memory rather than fetching them per pass
+#: queries a breadth is tried on first: one whose recall there is short of the target by more than
+#: SHORT standard errors moves on to the next breadth without the rest (most of a calibration's
+#: searches ran at breadths far below the one it chose); a breadth is only ever accepted on them all
+FIRST = 64
+SHORT = 3.0
 
 
 @dataclass(frozen=True)
@@ -121,16 +126,34 @@ def calibrate(
     rng = np.random.default_rng(seed)
     queries = _near_queries(ids, fetch, rng.choice(ids, size=min(sample, len(ids)), replace=False), metric, rng)
     truth = exact_top(ids, fetch, queries, k, metric)
-    tried = [ef for ef in steps if ef > floor]
+    breadths = [floor, *(ef for ef in steps if ef > floor)]
     ef, recall = floor, 0.0
-    for ef in [floor, *tried]:
+    first = min(FIRST, len(queries))
+    for ef in breadths:
         try:
-            recall = recall_at(search(queries, k, ef).astype(np.int64), truth)
+            found = search(queries[:first], k, ef).astype(np.int64)
+            if ef != breadths[-1] and clearly_short(found, truth[:first], target):
+                continue
+            if first < len(queries):
+                found = np.concatenate([found, search(queries[first:], k, ef).astype(np.int64)])
+            recall = recall_at(found, truth)
         except RuntimeError:  # hnswlib found fewer than k reachable: a wider search may
             recall = 0.0
         if recall >= target:
             break
     return Calibration(ef, recall, len(ids), target)
+
+
+def clearly_short(found: NDArray[np.int64], truth: NDArray[np.int64], target: float) -> bool:
+    """Whether the recall of these queries is below ``target`` by more than SHORT standard errors of
+    their mean (each query's own recall the sample; its spread taken as at least one neighbour in k,
+    so a few uniform queries never decide alone)."""
+    k = int(truth.shape[1])
+    each = [len(set(f.tolist()) & set(t.tolist())) / k for f, t in zip(found, truth, strict=True)]
+    mean = sum(each) / len(each)
+    spread = (sum((x - mean) ** 2 for x in each) / len(each)) ** 0.5
+    error: float = max(spread, 1 / k) / len(each) ** 0.5
+    return mean + SHORT * error < target
 
 
 def _held(ids: NDArray[np.int64], fetch: Fetch) -> Fetch:

@@ -226,8 +226,9 @@ class VectorIndex(IndexWorker):
             return None
         labels = np.concatenate([labels for labels, _ in self._added])
         data = np.concatenate([data for _, data in self._added])
-        last = len(labels) - 1 - np.unique(labels[::-1], return_index=True)[1]  # ascending labels, last added
-        labels, data = labels[last], data[last]
+        if not (labels[1:] > labels[:-1]).all():  # (a build adds each node once, in id order: as they are)
+            last = len(labels) - 1 - np.unique(labels[::-1], return_index=True)[1]  # ascending labels, last added
+            labels, data = labels[last], data[last]
         if not np.array_equal(labels, ids):
             return None
 
