@@ -13,7 +13,6 @@ a wrong name, an ambiguous one and a plane that holds no code are one-line tool 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +46,6 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
         ran = cli(db, *args)
         assert ran.returncode == 0, ran.stderr
     return Tree(package, db, find_calls(package))
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:  # `drsg mcp`'s environment names a chat model; no code verb calls it
-        yield server
 
 
 class Agent:

@@ -6,7 +6,6 @@ a wrong token, a missing one and a foreign Host are refused."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,11 @@ from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.code_tasks import CODE_TOOLS
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
 from tests.support.mcp import PARITY_TOOLS, call, env_for, over_http, over_stdio, refused
-from tests.support.pioneers import PIONEERS, WORLD
+from tests.support.pioneers import PIONEERS
 from tests.support.sample import SAMPLE, WORKED_AT
-from tests.support.scripted_model import ScriptedModel
 from tests.support.server import TOKEN, clean_env, cli, start_server
+
+pytestmark = pytest.mark.usefixtures("pioneers_model")  # chat answers about the pioneers' world
 
 TOOLS = {
     "list_planes",
@@ -45,13 +45,6 @@ TOOLS = {
     "find",
     "stats",
 }
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        ScriptedModel(WORLD).install(server)
-        yield server
 
 
 def make_db(workdir: Path) -> Path:

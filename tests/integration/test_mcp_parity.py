@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +18,13 @@ from mcp.client.session import ClientSession
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.mcp import PARITY_TOOLS, call, env_for, over_http, over_stdio, refused
-from tests.support.pioneers import PIONEERS, WORLD
+from tests.support.pioneers import PIONEERS
 from tests.support.sample import SAMPLE
-from tests.support.scripted_model import ScriptedModel
 from tests.support.server import TOKEN, cli, start_server
 
+pytestmark = pytest.mark.usefixtures("pioneers_model")  # chat answers about the pioneers' world
+
 READ_ONLY = "--read-only"
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        ScriptedModel(WORLD).install(server)
-        yield server
 
 
 def make_db(workdir: Path) -> Path:

@@ -4,32 +4,10 @@ the scripted model on loopback in this process."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
-from tests.support.sample import ADA_WROTE, SAMPLE, WORKED_AT
-from tests.support.server import RunningServer, cli, start_server
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> Iterator[RunningServer]:
-    workdir = tmp_path_factory.mktemp("serve-ask")
-    db = workdir / "graph.drsg"
-    made = cli(db, "import", str(SAMPLE), "--plane", "pioneers", "--create-plane")
-    assert made.returncode == 0, made.stderr
-    env = {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
-    running = start_server(db, Path(workdir), env=env)
-    yield running
-    assert running.stop() == 0
+from tests.support.sample import ADA_WROTE, WORKED_AT
+from tests.support.server import RunningServer
 
 
 def script(fake: FakeOpenAI, *answers: object) -> None:

@@ -10,40 +10,20 @@ import json
 import os
 import socket
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from drsg.kernel.telemetry import FAMILIES
 from tests.support import feed_clients
 from tests.support.fake_openai import FakeOpenAI, Reply, chat_completion
-from tests.support.sample import SAMPLE, WORKED_AT
-from tests.support.server import TOKEN, Response, RunningServer, clean_env, cli, drsg_argv, start_server
+from tests.support.sample import WORKED_AT
+from tests.support.server import TOKEN, Response, RunningServer, clean_env, drsg_argv, start_server
 from tests.support.waiting import wait_until
 
 Scrape = dict[str, Metric]
 SUFFIXES = ("_total", "_count", "_sum", "_bucket", "")
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory, fake: FakeOpenAI) -> Iterator[RunningServer]:
-    workdir = tmp_path_factory.mktemp("serve-metrics")
-    db = workdir / "graph.drsg"
-    made = cli(db, "import", str(SAMPLE), "--plane", "pioneers", "--create-plane")
-    assert made.returncode == 0, made.stderr
-    env = {"DRSG_DIGEST_CHAT": fake.base_url, "DRSG_DIGEST_MODEL": "fake-chat"}
-    running = start_server(db, Path(workdir), env=env)
-    yield running
-    assert running.stop() == 0
 
 
 def get_metrics(served: RunningServer, token: str | None = TOKEN) -> Response:

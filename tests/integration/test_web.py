@@ -25,8 +25,7 @@ from tests.support.browser import launch, needs_chromium
 from tests.support.catalog_schema import SECRET, make_sqlite
 from tests.support.crawl_site import FETCH_ENV
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.pioneers import PIONEERS, WORLD
-from tests.support.scripted_model import ScriptedModel
+from tests.support.pioneers import PIONEERS
 from tests.support.server import TOKEN, RunningServer, cli, start_server
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -35,14 +34,7 @@ STATIC = Path(__file__).resolve().parents[2] / "surfaces" / "web" / "static"
 XSS_NAME = '<img src=x onerror="window.__xss=1">'
 XSS_NOTE = "<script>window.__xss=2</script>"
 
-pytestmark = needs_chromium
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as server:
-        ScriptedModel(WORLD).install(server)
-        yield server
+pytestmark = [needs_chromium, pytest.mark.usefixtures("pioneers_model")]  # chat answers about the pioneers' world
 
 
 @pytest.fixture(scope="module")

@@ -67,3 +67,40 @@ def test_no_test_module_imports_another_or_a_conftest() -> None:
             where = path.relative_to(ROOT).as_posix()
             found |= {(where, module) for module in imported_test_modules(source)}
     assert found == set(), "move the helper to tests/support/ and import it from there"
+
+
+def fixtures(source: str) -> dict[str, str]:
+    """Each pytest fixture ``source`` defines, by name: its body as code (its docstring aside)."""
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.FunctionDef) or not any("fixture" in ast.dump(d) for d in node.decorator_list):
+            continue
+        body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+        found[node.name] = ast.dump(ast.Module(body=body, type_ignores=[]))
+    return found
+
+
+def repeated_fixtures(conftest: str, module: str) -> set[str]:
+    shared = fixtures(conftest)
+    return {name for name, body in fixtures(module).items() if shared.get(name) == body}
+
+
+def test_the_check_sees_a_shared_fixture_written_again() -> None:
+    conftest = '@pytest.fixture(scope="module")\ndef fake():\n    """Shared."""\n    with F() as f:\n        yield f\n'
+    again = '@pytest.fixture(scope="module")\ndef fake():\n    with F() as f:  # a copy\n        yield f\n'
+    other = "@pytest.fixture\ndef fake():\n    with F(dims=8) as f:\n        yield f\n"
+    assert repeated_fixtures(conftest, again) == {"fake"} and repeated_fixtures(conftest, other) == set()
+
+
+def test_no_test_module_writes_again_a_fixture_its_conftest_shares() -> None:
+    """A module below a conftest uses the fixture the conftest shares, not a copy of it (a module
+    that needs another kind defines its own, differently, under the same name)."""
+    found = set()
+    for conftest in sorted(TESTS.rglob("conftest.py")):
+        shared = conftest.read_text()
+        defines = re.compile("|".join(rf"\bdef {name}\(" for name in fixtures(shared)) or "$^")
+        for path in sorted(conftest.parent.rglob("test_*.py")):
+            source = path.read_text()
+            if defines.search(source):  # a cheap first look: only a module defining a shared name is parsed
+                found |= {(path.relative_to(ROOT).as_posix(), name) for name in repeated_fixtures(shared, source)}
+    assert found == set(), "use the conftest's fixture instead of a copy"
