@@ -84,11 +84,13 @@ _checked: Walk | None = None  # the module once bound and checked, else None
 _state = "unchecked"  # "unchecked", "on" (the check's answer is used) or "off" (the Python walk, forced)
 
 
-def walker() -> Walk | None:
-    """The bound and checked C module, or None: use the Python walk."""
+def walker(check: bool = True) -> Walk | None:
+    """The bound and checked C module, or None: use the Python walk. ``check`` False: None while
+    the module is not checked yet (the check writes a scratch file: the caller's read is too short
+    to pay for it)."""
     if _state == "on":
         return _checked
-    if _state == "off":
+    if _state == "off" or not check:
         return None
     return _check_once()
 

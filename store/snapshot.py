@@ -25,6 +25,11 @@ _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's grou
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 _TABLES = {"out": ("out",), "in": ("in",), "both": ("out", "in")}  # the adjacency tables a direction walks
 _BATCH = 256  # rows a C walk makes a call: most nodes' edges in one; a hub's as they are iterated
+#: nodes nodes_at reads by the Python loop before it has the C walk checked: the check writes a
+#: scratch file (≈10 ms with tempfile and shutil loaded), more than a one-shot search's few hits
+#: save; a process reading more pays it once
+_UNCHECKED = 64
+_read_unchecked = 0
 T = TypeVar("T")
 
 
@@ -165,14 +170,18 @@ class Snapshot:
     def nodes_at(self, plane: int, node_ids: Iterable[int]) -> list[Node | None]:
         """``[self.node(plane, i) for i in node_ids]`` in one loop: what a search reads for its hits
         and an index build its nodes (one seek and one decode per node, none of the per-call work
-        of :meth:`node`). A read transaction reads them in C (store/_walk.c), vectors decoded there too."""
-        walk = native.walker()
+        of :meth:`node`). A read transaction reads them in C (store/_walk.c), vectors decoded there
+        too, once the C walk is checked: a process's first ``_UNCHECKED`` nodes are read here."""
+        global _read_unchecked
+        ids = node_ids if type(node_ids) is list else list(node_ids)
+        walk = native.walker(check=_read_unchecked >= _UNCHECKED)
         if walk is not None:
-            ids = node_ids if type(node_ids) is list else list(node_ids)
             found = walk.nodes_at(self.txn, self.dbs["nodes"], keys.U32.pack(plane), self._inv_at, plane, ids)
             if found is not None:
                 return found
-            node_ids = ids
+        else:
+            _read_unchecked += len(ids)
+        node_ids = ids
         cur = self._cursors.get("nodes") or self._cursor("nodes")
         seek, item, sought, decode = cur.set_range, cur.item, keys.RECORD_AT.pack, unpack
         inv_at = self._inv_int
