@@ -1,6 +1,6 @@
-"""The compiled parts of drsg: the fused order of hybrid candidates (workers/_fusion.c) and the
-adjacency walk on LMDB's C API (store/_walk.c, its rows made by store/_records.c). Everything else
-is configured in pyproject.toml."""
+"""The compiled parts of drsg: the fused order of hybrid candidates (workers/_fusion.c), the
+adjacency walk on LMDB's C API (store/_walk.c, its rows made by store/_records.c) and an import's
+entries (store/_bulk.c). Everything else is configured in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -19,5 +19,7 @@ setup(
             depends=["store/_walk.h"],
             extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],  # exports PyInit__walk alone
         ),
+        # an import's new records as the projection's entries (store/bulkwrite.py)
+        Extension("drsg.store._bulk", ["store/_bulk.c"], extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"]),
     ]
 )

@@ -18,6 +18,10 @@ else that reads the graph (a vector's index check) flushes first.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import structlog
+
 from drsg.kernel.values import Props, pack
 from drsg.store import keys
 from drsg.store.environment import DbHandle, Dbs, Txn
@@ -26,9 +30,69 @@ from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
 
 _PRESENT = b"\x01"  # a label entry's value, as the projection writes it
+_NO_PROPS = pack({})
 _TABLES = ("nodes", "keys", "labels", "edges", "out", "in")
+log = structlog.get_logger("drsg.store")
 
+Run = list[tuple[bytes, bytes]]  # a table's entries
+Runs = tuple[Run, Run, Run]
+
+
+class Encoder(Protocol):
+    """A new record's entries, appended to its tables' runs: store/_bulk.c, or :class:`PyEncoder`."""
+
+    def node(
+        self, runs: Runs, plane: int, node_id: int, key: str | None, labels: list[str], inv: bytes, props: bytes, /
+    ) -> None: ...
+    def edge(
+        self, runs: Runs, plane: int, edge_id: int, src: int, dst: int, edge_type: str, inv: bytes, props: bytes, /
+    ) -> None: ...
+
+
+class PyEncoder:
+    """The entries as store/projection.py makes them (the reference store/_bulk.c is held to)."""
+
+    @staticmethod
+    def node(
+        runs: Runs, plane: int, node_id: int, key: str | None, labels: list[str], inv: bytes, props: bytes
+    ) -> None:
+        nodes, key_run, label_run = runs
+        record = pack([key, labels, []])[:-1] + props  # (props arrive packed: an empty list's byte, replaced)
+        nodes.append((keys.node_group(plane, node_id) + inv, record))
+        if key is not None:
+            key_run.append((keys.key_group(plane, key) + inv, keys.u64(node_id)))
+        for label in labels:
+            label_run.append((keys.label_group(plane, label, node_id) + inv, _PRESENT))
+
+    @staticmethod
+    def edge(
+        runs: Runs, plane: int, edge_id: int, src: int, dst: int, edge_type: str, inv: bytes, props: bytes
+    ) -> None:
+        edges, out, in_ = runs
+        edges.append((keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, []])[:-1] + props))
+        out.append((keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst)))
+        in_.append((keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src)))
+
+
+def _load() -> Encoder:
+    try:
+        from drsg.store import _bulk
+    except ImportError as exc:
+        log.debug("C import encoder unavailable, using the Python one", reason=f"not built: {exc}")
+        return PyEncoder()
+    encoder: Encoder = _bulk
+    return encoder
+
+
+NATIVE: Encoder = _load()
+_encoder: Encoder = NATIVE
 _enabled = True
+
+
+def use_c(on: bool) -> None:
+    """Encode with store/_bulk.c (``True``, when it is built) or the Python reference (``False``)."""
+    global _encoder
+    _encoder = NATIVE if on else PyEncoder()
 
 
 def use_bulk(on: bool) -> None:
@@ -49,7 +113,9 @@ class BulkWrites:
     def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int) -> None:
         self.txn, self.dbs, self.plane = txn, dbs, plane
         self.new_nodes_from = new_nodes_from  # ids from here on were made by this import, in this plane
-        self.runs: dict[str, list[tuple[bytes, bytes]]] = {name: [] for name in _TABLES}
+        self.runs: dict[str, Run] = {name: [] for name in _TABLES}
+        self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
+        self.edge_runs: Runs = (self.runs["edges"], self.runs["out"], self.runs["in"])
         self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
@@ -69,15 +135,13 @@ class BulkWrites:
         plane, node_id = self.plane.id, tx.ids.node
         tx.ids.node = node_id + 1
         tx.mutations.append(NodePut(plane, node_id, key, labels, props))
-        inv = keys.inv(tx.seq)
-        runs = self.runs
-        runs["nodes"].append((keys.node_group(plane, node_id) + inv, pack([key, labels, props])))
+        _encoder.node(
+            self.node_runs, plane, node_id, key, labels, keys.inv(tx.seq), pack(props) if props else _NO_PROPS
+        )
         if key is not None:
-            runs["keys"].append((keys.key_group(plane, key) + inv, keys.u64(node_id)))
             self.key_ids[key] = node_id
         tallies = tx.tallies
         for label in labels:
-            runs["labels"].append((keys.label_group(plane, label, node_id) + inv, _PRESENT))
             tallies.add(keys.tally_key(plane, b"L", label), +1)
         tallies.count(plane, nodes=+1)
         return node_id
@@ -87,11 +151,8 @@ class BulkWrites:
         plane, edge_id = self.plane.id, tx.ids.edge
         tx.ids.edge = edge_id + 1
         tx.mutations.append(EdgePut(plane, edge_id, src, dst, edge_type, props))
-        inv = keys.inv(tx.seq)
-        runs = self.runs
-        runs["edges"].append((keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, props])))
-        runs["out"].append((keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst)))
-        runs["in"].append((keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src)))
+        props_packed = pack(props) if props else _NO_PROPS
+        _encoder.edge(self.edge_runs, plane, edge_id, src, dst, edge_type, keys.inv(tx.seq), props_packed)
         tx.tallies.count(plane, 0, +1)
         tx.tallies.add(keys.tally_key(plane, b"T", edge_type), +1)
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import drsg
 from drsg.kernel.errors import DrsgError
+from drsg.kernel.values import pack
 from drsg.store import bulkwrite
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
@@ -182,3 +183,49 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
         bulkwrite.put_sorted = real  # type: ignore[assignment]
     # nodes + keys + labels (50 each), edges + out + in (80 each)
     assert sum(flushed) == 3 * 50 + 3 * 80
+
+
+name = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=3).map(
+    lambda s: s * (1 + len(s) % 3) ** 5  # some past 31 and 255 bytes: msgpack's longer string forms
+)
+uint = st.one_of(
+    st.integers(0, 16),
+    st.integers(0, 300),
+    st.integers(0, 2**64 - 1),
+    st.sampled_from([127, 128, 255, 256, 65535, 65536]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    plane=st.integers(0, 2**32 - 1),
+    ids=st.tuples(uint, uint, uint),
+    key=st.one_of(st.none(), name),
+    labels=st.lists(name, max_size=18),
+    edge_type=name,
+    inv=st.binary(min_size=8, max_size=8),
+    properties=props,
+)
+def test_the_c_encoder_makes_the_python_encoders_entries(
+    plane: int,
+    ids: tuple[int, int, int],
+    key: str | None,
+    labels: list[str],
+    edge_type: str,
+    inv: bytes,
+    properties: dict[str, Any],
+) -> None:
+    """store/_bulk.c against the reference encoder, byte for byte, over the whole range of each
+    field (the import above meets small ids and short names only)."""
+    assert bulkwrite.NATIVE is not bulkwrite.PyEncoder and type(bulkwrite.NATIVE).__name__ == "module"  # built
+    packed = pack(properties)
+    made: list[tuple[bulkwrite.Runs, bulkwrite.Runs]] = []
+    for encoder in (bulkwrite.NATIVE, bulkwrite.PyEncoder()):
+        node_runs: bulkwrite.Runs = ([], [], [])
+        edge_runs: bulkwrite.Runs = ([], [], [])
+        encoder.node(node_runs, plane, ids[0], key, labels, inv, packed)
+        encoder.edge(edge_runs, plane, ids[0], ids[1], ids[2], edge_type, inv, packed)
+        made.append((node_runs, edge_runs))
+    assert made[0] == made[1]
+    assert made[1][0][0][0][1] == pack([key, labels, properties])  # the reference is the projection's record
+    assert made[1][1][0][0][1] == pack([ids[1], ids[2], edge_type, properties])

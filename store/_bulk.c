@@ -1,0 +1,261 @@
+/* An import's new nodes and edges as the projection's (key, value) entries, made in C
+ * (store/bulkwrite.py keeps them as each table's run; its Python encoding is the reference, and
+ * tests/property/test_bulk_import_parity.py holds this module to the projection's entries).
+ *
+ * node(runs, plane, node_id, key, labels, inv, props) appends to runs = (nodes, keys, labels):
+ *     (plane u32 | id u64 | inv, msgpack [key, labels, props])       key: str or None
+ *     (plane u32 | key NUL | inv, id u64)                            when key is not None
+ *     (plane u32 | label NUL | id u64 | inv, 0x01)                   for each label
+ * edge(runs, plane, edge_id, src, dst, type, inv, props) appends to runs = (edges, out, in):
+ *     (plane u32 | id u64 | inv, msgpack [src, dst, type, props])
+ *     (plane u32 | src u64 | type NUL | id u64 | inv, dst u64)       out
+ *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
+ * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
+ * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
+ * unsigned integer, str8 for 32-255 bytes, fixarray up to 15 items.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int grow(Buf *b, Py_ssize_t more) {
+    if (b->len + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + more)
+        cap *= 2;
+    char *data = PyMem_Realloc(b->data, (size_t)cap);
+    if (!data) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int put(Buf *b, const void *src, Py_ssize_t n) {
+    if (grow(b, n) < 0)
+        return -1;
+    memcpy(b->data + b->len, src, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static int put_be(Buf *b, uint64_t v, int width) {
+    unsigned char out[8];
+    for (int i = width - 1; i >= 0; i--) {
+        out[i] = (unsigned char)(v & 0xff);
+        v >>= 8;
+    }
+    return put(b, out, width);
+}
+
+static int put_byte(Buf *b, unsigned char c) { return put(b, &c, 1); }
+
+/* msgpack-python's form of a non-negative integer */
+static int pack_uint(Buf *b, uint64_t v) {
+    if (v < 0x80)
+        return put_byte(b, (unsigned char)v);
+    if (v <= 0xff)
+        return put_byte(b, 0xcc) < 0 ? -1 : put_be(b, v, 1);
+    if (v <= 0xffff)
+        return put_byte(b, 0xcd) < 0 ? -1 : put_be(b, v, 2);
+    if (v <= 0xffffffffULL)
+        return put_byte(b, 0xce) < 0 ? -1 : put_be(b, v, 4);
+    return put_byte(b, 0xcf) < 0 ? -1 : put_be(b, v, 8);
+}
+
+static int pack_str(Buf *b, const char *s, Py_ssize_t n) {
+    int rc;
+    if (n < 32)
+        rc = put_byte(b, (unsigned char)(0xa0 | n));
+    else if (n <= 0xff)
+        rc = put_byte(b, 0xd9) < 0 ? -1 : put_be(b, (uint64_t)n, 1);
+    else if (n <= 0xffff)
+        rc = put_byte(b, 0xda) < 0 ? -1 : put_be(b, (uint64_t)n, 2);
+    else
+        rc = put_byte(b, 0xdb) < 0 ? -1 : put_be(b, (uint64_t)n, 4);
+    return rc < 0 ? -1 : put(b, s, n);
+}
+
+static int pack_array(Buf *b, Py_ssize_t n) {
+    if (n < 16)
+        return put_byte(b, (unsigned char)(0x90 | n));
+    if (n <= 0xffff)
+        return put_byte(b, 0xdc) < 0 ? -1 : put_be(b, (uint64_t)n, 2);
+    return put_byte(b, 0xdd) < 0 ? -1 : put_be(b, (uint64_t)n, 4);
+}
+
+/* Append (key, value) to `run`, both as bytes made from the buffers. */
+static int entry(PyObject *run, Buf *key, const char *value, Py_ssize_t value_len) {
+    PyObject *k = PyBytes_FromStringAndSize(key->data, key->len);
+    PyObject *v = k ? PyBytes_FromStringAndSize(value, value_len) : NULL;
+    PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    if (!pair)
+        return -1;
+    int rc = PyList_Append(run, pair);
+    Py_DECREF(pair);
+    return rc;
+}
+
+static int runs_of(PyObject *runs, PyObject **a, PyObject **b, PyObject **c) {
+    if (!PyTuple_Check(runs) || PyTuple_GET_SIZE(runs) != 3) {
+        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three lists");
+        return -1;
+    }
+    *a = PyTuple_GET_ITEM(runs, 0);
+    *b = PyTuple_GET_ITEM(runs, 1);
+    *c = PyTuple_GET_ITEM(runs, 2);
+    if (!PyList_Check(*a) || !PyList_Check(*b) || !PyList_Check(*c)) {
+        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three lists");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_inv(Py_buffer *inv) {
+    if (inv->len != 8) {
+        PyErr_SetString(PyExc_ValueError, "inv must be 8 bytes");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *node(PyObject *self, PyObject *args) {
+    PyObject *runs, *key, *labels, *nodes, *keys, *label_run;
+    unsigned int plane;
+    unsigned long long node_id;
+    Py_buffer inv, props;
+    if (!PyArg_ParseTuple(args, "OIKOO!y*y*", &runs, &plane, &node_id, &key, &PyList_Type, &labels, &inv, &props))
+        return NULL;
+    PyObject *result = NULL;
+    Buf k = {0}, v = {0};
+    if (runs_of(runs, &nodes, &keys, &label_run) < 0 || check_inv(&inv) < 0)
+        goto done;
+    const char *key_s = NULL;
+    Py_ssize_t key_n = 0;
+    if (key != Py_None) {
+        if (!PyUnicode_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "key must be a str or None");
+            goto done;
+        }
+        if (!(key_s = PyUnicode_AsUTF8AndSize(key, &key_n)))
+            goto done;
+    }
+    Py_ssize_t n_labels = PyList_GET_SIZE(labels);
+    /* the record */
+    if (put_byte(&v, 0x93) < 0 || (key_s ? pack_str(&v, key_s, key_n) : put_byte(&v, 0xc0)) < 0 ||
+        pack_array(&v, n_labels) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n_labels; i++) {
+        PyObject *label = PyList_GET_ITEM(labels, i);
+        Py_ssize_t n;
+        const char *s = PyUnicode_Check(label) ? PyUnicode_AsUTF8AndSize(label, &n) : NULL;
+        if (!s) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "labels must be strs");
+            goto done;
+        }
+        if (pack_str(&v, s, n) < 0)
+            goto done;
+    }
+    if (put(&v, props.buf, props.len) < 0)
+        goto done;
+    if (put_be(&k, plane, 4) < 0 || put_be(&k, node_id, 8) < 0 || put(&k, inv.buf, 8) < 0 ||
+        entry(nodes, &k, v.data, v.len) < 0)
+        goto done;
+    unsigned char id_be[8];
+    for (int i = 0; i < 8; i++)
+        id_be[i] = (unsigned char)(node_id >> (56 - 8 * i));
+    if (key_s) {
+        k.len = 0;
+        if (put_be(&k, plane, 4) < 0 || put(&k, key_s, key_n) < 0 || put_byte(&k, 0) < 0 || put(&k, inv.buf, 8) < 0 ||
+            entry(keys, &k, (const char *)id_be, 8) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_labels; i++) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(labels, i), &n);
+        k.len = 0;
+        if (put_be(&k, plane, 4) < 0 || put(&k, s, n) < 0 || put_byte(&k, 0) < 0 || put(&k, id_be, 8) < 0 ||
+            put(&k, inv.buf, 8) < 0 || entry(label_run, &k, "\x01", 1) < 0)
+            goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(k.data);
+    PyMem_Free(v.data);
+    PyBuffer_Release(&inv);
+    PyBuffer_Release(&props);
+    return result;
+}
+
+/* plane | end | type NUL | id | inv: an adjacency entry's key */
+static int adjacency(Buf *k, unsigned int plane, uint64_t end, const char *t, Py_ssize_t tn, uint64_t id,
+                     Py_buffer *inv) {
+    k->len = 0;
+    if (put_be(k, plane, 4) < 0 || put_be(k, end, 8) < 0 || put(k, t, tn) < 0 || put_byte(k, 0) < 0 ||
+        put_be(k, id, 8) < 0 || put(k, inv->buf, 8) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject *edge(PyObject *self, PyObject *args) {
+    PyObject *runs, *type, *edges, *out, *in;
+    unsigned int plane;
+    unsigned long long edge_id, src, dst;
+    Py_buffer inv, props;
+    if (!PyArg_ParseTuple(args, "OIKKKUy*y*", &runs, &plane, &edge_id, &src, &dst, &type, &inv, &props))
+        return NULL;
+    PyObject *result = NULL;
+    Buf k = {0}, v = {0};
+    if (runs_of(runs, &edges, &out, &in) < 0 || check_inv(&inv) < 0)
+        goto done;
+    Py_ssize_t tn;
+    const char *t = PyUnicode_AsUTF8AndSize(type, &tn);
+    if (!t)
+        goto done;
+    if (put_byte(&v, 0x94) < 0 || pack_uint(&v, src) < 0 || pack_uint(&v, dst) < 0 || pack_str(&v, t, tn) < 0 ||
+        put(&v, props.buf, props.len) < 0)
+        goto done;
+    if (put_be(&k, plane, 4) < 0 || put_be(&k, edge_id, 8) < 0 || put(&k, inv.buf, 8) < 0 ||
+        entry(edges, &k, v.data, v.len) < 0)
+        goto done;
+    unsigned char end_be[8];
+    for (int i = 0; i < 8; i++)
+        end_be[i] = (unsigned char)(dst >> (56 - 8 * i));
+    if (adjacency(&k, plane, src, t, tn, edge_id, &inv) < 0 || entry(out, &k, (const char *)end_be, 8) < 0)
+        goto done;
+    for (int i = 0; i < 8; i++)
+        end_be[i] = (unsigned char)(src >> (56 - 8 * i));
+    if (adjacency(&k, plane, dst, t, tn, edge_id, &inv) < 0 || entry(in, &k, (const char *)end_be, 8) < 0)
+        goto done;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(k.data);
+    PyMem_Free(v.data);
+    PyBuffer_Release(&inv);
+    PyBuffer_Release(&props);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
+    {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bulk", "An import's entries made in C.", -1, methods};
+
+PyMODINIT_FUNC PyInit__bulk(void) { return PyModule_Create(&module); }

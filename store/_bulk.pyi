@@ -1,0 +1,23 @@
+"""store/_bulk.c: an import's new records as the projection's entries (store/bulkwrite.py)."""
+
+def node(
+    runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    plane: int,
+    node_id: int,
+    key: str | None,
+    labels: list[str],
+    inv: bytes,
+    props: bytes,
+    /,
+) -> None: ...
+def edge(
+    runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    plane: int,
+    edge_id: int,
+    src: int,
+    dst: int,
+    edge_type: str,
+    inv: bytes,
+    props: bytes,
+    /,
+) -> None: ...
