@@ -10,6 +10,7 @@
  *     (plane u32 | id u64 | inv, msgpack [src, dst, type, props])
  *     (plane u32 | src u64 | type NUL | id u64 | inv, dst u64)       out
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
+ * sort_run(run) sorts a run by key in place (its keys all differ).
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
  * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
  * unsigned integer, str8 for 32-255 bytes, fixarray up to 15 items.
@@ -17,6 +18,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -250,7 +252,41 @@ done:
     return result;
 }
 
+/* sort_run(run): sort a run of (bytes key, bytes value) pairs by key, in place, as list.sort() does
+ * for keys that differ (a run never holds a key twice): bytes compared as memcmp, a prefix first. */
+static int by_key(const void *a, const void *b) {
+    PyObject *ka = PyTuple_GET_ITEM(*(PyObject *const *)a, 0), *kb = PyTuple_GET_ITEM(*(PyObject *const *)b, 0);
+    Py_ssize_t na = PyBytes_GET_SIZE(ka), nb = PyBytes_GET_SIZE(kb);
+    int c = memcmp(PyBytes_AS_STRING(ka), PyBytes_AS_STRING(kb), (size_t)(na < nb ? na : nb));
+    return c ? c : (na > nb) - (na < nb);
+}
+
+static PyObject *sort_run(PyObject *self, PyObject *run) {
+    if (!PyList_Check(run)) {
+        PyErr_SetString(PyExc_TypeError, "a run is a list");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(run);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(run, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(pair, 0))) {
+            PyErr_SetString(PyExc_TypeError, "a run holds (bytes, bytes) pairs");
+            return NULL;
+        }
+    }
+    PyObject **items = ((PyListObject *)run)->ob_item;
+    Py_ssize_t i = 1;
+    while (i < n && by_key(&items[i - 1], &items[i]) < 0)
+        i++;
+    if (i >= n)
+        Py_RETURN_NONE; /* in order already (new nodes' and edges' runs): as timsort, one pass */
+    /* the list's items array is sorted where it is: no Python code runs meanwhile */
+    qsort(((PyListObject *)run)->ob_item, (size_t)n, sizeof(PyObject *), by_key);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"sort_run", sort_run, METH_O, "sort a run of (key, value) pairs by key, in place"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
     {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},
     {NULL, NULL, 0, NULL},

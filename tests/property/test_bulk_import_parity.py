@@ -229,3 +229,17 @@ def test_the_c_encoder_makes_the_python_encoders_entries(
     assert made[0] == made[1]
     assert made[1][0][0][0][1] == pack([key, labels, properties])  # the reference is the projection's record
     assert made[1][1][0][0][1] == pack([ids[1], ids[2], edge_type, properties])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    run=st.lists(st.tuples(st.binary(max_size=6), st.binary(max_size=2)), unique_by=lambda pair: pair[0]),
+    presorted=st.booleans(),
+)
+def test_the_c_sort_orders_a_run_as_python_does(run: list[tuple[bytes, bytes]], presorted: bool) -> None:
+    """Keys that are prefixes of others, empty keys, a run in order already (new ids' runs)."""
+    if presorted:
+        run.sort()
+    mine = list(run)
+    bulkwrite.NATIVE.sort_run(mine)
+    assert mine == sorted(run)
