@@ -121,11 +121,15 @@ class BulkWrites:
         self.runs: dict[str, Run] = {name: [] for name in _TABLES}
         self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
         self.edge_runs: Runs = (self.runs["edges"], self.runs["out"], self.runs["in"])
+        self.plane_group = keys.plane_group(plane.id)
         self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
         found = self.key_ids.get(key)
-        return tx.view.node_id_by_key(self.plane.id, key) if found is None else found
+        if found is not None:
+            return found
+        value = tx.view.version("keys", self.plane_group + key.encode() + b"\x00")  # keys.key_group's bytes
+        return None if value is None else keys.read_u64(value)
 
     def has_node(self, tx: WriteTx, node_id: int) -> bool:
         """Whether ``node_id`` is a node of the plane: one this import made (none is ever deleted by

@@ -5,8 +5,8 @@ The graph is bench_cypher's (upstream's BENCHMARKS.md shape): N nodes keyed ``n{
 ``x`` and ``g``), N × degree uniform random ``E`` edges, written once as JSONL (drsg) and CSV (Kùzu).
 Each pass loads into a fresh database in a fresh subprocess; passes run every load in turn (the
 order reversed every other pass) and the median is reported as records (nodes + edges) per second.
-``--before`` adds the import as it was before several commits shared an LMDB transaction
-(``txn_bytes=1``: one commit per transaction); ``--txn-mib 1,4,64`` adds it at those transaction
+``--before`` adds the import as it was before its bulk path (store/bulkwrite.py: every record through
+WriteTx and the projection, ``use_bulk(False)``); ``--txn-mib 1,4,64`` adds it at those transaction
 sizes (``store.import_txn_bytes``). ``--profile FILE`` instead runs one drsg import under cProfile
 and writes its stats to FILE (``python -m pstats FILE``).
 
@@ -31,7 +31,9 @@ from tests.bench.bench_cypher import make_files
 DRSG = r"""
 import json, sys, time
 import drsg
+from drsg.store import bulkwrite
 from drsg.store.jsonl import import_jsonl
+bulkwrite.use_bulk(sys.argv[5] == "bulk")
 db = drsg.open(sys.argv[1], map_size=4 << 30)
 sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
 start, cpu = time.perf_counter(), time.process_time()
@@ -71,7 +73,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--no-kuzu", action="store_true", help="no Kùzu row")
     ap.add_argument("--no-floor", action="store_true", help="no raw py-lmdb rows")
-    ap.add_argument("--before", action="store_true", help="also the import with one commit per LMDB transaction")
+    ap.add_argument("--before", action="store_true", help="also the import without its bulk path (WriteTx)")
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
@@ -84,15 +86,15 @@ def main() -> None:
     records = args.nodes * (1 + args.degree)
     if args.profile:
         work = common.fresh_dir("load-run")
-        print(_run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), "", args.profile]))
+        print(_run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), "", args.profile, "bulk"]))
         return
     ref = data / "ref.drsg"  # the entries the floor writes: an import of the same file, made once
     if not args.no_floor and not ref.exists():
-        _run(["-c", DRSG, str(ref), str(jsonl), "", ""])
+        _run(["-c", DRSG, str(ref), str(jsonl), "", "", "bulk"])
 
-    def drsg_load(txn_bytes: str) -> Callable[[Path], dict[str, float]]:
+    def drsg_load(txn_bytes: str, path: str = "bulk") -> Callable[[Path], dict[str, float]]:
         def load(work: Path) -> dict[str, float]:
-            got = _run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), txn_bytes, ""])
+            got = _run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), txn_bytes, "", path])
             assert (got["nodes"], got["edges"]) == (args.nodes, args.nodes * args.degree), got
             return got
 
@@ -103,7 +105,7 @@ def main() -> None:
 
     loads: dict[str, Callable[[Path], dict[str, float]]] = {"drsg `import_jsonl`": drsg_load("")}
     if args.before:
-        loads["drsg `import_jsonl`, one commit per LMDB transaction (before)"] = drsg_load("1")
+        loads["drsg `import_jsonl`, every record through WriteTx (before)"] = drsg_load("", "reference")
     for mib in filter(None, args.txn_mib.split(",")):
         loads[f"drsg `import_jsonl`, {mib} MiB per LMDB transaction"] = drsg_load(str(int(float(mib) * (1 << 20))))
     if not args.no_floor:
