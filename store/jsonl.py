@@ -110,21 +110,11 @@ def import_jsonl(
     by that, not by the file's size; fewer, larger transactions cost less than many small ones,
     tests/bench/RESULTS.md). It appears in the graph at once when the last line is in; an error, or
     the process dying, leaves the database as it was (store/staging.py)."""
-    if on_conflict not in ON_CONFLICT:
-        raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
-    source = Path(path)
-    if not source.exists():
-        raise UsageError(f"cannot read {source}: no such file; check the path")
-    if source.is_dir():
-        raise UsageError(f"cannot import {source}: it is a folder; name a JSONL file")
+    source = check_import(path, on_conflict)
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
         db.plane(plane_name)  # fail fast, before reading anything
-    if db.follows_remote_log:  # a Kafka node: the lines go out as intents, decided where they land
-        from drsg.store.import_intents import produce_import
-
-        return produce_import(db, source, plane_name, on_conflict, create_plane, commit_lines, progress)
     # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
     # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
     # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.
@@ -141,13 +131,29 @@ def import_jsonl(
     return report
 
 
+def check_import(path: str | Path, on_conflict: str) -> Path:
+    """The file an import reads, refused (UsageError) before anything is read or written if it is not
+    one or ``on_conflict`` is not one of ON_CONFLICT."""
+    _check_on_conflict(on_conflict)
+    source = Path(path)
+    if not source.exists():
+        raise UsageError(f"cannot read {source}: no such file; check the path")
+    if source.is_dir():
+        raise UsageError(f"cannot import {source}: it is a folder; name a JSONL file")
+    return source
+
+
+def _check_on_conflict(on_conflict: str) -> None:
+    if on_conflict not in ON_CONFLICT:
+        raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+
+
 def import_lines(
     stage: StagedWrite, fh: IO[bytes], plane_name: str, on_conflict: str, create_plane: bool, source: Path
 ) -> ImportReport:
     """The import's logic on ``stage``, reading ``fh`` (named ``source`` in its errors): what a
-    Kafka node runs where an import's closing record lands (store/import_intents.py)."""
-    if on_conflict not in ON_CONFLICT:
-        raise UsageError(f"--on-conflict must be one of {', '.join(ON_CONFLICT)}, not {on_conflict!r}")
+    Kafka node runs where an import's closing record lands (drsg/api/imports.py)."""
+    _check_on_conflict(on_conflict)
     return _Importer(stage, fh, plane_name, create_plane, on_conflict, (10_000, TXN_BYTES), None).run(source)
 
 

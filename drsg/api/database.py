@@ -159,6 +159,10 @@ class Database:
         from drsg.store.jsonl import import_jsonl
 
         lines = self.settings.integer("store.import_commit_lines")
+        if self.store.follows_remote_log:  # a Kafka node: its lines as intents, decided where they land
+            from drsg.api.imports import produce_import
+
+            return produce_import(self.store, os.fspath(path), plane, on_conflict, create_plane, lines, progress)
         return import_jsonl(
             self.store,
             os.fspath(path),

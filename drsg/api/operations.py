@@ -1,13 +1,15 @@
 """The operations a public database's intents may name (store/intents.py): the store's own table and
-the library's — a Cypher write statement (drsg.api.cypher) and a digest's apply, changes and forget
-(drsg.pipeline.digest.ledger). Both kinds of database are given this one table, so every process of
-a Kafka topic that opens it through ``drsg.open`` decides alike. The digest's operations load their
-module on first use: opening a database stays cheap."""
+the library's — a Cypher write statement (drsg.api.cypher), a digest's apply, changes and forget
+(drsg.pipeline.digest.ledger), an import's chunks and close (drsg.api.imports). Both kinds of
+database are given this one table, so every process of a Kafka topic that opens it through
+``drsg.open`` decides alike. The digest's operations and an import's close load their modules on
+first use: opening a database stays cheap."""
 
 from __future__ import annotations
 
 from drsg.api import cypher
 from drsg.kernel.values import Json
+from drsg.store.import_intents import CHUNK, CLOSE, chunk_op
 from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import IntentOp
 from drsg.store.transaction import WriteTx
@@ -25,4 +27,15 @@ def _digest(name: str) -> IntentOp:
     return op
 
 
-API_OPS = INTENT_OPS | {cypher.WRITE_OP: cypher.write_op} | {name: _digest(name) for name in DIGEST_OP_NAMES}
+def _import_close(tx: WriteTx, args: dict[str, Json]) -> Json:
+    from drsg.api.imports import close_op
+
+    return close_op(tx, args)
+
+
+#: an import on a Kafka node (drsg/api/imports.py): its lines held in chunks, decided at its close
+IMPORT_OPS: dict[str, IntentOp] = {CHUNK: chunk_op, CLOSE: _import_close}
+
+API_OPS = (
+    INTENT_OPS | {cypher.WRITE_OP: cypher.write_op} | {name: _digest(name) for name in DIGEST_OP_NAMES} | IMPORT_OPS
+)

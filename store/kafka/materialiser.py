@@ -54,6 +54,7 @@ from drsg.kernel.values import Json, pack, unpack
 from drsg.store import keys
 from drsg.store.database import FORMAT_VERSION, META_UUID
 from drsg.store.environment import Environment, Txn
+from drsg.store.import_intents import release
 from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, is_intent
 from drsg.store.kafka.log import KafkaLog, Record
 from drsg.store.log import decode, header_ts
@@ -255,8 +256,10 @@ def decide(
         refusal = Refusal.of(exc)
         if refusal is None:
             raise
+        release(txn, env.dbs, intent)  # an import's held chunks go with its refusal
         return [], None, {**origin, "refused": refusal.to_json()}, {"refused": refusal.to_json()}
     child.commit()
+    release(txn, env.dbs, intent)
     return list(tx.mutations), tx.tallies, origin, {"value": value}
 
 

@@ -14,8 +14,9 @@ A write:
    base and its seq, stale records too, so two nodes retrying in step can each land behind the
    other's last stale record run after run; the pause takes them out of step.
 
-A function that seals several commits (``tx.commit_point()``) and a staged write (``drsg import``)
-are produced as one group, applied all at once or not at all. Writes from this process are one at
+A function that seals several commits (``tx.commit_point()``) and a staged write (``db.staged()``;
+``drsg import`` is intents instead, store/import_intents.py) are produced as one group, applied all
+at once or not at all. Writes from this process are one at
 a time; two processes (or nodes) writing at once cost each other retries, not correctness.
 """
 
@@ -304,6 +305,6 @@ class _KafkaStage(StagedWrite):
             raise Conflict(
                 f"{self.writes.kafka.url}: another writer committed while this write was staged; "
                 "nothing was written — run it again (it lands only if no other node writes while it is "
-                "staged: pause them, or split the file into smaller imports)"
+                "staged: pause them, or split it into smaller writes)"
             )
         return done[0]

@@ -21,7 +21,6 @@ from drsg.kernel.errors import ConfigError, Conflict, DamagedDatabase, DatabaseU
 from drsg.store.backends import open_log
 from drsg.store.database import Database
 from drsg.store.intents import Intent
-from drsg.store.jsonl import import_jsonl
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.log import TIMEOUT
 from drsg.store.kafka.materialiser import BASE, GROUP, REST, u64_header
@@ -357,21 +356,26 @@ def test_a_broker_that_is_not_there_is_one_line_naming_the_url(tmp_path: Path) -
     assert not (tmp_path / "a.drsg").exists()  # nothing was made
 
 
-def test_an_import_through_kafka_is_one_group_all_or_nothing(tmp_path: Path, url: str) -> None:
-    a, b = node_of(tmp_path, "a", url), node_of(tmp_path, "b", url)
+def test_an_import_through_kafka_is_decided_at_its_closing_record_and_a_staged_write_all_or_nothing(
+    tmp_path: Path, url: str
+) -> None:
+    a, b = (
+        drsg.open(tmp_path / "a.drsg", log=url, settings={"store.import_commit_lines": 7}),
+        node_of(tmp_path, "b", url),
+    )
     try:
         source = tmp_path / "in.jsonl"
         source.write_text("".join(f'{{"external_key":"n{i}","labels":["Doc"]}}\n' for i in range(30)))
-        report = import_jsonl(a, source, "startup", commit_lines=7)
-        assert (report.first_seq, report.last_seq) == (2, 6)  # five commits, one group
-        b.catch_up(6)
+        report = a.import_jsonl("startup", source)
+        assert (report.first_seq, report.last_seq) == (7, 7)  # five chunk records, then the one commit
+        b.catch_up(7)
         assert keys_in(b) == sorted(f"n{i}" for i in range(30))
         with a.staged({"via": "test"}) as stage:
             stage.chunk(lambda tx: tx.create_node(tx.plane("startup"), "staged", [], {}))
             b.write(lambda tx: tx.create_node(tx.plane("startup"), "meanwhile", [], {}))
             with pytest.raises(UsageError, match="a staged write is open in this thread"):
                 a.write(lambda tx: tx.create_node(tx.plane("startup"), "inside", [], {}))
-            with pytest.raises(Conflict, match=r"committed while this write was staged.*pause them, or split the file"):
+            with pytest.raises(Conflict, match=r"committed while this write was staged.*pause them, or split it"):
                 stage.finish()
         a.catch_up(b.head())
         for db in (a, b):
@@ -457,8 +461,8 @@ def test_an_import_chunk_bigger_than_kafka_pythons_default_request_fits(tmp_path
         text = "the quick brown fox jumps over the lazy dog " * 10
         source.write_text("".join(f'{{"external_key":"n{i}","properties":{{"t":"{text}"}}}}\n' for i in range(4000)))
         assert source.stat().st_size > 1 << 20  # one commit past kafka-python's 1 MiB default
-        report = import_jsonl(a, source, "startup", commit_lines=10_000)
-        assert (report.first_seq, report.last_seq) == (2, 2)
+        report = a.import_jsonl("startup", source)
+        assert (report.first_seq, report.last_seq) == (3, 3)  # its one chunk record at 2, then its commit
         assert len(keys_in(a)) == 4000
     finally:
         a.close()
