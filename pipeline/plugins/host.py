@@ -12,6 +12,10 @@ the call's budgets (``[plugins]`` settings):
   and a host call (a slow ``read``) waits at most for what is left of the call, then ends it;
 - ``wasi``: the WASI imports it may have (``wasi.py``); a call to ``exit`` ends the call with an error.
 
+What a plugin writes to stderr is kept (its last ``wasi.STDERR_TAIL`` bytes) and shown only when the
+call fails: its last line in the error, all of it at ``-v`` (the event ``plugin_stderr``). It is the
+plugin's own output: the plugin sees no environment, no file but the tree's, no secret of drsg's.
+
 What the plugin answers is data to check (``output_from_wire``). A ``list<u8>`` the plugin hands
 back (a partial) is bounded by :data:`MAX_PARTIAL`, below wasmtime's own limit on what it lifts out of
 a component in one call (its "hostcall fuel": about 3 MiB of ``list<u8>`` through wasmtime-py's
@@ -31,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import structlog
 import wasmtime
 from wasmtime import component as wc
 
@@ -52,6 +57,7 @@ U64_MAX = (1 << 64) - 1
 _EXTENSION = re.compile(r"[a-z0-9_+-]{1,32}")
 
 T = TypeVar("T")
+log = structlog.get_logger("drsg.plugins")
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,7 @@ class _Call(sandbox.HostCalls):
         self.tree, self.name, self.budget = tree, name, budget
         self.deadline = None if budget.timeout_s is None else time.monotonic() + budget.timeout_s
         self.failure: PluginError | None = None
+        self.stderr = wasi.Tail()
         self.limit = memory.Limit(budget.memory_mb << 20)
 
     def _fail(self, error: PluginError) -> Exception:
@@ -249,8 +256,7 @@ class PluginHandler(Handler):
             wire = list(subject)
         # every failure names what was parsed: a trap in a 10,000-file digest is no use without it
         where = f"parse() of {_subject_name(subject)}"
-        answer = self._call("parse", tree, wire, [tuple(pair) for pair in options], where=where)
-        partial = self._result(answer, where)
+        partial = self._call("parse", tree, wire, [tuple(pair) for pair in options], where=where)
         if not isinstance(partial, bytes):
             raise PluginError(f"plugin {self.name} answered {where} with {type(partial).__name__}, not bytes")
         if len(partial) > MAX_PARTIAL:
@@ -261,8 +267,7 @@ class PluginHandler(Handler):
         return partial
 
     def assemble(self, tree: SourceTree, partials: Sequence[bytes], options: Options) -> Output:
-        answer = self._call("assemble", tree, [bytes(p) for p in partials], [tuple(pair) for pair in options])
-        output = self._result(answer, "assemble()")
+        output = self._call("assemble", tree, [bytes(p) for p in partials], [tuple(pair) for pair in options])
         try:
             wire = _plain(output)
             return output_from_wire(wire, self.name)
@@ -298,17 +303,30 @@ class PluginHandler(Handler):
             claims.append(bare)
         return dataclasses.replace(manifest, extensions=shown_extensions(claims))
 
-    def _result(self, answer: Any, where: str) -> Any:
-        if isinstance(answer, str):  # the plugin's err(string): its own one line
-            line = answer.strip().splitlines()[0] if answer.strip() else "(no message)"
-            raise PluginError(f"plugin {self.name} failed in {where}: {line[:500]}")
-        return answer
-
     def _call(self, func: str, tree: SourceTree | None, *args: Any, where: str = "") -> Any:
-        """One call in a fresh store and instance, its traps mapped to the budget they hit (``where``
-        says what was being done in the message, ``func()`` by default)."""
+        """One call in a fresh store and instance, its traps mapped to the budget they hit and its
+        err(string) raised (``where`` says what was being done in the message, ``func()`` by
+        default), with what the plugin wrote to stderr when it fails."""
         where = where or f"{func}()"
         call = _Call(tree, self.name, self.budget)
+        try:
+            answer = self._run(call, func, args, where)
+            if isinstance(answer, str):  # the plugin's err(string): its own one line
+                line = answer.strip().splitlines()[0] if answer.strip() else "(no message)"
+                raise PluginError(f"plugin {self.name} failed in {where}: {line[:500]}")
+        except PluginError as exc:
+            raise self._with_stderr(exc, call.stderr, where) from None
+        return answer
+
+    def _with_stderr(self, exc: PluginError, stderr: wasi.Tail, where: str) -> PluginError:
+        """``exc`` ending with the last line the plugin wrote to stderr (the whole tail at -v)."""
+        text = stderr.text()
+        if not text:
+            return exc
+        log.info("plugin_stderr", plugin=self.name, where=where, stderr=text)
+        return type(exc)(f"{exc.message}; its stderr ended: {text.splitlines()[-1].strip()[:300]}")
+
+    def _run(self, call: _Call, func: str, args: tuple[Any, ...], where: str) -> Any:
         store = wasmtime.Store(sandbox.engine())
         store.set_fuel(self.budget.fuel or U64_MAX)
         call.limit = memory.Limit(min(self.budget.memory_mb, WASM32_MAX_MB) << 20)
@@ -316,7 +334,7 @@ class PluginHandler(Handler):
             store.set_limits(memory_size=call.limit.max_bytes)
         store.set_epoch_deadline(sandbox.deadline_ticks(self.budget.timeout_s))
         if self._wasi:
-            store.set_wasi(wasi.inert_config())
+            store.set_wasi(wasi.inert_config(call.stderr))
         previous, previous_limit = getattr(_current, "call", None), getattr(memory.current, "limit", None)
         _current.call, memory.current.limit = call, call.limit
         try:

@@ -5,8 +5,9 @@ Standard wasip2 toolchains (Rust's std, wasi-libc through jco's preview1 adapter
 plugin's first line runs. Like upstream, drsg links them to inert grants rather than refusing the
 component: wasmtime's own WASI (``add_wasip2``) on a ``WasiConfig`` that inherits nothing — no
 environment, no arguments, no preopened directory (so every file system call fails), empty stdin,
-stdout and stderr discarded — with drsg's frozen clocks and fixed entropy defined over wasmtime's
-(``add_wasip2`` has no clock control). ``exit`` ends the call with an error naming the plugin.
+stdout discarded, stderr's last :data:`STDERR_TAIL` bytes kept for a call that fails (:class:`Tail`)
+— with drsg's frozen clocks and fixed entropy defined over wasmtime's (``add_wasip2`` has no clock
+control). ``exit`` ends the call with an error naming the plugin.
 
 ``wasi:sockets`` is refused by name: nothing needs a socket to start, so importing one states an
 intent. ``[plugins] wasi = "strict"`` also refuses ``wasi:filesystem`` (the seed's stance). Any other
@@ -24,6 +25,8 @@ import wasmtime
 WasiMode = Literal["inert", "strict"]
 MODES: tuple[WasiMode, ...] = ("inert", "strict")
 
+#: the bytes of a plugin's stderr a call keeps, the last ones: shown only when the call fails
+STDERR_TAIL = 4096
 #: an import of the 0.2.x family: ``wasi:<package>/<interface>@0.2.<patch>``
 _WASI_02 = re.compile(r"wasi:([a-z-]+/[a-z-]+)@0\.2\.\d+")
 
@@ -46,7 +49,7 @@ GRANTS: dict[str, Grant] = {
     "cli/exit": Grant("ends the call with an error naming the plugin"),
     "cli/stdin": Grant("inert: empty"),
     "cli/stdout": Grant("inert: discarded"),
-    "cli/stderr": Grant("inert: discarded"),
+    "cli/stderr": Grant("kept: shown when a call fails (its last line; its last 4 KiB at -v)"),
     "cli/terminal-input": _TERMINAL,
     "cli/terminal-output": _TERMINAL,
     "cli/terminal-stdin": _TERMINAL,
@@ -104,7 +107,31 @@ def needs_wasmtime(imports: dict[str, frozenset[str]]) -> bool:
     return any((g := grant(interface)) is not None and g.functions is None for interface in imports)
 
 
-def inert_config() -> wasmtime.WasiConfig:
+class Tail:
+    """The last :data:`STDERR_TAIL` bytes a plugin wrote to stderr in one call."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.cut = False  # whether earlier bytes were dropped
+
+    def write(self, chunk: bytes) -> None:
+        self.data += chunk[-STDERR_TAIL:]
+        self.cut = self.cut or len(self.data) > STDERR_TAIL
+        del self.data[:-STDERR_TAIL]
+
+    def text(self) -> str:
+        """As text to show, from its first whole line: printable characters, tabs and line breaks
+        only (a plugin's bytes must not reach a terminal's escape sequences)."""
+        data = self.data[self.data.find(b"\n") + 1 :] if self.cut else self.data
+        decoded = data.decode("utf-8", "replace")
+        return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in decoded).strip()
+
+
+def inert_config(stderr: Tail | None = None) -> wasmtime.WasiConfig:
     """A store's WASI state for wasmtime's interfaces: nothing inherited, nothing preopened, no
-    environment or arguments; stdin empty, stdout and stderr discarded (wasmtime's defaults)."""
-    return wasmtime.WasiConfig()
+    environment or arguments; stdin empty, stdout discarded (wasmtime's defaults), stderr kept in
+    ``stderr`` (else discarded)."""
+    config = wasmtime.WasiConfig()
+    if stderr is not None:
+        config.stderr_custom = stderr.write
+    return config

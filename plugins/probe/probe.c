@@ -2,7 +2,8 @@
  * fopen, the clocks and getentropy, linked against wasi_snapshot_preview1 and made a component through
  * jco's preview1 adapter — so it imports the wasi:cli/io/clocks/random/filesystem interfaces such
  * toolchains plant. Each parse records what those calls got, prints to stdout and stderr, and still
- * reads its file through the host; option exit=N makes parse call exit(N) instead. Built by
+ * reads its file through the host; option exit=N makes parse call exit(N) instead, and fail=N print N
+ * numbered lines to stderr and answer err (both after a line on stderr). Built by
  * plugins/build/Makefile (probe.wasm, probe_sockets.wasm) for tests/integration/test_plugin_wasi.py. */
 #include <errno.h>
 #include <stdio.h>
@@ -30,12 +31,20 @@ static void hex(buf *b, const unsigned char *bytes, size_t n) {
 
 int plugin_parse(int is_doc, wstr doc_name, wstr doc_bytes, const wstr *files, uint32_t nfiles, const wpair *options,
                  uint32_t noptions, buf *partial, buf *error) {
-    for (uint32_t i = 0; i < noptions; i++)
+    for (uint32_t i = 0; i < noptions; i++) {
+        int n = 0;
+        for (uint32_t j = 0; j < options[i].value.len; j++) n = n * 10 + (options[i].value.ptr[j] - '0');
         if (wstr_eq(options[i].key, "exit")) {
-            int code = 0;
-            for (uint32_t j = 0; j < options[i].value.len; j++) code = code * 10 + (options[i].value.ptr[j] - '0');
-            exit(code);
+            fprintf(stderr, "probe: exiting with %d\n", n);
+            exit(n);
         }
+        if (wstr_eq(options[i].key, "fail")) {
+            for (int line = 1; line <= n; line++) fprintf(stderr, "probe: line %d of %d before failing\n", line, n);
+            fprintf(stderr, "probe: giving up\n");
+            buf_puts(error, "probe failed as asked");
+            return 1;
+        }
+    }
     int first = 1;
     buf_putc(partial, '{');
     const char *home = getenv("HOME");

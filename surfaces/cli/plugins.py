@@ -21,6 +21,8 @@ def plugin() -> None:
     interfaces standard toolchains import get inert grants (empty environment, no directories,
     discarded output, frozen clocks, fixed randomness); wasi:sockets is refused, and with
     [plugins] wasi = "strict" wasi:filesystem too. `plugin show` lists each import and its grant.
+    A call that fails ends its error with the last line the plugin wrote to stderr (-v: its last
+    4 KiB); a call that succeeds shows none of it.
     """
 
 

@@ -3,19 +3,25 @@
 ``build/plugins/probe.wasm`` is wasi-libc C (getenv, fopen, the clocks, getentropy, printf) made a
 component through jco's preview1 adapter (``make plugins``; plugins/probe/probe.c), so it imports the
 ``wasi:cli/io/clocks/random/filesystem@0.2.x`` interfaces such toolchains plant. It installs, runs
-through a real digest, and what it reads is empty, frozen or fixed, and what it prints reaches no one.
+through a real digest, and what it reads is empty, frozen or fixed, and what it prints reaches no one
+unless a call fails: then the end of its stderr ends the error, and all of the tail shows at -v.
 ``probe_sockets.wasm`` adds a ``wasi:sockets`` import: refused by name, nothing written.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import structlog
 
 from drsg.kernel.errors import PluginError
 from drsg.pipeline.code.handler import SourceTree
@@ -92,6 +98,7 @@ def test_it_installs_shows_its_grants_and_digests_getting_nothing(
     assert grants["wasi:cli/environment"] == "inert: empty (no variables, arguments or working directory)"
     assert grants["wasi:filesystem/preopens"] == "inert: no directories"
     assert grants["wasi:cli/stdout"] == "inert: discarded"
+    assert grants["wasi:cli/stderr"].startswith("kept: shown when a call fails")
     assert grants["wasi:clocks/wall-clock"].startswith("frozen")
     assert len(grants) == len(PLANTED) + 1  # and drsg's host
     shown = drsg("plugin", "show", "probe").out
@@ -130,6 +137,55 @@ def test_runs_are_deterministic_and_exit_is_a_clean_error(probe: Path, tree: Pat
     assert message.startswith("plugin probe called exit(") and "parse() of a.probe" in message
     assert "\n" not in message
     assert plugin.parse(source, ["b.probe"]) != first and plugin.parse(source, ["a.probe"]) == first  # unharmed
+
+
+@contextmanager
+def logged() -> Iterator[list[MutableMapping[str, Any]]]:
+    """Every event logged meanwhile, at any level (an in-process command may have set warning)."""
+    before = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with structlog.testing.capture_logs() as logs:
+            yield logs
+    finally:
+        structlog.configure(**before)
+
+
+def test_a_failing_call_ends_its_error_with_what_the_plugin_wrote_to_stderr(probe: Path, tree: Path) -> None:
+    plugin = ComponentPlugin(probe, Budget(timeout_s=30))
+    source = SourceTree(tree, ["a.probe"])
+    with logged() as logs:
+        plugin.parse(source, ["a.probe"])  # it writes to stderr on success too: shown nowhere
+    assert [e for e in logs if e["event"] == "plugin_stderr"] == []
+    for options, last in (([("fail", "3")], "probe: giving up"), ([("exit", "3")], "probe: exiting with 3")):
+        with logged() as logs, pytest.raises(PluginError) as caught:
+            plugin.parse(source, ["a.probe"], options)
+        message = caught.value.message
+        assert "\n" not in message and message.endswith(f"; its stderr ended: {last}"), message
+        (shown,) = [e for e in logs if e["event"] == "plugin_stderr"]  # all of it, at -v
+        assert shown["log_level"] == "info" and shown["plugin"] == "probe" and shown["where"] == "parse() of a.probe"
+        assert shown["stderr"].endswith(last)
+    assert shown["stderr"] == "probe: exiting with 3"  # the call's own output only, not an earlier call's
+    with logged() as logs, pytest.raises(PluginError):
+        plugin.parse(source, ["a.probe"], [("fail", "1000")])
+    (shown,) = [e for e in logs if e["event"] == "plugin_stderr"]
+    lines = shown["stderr"].splitlines()
+    assert len(shown["stderr"].encode()) <= wasi.STDERR_TAIL and lines[-1] == "probe: giving up"
+    assert lines[0].startswith("probe: line ") and lines[-2] == "probe: line 1000 of 1000 before failing"
+
+
+def test_the_plugins_stderr_shows_at_v_when_a_digest_fails_on_it(
+    drsg: Drsg, store: Path, probe: Path, tree: Path, tmp_path: Path
+) -> None:
+    assert drsg("plugin", "install", str(probe)).code == 0
+    config = tmp_path / "drsg.toml"
+    config.write_text("[plugins.probe]\nfail = 3\n")
+    quiet = drsg("--config", str(config), "digest", str(tree), "--code-only", "--apply", "-p", "probes")
+    assert quiet.code == 1 and quiet.err.strip().endswith("its stderr ended: probe: giving up"), quiet.err
+    assert "line 1 of 3" not in quiet.err
+    loud = drsg("-v", "--config", str(config), "digest", str(tree), "--code-only", "--apply", "-p", "probes")
+    assert loud.code == 1 and "probe: line 1 of 3 before failing" in loud.err, loud.err
+    assert drsg("plane", "list").out.count("probes") == 0  # nothing written
 
 
 def test_a_sockets_import_is_refused_by_name_and_nothing_is_written(drsg: Drsg, store: Path) -> None:
