@@ -304,3 +304,15 @@ def test_what_the_host_hands_in_is_not_held_to_the_partial_limit(tree: SourceTre
     partials = [b"k"] + [bytes(1000)] * 5000  # 5 MB, past the ~3 MiB wasmtime lifts in one call
     out = load("echo").assemble(tree, partials, [])
     assert [n.key for n in out.nodes][:1] == ["k"]
+
+
+def test_a_plugins_stderr_tail_is_its_last_whole_lines_as_plain_text() -> None:
+    tail = wasi.Tail()
+    tail.write(b"\x1b]0;title\x07red \x1b[31mtext\r\n")
+    assert tail.text() == "\ufffd]0;title\ufffdred \ufffd[31mtext\ufffd"  # no control byte reaches a terminal
+    for n in range(2000):
+        tail.write(f"line {n}\n".encode())
+    text = tail.text()
+    assert len(tail.data) == wasi.STDERR_TAIL and text.endswith("line 1999")
+    first = int(text.splitlines()[0].removeprefix("line "))  # a whole line, the first one kept
+    assert text == "\n".join(f"line {n}" for n in range(first, 2000))
