@@ -150,6 +150,14 @@ class VectorIndex(IndexWorker):
         return super().built_for({**saved, "dims": self.decl.dims} if saved.get("dims", 0) is None else saved)
 
     def reset(self) -> None:
+        self._clear()
+        if self.decl.dims:
+            index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
+            index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
+            self._use(index)
+
+    def _clear(self) -> None:
+        """Empty, with no hnswlib index yet (:meth:`reset` makes an empty one; a load reads one)."""
         self.live: set[int] = set()
         self.deleted: set[int] = set()
         self.pending: dict[int, bytes] = {}  # node id -> its vector's bytes, upserted, not yet added
@@ -159,10 +167,6 @@ class VectorIndex(IndexWorker):
         self.index: hnswlib.Index | None = None
         self._ef_share: _EfShare | None = None
         self.calibration: Calibration | None = None  # None: not measured at this size yet
-        if self.decl.dims:
-            index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
-            index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
-            self._use(index)
 
     def _use(self, index: hnswlib.Index) -> None:
         self.index = index
@@ -349,8 +353,10 @@ class VectorIndex(IndexWorker):
 
     def read_files(self, folder: Path) -> None:
         state = msgpack.unpackb((folder / "state.msgpack").read_bytes())
-        self.reset()
-        if (folder / "index.hnsw").exists() and self.decl.dims:
+        if not ((folder / "index.hnsw").exists() and self.decl.dims):
+            self.reset()
+        else:  # (not an empty index first: a one-shot search loads one, ~1.5 ms to make)
+            self._clear()
             index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
             index.load_index(
                 str(folder / "index.hnsw"), max_elements=int(state["capacity"]), allow_replace_deleted=True
