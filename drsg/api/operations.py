@@ -1,9 +1,10 @@
 """The operations a public database's intents may name (store/intents.py): the store's own table and
 the library's — a Cypher write statement (drsg.api.cypher), a digest's apply, changes and forget
-(drsg.pipeline.digest.ledger), an import's chunks and close (drsg.api.imports). Both kinds of
-database are given this one table, so every process of a Kafka topic that opens it through
-``drsg.open`` decides alike. The digest's operations and an import's close load their modules on
-first use: opening a database stays cheap."""
+(drsg.pipeline.digest.ledger), an import's chunks and close (drsg.api.imports) and a catalog index
+run's write (drsg.pipeline.catalog.plane). Both kinds of database are given this one table, so
+every process of a Kafka topic that opens it through ``drsg.open`` decides alike. The digest's and
+the catalog's operations and an import's close load their modules on first use: opening a database
+stays cheap."""
 
 from __future__ import annotations
 
@@ -33,9 +34,22 @@ def _import_close(tx: WriteTx, args: dict[str, Json]) -> Json:
     return close_op(tx, args)
 
 
+def _catalog_write(tx: WriteTx, args: dict[str, Json]) -> Json:
+    from drsg.pipeline.catalog.plane import CATALOG_OPS, WRITE_OP
+
+    return CATALOG_OPS[WRITE_OP](tx, args)
+
+
+#: a catalog index run's write (drsg.pipeline.catalog.plane; the name its WRITE_OP, held equal by a test)
+CATALOG_WRITE = "catalog.write"
+
 #: an import on a Kafka node (drsg/api/imports.py): its lines held in chunks, decided at its close
 IMPORT_OPS: dict[str, IntentOp] = {CHUNK: chunk_op, CLOSE: _import_close}
 
 API_OPS = (
-    INTENT_OPS | {cypher.WRITE_OP: cypher.write_op} | {name: _digest(name) for name in DIGEST_OP_NAMES} | IMPORT_OPS
+    INTENT_OPS
+    | {cypher.WRITE_OP: cypher.write_op}
+    | {name: _digest(name) for name in DIGEST_OP_NAMES}
+    | IMPORT_OPS
+    | {CATALOG_WRITE: _catalog_write}
 )

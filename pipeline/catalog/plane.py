@@ -10,17 +10,19 @@ schema as it was. An ``l1`` run is given the L2 facts the plane already has (``m
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from drsg.kernel.errors import Conflict
-from drsg.kernel.values import Value
+from drsg.kernel.errors import BadValue, Conflict
+from drsg.kernel.values import Json, Value, Vector, from_json, props_from_json, props_to_json, to_json
 from drsg.models.embedders.base import Embedder
 from drsg.pipeline.catalog import semantic
 from drsg.pipeline.catalog.masking import is_sensitive
 from drsg.pipeline.catalog.model import Catalog, Column, ForeignKey, IndexInfo, Table
 from drsg.pipeline.catalog.naming import terms_text
 from drsg.store.database import Database
+from drsg.store.intents import Intent, IntentOp, IntentOps
 from drsg.store.snapshot import Snapshot
 from drsg.store.transaction import WriteTx
 
@@ -110,81 +112,172 @@ def write_catalog(
     """Replace the plane's catalog with ``catalog`` in one commit; returns the counts changed.
 
     Descriptions keep their vectors while unchanged; with ``embedder``, the new and changed ones
-    are embedded first (outside the write) and land in the same commit."""
+    are embedded first (outside the write) and land in the same commit. The write is an intent
+    (:data:`WRITE_OP`): the nodes, edges and vectors computed here travel as data and are reconciled
+    by key where it lands in the log (on a Kafka node, against the state there)."""
     nodes, edges = wanted_graph(catalog, extra)
     embedded = semantic.prepare(db, plane_name, nodes, embedder) if embedder is not None else None
     now = datetime.now(UTC).isoformat(timespec="seconds")
-
-    def apply(tx: WriteTx) -> dict[str, int]:
-        plane = tx.view.find_plane(plane_name) or tx.create_plane(plane_name)
-        owner = plane.props.get("catalog_connection")
-        if owner != connection and (owner is not None or any(tx.view.counts(plane.id))):
-            raise Conflict(
-                f"plane {plane_name!r} holds something other than connection {connection!r}'s catalog; "
-                f"rename it (`drsg plane rename {plane_name} OTHER`) and index again"
-            )
-        counts = {"created": 0, "updated": 0, "deleted": 0, "edges_created": 0, "edges_deleted": 0}
-        existing = {n.key: n for n in tx.view.nodes(plane.id) if n.key}
-        for key, node in existing.items():
-            if key not in nodes:
-                tx.delete_node(plane, node.id)
-                counts["deleted"] += 1
-        for key, (labels, wanted) in nodes.items():
-            old = existing.get(key)
-            props = semantic.with_vector(labels, wanted, old.props if old is not None else None, embedded)
-            if old is None:
-                tx.create_node(plane, key, labels, props)
-                counts["created"] += 1
-            elif old.labels != labels or old.props != props:
-                tx.put_node(plane, key, labels, props, mode="replace")
-                counts["updated"] += 1
-        ids = {n.id: n.key for n in tx.view.nodes(plane.id) if n.key}
-        have: set[EdgeKey] = set()
-        for edge in list(tx.view.edges(plane.id)):
-            src, dst = ids.get(edge.src), ids.get(edge.dst)
-            if src is None or dst is None:
-                continue
-            ek = (src, edge.type, dst)
-            if ek in have or edges.get(ek) != edge.props:
-                tx.delete_edge(plane, edge.id)
-                counts["edges_deleted"] += 1
-            else:
-                have.add(ek)
-        by_key = {key: node_id for node_id, key in ids.items()}
-        for ek, props in edges.items():
-            if ek not in have:
-                tx.link(plane, by_key[ek[0]], by_key[ek[2]], ek[1], props)
-                counts["edges_created"] += 1
-        for label, prop in SEARCHED:
-            if tx.view.index(plane.id, "keyword", label, prop) is None:
-                tx.declare_index(plane, "keyword", label, prop, {"language": "chinese"})
-        if embedded is not None:  # the vectors get an HNSW index, and the plane the embedder's name
-            for label in semantic.LABELS:
-                if tx.view.index(plane.id, "vector", label, semantic.VECTOR) is None:
-                    tx.declare_index(
-                        plane, "vector", label, semantic.VECTOR, {"metric": "cosine", "dims": embedded.dims}
-                    )
-            if any(plane.props.get(k) != v for k, v in semantic.plane_meta(embedded).items()):
-                tx.set_plane_props(plane_name, semantic.plane_meta(embedded))
-        meta: dict[str, Value] = {
-            "catalog_connection": connection,
-            "catalog_engine": catalog.engine,
-            "catalog_database": catalog.database,
-            "catalog_level": catalog.level,
-        }
-        if any(counts.values()) or plane.props.get("catalog_l1_at") is None:
-            meta["catalog_l1_at"] = now  # when the schema last changed (a run that finds no drift writes nothing)
-        if l2_run:
-            meta["catalog_l2_at"] = now
-        if any(plane.props.get(k) != v for k, v in meta.items() if not k.endswith("_at")) or any(counts.values()):
-            tx.set_plane_props(plane_name, meta)
-        return counts
-
-    result = db.write(apply, {"via": "catalog.index", "connection": connection})
-    out = {**result.value, "seq": result.seq, "level": catalog.level, "warnings": catalog.warnings}
+    run = CatalogRun(
+        plane_name, connection, catalog.engine, catalog.database, catalog.level, nodes, edges, embedded, now, l2_run
+    )
+    intent = Intent(WRITE_OP, run.to_json())
+    origin: dict[str, Json] = {"via": "catalog.index", "connection": connection}
+    result = (
+        db.submit(intent, origin) if db.ops.unknown(intent) is None else db.write(_OWN.commit_function(intent), origin)
+    )
+    counts = result.value if isinstance(result.value, dict) else {}
+    out = {**counts, "seq": result.seq, "level": catalog.level, "warnings": catalog.warnings}
     if embedded is not None:
         out["embedded"] = len(embedded.by_stamp)
     return out
+
+
+#: The index run's write as an intent (store/intents.py), which drsg/api/operations.py adds to every
+#: public database's table.
+WRITE_OP = "catalog.write"
+
+
+@dataclass(frozen=True)
+class CatalogRun:
+    """What one index run computed, as its intent carries it."""
+
+    plane: str
+    connection: str
+    engine: str
+    database: str
+    level: str
+    nodes: Wanted
+    edges: dict[EdgeKey, dict[str, Value]]
+    embedded: semantic.Embedded | None
+    now: str
+    l2_run: bool
+
+    def to_json(self) -> dict[str, Json]:
+        embedded: Json = None
+        if self.embedded is not None:
+            vectors: dict[str, Json] = {stamp: to_json(v) for stamp, v in self.embedded.by_stamp.items()}
+            embedded = {"identity": self.embedded.identity, "dims": self.embedded.dims, "by_stamp": vectors}
+        return {
+            "plane": self.plane,
+            "connection": self.connection,
+            "engine": self.engine,
+            "database": self.database,
+            "level": self.level,
+            "nodes": {key: [list(labels), props_to_json(props)] for key, (labels, props) in self.nodes.items()},
+            "edges": [[src, kind, dst, props_to_json(props)] for (src, kind, dst), props in self.edges.items()],
+            "embedded": embedded,
+            "now": self.now,
+            "l2_run": self.l2_run,
+        }
+
+    @classmethod
+    def from_json(cls, args: Mapping[str, Any]) -> CatalogRun:
+        """The run ``args`` carries; BadValue (a refusal, the same everywhere) for any other shape."""
+        try:
+            nodes: Wanted = {
+                str(key): ([str(label) for label in labels], props_from_json(props))
+                for key, (labels, props) in args["nodes"].items()
+            }
+            edges = {(str(s), str(k), str(d)): props_from_json(props) for s, k, d, props in args["edges"]}
+            raw = args["embedded"]
+            embedded = None
+            if raw is not None:
+                by_stamp = {str(stamp): from_json(v) for stamp, v in raw["by_stamp"].items()}
+                vectors = {stamp: v for stamp, v in by_stamp.items() if isinstance(v, Vector)}
+                embedded = semantic.Embedded(str(raw["identity"]), int(raw["dims"]), vectors)
+            text = {name: str(args[name]) for name in ("plane", "connection", "engine", "database", "level", "now")}
+            return cls(
+                text["plane"],
+                text["connection"],
+                text["engine"],
+                text["database"],
+                text["level"],
+                nodes,
+                edges,
+                embedded,
+                text["now"],
+                bool(args["l2_run"]),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BadValue(f"a {WRITE_OP} intent is not an index run's ({type(exc).__name__}: {exc})") from None
+
+
+def _write_op(tx: WriteTx, args: dict[str, Json]) -> Json:
+    counts: dict[str, Json] = dict(apply_run(tx, CatalogRun.from_json(args)))
+    return counts
+
+
+def apply_run(tx: WriteTx, run: CatalogRun) -> dict[str, int]:
+    """Reconcile the plane with ``run`` by key on the transaction's state: what the run computed, decided
+    where its intent lands (the counts changed)."""
+    plane_name, connection, nodes, edges = run.plane, run.connection, run.nodes, run.edges
+    embedded, now, l2_run = run.embedded, run.now, run.l2_run
+    plane = tx.view.find_plane(plane_name) or tx.create_plane(plane_name)
+    owner = plane.props.get("catalog_connection")
+    if owner != connection and (owner is not None or any(tx.view.counts(plane.id))):
+        raise Conflict(
+            f"plane {plane_name!r} holds something other than connection {connection!r}'s catalog; "
+            f"rename it (`drsg plane rename {plane_name} OTHER`) and index again"
+        )
+    counts = {"created": 0, "updated": 0, "deleted": 0, "edges_created": 0, "edges_deleted": 0}
+    existing = {n.key: n for n in tx.view.nodes(plane.id) if n.key}
+    for key, node in existing.items():
+        if key not in nodes:
+            tx.delete_node(plane, node.id)
+            counts["deleted"] += 1
+    for key, (labels, wanted) in nodes.items():
+        old = existing.get(key)
+        props = semantic.with_vector(labels, wanted, old.props if old is not None else None, embedded)
+        if old is None:
+            tx.create_node(plane, key, labels, props)
+            counts["created"] += 1
+        elif old.labels != labels or old.props != props:
+            tx.put_node(plane, key, labels, props, mode="replace")
+            counts["updated"] += 1
+    ids = {n.id: n.key for n in tx.view.nodes(plane.id) if n.key}
+    have: set[EdgeKey] = set()
+    for edge in list(tx.view.edges(plane.id)):
+        src, dst = ids.get(edge.src), ids.get(edge.dst)
+        if src is None or dst is None:
+            continue
+        ek = (src, edge.type, dst)
+        if ek in have or edges.get(ek) != edge.props:
+            tx.delete_edge(plane, edge.id)
+            counts["edges_deleted"] += 1
+        else:
+            have.add(ek)
+    by_key = {key: node_id for node_id, key in ids.items()}
+    for ek, props in edges.items():
+        if ek not in have:
+            tx.link(plane, by_key[ek[0]], by_key[ek[2]], ek[1], props)
+            counts["edges_created"] += 1
+    for label, prop in SEARCHED:
+        if tx.view.index(plane.id, "keyword", label, prop) is None:
+            tx.declare_index(plane, "keyword", label, prop, {"language": "chinese"})
+    if embedded is not None:  # the vectors get an HNSW index, and the plane the embedder's name
+        for label in semantic.LABELS:
+            if tx.view.index(plane.id, "vector", label, semantic.VECTOR) is None:
+                tx.declare_index(plane, "vector", label, semantic.VECTOR, {"metric": "cosine", "dims": embedded.dims})
+        if any(plane.props.get(k) != v for k, v in semantic.plane_meta(embedded).items()):
+            tx.set_plane_props(plane_name, semantic.plane_meta(embedded))
+    meta: dict[str, Value] = {
+        "catalog_connection": connection,
+        "catalog_engine": run.engine,
+        "catalog_database": run.database,
+        "catalog_level": run.level,
+    }
+    if any(counts.values()) or plane.props.get("catalog_l1_at") is None:
+        meta["catalog_l1_at"] = now  # when the schema last changed (a run that finds no drift writes nothing)
+    if l2_run:
+        meta["catalog_l2_at"] = now
+    if any(plane.props.get(k) != v for k, v in meta.items() if not k.endswith("_at")) or any(counts.values()):
+        tx.set_plane_props(plane_name, meta)
+    return counts
+
+
+CATALOG_OPS: dict[str, IntentOp] = {WRITE_OP: _write_op}
+_OWN = IntentOps(CATALOG_OPS)
 
 
 def read_catalog(snap: Snapshot, plane_name: str) -> Catalog:

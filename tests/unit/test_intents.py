@@ -162,3 +162,12 @@ def test_the_apis_table_names_the_digests_operations() -> None:
     from drsg.pipeline.digest.ledger import DIGEST_OPS
 
     assert set(DIGEST_OP_NAMES) == set(DIGEST_OPS) and all(name in API_OPS.ops for name in DIGEST_OPS)
+
+
+def test_the_apis_table_names_the_catalogs_and_an_imports_operations() -> None:
+    from drsg.api.operations import API_OPS, CATALOG_WRITE
+    from drsg.pipeline.catalog.plane import CATALOG_OPS, WRITE_OP
+    from drsg.store.import_intents import CHUNK, CLOSE
+
+    assert CATALOG_WRITE == WRITE_OP and set(CATALOG_OPS) == {WRITE_OP}
+    assert {WRITE_OP, CHUNK, CLOSE} <= set(API_OPS.ops)
