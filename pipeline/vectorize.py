@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from drsg.kernel.errors import UsageError
-from drsg.kernel.values import Vector
+from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.values import Json, Vector, from_json, to_json
 from drsg.models.embedders.base import Embedder
 from drsg.store.database import Database
+from drsg.store.intents import Intent, answered
 from drsg.store.records import Node
 from drsg.store.transaction import WriteTx
 
@@ -106,11 +107,19 @@ def vectorize(
     if source == into:
         raise UsageError(f"--from and --into are both {source!r}; the vector needs its own property")
 
+    return embed_nodes(
+        db, embedder, plane, prop_text(source), into, label=label, batch=batch, progress=progress, rule={"prop": source}
+    )
+
+
+def prop_text(source: str) -> Callable[[Node], str | None]:
+    """vectorize's text rule: the node's ``source`` property, when it is a string."""
+
     def text_of(node: Node) -> str | None:
         text = node.props.get(source)
         return text if isinstance(text, str) else None
 
-    return embed_nodes(db, embedder, plane, text_of, into, label=label, batch=batch, progress=progress)
+    return text_of
 
 
 def embed_nodes(
@@ -125,9 +134,15 @@ def embed_nodes(
     batch: int = 64,
     progress: Callable[[int, int], None] | None = None,
     origin: dict[str, Any] | None = None,
+    rule: Json = None,
 ) -> VectorizeReport:
     """Embed ``text_of(node)`` into ``into`` for the nodes (of ``label``; only ``keys``, when given)
-    whose text changed since they were last embedded by this embedder, one commit per ``batch``."""
+    whose text changed since they were last embedded by this embedder, one commit per ``batch``.
+
+    ``rule`` names ``text_of`` as drsg/api/operations.py's :data:`WRITE_OP` knows it (``{"prop":
+    name}``, ``"node_text"``): then each batch is an intent carrying its vectors as data, decided where
+    it lands — a node deleted, or whose text changed, since it was read is skipped there, alike on
+    every node (the next run embeds it). Without one, each batch is a commit function (as before)."""
     identity = embedder.identity()
     fix = "use the same --embed/--embed-model, or --into another property"
     recorded = same_embedder(db, plane, into, embedder, fix)
@@ -158,19 +173,59 @@ def embed_nodes(
     for start in range(0, len(todo), batch):
         chunk = todo[start : start + batch]
         vectors = embedder.embed([text for _, text, _ in chunk])
-        result = db.write(
-            functools.partial(
-                _write, plane_name=plane, chunk=chunk, vectors=vectors, text_of=text_of, into=into, identity=identity
-            ),
-            origin or {"via": "vectorize", "embedder": identity},
-        )
-        report.embedded += result.value
-        report.seqs.extend(result.seqs)
+        made = origin or {"via": "vectorize", "embedder": identity}
+        if rule is not None and db.ops.unknown(Intent(WRITE_OP, {})) is None:
+            items: list[Json] = [
+                [node_id, stamp, to_json(v)] for (node_id, _, stamp), v in zip(chunk, vectors, strict=True)
+            ]
+            args: dict[str, Json] = {"plane": plane, "into": into, "identity": identity, "rule": rule, "items": items}
+            done = db.submit(Intent(WRITE_OP, args), made)
+            written, seqs = answered(done, "written"), done.seqs
+        else:
+            result = db.write(
+                functools.partial(
+                    _write,
+                    plane_name=plane,
+                    chunk=chunk,
+                    vectors=vectors,
+                    text_of=text_of,
+                    into=into,
+                    identity=identity,
+                ),
+                made,
+            )
+            written, seqs = result.value, result.seqs
+        report.embedded += int(written)
+        report.seqs.extend(seqs)
         if progress is not None:
             progress(min(start + batch, len(todo)), len(todo))
     if todo and recorded is None:
-        db.write(lambda tx: tx.set_plane_props(plane, {embedder_prop(into): identity}), origin or {"via": "vectorize"})
+        record = Intent("plane.set_props", {"plane": plane, "properties": {embedder_prop(into): identity}})
+        db.submit(record, origin or {"via": "vectorize"})
     return report
+
+
+#: A batch of vectorize's vectors as an intent (drsg/api/operations.py decides it with its text rule).
+WRITE_OP = "vectorize.write"
+
+
+def write_op(tx: WriteTx, args: dict[str, Json], text_of: Callable[[Node], str | None]) -> Json:
+    """Write the vectors ``args`` carries to the nodes whose text (by ``text_of``) is still the one
+    embedded (by its stamp); answers how many were written."""
+    plane, into, identity, items = args.get("plane"), args.get("into"), args.get("identity"), args.get("items")
+    if not (isinstance(plane, str) and isinstance(into, str) and isinstance(identity, str) and isinstance(items, list)):
+        raise BadValue(f"a {WRITE_OP} names its plane, into, identity and items")
+    chunk: list[tuple[int, str, str]] = []
+    vectors: list[Vector] = []
+    for item in items:
+        if not (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], str)):
+            raise BadValue(f"a {WRITE_OP} item is [node id, text stamp, vector]")
+        vector = from_json(item[2])
+        if not isinstance(vector, Vector):
+            raise BadValue(f'a {WRITE_OP} item\'s vector is {{"$vector": [...]}}')
+        chunk.append((item[0], "", item[1]))
+        vectors.append(vector)
+    return {"written": _write(tx, plane, chunk, vectors, text_of, into, identity)}
 
 
 def _write(

@@ -42,6 +42,6 @@ def vectorize_plane(
     using (0 for the local model): drsg.api's ``Plane.vectorize_nodes``."""
     metric = check_metric(metric)
     spent = getattr(embedder, "tokens", 0)
-    report = embed_nodes(db, embedder, plane, node_text, INTO, origin=origin)
+    report = embed_nodes(db, embedder, plane, node_text, INTO, origin=origin, rule="node_text")
     ensure_vector_indexes(db, plane, report.labels, INTO, metric)
     return report, int(getattr(embedder, "tokens", 0) - spent)

@@ -164,10 +164,11 @@ def test_the_apis_table_names_the_digests_operations() -> None:
     assert set(DIGEST_OP_NAMES) == set(DIGEST_OPS) and all(name in API_OPS.ops for name in DIGEST_OPS)
 
 
-def test_the_apis_table_names_the_catalogs_and_an_imports_operations() -> None:
-    from drsg.api.operations import API_OPS, CATALOG_WRITE
+def test_the_apis_table_names_the_catalogs_vectorizes_and_an_imports_operations() -> None:
+    from drsg.api.operations import API_OPS, CATALOG_WRITE, VECTORIZE_WRITE
+    from drsg.pipeline import vectorize
     from drsg.pipeline.catalog.plane import CATALOG_OPS, WRITE_OP
     from drsg.store.import_intents import CHUNK, CLOSE
 
-    assert CATALOG_WRITE == WRITE_OP and set(CATALOG_OPS) == {WRITE_OP}
-    assert {WRITE_OP, CHUNK, CLOSE} <= set(API_OPS.ops)
+    assert CATALOG_WRITE == WRITE_OP and set(CATALOG_OPS) == {WRITE_OP} and VECTORIZE_WRITE == vectorize.WRITE_OP
+    assert {WRITE_OP, vectorize.WRITE_OP, CHUNK, CLOSE} <= set(API_OPS.ops)
