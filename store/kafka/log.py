@@ -73,6 +73,7 @@ FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's w
 # wait, and back at FETCH_WAIT_MS once none has come for BUSY_FOR seconds (5 ms idle costs a core's 17 %)
 BUSY_WAIT_MS = 5
 BUSY_FOR = 1.0
+BUSY_POLL_MS = 50  # a short-wait poll that hears nothing for this long tries the long wait next
 SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
 WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
 READ_BATCH = 512
@@ -129,6 +130,16 @@ def _seq_and_ts(record: Any) -> tuple[int, int]:
         return seq, 0
 
 
+def _set_fetch_wait(consumer: Any, wait_ms: int) -> int:
+    """Have ``consumer``'s next fetches held at most ``wait_ms``: kafka-python (3.0.12, pinned) reads
+    its fetcher's config as it makes each fetch, and offers no public way to change it."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    config = getattr(fetcher, "config", None)
+    if isinstance(config, dict) and "fetch_max_wait_ms" in config:
+        config["fetch_max_wait_ms"] = wait_ms
+    return wait_ms
+
+
 class KafkaLog(Log):
     """The log in partition 0 of a Kafka topic (see the module docstring)."""
 
@@ -159,6 +170,7 @@ class KafkaLog(Log):
         self._lock = threading.Lock()  # the newest timestamp, the idle readers
         self._append_lock = threading.Lock()
         self._last_ts = 0
+        self._busy_until = 0.0  # the watcher asks with BUSY_WAIT_MS until then (commits flow)
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
@@ -356,6 +368,7 @@ class KafkaLog(Log):
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
             known = self._heads.head  # before the send: the watcher may read this very commit before its ack
+            self._busy_until = time.monotonic() + BUSY_FOR
             with self._lock:
                 ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
             record = make(ts)
@@ -485,10 +498,18 @@ class KafkaLog(Log):
     def _watch(self) -> None:
         """Long-poll the partition from the head; every record read moves the head on."""
         consumer = self._watcher
+        waiting, heard = FETCH_WAIT_MS, True
         try:
             while not self._stop.is_set():
+                # short while commits flow — unless the last short poll heard nothing: tansu answers
+                # empty when its read of the partition outlasts the wait (after a restart, say), and
+                # the long wait gives it the time (else the watcher stalled for good)
+                busy = time.monotonic() < self._busy_until and (heard or waiting != BUSY_WAIT_MS)
+                wait = BUSY_WAIT_MS if busy else FETCH_WAIT_MS
+                if wait != waiting:
+                    waiting = _set_fetch_wait(consumer, wait)
                 try:
-                    batch = consumer.poll(timeout_ms=WATCH_POLL_MS, max_records=READ_BATCH)
+                    batch = consumer.poll(timeout_ms=BUSY_POLL_MS if busy else WATCH_POLL_MS, max_records=READ_BATCH)
                 except Exception as exc:  # kafka-python retries inside poll; anything else: back off, go on
                     log.warning("kafka_watch_failed", url=self._url, error=f"{type(exc).__name__}: {exc}")
                     self._stop.wait(1.0)
@@ -500,7 +521,9 @@ class KafkaLog(Log):
                     if listener is not None:
                         for record in records:
                             listener(Record(int(record.offset) + 1, record.value or b"", dict(record.headers or ())))
+                heard = newest is not None
                 if newest is not None:
+                    self._busy_until = time.monotonic() + BUSY_FOR
                     self._advance(*_seq_and_ts(newest))
         finally:
             with contextlib.suppress(Exception):

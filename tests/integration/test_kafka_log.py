@@ -19,6 +19,7 @@ from kafka.admin import NewTopic
 
 from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable
 from drsg.store.backends import open_log
+from drsg.store.kafka import log as kafka_log
 from drsg.store.kafka.log import KafkaLog
 from drsg.store.log import encode
 from drsg.store.logport import Log
@@ -264,6 +265,32 @@ def test_an_idle_log_waits_without_burning_a_core(kafka_broker: Broker, topic: s
         assert cpu < 0.5, f"{cpu:.2f} s of CPU in a 2 s idle wait"  # a busy loop would spend ~2 s
     finally:
         log.close()
+
+
+def test_while_commits_flow_another_log_hears_each_within_milliseconds(
+    kafka_broker: Broker, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tansu answers a held fetch only when its wait runs out: at FETCH_WAIT_MS alone another node
+    heard each commit ~49 ms late. While commits flow the watcher asks with BUSY_WAIT_MS, and once
+    they stop (BUSY_FOR) it is back at FETCH_WAIT_MS, so an idle node does not poll the broker hard."""
+    monkeypatch.setattr(kafka_log, "BUSY_FOR", 0.3)
+    writing, hearing = open_log(kafka_broker.url(topic)), open_log(kafka_broker.url(topic))
+    assert isinstance(hearing, KafkaLog)
+    try:
+        lags = []
+        for i in range(40):
+            seq = writing.append(node(i)).seq
+            sent = time.monotonic()
+            assert hearing.wait(seq - 1, 10) >= seq
+            lags.append(time.monotonic() - sent)
+            time.sleep(0.005)
+        lags.sort()
+        assert lags[len(lags) // 2] < kafka_log.FETCH_WAIT_MS / 1000 / 5, f"median {lags[len(lags) // 2]:.3f} s"
+        time.sleep(0.3 + 2 * kafka_log.FETCH_WAIT_MS / 1000)  # nothing flows: back to the long wait
+        assert hearing._watcher._fetcher.config["fetch_max_wait_ms"] == kafka_log.FETCH_WAIT_MS
+    finally:
+        writing.close()
+        hearing.close()
 
 
 def test_the_kafka_backend_is_loaded_only_when_its_scheme_is_asked_for(tmp_path: object) -> None:
