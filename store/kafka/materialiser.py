@@ -39,6 +39,8 @@ client were measured to do").
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 import time
 import uuid
@@ -259,7 +261,6 @@ def decide(
         release(txn, env.dbs, intent)  # an import's held chunks go with its refusal
         return [], None, {**origin, "refused": refusal.to_json()}, {"refused": refusal.to_json()}
     child.commit()
-    release(txn, env.dbs, intent)
     return list(tx.mutations), tx.tallies, origin, {"value": value}
 
 
@@ -374,12 +375,18 @@ class Materialiser:
             head = read_state(txn, env.dbs["meta"]).head
             last_crc = crc_at(txn, env, head)
         self._next = head + 1  # the next record to judge
+        self.written = head  # the copy's head as of the last round (only the materialiser moves it)
         self.judge = Judge(last_crc=last_crc, url=kafka.url)
         self._ready: list[Entry] = []  # judged, not yet written (a staged write held the file)
         self._offered: dict[int, Record] = {}  # records this process produced, by seq (see offer)
         self._progress = threading.Condition()  # notified after every round (see wait)
         self._stepping = threading.Lock()  # one round at a time: the follower's, or a waiting writer's
         self._offered_lock = threading.Lock()
+        # writers waiting for a seq, (seq, n, event) in a heap: a round wakes those it has reached,
+        # not every writer in the process to look again (64 in flight spent their time on that)
+        self._seq_waiters: list[tuple[int, int, threading.Event]] = []
+        self._seq_lock = threading.Lock()
+        self._waiter_ids = itertools.count()
 
     def start(self) -> Materialiser:
         """Start following the topic in a thread of its own; returns the materialiser. The log's
@@ -397,6 +404,7 @@ class Materialiser:
         self.kafka.interrupt()
         with self._progress:
             self._progress.notify_all()
+        self._wake(everyone=True)
         if self._thread is not None:
             self._thread.join()
 
@@ -422,6 +430,27 @@ class Materialiser:
                 self._progress.wait(left)
         return True
 
+    def wait_written(self, seq: int, timeout: float) -> bool:
+        """Block until the copy's head reaches ``seq``, the materialiser stops or ``timeout`` passes;
+        whether it has."""
+        if self.written >= seq:
+            return True
+        event = threading.Event()
+        with self._seq_lock:
+            if self.written >= seq:
+                return True
+            heapq.heappush(self._seq_waiters, (seq, next(self._waiter_ids), event))
+        if not self._stop.is_set():
+            event.wait(timeout)
+        return self.written >= seq
+
+    def _wake(self, *, everyone: bool = False) -> None:
+        """Wake the writers waiting for a seq the copy has reached (all of them, when it stops)."""
+        with self._seq_lock:
+            waiters = self._seq_waiters
+            while waiters and (everyone or waiters[0][0] <= self.written):
+                heapq.heappop(waiters)[2].set()
+
     def step(self) -> bool:
         """One round: judge the records past what was read, write what they became. Whether the
         local head moved."""
@@ -438,6 +467,8 @@ class Materialiser:
             return False
         head = self._ready[-1].seq
         self._ready = []
+        self.written = max(self.written, head)
+        self._wake()
         self.publish(head)
         return True
 

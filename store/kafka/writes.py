@@ -118,12 +118,14 @@ class KafkaWrites:
             raise DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
         target = self.kafka.head() if seq is None else seq
 
-        def done() -> bool:
-            return materialiser.settled(target) if seq is None else self.head() >= target
+        def done(wait: float) -> bool:
+            if seq is not None:  # woken by the round that reaches it, not by every round
+                return materialiser.wait_written(seq, wait)
+            return materialiser.wait(lambda: materialiser.settled(target), wait)
 
         wait = self.timeout * 2 if timeout is None else timeout
         progress = (materialiser.judged, self.head())
-        while not materialiser.wait(done, wait):
+        while not done(wait):
             if (materialiser.judged, self.head()) == progress:
                 raise DatabaseUnavailable(
                     f"{self.kafka.url}: this node has materialised {self.head()} of {target} commits "
@@ -170,7 +172,7 @@ class KafkaWrites:
         record = self.kafka.produce_intent(intent, dict(origin or {}))
         seq = record.seq
         materialiser.offer(record)
-        materialiser.help(lambda: self.head() >= seq)
+        materialiser.help(lambda: materialiser.written >= seq)
         self.catch_up(seq)
         with self.env.read() as txn:
             outcome = read_outcome(txn, self.env, seq)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -366,3 +367,38 @@ def test_a_digests_apply_and_forget_are_intents(tmp_path: Path, url: str) -> Non
     finally:
         a.close()
         b.close()
+
+
+def test_many_writes_in_flight_on_one_node_each_wait_for_their_own_seq(tmp_path: Path, url: str) -> None:
+    """A node keeps many intents in flight (#38, pipelining): each caller is woken by the round that
+    materialises its own seq, gets its own outcome, and the copies agree with log order."""
+    nodes = [node_of(tmp_path, name, url) for name in ("a", "b")]
+    puts = [Intent("node.put", {"plane": "startup", "key": k, "labels": ["X"], "properties": {}}) for k in KEYS]
+    try:
+        materialiser = nodes[0].materialiser
+        assert materialiser is not None
+        far = materialiser.written + 10_000
+        began = time.monotonic()
+        assert not materialiser.wait_written(far, 0.2)  # not reached: the wait runs out
+        assert time.monotonic() - began >= 0.19
+        woken: list[bool] = []
+        waiter = threading.Thread(target=lambda: woken.append(materialiser.wait_written(materialiser.written + 1, 30)))
+        waiter.start()
+        time.sleep(0.2)
+        assert woken == []  # nothing materialised yet: still waiting
+        lone = call(nodes[1], puts[0], "lone")  # another node's write: this node's copy reaches it, waking the waiter
+        waiter.join(30)
+        assert woken == [True]
+        got = race(nodes, [puts[i % 2 :] + puts[: i % 2] for i in range(16)] + [list(reversed(puts))])
+        got["lone"] = lone
+        check_decided_alike(nodes, got, tmp_path)
+        stuck: list[bool] = []
+        waiting = threading.Thread(target=lambda: stuck.append(materialiser.wait_written(far, 60)))
+        waiting.start()
+        time.sleep(0.1)
+        nodes[0].close()  # closing wakes whoever still waits
+        waiting.join(10)
+        assert stuck == [False]
+    finally:
+        for db in nodes:
+            db.close()
