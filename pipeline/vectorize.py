@@ -19,7 +19,7 @@ from drsg.kernel.errors import BadValue, UsageError
 from drsg.kernel.values import Json, Vector, from_json, to_json
 from drsg.models.embedders.base import Embedder
 from drsg.store.database import Database
-from drsg.store.intents import Intent, answered
+from drsg.store.intents import Intent, answered, batch
 from drsg.store.records import Node
 from drsg.store.transaction import WriteTx
 
@@ -71,14 +71,22 @@ def ensure_vector_indexes(db: Database, plane: str, labels: Iterable[str], prop:
     wanted = sorted(set(labels))
     if not wanted:
         return
-
-    def ensure(tx: WriteTx) -> None:
-        p = tx.plane(plane)
-        for label in wanted:
-            if tx.view.index(p.id, "vector", label, prop) is None:
-                tx.declare_index(p, "vector", label, prop, {"metric": metric})
-
-    db.write(ensure, {"via": "vectorize"})
+    options: dict[str, Json] = {"metric": metric}
+    ensure = [
+        Intent(
+            "index.ensure",
+            {
+                "plane": plane,
+                "kind": "vector",
+                "label": label,
+                "property": prop,
+                "options": options,
+                "if_missing": True,
+            },
+        )
+        for label in wanted
+    ]
+    db.submit(batch(ensure), {"via": "vectorize"})  # decided where it lands: an index made meanwhile is kept
 
 
 def same_embedder(db: Database, plane: str, into: str, embedder: Embedder, fix: str) -> str | None:

@@ -73,7 +73,8 @@ def held_lines(tx: WriteTx, args: dict[str, Json], into: IO[bytes]) -> None:
 
 
 def release(txn: Txn, dbs: Dbs, intent: Intent) -> None:
-    """Drop what ``intent`` held, once it is decided (applied or refused): an import's chunks."""
+    """Drop what ``intent`` held once it is decided: an import's chunks (an applied close drops its
+    own, in its transaction; a refused one's transaction is undone, so its decider calls this)."""
     import_id = intent.args.get("import")
     if intent.op == CLOSE and isinstance(import_id, str):
         _drop(txn, dbs, import_id.encode())

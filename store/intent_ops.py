@@ -171,7 +171,8 @@ def index_declare(tx: WriteTx, args: dict[str, Json]) -> Json:
 def index_ensure(tx: WriteTx, args: dict[str, Json]) -> Json:
     """Declare an index on ``label``'s ``property``, or, with no label, on every label whose nodes
     hold a value of the index's kind there (a vector, or text) as the intent is decided (`drsg index
-    ensure|keyword`); answers the (label, property) pairs declared."""
+    ensure|keyword`); answers the (label, property) pairs declared. With ``if_missing``, a label that
+    has that index already keeps it as it is, whatever its options (vectorize's indexes)."""
     options = args.get("options") or {}
     if not isinstance(options, dict):
         raise BadValue("`options` must be an object")
@@ -183,6 +184,8 @@ def index_ensure(tx: WriteTx, args: dict[str, Json]) -> Json:
         labels = [label]
     else:
         raise BadValue("`label` must be a string, or left out for every label carrying the property")
+    if args.get("if_missing") is True:
+        labels = [each for each in labels if tx.view.index(plane.id, kind, each, prop) is None]
     for each in labels:
         tx.declare_index(plane, kind, each, prop, options)
     return {"pairs": [[each, prop] for each in labels]}

@@ -19,7 +19,7 @@ from typing import IO, TypeVar
 from drsg.kernel.errors import BadValue
 from drsg.kernel.values import Json
 from drsg.store.database import Database
-from drsg.store.import_intents import CHUNK, CHUNK_BYTES, CLOSE, held_lines
+from drsg.store.import_intents import CHUNK, CHUNK_BYTES, CLOSE, held_lines, release
 from drsg.store.intents import Intent
 from drsg.store.jsonl import ImportReport, check_import, import_lines
 from drsg.store.meta import LogState
@@ -96,6 +96,7 @@ def close_op(tx: WriteTx, args: dict[str, Json]) -> Json:
         fh.seek(0)
         report = import_lines(stage, fh, plane, on_conflict, create_plane, Path(str(args["source"])))
     tx.mutations.extend(stage.tx.mutations)
+    release(tx.txn, tx.dbs, Intent(CLOSE, args))  # (a refusal's are dropped by whoever decides it)
     answer = report.to_json()
     return {name: answer[name] for name in _COUNTS}
 

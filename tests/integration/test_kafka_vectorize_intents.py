@@ -81,8 +81,12 @@ def test_vectorize_is_intents_and_skips_alike_what_changed_meanwhile(tmp_path: P
         # the next run embeds what was skipped (the plane-wide rule too: JSON-RPC's plane.vectorize)
         again, _ = vectorize_plane(a, BagOfWordsEmbedder(), "startup")
         assert again.embedded == 5  # its text rule differs from --from text's: every node once
+        last = [r for r in a.kafka.records(1) if is_intent(r.value)][-1]
+        assert decode_intent(last.seq, last.value or b"")[2].op == "batch"  # its index declarations, by label
         b.catch_up(a.kafka.head())
         assert tables(a) == tables(b)
+        with b.snapshot() as snap:
+            assert snap.index(0, "vector", "Doc", "embedding") is not None
     finally:
         embedded.close()
         a.close()
