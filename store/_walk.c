@@ -26,6 +26,8 @@
  *     node has the key at `at`, False when the Python path must answer (as neighbors' None)
  * nodes_at(txn, nodes_db, plane_group, inv_at, plane, [node id, ...]) -> [Node | None, ...], None
  *     when the Python path must answer (Snapshot.nodes_at: a search's hits, an index build's nodes)
+ * key_ids(txn, keys_db, inv_at, [key_group, ...]) -> [node id | None, ...], False when the Python path
+ *     must answer; one cursor, a write transaction's too (an import's keys, store/bulkwrite.py)
  * vectors(Vector, "data", code)   records' vectors decoded in C (store/_records.c), as values._ext_hook
  */
 #define PY_SSIZE_T_CLEAN
@@ -484,6 +486,69 @@ done:
     return out;
 }
 
+/* The node id each key's group names at `inv_at` (Snapshot.version of the keys table, read as an id),
+ * through one cursor: an import's keys, in its write transaction (the cursor is closed before it
+ * returns), sorted by the caller so that each seek lands near the last. None in the list: no node
+ * holds that key; False for the whole call: the Python path's to answer. */
+static PyObject *key_ids(PyObject *self, PyObject *args) {
+    PyObject *txn_obj, *keys_obj, *groups, *out = NULL;
+    Py_buffer inv_at;
+    if (!PyArg_ParseTuple(args, "OOy*O!", &txn_obj, &keys_obj, &inv_at, &PyList_Type, &groups)) return NULL;
+    MDB_cursor *cur = NULL;
+    MDB_txn *txn = txn_of(txn_obj, 0);
+    MDB_dbi keys_dbi;
+    unsigned char sought[MAX_KEY];
+    Py_ssize_t n = PyList_GET_SIZE(groups);
+    if (!fixed(&inv_at, SEQ, "inv_at")) goto done;
+    if (!txn || !dbi_of(keys_obj, &keys_dbi)) {
+        out = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *group = PyList_GET_ITEM(groups, i);
+        if (!PyBytes_Check(group) || PyBytes_GET_SIZE(group) + SEQ > MAX_KEY - 1) {
+            out = Py_NewRef(Py_False);
+            goto done;
+        }
+    }
+    int rc = lm_cursor_open(txn, keys_dbi, &cur);
+    if (rc) {
+        lmdb_failed("mdb_cursor_open", rc);
+        goto done;
+    }
+    PyObject *ids = PyList_New(n);
+    if (!ids) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *group = PyList_GET_ITEM(groups, i), *id;
+        size_t len = (size_t)PyBytes_GET_SIZE(group);
+        memcpy(sought, PyBytes_AS_STRING(group), len);
+        memcpy(sought + len, inv_at.buf, SEQ);
+        MDB_val key = {len + SEQ, sought}, value;
+        rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
+        if (rc == MDB_NOTFOUND || (rc == 0 && (value.mv_size == 0 || key.mv_size != len + SEQ ||
+                                               memcmp(key.mv_data, PyBytes_AS_STRING(group), len) != 0)))
+            id = Py_NewRef(Py_None);
+        else if (rc) {
+            Py_DECREF(ids);
+            lmdb_failed("mdb_cursor_get", rc);
+            goto done;
+        } else if (value.mv_size != 8) { /* not an id: the reference's to judge */
+            Py_DECREF(ids);
+            out = Py_NewRef(Py_False);
+            goto done;
+        } else if (!(id = PyLong_FromUnsignedLongLong(be(value.mv_data, 8)))) {
+            Py_DECREF(ids);
+            goto done;
+        }
+        PyList_SET_ITEM(ids, i, id);
+    }
+    out = ids;
+done:
+    if (cur) lm_cursor_close(cur);
+    PyBuffer_Release(&inv_at);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS, "Find LMDB's functions in py-lmdb's loaded extension; the types to accept."},
     {"records", walk_records, METH_VARARGS, "The Edge and Neighbor types, their field names, and the Python decoding."},
@@ -492,6 +557,7 @@ static PyMethodDef methods[] = {
     {"ends", ends, METH_VARARGS, "The other end of each of a node's edges at one seq, from the adjacency alone."},
     {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq, or None."},
     {"nodes_at", nodes_at, METH_VARARGS, "Each node's record at one seq (None: no such node), one cursor."},
+    {"key_ids", key_ids, METH_VARARGS, "The node id each key's group names at one seq, or None; one cursor."},
     {"vectors", walk_vectors, METH_VARARGS, "The vector type and slot a vector extension decodes to."},
     {NULL, NULL, 0, NULL},
 };

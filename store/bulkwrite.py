@@ -18,12 +18,12 @@ else that reads the graph (a vector's index check) flushes first.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 
 from drsg.kernel.values import Props, pack
-from drsg.store import keys
+from drsg.store import keys, native
 from drsg.store.environment import DbHandle, Dbs, Txn
 from drsg.store.mutations import EdgePut, NodePut
 from drsg.store.records import Plane
@@ -122,14 +122,47 @@ class BulkWrites:
         self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
         self.edge_runs: Runs = (self.runs["edges"], self.runs["out"], self.runs["in"])
         self.plane_group = keys.plane_group(plane.id)
+        self.keys_db = dbs["keys"]
         self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
+        self.known: dict[str, int | None] = {}  # keys looked up as the commit began -> their node
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
         found = self.key_ids.get(key)
         if found is not None:
             return found
-        value = tx.view.version("keys", self.plane_group + key.encode() + b"\x00")  # keys.key_group's bytes
-        return None if value is None else keys.read_u64(value)
+        if key in self.known:
+            return self.known[key]
+        return self._look_up(tx, [self.plane_group + key.encode() + b"\x00"])[0]  # keys.key_group's bytes
+
+    def look_up_keys(self, tx: WriteTx, lines: list[Any]) -> None:
+        """The keys a commit's parsed ``lines`` name (nodes' and edges' ends) looked up at once, in key
+        order, so that each seek lands near the last: what the file holds as the commit begins."""
+        names = {
+            name
+            for obj in lines
+            if type(obj) is dict
+            for name in (obj.get("external_key"), obj.get("src_key"), obj.get("dst_key"))
+            if type(name) is str
+        }
+        order = sorted(names)  # code-point order: their UTF-8 bytes' (the groups') order
+        prefix = self.plane_group
+        try:
+            groups = [prefix + name.encode() + b"\x00" for name in order]
+        except UnicodeEncodeError:  # a lone surrogate: the line's own lookup meets it as the reference does
+            order = [name for name in order if name.isascii() or _encodes(name)]
+            groups = [prefix + name.encode() + b"\x00" for name in order]
+        self.known.update(zip(order, self._look_up(tx, groups), strict=True))
+
+    def _look_up(self, tx: WriteTx, groups: list[bytes]) -> list[int | None]:
+        """The node each key group names as of this commit: in C (store/_walk.c) when it can, else as
+        Snapshot.node_id_by_key reads it."""
+        walk = native.walker()
+        if walk is not None and groups:
+            found = walk.key_ids(tx.txn, self.keys_db, keys.inv(tx.seq), groups)
+            if found is not False:
+                return found
+        values = [tx.view.version("keys", group) for group in groups]
+        return [None if value is None else keys.read_u64(value) for value in values]
 
     def has_node(self, tx: WriteTx, node_id: int) -> bool:
         """Whether ``node_id`` is a node of the plane: one this import made (none is ever deleted by
@@ -173,6 +206,15 @@ class BulkWrites:
                 put_sorted(self.txn, self.dbs[name], run)
                 run.clear()
         self.key_ids.clear()  # the file answers for them now
+        self.known.clear()
+
+
+def _encodes(name: str) -> bool:
+    try:
+        name.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def put_sorted(txn: Txn, db: DbHandle, run: list[tuple[bytes, bytes]]) -> None:

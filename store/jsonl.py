@@ -268,24 +268,47 @@ class _Importer:
             self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from)
 
     def _commit(self) -> None:
-        """Up to ``commit_lines`` lines into the commit ``self.tx`` is making."""
-        for _ in range(self.commit_lines):
-            raw = self.fh.readline()
+        """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
+        and parses them first, to look the keys they name up at once)."""
+        ahead = None if self.bulk is None else self._read_ahead(self.bulk)
+        parsed, end = None, 0
+        for n in range(self.commit_lines):
+            if ahead is None:
+                raw = self.fh.readline()
+            else:
+                raw, parsed, end = ahead[n] if n < len(ahead) else (b"", None, 0)
             if not raw:
                 self.done = True
                 return
             self.line_no += 1
             if raw.strip():
-                self._line(self.line_no, raw)
+                self._line(self.line_no, raw, parsed)
                 if len(self.bad_lines) >= _MAX_REPORTED:
+                    if ahead is not None:
+                        self.fh.seek(end)  # read no further than the reference does
                     self.done = True
                     return
         self.done = False
 
-    def _line(self, line_no: int, raw: bytes) -> None:
+    def _read_ahead(self, bulk: BulkWrites) -> list[tuple[bytes, Any, int]]:
+        """The commit's lines, each parsed (None: for _line to parse and refuse) and where it ends."""
+        ahead: list[tuple[bytes, Any, int]] = []
+        for _ in range(self.commit_lines):
+            raw = self.fh.readline()
+            if not raw:
+                break
+            try:
+                parsed = _parse(raw) if raw.strip() else None
+            except (ValueError, RecursionError):
+                parsed = None
+            ahead.append((raw, parsed, self.fh.tell()))
+        bulk.look_up_keys(self.tx, [parsed for _, parsed, _ in ahead])
+        return ahead
+
+    def _line(self, line_no: int, raw: bytes, parsed: Any = None) -> None:
         try:
             try:
-                obj = _parse(raw)
+                obj = _parse(raw) if parsed is None else parsed
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
             except RecursionError:

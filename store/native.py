@@ -74,6 +74,9 @@ class Walk(Protocol):
     def node_by_key(
         self, txn: object, keys: object, nodes: object, group: bytes, plane_group: bytes, inv_at: bytes, plane: int, /
     ) -> Node | Literal[False] | None: ...
+    def key_ids(
+        self, txn: object, keys: object, inv_at: bytes, groups: list[bytes], /
+    ) -> list[int | None] | Literal[False]: ...
     def nodes_at(
         self, txn: object, nodes: object, plane_group: bytes, inv_at: bytes, plane: int, ids: list[int], /
     ) -> list[Node | None] | None: ...
