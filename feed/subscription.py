@@ -113,6 +113,27 @@ class Subscription:
         self.db = db
         self.resolved_every = resolved_every
         self.poll = poll
+        self._next = from_seq or 0  # the first commit not yet read
+        if from_seq is not None:
+            db.pins.add(self)  # before the horizon is checked: compaction elsewhere then leaves it too
+        try:
+            start, head = self._start(db, plane, from_seq)
+        except BaseException:
+            db.pins.discard(self)
+            raise
+        self.plane_name = plane
+        self.from_seq = start
+        self._next = start
+        self._limit = to_seq if follow else (head if to_seq is None else min(to_seq, head))
+        self._ready: deque[Message] = deque()
+        self._ended = False
+        self._stopped = threading.Event()
+        self._last_sent = time.monotonic()
+        self._reading: asyncio.Future[None] | None = None  # a batch read running in a worker thread
+        db.pins.add(self)  # (one that starts at the head is held from there)
+
+    def _start(self, db: Database, plane: str | None, from_seq: int | None) -> tuple[int, int]:
+        """The first commit to read and the head, once the horizon and the plane are checked."""
         with db.read() as reader:
             head = reader.head
             if from_seq is not None and from_seq > head + 1:
@@ -125,16 +146,7 @@ class Subscription:
                 raise reader.retained.refuse(start, what, reader.retained.oldest + 1)
             self._names: dict[int, str] = {p.id: p.name for p in reader.snapshot(start - 1).planes()}
             self.plane_id: int | None = None if plane is None else _plane_for(reader.snapshot(), plane, start)
-        self.plane_name = plane
-        self.from_seq = start
-        self._next = start  # the first commit not yet read
-        self._limit = to_seq if follow else (head if to_seq is None else min(to_seq, head))
-        self._ready: deque[Message] = deque()
-        self._ended = False
-        self._stopped = threading.Event()
-        self._last_sent = time.monotonic()
-        self._reading: asyncio.Future[None] | None = None  # a batch read running in a worker thread
-        db.pins.add(self)  # history compaction leaves what it has yet to read (store/retention.py)
+        return start, head
 
     def needs(self) -> int:
         """The oldest commit it still reads the state at: the one before its next."""

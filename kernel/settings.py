@@ -110,6 +110,13 @@ REGISTRY: tuple[Setting, ...] = (
         "how often `drsg serve` compacts history at most, when retain_commits or retain_days is set",
     ),
     Setting(
+        "log.reader_lease_secs",
+        120,
+        _positive,
+        "how long a long reader's lease (`log --follow`, a feed subscription) holds history from other "
+        "processes' compaction once its process stops renewing it",
+    ),
+    Setting(
         "index.ef_search",
         64,
         _at_least(64),

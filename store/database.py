@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Generic, TypeVar, Unpack
 
 import structlog
@@ -29,8 +30,9 @@ from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
 from drsg.store.reader import HeadSnapshot, Reader
+from drsg.store.readers import Pins
 from drsg.store.records import Plane
-from drsg.store.retention import HistoryCompacted, Pins, Retained, Retention, compact_history, read_retained
+from drsg.store.retention import HistoryCompacted, Retained, Retention, compact_history, read_retained
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import DEFAULT_PLANE, WriteTx
@@ -40,6 +42,18 @@ from drsg.store.writer import CommitResult
 T = TypeVar("T")
 FORMAT_VERSION = 2  # 2: a staged import may leave commits past the head, which format 1 read as logged
 META_UUID = b"uuid"
+
+
+class _Following:
+    """``Database.follow``'s place, as a long reader history compaction leaves."""
+
+    def __init__(self, next_seq: int) -> None:
+        self.next_seq = next_seq
+
+    def needs(self) -> int:
+        return self.next_seq - 1
+
+
 FOLLOW_WAIT = 1.0  # seconds follow() waits between looks at the log (a commit wakes it at once)
 log = structlog.get_logger("drsg.store")
 
@@ -108,7 +122,8 @@ class Database:
         self.path = opened.path
         self.env = opened.env
         self._head_snapshot = HeadSnapshot()  # what `with db.snapshot()` makes of its transaction
-        self.pins = Pins()  # long readers (feed subscriptions) history compaction leaves their commits
+        self.pins = Pins(Path(self.path))  # long readers (and other processes' leases) compaction leaves
+        self._on_close.append(self.pins.close)
         self.writer = opened.writer
         self.readonly = opened.readonly
         self.ops = ops
@@ -248,13 +263,21 @@ class Database:
         return self.log.read(from_seq, to_seq)
 
     def follow(self, from_seq: int = 1) -> Iterator[Commit]:
-        """Commits from ``from_seq`` on, waiting for new ones (other processes' included)."""
-        next_seq = max(from_seq, 1)
-        while True:
-            for commit in self.commits(next_seq):
-                next_seq = commit.seq + 1
+        """Commits from ``from_seq`` on, waiting for new ones (other processes' included). History
+        compaction, here or in another process, leaves what it has yet to read (store/readers.py)."""
+        at = _Following(max(from_seq, 1))
+        self.pins.add(at)
+        try:
+            for commit in self.commits(at.next_seq):  # (checks the horizon after the pin is in place)
+                at.next_seq = commit.seq + 1
                 yield commit
-            self.log.wait(next_seq - 1, FOLLOW_WAIT)
+            while True:
+                self.log.wait(at.next_seq - 1, FOLLOW_WAIT)
+                for commit in self.commits(at.next_seq):
+                    at.next_seq = commit.seq + 1
+                    yield commit
+        finally:
+            self.pins.discard(at)
 
     def health(self) -> dict[str, Json]:
         """What ``/health`` says beyond "ok", which anyone may ask (no token): figures and flags

@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import functools
 import struct
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
 
 import structlog
 
 from drsg.kernel.errors import BadAsOf
+from drsg.kernel.values import Json
 from drsg.store import keys
 from drsg.store.environment import DbHandle, Environment, Txn
 from drsg.store.log import LogReader
 from drsg.store.meta import read_head
+from drsg.store.readers import Pins
 from drsg.store.staging import in_write
 
 META_RETAINED = b"retained"
@@ -109,36 +108,6 @@ class Retention:
         return max(oldest, 1, min(floors))  # both promises hold: the older floor
 
 
-class Pinned(Protocol):
-    """A reader that reads across transactions (a feed subscription)."""
-
-    def needs(self) -> int:
-        """The oldest commit it will still read the state at."""
-        ...
-
-
-class Pins:
-    """This process's long readers: the horizon stays at or before the oldest commit any of them
-    still needs (upstream's floor: the oldest live reader). Held weakly: one dropped unclosed goes."""
-
-    def __init__(self) -> None:
-        self._readers: weakref.WeakSet[Pinned] = weakref.WeakSet()
-        self._lock = threading.Lock()
-
-    def add(self, reader: Pinned) -> None:
-        with self._lock:
-            self._readers.add(reader)
-
-    def discard(self, reader: Pinned) -> None:
-        with self._lock:
-            self._readers.discard(reader)
-
-    def oldest(self) -> int | None:
-        with self._lock:
-            readers = list(self._readers)
-        return min((reader.needs() for reader in readers), default=None)
-
-
 @dataclass(frozen=True, slots=True)
 class HistoryCompacted:
     """What one compaction did."""
@@ -146,9 +115,17 @@ class HistoryCompacted:
     horizon: int
     versions: int  # superseded versions removed
     log_records: int  # log records removed
+    asked: int = 0  # the horizon the settings asked for (later than ``horizon`` when readers held it)
+    held_by: tuple[str, ...] = ()  # the readers that held it back (store/readers.py)
 
-    def to_json(self) -> dict[str, int]:
-        return {"horizon": self.horizon, "versions": self.versions, "log_records": self.log_records}
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "horizon": self.horizon,
+            "versions": self.versions,
+            "log_records": self.log_records,
+            "asked": self.asked,
+            "held_by": list(self.held_by),
+        }
 
 
 #: the writer's turn for one transaction (``Writer.exclusive``): no commit of this process runs in it
@@ -167,6 +144,8 @@ def compact_history(
     """Move the horizon as ``retention`` asks (no further than ``pins`` allow), then remove what
     lies before it (see the module)."""
     meta = env.dbs["meta"]
+    asked: list[int] = []
+    held_by: list[str] = []
 
     def advance(txn: Txn) -> Retained:
         current = read_retained(txn, meta)
@@ -174,10 +153,13 @@ def compact_history(
             return current
         head = read_head(txn, meta)
         floor = retention.floor(txn, env.dbs["log"], head, current.oldest, int(clock() * 1000))
-        held = None if pins is None else pins.oldest()
-        if held is not None and held < floor:
-            log.info("history kept for a reader", path=str(env.path), asked=floor, kept_from=held)
-            floor = held
+        asked[:] = [floor]
+        # read in the write transaction: a reader's lease is written before it checks the horizon
+        holders = [] if pins is None else [h for h in pins.holders() if h.seq < floor]
+        if holders:
+            held_by[:] = [holder.who for holder in holders]
+            floor = max(current.oldest, min(holder.seq for holder in holders))
+            log.info("history kept for readers", path=str(env.path), asked=asked[0], kept_from=floor, readers=held_by)
         if floor <= current.oldest:
             return current
         moved = Retained(floor, retention.commits, retention.days)
@@ -194,7 +176,7 @@ def compact_history(
             gone = dead if name in PLANE_KEYED else frozenset()
             versions += _in_batches(env, turn, _VersionPruner(env.dbs[name], horizon, batch, gone))
         records = _in_batches(env, turn, _LogPruner(env.dbs["log"], horizon, batch))
-    done = HistoryCompacted(horizon, versions, records)
+    done = HistoryCompacted(horizon, versions, records, asked[0] if asked else horizon, tuple(held_by))
     log.info("history compacted", path=str(env.path), **done.to_json())
     return done
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from drsg.store.jsonl import ImportReport
     from drsg.store.log import Commit
     from drsg.store.reader import Reader
+    from drsg.store.readers import Pins
     from drsg.store.retention import HistoryCompacted, Retained
     from drsg.store.snapshot import Snapshot
     from drsg.store.transaction import WriteTx
@@ -61,6 +62,7 @@ class Database:
 
     if TYPE_CHECKING:  # the store's database supplies these (the concrete classes below)
         path: str
+        pins: Pins
 
         def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]: ...
         async def awrite(
@@ -101,6 +103,7 @@ class Database:
         self.origin = {"via": "api"}
         self._searcher = None
         self._embedders = None
+        self.pins.lease_secs = lambda: float(self.settings.integer("log.reader_lease_secs"))  # (store/readers.py)
 
     def __enter__(self) -> Self:
         return self

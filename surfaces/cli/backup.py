@@ -148,6 +148,11 @@ def _compact_history(obj: Context, as_json: bool) -> None:
         f"history of {obj.db_path} starts at commit {done.horizon:,}: removed {done.versions:,} versions "
         f"and {done.log_records:,} log records"
     )
+    if done.held_by:  # a reader here or in another process still reads from there (store/readers.py)
+        click.echo(
+            f"kept from commit {done.horizon:,} instead of {done.asked:,} for readers still behind: "
+            f"{'; '.join(done.held_by)} ([log] reader_lease_secs ends a dead reader's hold)"
+        )
 
 
 COMMANDS = [snapshot_cmd, restore_cmd, compact_cmd]
