@@ -8,6 +8,7 @@ clock starts at exec and stops when a TCP connect succeeds, then when GET /healt
     .venv/bin/python -m tests.bench.bench_startup                 # appends to RESULTS.md
     .venv/bin/python -m tests.bench.bench_startup --runs 3 --no-record
     .venv/bin/python -m tests.bench.bench_startup --tree OLD   # beside another checkout's code, same run
+    .venv/bin/python -m tests.bench.bench_startup --floors     # and what a vector search stands on
 
 ``--tree`` names a folder laid out as the package (``drsg/`` holding ``drsg/*`` and the layer
 folders, as the Makefile's typecheck tree): its column runs that code, with the editable
@@ -56,6 +57,22 @@ READS: list[tuple[str, list[str]]] = [
     ("drsg plane list", ["plane", "list"]),
 ]
 
+
+#: the floors a one-shot vector search stands on, with ``--floors``: the interpreter, numpy and
+#: hnswlib with the search's own index (``{index}``: its sidecar file) and one query, the statement's
+#: parse (the Cypher front end's imports, lark's table load and the parse)
+FLOORS: list[tuple[str, str]] = [
+    ("python -c pass", "pass"),
+    (
+        "python: numpy, hnswlib, load the index, one knn_query",
+        "import numpy, hnswlib; i = hnswlib.Index(space='cosine', dim=4); i.load_index({index!r}); "
+        "i.knn_query(numpy.array([[1, 0, 0, 0]], dtype=numpy.float32), k=1)",
+    ),
+    (
+        "python: parse the SEARCH statement",
+        "from drsg.plan.statements import parse_query; parse_query('SEARCH (d:Doc) ON v NEAR [1, 0, 0, 0] TOPK 1')",
+    ),
+]
 
 #: the timed processes' environment (``main`` sets the bytecode cache)
 ENV = dict(os.environ)
@@ -129,6 +146,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--tree", help="a package tree to time beside the installed code (see the docstring)")
     parser.add_argument("--no-pyc", action="store_true", help="compile every module's source on every start")
+    parser.add_argument("--floors", action="store_true", help="also time the floors of a vector search (FLOORS)")
     parser.add_argument("--no-record", action="store_true")
     opts = parser.parse_args()
     started = dt.datetime.now(dt.UTC)
@@ -147,6 +165,9 @@ def main() -> None:
             one_read(cmd, db, args)
     steps = ["`drsg serve` → first accepted connection", "`drsg serve` → first answered `/health`"]
     steps += [f"`{name}`" for name, _ in READS]
+    index = next(Path(f"{db}.hnsw").glob("*/v*/index.hnsw"), None) if opts.floors else None
+    floors = [(name, [sys.executable, "-c", code.format(index=str(index))]) for name, code in FLOORS] if index else []
+    floor_times: dict[str, list[float]] = {name: [] for name, _ in floors}
     times: dict[tuple[str, int], list[float]] = {(step, i): [] for step in steps for i in range(len(cmds))}
     for n in range(opts.runs):  # passes interleaved: the machine's load falls on both columns alike
         for i, cmd in enumerate(cmds):
@@ -155,11 +176,18 @@ def main() -> None:
             times[(steps[1], i)].append(health)
             for (_name, args), step in zip(READS, steps[2:], strict=True):
                 times[(step, i)].append(one_read(cmd, db, args))
+        for name, floor in floors:  # once a pass: they run no drsg tree
+            started_at = time.perf_counter()
+            subprocess.run(floor, check=True, capture_output=True, timeout=120, env=ENV)
+            floor_times[name].append(time.perf_counter() - started_at)
     head = "| step | this checkout |" + (" --tree |" if opts.tree else "") + " target |"
     rows = [head, "|---|---|" + ("---|" if opts.tree else "") + "---|"]
     for step in steps:
         cells = " | ".join(f"{statistics.median(times[(step, i)]):.3f} s" for i in range(len(cmds)))
         rows.append(f"| {step} | {cells} | {'≤ 1 s' if 'serve' in step else '≤ 0.3 s'} |")
+    for name, spent in floor_times.items():
+        other_column = " — |" if opts.tree else ""
+        rows.append(f"| floor: {name} | {statistics.median(spent):.3f} s (min {min(spent):.3f} s) |{other_column} — |")
     how = "compiling every module's source (`--no-pyc`)" if opts.no_pyc else "byte-compiled modules, as installed"
     lines = [f"Median of {opts.runs} fresh processes each (wall time from exec), {how}.", "", *rows]
     if opts.tree:  # the load moves both columns of a pass alike: each pass's ratio, then their median
