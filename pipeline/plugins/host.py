@@ -234,6 +234,7 @@ class PluginHandler(Handler):
         #: each import with what it is granted (``plugin show``)
         self.grants = sandbox.grants(imports)
         self._wasi = wasi.needs_wasmtime(imports)
+        self._exit_code = wasi.exit_carries_code(imports)
         self._linker = sandbox.linker(imports, _current_call)
         self._manifest = self._describe()
         self.name = self._manifest.name
@@ -364,8 +365,8 @@ class PluginHandler(Handler):
             return exc
         if isinstance(exc, wasmtime.ExitTrap):
             return PluginError(
-                f"plugin {self.name} called exit({exc.code}) in {where}; a plugin answers through its result "
-                "(an error is err(string)), not by exiting"
+                f"plugin {self.name} {wasi.exited(exc.code, self._exit_code)} in {where}; a plugin answers "
+                "through its result (an error is err(string)), not by exiting"
             )
         text = str(exc)
         code = _trap_code(exc)

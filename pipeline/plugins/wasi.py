@@ -107,6 +107,22 @@ def needs_wasmtime(imports: dict[str, frozenset[str]]) -> bool:
     return any((g := grant(interface)) is not None and g.functions is None for interface in imports)
 
 
+def exit_carries_code(imports: dict[str, frozenset[str]]) -> bool:
+    """Whether the plugin can tell its exit code: ``wasi:cli/exit``'s ``exit`` takes only ok or
+    err (the preview1 adapter maps ``exit(3)`` to err, which wasmtime reports as 1); only the
+    unstable ``exit-with-code`` carries the code itself."""
+    return any(family(name) == "cli/exit" and "exit-with-code" in functions for name, functions in imports.items())
+
+
+def exited(code: int, carries_code: bool) -> str:
+    """What can honestly be said of a plugin's exit: its code only when its interface carried one."""
+    if carries_code:
+        return f"called exit({code})"
+    if code == 0:
+        return "exited with a success status"
+    return "exited with an error status (wasi:cli/exit carries no exit code)"
+
+
 class Tail:
     """The last :data:`STDERR_TAIL` bytes a plugin wrote to stderr in one call."""
 

@@ -134,7 +134,12 @@ def test_runs_are_deterministic_and_exit_is_a_clean_error(probe: Path, tree: Pat
     with pytest.raises(PluginError) as caught:
         plugin.parse(source, ["a.probe"], [("exit", "3")])
     message = caught.value.message
-    assert message.startswith("plugin probe called exit(") and "parse() of a.probe" in message
+    # exit(3) reaches the host as wasi:cli/exit's err (the preview1 adapter keeps no code): no made-up code
+    assert message.startswith("plugin probe exited with an error status (") and "parse() of a.probe" in message
+    assert "exit(1)" not in message and "exit(3)" not in message
+    exit_import = {"wasi:cli/exit@0.2.6": frozenset({"exit", "exit-with-code"})}  # the unstable one carries it
+    assert wasi.exit_carries_code(exit_import) and wasi.exited(3, True) == "called exit(3)"
+    assert not wasi.exit_carries_code({"wasi:cli/exit@0.2.6": frozenset({"exit"})})
     assert "\n" not in message
     assert plugin.parse(source, ["b.probe"]) != first and plugin.parse(source, ["a.probe"]) == first  # unharmed
 
