@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import logging
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from drsg.kernel import imports
@@ -43,6 +44,16 @@ def _stock_console_formatter() -> ExceptionRenderer:
 def console_traceback(sio: TextIO, exc_info: ExcInfo) -> None:
     """The console renderer's exception formatter: structlog's stock one, made on first use."""
     _stock_console_formatter()(sio, exc_info)
+
+
+def saved() -> Callable[[], None]:
+    """A way back to structlog's configuration as it is now, unconfigured included: what a command
+    run inside another program (a test, an embedding app) restores when it returns, so its level
+    filter does not outlive it."""
+    if not structlog.is_configured():
+        return structlog.reset_defaults
+    before = structlog.get_config()
+    return lambda: structlog.configure(**before)
 
 
 def configure(level: str = "warning", fmt: str = "auto") -> None:

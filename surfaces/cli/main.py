@@ -193,11 +193,19 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
     except DrsgError as exc:
         fail(exc)
     level = {0: loaded.text("logging.level"), 1: "info"}.get(verbose, "debug")
+    if not _whole_process:  # run inside another program: its logging is as it was once the command returns
+        ctx.call_on_close(logs.saved())
     logs.configure(level, loaded.text("logging.format"))
     ctx.obj = Context(db_path=db_path, config=config, verbose=verbose, settings=loaded)
 
 
+#: whether the command is the process (`drsg`, main()): its logging then stays set up to the very end
+_whole_process = False
+
+
 def main() -> None:
+    global _whole_process
+    _whole_process = True
     context.began = process_began()  # a broker's refusal counts from here (context.began)
     run_supervised(lambda: cli(prog_name="drsg"))
 

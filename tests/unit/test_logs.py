@@ -6,8 +6,17 @@ Each check runs in a fresh interpreter: which modules an import loads is the poi
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
+from pathlib import Path
+
+import structlog
+import structlog.testing
+from click.testing import CliRunner
+
+from drsg.kernel import logs
+from drsg.surfaces.cli.main import cli
 
 
 def _run(probe: str) -> str:
@@ -62,3 +71,23 @@ def test_without_rich_a_console_exception_renders_as_structlogs_plain_default() 
     stock, ours = _run(missing + _STOCK + _RENDER), _run(missing + _DRSG + _RENDER)
     assert "ValueError: boom" in stock and "secret_free_local" not in stock  # the plain traceback
     assert ours == stock
+
+
+def test_an_in_process_command_leaves_logging_as_it_found_it(tmp_path: Path) -> None:
+    """`drsg` run inside another program (CliRunner here) sets its level (warning) for the command
+    only: an info event logged afterwards is captured, and a configuration made before comes back."""
+    restore = logs.saved()  # (this test's own: whatever the tests before it set up)
+    structlog.reset_defaults()
+    try:
+        assert CliRunner().invoke(cli, ["--db", str(tmp_path / "g.drsg"), "config"]).exit_code == 0
+        assert not structlog.is_configured()
+        with structlog.testing.capture_logs() as captured:
+            structlog.get_logger("drsg.test").info("after the command")
+        assert [event["event"] for event in captured] == ["after the command"]
+
+        structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+        before = structlog.get_config()
+        assert CliRunner().invoke(cli, ["--db", str(tmp_path / "g.drsg"), "-v", "config"]).exit_code == 0
+        assert structlog.get_config() == before
+    finally:
+        restore()
