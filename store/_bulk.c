@@ -11,6 +11,7 @@
  *     (plane u32 | src u64 | type NUL | id u64 | inv, dst u64)       out
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
  * sort_run(run) sorts a run by key in place (its keys all differ).
+ * key_groups(lines, plane_group) -> (keys, groups): the keys a commit's parsed lines name, sorted.
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
  * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
  * unsigned integer, str8 for 32-255 bytes, fixarray up to 15 items.
@@ -252,6 +253,64 @@ done:
     return result;
 }
 
+/* key_groups(lines, plane_group) -> ([key, ...], [group, ...]): the keys the parsed lines name
+ * (a dict's "external_key", "src_key" and "dst_key" that are strs), each once, in code-point order
+ * (their UTF-8 bytes' order), with each one's keys.key_group (plane_group | UTF-8 | NUL). A key that
+ * is no valid UTF-8 (a lone surrogate) is left out: the line's own lookup meets it. */
+static PyObject *key_groups(PyObject *self, PyObject *args) {
+    static const char *spelled[] = {"external_key", "src_key", "dst_key"};
+    static PyObject *fields[3]; /* interned once: a dict lookup by them hashes nothing */
+    PyObject *lines, *names = NULL, *order = NULL, *groups = NULL, *out = NULL;
+    Py_buffer prefix;
+    if (!PyArg_ParseTuple(args, "O!y*", &PyList_Type, &lines, &prefix)) return NULL;
+    Buf k = {0};
+    for (int f = 0; f < 3; f++)
+        if (!fields[f] && !(fields[f] = PyUnicode_InternFromString(spelled[f]))) goto done;
+    if (!(names = PySet_New(NULL))) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+        PyObject *obj = PyList_GET_ITEM(lines, i);
+        if (!PyDict_CheckExact(obj)) continue;
+        for (int f = 0; f < 3; f++) {
+            PyObject *name = PyDict_GetItemWithError(obj, fields[f]); /* borrowed */
+            if (!name && PyErr_Occurred()) goto done;
+            if (name && PyUnicode_CheckExact(name) && PySet_Add(names, name) < 0) goto done;
+        }
+    }
+    if (!(order = PySequence_List(names)) || PyList_Sort(order) < 0 || !(groups = PyList_New(0))) goto done;
+    PyObject *kept = PyList_New(0);
+    if (!kept) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(order); i++) {
+        PyObject *name = PyList_GET_ITEM(order, i);
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(name, &n);
+        if (!s) {
+            PyErr_Clear();
+            continue;
+        }
+        k.len = 0;
+        if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, s, n) < 0 || put_byte(&k, 0) < 0) {
+            Py_DECREF(kept);
+            goto done;
+        }
+        PyObject *group = PyBytes_FromStringAndSize(k.data, k.len);
+        if (!group || PyList_Append(groups, group) < 0 || PyList_Append(kept, name) < 0) {
+            Py_XDECREF(group);
+            Py_DECREF(kept);
+            goto done;
+        }
+        Py_DECREF(group);
+    }
+    out = PyTuple_Pack(2, kept, groups);
+    Py_DECREF(kept);
+done:
+    PyMem_Free(k.data);
+    Py_XDECREF(names);
+    Py_XDECREF(order);
+    Py_XDECREF(groups);
+    PyBuffer_Release(&prefix);
+    return out;
+}
+
 /* sort_run(run): sort a run of (bytes key, bytes value) pairs by key, in place, as list.sort() does
  * for keys that differ (a run never holds a key twice): bytes compared as memcmp, a prefix first. */
 static int by_key(const void *a, const void *b) {
@@ -287,6 +346,7 @@ static PyObject *sort_run(PyObject *self, PyObject *run) {
 
 static PyMethodDef methods[] = {
     {"sort_run", sort_run, METH_O, "sort a run of (key, value) pairs by key, in place"},
+    {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
     {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},
     {NULL, NULL, 0, NULL},

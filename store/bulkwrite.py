@@ -48,6 +48,7 @@ class Encoder(Protocol):
         self, runs: Runs, plane: int, edge_id: int, src: int, dst: int, edge_type: str, inv: bytes, props: bytes, /
     ) -> None: ...
     def sort_run(self, run: Run, /) -> None: ...
+    def key_groups(self, lines: list[Any], plane_group: bytes, /) -> tuple[list[str], list[bytes]]: ...
 
 
 class PyEncoder:
@@ -73,6 +74,21 @@ class PyEncoder:
         edges.append((keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, []])[:-1] + props))
         out.append((keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst)))
         in_.append((keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src)))
+
+    @staticmethod
+    def key_groups(lines: list[Any], plane_group: bytes) -> tuple[list[str], list[bytes]]:
+        """The keys the lines name (a dict's ``external_key``, ``src_key``, ``dst_key`` that are strs),
+        each once, in code-point order — their UTF-8 bytes' — with their key groups; a key that is no
+        valid UTF-8 is left out (the line's own lookup meets it, as the reference does)."""
+        names = {
+            name
+            for obj in lines
+            if type(obj) is dict
+            for name in (obj.get("external_key"), obj.get("src_key"), obj.get("dst_key"))
+            if type(name) is str
+        }
+        order = [name for name in sorted(names) if name.isascii() or _encodes(name)]
+        return order, [plane_group + keys.name(name) for name in order]  # keys.key_group's bytes
 
     @staticmethod
     def sort_run(run: Run) -> None:
@@ -132,25 +148,12 @@ class BulkWrites:
             return found
         if key in self.known:
             return self.known[key]
-        return self._look_up(tx, [self.plane_group + key.encode() + b"\x00"])[0]  # keys.key_group's bytes
+        return self._look_up(tx, [self.plane_group + keys.name(key)])[0]  # keys.key_group's bytes
 
     def look_up_keys(self, tx: WriteTx, lines: list[Any]) -> None:
         """The keys a commit's parsed ``lines`` name (nodes' and edges' ends) looked up at once, in key
         order, so that each seek lands near the last: what the file holds as the commit begins."""
-        names = {
-            name
-            for obj in lines
-            if type(obj) is dict
-            for name in (obj.get("external_key"), obj.get("src_key"), obj.get("dst_key"))
-            if type(name) is str
-        }
-        order = sorted(names)  # code-point order: their UTF-8 bytes' (the groups') order
-        prefix = self.plane_group
-        try:
-            groups = [prefix + name.encode() + b"\x00" for name in order]
-        except UnicodeEncodeError:  # a lone surrogate: the line's own lookup meets it as the reference does
-            order = [name for name in order if name.isascii() or _encodes(name)]
-            groups = [prefix + name.encode() + b"\x00" for name in order]
+        order, groups = _encoder.key_groups(lines, self.plane_group)
         self.known.update(zip(order, self._look_up(tx, groups), strict=True))
 
     def _look_up(self, tx: WriteTx, groups: list[bytes]) -> list[int | None]:

@@ -257,3 +257,20 @@ def test_the_c_sort_orders_a_run_as_python_does(run: list[tuple[bytes, bytes]], 
     mine = list(run)
     bulkwrite.NATIVE.sort_run(mine)
     assert mine == sorted(run)
+
+
+key_value = st.one_of(name, st.just("\ud800"), st.integers(0, 3), st.none(), st.lists(st.integers(0, 2), max_size=1))
+parsed_line = st.one_of(
+    st.dictionaries(st.sampled_from(["external_key", "src_key", "dst_key", "type", "labels"]), key_value, max_size=4),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.none(),
+    name,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(parsed_line, max_size=12), plane_group=st.binary(min_size=4, max_size=4))
+def test_the_c_key_collection_is_the_pythons(lines: list[Any], plane_group: bytes) -> None:
+    """The keys a commit's lines name, sorted with their groups: lists and numbers where a key should
+    be, a lone surrogate (left out), lines that are no object."""
+    assert bulkwrite.NATIVE.key_groups(lines, plane_group) == bulkwrite.PyEncoder.key_groups(lines, plane_group)
