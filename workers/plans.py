@@ -60,7 +60,7 @@ def run_source(
             return [Hit(n) for n in (snap.node_by_key(plane, k) for k in keys) if n is not None]
         case VectorTopK(label, prop, metric, k):
             query, how = _query_vector(source, embed), check_metric(metric)
-            return hydrate_pool(snap, plane, searcher.vector_pool(snap, plane, label, prop, query, how, k, current))
+            return searcher.vector_hits(snap, plane, label, prop, query, how, k, current)
         case KeywordTopK(label, prop, text, k):
             return hydrate_pool(snap, plane, searcher.keyword_pool(snap, plane, label, prop, text, k, current))
         case Hybrid(body):  # read here, where it runs, as it always was

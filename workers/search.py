@@ -27,9 +27,12 @@ from drsg.workers.manager import IndexSet, worker_class
 
 if TYPE_CHECKING:  # numpy and hnswlib load with the first search, not with every Searcher (a Cypher MATCH)
     from drsg.workers.base import IndexWorker, Pool
+    from drsg.workers.vector import VectorIndex
 
 #: Turns query text into a vector for a (plane, label, property); supplied by the surface.
 TextEmbedder = Callable[[str], Vector]
+#: the largest top-k whose hits are ranked in lists (VectorIndex.search_lists); above, in arrays
+SMALL_K = 32
 
 
 @dataclass(slots=True)
@@ -97,9 +100,7 @@ class Searcher:
     ) -> list[Hit]:
         metric = check_metric(metric)
         with self.view(plane, _as_of(as_of)) as (snap, plane_id, current):
-            return hydrate_pool(
-                snap, plane_id, self.vector_pool(snap, plane_id, label, prop, query, metric, k, current)
-            )
+            return self.vector_hits(snap, plane_id, label, prop, query, metric, k, current)
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
@@ -109,6 +110,24 @@ class Searcher:
 
     # ------------------------------------------------------------------ ranked ids; callers load records
     # (hybrid retrieval combines candidate pools and loads only the winners)
+
+    def vector_hits(
+        self,
+        snap: Snapshot,
+        plane: int,
+        label: str | None,
+        prop: str,
+        query: Vector,
+        metric: str,
+        k: int,
+        current: bool,
+    ) -> list[Hit]:
+        """:meth:`vector_pool`'s top-k with their records (a top-k's few hits ranked in lists: no
+        arrays made to be read back)."""
+        worker = self._vector_index(plane, label, prop, metric, current)
+        if worker is not None and k <= SMALL_K:
+            return hits_of(snap, plane, *worker.search_lists(query, k))
+        return hydrate_pool(snap, plane, self.vector_pool(snap, plane, label, prop, query, metric, k, current))
 
     def vector_pool(
         self,
@@ -122,15 +141,21 @@ class Searcher:
         current: bool,
     ) -> Pool:
         """Top-k (node ids, similarities), best first: from the index when it serves this query, else exactly."""
-        from drsg.workers.vector import VectorIndex  # loaded already by then: a dictionary look-up
-
-        worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
-        if isinstance(worker, VectorIndex) and worker.metric == metric:  # a size mismatch is an error there
+        worker = self._vector_index(plane, label, prop, metric, current)
+        if worker is not None:
             return worker.search_arrays(query, k)
         from drsg.workers.base import pool_of
         from drsg.workers.exact import exact_vector_search
 
         return pool_of(exact_vector_search(snap, plane, label, prop, query, metric, k))
+
+    def _vector_index(self, plane: int, label: str | None, prop: str, metric: str, current: bool) -> VectorIndex | None:
+        """The vector index serving a search at the head on (label, prop) with ``metric``, if any
+        (a size mismatch is an error there); else the search is exact."""
+        from drsg.workers.vector import VectorIndex  # loaded already by then: a dictionary look-up
+
+        worker = self.indexes.get(plane, "vector", label, prop) if (label and current) else None
+        return worker if isinstance(worker, VectorIndex) and worker.metric == metric else None
 
     def keyword_pool(self, snap: Snapshot, plane: int, label: str, prop: str, text: str, k: int, current: bool) -> Pool:
         """Top-k (node ids, BM25 scores), best first; AS OF an earlier commit, over that snapshot's
@@ -226,5 +251,10 @@ def hydrate(snap: Snapshot, plane: int, ranked: list[tuple[int, float]]) -> list
 def hydrate_pool(snap: Snapshot, plane: int, pool: Pool) -> list[Hit]:
     """:func:`hydrate` for a search's arrays (node ids best first, scores)."""
     ids, scores = pool
-    nodes = snap.nodes_at(plane, ids.tolist())
-    return [Hit(node, score) for node, score in zip(nodes, scores.tolist(), strict=True) if node is not None]
+    return hits_of(snap, plane, ids.tolist(), scores.tolist())
+
+
+def hits_of(snap: Snapshot, plane: int, ids: list[int], scores: list[float]) -> list[Hit]:
+    """:func:`hydrate` for ranked lists (node ids best first, their scores)."""
+    nodes = snap.nodes_at(plane, ids)
+    return [Hit(node, score) for node, score in zip(nodes, scores, strict=True) if node is not None]

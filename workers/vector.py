@@ -7,6 +7,7 @@ squared L2), converted here.
 
 from __future__ import annotations
 
+import math
 import operator
 import threading
 from pathlib import Path
@@ -119,6 +120,18 @@ def similarity_from_distance(metric: str, distances: np.ndarray) -> np.ndarray:
     else:
         similar = np.subtract(1.0, distances, dtype=np.float64)
     return similar
+
+
+def similarities(metric: str, distances: list[float]) -> list[float]:
+    """:func:`similarity_from_distance` on Python floats (hnswlib's float32 distances as ``tolist``
+    gives them: the same float64 values, so the same results; tests/unit/test_vector_lists.py)."""
+    if metric == "l2":
+        return [-math.sqrt(d) if d > 0.0 else -0.0 for d in distances]
+    return [1.0 - d for d in distances]
+
+
+def _best_first(pair: tuple[float, int]) -> tuple[float, int]:
+    return -pair[0], pair[1]
 
 
 class VectorIndex(IndexWorker):
@@ -291,9 +304,42 @@ class VectorIndex(IndexWorker):
     def search_arrays(self, query: Vector | np.ndarray, k: int, ef: int | None = None) -> Pool:
         """The ``k`` nearest nodes as arrays (node ids, similarities), best first, ties by ascending
         node id. ``ef`` replaces the calibrated breadth (:attr:`ef`) for this search (never below ``2 k``)."""
+        found = self._nearest(query, k, ef)
+        if found is None:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        labels, distances, k = found
+        ids = labels.view(np.int64)  # node ids are below 2**63
+        scores = similarity_from_distance(self.metric, distances)
+        if len(scores) <= _FEW:
+            ranked = scores.tolist()
+            ordered = all(map(operator.gt, ranked, ranked[1:]))
+        else:
+            ordered = bool((scores[:-1] > scores[1:]).all())
+        if not ordered:  # hnswlib orders by distance; break ties by id
+            order = np.lexsort((ids, -scores))
+            ids, scores = ids[order], scores[order]
+        return ids[:k], scores[:k]
+
+    def search_lists(self, query: Vector, k: int) -> tuple[list[int], list[float]]:
+        """:meth:`search_arrays`' answer as lists, for a search's few hits: the same ids and scores,
+        computed on Python floats (at a dozen numbers numpy's per-call cost was ~10 µs of a top-10)."""
+        found = self._nearest(query, k, None)
+        if found is None:
+            return [], []
+        labels, distances, k = found
+        ids: list[int] = labels.tolist()
+        scores = similarities(self.metric, distances.tolist())
+        if not all(map(operator.gt, scores, scores[1:])):  # hnswlib orders by distance; break ties by id
+            ranked = sorted(zip(scores, ids, strict=True), key=_best_first)
+            scores, ids = [score for score, _ in ranked], [node for _, node in ranked]
+        return ids[:k], scores[:k]
+
+    def _nearest(self, query: Vector | np.ndarray, k: int, ef: int | None) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """hnswlib's nearest (labels, distances) past the ``k``-th and any tie with it, and ``k``
+        (at most the live nodes); None when there is nothing to search."""
         live = len(self.live)
         if self.index is None or not live or k <= 0:
-            return np.empty(0, dtype=np.int64), np.empty(0)
+            return None
         q = query if isinstance(query, np.ndarray) else np.frombuffer(query.data, dtype="<f4")
         dims = self.index.dim
         if q.shape[-1] != dims:
@@ -315,17 +361,7 @@ class VectorIndex(IndexWorker):
             if fetch == live or listed[-1] > listed[k - 1]:
                 break
             fetch = min(2 * fetch, live)
-        ids = labels[0].view(np.int64)  # node ids are below 2**63
-        scores = similarity_from_distance(self.metric, distances[0])
-        if fetch <= _FEW:
-            ranked = scores.tolist()
-            ordered = all(map(operator.gt, ranked, ranked[1:]))
-        else:
-            ordered = bool((scores[:-1] > scores[1:]).all())
-        if not ordered:  # hnswlib orders by distance; break ties by id
-            order = np.lexsort((ids, -scores))
-            ids, scores = ids[order], scores[order]
-        return ids[:k], scores[:k]
+        return labels[0], distances[0], k
 
     def _knn(self, q: np.ndarray, count: int, ef: int) -> tuple[np.ndarray, np.ndarray]:
         """hnswlib's ``count`` nearest (labels, distances), searched at ``ef``."""
