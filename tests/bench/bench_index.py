@@ -210,8 +210,8 @@ def breakdown_note(parts: dict[str, float], engine50: float, worker50: float) ->
     return (
         f"Where `Searcher` time goes (p50 per query, same run): worker search {us(worker50)}; the query's view "
         f"(read transaction at the head, no-op catch-up, the two gates, plane id; entered and left) "
-        f"{us(parts['view'])}; `hydrate` of the {K} hits (a cursor seek + msgpack decode per node) "
-        f"{us(parts['hydrate'])}; the rest (argument checks, arrays to lists, the hits) ≈ "
+        f"{us(parts['view'])}; `hydrate` of the {K} hits (a cursor seek and a decode per node, in C) "
+        f"{us(parts['hydrate'])}; the rest (argument checks, the hits) ≈ "
         f"{us(max(0.0, engine50 - worker50 - sum(parts.values())))}."
     )
 
@@ -277,9 +277,9 @@ def bench_vector(size: Size) -> tuple[Section, Database, IndexSet]:
         for q in qvecs:
             t = time.perf_counter()
             with lock:
-                hits = worker.search(q, K)
+                ids, _ = worker.search_lists(q, K)  # type: ignore[attr-defined]  # as Searcher.vector ranks a top-k
             lat.append(time.perf_counter() - t)
-            out.append([row_of[i] for i, _ in hits])
+            out.append([row_of[i] for i in ids])
         return lat, out
 
     runs: dict[str, list[float]] = {"raw": [], "drsg": [], "worker": []}
