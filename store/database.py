@@ -234,10 +234,10 @@ class Database:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
         if as_of is None:
             return _ReadHold(self.env, self._head_snapshot)
-        if type(as_of) is int and as_of >= 1:  # a bare seq (not a bool; parse_as_of refuses < 1): no Reader
-            return _ReadHold(self.env, self._head_snapshot.at_seq(as_of))
-        if isinstance(as_of, AsOf) and as_of.seq is not None and as_of.seq >= 0:  # by seq: no Reader
-            return _ReadHold(self.env, self._head_snapshot.at_seq(as_of.seq))
+        # by seq, no Reader: an AsOf by seq, or a bare one (not a bool; parse_as_of refuses < 1)
+        seq = as_of.seq if isinstance(as_of, AsOf) else as_of if type(as_of) is int and as_of >= 1 else None
+        if seq is not None and seq >= 0:
+            return _ReadHold(self.env, self._head_snapshot.at_seq(seq))
 
         def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
             reader = Reader(txn, dbs)
