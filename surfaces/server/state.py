@@ -59,6 +59,12 @@ READ_ONLY = (
 )
 
 
+def rpc_origin(method: str, origin: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What a JSON-RPC write's commit says made it (`drsg log` shows ``via``): the method's own
+    details, then ``via`` and ``method``, which they cannot override."""
+    return {**(origin or {}), "via": "rpc", "method": method}
+
+
 class ServerState:
     def __init__(self, db: Database, config: ServerConfig) -> None:
         self.api = db  # the public API's: ``plane(…)`` below, its one embedder rule
@@ -171,7 +177,7 @@ class ServerState:
         ``write_timeout_secs`` is abandoned before it runs (-32002: nothing was written); one that
         has started is waited for, whatever it takes."""
         self.check_writable()
-        origin = {**(origin or {}), "via": "rpc", "method": method}
+        origin = rpc_origin(method, origin)
         timeout = self.config.write_timeout
         if timeout is None:
             return await self.db.awrite(fn, origin)
@@ -230,7 +236,7 @@ class ServerState:
         self.check_writable()
         if self.db.writes.queued:
             return await self.write(self.db.ops.commit_function(intent), method, origin)
-        return await self.db.asubmit(intent, {**(origin or {}), "via": "rpc", "method": method})
+        return await self.db.asubmit(intent, rpc_origin(method, origin))
 
     # ------------------------------------------------------------------ the API's planes, the embedder rule
 
