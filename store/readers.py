@@ -80,8 +80,9 @@ def read_lease(path: Path) -> Lease | None:
         return None
 
 
-def live_leases(folder: Path, now_ms: int, *, mine: Path | None = None) -> list[Lease]:
-    """The leases in ``folder`` still in their term (but ``mine``); expired ones are removed."""
+def live_leases(folder: Path, now_ms: int, *, mine: Path | None = None, prune: bool = True) -> list[Lease]:
+    """The leases in ``folder`` still in their term (but ``mine``); expired ones are removed
+    (``prune``: a compaction; a look such as `drsg stats` only reads)."""
     try:
         names = sorted(folder.glob("*" + SUFFIX))
     except OSError:
@@ -94,6 +95,8 @@ def live_leases(folder: Path, now_ms: int, *, mine: Path | None = None) -> list[
         if lease is None:
             continue
         if lease.expires_ms < now_ms:
+            if not prune:
+                continue
             log.info("reader lease expired", lease=path.name, seq=lease.seq, pid=lease.pid)
             with contextlib.suppress(OSError):  # (its process may renew it meanwhile: then it is back)
                 path.unlink()
@@ -140,13 +143,14 @@ class Pins:
     def _oldest(self) -> int | None:
         return min((reader.needs() for reader in list(self._readers)), default=None)
 
-    def holders(self, now_ms: int | None = None) -> list[Holder]:
-        """Every reader holding history: this process's, then other processes' live leases."""
+    def holders(self, now_ms: int | None = None, *, prune: bool = True) -> list[Holder]:
+        """Every reader holding history: this process's, then other processes' live leases
+        (``prune``: remove the expired ones)."""
         now = int(time.time() * 1000) if now_ms is None else now_ms
         held = self.oldest()
         found = [] if held is None else [Holder(held, f"a reader in this process (pid {os.getpid()})")]
         if self.folder is not None:
-            found += [lease.holder(now) for lease in live_leases(self.folder, now, mine=self.lease)]
+            found += [lease.holder(now) for lease in live_leases(self.folder, now, mine=self.lease, prune=prune)]
         return found
 
     def close(self) -> None:

@@ -56,12 +56,19 @@ def stats(obj: Context, as_json: bool) -> None:
     """Counts of planes, nodes, edges and commits."""
     with obj.open(write=False) as db:
         figures = db.stats()
+        readers = db.pins.holders(prune=False)  # long readers elsewhere (`log --follow`, feeds): store/readers.py
     if as_json:
         emit_json(figures.to_json())
     else:
         click.echo(f"{figures.planes} planes, {figures.nodes} nodes, {figures.edges} edges")
         click.echo(f"{figures.commit_seq} commits, {figures.file_size} bytes on disk")
         click.echo(f"history: commits {figures.oldest}..{figures.commit_seq} may be read")
+        if readers:
+            oldest = min(reader.seq for reader in readers)
+            click.echo(
+                f"long readers: {len(readers)} (they read from commit {oldest:,} on; history compaction "
+                f"leaves it): {'; '.join(reader.who for reader in readers)}"
+            )
         log_state = figures.to_json().get("log")  # a node on a Kafka log: its copy against the topic
         if isinstance(log_state, dict):
             click.echo(

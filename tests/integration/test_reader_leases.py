@@ -94,6 +94,11 @@ def test_a_reader_behind_in_another_process_is_not_compacted_past(tmp_path: Path
             assert done["asked"] == head - 2
             assert [who.split(" on ")[0] for who in done["held_by"]] == [f"pid {reader}"]
             assert f"for readers still behind: pid {reader} on " in _compact_cli(path)
+            stats = subprocess.run(
+                [*drsg_argv(), "--db", str(path), "stats"], capture_output=True, text=True, env=clean_env(), timeout=60
+            )
+            assert f"long readers: 1 (they read from commit {done['horizon']:,} on; " in stats.stdout, stats.stdout
+            assert f": pid {reader} on " in stats.stdout
             os.kill(reader, signal.SIGCONT)
             lines.until(lambda line: json.loads(line)["seq"] == head, "the commits made while it was stopped")
             assert [json.loads(line)["seq"] for line in lines.seen] == list(range(2, head + 1))
