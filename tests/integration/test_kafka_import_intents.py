@@ -6,11 +6,13 @@ same on a node restarted between its chunks.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import drsg
 from drsg.kernel.errors import Conflict, DrsgError, UsageError
@@ -19,6 +21,7 @@ from drsg.store.import_intents import CHUNK, CLOSE
 from drsg.store.intents import Intent, decode_intent, is_intent
 from drsg.store.jsonl import export_lines
 from drsg.store.kafka.database import KafkaDatabase
+from drsg.surfaces.cli.main import cli
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_nodes import keys_in, tables
 
@@ -221,3 +224,21 @@ def test_an_import_whose_writer_stopped_blocks_nothing(tmp_path: Path, url: str)
     finally:
         a.close()
         b.close()
+
+
+def test_drsg_import_on_a_kafka_log_says_and_exits_as_the_embedded_one(tmp_path: Path, url: str) -> None:
+    runner = CliRunner()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        ran = runner.invoke(cli, list(args), catch_exceptions=False)
+        return ran.exit_code, ran.stdout, ran.stderr
+
+    source = graph_file(tmp_path / "in.jsonl", 40)
+    node, plain = ["--log", url, "--db", str(tmp_path / "node.drsg")], ["--db", str(tmp_path / "plain.drsg")]
+    code, out, _ = run(*node, "import", str(source), "--json")
+    assert code == 0 and json.loads(out)["nodes_created"] == 44 and json.loads(out)["commits"] == 1
+    assert run(*plain, "import", str(source))[0] == 0
+    again_node, again_plain = run(*node, "import", str(source)), run(*plain, "import", str(source))
+    assert again_node[0] == again_plain[0] != 0  # refused: a key collision, the same exit code
+    assert again_node[2].splitlines()[-1] == again_plain[2].splitlines()[-1]  # and the same one line
+    assert "nothing was written" in again_node[2]
