@@ -100,6 +100,8 @@ def live_leases(folder: Path, now_ms: int, *, mine: Path | None = None, prune: b
             log.info("reader lease expired", lease=path.name, seq=lease.seq, pid=lease.pid)
             with contextlib.suppress(OSError):  # (its process may renew it meanwhile: then it is back)
                 path.unlink()
+            with contextlib.suppress(OSError):  # the folder goes with its last lease
+                folder.rmdir()
             continue
         live.append(lease)
     return live
@@ -191,7 +193,10 @@ class Pins:
             "expires_ms": int((time.time() + term) * 1000),
         }
         try:
-            write_atomic(self.lease, json.dumps(body).encode(), durable=False)  # (a crash ends its readers too)
+            try:
+                write_atomic(self.lease, json.dumps(body).encode(), durable=False)  # (a crash ends its readers too)
+            except FileNotFoundError:  # another process removed the folder as its last lease went: again
+                write_atomic(self.lease, json.dumps(body).encode(), durable=False)
         except OSError as exc:
             if not self._warned:
                 self._warned = True
@@ -203,4 +208,6 @@ class Pins:
         if self.lease is not None and self._published is not None:
             with contextlib.suppress(OSError):
                 self.lease.unlink()
+            with contextlib.suppress(OSError):  # the last lease leaves no folder behind (one in use stays)
+                self.lease.parent.rmdir()
         self._published = None
