@@ -265,3 +265,25 @@ def test_batches_go_on_where_the_c_walk_stopped_and_the_python_walk_where_it_dec
     declined = snapshot._batches(partial(batch, decline_at=6), batch(0, b"", 3), 1, lambda: iter(rows))
     assert list(declined) == rows and len(calls) == 3
     assert list(snapshot._batches(batch, None, 1, lambda: iter(rows))) == rows  # declined at once
+
+
+def test_nodes_at_reads_a_processs_first_nodes_in_python_then_checks_the_c_walk(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot search's few hits run no layout check (its scratch file); a process reading on
+    has the C walk checked once it has read snapshot._UNCHECKED nodes, and reads them in C from then."""
+    monkeypatch.setattr(snapshot, "_read_unchecked", 0)
+    native.recheck()
+    with db.snapshot() as snap:
+        plane = snap.plane("p").id
+        ids = [node.id for node in snap.nodes(plane, "N")]  # three nodes: in Python
+        assert native._state == "unchecked"
+        first = snap.nodes_at(plane, ids * 10)
+        assert native._state == "unchecked"  # 3 + 30 read
+        for _ in range(3):  # 33 + 30 read: the next call checks
+            assert snap.nodes_at(plane, ids * 10) == first
+        assert native._state == "on" and snapshot._read_unchecked >= snapshot._UNCHECKED
+        calls: list[int] = []
+        monkeypatch.setattr(native, "_checked", SimpleNamespace(nodes_at=lambda *args: calls.append(1)))
+        snap.nodes_at(plane, ids)  # (the stand-in answers None: the Python loop reads them)
+        assert calls == [1]
