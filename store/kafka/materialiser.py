@@ -10,11 +10,13 @@ the log alone, the same way on every node (:class:`Judge`):
   only if ``B == S - 1``: nothing came between what the writer saw and where its commit landed, so
   the ids it allocated and the checks it made hold in log order. Otherwise it is *stale*: kept as an
   empty commit, and the writer runs its function again on the newer state;
-- a write of several commits (an import, ``tx.commit_point()``) is a group: each record carries
+- a write of several commits (``db.staged()``, ``tx.commit_point()``) is a group: each record carries
   ``drsg-group`` (the group's first base), each but the last ``drsg-rest: N`` (records still to
   come), and each one's base is the seq of the one before. A group is held back until its last record
   and then applied at once, in one LMDB transaction; a record that breaks the chain (stale, foreign,
-  unreadable) turns the whole group into empty commits. All or nothing, as the embedded store's;
+  unreadable) turns the whole group into empty commits. All or nothing, as the embedded store's. (An
+  import is intents instead, never broken: its chunks are held in the copy and it is decided where
+  its closing record lands, store/import_intents.py; :func:`decide` drops a refused one's chunks);
 - a record without a base (a plain ``KafkaLog.append``, another tool's producer) is a resolved fact
   and applied as it is, as ``LmdbLog.append`` does;
 - a poison record (not a commit, a damaged one, an offset the broker skipped, or one whose mutations
