@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import threading
 import time
@@ -69,8 +70,10 @@ EXIT_ALLOWANCE = 0.75  # seconds of a start-up wait kept back for saying the ref
 MIN_CONTACT = 0.5  # seconds the first contact gets however late the start: a broker is tried at all
 FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's wake-up delay at worst
 # tansu answers a held fetch only when its wait runs out, new records or not (the watcher heard another
-# node's commit 49 ms late at 100 ms, 3-5 ms at 5 ms): while commits flow the watcher asks with this
-# wait, and back at FETCH_WAIT_MS once none has come for BUSY_FOR seconds (5 ms idle costs a core's 17 %)
+# node's commit 49 ms late at 100 ms, 3-5 ms at 5 ms): while other nodes' commits flow the watcher asks
+# with this wait, and back at FETCH_WAIT_MS once none has come for BUSY_FOR seconds (5 ms idle costs a
+# core's 17 %). Not for this log's own commits: a lone writer's node then halved its writes/s (the
+# watcher's fetches took the producer's turns at the GIL), and the writer has its records already.
 BUSY_WAIT_MS = 5
 BUSY_FOR = 1.0
 BUSY_POLL_MS = 50  # a short-wait poll that hears nothing for this long tries the long wait next
@@ -82,6 +85,7 @@ IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (
 # kafka-python doubles its wait between reconnects up to 30 s: after a 15 s outage a node's consumer
 # saw the restarted broker 8.6 s late. Capped at 1 s, every client is back within about a second.
 RECONNECT_MAX_MS = 1000
+SENDER = "drsg-sender"  # header: which KafkaLog produced the record (its watcher knows its own)
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
 _LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
 
@@ -170,7 +174,8 @@ class KafkaLog(Log):
         self._lock = threading.Lock()  # the newest timestamp, the idle readers
         self._append_lock = threading.Lock()
         self._last_ts = 0
-        self._busy_until = 0.0  # the watcher asks with BUSY_WAIT_MS until then (commits flow)
+        self._busy_until = 0.0  # the watcher asks with BUSY_WAIT_MS until then (others' commits flow)
+        self._sender = os.urandom(8)  # on each record this log produces (SENDER)
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
@@ -368,15 +373,13 @@ class KafkaLog(Log):
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
             known = self._heads.head  # before the send: the watcher may read this very commit before its ack
-            self._busy_until = time.monotonic() + BUSY_FOR
             with self._lock:
                 ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
             record = make(ts)
+            headers = {**(headers or {}), SENDER: self._sender}
             producer = self._producer_for_append()
             try:
-                sent = producer.send(
-                    self.topic, value=record, partition=PARTITION, headers=list((headers or {}).items()) or None
-                )
+                sent = producer.send(self.topic, value=record, partition=PARTITION, headers=list(headers.items()))
             except kafka.errors.KafkaError as exc:
                 raise self._send_failed(producer, exc) from None
         try:
@@ -394,7 +397,7 @@ class KafkaLog(Log):
             if self._lost is not None:  # and every later append too: its seq would name another history
                 raise DamagedDatabase(self._lost)
         self._advance(seq, ts)
-        return Record(seq, record, dict(headers or {}))
+        return Record(seq, record, headers)
 
     def _send_failed(self, producer: Any, exc: Exception) -> DatabaseUnavailable:
         """What a failed send or ack is, for its caller; the producer is dropped (under the append lock).
@@ -514,16 +517,17 @@ class KafkaLog(Log):
                     log.warning("kafka_watch_failed", url=self._url, error=f"{type(exc).__name__}: {exc}")
                     self._stop.wait(1.0)
                     continue
-                newest = None
+                newest, own, heard = None, (SENDER, self._sender), False
                 listener = self.listener
                 for records in batch.values():
                     newest = records[-1]
+                    heard = heard or any(own not in (record.headers or ()) for record in records)
                     if listener is not None:
                         for record in records:
                             listener(Record(int(record.offset) + 1, record.value or b"", dict(record.headers or ())))
-                heard = newest is not None
-                if newest is not None:
+                if heard:  # another's commits flow: ask with the short wait
                     self._busy_until = time.monotonic() + BUSY_FOR
+                if newest is not None:
                     self._advance(*_seq_and_ts(newest))
         finally:
             with contextlib.suppress(Exception):

@@ -271,8 +271,8 @@ def test_while_commits_flow_another_log_hears_each_within_milliseconds(
     kafka_broker: Broker, topic: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """tansu answers a held fetch only when its wait runs out: at FETCH_WAIT_MS alone another node
-    heard each commit ~49 ms late. While commits flow the watcher asks with BUSY_WAIT_MS, and once
-    they stop (BUSY_FOR) it is back at FETCH_WAIT_MS, so an idle node does not poll the broker hard."""
+    heard each commit ~49 ms late. While another's commits flow the watcher asks with BUSY_WAIT_MS,
+    and once they stop (BUSY_FOR) it is back at FETCH_WAIT_MS, so an idle node does not poll hard."""
     monkeypatch.setattr(kafka_log, "BUSY_FOR", 0.3)
     writing, hearing = open_log(kafka_broker.url(topic)), open_log(kafka_broker.url(topic))
     assert isinstance(hearing, KafkaLog)
@@ -286,6 +286,10 @@ def test_while_commits_flow_another_log_hears_each_within_milliseconds(
             time.sleep(0.005)
         lags.sort()
         assert lags[len(lags) // 2] < kafka_log.FETCH_WAIT_MS / 1000 / 5, f"median {lags[len(lags) // 2]:.3f} s"
+        # the writer's own watcher heard only its own commits: it kept the long wait (its short
+        # fetches would take the producer's turns for nothing)
+        assert isinstance(writing, KafkaLog)
+        assert writing._watcher._fetcher.config["fetch_max_wait_ms"] == kafka_log.FETCH_WAIT_MS
         time.sleep(0.3 + 2 * kafka_log.FETCH_WAIT_MS / 1000)  # nothing flows: back to the long wait
         assert hearing._watcher._fetcher.config["fetch_max_wait_ms"] == kafka_log.FETCH_WAIT_MS
     finally:
