@@ -16,11 +16,16 @@ writers threads in it, all started at once.
   commits ``skipped: stale``). Raw: two processes with an idempotent ``KafkaProducer(acks="all")``, two threads each,
   ``send(…).get()`` back to back, of the intent records the writers produce.
 - **1 node × 1 writer**: ``submit`` against raw ``send().get()`` of the same bytes.
-- **Commit-to-visible on the other node at ``--rate`` writes/s**: one node's writers submit paced
-  to the rate (each in a thread of a pool, so none waits for the one before); the other node's
-  local head passing each write, minus the moment it was submitted: p50 / p99.
+- **Raw read-back**: ``send().get()`` and then the thread's own consumer reading the partition on
+  up to the acknowledged offset — the least a write decided in log order needs (every record before
+  its own must be read first), beside the same node counts.
+- **Commit-to-visible on the other node at ``--rate`` writes/s** (and ``--visible-rates``): one
+  node (a process) submits paced to the rate (each in a thread of a pool, so none waits for the one
+  before); the other node (another process) reports when its local head passed each write, minus
+  the moment it was handed to the pool: p50 / p99.
 
     .venv/bin/python -m tests.bench.bench_kafka_writes [--seconds 20] [--rate 1000] [--passes 2]
+        [--visible-rates 300,600]
 """
 
 from __future__ import annotations
@@ -34,13 +39,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 import drsg
 from drsg.kernel.errors import Conflict
 from drsg.kernel.values import props_from_json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.database import KafkaDatabase
+from drsg.store.kafka.log import BUSY_WAIT_MS
 from tests.bench import common
 from tests.bench.bench_kafka import first_reached
 from tests.support.kafka_broker import Broker
@@ -91,14 +97,17 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
     lines, how, first = common.text_lines(5000), job["how"], job["first_writer"]
     writers: list[Callable[[int], None]] = []
     contention = [0]
-    if how == "raw":
+    if how in ("raw", "rawread"):
         producer = KafkaProducer(bootstrap_servers=job["bootstrap"], acks="all", enable_idempotence=True, linger_ms=0)
         producer.send(job["topic"], b"warm", partition=0).get(10)  # connected, the producer id known
         for w in range(first, first + job["writers"]):
             records = [encode_intent(int(time.time() * 1000), {}, intent) for intent in intents_for(w, lines)]
+            reader = read_up_to(job) if how == "rawread" else None
 
-            def send(i: int, records: list[bytes] = records) -> None:
-                producer.send(job["topic"], records[i % len(records)], partition=0).get(10)
+            def send(i: int, records: list[bytes] = records, reader: Callable[[int], None] | None = reader) -> None:
+                acked = producer.send(job["topic"], records[i % len(records)], partition=0).get(10)
+                if reader is not None:
+                    reader(acked.offset)
 
             writers.append(send)
         ready.put(True)
@@ -130,13 +139,29 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
     db.close()
 
 
+def read_up_to(job: dict[str, Any]) -> Callable[[int], None]:
+    """A consumer of the partition of its own (no group) and a call that reads it on until it has
+    read the record at an offset: what deciding a write in log order needs after its ack, at least."""
+    tp = TopicPartition(job["topic"], 0)
+    consumer = KafkaConsumer(bootstrap_servers=job["bootstrap"], group_id=None, enable_auto_commit=False,
+                             fetch_max_wait_ms=BUSY_WAIT_MS)  # fmt: skip
+    consumer.assign([tp])
+    consumer.seek_to_end(tp)
+
+    def read(offset: int) -> None:
+        while consumer.position(tp) <= offset:
+            consumer.poll(timeout_ms=1000)
+
+    return read
+
+
 def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: str) -> dict[str, Any]:
     """``nodes`` processes of ``per_node`` writers each, started together; the round's figures."""
     topic = f"bench-{how}-{uuid.uuid4().hex[:8]}"
     folder = common.fresh_dir(f"kafka-writes-{topic}")
     context = multiprocessing.get_context("spawn")
     ready, out, go = context.Queue(), context.Queue(), context.Event()
-    if how != "raw":  # the topic and its startup plane, made before the nodes race for them
+    if not how.startswith("raw"):  # the topic and its startup plane, made before the nodes race for them
         drsg.open(folder / "seed.drsg", log=broker.url(topic)).close()
     jobs = [
         {"how": how, "writers": per_node, "first_writer": n * per_node, "seconds": seconds, "topic": topic,
@@ -155,7 +180,7 @@ def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: st
     writes = sum(r["writes"] for r in results)
     took = max(r["seconds"] for r in results)
     figures: dict[str, Any] = {"rate": writes / took, "writes": writes}
-    if how != "raw":
+    if not how.startswith("raw"):
         figures["contention"] = sum(r["contention"] for r in results)
         db = drsg.open(folder / "seed.drsg", log=broker.url(topic))
         try:
@@ -166,61 +191,76 @@ def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: st
     return figures
 
 
-def open_nodes(broker: Broker, count: int) -> list[KafkaDatabase]:
-    topic = f"bench-writes-{uuid.uuid4().hex[:8]}"
-    folder = common.fresh_dir(f"kafka-writes-{topic}")
-    nodes = []
-    for n in range(count):
-        db = drsg.open(folder / f"node{n}.drsg", log=broker.url(topic))
-        assert isinstance(db, KafkaDatabase)
-        nodes.append(db)
-    return nodes
-
-
-def visible_run(broker: Broker, lines: list[str], rate: float, seconds: float) -> dict[str, Any]:
-    """Writes submitted on one node paced to ``rate``; when the other node's copy has each."""
-    writer_node, reader_node = open_nodes(broker, 2)
-    total = int(rate * seconds)
-    script = intents_for(0, lines)
-    submitted: dict[int, float] = {}
-    seen: list[tuple[float, int]] = []
-    stop = threading.Event()
-
-    def watch() -> None:
-        head = reader_node.head()
-        while not stop.is_set():
-            moved = reader_node.log.wait(head, 0.2)
-            if moved > head:
-                seen.append((time.perf_counter(), moved))
-                head = moved
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+def visible_node(job: dict[str, Any], ready: Any, go: Any, stop: Any, out: Any) -> None:
+    """One node of the visibility row, a process of its own: the writer submits paced to
+    ``job["rate"]`` (each submit in a thread of a pool, so none waits for the one before) and reports
+    when it handed each applied write over; the reader reports when its local head passed each seq
+    (wall clock: the two share the machine's)."""
+    db = drsg.open(job["path"], log=job["url"])
+    assert isinstance(db, KafkaDatabase)
     try:
-        with ThreadPoolExecutor(max_workers=64) as pool:
+        if job["role"] == "writer":
+            script = intents_for(0, common.text_lines(5000))
+            submitted: dict[int, float] = {}
+            total = int(job["rate"] * job["seconds"])
 
             def one(i: int, at: float) -> None:
-                done = writer_node.submit(script[i % len(script)])
+                done = db.submit(script[i % len(script)])
                 if done.seq is not None:
                     submitted[done.seq] = at
 
-            began = time.perf_counter()
-            for i in range(total):
-                due = began + i / rate
-                while (wait := due - time.perf_counter()) > 0:
-                    time.sleep(wait)
-                pool.submit(one, i, time.perf_counter())
-        offered = total / (time.perf_counter() - began)
-        reader_node.catch_up(max(submitted))
-        time.sleep(0.3)
+            ready.put(True)
+            go.wait()
+            with ThreadPoolExecutor(max_workers=64) as pool:
+                began = time.perf_counter()
+                for i in range(total):
+                    due = began + i / job["rate"]
+                    while (wait := due - time.perf_counter()) > 0:
+                        time.sleep(wait)
+                    pool.submit(one, i, time.time())
+            out.put({"submitted": submitted, "offered": total / (time.perf_counter() - began)})
+            return
+        seen: list[tuple[float, int]] = []
+        head = db.head()
+        ready.put(True)
+        go.wait()
+        while not stop.is_set():
+            moved = db.log.wait(head, 0.2)
+            if moved > head:
+                seen.append((time.time(), moved))
+                head = moved
+        out.put({"seen": seen})
     finally:
-        stop.set()
-        reader_node.log.interrupt()
-        watcher.join(5)
-        writer_node.close()
-        reader_node.close()
-    lags = first_reached(submitted, seen)
-    return {"offered": offered, "lags": lags, "writes": len(submitted)}
+        db.close()
+
+
+def visible_run(broker: Broker, rate: float, seconds: float) -> dict[str, Any]:
+    """Writes submitted on one node paced to ``rate``; when the other node's copy has each."""
+    topic = f"bench-visible-{uuid.uuid4().hex[:8]}"
+    folder = common.fresh_dir(f"kafka-writes-{topic}")
+    drsg.open(folder / "seed.drsg", log=broker.url(topic)).close()
+    context = multiprocessing.get_context("spawn")
+    ready, go, stop = context.Queue(), context.Event(), context.Event()
+    outs = {role: context.Queue() for role in ("writer", "reader")}
+    procs = [
+        context.Process(target=visible_node, args=(
+            {"role": role, "rate": rate, "seconds": seconds, "url": broker.url(topic),
+             "path": str(folder / f"{role}.drsg")}, ready, go, stop, outs[role]))
+        for role in ("writer", "reader")
+    ]  # fmt: skip
+    for proc in procs:
+        proc.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    go.set()
+    wrote = outs["writer"].get(timeout=seconds + 180)
+    time.sleep(2.0)  # the reader's copy catches up with the last writes
+    stop.set()
+    read = outs["reader"].get(timeout=60)
+    for proc in procs:
+        proc.join(60)
+    lags = first_reached(wrote["submitted"], read["seen"])
+    return {"offered": wrote["offered"], "lags": lags, "writes": len(wrote["submitted"])}
 
 
 def median(values: list[float]) -> float:
@@ -233,19 +273,23 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=2, help="interleaved passes of the throughput rows")
     ap.add_argument("--rate", type=float, default=1000.0, help="writes/s offered in the visibility row")
     ap.add_argument("--visible-seconds", type=float, default=10.0)
+    ap.add_argument("--visible-rates", default="", help="more offered rates for the visibility row, comma-separated")
     ap.add_argument("--no-old-path", action="store_true", help="skip today's commit-function path")
     args = ap.parse_args()
-    lines = common.text_lines(5000)
-    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in ("submit22", "write22", "raw22", "submit11", "raw11")}
+    keys = ("submit22", "write22", "raw22", "rawread22", "submit11", "raw11", "rawread11")
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     with Broker() as broker:
         for _ in range(args.passes):
             runs["raw22"].append(run_round(broker, 2, 2, args.seconds, "raw"))
+            runs["rawread22"].append(run_round(broker, 2, 2, args.seconds, "rawread"))
             runs["submit22"].append(run_round(broker, 2, 2, args.seconds, "submit"))
             if not args.no_old_path:
                 runs["write22"].append(run_round(broker, 2, 2, args.seconds, "write"))
             runs["raw11"].append(run_round(broker, 1, 1, args.seconds, "raw"))
+            runs["rawread11"].append(run_round(broker, 1, 1, args.seconds, "rawread"))
             runs["submit11"].append(run_round(broker, 1, 1, args.seconds, "submit"))
-        visible = visible_run(broker, lines, args.rate, args.visible_seconds)
+        rates = [args.rate, *(float(r) for r in args.visible_rates.split(",") if r)]
+        visibles = [visible_run(broker, r, args.visible_seconds) for r in rates]
 
     def rate(key: str) -> float:
         return median([r["rate"] for r in runs[key]]) if runs[key] else float("nan")
@@ -262,16 +306,25 @@ def main() -> None:
          f"{rate('write22'):,.0f}", f"{rate('raw22'):,.0f}", f"{common.ratio(rate('write22'), rate('raw22')):.2f}x"),
         ("  refused for contention / stale records (all passes)",
          f"{total('write22', 'contention')} / {total('write22', 'stale')}" if runs["write22"] else "-", "-", "-"),
+        ("2 nodes × 2 writers: raw `send().get()`, then reading the partition up to the ack (the least a "
+         "write decided in log order needs), writes/s", f"{rate('submit22'):,.0f}", f"{rate('rawread22'):,.0f}",
+         f"{common.ratio(rate('submit22'), rate('rawread22')):.2f}x"),
         ("1 node × 1 writer: `submit`, writes/s", f"{rate('submit11'):,.0f}", f"{rate('raw11'):,.0f}",
          f"{common.ratio(rate('submit11'), rate('raw11')):.2f}x"),
-        (f"commit-to-visible on the other node at {visible['offered']:,.0f} writes/s offered: p50 / p99 ms",
-         f"{median(visible['lags']):.1f} / {common.pct(visible['lags'], 99):.1f}", "-", "-"),
+        ("1 node × 1 writer: `submit` against raw `send().get()` then reading up to the ack, writes/s",
+         f"{rate('submit11'):,.0f}", f"{rate('rawread11'):,.0f}",
+         f"{common.ratio(rate('submit11'), rate('rawread11')):.2f}x"),
+        *[(f"commit-to-visible on the other node at {v['offered']:,.0f} writes/s offered: p50 / p99 ms",
+           f"{median(v['lags']):.1f} / {common.pct(v['lags'], 99):.1f}", "-", "-") for v in visibles],
     ]  # fmt: skip
     notes = [
         f"{args.passes} interleaved passes of {args.seconds:g} s per throughput row (medians); per pass: "
         + "; ".join(f"{k} " + ", ".join(f"{r['rate']:,.0f}" for r in v) for k, v in runs.items() if v),
-        f"visibility row: {visible['writes']} applied writes over {args.visible_seconds:g} s, each submitted from a "
-        "pool of 64 threads so none waits for the one before",
+        "visibility rows: " + ", ".join(f"{v['writes']}" for v in visibles) + f" applied writes over "
+        f"{args.visible_seconds:g} s, each submitted from a pool of 64 threads so none waits for the one before; "
+        "the writing and the reading node each a process of its own",
+        f"the raw read-back rows: each thread's own consumer (no group, fetch wait {BUSY_WAIT_MS} ms) reads the "
+        "partition on until it has read the record just acknowledged",
         f"writes are node.put by key (mode update), half on a writer's own keys and half on {SHARED} keys all "
         "writers share; raw producers send the same intent records (acks=all, idempotent, linger 0)",
         "broker: tansu (memory-only) on loopback, on the same 2-core machine as every producer and node",
