@@ -148,7 +148,7 @@ def embed_nodes(
     whose text changed since they were last embedded by this embedder, one commit per ``batch``.
 
     ``rule`` names ``text_of`` as drsg/api/operations.py's :data:`WRITE_OP` knows it (``{"prop":
-    name}``, ``"node_text"``): then each batch is an intent carrying its vectors as data, decided where
+    name}``, ``"node_text"``, ``"fact_text"``): then each batch is an intent carrying its vectors as data, decided where
     it lands — a node deleted, or whose text changed, since it was read is skipped there, alike on
     every node (the next run embeds it). Without one, each batch is a commit function (as before)."""
     identity = embedder.identity()

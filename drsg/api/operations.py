@@ -50,9 +50,13 @@ def _vectorize_write(tx: WriteTx, args: dict[str, Json]) -> Json:
         from drsg.pipeline.vectorize_plane import node_text
 
         return write_op(tx, args, node_text)
+    if rule == "fact_text":  # serve watch's folds
+        from drsg.pipeline.digest.sync import fact_text
+
+        return write_op(tx, args, fact_text)
     if isinstance(rule, dict) and isinstance(rule.get("prop"), str):
         return write_op(tx, args, prop_text(str(rule["prop"])))
-    raise BadValue(f'{VECTORIZE_WRITE}\'s text rule is {{"prop": name}} or "node_text", not {rule!r}')
+    raise BadValue(f'{VECTORIZE_WRITE}\'s text rule is {{"prop": name}}, "node_text" or "fact_text", not {rule!r}')
 
 
 #: a batch of vectorize's vectors (drsg.pipeline.vectorize; the name its WRITE_OP, held equal by a test)

@@ -171,7 +171,10 @@ class TreeSync:
     def _embed(self, keys: list[str]) -> int:
         """Embed the nodes this fold stated whose text changed (a commit of their own, after the fold's)."""
         assert self.embedder is not None
-        return embed_nodes(self.db, self.embedder, self.plane, fact_text, keys=keys, origin=self.origin()).embedded
+        made = embed_nodes(
+            self.db, self.embedder, self.plane, fact_text, keys=keys, origin=self.origin(), rule="fact_text"
+        )
+        return made.embedded
 
     def _look_for_foreign_writes(self, upto: int) -> None:
         """Forget ``since`` when a commit not this daemon's touched the plane's records."""

@@ -13,7 +13,8 @@ import pytest
 import drsg
 from drsg.kernel.values import Vector
 from drsg.models.testing import BagOfWordsEmbedder
-from drsg.pipeline.vectorize import WRITE_OP, vectorize
+from drsg.pipeline.digest.sync import fact_text
+from drsg.pipeline.vectorize import WRITE_OP, embed_nodes, vectorize
 from drsg.pipeline.vectorize_plane import vectorize_plane
 from drsg.store.database import Database
 from drsg.store.intents import Intent, decode_intent, is_intent
@@ -87,6 +88,13 @@ def test_vectorize_is_intents_and_skips_alike_what_changed_meanwhile(tmp_path: P
         assert tables(a) == tables(b)
         with b.snapshot() as snap:
             assert snap.index(0, "vector", "Doc", "embedding") is not None
+        # serve watch's folds embed their facts by their own rule, as intents too
+        folded = embed_nodes(a, BagOfWordsEmbedder(), "startup", fact_text, "fact_vec", keys=["n0"], rule="fact_text")
+        assert folded.embedded == 1
+        last = [r for r in a.kafka.records(1) if is_intent(r.value)][-2]  # then the plane's embedder record
+        assert decode_intent(last.seq, last.value or b"")[2].args["rule"] == "fact_text"
+        b.catch_up(a.kafka.head())
+        assert tables(a) == tables(b)
     finally:
         embedded.close()
         a.close()
