@@ -27,7 +27,17 @@ import msgspec
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
 from drsg.kernel.gcpause import collector_paused
-from drsg.kernel.values import Json, Props, Value, Vector, check_name, props_from_json, props_to_json, to_json
+from drsg.kernel.values import (
+    Json,
+    Props,
+    Value,
+    Vector,
+    check_name,
+    check_utf8,
+    props_from_json,
+    props_to_json,
+    to_json,
+)
 from drsg.store.bulkwrite import BulkWrites, bulk_enabled
 from drsg.store.database import Database
 from drsg.store.records import Node
@@ -419,6 +429,7 @@ class _Importer:
         if key is not _ABSENT:
             if not isinstance(key, str):
                 raise BadImportLine(line_no, f'"{end}_key" must be a string')
+            check_utf8(key, f'"{end}_key"')  # (a lone surrogate: no key holds it, none can be sought)
             if self.bulk is None:
                 node_id = self.tx.view.node_id_by_key(self.plane.id, key)
             else:

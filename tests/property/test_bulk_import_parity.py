@@ -70,6 +70,7 @@ bad_line = st.sampled_from(
         "{not json",
         '{"labels": [], "colour": 1}',
         '{"type": "R", "src_key": 5, "dst_key": "k0"}',
+        '{"type": "R", "src_key": "k0", "dst_key": "\\ud800"}',  # a lone surrogate: no key can hold it
         "[1]",
     ]
 )
@@ -145,6 +146,13 @@ def _import(root: Path, name: str, data: Path, how: tuple[str, bool, int, int], 
     seeded=st.booleans(),
     commit_lines=st.sampled_from([2, 5, 1000]),
     txn_bytes=st.sampled_from([1, 200, 1 << 20]),
+)
+@example(  # an end named by a lone surrogate is a bad line, not an internal error
+    body=['{"external_key": "k0"}', '{"type": "R", "src_key": "\\ud800", "dst_key": "k0"}'],
+    mode="error",
+    seeded=False,
+    commit_lines=1000,
+    txn_bytes=1 << 20,
 )
 @example(  # five bad lines stop the reading mid-file: the bulk path, which read ahead, reports no further
     body=["{bad"] * 5 + ['{"labels": ["A"]}'] * 3, mode="error", seeded=False, commit_lines=1000, txn_bytes=1 << 20
