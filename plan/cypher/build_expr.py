@@ -23,6 +23,8 @@ from drsg.plan.cypher import ast
 
 _MAX_INT = 2**63 - 1
 _ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+#: the blanks the grammar allows between a NUMBERS token's numbers (WS: no \v, no Unicode spaces)
+_BLANK = " \t\f\r\n"
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
@@ -306,6 +308,40 @@ class ExprBuild(Transformer[Token, Any]):
 
     def list_lit(self, meta: Meta, children: list[Any]) -> ast.ListLiteral:
         return ast.ListLiteral(tuple(values(children)), at=at_of(meta))
+
+    def number_list(self, meta: Meta, children: list[Token]) -> ast.ListLiteral:
+        """``[0.1, -2, 3e-5]`` read as one NUMBERS token: the tree list_lit, int_lit, float_lit and
+        unary's minus fold make of the same text, positions included, in one step."""
+        tok = children[0]
+        text, line, column = str(tok), tok.line or 0, tok.column or 0
+        multiline = "\n" in text
+        items: list[ast.Expr] = []
+        offset = 1  # where the part after "[" or "," starts in text: the grammar checked the shape
+        for part in text[1:-1].split(","):
+            number = part.lstrip(_BLANK)
+            start, offset = offset + len(part) - len(number), offset + len(part) + 1
+            number = number.rstrip(_BLANK)
+            sign = number[0] == "-"
+            digits = number[1:] if sign else number
+            at = (line, column + start) if not multiline else self._at_in(text, line, column, start)
+            if "." in digits or "e" in digits or "E" in digits:
+                value: int | float = float(digits)
+                if math.isinf(value):
+                    fail(self._at_in(text, line, column, start + sign), f"the number {digits} is too large for a float")
+            elif len(digits) < 19 and (digits[0] != "0" or digits == "0"):
+                value = int(digits)  # decimal and inside 64 bits: _int's checks cannot fail
+            else:  # a leading 0 (octal) or long digits: _int's checks, where the INT token would be
+                at_digits = self._at_in(text, line, column, start + sign)
+                where = {"start_pos": (tok.start_pos or 0) + start + sign, "line": at_digits[0], "column": at_digits[1]}
+                value = self._int(Token("INT", digits, **where), minus_ok=True)
+            items.append(ast.Literal(-value if sign else value, at=at))
+        return ast.ListLiteral(tuple(items), at=(line, column))
+
+    @staticmethod
+    def _at_in(text: str, line: int, column: int, offset: int) -> ast.Position:
+        """The (line, column) of ``offset`` in a token that starts at (line, column)."""
+        newlines = text.count("\n", 0, offset)
+        return (line, column + offset) if not newlines else (line + newlines, offset - text.rfind("\n", 0, offset))
 
     def map_lit(self, meta: Meta, children: list[Any]) -> ast.MapLiteral:
         items = values(children)
