@@ -146,7 +146,8 @@ def test_runs_are_deterministic_and_exit_is_a_clean_error(probe: Path, tree: Pat
 
 @contextmanager
 def logged() -> Iterator[list[MutableMapping[str, Any]]]:
-    """Every event logged meanwhile, at any level (an in-process command may have set warning)."""
+    """Every event logged meanwhile, at any level: opening a Database configures warning when structlog
+    is unconfigured (store/database.py, a library's quiet default), and earlier tests here open one."""
     before = structlog.get_config()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
     try:

@@ -50,7 +50,8 @@ def db(tmp_path: Path) -> Iterator[Database]:
 
 @pytest.fixture
 def debug_logs() -> Iterator[None]:
-    """Debug lines reach capture_logs (drsg's default configuration drops them)."""
+    """Debug lines reach capture_logs: the db fixture's Database configures warning when structlog is
+    unconfigured (store/database.py, a library's quiet default), which drops them."""
     saved = structlog.get_config()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
     yield
