@@ -56,6 +56,11 @@ READS: list[tuple[str, list[str]]] = [
     ("drsg search '… NEAR [vector]'", ["search", "-p", "p", "SEARCH (d:Doc) ON v NEAR [1, 0, 0, 0] TOPK 1"]),
     ("drsg plane list", ["plane", "list"]),
 ]
+#: a pasted 768-number query vector (plane q's index is 768-d): what one-shot search users write
+VECTOR_768 = "[" + ", ".join(f"{((i * 37) % 101 - 50) / 50:.6f}" for i in range(768)) + "]"
+READS.append(
+    ("drsg search '… NEAR [768 numbers]'", ["search", "-p", "q", f"SEARCH (d:Doc) ON v NEAR {VECTOR_768} TOPK 1"])
+)
 
 
 #: the floors a one-shot vector search stands on, with ``--floors``: the interpreter, numpy and
@@ -71,6 +76,10 @@ FLOORS: list[tuple[str, str]] = [
     (
         "python: parse the SEARCH statement",
         "from drsg.plan.statements import parse_query; parse_query('SEARCH (d:Doc) ON v NEAR [1, 0, 0, 0] TOPK 1')",
+    ),
+    (
+        "python: parse the SEARCH statement, 768 numbers",
+        f"from drsg.plan.statements import parse_query; parse_query('SEARCH (d:Doc) ON v NEAR {VECTOR_768} TOPK 1')",
     ),
 ]
 
@@ -89,6 +98,9 @@ def make_database(root: Path) -> Path:
     # vectors in the JSON dialect (a plain list is a list): the search row finds a hit in the index
     _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "-P", 'v={"$vector":[1,0,0,0]}', "a")
     _drsg(db, "node", "put", "-p", "p", "-l", "Doc", "-P", "name=Bob", "-P", 'v={"$vector":[0,1,0,0]}', "b")
+    _drsg(db, "plane", "create", "q")
+    _drsg(db, "index", "ensure", "-p", "q", "Doc", "v")
+    _drsg(db, "node", "put", "-p", "q", "-l", "Doc", "-P", f'v={{"$vector":{VECTOR_768}}}', "c")
     return db
 
 
@@ -165,7 +177,8 @@ def main() -> None:
             one_read(cmd, db, args)
     steps = ["`drsg serve` → first accepted connection", "`drsg serve` → first answered `/health`"]
     steps += [f"`{name}`" for name, _ in READS]
-    index = next(Path(f"{db}.hnsw").glob("*/v*/index.hnsw"), None) if opts.floors else None
+    # plane p's 4-d index (the first plane made: "1-Doc-v-…"), which the floor's knn_query fits
+    index = next(Path(f"{db}.hnsw").glob("1-*/v*/index.hnsw"), None) if opts.floors else None
     floors = [(name, [sys.executable, "-c", code.format(index=str(index))]) for name, code in FLOORS] if index else []
     floor_times: dict[str, list[float]] = {name: [] for name, _ in floors}
     times: dict[tuple[str, int], list[float]] = {(step, i): [] for step in steps for i in range(len(cmds))}
