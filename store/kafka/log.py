@@ -72,8 +72,9 @@ FETCH_WAIT_MS = 100  # how long the broker holds an empty fetch: the watcher's w
 # tansu answers a held fetch only when its wait runs out, new records or not (the watcher heard another
 # node's commit 49 ms late at 100 ms, 3-5 ms at 5 ms): while other nodes' commits flow the watcher asks
 # with this wait, and back at FETCH_WAIT_MS once none has come for BUSY_FOR seconds (5 ms idle costs a
-# core's 17 %). Not for this log's own commits: a lone writer's node then halved its writes/s (the
-# watcher's fetches took the producer's turns at the GIL), and the writer has its records already.
+# core's 17 %). Not while this log writes itself: its fetches took the producer's turns at the GIL (a
+# lone writer's node halved its writes/s, two writing nodes lost 8-33 %), and a writing node reads what
+# came before each of its commits anyway (store/kafka/materialiser.py).
 BUSY_WAIT_MS = 5
 BUSY_FOR = 1.0
 BUSY_POLL_MS = 50  # a short-wait poll that hears nothing for this long tries the long wait next
@@ -176,6 +177,7 @@ class KafkaLog(Log):
         self._last_ts = 0
         self._busy_until = 0.0  # the watcher asks with BUSY_WAIT_MS until then (others' commits flow)
         self._sender = os.urandom(8)  # on each record this log produces (SENDER)
+        self._writing_until = 0.0  # this log has sent a commit within BUSY_FOR of this
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
@@ -373,6 +375,7 @@ class KafkaLog(Log):
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
             known = self._heads.head  # before the send: the watcher may read this very commit before its ack
+            self._writing_until = time.monotonic() + BUSY_FOR
             with self._lock:
                 ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
             record = make(ts)
@@ -507,7 +510,8 @@ class KafkaLog(Log):
                 # short while commits flow — unless the last short poll heard nothing: tansu answers
                 # empty when its read of the partition outlasts the wait (after a restart, say), and
                 # the long wait gives it the time (else the watcher stalled for good)
-                busy = time.monotonic() < self._busy_until and (heard or waiting != BUSY_WAIT_MS)
+                now = time.monotonic()
+                busy = self._writing_until <= now < self._busy_until and (heard or waiting != BUSY_WAIT_MS)
                 wait = BUSY_WAIT_MS if busy else FETCH_WAIT_MS
                 if wait != waiting:
                     waiting = _set_fetch_wait(consumer, wait)
