@@ -20,6 +20,11 @@ setup(
             extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],  # exports PyInit__walk alone
         ),
         # an import's new records as the projection's entries (store/bulkwrite.py)
-        Extension("drsg.store._bulk", ["store/_bulk.c"], extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"]),
+        Extension(
+            "drsg.store._bulk",
+            ["store/_bulk.c", "store/_bulklines.c"],
+            depends=["store/_bulk.h"],
+            extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],
+        ),
     ]
 )

@@ -12,6 +12,7 @@
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
  * sort_run(run) sorts a run by key in place (its keys all differ).
  * key_groups(lines, plane_group) -> (keys, groups): the keys a commit's parsed lines name, sorted.
+ * lines(...): a commit's parsed lines of the common shapes as new records (store/_bulklines.c).
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
  * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
  * unsigned integer, str8 for 32-255 bytes, fixarray up to 15 items.
@@ -22,12 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    char *data;
-    Py_ssize_t len, cap;
-} Buf;
+#include "_bulk.h"
 
-static int grow(Buf *b, Py_ssize_t more) {
+int grow(Buf *b, Py_ssize_t more) {
     if (b->len + more <= b->cap)
         return 0;
     Py_ssize_t cap = b->cap ? b->cap : 64;
@@ -43,7 +41,7 @@ static int grow(Buf *b, Py_ssize_t more) {
     return 0;
 }
 
-static int put(Buf *b, const void *src, Py_ssize_t n) {
+int put(Buf *b, const void *src, Py_ssize_t n) {
     if (grow(b, n) < 0)
         return -1;
     memcpy(b->data + b->len, src, (size_t)n);
@@ -51,7 +49,7 @@ static int put(Buf *b, const void *src, Py_ssize_t n) {
     return 0;
 }
 
-static int put_be(Buf *b, uint64_t v, int width) {
+int put_be(Buf *b, uint64_t v, int width) {
     unsigned char out[8];
     for (int i = width - 1; i >= 0; i--) {
         out[i] = (unsigned char)(v & 0xff);
@@ -60,10 +58,10 @@ static int put_be(Buf *b, uint64_t v, int width) {
     return put(b, out, width);
 }
 
-static int put_byte(Buf *b, unsigned char c) { return put(b, &c, 1); }
+int put_byte(Buf *b, unsigned char c) { return put(b, &c, 1); }
 
 /* msgpack-python's form of a non-negative integer */
-static int pack_uint(Buf *b, uint64_t v) {
+int pack_uint(Buf *b, uint64_t v) {
     if (v < 0x80)
         return put_byte(b, (unsigned char)v);
     if (v <= 0xff)
@@ -75,7 +73,7 @@ static int pack_uint(Buf *b, uint64_t v) {
     return put_byte(b, 0xcf) < 0 ? -1 : put_be(b, v, 8);
 }
 
-static int pack_str(Buf *b, const char *s, Py_ssize_t n) {
+int pack_str(Buf *b, const char *s, Py_ssize_t n) {
     int rc;
     if (n < 32)
         rc = put_byte(b, (unsigned char)(0xa0 | n));
@@ -133,7 +131,7 @@ static int check_inv(Py_buffer *inv) {
     return 0;
 }
 
-static PyObject *node(PyObject *self, PyObject *args) {
+PyObject *node(PyObject *self, PyObject *args) {
     PyObject *runs, *key, *labels, *nodes, *keys, *label_run;
     unsigned int plane;
     unsigned long long node_id;
@@ -213,7 +211,7 @@ static int adjacency(Buf *k, unsigned int plane, uint64_t end, const char *t, Py
     return 0;
 }
 
-static PyObject *edge(PyObject *self, PyObject *args) {
+PyObject *edge(PyObject *self, PyObject *args) {
     PyObject *runs, *type, *edges, *out, *in;
     unsigned int plane;
     unsigned long long edge_id, src, dst;
@@ -349,6 +347,7 @@ static PyMethodDef methods[] = {
     {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
     {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},
+    {"lines", lines, METH_VARARGS, "a commit's lines of the common shapes as new records (store/_bulklines.c)"},
     {NULL, NULL, 0, NULL},
 };
 

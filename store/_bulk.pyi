@@ -23,3 +23,22 @@ def edge(
 ) -> None: ...
 def sort_run(run: list[tuple[bytes, bytes]], /) -> None: ...
 def key_groups(lines: list[object], plane_group: bytes, /) -> tuple[list[str], list[bytes]]: ...
+def lines(
+    parsed: list[object],
+    start: int,
+    node_runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    edge_runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    plane: int,
+    inv: bytes,
+    next_node: int,
+    next_edge: int,
+    new_nodes_from: int,
+    key_ids: dict[str, int],
+    known: dict[str, int | None],
+    mutations: list[object],
+    node_put: object,
+    edge_put: object,
+    label_counts: dict[str, int],
+    type_counts: dict[str, int],
+    /,
+) -> tuple[int, int, int]: ...

@@ -108,6 +108,7 @@ def _load() -> Encoder:
 NATIVE: Encoder = _load()
 _encoder: Encoder = NATIVE
 _enabled = True
+_lines = True
 
 
 def use_c(on: bool) -> None:
@@ -125,6 +126,13 @@ def use_bulk(on: bool) -> None:
 
 def bulk_enabled() -> bool:
     return _enabled
+
+
+def use_lines(on: bool) -> None:
+    """Make the common line shapes into records in C (``True``, store/_bulklines.c) or each line in
+    Python (``False``): for the benchmark's before and after."""
+    global _lines
+    _lines = on
 
 
 class BulkWrites:
@@ -200,6 +208,28 @@ class BulkWrites:
         _encoder.edge(self.edge_runs, plane, edge_id, src, dst, edge_type, keys.inv(tx.seq), props_packed)
         tx.tallies.count(plane, 0, +1)
         tx.tallies.add(keys.tally_key(plane, b"T", edge_type), +1)
+
+    def take(self, tx: WriteTx, parsed: list[Any], start: int) -> tuple[int, int, int]:
+        """Make the commit's parsed lines from ``start`` on into new records in C while they have the
+        common shapes (store/_bulklines.c): the same ids, mutations, entries and tallies the Python
+        path gives them. Returns where it stopped (that line is the Python path's to read) and the
+        nodes and edges made."""
+        lines = getattr(_encoder, "lines", None)  # (store/_bulk.c's alone: PyEncoder has no line loop)
+        if lines is None or not _lines:
+            return start, 0, 0
+        plane, labels, types = self.plane.id, dict[str, int](), dict[str, int]()
+        node_from, edge_from = tx.ids.node, tx.ids.edge
+        stop, tx.ids.node, tx.ids.edge = lines(
+            parsed, start, self.node_runs, self.edge_runs, plane, keys.inv(tx.seq), node_from, edge_from,
+            self.new_nodes_from, self.key_ids, self.known, tx.mutations, NodePut, EdgePut, labels, types,
+        )  # fmt: skip
+        tallies, nodes, edges = tx.tallies, tx.ids.node - node_from, tx.ids.edge - edge_from
+        for kind, counts in ((b"L", labels), (b"T", types)):
+            for name, n in counts.items():
+                tallies.add(keys.tally_key(plane, kind, name), n)
+        if nodes or edges:
+            tallies.count(plane, nodes, edges)
+        return stop, nodes, edges
 
     def flush(self) -> None:
         """Write every table's waiting entries, sorted (see the module)."""

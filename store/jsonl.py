@@ -281,8 +281,13 @@ class _Importer:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
         and parses them first, to look the keys they name up at once)."""
         ahead = None if self.bulk is None else self._read_ahead(self.bulk)
-        parsed, end = None, 0
-        for n in range(self.commit_lines):
+        parsed, end, n = None, 0, 0
+        lines = [] if ahead is None else [line[1] for line in ahead]
+        while n < self.commit_lines:
+            if self.bulk is not None and not (self.bad_lines or self.collisions):
+                n = self._take(self.bulk, lines, n)  # (past the lines read ahead: none taken)
+                if n >= self.commit_lines:
+                    break
             if ahead is None:
                 raw = self.fh.readline()
             else:
@@ -298,7 +303,16 @@ class _Importer:
                         self.fh.seek(end)  # read no further than the reference does
                     self.done = True
                     return
+            n += 1
         self.done = False
+
+    def _take(self, bulk: BulkWrites, parsed: list[Any], n: int) -> int:
+        """Lines from ``n`` on made in C while they have the common shapes; where it stopped."""
+        stop, nodes, edges = bulk.take(self.tx, parsed, n)
+        self.line_no += stop - n
+        self.report.nodes_created += nodes
+        self.report.edges_created += edges
+        return stop
 
     def _read_ahead(self, bulk: BulkWrites) -> list[tuple[bytes, Any, int]]:
         """The commit's lines, each parsed (None: for _line to parse and refuse) and where it ends."""

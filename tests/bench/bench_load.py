@@ -6,12 +6,13 @@ The graph is bench_cypher's (upstream's BENCHMARKS.md shape): N nodes keyed ``n{
 Each pass loads into a fresh database in a fresh subprocess; passes run every load in turn (the
 order reversed every other pass) and the median is reported as records (nodes + edges) per second.
 ``--before`` adds the import as it was before its bulk path (store/bulkwrite.py: every record through
-WriteTx and the projection, ``use_bulk(False)``); ``--txn-mib 1,4,64`` adds it at those transaction
+WriteTx and the projection, ``use_bulk(False)``); ``--no-loop`` the bulk path with each line read in
+Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--txn-mib 1,4,64`` adds it at those transaction
 sizes (``store.import_txn_bytes``). ``--profile FILE`` instead runs one drsg import under cProfile
 and writes its stats to FILE (``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
-        [--no-floor] [--before] [--txn-mib LIST]
+        [--no-floor] [--before] [--no-loop] [--txn-mib LIST]
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ import json, sys, time
 import drsg
 from drsg.store import bulkwrite
 from drsg.store.jsonl import import_jsonl
-bulkwrite.use_bulk(sys.argv[5] == "bulk")
+bulkwrite.use_bulk(sys.argv[5] != "reference")
+bulkwrite.use_lines(sys.argv[5] == "bulk")  # "bulk-no-loop": the bulk path, each line read in Python
 db = drsg.open(sys.argv[1], map_size=4 << 30)
 sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
 start, cpu = time.perf_counter(), time.process_time()
@@ -74,6 +76,7 @@ def main() -> None:
     ap.add_argument("--no-kuzu", action="store_true", help="no Kùzu row")
     ap.add_argument("--no-floor", action="store_true", help="no raw py-lmdb rows")
     ap.add_argument("--before", action="store_true", help="also the import without its bulk path (WriteTx)")
+    ap.add_argument("--no-loop", action="store_true", help="also the bulk path without its C line loop")
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
@@ -106,6 +109,8 @@ def main() -> None:
     loads: dict[str, Callable[[Path], dict[str, float]]] = {"drsg `import_jsonl`": drsg_load("")}
     if args.before:
         loads["drsg `import_jsonl`, every record through WriteTx (before)"] = drsg_load("", "reference")
+    if args.no_loop:
+        loads[NO_LOOP] = drsg_load("", "bulk-no-loop")
     for mib in filter(None, args.txn_mib.split(",")):
         loads[f"drsg `import_jsonl`, {mib} MiB per LMDB transaction"] = drsg_load(str(int(float(mib) * (1 << 20))))
     if not args.no_floor:
@@ -150,6 +155,10 @@ def main() -> None:
         lines.append(f"drsg after / before (records/s, > 1 is faster): {common.ratio(drsg, rate[before[0]]):.2f}×")
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (before[0], "drsg `import_jsonl`")]
         lines.append(f"drsg CPU seconds, before / after: {common.ratio(*cpu):.2f}×")
+    if args.no_loop:
+        cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (NO_LOOP, "drsg `import_jsonl`")]
+        lines.append(f"drsg with the C line loop / without (records/s): {common.ratio(drsg, rate[NO_LOOP]):.2f}×")
+        lines.append(f"drsg CPU seconds, without the C line loop / with: {common.ratio(*cpu):.2f}×")
     common.append_section("Graph load, upstream's workload", started, lines, write=True)
 
 
@@ -157,6 +166,7 @@ def _each(values: list[float] | list[float | None]) -> str:
     return ", ".join("—" if x is None else f"{x:.2f}" for x in values)
 
 
+NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
 RAW_SORTED = "raw py-lmdb, drsg's entries, sorted, `putmulti(append=True)`, one transaction"
 KUZU_ROW = "Kùzu `COPY` (CSV)"

@@ -39,11 +39,21 @@ scalar = st.one_of(
 json_value = st.recursive(
     scalar, lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(text, inner, max_size=3)), max_leaves=6
 )
-props = st.dictionaries(st.sampled_from(["x", "y", "名前", "v"]), json_value, max_size=3)
+edge_ints = st.sampled_from([-(2**63) - 1, -(2**63), -(2**31) - 1, -(2**31), -32769, -32768, -129, -128, -33, -32, -1])
+plain = st.one_of(  # what the C line loop (store/_bulklines.c) packs itself: its edges and just past them
+    scalar, edge_ints, st.sampled_from([2**63 - 1, 2**63, -0.0, 5e-324, 1.7976931348623157e308, "\U0001f600"])
+)
+props = st.one_of(
+    st.dictionaries(st.sampled_from(["x", "y", "名前", "v"]), json_value, max_size=3),
+    st.dictionaries(st.sampled_from(["x", "y", "名前", "v", "p" * 401]), plain, max_size=17),
+)
 vector = st.fixed_dictionaries(
     {"v": st.fixed_dictionaries({"$vector": st.lists(st.floats(-1, 1, width=32), min_size=2, max_size=2)})}
 )
-labels = st.lists(st.sampled_from(["A", "B", "Ω", "A"]), max_size=3)
+labels = st.one_of(
+    st.lists(st.sampled_from(["A", "B", "Ω", "A"]), max_size=3),
+    st.lists(st.sampled_from(["A", "B", "C", ""]), max_size=3).map(lambda got: sorted(set(got))),  # as kept
+)
 
 keyed_node = st.fixed_dictionaries(
     {"labels": labels, "external_key": st.sampled_from(KEYS)}, optional={"properties": props}
@@ -64,7 +74,7 @@ edge_by_id = st.fixed_dictionaries(
 good_line = st.one_of(keyed_node, keyless_node, edge_by_key, edge_by_id, vector_node).map(
     lambda obj: json.dumps(obj, ensure_ascii=False)
 )
-bad_line = st.sampled_from(
+raw_line = st.sampled_from(
     [
         '{"labels": "A"}',
         "{not json",
@@ -72,11 +82,17 @@ bad_line = st.sampled_from(
         '{"type": "R", "src_key": 5, "dst_key": "k0"}',
         '{"type": "R", "src_key": "k0", "dst_key": "\\ud800"}',  # a lone surrogate: no key can hold it
         "[1]",
+        # JSON the C loop must read as the json module does, or leave to it
+        '{"labels": ["A"], "external_key": "n9", "properties": {"x": 1e400}}',
+        '{"labels": ["A"], "external_key": "k0", "external_key": "k1"}',  # the last one counts
+        '{"labels": ["B"], "external_key": "k\\u0032", "properties": {"s": "\\ud83d\\ude00\\n\\"", "t": "\\udc00"}}',
+        '{"labels": ["B"], "external_key": "k2", "properties": {"s": "\\ud83d\\ude00\\n\\"", "f": -0.0}}',
+        '{"type": "R", "src_key": "k0", "dst_key": "k1", "type": "S", "properties": {"n": -9223372036854775808}}',
     ]
 )
 lines = st.one_of(
-    st.lists(st.one_of(good_line, good_line, good_line, bad_line, st.just("")), min_size=1, max_size=24),
-    st.lists(st.one_of(good_line, bad_line), min_size=6, max_size=24),  # 5 bad lines stop the reading
+    st.lists(st.one_of(good_line, good_line, good_line, raw_line, st.just("")), min_size=1, max_size=24),
+    st.lists(st.one_of(good_line, raw_line), min_size=6, max_size=24),  # 5 bad lines stop the reading
 )
 
 
@@ -176,6 +192,53 @@ def test_the_bulk_path_makes_the_same_database_as_the_reference(
         assert bulk[1][table] == reference[1][table], table
 
 
+INTS = [-(2**63), -(2**63) + 1, -(2**31) - 1, -(2**31), -32769, -32768, -129, -128, -33, -32, -1, 0, 127, 128]
+INTS += [255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**63 - 1]
+plain_key = st.sampled_from([*SEEDED, *(f"n{i}" for i in range(12))])
+plain_props = st.dictionaries(st.sampled_from(["x", "y", "v", "w"]), plain, max_size=5)
+plain_line = st.one_of(  # the shapes store/_bulklines.c takes, mostly: few repeats, few misses
+    st.fixed_dictionaries(
+        {"labels": labels.map(lambda got: sorted(set(got))), "external_key": plain_key},
+        optional={"properties": plain_props},
+    ),
+    st.fixed_dictionaries(
+        {"src_key": plain_key, "dst_key": plain_key, "type": st.sampled_from(["R", "S"])},
+        optional={"properties": plain_props},
+    ),
+).map(json.dumps)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    body=st.lists(st.one_of(plain_line, plain_line, plain_line, raw_line), min_size=1, max_size=30),
+    seeded=st.booleans(),
+    commit_lines=st.sampled_from([3, 1000]),
+)
+@example(  # each integer form msgpack has, either side of its edges; floats at theirs
+    body=[
+        json.dumps({"labels": ["A", "B"], "external_key": "n0", "properties": {f"i{n}": n for n in INTS}}),
+        json.dumps({"external_key": "n1", "properties": {"a": -0.0, "b": 5e-324, "c": 1e308, "d": "é\n"}}),
+        json.dumps({"type": "R", "src_key": "n1", "dst_key": "n0", "properties": {"x": True, "y": None}}),
+    ],
+    seeded=True,
+    commit_lines=1000,
+)
+def test_the_c_line_loop_makes_the_same_database_as_the_reference(
+    tmp_path_factory: pytest.TempPathFactory, body: list[str], seeded: bool, commit_lines: int
+) -> None:
+    """Files of mostly the common shapes (the C line loop's), with its numbers' edges, escapes,
+    repeated keys and lines it must leave to the Python path mixed in."""
+    root = tmp_path_factory.mktemp("loop")
+    data = root / "in.jsonl"
+    data.write_text("\n".join(body) + "\n", encoding="utf-8")
+    how = ("error", seeded, commit_lines, 1 << 20)
+    reference = _import(root, "reference.drsg", data, how, bulk=False)
+    bulk = _import(root, "bulk.drsg", data, how, bulk=True)
+    assert bulk[0] == reference[0]
+    for table in DB_NAMES:
+        assert bulk[1][table] == reference[1][table], table
+
+
 def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
     """The parity above compares something: a plain file under ``error`` goes through the bulk path's
     runs (every new record, none written one at a time) and comes out whole."""
@@ -205,6 +268,28 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
         bulkwrite.put_sorted = real  # type: ignore[assignment]
     # nodes + keys + labels (50 each), edges + out + in (80 each)
     assert sum(flushed) == 3 * 50 + 3 * 80
+
+
+def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Upstream's line shapes are made into records by store/_bulklines.c, not line by line in
+    Python: the parity above then holds the C loop, not only the Python path."""
+    data = tmp_path / "in.jsonl"
+    nodes = [{"labels": ["A", "B"], "external_key": f"n{i}", "properties": {"i": -i, "f": i / 3}} for i in range(40)]
+    edges = [{"src_key": f"n{i % 40}", "dst_key": f"n{i * 7 % 40}", "type": "E", "properties": {}} for i in range(60)]
+    data.write_text("".join(json.dumps(obj) + "\n" for obj in [*nodes, {"labels": []}, *edges]))
+    taken: list[tuple[int, int]] = []
+    real = bulkwrite.BulkWrites.take
+
+    def counting(self: bulkwrite.BulkWrites, tx: Any, parsed: list[Any], start: int) -> tuple[int, int, int]:
+        got = real(self, tx, parsed, start)
+        taken.append(got[1:])
+        return got
+
+    monkeypatch.setattr(bulkwrite.BulkWrites, "take", counting)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        report = import_jsonl(db, data, "p", create_plane=True, commit_lines=25)
+        assert (report.nodes_created, report.edges_created) == (41, 60)
+    assert tuple(map(sum, zip(*taken, strict=True))) == (41, 60)
 
 
 name = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=3).map(

@@ -1,0 +1,294 @@
+/* A commit's parsed lines of the common shapes made into new records in C (store/bulkwrite.py's
+ * BulkWrites.take), without a Python step per line:
+ *
+ *     node: {"labels": [name, ...]?, "external_key": name?, "properties": {name: scalar}?}
+ *     edge: {"type": name, "src_key": name, "dst_key": name, "properties": {name: scalar}?}
+ *
+ * where a name is a non-empty ASCII str of at most 400 characters without NUL (check_name's common
+ * case), labels are strictly increasing (as a record keeps them) and a scalar is None, a bool, an
+ * int of 64 bits, a finite float or a str that is valid UTF-8. A line of any other shape, or one
+ * whose key is taken or whose end is not known yet (or that may restate an edge the plane had
+ * before), is not taken: the loop stops there and store/jsonl.py reads that line as before, so its
+ * checks and error messages stay in one place. A line taken gets what the Python path gives it —
+ * the same ids, mutation, entries (_bulk.c's node()/edge()) and tallies (counted per label and
+ * type for the caller) — tests/property/test_bulk_import_parity.py holds the tables equal.
+ *
+ * lines(parsed, start, node_runs, edge_runs, plane, inv, next_node, next_edge, new_nodes_from,
+ *       key_ids, known, mutations, NodePut, EdgePut, label_counts, type_counts)
+ *     -> (stop, next_node, next_edge): parsed[start:stop] taken.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "_bulk.h"
+
+static PyObject *F_labels, *F_key, *F_props, *F_type, *F_src, *F_dst;
+
+static int interned(void) {
+    if (F_labels)
+        return 0;
+    F_labels = PyUnicode_InternFromString("labels");
+    F_key = PyUnicode_InternFromString("external_key");
+    F_props = PyUnicode_InternFromString("properties");
+    F_type = PyUnicode_InternFromString("type");
+    F_src = PyUnicode_InternFromString("src_key");
+    F_dst = PyUnicode_InternFromString("dst_key");
+    return F_labels && F_key && F_props && F_type && F_src && F_dst ? 0 : -1;
+}
+
+/* check_name's common case: a str, ASCII, 1-400 characters, no NUL */
+static int plain_name(PyObject *s) {
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s))
+        return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
+    return n > 0 && n <= 400 && !memchr(PyUnicode_DATA(s), 0, (size_t)n);
+}
+
+static int pack_be(Buf *b, unsigned char tag, uint64_t v, int width) {
+    return put_byte(b, tag) < 0 ? -1 : put_be(b, v, width);
+}
+
+/* msgpack-python's form of a signed integer */
+static int pack_int(Buf *b, long long v) {
+    if (v >= 0)
+        return pack_uint(b, (uint64_t)v);
+    if (v >= -32)
+        return put_byte(b, (unsigned char)(0xe0 | (v + 32)));
+    if (v >= -128)
+        return pack_be(b, 0xd0, (uint64_t)v, 1);
+    if (v >= -32768)
+        return pack_be(b, 0xd1, (uint64_t)v, 2);
+    if (v >= -2147483648LL)
+        return pack_be(b, 0xd2, (uint64_t)v, 4);
+    return pack_be(b, 0xd3, (uint64_t)v, 8);
+}
+
+/* 1: packed; 0: not a plain scalar (the line is not taken); -1: an error */
+static int pack_scalar(Buf *b, PyObject *v) {
+    if (v == Py_None)
+        return put_byte(b, 0xc0) < 0 ? -1 : 1;
+    if (v == Py_True || v == Py_False)
+        return put_byte(b, v == Py_True ? 0xc3 : 0xc2) < 0 ? -1 : 1;
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow)
+            return 0; /* past 64 bits: the Python path refuses it by name */
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        return pack_int(b, x) < 0 ? -1 : 1;
+    }
+    if (PyFloat_CheckExact(v)) {
+        double d = PyFloat_AS_DOUBLE(v);
+        uint64_t bits;
+        if (!isfinite(d))
+            return 0;
+        memcpy(&bits, &d, 8);
+        return pack_be(b, 0xcb, bits, 8) < 0 ? -1 : 1;
+    }
+    if (PyUnicode_CheckExact(v)) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!s) {
+            PyErr_Clear(); /* a lone surrogate: the Python path names it */
+            return 0;
+        }
+        return pack_str(b, s, n) < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+/* A line's "properties" as packed bytes (new reference), with the map the mutation holds in *map
+ * (new reference); Py_None (new reference) when they are not plain; NULL on an error. */
+static PyObject *pack_props(PyObject *props, PyObject **map) {
+    Buf b = {0};
+    PyObject *out = NULL;
+    *map = NULL;
+    if (props == NULL || props == Py_None) {
+        out = PyBytes_FromStringAndSize("\x80", 1);
+        *map = out ? PyDict_New() : NULL;
+        if (out && !*map)
+            Py_CLEAR(out);
+        return out;
+    }
+    if (!PyDict_CheckExact(props))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyDict_GET_SIZE(props), pos = 0;
+    int rc = n < 16 ? put_byte(&b, (unsigned char)(0x80 | n))
+                    : n <= 0xffff ? pack_be(&b, 0xde, (uint64_t)n, 2) : pack_be(&b, 0xdf, (uint64_t)n, 4);
+    PyObject *name, *value;
+    while (rc >= 0 && PyDict_Next(props, &pos, &name, &value)) {
+        if (!plain_name(name)) {
+            rc = 0;
+            break;
+        }
+        if (pack_str(&b, PyUnicode_DATA(name), PyUnicode_GET_LENGTH(name)) < 0 || (rc = pack_scalar(&b, value)) < 0) {
+            rc = -1;
+            break;
+        }
+        if (rc == 0)
+            break;
+    }
+    if (rc > 0 || (rc == 0 && n == 0)) {
+        out = PyBytes_FromStringAndSize(b.data, b.len);
+        *map = props;
+        Py_INCREF(props);
+    } else if (rc == 0) {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    PyMem_Free(b.data);
+    return out;
+}
+
+static int bump(PyObject *counts, PyObject *name) {
+    PyObject *had = PyDict_GetItemWithError(counts, name);
+    if (!had && PyErr_Occurred())
+        return -1;
+    PyObject *now = PyLong_FromLongLong(had ? PyLong_AsLongLong(had) + 1 : 1);
+    int rc = now ? PyDict_SetItem(counts, name, now) : -1;
+    Py_XDECREF(now);
+    return rc;
+}
+
+/* The node a key names as the commit stands: -1 when it names none or is not known yet. */
+static long long key_node(PyObject *key_ids, PyObject *known, PyObject *key) {
+    PyObject *id = PyDict_GetItemWithError(key_ids, key);
+    if (!id && !PyErr_Occurred())
+        id = PyDict_GetItemWithError(known, key);
+    if (!id || id == Py_None || !PyLong_CheckExact(id))
+        return -1;
+    return PyLong_AsLongLong(id);
+}
+
+typedef struct {
+    PyObject *node_runs, *edge_runs, *inv, *key_ids, *known, *mutations, *node_put, *edge_put, *labels, *types;
+    unsigned int plane;
+    unsigned long long next_node, next_edge, new_nodes_from;
+} Loop;
+
+/* Append `mutation` (stolen) to the commit's and make its entries with `make(args)` (stolen). */
+static int emit(Loop *c, PyObject *mutation, PyObject *(*make)(PyObject *, PyObject *), PyObject *args) {
+    PyObject *done = mutation && args ? make(NULL, args) : NULL;
+    int rc = done && PyList_Append(c->mutations, mutation) == 0 ? 0 : -1;
+    Py_XDECREF(done);
+    Py_XDECREF(mutation);
+    Py_XDECREF(args);
+    return rc;
+}
+
+/* 1: taken; 0: left for the Python path; -1: an error */
+static int take_node(Loop *c, PyObject *obj) {
+    PyObject *labels = PyDict_GetItemWithError(obj, F_labels), *key = NULL, *props = NULL;
+    if (!labels && PyErr_Occurred())
+        return -1;
+    if (!(key = PyDict_GetItemWithError(obj, F_key)) && PyErr_Occurred())
+        return -1;
+    if (!(props = PyDict_GetItemWithError(obj, F_props)) && PyErr_Occurred())
+        return -1;
+    if ((labels != NULL) + (key != NULL) + (props != NULL) != PyDict_GET_SIZE(obj))
+        return 0; /* another field ("id", or one unknown) */
+    if (labels) {
+        if (!PyList_CheckExact(labels))
+            return 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(labels); i++) {
+            PyObject *label = PyList_GET_ITEM(labels, i);
+            if (!plain_name(label))
+                return 0;
+            if (i && strcmp(PyUnicode_DATA(PyList_GET_ITEM(labels, i - 1)), PyUnicode_DATA(label)) >= 0)
+                return 0; /* not as a record keeps them: sorted without repeats */
+        }
+    }
+    if (key == Py_None)
+        key = NULL;
+    if (key && (!plain_name(key) || PyDict_GetItemWithError(c->key_ids, key) || PyErr_Occurred()))
+        return PyErr_Occurred() ? -1 : 0;
+    if (key) {
+        PyObject *found = PyDict_GetItemWithError(c->known, key);
+        if (!found || found != Py_None)
+            return PyErr_Occurred() ? -1 : 0; /* taken, or not looked up */
+    }
+    PyObject *map, *packed = pack_props(props, &map);
+    if (!packed || packed == Py_None) {
+        Py_XDECREF(packed);
+        return packed ? 0 : -1;
+    }
+    PyObject *label_list = labels ? (Py_INCREF(labels), labels) : PyList_New(0);
+    PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
+    PyObject *k = key ? key : Py_None;
+    int rc = -1;
+    if (label_list && id &&
+        emit(c, PyObject_CallFunction(c->node_put, "IOOOO", c->plane, id, k, label_list, map), node,
+             Py_BuildValue("(OIOOOOO)", c->node_runs, c->plane, id, k, label_list, c->inv, packed)) == 0 &&
+        (!key || PyDict_SetItem(c->key_ids, key, id) == 0)) {
+        rc = 1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list) && rc > 0; i++)
+            if (bump(c->labels, PyList_GET_ITEM(label_list, i)) < 0)
+                rc = -1;
+        c->next_node++;
+    }
+    Py_XDECREF(label_list);
+    Py_XDECREF(id);
+    Py_DECREF(packed);
+    Py_DECREF(map);
+    return rc;
+}
+
+static int take_edge(Loop *c, PyObject *obj) {
+    PyObject *type = PyDict_GetItemWithError(obj, F_type), *src_key, *dst_key, *props;
+    if (!(src_key = PyDict_GetItemWithError(obj, F_src)) || !(dst_key = PyDict_GetItemWithError(obj, F_dst)))
+        return PyErr_Occurred() ? -1 : 0;
+    if (!(props = PyDict_GetItemWithError(obj, F_props)) && PyErr_Occurred())
+        return -1;
+    if (!type || 3 + (props != NULL) != PyDict_GET_SIZE(obj) || !plain_name(type) || !plain_name(src_key) ||
+        !plain_name(dst_key))
+        return 0;
+    long long src = key_node(c->key_ids, c->known, src_key), dst = key_node(c->key_ids, c->known, dst_key);
+    if (PyErr_Occurred())
+        return -1;
+    if (src < 0 || dst < 0)
+        return 0;
+    if ((unsigned long long)src < c->new_nodes_from && (unsigned long long)dst < c->new_nodes_from)
+        return 0; /* both ends were there before: the line may restate an edge */
+    PyObject *map, *packed = pack_props(props, &map);
+    if (!packed || packed == Py_None) {
+        Py_XDECREF(packed);
+        return packed ? 0 : -1;
+    }
+    int rc = -1;
+    if (emit(c, PyObject_CallFunction(c->edge_put, "IKLLOO", c->plane, c->next_edge, src, dst, type, map), edge,
+             Py_BuildValue("(OIKLLOOO)", c->edge_runs, c->plane, c->next_edge, src, dst, type, c->inv, packed)) == 0 &&
+        bump(c->types, type) == 0) {
+        rc = 1;
+        c->next_edge++;
+    }
+    Py_DECREF(packed);
+    Py_DECREF(map);
+    return rc;
+}
+
+PyObject *lines(PyObject *self, PyObject *args) {
+    PyObject *parsed;
+    Py_ssize_t start;
+    Loop c;
+    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!OOO!O!", &PyList_Type, &parsed, &start, &PyTuple_Type,
+                          &c.node_runs, &PyTuple_Type, &c.edge_runs, &c.plane, &PyBytes_Type, &c.inv, &c.next_node,
+                          &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
+                          &PyList_Type, &c.mutations, &c.node_put, &c.edge_put, &PyDict_Type, &c.labels,
+                          &PyDict_Type, &c.types) ||
+        interned() < 0)
+        return NULL;
+    Py_ssize_t i = start < 0 ? 0 : start;
+    for (; i < PyList_GET_SIZE(parsed); i++) {
+        PyObject *obj = PyList_GET_ITEM(parsed, i);
+        if (!PyDict_CheckExact(obj))
+            break;
+        int has_type = PyDict_Contains(obj, F_type);
+        int rc = has_type < 0 ? -1 : has_type ? take_edge(&c, obj) : take_node(&c, obj);
+        if (rc < 0)
+            return NULL;
+        if (rc == 0)
+            break;
+    }
+    return Py_BuildValue("(nKK)", i, c.next_node, c.next_edge);
+}
