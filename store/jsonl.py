@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -317,15 +318,14 @@ class _Importer:
     def _read_ahead(self, bulk: BulkWrites) -> list[tuple[bytes, Any, int]]:
         """The commit's lines, each parsed (None: for _line to parse and refuse) and where it ends."""
         ahead: list[tuple[bytes, Any, int]] = []
-        for _ in range(self.commit_lines):
-            raw = self.fh.readline()
-            if not raw:
-                break
+        end = self.fh.tell()  # (once: a buffered file's tell() is a system call, 9 % of an import)
+        for raw in itertools.islice(self.fh, self.commit_lines):
+            end += len(raw)
             try:
                 parsed = _parse(raw) if raw.strip() else None
             except (ValueError, RecursionError):
                 parsed = None
-            ahead.append((raw, parsed, self.fh.tell()))
+            ahead.append((raw, parsed, end))
         bulk.look_up_keys(self.tx, [parsed for _, parsed, _ in ahead])
         return ahead
 
