@@ -36,6 +36,7 @@ def lines(
     key_ids: dict[str, int],
     known: dict[str, int | None],
     mutations: list[object],
+    wires: list[bytes],
     node_put: object,
     edge_put: object,
     label_counts: dict[str, int],

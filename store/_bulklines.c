@@ -14,8 +14,9 @@
  * type for the caller) — tests/property/test_bulk_import_parity.py holds the tables equal.
  *
  * lines(parsed, start, node_runs, edge_runs, plane, inv, next_node, next_edge, new_nodes_from,
- *       key_ids, known, mutations, NodePut, EdgePut, label_counts, type_counts)
- *     -> (stop, next_node, next_edge): parsed[start:stop] taken.
+ *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts)
+ *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation's msgpack (its
+ *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode).
  */
 #include <math.h>
 #include <string.h>
@@ -162,18 +163,33 @@ static long long key_node(PyObject *key_ids, PyObject *known, PyObject *key) {
 }
 
 typedef struct {
-    PyObject *node_runs, *edge_runs, *inv, *key_ids, *known, *mutations, *node_put, *edge_put, *labels, *types;
+    PyObject *node_runs, *edge_runs, *inv, *key_ids, *known, *mutations, *wires, *node_put, *edge_put, *labels, *types;
     unsigned int plane;
     unsigned long long next_node, next_edge, new_nodes_from;
 } Loop;
 
-/* Append `mutation` (stolen) to the commit's and make its entries with `make(args)` (stolen). */
-static int emit(Loop *c, PyObject *mutation, PyObject *(*make)(PyObject *, PyObject *), PyObject *args) {
+/* Append `mutation` (stolen) to the commit's and make its entries with `make(args)` (stolen); its
+ * wire, msgpack [op, plane, id, ...the record's fields], to `wires`: the record just appended to
+ * `run` is msgpack [...its fields], so the wire is a header and the record past its array byte. */
+static int emit(Loop *c, PyObject *mutation, PyObject *(*make)(PyObject *, PyObject *), PyObject *args,
+                PyObject *run, const char *op, unsigned long long id) {
     PyObject *done = mutation && args ? make(NULL, args) : NULL;
     int rc = done && PyList_Append(c->mutations, mutation) == 0 ? 0 : -1;
     Py_XDECREF(done);
     Py_XDECREF(mutation);
     Py_XDECREF(args);
+    if (rc < 0)
+        return -1;
+    PyObject *record = PyTuple_GET_ITEM(PyList_GET_ITEM(run, PyList_GET_SIZE(run) - 1), 1);
+    Py_ssize_t n = PyBytes_GET_SIZE(record);
+    Buf b = {0};
+    PyObject *wire = NULL;
+    if (put_byte(&b, (unsigned char)(*PyBytes_AS_STRING(record) + 3)) == 0 && pack_str(&b, op, 8) == 0 &&
+        pack_uint(&b, c->plane) == 0 && pack_uint(&b, id) == 0 && put(&b, PyBytes_AS_STRING(record) + 1, n - 1) == 0)
+        wire = PyBytes_FromStringAndSize(b.data, b.len);
+    rc = wire && PyList_Append(c->wires, wire) == 0 ? 0 : -1;
+    Py_XDECREF(wire);
+    PyMem_Free(b.data);
     return rc;
 }
 
@@ -219,7 +235,8 @@ static int take_node(Loop *c, PyObject *obj) {
     int rc = -1;
     if (label_list && id &&
         emit(c, PyObject_CallFunction(c->node_put, "IOOOO", c->plane, id, k, label_list, map), node,
-             Py_BuildValue("(OIOOOOO)", c->node_runs, c->plane, id, k, label_list, c->inv, packed)) == 0 &&
+             Py_BuildValue("(OIOOOOO)", c->node_runs, c->plane, id, k, label_list, c->inv, packed),
+             PyTuple_GET_ITEM(c->node_runs, 0), "node.put", c->next_node) == 0 &&
         (!key || PyDict_SetItem(c->key_ids, key, id) == 0)) {
         rc = 1;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list) && rc > 0; i++)
@@ -257,7 +274,8 @@ static int take_edge(Loop *c, PyObject *obj) {
     }
     int rc = -1;
     if (emit(c, PyObject_CallFunction(c->edge_put, "IKLLOO", c->plane, c->next_edge, src, dst, type, map), edge,
-             Py_BuildValue("(OIKLLOOO)", c->edge_runs, c->plane, c->next_edge, src, dst, type, c->inv, packed)) == 0 &&
+             Py_BuildValue("(OIKLLOOO)", c->edge_runs, c->plane, c->next_edge, src, dst, type, c->inv, packed),
+             PyTuple_GET_ITEM(c->edge_runs, 0), "edge.put", c->next_edge) == 0 &&
         bump(c->types, type) == 0) {
         rc = 1;
         c->next_edge++;
@@ -271,11 +289,11 @@ PyObject *lines(PyObject *self, PyObject *args) {
     PyObject *parsed;
     Py_ssize_t start;
     Loop c;
-    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!OOO!O!", &PyList_Type, &parsed, &start, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!O!OOO!O!", &PyList_Type, &parsed, &start, &PyTuple_Type,
                           &c.node_runs, &PyTuple_Type, &c.edge_runs, &c.plane, &PyBytes_Type, &c.inv, &c.next_node,
                           &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
-                          &PyList_Type, &c.mutations, &c.node_put, &c.edge_put, &PyDict_Type, &c.labels,
-                          &PyDict_Type, &c.types) ||
+                          &PyList_Type, &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
+                          &c.labels, &PyDict_Type, &c.types) ||
         interned() < 0)
         return NULL;
     Py_ssize_t i = start < 0 ? 0 : start;

@@ -221,7 +221,7 @@ class BulkWrites:
         node_from, edge_from = tx.ids.node, tx.ids.edge
         stop, tx.ids.node, tx.ids.edge = lines(
             parsed, start, self.node_runs, self.edge_runs, plane, keys.inv(tx.seq), node_from, edge_from,
-            self.new_nodes_from, self.key_ids, self.known, tx.mutations, NodePut, EdgePut, labels, types,
+            self.new_nodes_from, self.key_ids, self.known, tx.mutations, tx.wires, NodePut, EdgePut, labels, types,
         )  # fmt: skip
         tallies, nodes, edges = tx.tallies, tx.ids.node - node_from, tx.ids.edge - edge_from
         for kind, counts in ((b"L", labels), (b"T", types)):

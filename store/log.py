@@ -39,11 +39,19 @@ class Commit:
         }
 
 
-def encode(ts: int, origin: dict[str, Json], mutations: list[Mutation]) -> bytes:
-    body = pack([origin, [m.to_wire() for m in mutations]])
+def encode(ts: int, origin: dict[str, Json], mutations: list[Mutation], wires: list[bytes] | None = None) -> bytes:
+    """The record of a commit; ``wires``: each mutation's ``pack(to_wire())``, made already."""
+    if wires is None:
+        body = pack([origin, [m.to_wire() for m in mutations]])
+    else:  # the same bytes: msgpack's array of the origin and the wires' array, spelled out
+        body = b"\x92" + pack(origin) + _array_header(len(wires)) + b"".join(wires)
     ts_bytes = keys.U64.pack(ts)
     crc = zlib.crc32(body, zlib.crc32(ts_bytes))
     return _HEADER.pack(FORMAT, crc, ts) + body
+
+
+def _array_header(n: int) -> bytes:
+    return bytes((0x90 | n,)) if n < 16 else b"\xdc" + n.to_bytes(2) if n <= 0xFFFF else b"\xdd" + n.to_bytes(4)
 
 
 def header_ts(seq: int, record: bytes) -> int:

@@ -87,7 +87,8 @@ class LogSink(CommitSink):
             if self.check is not None:
                 self.check(tx.mutations)
             tallies = None if self.defer_tallies else tx.tallies
-            self.append(tx.seq, tx.mutations, self.origin, int(self.clock() * 1000), tallies)
+            wires = tx.wires if len(tx.wires) == len(tx.mutations) else None  # (made for every one, or not used)
+            self.append(tx.seq, tx.mutations, self.origin, int(self.clock() * 1000), tallies, wires)
         return self.state.head + 1
 
     def append(
@@ -97,15 +98,17 @@ class LogSink(CommitSink):
         origin: dict[str, Json],
         now_ms: int,
         tallies: Tallies | None = None,
+        wires: list[bytes] | None = None,
     ) -> int:
         """Seal commit ``seq`` (already projected; ``tallies``: its tally changes, None when there
-        are none to write now): flush the tallies, append its record and move the head to it.
+        are none to write now; ``wires``: the mutations packed, when made already): flush the
+        tallies, append its record and move the head to it.
         Returns its timestamp, never earlier than the last one. A commit with no mutations is sealed
         too (a Kafka record kept as an empty commit)."""
         if tallies is not None:
             tallies.flush(self.txn, self.dbs)
         ts = max(now_ms, self.state.ts)
-        self.txn.put(keys.u64(seq), encode(ts, origin, list(mutations)), db=self.dbs["log"], append=True)
+        self.txn.put(keys.u64(seq), encode(ts, origin, list(mutations), wires), db=self.dbs["log"], append=True)
         self.state.head, self.state.ts = seq, ts
         self.seqs.append(seq)
         self.ts = ts

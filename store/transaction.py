@@ -100,6 +100,9 @@ class WriteTx:
         fresh = (self.ids.node, self.ids.edge)  # ids from these on have never been written
         self._projector = Projector(self.txn, self.dbs, seq, self.view, self.tallies, fresh)
         self.mutations = []
+        # Each mutation's msgpack, when whoever added them made it too (an import's C line loop,
+        # store/_bulklines.c): the sink seals these instead of packing the mutations again.
+        self.wires: list[bytes] = []
 
     def commit_point(self) -> int:
         """Seal the mutations so far as one commit and start the next; returns the sealed seq.

@@ -29,6 +29,8 @@ from drsg.store import bulkwrite
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
+from drsg.store.log import encode
+from drsg.store.mutations import NodePut
 
 KEYS = ["k0", "k1", "k2", "ключ", "鍵", "k\u00e9", "n9"]
 SEEDED = KEYS[:2]
@@ -43,8 +45,9 @@ edge_ints = st.sampled_from([-(2**63) - 1, -(2**63), -(2**31) - 1, -(2**31), -32
 plain = st.one_of(  # what the C line loop (store/_bulklines.c) packs itself: its edges and just past them
     scalar, edge_ints, st.sampled_from([2**63 - 1, 2**63, -0.0, 5e-324, 1.7976931348623157e308, "\U0001f600"])
 )
+nested_props = st.dictionaries(st.sampled_from(["x", "y", "名前", "v"]), json_value, max_size=3)  # all storable
 props = st.one_of(
-    st.dictionaries(st.sampled_from(["x", "y", "名前", "v"]), json_value, max_size=3),
+    nested_props,
     st.dictionaries(st.sampled_from(["x", "y", "名前", "v", "p" * 401]), plain, max_size=17),
 )
 vector = st.fixed_dictionaries(
@@ -311,7 +314,7 @@ uint = st.one_of(
     labels=st.lists(name, max_size=18),
     edge_type=name,
     inv=st.binary(min_size=8, max_size=8),
-    properties=props,
+    properties=nested_props,
 )
 def test_the_c_encoder_makes_the_python_encoders_entries(
     plane: int,
@@ -367,3 +370,13 @@ def test_the_c_key_collection_is_the_pythons(lines: list[Any], plane_group: byte
     """The keys a commit's lines name, sorted with their groups: lists and numbers where a key should
     be, a lone surrogate (left out), lines that are no object."""
     assert bulkwrite.NATIVE.key_groups(lines, plane_group) == bulkwrite.PyEncoder.key_groups(lines, plane_group)
+
+
+@pytest.mark.parametrize("count", [0, 1, 15, 16, 65535, 65536])
+def test_a_record_sealed_from_wires_is_the_record_packed_from_mutations(count: int) -> None:
+    """store/log.py's ``encode`` given the mutations' wires made already (the C line loop's) spells
+    msgpack's array headers as the packer does, at each of their sizes."""
+    mutations = [NodePut(1, i, None, ["A"], {"i": i}) for i in range(count)]
+    wires = [pack(m.to_wire()) for m in mutations]
+    origin: dict[str, Any] = {"via": "import"}
+    assert encode(7, origin, list(mutations), wires) == encode(7, origin, list(mutations))
