@@ -281,18 +281,18 @@ class _Importer:
     def _commit(self) -> None:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
         and parses them first, to look the keys they name up at once)."""
-        ahead = None if self.bulk is None else self._read_ahead(self.bulk)
-        parsed, end, n = None, 0, 0
-        lines = [] if ahead is None else [line[1] for line in ahead]
+        start = self.fh.tell()
+        raws, lines = ([], []) if self.bulk is None else self._read_ahead(self.bulk)
+        parsed, n = None, 0
         while n < self.commit_lines:
             if self.bulk is not None and not (self.bad_lines or self.collisions):
                 n = self._take(self.bulk, lines, n)  # (past the lines read ahead: none taken)
                 if n >= self.commit_lines:
                     break
-            if ahead is None:
+            if self.bulk is None:
                 raw = self.fh.readline()
             else:
-                raw, parsed, end = ahead[n] if n < len(ahead) else (b"", None, 0)
+                raw, parsed = (raws[n], lines[n]) if n < len(raws) else (b"", None)
             if not raw:
                 self.done = True
                 return
@@ -300,8 +300,8 @@ class _Importer:
             if raw.strip():
                 self._line(self.line_no, raw, parsed)
                 if len(self.bad_lines) >= _MAX_REPORTED:
-                    if ahead is not None:
-                        self.fh.seek(end)  # read no further than the reference does
+                    if self.bulk is not None:  # read no further than the reference does
+                        self.fh.seek(start + sum(map(len, raws[: n + 1])))
                     self.done = True
                     return
             n += 1
@@ -315,19 +315,20 @@ class _Importer:
         self.report.edges_created += edges
         return stop
 
-    def _read_ahead(self, bulk: BulkWrites) -> list[tuple[bytes, Any, int]]:
-        """The commit's lines, each parsed (None: for _line to parse and refuse) and where it ends."""
-        ahead: list[tuple[bytes, Any, int]] = []
-        end = self.fh.tell()  # (once: a buffered file's tell() is a system call, 9 % of an import)
-        for raw in itertools.islice(self.fh, self.commit_lines):
-            end += len(raw)
+    def _read_ahead(self, bulk: BulkWrites) -> tuple[list[bytes], list[Any]]:
+        """The commit's lines, and each parsed (None: for _line to parse and refuse, or blank)."""
+        raws = list(itertools.islice(self.fh, self.commit_lines))  # (no tell() a line: each is a system call)
+        lines: list[Any] = []
+        for raw in raws:
             try:
-                parsed = _parse(raw) if raw.strip() else None
-            except (ValueError, RecursionError):
-                parsed = None
-            ahead.append((raw, parsed, end))
-        bulk.look_up_keys(self.tx, [parsed for _, parsed, _ in ahead])
-        return ahead
+                lines.append(msgspec.json.decode(raw))
+            except (msgspec.DecodeError, RecursionError):  # as _parse reads it; blank or no JSON: None
+                try:
+                    lines.append(json.loads(raw) if raw.strip() else None)
+                except (ValueError, RecursionError):
+                    lines.append(None)
+        bulk.look_up_keys(self.tx, lines)
+        return raws, lines
 
     def _line(self, line_no: int, raw: bytes, parsed: Any = None) -> None:
         try:
