@@ -321,12 +321,9 @@ class _Importer:
         lines: list[Any] = []
         for raw in raws:
             try:
-                lines.append(msgspec.json.decode(raw))
-            except (msgspec.DecodeError, RecursionError):  # as _parse reads it; blank or no JSON: None
-                try:
-                    lines.append(json.loads(raw) if raw.strip() else None)
-                except (ValueError, RecursionError):
-                    lines.append(None)
+                lines.append(_parse(raw))
+            except (ValueError, RecursionError):  # blank or no JSON: None, for _line to read and refuse
+                lines.append(None)
         bulk.look_up_keys(self.tx, lines)
         return raws, lines
 
@@ -411,11 +408,11 @@ class _Importer:
         if self.bad_lines or self.collisions:
             return
         existing = self._existing_edge(src, edge_type, dst)
-        if existing is None and self.bulk is not None:
-            self.bulk.link(self.tx, src, dst, edge_type, props)
-            self.report.edges_created += 1
-        elif existing is None:
-            self.tx.link(self.plane, src, dst, edge_type, props)  # both ends looked up just now
+        if existing is None:
+            if self.bulk is not None:
+                self.bulk.link(self.tx, src, dst, edge_type, props)
+            else:
+                self.tx.link(self.plane, src, dst, edge_type, props)  # both ends looked up just now
             self.report.edges_created += 1
         elif self.on_conflict == "error":
             self.collisions.append(f"edge {obj.get('src_key', src)} -[{edge_type}]-> {obj.get('dst_key', dst)}")
