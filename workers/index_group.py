@@ -144,6 +144,7 @@ class IndexGroup:
             enable_auto_commit=False,  # the checkpoint is each sidecar's seq, never the broker's offsets
             session_timeout_ms=session_ms,
             heartbeat_interval_ms=max(100, session_ms // 3),
+            allow_auto_create_topics=False,  # only _ensure_topic makes it, with the configured shards
         )
         consumer.subscribe([self.topic], listener=_Listener(self))
         return consumer

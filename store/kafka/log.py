@@ -20,6 +20,9 @@ port backend; a database on it (store/kafka/database.py) keeps the graph in an L
   the send means the topic lost commits (deleted and recreated, a memory-only broker restarted); that
   append and every later one raise DamagedDatabase. The watcher does not detect it; a database's
   materialiser does, by the CRC each of its writers' records names (store/kafka/materialiser.py).
+  No client of this log asks the broker to create a topic (``allow_auto_create_topics=False``, which
+  Kafka honours); tansu creates one with 4 partitions on any metadata request all the same, so a
+  node running through a memory-only restart can make the topic that the next start then refuses.
 - **wait** is served by a watcher thread that long-polls the partition from the head
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
   each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.
@@ -239,6 +242,7 @@ class KafkaLog(Log):
             delivery_timeout_ms=self._ms(self.timeout),  # retries included: the append's bound
             max_block_ms=self._ms(self.timeout),
             max_request_size=MAX_RECORD,
+            allow_auto_create_topics=False,  # only _ensure_topic makes the topic: with one partition
         )
 
     def _consumer(self) -> Any:
@@ -250,6 +254,7 @@ class KafkaLog(Log):
             fetch_max_wait_ms=FETCH_WAIT_MS,
             request_timeout_ms=max(self._ms(self.timeout), FETCH_WAIT_MS + 1000),
             max_poll_records=READ_BATCH,
+            allow_auto_create_topics=False,  # a lost topic must not come back with the broker's default count
         )
         consumer.assign([self._tp])
         return consumer

@@ -315,6 +315,7 @@ def test_a_running_node_stops_at_a_topic_recreated_with_another_history(tmp_path
     try:
         a.write(lambda tx: tx.create_node(tx.plane("startup"), "old", [], {}))
         own_broker.restart()  # memory-only: the topic is gone; a new node starts another history in it
+        own_broker.one_partition("again")  # not the 4 tansu gives it if a's clients ask for it first
         b = node_of(tmp_path, "b", url, timeout=2.0)
         try:
             for key in ("new1", "new2", "new3"):  # past a's head: a's watcher reads them

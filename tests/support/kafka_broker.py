@@ -35,6 +35,7 @@ this project's 2-core machine with kafka-python 3.0.12 (memory-only figures besi
 
 from __future__ import annotations
 
+import contextlib
 import importlib.resources
 import os
 import shutil
@@ -218,6 +219,30 @@ class Broker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def one_partition(self, topic: str, timeout: float = 15.0) -> None:
+        """Make ``topic`` a topic of one partition, as an operator would: tansu creates a missing
+        topic with 4 on any client's metadata request (it ignores ``allow_auto_topic_creation``), so
+        one a running node's clients made after a memory-only restart is deleted and made again."""
+        from kafka import KafkaAdminClient
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, bootstrap_timeout_ms=2000)
+        deadline = time.monotonic() + timeout
+        try:
+            while time.monotonic() < deadline:
+                if topic not in admin.list_topics():
+                    with contextlib.suppress(TopicAlreadyExistsError):  # a client made it first: looked at next
+                        admin.create_topics([NewTopic(topic, 1, 1)])
+                (described,) = admin.describe_topics([topic])
+                if len(described.get("partitions") or []) == 1:
+                    return
+                with contextlib.suppress(UnknownTopicOrPartitionError):
+                    admin.delete_topics([topic])
+        finally:
+            admin.close()
+        raise AssertionError(f"topic {topic!r} did not stay at one partition within {timeout:g} s")
 
     def restart(self) -> Broker:
         """Kill it and start it again on the same port (memory-only: with no topics; s3: with them all)."""
