@@ -372,9 +372,31 @@ class VectorIndex(IndexWorker):
             with share.at(ef):
                 found = index.knn_query(q, k=count)
         except RuntimeError:  # too few reachable live elements for count: search them all
-            with share.at(max(len(self.live), ef)):
-                found = index.knn_query(q, k=count)
+            try:
+                with share.at(max(len(self.live), ef)):
+                    found = index.knn_query(q, k=count)
+            except RuntimeError:  # deletions and slot reuse left live elements the graph cannot reach
+                found = self._exact(q, count)
         return found
+
+    def _exact(self, q: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Every live node's distance to each query, as hnswlib measures it (cosine: both sides
+        normalised; its stored vectors already are), the ``count`` nearest kept, ties by ascending id."""
+        index = self.index
+        assert index is not None
+        labels = np.fromiter(self.live, dtype=np.uint64, count=len(self.live))
+        labels.sort()
+        data = np.asarray(index.get_items(labels, return_type="numpy"), dtype=np.float32)
+        q = np.asarray(q, dtype=np.float32).reshape(-1, data.shape[1])
+        if self.metric == "cosine":
+            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), np.float32(1e-30))
+        products = q @ data.T
+        if self.metric == "l2":
+            distances = (q * q).sum(axis=1, keepdims=True) - 2 * products + (data * data).sum(axis=1)
+        else:
+            distances = 1 - products
+        nearest = np.argsort(distances, axis=1, kind="stable")[:, :count]  # stable: labels ascend
+        return labels[nearest], np.take_along_axis(distances, nearest, axis=1).astype(np.float32)
 
     # ------------------------------------------------------------------ persistence
 
