@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
-
-import msgspec
 
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
@@ -41,6 +38,7 @@ from drsg.kernel.values import (
 )
 from drsg.store.bulkwrite import BulkWrites, bulk_enabled
 from drsg.store.database import Database
+from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
@@ -282,17 +280,17 @@ class _Importer:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
         and parses them first, to look the keys they name up at once)."""
         start = self.fh.tell()
-        raws, lines = ([], []) if self.bulk is None else self._read_ahead(self.bulk)
+        ahead = NOTHING if self.bulk is None else self._read_ahead(self.bulk)
         parsed, n = None, 0
         while n < self.commit_lines:
             if self.bulk is not None and not (self.bad_lines or self.collisions):
-                n = self._take(self.bulk, lines, n)  # (past the lines read ahead: none taken)
+                n = self._take(self.bulk, ahead.lines, n)  # (past the lines read ahead: none taken)
                 if n >= self.commit_lines:
                     break
             if self.bulk is None:
                 raw = self.fh.readline()
             else:
-                raw, parsed = (raws[n], lines[n]) if n < len(raws) else (b"", None)
+                raw, parsed = ahead.line(n)
             if not raw:
                 self.done = True
                 return
@@ -301,7 +299,7 @@ class _Importer:
                 self._line(self.line_no, raw, parsed)
                 if len(self.bad_lines) >= _MAX_REPORTED:
                     if self.bulk is not None:  # read no further than the reference does
-                        self.fh.seek(start + sum(map(len, raws[: n + 1])))
+                        self.fh.seek(start + ahead.end_of(n))
                     self.done = True
                     return
             n += 1
@@ -315,22 +313,16 @@ class _Importer:
         self.report.edges_created += edges
         return stop
 
-    def _read_ahead(self, bulk: BulkWrites) -> tuple[list[bytes], list[Any]]:
-        """The commit's lines, and each parsed (None: for _line to parse and refuse, or blank)."""
-        raws = list(itertools.islice(self.fh, self.commit_lines))  # (no tell() a line: each is a system call)
-        lines: list[Any] = []
-        for raw in raws:
-            try:
-                lines.append(_parse(raw))
-            except (ValueError, RecursionError):  # blank or no JSON: None, for _line to read and refuse
-                lines.append(None)
-        bulk.look_up_keys(self.tx, lines)
-        return raws, lines
+    def _read_ahead(self, bulk: BulkWrites) -> Ahead:
+        """The commit's lines, read and parsed (store/readahead.py), and the keys they name looked up."""
+        ahead = read_ahead(self.fh, self.commit_lines)
+        bulk.look_up_keys(self.tx, ahead.lines)
+        return ahead
 
     def _line(self, line_no: int, raw: bytes, parsed: Any = None) -> None:
         try:
             try:
-                obj = _parse(raw) if parsed is None else parsed
+                obj = parse(raw) if parsed is None else parsed
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
             except RecursionError:
@@ -465,15 +457,6 @@ class _Importer:
 
 _KEY_FIELD = {"src": "src_key", "dst": "dst_key"}
 _ABSENT = object()  # a field not in a line (None is a value a line may hold)
-
-
-def _parse(raw: bytes) -> Any:
-    """One line's JSON: msgspec's speed for a line it takes; the json module (its wording, and what it
-    admits for our own checks to refuse by name: NaN, infinities, lone surrogates) for any other."""
-    try:
-        return msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return json.loads(raw)
 
 
 def export_lines(

@@ -1,0 +1,58 @@
+"""An import's lines read and parsed a commit at a time, before any of them is written.
+
+The bulk path (store/bulkwrite.py) reads a commit's lines first so that it can look up every key
+they name at once and make the common shapes into records in C (store/_bulklines.c);
+store/jsonl.py then reads each line from what :func:`read_ahead` kept. One line's JSON is
+:func:`parse`'s, on this path and the line-by-line one alike.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass
+from typing import IO, Any
+
+import msgspec
+
+
+def parse(raw: bytes) -> Any:
+    """One line's JSON: msgspec's speed for a line it takes; the json module (its wording, and what it
+    admits for our own checks to refuse by name: NaN, infinities, lone surrogates) for any other."""
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return json.loads(raw)
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """A commit's lines as read (``raws``) and each parsed (``lines``; None: for the importer to
+    parse and refuse, or blank)."""
+
+    raws: list[bytes]
+    lines: list[Any]
+
+    def line(self, n: int) -> tuple[bytes, Any]:
+        """Line ``n`` of the commit, raw and parsed; ``(b"", None)`` past the last (the file's end)."""
+        return (self.raws[n], self.lines[n]) if n < len(self.raws) else (b"", None)
+
+    def end_of(self, n: int) -> int:
+        """Bytes from the commit's first line to the end of line ``n``: where a reader that stopped
+        after it would be (summed only when asked: no tell() a line, each is a system call)."""
+        return sum(map(len, self.raws[: n + 1]))
+
+
+NOTHING = Ahead([], [])
+
+
+def read_ahead(fh: IO[bytes], count: int) -> Ahead:
+    """The next ``count`` lines of ``fh`` (fewer at its end), each parsed."""
+    raws = list(itertools.islice(fh, count))
+    lines: list[Any] = []
+    for raw in raws:
+        try:
+            lines.append(parse(raw))
+        except (ValueError, RecursionError):  # blank or no JSON: None, for the importer to read and refuse
+            lines.append(None)
+    return Ahead(raws, lines)
