@@ -10,6 +10,12 @@ cycles worth finding (reference counting frees them when the stretch ends), so t
 paused while any stretch runs and resumed when the last one ends. Process-wide, as the
 collector is; nested and concurrent stretches count, and a collector the program disabled
 itself stays disabled.
+
+A one-shot `drsg` command's start is such a stretch too (:func:`pause_for`, from
+surfaces/cli/main.py): its imports, the Cypher parser's tables and numpy are objects that live to
+the process's end, and the collections their allocation triggered walked them again and again
+(~10 % of a one-shot Cypher read or vector search, 0.02-0.05 s). Its pause ends after a fixed time,
+so a command that runs on (`serve`, an import) has its collector back.
 """
 
 from __future__ import annotations
@@ -27,16 +33,33 @@ _resume = False  # whether the collector was enabled when the first stretch bega
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Run the ``with`` block with automatic garbage collection off (see the module's docstring)."""
+    _begin()
+    try:
+        yield
+    finally:
+        _end()
+
+
+def pause_for(seconds: float) -> None:
+    """A stretch from now until ``seconds`` from now, ended by a daemon timer (see the docstring)."""
+    _begin()
+    timer = threading.Timer(seconds, _end)
+    timer.daemon = True  # the process may end first: nothing waits for it
+    timer.start()
+
+
+def _begin() -> None:
     global _depth, _resume
     with _lock:
         if _depth == 0:
             _resume = gc.isenabled()
             gc.disable()
         _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _resume:
-                gc.enable()
+
+
+def _end() -> None:
+    global _depth
+    with _lock:
+        _depth -= 1
+        if _depth == 0 and _resume:
+            gc.enable()

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from drsg import __version__
-from drsg.kernel import logs, settings
+from drsg.kernel import gcpause, logs, settings
 from drsg.kernel.errors import DrsgError
 from drsg.surfaces.cli import context
 from drsg.surfaces.cli.context import Context, fail
@@ -201,13 +201,21 @@ def cli(ctx: click.Context, db_path: str, config: str | None, log_url: str | Non
 
 #: whether the command is the process (`drsg`, main()): its logging then stays set up to the very end
 _whole_process = False
+#: seconds a `drsg` process starts with the garbage collector paused (kernel/gcpause.py): what it
+#: allocates then is imports and tables kept to its end, not garbage; a longer command has it back
+START_PAUSE = 1.0
 
 
 def main() -> None:
     global _whole_process
     _whole_process = True
     context.began = process_began()  # a broker's refusal counts from here (context.began)
-    run_supervised(lambda: cli(prog_name="drsg"))
+    run_supervised(_command)
+
+
+def _command() -> None:
+    gcpause.pause_for(START_PAUSE)  # in the child: its timer's thread does not survive the fork
+    cli(prog_name="drsg")
 
 
 def process_began() -> float:
