@@ -149,7 +149,7 @@ class VectorIndex(IndexWorker):
         self.metric = check_metric(self.decl.metric)
         self.ef_search = ef_search
         self.recall_target = recall_target
-        self.reset()
+        self._clear()  # the hnswlib index is made by the first add, or read by a load (a one-shot search)
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, Vector) and value.dims == self.decl.dims
@@ -165,12 +165,16 @@ class VectorIndex(IndexWorker):
     def reset(self) -> None:
         self._clear()
         if self.decl.dims:
-            index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
-            index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
-            self._use(index)
+            self._use_empty()
+
+    def _use_empty(self) -> None:
+        index = hnswlib.Index(space=_SPACE[self.metric], dim=self.decl.dims)
+        index.init_index(max_elements=1024, ef_construction=EF_CONSTRUCTION, M=M, allow_replace_deleted=True)
+        self._use(index)
 
     def _clear(self) -> None:
-        """Empty, with no hnswlib index yet (:meth:`reset` makes an empty one; a load reads one)."""
+        """Empty, with no hnswlib index yet (:meth:`reset` or the first add makes an empty one; a load
+        reads one)."""
         self.live: set[int] = set()
         self.deleted: set[int] = set()
         self.pending: dict[int, bytes] = {}  # node id -> its vector's bytes, upserted, not yet added
@@ -193,6 +197,8 @@ class VectorIndex(IndexWorker):
     def _add_pending(self) -> None:
         """Add the buffered upserts: nodes the index holds in two add_items calls on every core."""
         pending, self.pending = self.pending, {}
+        if pending and self.index is None and self.decl.dims:  # the first add to a new worker
+            self._use_empty()
         index = self.index
         if not pending or index is None:
             return
