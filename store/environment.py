@@ -91,11 +91,11 @@ class EnvOptions:
     max_map_size: int = 1 << 40
     readonly: bool = False
     create: bool = True
-    #: False: a commit flushes its pages once and the meta page lazily (LMDB's MDB_NOMETASYNC):
-    #: integrity is kept, but a system crash may undo the last commit. Only for a file that copies a
-    #: log kept elsewhere (a Kafka node's, which reads an undone commit from the topic again); it
-    #: spares one of a commit's two flushes.
-    metasync: bool = True
+    #: False: a commit flushes nothing (LMDB's MDB_NOSYNC); pages reach the disk when the OS writes
+    #: them back or at :meth:`Environment.flush`. A process crash loses nothing (the page cache
+    #: outlives it), a system crash may leave the file corrupt: only for a Kafka node's copy, which
+    #: store/kafka/copymark.py rebuilds from the topic after a system crash.
+    sync: bool = True
 
 
 class Environment:
@@ -165,7 +165,7 @@ class Environment:
             max_readers=256,
             readahead=False,
             lock=lock,
-            metasync=self.options.metasync,
+            sync=self.options.sync,
         )
 
     # ------------------------------------------------------------------ transactions
@@ -243,6 +243,11 @@ class Environment:
 
     def _closed_error(self) -> DatabaseUnavailable:
         return DatabaseUnavailable(f"{self.path} has been closed; open it again to use it")
+
+    def flush(self) -> None:
+        """Write every committed page to the disk (a file opened with ``sync=False`` does only here)."""
+        with self._open_env() as env:
+            env.sync(True)
 
     def file_size(self) -> int:
         try:

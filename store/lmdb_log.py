@@ -36,7 +36,7 @@ class LmdbOptions(TypedDict, total=False):
     max_map_size: int
     group_max: int
     clock: Callable[[], float]
-    metasync: bool
+    sync: bool
 
 
 class LmdbLog(Log):
@@ -50,14 +50,14 @@ class LmdbLog(Log):
         max_map_size: int = 1 << 40,
         group_max: int = 1000,
         clock: Callable[[], float] = time.time,
-        metasync: bool = True,
+        sync: bool = True,
     ) -> None:
-        """``metasync=False`` is for a file that copies a log kept elsewhere (a Kafka node's): see
+        """``sync=False`` is for a file that copies a log kept elsewhere (a Kafka node's): see
         :class:`~drsg.store.environment.EnvOptions`."""
         self.path = os.fspath(path)
         self.readonly = readonly
         options = EnvOptions(map_size=map_size, max_map_size=max_map_size, readonly=readonly, create=create)
-        options.metasync = metasync
+        options.sync = sync
         self.env = Environment(path, options)
         self.notifier = CommitNotifier(self.path, self.head)
         self.writer = Writer(self.env, max_group=group_max, clock=clock, on_commit=self.notifier.publish)

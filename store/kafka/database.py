@@ -24,6 +24,7 @@ from drsg.store.backends import split_url
 from drsg.store.database import Database, Stats
 from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import IntentOps
+from drsg.store.kafka.copymark import CopyMark
 from drsg.store.kafka.log import TIMEOUT, KafkaLog, Record
 from drsg.store.kafka.materialiser import Materialiser, check_pairing, poison_count
 from drsg.store.kafka.writes import KafkaWrites
@@ -42,6 +43,7 @@ class KafkaStats(Stats):
     log_head: int  # the topic's head as this node knows it (commit_seq: how far its copy has got)
     poison_records: int  # kept as empty commits, each logged as kafka_record_skipped
     error: str | None  # why the materialiser's last round failed (None: the last one went well)
+    rebuilt: dict[str, Json] | None  # the copy's last rebuild after a system crash: {"at", "reason"}
 
     def to_json(self) -> dict[str, Json]:
         log_state: dict[str, Json] = {
@@ -50,6 +52,7 @@ class KafkaStats(Stats):
             "materialised": self.commit_seq,
             "poison_records": self.poison_records,
             "error": self.error,
+            "rebuilt": self.rebuilt,
         }
         return {**super().to_json(), "log": log_state}
 
@@ -81,16 +84,25 @@ class KafkaDatabase(Database):
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)
         options["create"] = True
-        # the topic keeps the log durably (acks=all): a commit the copy loses to a system crash is
-        # read from it again, so the copy spares the meta page's flush (store/environment.py)
-        options["metasync"] = False
+        # the topic keeps the log durably (acks=all), so the copy flushes nothing per commit: a process
+        # crash loses nothing (the page cache outlives it), and a copy a system crash may have left
+        # corrupt is rebuilt from the topic, judged by its mark before it is opened (copymark.py)
+        options["sync"] = False
+        try:
+            self.mark = CopyMark(path).open()
+        except BaseException:
+            self.kafka.close()
+            raise
         try:
             super().__init__(path, bootstrap=self._follow, writes=self._write_path, ops=ops, **options)
         except BaseException:
             self._stop_following()
             self.kafka.close()
+            self.mark.release()
             raise
-        # closed before the file, and after what registers later (the index workers: they read it)
+        # closed before the file, and after what registers later (the index workers: they read it);
+        # the mark once nothing of this process writes the copy any more
+        self.on_close(lambda: self.mark.close(self.env.flush))
         self.on_close(self.kafka.close)
         self.on_close(self._stop_following)
 
@@ -145,6 +157,7 @@ class KafkaDatabase(Database):
             log_head=self.kafka.head(),
             poison_records=self.poison_records,
             error=None if materialiser is None else materialiser.error,
+            rebuilt=self.mark.rebuilt,
         )
 
     def health(self) -> dict[str, Json]:

@@ -82,6 +82,7 @@ BATCH = 512  # records judged and written per LMDB transaction
 OFFERS = 65_536  # records held for judging without a fetch (while the node catches up, say)
 IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
 RETRY_WAIT = 1.0  # seconds before the follower tries a broker that failed it again
+FLUSH_EVERY = 5.0  # seconds between the follower's flushes of the copy, which commits without one
 log = structlog.get_logger("drsg.store")
 
 
@@ -389,6 +390,7 @@ class Materialiser:
         self._seq_waiters: list[tuple[int, int, threading.Event]] = []
         self._seq_lock = threading.Lock()
         self._waiter_ids = itertools.count()
+        self._flushed = (head, time.monotonic())  # the head at the last flush, and when
 
     def start(self) -> Materialiser:
         """Start following the topic in a thread of its own; returns the materialiser. The log's
@@ -538,11 +540,22 @@ class Materialiser:
                 return False
         return True
 
+    def _flush(self) -> None:
+        """Flush the copy every FLUSH_EVERY seconds while it moves, off every caller's path: its
+        commits flush nothing (store/kafka/copymark.py), and so the OS's dirty pages stay few and a
+        clean close has little left to write."""
+        head, at = self._flushed
+        now = time.monotonic()
+        if self.written > head and now - at >= FLUSH_EVERY:
+            self.env.flush()
+            self._flushed = (self.written, now)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 with self._stepping:
                     moved = self.step()
+                self._flush()
                 self.error = None
                 with self._progress:
                     self._progress.notify_all()

@@ -143,7 +143,7 @@ def test_a_poison_record_is_counted_in_db_stats_and_drsg_stats_logged_and_the_no
     before = server.call("db.stats")
     assert before["log"] == {
         "url": other.log_url, "head": before["commit_seq"], "materialised": before["commit_seq"],
-        "poison_records": 0, "error": None,
+        "poison_records": 0, "error": None, "rebuilt": None,
     }  # fmt: skip
     poison = produce(kafka_broker, other.kafka.topic, b"\x00 not a drsg commit")  # another tool's raw bytes
     other.catch_up(poison)  # else the write may be made before it, land stale, and run again
