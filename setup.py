@@ -16,14 +16,14 @@ setup(
         Extension(
             "drsg.store._walk",
             ["store/_walk.c", "store/_records.c"],
-            depends=["store/_walk.h"],
+            depends=["store/_walk.h", "store/_lmdb.h"],
             extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],  # exports PyInit__walk alone
         ),
         # an import's new records as the projection's entries (store/bulkwrite.py)
         Extension(
             "drsg.store._bulk",
-            ["store/_bulk.c", "store/_bulklines.c"],
-            depends=["store/_bulk.h"],
+            ["store/_bulk.c", "store/_bulklines.c", "store/_bulkrun.c"],
+            depends=["store/_bulk.h", "store/_lmdb.h"],
             extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],
         ),
     ]

@@ -10,7 +10,7 @@
  *     (plane u32 | id u64 | inv, msgpack [src, dst, type, props])
  *     (plane u32 | src u64 | type NUL | id u64 | inv, dst u64)       out
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
- * sort_run(run) sorts a run by key in place (its keys all differ).
+ * The runs are store/_bulkrun.c's Run: entries in one buffer, sorted and written to LMDB from C.
  * key_groups(lines, plane_group) -> (keys, groups): the keys a commit's parsed lines name, sorted.
  * lines(...): a commit's parsed lines of the common shapes as new records (store/_bulklines.c).
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
@@ -94,30 +94,21 @@ static int pack_array(Buf *b, Py_ssize_t n) {
     return put_byte(b, 0xdd) < 0 ? -1 : put_be(b, (uint64_t)n, 4);
 }
 
-/* Append (key, value) to `run`, both as bytes made from the buffers. */
+/* Append (key, value) to `run` (a Run, store/_bulkrun.c). */
 static int entry(PyObject *run, Buf *key, const char *value, Py_ssize_t value_len) {
-    PyObject *k = PyBytes_FromStringAndSize(key->data, key->len);
-    PyObject *v = k ? PyBytes_FromStringAndSize(value, value_len) : NULL;
-    PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
-    Py_XDECREF(k);
-    Py_XDECREF(v);
-    if (!pair)
-        return -1;
-    int rc = PyList_Append(run, pair);
-    Py_DECREF(pair);
-    return rc;
+    return run_add(run, key->data, key->len, value, value_len);
 }
 
 static int runs_of(PyObject *runs, PyObject **a, PyObject **b, PyObject **c) {
     if (!PyTuple_Check(runs) || PyTuple_GET_SIZE(runs) != 3) {
-        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three lists");
+        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three Runs");
         return -1;
     }
     *a = PyTuple_GET_ITEM(runs, 0);
     *b = PyTuple_GET_ITEM(runs, 1);
     *c = PyTuple_GET_ITEM(runs, 2);
-    if (!PyList_Check(*a) || !PyList_Check(*b) || !PyList_Check(*c)) {
-        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three lists");
+    if (!Py_IS_TYPE(*a, &RunType) || !Py_IS_TYPE(*b, &RunType) || !Py_IS_TYPE(*c, &RunType)) {
+        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three Runs");
         return -1;
     }
     return 0;
@@ -309,41 +300,9 @@ done:
     return out;
 }
 
-/* sort_run(run): sort a run of (bytes key, bytes value) pairs by key, in place, as list.sort() does
- * for keys that differ (a run never holds a key twice): bytes compared as memcmp, a prefix first. */
-static int by_key(const void *a, const void *b) {
-    PyObject *ka = PyTuple_GET_ITEM(*(PyObject *const *)a, 0), *kb = PyTuple_GET_ITEM(*(PyObject *const *)b, 0);
-    Py_ssize_t na = PyBytes_GET_SIZE(ka), nb = PyBytes_GET_SIZE(kb);
-    int c = memcmp(PyBytes_AS_STRING(ka), PyBytes_AS_STRING(kb), (size_t)(na < nb ? na : nb));
-    return c ? c : (na > nb) - (na < nb);
-}
-
-static PyObject *sort_run(PyObject *self, PyObject *run) {
-    if (!PyList_Check(run)) {
-        PyErr_SetString(PyExc_TypeError, "a run is a list");
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(run);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(run, i);
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyBytes_Check(PyTuple_GET_ITEM(pair, 0))) {
-            PyErr_SetString(PyExc_TypeError, "a run holds (bytes, bytes) pairs");
-            return NULL;
-        }
-    }
-    PyObject **items = ((PyListObject *)run)->ob_item;
-    Py_ssize_t i = 1;
-    while (i < n && by_key(&items[i - 1], &items[i]) < 0)
-        i++;
-    if (i >= n)
-        Py_RETURN_NONE; /* in order already (new nodes' and edges' runs): as timsort, one pass */
-    /* the list's items array is sorted where it is: no Python code runs meanwhile */
-    qsort(((PyListObject *)run)->ob_item, (size_t)n, sizeof(PyObject *), by_key);
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef methods[] = {
-    {"sort_run", sort_run, METH_O, "sort a run of (key, value) pairs by key, in place"},
+    {"bind_lmdb", bind_lmdb, METH_O, "LMDB's functions as store/_walk.c bound them (its lmdb_api())"},
+    {"strerror", lmdb_strerror, METH_O, "LMDB's words for an error code"},
     {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
     {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},
@@ -353,4 +312,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bulk", "An import's entries made in C.", -1, methods};
 
-PyMODINIT_FUNC PyInit__bulk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__bulk(void) {
+    if (PyType_Ready(&RunType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddObjectRef(m, "Run", (PyObject *)&RunType) < 0)
+        Py_CLEAR(m);
+    return m;
+}

@@ -1,7 +1,9 @@
 """store/_bulk.c: an import's new records as the projection's entries (store/bulkwrite.py)."""
 
+from drsg.store.bulkwrite import Runs
+
 def node(
-    runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    runs: Runs,
     plane: int,
     node_id: int,
     key: str | None,
@@ -11,7 +13,7 @@ def node(
     /,
 ) -> None: ...
 def edge(
-    runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    runs: Runs,
     plane: int,
     edge_id: int,
     src: int,
@@ -21,13 +23,25 @@ def edge(
     props: bytes,
     /,
 ) -> None: ...
-def sort_run(run: list[tuple[bytes, bytes]], /) -> None: ...
+
+class Run:
+    """One table's run of entries in one buffer (store/_bulkrun.c)."""
+
+    def add(self, key: bytes, value: bytes, /) -> None: ...
+    def sort(self) -> None: ...
+    def entries(self) -> list[tuple[bytes, bytes]]: ...
+    def clear(self) -> None: ...
+    def write(self, txn: object, db: object, /) -> int | bool | tuple[int, int]: ...
+    def __len__(self) -> int: ...
+
+def bind_lmdb(api: object, /) -> None: ...
+def strerror(code: int, /) -> str: ...
 def key_groups(lines: list[object], plane_group: bytes, /) -> tuple[list[str], list[bytes]]: ...
 def lines(
     parsed: list[object],
     start: int,
-    node_runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
-    edge_runs: tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]],
+    node_runs: Runs,
+    edge_runs: Runs,
     plane: int,
     inv: bytes,
     next_node: int,

@@ -180,12 +180,14 @@ static int emit(Loop *c, PyObject *mutation, PyObject *(*make)(PyObject *, PyObj
     Py_XDECREF(args);
     if (rc < 0)
         return -1;
-    PyObject *record = PyTuple_GET_ITEM(PyList_GET_ITEM(run, PyList_GET_SIZE(run) - 1), 1);
-    Py_ssize_t n = PyBytes_GET_SIZE(record);
+    const char *record;
+    Py_ssize_t n;
+    if (run_last_value(run, &record, &n) < 0)
+        return -1;
     Buf b = {0};
     PyObject *wire = NULL;
-    if (put_byte(&b, (unsigned char)(*PyBytes_AS_STRING(record) + 3)) == 0 && pack_str(&b, op, 8) == 0 &&
-        pack_uint(&b, c->plane) == 0 && pack_uint(&b, id) == 0 && put(&b, PyBytes_AS_STRING(record) + 1, n - 1) == 0)
+    if (put_byte(&b, (unsigned char)(*record + 3)) == 0 && pack_str(&b, op, 8) == 0 && pack_uint(&b, c->plane) == 0 &&
+        pack_uint(&b, id) == 0 && put(&b, record + 1, n - 1) == 0)
         wire = PyBytes_FromStringAndSize(b.data, b.len);
     rc = wire && PyList_Append(c->wires, wire) == 0 ? 0 : -1;
     Py_XDECREF(wire);

@@ -29,6 +29,7 @@
  * key_ids(txn, keys_db, inv_at, [key_group, ...]) -> [node id | None, ...], False when the Python path
  *     must answer; one cursor, a write transaction's too (an import's keys, store/bulkwrite.py)
  * vectors(Vector, "data", code)   records' vectors decoded in C (store/_records.c), as values._ext_hook
+ * lmdb_api() -> capsule   LMDB's functions as bound, for store/_bulkrun.c's writes (store/_lmdb.h)
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,26 +37,19 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_lmdb.h"
 #include "_walk.h"
 
-/* ---- LMDB's C API (lmdb.h, LMDB 0.9): only what the walk uses */
-typedef struct MDB_txn MDB_txn;
-typedef struct MDB_cursor MDB_cursor;
-typedef unsigned int MDB_dbi;
-typedef struct {
-    size_t mv_size;
-    void *mv_data;
-} MDB_val;
+/* ---- LMDB's C API (lmdb.h, LMDB 0.9): only what the walk uses, beside store/_lmdb.h's */
 typedef struct {
     unsigned int ms_psize, ms_depth;
     size_t ms_branch_pages, ms_leaf_pages, ms_overflow_pages, ms_entries;
 } MDB_stat;
-enum { MDB_GET_CURRENT = 4, MDB_NEXT = 8, MDB_SET_RANGE = 17 };
-#define MDB_NOTFOUND (-30798)
 
 static int (*lm_cursor_open)(MDB_txn *, MDB_dbi, MDB_cursor **);
 static void (*lm_cursor_close)(MDB_cursor *);
 static int (*lm_cursor_get)(MDB_cursor *, MDB_val *, MDB_val *, int);
+static int (*lm_cursor_put)(MDB_cursor *, MDB_val *, MDB_val *, unsigned int);
 static size_t (*lm_txn_id)(MDB_txn *);
 static int (*lm_dbi_flags)(MDB_txn *, MDB_dbi, unsigned int *);
 static int (*lm_stat)(MDB_txn *, MDB_dbi, MDB_stat *);
@@ -109,7 +103,7 @@ static PyObject *bind(PyObject *self, PyObject *args) {
         {"mdb_cursor_open", (void **)&lm_cursor_open}, {"mdb_cursor_close", (void **)&lm_cursor_close},
         {"mdb_cursor_get", (void **)&lm_cursor_get},   {"mdb_txn_id", (void **)&lm_txn_id},
         {"mdb_dbi_flags", (void **)&lm_dbi_flags},     {"mdb_stat", (void **)&lm_stat},
-        {"mdb_strerror", (void **)&lm_strerror},
+        {"mdb_strerror", (void **)&lm_strerror},       {"mdb_cursor_put", (void **)&lm_cursor_put},
     };
     for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
         *wanted[i].fn = dlsym(lib, wanted[i].name);
@@ -142,6 +136,19 @@ static int dbi_of(PyObject *obj, MDB_dbi *dbi) {
     if (Py_TYPE(obj) != db_type || !((DbObject *)obj)->valid) return 0;
     *dbi = ((DbObject *)obj)->dbi;
     return 1;
+}
+
+static void wrote(PyObject *obj) { ((TransObject *)obj)->mutations++; }
+
+/* lmdb_api() -> a capsule of store/_lmdb.h's LmdbApi: LMDB bound here, for another extension. */
+static PyObject *lmdb_api(PyObject *self, PyObject *unused) {
+    static LmdbApi api;
+    if (!lm_cursor_open) {
+        PyErr_SetString(PyExc_RuntimeError, "lmdb_api() before bind()");
+        return NULL;
+    }
+    api = (LmdbApi){txn_of, dbi_of, wrote, lm_cursor_open, lm_cursor_close, lm_cursor_get, lm_cursor_put, lm_strerror};
+    return PyCapsule_New(&api, LMDB_API_NAME, NULL);
 }
 
 static PyObject *lmdb_failed(const char *what, int rc) {
@@ -558,6 +565,7 @@ static PyMethodDef methods[] = {
     {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq, or None."},
     {"nodes_at", nodes_at, METH_VARARGS, "Each node's record at one seq (None: no such node), one cursor."},
     {"key_ids", key_ids, METH_VARARGS, "The node id each key's group names at one seq, or None; one cursor."},
+    {"lmdb_api", lmdb_api, METH_NOARGS, "LMDB's functions and py-lmdb's objects read as bound, as a capsule."},
     {"vectors", walk_vectors, METH_VARARGS, "The vector type and slot a vector extension decodes to."},
     {NULL, NULL, 0, NULL},
 };

@@ -18,8 +18,12 @@ else that reads the graph (a vector's index check) flushes first.
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Callable
 from typing import Any, Protocol
 
+import lmdb
 import structlog
 
 from drsg.kernel.values import Props, pack
@@ -34,12 +38,55 @@ _NO_PROPS = pack({})
 _TABLES = ("nodes", "keys", "labels", "edges", "out", "in")
 log = structlog.get_logger("drsg.store")
 
-Run = list[tuple[bytes, bytes]]  # a table's entries
+Entry = tuple[bytes, bytes]
+
+
+class Run(Protocol):
+    """A table's waiting entries: store/_bulkrun.c's (one buffer, written to LMDB from C), or
+    :class:`PyRun`."""
+
+    def add(self, key: bytes, value: bytes, /) -> None: ...
+    def sort(self) -> None: ...
+    def entries(self) -> list[Entry]: ...
+    def clear(self) -> None: ...
+    def write(self, txn: Txn, db: DbHandle, /) -> int | bool | tuple[int, int]: ...
+    def __len__(self) -> int: ...
+
+
 Runs = tuple[Run, Run, Run]
+NewRun = Callable[[], Run]
+
+
+class PyRun:
+    """A run as a list of (key, value) pairs, written with py-lmdb's putmulti (the reference)."""
+
+    def __init__(self) -> None:
+        self.items: list[Entry] = []
+
+    def add(self, key: bytes, value: bytes) -> None:
+        self.items.append((key, value))
+
+    def sort(self) -> None:
+        self.items.sort()  # (no key twice: the values never decide)
+
+    def entries(self) -> list[Entry]:
+        return list(self.items)
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def write(self, txn: Txn, db: DbHandle) -> bool:
+        return False  # put_sorted writes entries() with py-lmdb
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 class Encoder(Protocol):
     """A new record's entries, appended to its tables' runs: store/_bulk.c, or :class:`PyEncoder`."""
+
+    @property
+    def Run(self) -> NewRun: ...  # a new empty run (the C module's type, named as a type)
 
     def node(
         self, runs: Runs, plane: int, node_id: int, key: str | None, labels: list[str], inv: bytes, props: bytes, /
@@ -47,12 +94,13 @@ class Encoder(Protocol):
     def edge(
         self, runs: Runs, plane: int, edge_id: int, src: int, dst: int, edge_type: str, inv: bytes, props: bytes, /
     ) -> None: ...
-    def sort_run(self, run: Run, /) -> None: ...
     def key_groups(self, lines: list[Any], plane_group: bytes, /) -> tuple[list[str], list[bytes]]: ...
 
 
 class PyEncoder:
     """The entries as store/projection.py makes them (the reference store/_bulk.c is held to)."""
+
+    Run = PyRun
 
     @staticmethod
     def node(
@@ -60,20 +108,20 @@ class PyEncoder:
     ) -> None:
         nodes, key_run, label_run = runs
         record = pack([key, labels, []])[:-1] + props  # (props arrive packed: an empty list's byte, replaced)
-        nodes.append((keys.node_group(plane, node_id) + inv, record))
+        nodes.add(keys.node_group(plane, node_id) + inv, record)
         if key is not None:
-            key_run.append((keys.key_group(plane, key) + inv, keys.u64(node_id)))
+            key_run.add(keys.key_group(plane, key) + inv, keys.u64(node_id))
         for label in labels:
-            label_run.append((keys.label_group(plane, label, node_id) + inv, _PRESENT))
+            label_run.add(keys.label_group(plane, label, node_id) + inv, _PRESENT)
 
     @staticmethod
     def edge(
         runs: Runs, plane: int, edge_id: int, src: int, dst: int, edge_type: str, inv: bytes, props: bytes
     ) -> None:
         edges, out, in_ = runs
-        edges.append((keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, []])[:-1] + props))
-        out.append((keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst)))
-        in_.append((keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src)))
+        edges.add(keys.edge_group(plane, edge_id) + inv, pack([src, dst, edge_type, []])[:-1] + props)
+        out.add(keys.adjacency_group(plane, src, edge_type, edge_id) + inv, keys.u64(dst))
+        in_.add(keys.adjacency_group(plane, dst, edge_type, edge_id) + inv, keys.u64(src))
 
     @staticmethod
     def key_groups(lines: list[Any], plane_group: bytes) -> tuple[list[str], list[bytes]]:
@@ -90,22 +138,26 @@ class PyEncoder:
         order = [name for name in sorted(names) if name.isascii() or _encodes(name)]
         return order, [plane_group + keys.name(name) for name in order]  # keys.key_group's bytes
 
-    @staticmethod
-    def sort_run(run: Run) -> None:
-        run.sort()  # (no key twice: the values never decide)
+
+class Native(Encoder, Protocol):
+    """store/_bulk.c: the encoder, and its runs' writes to LMDB (store/_bulkrun.c)."""
+
+    def bind_lmdb(self, api: object, /) -> None: ...
+    def strerror(self, code: int, /) -> str: ...
 
 
-def _load() -> Encoder:
+def _load() -> Native | None:
     try:
         from drsg.store import _bulk
     except ImportError as exc:
         log.debug("C import encoder unavailable, using the Python one", reason=f"not built: {exc}")
-        return PyEncoder()
-    encoder: Encoder = _bulk
-    return encoder
+        return None
+    module: Native = _bulk
+    return module
 
 
-NATIVE: Encoder = _load()
+_native = _load()
+NATIVE: Encoder = PyEncoder() if _native is None else _native
 _encoder: Encoder = NATIVE
 _enabled = True
 _lines = True
@@ -142,7 +194,8 @@ class BulkWrites:
     def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int) -> None:
         self.txn, self.dbs, self.plane = txn, dbs, plane
         self.new_nodes_from = new_nodes_from  # ids from here on were made by this import, in this plane
-        self.runs: dict[str, Run] = {name: [] for name in _TABLES}
+        _bind_lmdb()
+        self.runs: dict[str, Run] = {name: _encoder.Run() for name in _TABLES}
         self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
         self.edge_runs: Runs = (self.runs["edges"], self.runs["out"], self.runs["in"])
         self.plane_group = keys.plane_group(plane.id)
@@ -234,8 +287,8 @@ class BulkWrites:
     def flush(self) -> None:
         """Write every table's waiting entries, sorted (see the module)."""
         for name, run in self.runs.items():
-            if run:
-                _encoder.sort_run(run)
+            if len(run):
+                run.sort()
                 put_sorted(self.txn, self.dbs[name], run)
                 run.clear()
         self.key_ids.clear()  # the file answers for them now
@@ -250,9 +303,64 @@ def _encodes(name: str) -> bool:
     return True
 
 
-def put_sorted(txn: Txn, db: DbHandle, run: list[tuple[bytes, bytes]]) -> None:
+def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:
     """Put ``run`` (sorted, no key twice) into ``db``: appended when its first key is past the
-    table's last, else in key order."""
-    cursor = txn.cursor(db=db)
-    append = not cursor.last() or run[0][0] > cursor.key()
-    cursor.putmulti(run, append=append)
+    table's last, else in key order; from C when it can (store/_bulkrun.c), else by py-lmdb."""
+    written = run.write(txn, db)
+    if written is False:
+        entries = run.entries()
+        cursor = txn.cursor(db=db)
+        append = not cursor.last() or entries[0][0] > cursor.key()
+        cursor.putmulti(entries, append=append)
+    elif isinstance(written, tuple):
+        raise lmdb_error(*written)
+
+
+_bound = False
+
+
+def _bind_lmdb() -> None:
+    """Hand store/_bulk.c the LMDB functions store/_walk.c found, once its layout check passed."""
+    global _bound
+    if _bound or _native is None:
+        return
+    walk = native.walker()
+    if walk is not None:
+        _native.bind_lmdb(walk.lmdb_api())
+    _bound = True
+
+
+#: py-lmdb's error classes by LMDB's codes (lmdb/cpython.c's table): what py-lmdb's put raises.
+_LMDB_ERRORS: dict[int, type[lmdb.Error]] = {
+    -30799: lmdb.KeyExistsError,
+    -30798: lmdb.NotFoundError,
+    -30797: lmdb.PageNotFoundError,
+    -30796: lmdb.CorruptedError,
+    -30795: lmdb.PanicError,
+    -30794: lmdb.VersionMismatchError,
+    -30793: lmdb.InvalidError,
+    -30792: lmdb.MapFullError,
+    -30791: lmdb.DbsFullError,
+    -30790: lmdb.ReadersFullError,
+    -30789: lmdb.TlsFullError,
+    -30788: lmdb.TxnFullError,
+    -30787: lmdb.CursorFullError,
+    -30786: lmdb.PageFullError,
+    -30785: lmdb.MapResizedError,
+    -30784: lmdb.IncompatibleError,
+    -30783: lmdb.BadRslotError,
+    -30782: lmdb.BadTxnError,
+    -30781: lmdb.BadValsizeError,
+    -30780: lmdb.BadDbiError,
+    errno.EACCES: lmdb.ReadonlyError,
+    errno.EAGAIN: lmdb.LockError,
+    errno.EINVAL: lmdb.InvalidParameterError,
+    errno.ENOMEM: lmdb.MemoryError,
+    errno.ENOSPC: lmdb.DiskError,
+}
+
+
+def lmdb_error(code: int, element: int) -> lmdb.Error:
+    """The error py-lmdb's putmulti raises for LMDB's ``code`` at a run's ``element``, in its words."""
+    words = os.strerror(code) if _native is None else _native.strerror(code)
+    return _LMDB_ERRORS.get(code, lmdb.Error)(f"mdb_cursor_put() element #{element}: {words}")

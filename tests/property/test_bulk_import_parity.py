@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import lmdb
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -257,7 +258,7 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
     flushed: list[int] = []
     real = bulkwrite.put_sorted
 
-    def counting(txn: Any, db: Any, run: list[tuple[bytes, bytes]]) -> None:
+    def counting(txn: Any, db: Any, run: bulkwrite.Run) -> None:
         flushed.append(len(run))
         real(txn, db, run)
 
@@ -329,16 +330,16 @@ def test_the_c_encoder_makes_the_python_encoders_entries(
     field (the import above meets small ids and short names only)."""
     assert bulkwrite.NATIVE is not bulkwrite.PyEncoder and type(bulkwrite.NATIVE).__name__ == "module"  # built
     packed = pack(properties)
-    made: list[tuple[bulkwrite.Runs, bulkwrite.Runs]] = []
+    made: list[list[list[tuple[bytes, bytes]]]] = []
     for encoder in (bulkwrite.NATIVE, bulkwrite.PyEncoder()):
-        node_runs: bulkwrite.Runs = ([], [], [])
-        edge_runs: bulkwrite.Runs = ([], [], [])
+        node_runs: bulkwrite.Runs = (encoder.Run(), encoder.Run(), encoder.Run())
+        edge_runs: bulkwrite.Runs = (encoder.Run(), encoder.Run(), encoder.Run())
         encoder.node(node_runs, plane, ids[0], key, labels, inv, packed)
         encoder.edge(edge_runs, plane, ids[0], ids[1], ids[2], edge_type, inv, packed)
-        made.append((node_runs, edge_runs))
+        made.append([run.entries() for run in (*node_runs, *edge_runs)])
     assert made[0] == made[1]
-    assert made[1][0][0][0][1] == pack([key, labels, properties])  # the reference is the projection's record
-    assert made[1][1][0][0][1] == pack([ids[1], ids[2], edge_type, properties])
+    assert made[1][0][0][1] == pack([key, labels, properties])  # the reference is the projection's record
+    assert made[1][3][0][1] == pack([ids[1], ids[2], edge_type, properties])
 
 
 @settings(max_examples=200, deadline=None)
@@ -350,9 +351,11 @@ def test_the_c_sort_orders_a_run_as_python_does(run: list[tuple[bytes, bytes]], 
     """Keys that are prefixes of others, empty keys, a run in order already (new ids' runs)."""
     if presorted:
         run.sort()
-    mine = list(run)
-    bulkwrite.NATIVE.sort_run(mine)
-    assert mine == sorted(run)
+    mine = bulkwrite.NATIVE.Run()
+    for key, value in run:
+        mine.add(key, value)
+    mine.sort()
+    assert mine.entries() == sorted(run) and len(mine) == len(run)
 
 
 key_value = st.one_of(name, st.just("\ud800"), st.integers(0, 3), st.none(), st.lists(st.integers(0, 2), max_size=1))
@@ -380,3 +383,37 @@ def test_a_record_sealed_from_wires_is_the_record_packed_from_mutations(count: i
     wires = [pack(m.to_wire()) for m in mutations]
     origin: dict[str, Any] = {"via": "import"}
     assert encode(7, origin, list(mutations), wires) == encode(7, origin, list(mutations))
+
+
+def test_a_run_is_written_from_c_on_py_lmdbs_transaction(tmp_path: Path) -> None:
+    """store/_bulkrun.c writes a sorted run on py-lmdb's own write transaction (the import's tables
+    above are equal only if it writes each entry): put in key order before the table's last key,
+    appended past it; and an LMDB error is the class and words py-lmdb's putmulti gives it."""
+    bulkwrite._bind_lmdb()
+    env = lmdb.open(str(tmp_path / "t.lmdb"), subdir=False, max_dbs=2, map_size=1 << 20)
+    db = env.open_db(b"t")
+    with env.begin(write=True) as txn:
+        txn.put(b"m", b"0", db=db)
+        for made in ([b"c", b"a"], [b"z", b"x"], []):  # before "m": put; past it: appended; nothing
+            run = bulkwrite.NATIVE.Run()
+            for key in made:
+                run.add(key, key.upper())
+            run.sort()
+            assert run.write(txn, db) == 0  # written from C, not left to py-lmdb (False)
+        assert list(txn.cursor(db=db).iternext()) == [
+            (b"a", b"A"),
+            (b"c", b"C"),
+            (b"m", b"0"),
+            (b"x", b"X"),
+            (b"z", b"Z"),
+        ]
+    got: list[tuple[type[BaseException], str]] = []
+    for encoder in (bulkwrite.NATIVE, bulkwrite.PyEncoder()):  # past the map: MapFullError from both
+        run = encoder.Run()
+        for i in range(400):
+            run.add(b"k%05d" % i, b"v" * 4000)
+        with pytest.raises(lmdb.Error) as failed, env.begin(write=True) as txn:
+            bulkwrite.put_sorted(txn, db, run)
+        got.append((failed.type, str(failed.value)))
+    env.close()
+    assert got[0] == got[1] and got[0][0] is lmdb.MapFullError, got

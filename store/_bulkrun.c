@@ -1,0 +1,225 @@
+/* One table's run of an import's new entries (store/bulkwrite.py), without a Python object an entry:
+ * keys and values side by side in one buffer, sorted by key in place and written to LMDB through the
+ * functions store/_walk.c bound in py-lmdb's extension (store/_lmdb.h), on py-lmdb's own write
+ * transaction. Making a bytes and a tuple for each of an import's 1.8M entries, freeing them, and
+ * py-lmdb's putmulti reading each back cost about a quarter of the import (tests/bench/RESULTS.md).
+ *
+ * Run()                      an empty run
+ * run.add(key, value)        append an entry (node() and edge() in _bulk.c append from C: run_add)
+ * len(run), run.entries()    [(key, value), ...] as appended or sorted: the tests', and py-lmdb's
+ *                            putmulti where LMDB is not bound here
+ * run.sort()                 by key, as bytes compare (a prefix first); a run in order already
+ *                            (new nodes' and edges') is left after one pass
+ * run.write(txn, db)         0: written, appended with MDB_APPEND when its first key lies past the
+ *                            table's last, else put in key order; False: not bound here, or not
+ *                            py-lmdb's objects (the caller writes entries()); else (LMDB's error code,
+ *                            the entry it met it at): the caller raises py-lmdb's error for it (the
+ *                            transaction is then failed, as after py-lmdb's own put)
+ * run.clear()                empty it, keeping its memory for the next commit
+ * bind_lmdb(capsule)         store/_walk.c's lmdb_api(), once drsg.store.native checked its layout
+ * strerror(code)             LMDB's words for an error code write() returned
+ */
+#include <string.h>
+
+#include "_bulk.h"
+#include "_lmdb.h"
+
+typedef struct {
+    Py_ssize_t off; /* the key's first byte in data; the value follows it */
+    uint32_t klen, vlen;
+} Item;
+
+typedef struct {
+    PyObject_HEAD Buf data;
+    Item *items;
+    Py_ssize_t n, cap;
+} Run;
+
+static const LmdbApi *lmdb;
+
+int run_add(PyObject *obj, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen) {
+    Run *run = (Run *)obj;
+    if (klen > UINT32_MAX || vlen > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "an entry past 4 GiB");
+        return -1;
+    }
+    if (run->n == run->cap) {
+        Py_ssize_t cap = run->cap ? run->cap * 2 : 256;
+        Item *items = PyMem_Realloc(run->items, (size_t)cap * sizeof(Item));
+        if (!items) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        run->items = items;
+        run->cap = cap;
+    }
+    Py_ssize_t off = run->data.len;
+    if (put(&run->data, key, klen) < 0 || put(&run->data, value, vlen) < 0)
+        return -1;
+    run->items[run->n++] = (Item){off, (uint32_t)klen, (uint32_t)vlen};
+    return 0;
+}
+
+int run_last_value(PyObject *obj, const char **value, Py_ssize_t *vlen) {
+    Run *run = (Run *)obj;
+    if (!run->n) {
+        PyErr_SetString(PyExc_ValueError, "an empty run has no last entry");
+        return -1;
+    }
+    Item *last = &run->items[run->n - 1];
+    *value = run->data.data + last->off + last->klen;
+    *vlen = last->vlen;
+    return 0;
+}
+
+static int compare(const char *base, const Item *x, const Item *y) {
+    int c = memcmp(base + x->off, base + y->off, x->klen < y->klen ? x->klen : y->klen);
+    return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
+}
+
+static const char *sort_base; /* qsort has no context: set under the GIL, no Python code runs meanwhile */
+static int by_key(const void *a, const void *b) { return compare(sort_base, a, b); }
+
+static PyObject *run_sort(Run *self, PyObject *unused) {
+    Py_ssize_t i = 1;
+    while (i < self->n && compare(self->data.data, &self->items[i - 1], &self->items[i]) < 0)
+        i++;
+    if (i < self->n) {
+        sort_base = self->data.data;
+        qsort(self->items, (size_t)self->n, sizeof(Item), by_key);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *run_add_py(Run *self, PyObject *args) {
+    Py_buffer key, value;
+    if (!PyArg_ParseTuple(args, "y*y*", &key, &value))
+        return NULL;
+    int rc = run_add((PyObject *)self, key.buf, key.len, value.buf, value.len);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&value);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *run_entries(Run *self, PyObject *unused) {
+    PyObject *out = PyList_New(self->n);
+    for (Py_ssize_t i = 0; out && i < self->n; i++) {
+        const char *k = self->data.data + self->items[i].off; /* (NULL while every entry is empty) */
+        PyObject *key = PyBytes_FromStringAndSize(k, self->items[i].klen);
+        PyObject *value = key ? PyBytes_FromStringAndSize(k ? k + self->items[i].klen : NULL, self->items[i].vlen) : NULL;
+        PyObject *pair = value ? PyTuple_Pack(2, key, value) : NULL;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (!pair)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, pair);
+    }
+    return out;
+}
+
+static PyObject *run_clear(Run *self, PyObject *unused) {
+    self->n = 0;
+    self->data.len = 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *run_write(Run *self, PyObject *args) {
+    PyObject *txn_obj, *db_obj;
+    if (!PyArg_ParseTuple(args, "OO", &txn_obj, &db_obj))
+        return NULL;
+    MDB_txn *txn = lmdb ? lmdb->txn_of(txn_obj, 0) : NULL;
+    MDB_dbi dbi;
+    if (!txn || !lmdb->dbi_of(db_obj, &dbi))
+        Py_RETURN_FALSE;
+    if (!self->n)
+        return PyLong_FromLong(0);
+    MDB_cursor *cur;
+    int rc = lmdb->cursor_open(txn, dbi, &cur);
+    if (rc)
+        return Py_BuildValue("(in)", rc, (Py_ssize_t)0);
+    const char *base = self->data.data;
+    Item *items = self->items;
+    Py_ssize_t n = self->n, i = 0;
+    Py_BEGIN_ALLOW_THREADS /* LMDB's work alone, as py-lmdb's puts do; the run is this caller's */
+    MDB_val k, v;
+    unsigned int flags = 0;
+    rc = lmdb->cursor_get(cur, &k, &v, MDB_LAST);
+    if (rc == MDB_NOTFOUND)
+        rc = 0, flags = MDB_APPEND; /* an empty table */
+    else if (rc == 0) {
+        Item last = {0, (uint32_t)k.mv_size, 0};
+        const char *first = base + items[0].off;
+        int c = memcmp(first, k.mv_data, items[0].klen < last.klen ? items[0].klen : last.klen);
+        if (c > 0 || (c == 0 && items[0].klen > last.klen))
+            flags = MDB_APPEND; /* past the table's last key */
+    }
+    for (; rc == 0 && i < n; i++) {
+        k = (MDB_val){items[i].klen, (void *)(base + items[i].off)};
+        v = (MDB_val){items[i].vlen, (void *)(base + items[i].off + items[i].klen)};
+        rc = lmdb->cursor_put(cur, &k, &v, flags);
+    }
+    lmdb->cursor_close(cur);
+    Py_END_ALLOW_THREADS
+    lmdb->wrote(txn_obj);
+    return rc ? Py_BuildValue("(in)", rc, i - 1) : PyLong_FromLong(0);
+}
+
+static Py_ssize_t run_len(Run *self) { return self->n; }
+
+static PyObject *run_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Run() takes no arguments");
+        return NULL;
+    }
+    return type->tp_alloc(type, 0);
+}
+
+static void run_dealloc(Run *self) {
+    PyMem_Free(self->data.data);
+    PyMem_Free(self->items);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef run_methods[] = {
+    {"add", (PyCFunction)run_add_py, METH_VARARGS, "append an entry"},
+    {"sort", (PyCFunction)run_sort, METH_NOARGS, "sort the entries by key, in place"},
+    {"entries", (PyCFunction)run_entries, METH_NOARGS, "the entries as (key, value) pairs"},
+    {"clear", (PyCFunction)run_clear, METH_NOARGS, "empty the run"},
+    {"write", (PyCFunction)run_write, METH_VARARGS, "write the sorted run into a table: 0, False or LMDB's error"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods run_sequence = {.sq_length = (lenfunc)run_len};
+
+PyTypeObject RunType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "drsg.store._bulk.Run",
+    .tp_basicsize = sizeof(Run),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One table's run of an import's new entries, kept in one buffer.",
+    .tp_new = run_new,
+    .tp_dealloc = (destructor)run_dealloc,
+    .tp_methods = run_methods,
+    .tp_as_sequence = &run_sequence,
+};
+
+PyObject *lmdb_strerror(PyObject *self, PyObject *code) {
+    int rc = (int)PyLong_AsLong(code);
+    if (rc == -1 && PyErr_Occurred())
+        return NULL;
+    if (!lmdb) {
+        PyErr_SetString(PyExc_RuntimeError, "strerror() before bind_lmdb()");
+        return NULL;
+    }
+    return PyUnicode_DecodeUTF8(lmdb->strerror(rc), (Py_ssize_t)strlen(lmdb->strerror(rc)), "replace");
+}
+
+PyObject *bind_lmdb(PyObject *self, PyObject *capsule) {
+    const LmdbApi *api = PyCapsule_GetPointer(capsule, LMDB_API_NAME);
+    if (!api)
+        return NULL;
+    lmdb = api;
+    Py_RETURN_NONE;
+}
