@@ -11,15 +11,9 @@ under the column follow on the next two lines.
 from __future__ import annotations
 
 import functools
-import hashlib
-import io
-import pickle
 import re
 import typing
-import zlib
 from collections.abc import Callable
-from pathlib import Path
-from typing import NoReturn
 
 from drsg.kernel import imports
 
@@ -28,58 +22,23 @@ from drsg.kernel import imports
 # binds tempfile (with shutil, bz2, lzma: ≈4 ms) for its `cache=` option, which drsg never passes
 imports.lean("lark", hide=("regex",), defer=("tempfile",))
 
-import lark  # noqa: E402  # after the import above, which is what makes this one cheap
-from lark import Lark  # noqa: E402
+from lark import Lark  # noqa: E402  # after the import above, which is what makes this one cheap
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError  # noqa: E402
-from lark.grammar import Rule  # noqa: E402
-from lark.lexer import TerminalDef  # noqa: E402
 
 from drsg.kernel.errors import QueryError, QuerySyntaxError  # noqa: E402
-from drsg.plan.cypher import ast  # noqa: E402
+from drsg.plan.cypher import ast, tables  # noqa: E402
 from drsg.plan.cypher.build import Build, SyntaxProblem  # noqa: E402
+from drsg.plan.cypher.tables import TABLES, tables_key, write_tables  # noqa: E402, F401  # the tables' file, here as before
 
 #: statements parsed and kept, by their text: a repeated (parameterised) statement is not parsed again
 CACHE_SIZE = 512
 
 
-_GRAMMAR = Path(__file__).with_name("grammar.lark")
-#: lark's parse tables for the grammar, built ahead (building them takes ~1 s, loading ~0.1 s):
-#: the grammar's key, a line break, then the tables as a pickle of plain values, zlib-compressed
-TABLES = Path(__file__).with_name("grammar.tables")
-_OPTIONS: dict[str, object] = {"parser": "lalr", "lexer": "contextual", "propagate_positions": True}
-
-
-def tables_key(grammar: str) -> str:
-    """What the tables were built from: lark's version, the options and the grammar's text."""
-    return hashlib.sha256(f"{lark.__version__}\n{sorted(_OPTIONS.items())}\n{grammar}".encode()).hexdigest()
-
-
-class _PlainValues(pickle.Unpickler):
-    """The tables hold dicts, lists, tuples, strings and numbers: any class named in them is refused."""
-
-    def find_class(self, module: str, name: str) -> NoReturn:
-        raise pickle.UnpicklingError(f"grammar.tables names {module}.{name}; only plain values belong there")
-
-
 @functools.cache
 def _lark() -> Lark:
-    grammar = _GRAMMAR.read_text(encoding="utf-8")
-    try:
-        key, _, body = zlib.decompress(TABLES.read_bytes()).partition(b"\n")
-        if key.decode() == tables_key(grammar):
-            return Lark.load(_PlainValues(io.BytesIO(body)).load())
-    except (OSError, zlib.error, pickle.UnpicklingError, UnicodeDecodeError, EOFError):
-        pass  # missing or stale: build them (a test holds the shipped ones to the grammar)
-    return Lark(grammar, **_OPTIONS)
-
-
-def write_tables() -> Path:
-    """Build the grammar's tables and write them beside it (``python -m drsg.plan.cypher.parser``)."""
-    grammar = _GRAMMAR.read_text(encoding="utf-8")
-    data, memo = Lark(grammar, **_OPTIONS).memo_serialize([TerminalDef, Rule])
-    body = pickle.dumps({"data": data, "memo": memo}, protocol=4)
-    TABLES.write_bytes(zlib.compress(tables_key(grammar).encode() + b"\n" + body, 9))
-    return TABLES
+    grammar = tables.GRAMMAR.read_text(encoding="utf-8")
+    # missing or stale tables are built (~1 s; a test holds the shipped ones to the grammar)
+    return tables.load(grammar) or Lark(grammar, **tables.OPTIONS)
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)

@@ -20,16 +20,16 @@ from hypothesis import HealthCheck, example, given, settings
 from lark import Lark, Token
 
 from drsg.kernel.errors import QueryError, QuerySyntaxError
-from drsg.plan.cypher import parser
+from drsg.plan.cypher import parser, tables
 
 
 @functools.cache
 def _reference() -> Lark:
     """The grammar without NUMBERS: every list literal goes through list_lit, as before."""
-    grammar = parser._GRAMMAR.read_text(encoding="utf-8")
+    grammar = tables.GRAMMAR.read_text(encoding="utf-8")
     kept = [line for line in grammar.splitlines() if "NUMBERS" not in line.split("//")[0]]
     assert len(kept) == len(grammar.splitlines()) - 2  # the atom's alternative and the terminal
-    return Lark("\n".join(kept), **parser._OPTIONS)  # type: ignore[arg-type]  # lark's own options
+    return Lark("\n".join(kept), **tables.OPTIONS)  # type: ignore[arg-type]  # lark's own options
 
 
 def _shape(value: Any) -> Any:
