@@ -90,6 +90,10 @@ def optional_plane_embedder(db: Host, plane: str, prop: str, purpose: Literal["q
 
 def hit_of(hit: WorkerHit) -> Hit:
     """The public hit for a search's (a hybrid one carries its channels)."""
+    from drsg.workers import search  # loaded by whatever searched
+
+    if type(hit) is search.Hit:  # a plain search's: the hybrid module (fusion, its C part) need not load
+        return Hit(hit.node, hit.score, wire=hit)
     from drsg.workers.hybrid import HybridHit
 
     if isinstance(hit, HybridHit):

@@ -33,6 +33,9 @@ ONE_SHOT = ("asyncio", "ssl", "greenlet", "regex", "drsg.models.embedders", "fra
 #: a read that writes no file (no sidecar saved, no scratch file for the C walk's check: `get` and
 #: `stats` make one) loads no tempfile, shutil (with bz2, lzma) or socket: ≈6 ms
 NO_FILES = ("tempfile", "shutil", "socket")
+#: a SEARCH statement's hits are plain ones: the hybrid query's module and fusion (with its C part,
+#: ≈3 ms) load for a HYBRID statement alone
+NOT_HYBRID = ("drsg.workers.hybrid", "drsg.workers.fusion")
 
 _PROBE = """
 import sys
@@ -69,7 +72,15 @@ def _run(probe: str) -> list[str]:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = str(tmp_path_factory.mktemp("startup") / "g.drsg")
-    for args in (["plane", "create", "p"], ["node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "a"]):
+    vector = ["-P", 'e={"$vector":[1,0,0,0]}']
+    for args in (
+        ["plane", "create", "p"],
+        ["node", "put", "-p", "p", "-l", "Doc", "-P", "name=Ada", "a"],
+        ["plane", "create", "v"],
+        ["index", "ensure", "-p", "v", "Doc", "e"],  # saves the index's sidecar, which the search loads
+        ["node", "put", "-p", "v", "-l", "Doc", *vector, "a"],
+        ["search", "-p", "v", "SEARCH (d:Doc) ON e NEAR [1, 0, 0, 0] TOPK 1"],  # saves it holding the node
+    ):
         assert _run(_PROBE.format(args=["--db", path, *args], heavy=())) == []
     return path
 
@@ -86,8 +97,14 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
             ["search", "-p", "p", "SEARCH (d:Doc) ON v NEAR [1, 0] TOPK 1"],
             (*HEAVY, "snowballstemmer", "pathspec", *NO_FILES),
         ),
+        # a search finding hits in a vector index loaded from its sidecar (plane v; plane p has no
+        # index: its search finds nothing, and the hint that says why reads vectors as hybrid does)
+        (
+            ["search", "-p", "v", "SEARCH (d:Doc) ON e NEAR [1, 0, 0, 0] TOPK 1"],
+            (*HEAVY, "snowballstemmer", "pathspec", *NOT_HYBRID),
+        ),
     ],
-    ids=["get", "plane-list", "stats", "cypher", "search"],
+    ids=["get", "plane-list", "stats", "cypher", "search", "vector-search"],
 )
 def test_a_one_shot_read_loads_no_heavy_library(db: str, args: list[str], unwanted: tuple[str, ...]) -> None:
     assert _run(_PROBE.format(args=["--db", db, *args], heavy=(*unwanted, *ONE_SHOT))) == []
