@@ -12,7 +12,6 @@ from dataclasses import fields, is_dataclass
 
 from drsg.kernel.errors import QueryError
 from drsg.plan.cypher import ast
-from drsg.plan.cypher.functions import AGGREGATES, check_call
 from drsg.plan.cypher.graph import CypherValue
 
 #: a variable's kind: a node, a relationship, a var-length relationship's list, a path, any other value
@@ -67,6 +66,8 @@ def walk(expr: ast.Expr) -> Iterator[ast.Expr]:
 
 
 def is_aggregate(expr: ast.Expr) -> bool:
+    from drsg.plan.cypher.functions import AGGREGATES  # (the functions load where a statement is compiled)
+
     return isinstance(expr, ast.CountStar) or (isinstance(expr, ast.FunctionCall) and expr.name in AGGREGATES)
 
 
@@ -152,4 +153,6 @@ def _name(expr: ast.FunctionCall | ast.CountStar) -> str:
 
 
 def check_arity(call: ast.FunctionCall) -> None:
+    from drsg.plan.cypher.functions import check_call
+
     check_call(call.name, len(call.args), call.distinct, at(call))

@@ -11,15 +11,19 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from drsg.kernel.asof import AsOf, parse_as_of
 from drsg.kernel.errors import BadAsOf
 from drsg.kernel.values import Json
 from drsg.plan.cypher import ast
 from drsg.plan.cypher.check import at, literal_value
-from drsg.plan.cypher.compile import Compiled, compile_query
-from drsg.plan.cypher.graph import CypherValue
 from drsg.plan.cypher.parser import parse
+
+if TYPE_CHECKING:  # the compiler (row plans, their checks and functions: ~0.01 s) loads with prepare():
+    # a SEARCH, HYBRID or CALL statement with no tail reads its AS OF here and compiles nothing
+    from drsg.plan.cypher.compile import Compiled
+    from drsg.plan.cypher.graph import CypherValue
 
 #: statements kept compiled, by their text
 CACHE_SIZE = 512
@@ -80,5 +84,7 @@ def read_as_of(clause: ast.AsOfClause | None, params: Mapping[str, CypherValue] 
 @functools.lru_cache(maxsize=CACHE_SIZE)
 def prepare(text: str) -> Prepared:
     """Parse and compile ``text`` (kept by its text: a repeated statement costs neither)."""
+    from drsg.plan.cypher.compile import compile_query
+
     query = parse(text)
     return Prepared(text, query, compile_query(query))
