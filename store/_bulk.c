@@ -99,17 +99,17 @@ static int entry(PyObject *run, Buf *key, const char *value, Py_ssize_t value_le
     return run_add(run, key->data, key->len, value, value_len);
 }
 
-static int runs_of(PyObject *runs, PyObject **a, PyObject **b, PyObject **c) {
+int runs_of(PyObject *runs, PyObject *out[3]) {
     if (!PyTuple_Check(runs) || PyTuple_GET_SIZE(runs) != 3) {
         PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three Runs");
         return -1;
     }
-    *a = PyTuple_GET_ITEM(runs, 0);
-    *b = PyTuple_GET_ITEM(runs, 1);
-    *c = PyTuple_GET_ITEM(runs, 2);
-    if (!Py_IS_TYPE(*a, &RunType) || !Py_IS_TYPE(*b, &RunType) || !Py_IS_TYPE(*c, &RunType)) {
-        PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three Runs");
-        return -1;
+    for (int i = 0; i < 3; i++) {
+        out[i] = PyTuple_GET_ITEM(runs, i);
+        if (!Py_IS_TYPE(out[i], &RunType)) {
+            PyErr_SetString(PyExc_TypeError, "runs must be a tuple of three Runs");
+            return -1;
+        }
     }
     return 0;
 }
@@ -122,19 +122,67 @@ static int check_inv(Py_buffer *inv) {
     return 0;
 }
 
+/* The buffers an entry's key and record are made in: kept from call to call (the GIL is held and
+ * nothing in here runs Python code), so a line costs no allocation of its own. */
+static Buf key_buf, value_buf;
+
+int node_entries(PyObject *runs[3], unsigned int plane, uint64_t node_id, const char *key_s, Py_ssize_t key_n,
+                 PyObject *labels, const char *inv, const char *props, Py_ssize_t props_n) {
+    Buf *k = &key_buf, *v = &value_buf;
+    Py_ssize_t n_labels = PyList_GET_SIZE(labels);
+    /* the record */
+    v->len = 0;
+    if (put_byte(v, 0x93) < 0 || (key_s ? pack_str(v, key_s, key_n) : put_byte(v, 0xc0)) < 0 ||
+        pack_array(v, n_labels) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n_labels; i++) {
+        PyObject *label = PyList_GET_ITEM(labels, i);
+        Py_ssize_t n;
+        const char *s = PyUnicode_Check(label) ? PyUnicode_AsUTF8AndSize(label, &n) : NULL;
+        if (!s) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "labels must be strs");
+            return -1;
+        }
+        if (pack_str(v, s, n) < 0)
+            return -1;
+    }
+    k->len = 0;
+    if (put(v, props, props_n) < 0 || put_be(k, plane, 4) < 0 || put_be(k, node_id, 8) < 0 || put(k, inv, 8) < 0 ||
+        entry(runs[0], k, v->data, v->len) < 0)
+        return -1;
+    unsigned char id_be[8];
+    for (int i = 0; i < 8; i++)
+        id_be[i] = (unsigned char)(node_id >> (56 - 8 * i));
+    if (key_s) {
+        k->len = 0;
+        if (put_be(k, plane, 4) < 0 || put(k, key_s, key_n) < 0 || put_byte(k, 0) < 0 || put(k, inv, 8) < 0 ||
+            entry(runs[1], k, (const char *)id_be, 8) < 0)
+            return -1;
+    }
+    for (Py_ssize_t i = 0; i < n_labels; i++) {
+        Py_ssize_t n;
+        const char *s = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(labels, i), &n);
+        k->len = 0;
+        if (put_be(k, plane, 4) < 0 || put(k, s, n) < 0 || put_byte(k, 0) < 0 || put(k, id_be, 8) < 0 ||
+            put(k, inv, 8) < 0 || entry(runs[2], k, "\x01", 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 PyObject *node(PyObject *self, PyObject *args) {
-    PyObject *runs, *key, *labels, *nodes, *keys, *label_run;
+    PyObject *runs, *key, *labels, *run[3];
     unsigned int plane;
     unsigned long long node_id;
     Py_buffer inv, props;
     if (!PyArg_ParseTuple(args, "OIKOO!y*y*", &runs, &plane, &node_id, &key, &PyList_Type, &labels, &inv, &props))
         return NULL;
     PyObject *result = NULL;
-    Buf k = {0}, v = {0};
-    if (runs_of(runs, &nodes, &keys, &label_run) < 0 || check_inv(&inv) < 0)
-        goto done;
     const char *key_s = NULL;
     Py_ssize_t key_n = 0;
+    if (runs_of(runs, run) < 0 || check_inv(&inv) < 0)
+        goto done;
     if (key != Py_None) {
         if (!PyUnicode_Check(key)) {
             PyErr_SetString(PyExc_TypeError, "key must be a str or None");
@@ -143,50 +191,9 @@ PyObject *node(PyObject *self, PyObject *args) {
         if (!(key_s = PyUnicode_AsUTF8AndSize(key, &key_n)))
             goto done;
     }
-    Py_ssize_t n_labels = PyList_GET_SIZE(labels);
-    /* the record */
-    if (put_byte(&v, 0x93) < 0 || (key_s ? pack_str(&v, key_s, key_n) : put_byte(&v, 0xc0)) < 0 ||
-        pack_array(&v, n_labels) < 0)
-        goto done;
-    for (Py_ssize_t i = 0; i < n_labels; i++) {
-        PyObject *label = PyList_GET_ITEM(labels, i);
-        Py_ssize_t n;
-        const char *s = PyUnicode_Check(label) ? PyUnicode_AsUTF8AndSize(label, &n) : NULL;
-        if (!s) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "labels must be strs");
-            goto done;
-        }
-        if (pack_str(&v, s, n) < 0)
-            goto done;
-    }
-    if (put(&v, props.buf, props.len) < 0)
-        goto done;
-    if (put_be(&k, plane, 4) < 0 || put_be(&k, node_id, 8) < 0 || put(&k, inv.buf, 8) < 0 ||
-        entry(nodes, &k, v.data, v.len) < 0)
-        goto done;
-    unsigned char id_be[8];
-    for (int i = 0; i < 8; i++)
-        id_be[i] = (unsigned char)(node_id >> (56 - 8 * i));
-    if (key_s) {
-        k.len = 0;
-        if (put_be(&k, plane, 4) < 0 || put(&k, key_s, key_n) < 0 || put_byte(&k, 0) < 0 || put(&k, inv.buf, 8) < 0 ||
-            entry(keys, &k, (const char *)id_be, 8) < 0)
-            goto done;
-    }
-    for (Py_ssize_t i = 0; i < n_labels; i++) {
-        Py_ssize_t n;
-        const char *s = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(labels, i), &n);
-        k.len = 0;
-        if (put_be(&k, plane, 4) < 0 || put(&k, s, n) < 0 || put_byte(&k, 0) < 0 || put(&k, id_be, 8) < 0 ||
-            put(&k, inv.buf, 8) < 0 || entry(label_run, &k, "\x01", 1) < 0)
-            goto done;
-    }
-    result = Py_None;
-    Py_INCREF(result);
+    if (node_entries(run, plane, node_id, key_s, key_n, labels, inv.buf, props.buf, props.len) == 0)
+        result = Py_NewRef(Py_None);
 done:
-    PyMem_Free(k.data);
-    PyMem_Free(v.data);
     PyBuffer_Release(&inv);
     PyBuffer_Release(&props);
     return result;
@@ -194,49 +201,51 @@ done:
 
 /* plane | end | type NUL | id | inv: an adjacency entry's key */
 static int adjacency(Buf *k, unsigned int plane, uint64_t end, const char *t, Py_ssize_t tn, uint64_t id,
-                     Py_buffer *inv) {
+                     const char *inv) {
     k->len = 0;
     if (put_be(k, plane, 4) < 0 || put_be(k, end, 8) < 0 || put(k, t, tn) < 0 || put_byte(k, 0) < 0 ||
-        put_be(k, id, 8) < 0 || put(k, inv->buf, 8) < 0)
+        put_be(k, id, 8) < 0 || put(k, inv, 8) < 0)
+        return -1;
+    return 0;
+}
+
+int edge_entries(PyObject *runs[3], unsigned int plane, uint64_t edge_id, uint64_t src, uint64_t dst, const char *t,
+                 Py_ssize_t tn, const char *inv, const char *props, Py_ssize_t props_n) {
+    Buf *k = &key_buf, *v = &value_buf;
+    v->len = k->len = 0;
+    if (put_byte(v, 0x94) < 0 || pack_uint(v, src) < 0 || pack_uint(v, dst) < 0 || pack_str(v, t, tn) < 0 ||
+        put(v, props, props_n) < 0)
+        return -1;
+    if (put_be(k, plane, 4) < 0 || put_be(k, edge_id, 8) < 0 || put(k, inv, 8) < 0 ||
+        entry(runs[0], k, v->data, v->len) < 0)
+        return -1;
+    unsigned char end_be[8];
+    for (int i = 0; i < 8; i++)
+        end_be[i] = (unsigned char)(dst >> (56 - 8 * i));
+    if (adjacency(k, plane, src, t, tn, edge_id, inv) < 0 || entry(runs[1], k, (const char *)end_be, 8) < 0)
+        return -1;
+    for (int i = 0; i < 8; i++)
+        end_be[i] = (unsigned char)(src >> (56 - 8 * i));
+    if (adjacency(k, plane, dst, t, tn, edge_id, inv) < 0 || entry(runs[2], k, (const char *)end_be, 8) < 0)
         return -1;
     return 0;
 }
 
 PyObject *edge(PyObject *self, PyObject *args) {
-    PyObject *runs, *type, *edges, *out, *in;
+    PyObject *runs, *type, *run[3];
     unsigned int plane;
     unsigned long long edge_id, src, dst;
     Py_buffer inv, props;
     if (!PyArg_ParseTuple(args, "OIKKKUy*y*", &runs, &plane, &edge_id, &src, &dst, &type, &inv, &props))
         return NULL;
     PyObject *result = NULL;
-    Buf k = {0}, v = {0};
-    if (runs_of(runs, &edges, &out, &in) < 0 || check_inv(&inv) < 0)
-        goto done;
     Py_ssize_t tn;
-    const char *t = PyUnicode_AsUTF8AndSize(type, &tn);
-    if (!t)
+    const char *t;
+    if (runs_of(runs, run) < 0 || check_inv(&inv) < 0 || !(t = PyUnicode_AsUTF8AndSize(type, &tn)))
         goto done;
-    if (put_byte(&v, 0x94) < 0 || pack_uint(&v, src) < 0 || pack_uint(&v, dst) < 0 || pack_str(&v, t, tn) < 0 ||
-        put(&v, props.buf, props.len) < 0)
-        goto done;
-    if (put_be(&k, plane, 4) < 0 || put_be(&k, edge_id, 8) < 0 || put(&k, inv.buf, 8) < 0 ||
-        entry(edges, &k, v.data, v.len) < 0)
-        goto done;
-    unsigned char end_be[8];
-    for (int i = 0; i < 8; i++)
-        end_be[i] = (unsigned char)(dst >> (56 - 8 * i));
-    if (adjacency(&k, plane, src, t, tn, edge_id, &inv) < 0 || entry(out, &k, (const char *)end_be, 8) < 0)
-        goto done;
-    for (int i = 0; i < 8; i++)
-        end_be[i] = (unsigned char)(src >> (56 - 8 * i));
-    if (adjacency(&k, plane, dst, t, tn, edge_id, &inv) < 0 || entry(in, &k, (const char *)end_be, 8) < 0)
-        goto done;
-    result = Py_None;
-    Py_INCREF(result);
+    if (edge_entries(run, plane, edge_id, src, dst, t, tn, inv.buf, props.buf, props.len) == 0)
+        result = Py_NewRef(Py_None);
 done:
-    PyMem_Free(k.data);
-    PyMem_Free(v.data);
     PyBuffer_Release(&inv);
     PyBuffer_Release(&props);
     return result;

@@ -20,6 +20,13 @@ int pack_uint(Buf *b, uint64_t v);
 int pack_str(Buf *b, const char *s, Py_ssize_t n);
 PyObject *node(PyObject *self, PyObject *args);
 PyObject *edge(PyObject *self, PyObject *args);
+/* What node() and edge() append, on C arguments (the C line loop's): runs are three Runs (runs_of),
+ * inv 8 bytes, props packed; labels a list of strs. 0, or -1 with an error set. */
+int runs_of(PyObject *runs, PyObject *out[3]);
+int node_entries(PyObject *runs[3], unsigned int plane, uint64_t node_id, const char *key_s, Py_ssize_t key_n,
+                 PyObject *labels, const char *inv, const char *props, Py_ssize_t props_n);
+int edge_entries(PyObject *runs[3], unsigned int plane, uint64_t edge_id, uint64_t src, uint64_t dst, const char *t,
+                 Py_ssize_t tn, const char *inv, const char *props, Py_ssize_t props_n);
 PyObject *lines(PyObject *self, PyObject *args);
 
 /* store/_bulkrun.c: a table's run (Run) */

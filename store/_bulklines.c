@@ -164,34 +164,34 @@ static long long key_node(PyObject *key_ids, PyObject *known, PyObject *key) {
 
 typedef struct {
     PyObject *node_runs, *edge_runs, *inv, *key_ids, *known, *mutations, *wires, *node_put, *edge_put, *labels, *types;
+    PyObject *nruns[3], *eruns[3];
     unsigned int plane;
     unsigned long long next_node, next_edge, new_nodes_from;
 } Loop;
 
-/* Append `mutation` (stolen) to the commit's and make its entries with `make(args)` (stolen); its
- * wire, msgpack [op, plane, id, ...the record's fields], to `wires`: the record just appended to
- * `run` is msgpack [...its fields], so the wire is a header and the record past its array byte. */
-static int emit(Loop *c, PyObject *mutation, PyObject *(*make)(PyObject *, PyObject *), PyObject *args,
-                PyObject *run, const char *op, unsigned long long id) {
-    PyObject *done = mutation && args ? make(NULL, args) : NULL;
-    int rc = done && PyList_Append(c->mutations, mutation) == 0 ? 0 : -1;
-    Py_XDECREF(done);
+static Buf wire_buf; /* a wire is made here, kept from line to line (the GIL is held) */
+
+/* Append `mutation` (stolen; NULL: failed already) to the commit's, once its entries are made
+ * (`made` 0); its wire, msgpack [op, plane, id, ...the record's fields], to `wires`: the record just
+ * appended to `run` is msgpack [...its fields], so the wire is a header and the record past its
+ * array byte. */
+static int emit(Loop *c, PyObject *mutation, int made, PyObject *run, const char *op, unsigned long long id) {
+    int rc = mutation && made == 0 && PyList_Append(c->mutations, mutation) == 0 ? 0 : -1;
     Py_XDECREF(mutation);
-    Py_XDECREF(args);
     if (rc < 0)
         return -1;
     const char *record;
     Py_ssize_t n;
     if (run_last_value(run, &record, &n) < 0)
         return -1;
-    Buf b = {0};
+    Buf *b = &wire_buf;
     PyObject *wire = NULL;
-    if (put_byte(&b, (unsigned char)(*record + 3)) == 0 && pack_str(&b, op, 8) == 0 && pack_uint(&b, c->plane) == 0 &&
-        pack_uint(&b, id) == 0 && put(&b, record + 1, n - 1) == 0)
-        wire = PyBytes_FromStringAndSize(b.data, b.len);
+    b->len = 0;
+    if (put_byte(b, (unsigned char)(*record + 3)) == 0 && pack_str(b, op, 8) == 0 && pack_uint(b, c->plane) == 0 &&
+        pack_uint(b, id) == 0 && put(b, record + 1, n - 1) == 0)
+        wire = PyBytes_FromStringAndSize(b->data, b->len);
     rc = wire && PyList_Append(c->wires, wire) == 0 ? 0 : -1;
     Py_XDECREF(wire);
-    PyMem_Free(b.data);
     return rc;
 }
 
@@ -235,10 +235,14 @@ static int take_node(Loop *c, PyObject *obj) {
     PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
     PyObject *k = key ? key : Py_None;
     int rc = -1;
-    if (label_list && id &&
-        emit(c, PyObject_CallFunction(c->node_put, "IOOOO", c->plane, id, k, label_list, map), node,
-             Py_BuildValue("(OIOOOOO)", c->node_runs, c->plane, id, k, label_list, c->inv, packed),
-             PyTuple_GET_ITEM(c->node_runs, 0), "node.put", c->next_node) == 0 &&
+    PyObject *mutation = label_list && id ? PyObject_CallFunction(c->node_put, "IOOOO", c->plane, id, k, label_list, map)
+                                          : NULL;
+    if (mutation &&
+        emit(c, mutation,
+             node_entries(c->nruns, c->plane, c->next_node, key ? PyUnicode_DATA(key) : NULL,
+                          key ? PyUnicode_GET_LENGTH(key) : 0, label_list, PyBytes_AS_STRING(c->inv),
+                          PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
+             c->nruns[0], "node.put", c->next_node) == 0 &&
         (!key || PyDict_SetItem(c->key_ids, key, id) == 0)) {
         rc = 1;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list) && rc > 0; i++)
@@ -275,9 +279,13 @@ static int take_edge(Loop *c, PyObject *obj) {
         return packed ? 0 : -1;
     }
     int rc = -1;
-    if (emit(c, PyObject_CallFunction(c->edge_put, "IKLLOO", c->plane, c->next_edge, src, dst, type, map), edge,
-             Py_BuildValue("(OIKLLOOO)", c->edge_runs, c->plane, c->next_edge, src, dst, type, c->inv, packed),
-             PyTuple_GET_ITEM(c->edge_runs, 0), "edge.put", c->next_edge) == 0 &&
+    PyObject *mutation = PyObject_CallFunction(c->edge_put, "IKLLOO", c->plane, c->next_edge, src, dst, type, map);
+    if (mutation &&
+        emit(c, mutation,
+             edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, PyUnicode_DATA(type),
+                          PyUnicode_GET_LENGTH(type), PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed),
+                          PyBytes_GET_SIZE(packed)),
+             c->eruns[0], "edge.put", c->next_edge) == 0 &&
         bump(c->types, type) == 0) {
         rc = 1;
         c->next_edge++;
@@ -296,8 +304,12 @@ PyObject *lines(PyObject *self, PyObject *args) {
                           &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
                           &PyList_Type, &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
                           &c.labels, &PyDict_Type, &c.types) ||
-        interned() < 0)
+        interned() < 0 || runs_of(c.node_runs, c.nruns) < 0 || runs_of(c.edge_runs, c.eruns) < 0)
         return NULL;
+    if (PyBytes_GET_SIZE(c.inv) != 8) {
+        PyErr_SetString(PyExc_ValueError, "inv must be 8 bytes");
+        return NULL;
+    }
     Py_ssize_t i = start < 0 ? 0 : start;
     for (; i < PyList_GET_SIZE(parsed); i++) {
         PyObject *obj = PyList_GET_ITEM(parsed, i);
