@@ -8,7 +8,11 @@ transaction, timed from its start to its durable commit:
   together (a node: nodes, keys, labels; an edge: edges, out, in), lines in file order, a log record
   every 10,000 lines: the adjacency and key inserts land at random places in their trees;
 - ``sorted``: each table's entries, in import order, sorted (timed: a bulk path would sort) and written with
-  ``putmulti(append=True)``, which appends to the tree's last leaf without a search.
+  ``putmulti(append=True)``, which appends to the tree's last leaf without a search;
+- ``commit-runs``: what a streamed import cannot avoid — each commit's entries (10,000 lines, as
+  drsg commits them) as one sorted run per table, written by store/_bulkrun.c's C writes (appended
+  past a table's last key, else put in key order: a commit's ``out``/``in`` keys land all over their
+  trees) with the log record after them: drsg's bulk path with everything but LMDB's work taken away.
 
 Run by bench_load in a fresh process per pass: ``python -m tests.bench.load_floor REF OUT MODE``;
 prints one JSON line (``secs``; of it ``sort_secs`` and ``commit_secs``; ``entries``).
@@ -21,12 +25,13 @@ import sys
 import time
 from operator import itemgetter
 from pathlib import Path
+from typing import Any
 
 import lmdb
 
 from drsg.store.environment import DB_NAMES
 
-MODES = ("import-order", "sorted")
+MODES = ("import-order", "sorted", "commit-runs")
 COMMIT_LINES = 10_000  # the import's lines per log record
 Entry = tuple[bytes, bytes]
 
@@ -76,6 +81,42 @@ def import_order(tables: dict[str, list[Entry]]) -> list[tuple[str, bytes, bytes
     return ops
 
 
+Batch = tuple[dict[str, Any], Entry | None]  # a commit's runs by table (store/_bulkrun.c's Run), its log record
+
+
+def _commit_batches(ops: list[tuple[str, bytes, bytes]]) -> list[Batch]:
+    """Each commit's entries (up to its log record) as one run per table, made before the clock starts."""
+    from drsg.store import bulkwrite
+
+    batches: list[Batch] = []
+    runs: dict[str, Any] = {}
+    for name, key, value in ops:
+        if name == "log":
+            batches.append((runs, (key, value)))
+            runs = {}
+        else:
+            runs.setdefault(name, bulkwrite.NATIVE.Run()).add(key, value)
+    batches.append((runs, None))  # (meta, planes, tallies: after the last record)
+    return batches
+
+
+def _write_batches(txn: lmdb.Transaction, dbs: dict[str, Any], batches: list[Batch]) -> float:
+    """Each commit's runs sorted and written from C, then its log record; the sorts' time."""
+    from drsg.store import bulkwrite
+
+    bulkwrite._bind_lmdb()
+    sort_secs = 0.0
+    for runs, record in batches:
+        for table, run in runs.items():
+            sort_start = time.perf_counter()
+            run.sort()
+            sort_secs += time.perf_counter() - sort_start
+            bulkwrite.put_sorted(txn, dbs[table], run)
+        if record is not None:
+            txn.put(*record, db=dbs["log"], append=True)
+    return sort_secs
+
+
 def main() -> None:
     ref, out, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     if mode not in MODES:
@@ -87,6 +128,7 @@ def main() -> None:
         written[name].append((key, value))
     env = _open(out, readonly=False)
     dbs = {name: env.open_db(name.encode()) for name in DB_NAMES}
+    batches = _commit_batches(ops) if mode == "commit-runs" else []
     sort_secs = 0.0
     start, cpu = time.perf_counter(), time.process_time()
     txn = env.begin(write=True)
@@ -95,6 +137,8 @@ def main() -> None:
             put = txn.put
             for name, key, value in ops:
                 put(key, value, db=dbs[name])
+        elif mode == "commit-runs":
+            sort_secs = _write_batches(txn, dbs, batches)
         else:
             for name, entries in written.items():
                 sort_start = time.perf_counter()
