@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import resource
 import socket
 import statistics
 import subprocess
@@ -122,10 +123,15 @@ def make_database(root: Path) -> Path:
     return db
 
 
-def one_read(cmd: list[str], db: Path, args: list[str]) -> float:
+def one_read(cmd: list[str], db: Path, args: list[str]) -> tuple[float, float]:
+    """Wall seconds from exec to exit, and the CPU seconds the command's processes used (user and
+    system: what the machine's other tenants move least)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run([*cmd, "--db", str(db), *args], check=True, capture_output=True, timeout=120, env=ENV)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def _free_port() -> int:
@@ -201,13 +207,16 @@ def main() -> None:
     floors = [(name, [sys.executable, "-c", code.format(index=str(index))]) for name, code in FLOORS] if index else []
     floor_times: dict[str, list[float]] = {name: [] for name, _ in floors}
     times: dict[tuple[str, int], list[float]] = {(step, i): [] for step in steps for i in range(len(cmds))}
+    cpu: dict[tuple[str, int], list[float]] = {(step, i): [] for step in steps[2:] for i in range(len(cmds))}
     for n in range(opts.runs):  # passes interleaved: the machine's load falls on both columns alike
         for i, cmd in enumerate(cmds):
             accepted, health = one_serve(cmd, root, f"{n}-{i}")
             times[(steps[0], i)].append(accepted)
             times[(steps[1], i)].append(health)
             for (_name, args), step in zip(READS, steps[2:], strict=True):
-                times[(step, i)].append(one_read(cmd, db, args))
+                wall, used = one_read(cmd, db, args)
+                times[(step, i)].append(wall)
+                cpu[(step, i)].append(used)
         for name, floor in floors:  # once a pass: they run no drsg tree
             started_at = time.perf_counter()
             subprocess.run(floor, check=True, capture_output=True, timeout=120, env=ENV)
@@ -230,6 +239,18 @@ def main() -> None:
             for step in steps
         ]
         lines += ["", "this checkout / --tree, the median of each pass's ratio: " + "; ".join(paired)]
+    used = [  # CPU time: a read's figure that a loaded machine moves least
+        f"{step.replace('`', '')} "
+        + " / ".join(f"{statistics.median(cpu[(step, i)]):.3f} s" for i in range(len(cmds)))
+        + (
+            f" ({statistics.median(a / b for a, b in zip(cpu[(step, 0)], cpu[(step, 1)], strict=True)):.2f}×)"
+            if opts.tree
+            else ""
+        )
+        for step in steps[2:]
+    ]
+    whose = "this checkout / --tree, paired ratio" if opts.tree else "this checkout"
+    lines += ["", f"CPU time of each read's processes, median ({whose}): " + "; ".join(used)]
     print(common.append_section("Start-up: drsg serve and one-shot CLI reads", started, lines, not opts.no_record))
 
 
