@@ -12,6 +12,7 @@
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
  * The runs are store/_bulkrun.c's Run: entries in one buffer, sorted and written to LMDB from C.
  * key_groups(lines, plane_group) -> (keys, groups): the keys a commit's parsed lines name, sorted.
+ * look_up(lines, txn, keys_db, plane_group, inv, known): those keys looked up, into known (or False).
  * lines(...): a commit's parsed lines of the common shapes as new records (store/_bulklines.c).
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
  * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
@@ -309,9 +310,111 @@ done:
     return out;
 }
 
+/* look_up(lines, txn, keys_db, plane_group, inv, known) -> bool: key_groups' keys, each looked up as
+ * store/_walk.c's key_ids looks it up (one cursor, in key order), put straight into `known`
+ * (key -> node id, or None): no group bytes, no lists of keys and ids, no zip. False when the
+ * Python path must answer (LMDB not bound, not py-lmdb's objects, a key it must judge, an LMDB error:
+ * its own read raises py-lmdb's), with `known` perhaps partly filled (the Python path overwrites). */
+typedef struct {
+    uint64_t head; /* the first 8 bytes, big-endian, zero-padded: most keys compare as one integer */
+    const char *s;
+    Py_ssize_t n;
+    PyObject *name; /* borrowed: its line holds it */
+} Name;
+
+/* as bytes compare (a prefix first): heads that differ order as their bytes do (padding sorts first) */
+static int by_name(const void *a, const void *b) {
+    const Name *x = a, *y = b;
+    if (x->head != y->head) return x->head < y->head ? -1 : 1;
+    int c = memcmp(x->s, y->s, (size_t)(x->n < y->n ? x->n : y->n));
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static PyObject *look_up(PyObject *self, PyObject *args) {
+    static const char *spelled[] = {"external_key", "src_key", "dst_key"};
+    static PyObject *fields[3];
+    PyObject *lines, *txn_obj, *db_obj, *known, *out = NULL;
+    Py_buffer prefix, inv;
+    if (!PyArg_ParseTuple(args, "O!OOy*y*O!", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
+                          &known))
+        return NULL;
+    const LmdbApi *api = bulk_lmdb();
+    MDB_txn *txn = api && inv.len == 8 ? api->txn_of(txn_obj, 0) : NULL;
+    MDB_dbi dbi;
+    MDB_cursor *cur = NULL;
+    Name *names = NULL;
+    Py_ssize_t count = 0, cap = 0;
+    Buf k = {0};
+    if (!txn || !api->dbi_of(db_obj, &dbi)) {
+        out = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (int f = 0; f < 3; f++)
+        if (!fields[f] && !(fields[f] = PyUnicode_InternFromString(spelled[f]))) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
+        PyObject *obj = PyList_GET_ITEM(lines, i);
+        if (!PyDict_CheckExact(obj)) continue;
+        for (int f = 0; f < 3; f++) {
+            PyObject *name = PyDict_GetItemWithError(obj, fields[f]); /* borrowed */
+            if (!name && PyErr_Occurred()) goto done;
+            if (!name || !PyUnicode_CheckExact(name)) continue;
+            Py_ssize_t n;
+            const char *s = PyUnicode_AsUTF8AndSize(name, &n);
+            if (!s) { /* a lone surrogate: the line's own lookup meets it */
+                PyErr_Clear();
+                continue;
+            }
+            if (count == cap) {
+                cap = cap ? cap * 2 : 1024;
+                Name *grown = PyMem_Realloc(names, (size_t)cap * sizeof(Name));
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                names = grown;
+            }
+            uint64_t head = 0;
+            for (int b = 0; b < 8; b++) head = head << 8 | (b < n ? (unsigned char)s[b] : 0);
+            names[count++] = (Name){head, s, n, name};
+        }
+    }
+    if (count) qsort(names, (size_t)count, sizeof(Name), by_name); /* each seek lands near the last */
+    int rc = api->cursor_open(txn, dbi, &cur);
+    if (rc) {
+        cur = NULL;
+        out = Py_NewRef(Py_False);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i && by_name(&names[i - 1], &names[i]) == 0) continue; /* a repeat */
+        k.len = 0;
+        if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, names[i].s, names[i].n) < 0 || put_byte(&k, 0) < 0)
+            goto done;
+        uint64_t id;
+        int got = api->key_id(cur, k.data, (size_t)k.len, inv.buf, &id, &rc);
+        if (got == KEY_PYTHON || got == KEY_FAILED) {
+            out = Py_NewRef(Py_False);
+            goto done;
+        }
+        PyObject *value = got == KEY_FOUND ? PyLong_FromUnsignedLongLong(id) : Py_NewRef(Py_None);
+        int set = value ? PyDict_SetItem(known, names[i].name, value) : -1;
+        Py_XDECREF(value);
+        if (set < 0) goto done;
+    }
+    out = Py_NewRef(Py_True);
+done:
+    if (cur) api->cursor_close(cur);
+    PyMem_Free(k.data);
+    PyMem_Free(names);
+    PyBuffer_Release(&prefix);
+    PyBuffer_Release(&inv);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"bind_lmdb", bind_lmdb, METH_O, "LMDB's functions as store/_walk.c bound them (its lmdb_api())"},
     {"strerror", lmdb_strerror, METH_O, "LMDB's words for an error code"},
+    {"look_up", look_up, METH_VARARGS, "the keys parsed lines name, looked up in one sorted pass, into a dict"},
     {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},
     {"edge", edge, METH_VARARGS, "a new edge's entries, appended to (edges, out, in)"},

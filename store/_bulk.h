@@ -7,6 +7,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "_lmdb.h"
+
 typedef struct {
     char *data;
     Py_ssize_t len, cap;
@@ -35,5 +37,6 @@ int run_add(PyObject *run, const char *key, Py_ssize_t klen, const char *value, 
 int run_last_value(PyObject *run, const char **value, Py_ssize_t *vlen); /* into the run's buffer */
 PyObject *bind_lmdb(PyObject *self, PyObject *capsule);
 PyObject *lmdb_strerror(PyObject *self, PyObject *code);
+const LmdbApi *bulk_lmdb(void); /* NULL until bind_lmdb() */
 
 #endif

@@ -205,6 +205,8 @@ PyTypeObject RunType = {
     .tp_as_sequence = &run_sequence,
 };
 
+const LmdbApi *bulk_lmdb(void) { return lmdb; }
+
 PyObject *lmdb_strerror(PyObject *self, PyObject *code) {
     int rc = (int)PyLong_AsLong(code);
     if (rc == -1 && PyErr_Occurred())

@@ -5,6 +5,7 @@
 #define DRSG_LMDB_H
 #include <Python.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct MDB_txn MDB_txn;
 typedef struct MDB_cursor MDB_cursor;
@@ -30,6 +31,11 @@ typedef struct {
     int (*cursor_get)(MDB_cursor *, MDB_val *, MDB_val *, int);
     int (*cursor_put)(MDB_cursor *, MDB_val *, MDB_val *, unsigned int);
     char *(*strerror)(int);
+    /* key_id(cursor on keys, key group, its length, inv_at, &id, &err): the node a key group names
+     * at inv_at (store/_walk.c's key_ids, one key): KEY_FOUND and *id, KEY_NONE, KEY_PYTHON (the
+     * Python path must judge), or KEY_FAILED and LMDB's *err */
+    int (*key_id)(MDB_cursor *cur, const char *group, size_t len, const char *inv_at, uint64_t *id, int *err);
 } LmdbApi;
+enum { KEY_NONE = 0, KEY_FOUND = 1, KEY_PYTHON = 2, KEY_FAILED = 3 };
 
 #endif

@@ -139,6 +139,7 @@ static int dbi_of(PyObject *obj, MDB_dbi *dbi) {
 }
 
 static void wrote(PyObject *obj) { ((TransObject *)obj)->mutations++; }
+static int key_id(MDB_cursor *cur, const char *group, size_t len, const char *inv_at, uint64_t *id, int *err);
 
 /* lmdb_api() -> a capsule of store/_lmdb.h's LmdbApi: LMDB bound here, for another extension. */
 static PyObject *lmdb_api(PyObject *self, PyObject *unused) {
@@ -147,7 +148,8 @@ static PyObject *lmdb_api(PyObject *self, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "lmdb_api() before bind()");
         return NULL;
     }
-    api = (LmdbApi){txn_of, dbi_of, wrote, lm_cursor_open, lm_cursor_close, lm_cursor_get, lm_cursor_put, lm_strerror};
+    api = (LmdbApi){txn_of,        dbi_of,        wrote,         lm_cursor_open, lm_cursor_close,
+                    lm_cursor_get, lm_cursor_put, lm_strerror, key_id};
     return PyCapsule_New(&api, LMDB_API_NAME, NULL);
 }
 
@@ -497,6 +499,25 @@ done:
  * through one cursor: an import's keys, in its write transaction (the cursor is closed before it
  * returns), sorted by the caller so that each seek lands near the last. None in the list: no node
  * holds that key; False for the whole call: the Python path's to answer. */
+static int key_id(MDB_cursor *cur, const char *group, size_t len, const char *inv_at, uint64_t *id, int *err) {
+    unsigned char sought[MAX_KEY];
+    if (len + SEQ > MAX_KEY - 1) return KEY_PYTHON;
+    memcpy(sought, group, len);
+    memcpy(sought + len, inv_at, SEQ);
+    MDB_val key = {len + SEQ, sought}, value;
+    int rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND ||
+        (rc == 0 && (value.mv_size == 0 || key.mv_size != len + SEQ || memcmp(key.mv_data, group, len) != 0)))
+        return KEY_NONE;
+    if (rc) {
+        *err = rc;
+        return KEY_FAILED;
+    }
+    if (value.mv_size != 8) return KEY_PYTHON; /* not an id: the reference's to judge */
+    *id = be(value.mv_data, 8);
+    return KEY_FOUND;
+}
+
 static PyObject *key_ids(PyObject *self, PyObject *args) {
     PyObject *txn_obj, *keys_obj, *groups, *out = NULL;
     Py_buffer inv_at;
@@ -504,7 +525,6 @@ static PyObject *key_ids(PyObject *self, PyObject *args) {
     MDB_cursor *cur = NULL;
     MDB_txn *txn = txn_of(txn_obj, 0);
     MDB_dbi keys_dbi;
-    unsigned char sought[MAX_KEY];
     Py_ssize_t n = PyList_GET_SIZE(groups);
     if (!fixed(&inv_at, SEQ, "inv_at")) goto done;
     if (!txn || !dbi_of(keys_obj, &keys_dbi)) {
@@ -527,23 +547,19 @@ static PyObject *key_ids(PyObject *self, PyObject *args) {
     if (!ids) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *group = PyList_GET_ITEM(groups, i), *id;
-        size_t len = (size_t)PyBytes_GET_SIZE(group);
-        memcpy(sought, PyBytes_AS_STRING(group), len);
-        memcpy(sought + len, inv_at.buf, SEQ);
-        MDB_val key = {len + SEQ, sought}, value;
-        rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
-        if (rc == MDB_NOTFOUND || (rc == 0 && (value.mv_size == 0 || key.mv_size != len + SEQ ||
-                                               memcmp(key.mv_data, PyBytes_AS_STRING(group), len) != 0)))
+        uint64_t found;
+        int got = key_id(cur, PyBytes_AS_STRING(group), (size_t)PyBytes_GET_SIZE(group), inv_at.buf, &found, &rc);
+        if (got == KEY_NONE)
             id = Py_NewRef(Py_None);
-        else if (rc) {
+        else if (got == KEY_FAILED) {
             Py_DECREF(ids);
             lmdb_failed("mdb_cursor_get", rc);
             goto done;
-        } else if (value.mv_size != 8) { /* not an id: the reference's to judge */
+        } else if (got == KEY_PYTHON) {
             Py_DECREF(ids);
             out = Py_NewRef(Py_False);
             goto done;
-        } else if (!(id = PyLong_FromUnsignedLongLong(be(value.mv_data, 8)))) {
+        } else if (!(id = PyLong_FromUnsignedLongLong(found))) {
             Py_DECREF(ids);
             goto done;
         }

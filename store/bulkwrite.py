@@ -144,6 +144,16 @@ class Native(Encoder, Protocol):
 
     def bind_lmdb(self, api: object, /) -> None: ...
     def strerror(self, code: int, /) -> str: ...
+    def look_up(
+        self,
+        lines: list[Any],
+        txn: Txn,
+        keys_db: DbHandle,
+        plane_group: bytes,
+        inv: bytes,
+        known: dict[str, int | None],
+        /,
+    ) -> bool: ...
 
 
 def _load() -> Native | None:
@@ -214,6 +224,9 @@ class BulkWrites:
     def look_up_keys(self, tx: WriteTx, lines: list[Any]) -> None:
         """The keys a commit's parsed ``lines`` name (nodes' and edges' ends) looked up at once, in key
         order, so that each seek lands near the last: what the file holds as the commit begins."""
+        inv = keys.inv(tx.seq)
+        if _encoder is _native and _native.look_up(lines, tx.txn, self.keys_db, self.plane_group, inv, self.known):
+            return  # (all in C: store/_bulk.c's look_up, each key as _look_up reads it)
         order, groups = _encoder.key_groups(lines, self.plane_group)
         self.known.update(zip(order, self._look_up(tx, groups), strict=True))
 

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import drsg
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import pack
-from drsg.store import bulkwrite
+from drsg.store import bulkwrite, keys, native
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
@@ -417,3 +417,44 @@ def test_a_run_is_written_from_c_on_py_lmdbs_transaction(tmp_path: Path) -> None
         got.append((failed.type, str(failed.value)))
     env.close()
     assert got[0] == got[1] and got[0][0] is lmdb.MapFullError, got
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+    """A plane whose nodes have some of the names the lines below may name."""
+    with drsg.open(tmp_path_factory.mktemp("keyed") / "g.drsg") as db:
+        lines = [{"labels": ["A"], "external_key": key} for key in ["a", "aa", "bbb", "aaaaaaaaa", "é"]]
+        path = tmp_path_factory.mktemp("keyed") / "in.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        import_jsonl(db, path, "p", create_plane=True)
+        yield db
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(parsed_line, max_size=12), named=st.lists(st.sampled_from(["a", "aa", "bbb", "aaaaaaaaa", "é"])))
+def test_the_c_key_look_up_answers_as_the_python_path(keyed: Database, lines: list[Any], named: list[str]) -> None:
+    """store/_bulk.c's look_up fills a commit's known keys as key_groups + _walk.c's key_ids do
+    (found, absent, keys that share 8-byte heads or are prefixes of others, lone surrogates, non-str
+    keys); a key too long for LMDB to seek leaves the whole answer to the Python path (False)."""
+    lines = lines + [{"src_key": key} for key in named]
+    bulkwrite._bind_lmdb()
+    walk, c = native.walker(), bulkwrite._native
+    assert walk is not None and c is not None
+    env = keyed.env
+    with keyed.snapshot() as snap:
+        plane_group, inv = keys.plane_group(snap.plane("p").id), keys.inv(snap.at + 1)  # (as a commit after it)
+    txn = env.begin_write()
+    try:
+        for extra in ([], [{"dst_key": "x" * 600}]):
+            known: dict[str, int | None] = {}
+            took = c.look_up(lines + extra, txn, env.dbs["keys"], plane_group, inv, known)
+            order, groups = bulkwrite.PyEncoder.key_groups(lines + extra, plane_group)
+            found = walk.key_ids(txn, env.dbs["keys"], inv, groups)
+            assert (took is False) == (found is False)  # a key too long to seek: both leave it to Python
+            if extra:
+                assert took is False
+            elif found is not False:
+                assert took is True and known == dict(zip(order, found, strict=True))
+                assert {known[key] is not None for key in named} <= {True}
+    finally:
+        txn.abort()
