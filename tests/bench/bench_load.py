@@ -9,8 +9,10 @@ order reversed every other pass) and the median is reported as records (nodes + 
 ``--before`` adds the import as it was before its bulk path (store/bulkwrite.py: every record through
 WriteTx and the projection, ``use_bulk(False)``); ``--no-loop`` the bulk path with each line read in
 Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--txn-mib 1,4,64`` adds it at those transaction
-sizes (``store.import_txn_bytes``). ``--profile FILE`` instead runs one drsg import under cProfile
-and writes its stats to FILE (``python -m pstats FILE``).
+sizes (``store.import_txn_bytes``); ``--tree OLD`` the import as another checkout's code does it (a
+folder laid out as the package, as bench_startup's ``--tree``: ``OLD/drsg/`` holding ``drsg/*`` and
+the layer folders, its C modules built in place). ``--profile FILE`` instead runs one drsg import
+under cProfile and writes its stats to FILE (``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
         [--no-floor] [--before] [--no-loop] [--txn-mib LIST]
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -31,7 +34,10 @@ from tests.bench import common
 from tests.bench.bench_cypher import make_files
 
 DRSG = r"""
-import json, sys, time
+import json, os, sys, time
+if os.environ.get("DRSG_TREE"):  # (--tree: that checkout's code, not the installed one)
+    sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in str(f)]
+    sys.path.insert(0, os.environ["DRSG_TREE"])
 import drsg
 from drsg.store import bulkwrite
 from drsg.store.jsonl import import_jsonl
@@ -60,9 +66,11 @@ print(json.dumps({"secs": secs}))
 """
 
 
-def _run(args: list[str]) -> dict[str, float]:
-    """A load in a fresh process: ``args`` after the interpreter (``-c CODE …`` or ``-m MODULE …``)."""
-    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=common.REPO)
+def _run(args: list[str], tree: str = "") -> dict[str, float]:
+    """A load in a fresh process: ``args`` after the interpreter (``-c CODE …`` or ``-m MODULE …``);
+    ``tree``: drsg's code from that package tree."""
+    env = {**os.environ, "DRSG_TREE": tree}
+    out = subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=common.REPO, env=env)
     if out.returncode != 0:
         raise SystemExit(f"a load failed ({out.returncode}):\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -79,6 +87,7 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="also the import without its bulk path (WriteTx)")
     ap.add_argument("--no-loop", action="store_true", help="also the bulk path without its C line loop")
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
+    ap.add_argument("--tree", help="also the import as the package tree OLD's code does it (see the docstring)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC)
@@ -96,9 +105,9 @@ def main() -> None:
     if not args.no_floor and not ref.exists():
         _run(["-c", DRSG, str(ref), str(jsonl), "", "", "bulk"])
 
-    def drsg_load(txn_bytes: str, path: str = "bulk") -> Callable[[Path], dict[str, float]]:
+    def drsg_load(txn_bytes: str, path: str = "bulk", tree: str = "") -> Callable[[Path], dict[str, float]]:
         def load(work: Path) -> dict[str, float]:
-            got = _run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), txn_bytes, "", path])
+            got = _run(["-c", DRSG, str(work / "g.drsg"), str(jsonl), txn_bytes, "", path], tree)
             assert (got["nodes"], got["edges"]) == (args.nodes, args.nodes * args.degree), got
             return got
 
@@ -112,6 +121,8 @@ def main() -> None:
         loads["drsg `import_jsonl`, every record through WriteTx (before)"] = drsg_load("", "reference")
     if args.no_loop:
         loads[NO_LOOP] = drsg_load("", "bulk-no-loop")
+    if args.tree:
+        loads[TREE] = drsg_load("", tree=args.tree)
     for mib in filter(None, args.txn_mib.split(",")):
         loads[f"drsg `import_jsonl`, {mib} MiB per LMDB transaction"] = drsg_load(str(int(float(mib) * (1 << 20))))
     if not args.no_floor:
@@ -161,6 +172,11 @@ def main() -> None:
         lines.append(f"drsg after / before (records/s, > 1 is faster): {common.ratio(drsg, rate[before[0]]):.2f}×")
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (before[0], "drsg `import_jsonl`")]
         lines.append(f"drsg CPU seconds, before / after: {common.ratio(*cpu):.2f}×")
+    if args.tree:
+        mine = parts["drsg `import_jsonl`"]
+        cpu = [statistics.median(p["cpu"] for p in runs) for runs in (parts[TREE], mine)]
+        paired = _each([common.ratio(a["cpu"], b["cpu"]) for a, b in zip(parts[TREE], mine, strict=True)])
+        lines.append(f"drsg CPU seconds, --tree / this checkout: {common.ratio(*cpu):.2f}× (each pass: {paired})")
     if args.no_loop:
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (NO_LOOP, "drsg `import_jsonl`")]
         lines.append(f"drsg with the C line loop / without (records/s): {common.ratio(drsg, rate[NO_LOOP]):.2f}×")
@@ -173,6 +189,7 @@ def _each(values: list[float] | list[float | None]) -> str:
 
 
 NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
+TREE = "drsg `import_jsonl`, --tree's code"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
 RAW_RUNS = "raw LMDB, drsg's entries, each commit's sorted runs written from C, one transaction"
 RAW_SORTED = "raw py-lmdb, drsg's entries, sorted, `putmulti(append=True)`, one transaction"
