@@ -414,6 +414,7 @@ done:
 static PyMethodDef methods[] = {
     {"bind_lmdb", bind_lmdb, METH_O, "LMDB's functions as store/_walk.c bound them (its lmdb_api())"},
     {"strerror", lmdb_strerror, METH_O, "LMDB's words for an error code"},
+    {"mutation_slots", mutation_slots, METH_VARARGS, "NodePut and EdgePut made by setting their slots"},
     {"look_up", look_up, METH_VARARGS, "the keys parsed lines name, looked up in one sorted pass, into a dict"},
     {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},
     {"node", node, METH_VARARGS, "a new node's entries, appended to (nodes, keys, labels)"},

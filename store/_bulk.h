@@ -30,6 +30,7 @@ int node_entries(PyObject *runs[3], unsigned int plane, uint64_t node_id, const 
 int edge_entries(PyObject *runs[3], unsigned int plane, uint64_t edge_id, uint64_t src, uint64_t dst, const char *t,
                  Py_ssize_t tn, const char *inv, const char *props, Py_ssize_t props_n);
 PyObject *lines(PyObject *self, PyObject *args);
+PyObject *mutation_slots(PyObject *self, PyObject *args);
 
 /* store/_bulkrun.c: a table's run (Run) */
 extern PyTypeObject RunType;

@@ -17,6 +17,8 @@
  *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts)
  *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation's msgpack (its
  *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode).
+ * mutation_slots(NodePut, fields, EdgePut, fields): make those mutations by setting their slots
+ *     (bulkwrite.py calls it once it checked them with native.slots_record); else they are called.
  */
 #include <math.h>
 #include <string.h>
@@ -142,6 +144,53 @@ static PyObject *pack_props(PyObject *props, PyObject **map) {
     return out;
 }
 
+/* NodePut and EdgePut as store/bulkwrite.py checked them (native.slots_record): made as their
+ * __init__ makes them — allocated, each slot set in field order — without a call into Python. */
+static PyTypeObject *node_put_type, *edge_put_type;
+static PyObject *node_put_slots[5], *edge_put_slots[6];
+
+static int slots_of(PyObject *type, PyObject *names, PyObject **slots, Py_ssize_t n) {
+    if (!PyType_Check(type) || !PyTuple_Check(names) || PyTuple_GET_SIZE(names) != n) {
+        PyErr_SetString(PyExc_TypeError, "mutation_slots(NodePut, its 5 fields, EdgePut, its 6 fields)");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *slot = PyObject_GetAttr(type, PyTuple_GET_ITEM(names, i));
+        if (!slot)
+            return -1;
+        if (!Py_IS_TYPE(slot, &PyMemberDescr_Type)) {
+            Py_DECREF(slot);
+            PyErr_Format(PyExc_TypeError, "%R is not a slot of %R", PyTuple_GET_ITEM(names, i), type);
+            return -1;
+        }
+        Py_XSETREF(slots[i], slot);
+    }
+    return 0;
+}
+
+PyObject *mutation_slots(PyObject *self, PyObject *args) {
+    PyObject *node_type, *node_names, *edge_type, *edge_names;
+    if (!PyArg_ParseTuple(args, "OOOO", &node_type, &node_names, &edge_type, &edge_names))
+        return NULL;
+    node_put_type = edge_put_type = NULL; /* never half bound */
+    if (slots_of(node_type, node_names, node_put_slots, 5) < 0 || slots_of(edge_type, edge_names, edge_put_slots, 6) < 0)
+        return NULL;
+    Py_INCREF(node_type);
+    Py_INCREF(edge_type);
+    node_put_type = (PyTypeObject *)node_type;
+    edge_put_type = (PyTypeObject *)edge_type;
+    Py_RETURN_NONE;
+}
+
+/* A `type` whose `n` slots get `values` (borrowed), as its __init__ would set them. */
+static PyObject *made(PyTypeObject *type, PyObject **slots, PyObject **values, int n) {
+    PyObject *obj = type->tp_alloc(type, 0);
+    for (int i = 0; obj && i < n; i++)
+        if (Py_TYPE(slots[i])->tp_descr_set(slots[i], obj, values[i]) < 0)
+            Py_CLEAR(obj);
+    return obj;
+}
+
 static int bump(PyObject *counts, PyObject *name) {
     PyObject *had = PyDict_GetItemWithError(counts, name);
     if (!had && PyErr_Occurred())
@@ -235,8 +284,14 @@ static int take_node(Loop *c, PyObject *obj) {
     PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
     PyObject *k = key ? key : Py_None;
     int rc = -1;
-    PyObject *mutation = label_list && id ? PyObject_CallFunction(c->node_put, "IOOOO", c->plane, id, k, label_list, map)
-                                          : NULL;
+    PyObject *mutation = NULL, *plane = PyLong_FromUnsignedLong(c->plane);
+    if (label_list && id && plane) {
+        PyObject *values[5] = {plane, id, k, label_list, map};
+        mutation = (PyTypeObject *)c->node_put == node_put_type ? made(node_put_type, node_put_slots, values, 5)
+                                                               : PyObject_CallFunctionObjArgs(c->node_put, plane, id, k,
+                                                                                              label_list, map, NULL);
+    }
+    Py_XDECREF(plane);
     if (mutation &&
         emit(c, mutation,
              node_entries(c->nruns, c->plane, c->next_node, key ? PyUnicode_DATA(key) : NULL,
@@ -279,7 +334,18 @@ static int take_edge(Loop *c, PyObject *obj) {
         return packed ? 0 : -1;
     }
     int rc = -1;
-    PyObject *mutation = PyObject_CallFunction(c->edge_put, "IKLLOO", c->plane, c->next_edge, src, dst, type, map);
+    PyObject *mutation = NULL, *plane = PyLong_FromUnsignedLong(c->plane), *id = PyLong_FromUnsignedLongLong(c->next_edge);
+    PyObject *src_id = PyLong_FromLongLong(src), *dst_id = PyLong_FromLongLong(dst);
+    if (plane && id && src_id && dst_id) {
+        PyObject *values[6] = {plane, id, src_id, dst_id, type, map};
+        mutation = (PyTypeObject *)c->edge_put == edge_put_type
+                       ? made(edge_put_type, edge_put_slots, values, 6)
+                       : PyObject_CallFunctionObjArgs(c->edge_put, plane, id, src_id, dst_id, type, map, NULL);
+    }
+    Py_XDECREF(plane);
+    Py_XDECREF(id);
+    Py_XDECREF(src_id);
+    Py_XDECREF(dst_id);
     if (mutation &&
         emit(c, mutation,
              edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, PyUnicode_DATA(type),

@@ -143,6 +143,9 @@ class Native(Encoder, Protocol):
     """store/_bulk.c: the encoder, and its runs' writes to LMDB (store/_bulkrun.c)."""
 
     def bind_lmdb(self, api: object, /) -> None: ...
+    def mutation_slots(
+        self, node_put: type[NodePut], node: tuple[str, ...], edge_put: type[EdgePut], edge: tuple[str, ...], /
+    ) -> None: ...
     def strerror(self, code: int, /) -> str: ...
     def look_up(
         self,
@@ -332,14 +335,21 @@ def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:
 _bound = False
 
 
+_NODE_PUT = ("plane", "id", "key", "labels", "props")
+_EDGE_PUT = ("plane", "id", "src", "dst", "type", "props")
+
+
 def _bind_lmdb() -> None:
-    """Hand store/_bulk.c the LMDB functions store/_walk.c found, once its layout check passed."""
+    """Hand store/_bulk.c the LMDB functions store/_walk.c found, once its layout check passed, and
+    the mutations it may make by setting their slots (else it calls them)."""
     global _bound
     if _bound or _native is None:
         return
     walk = native.walker()
     if walk is not None:
         _native.bind_lmdb(walk.lmdb_api())
+    if native.slots_record(NodePut, _NODE_PUT) and native.slots_record(EdgePut, _EDGE_PUT):
+        _native.mutation_slots(NodePut, _NODE_PUT, EdgePut, _EDGE_PUT)
     _bound = True
 
 

@@ -163,8 +163,7 @@ def _records(module: Walk) -> str | None:
         (Node, ("plane", "id", "key", "labels", "props")),
     )
     for cls, names in shapes:
-        fields = tuple(f.name for f in dataclasses.fields(cls))
-        if fields != names or getattr(cls, "__slots__", None) != names or hasattr(cls, "__post_init__"):
+        if not slots_record(cls, names):
             return f"{cls.__name__} is not the slots record {names} the C walk makes"
     if tuple(f.name for f in dataclasses.fields(Vector)) != ("data",) or Vector.__slots__ != ("data",):
         return "Vector is not the slots record ('data',) the C decoding makes"
@@ -174,6 +173,13 @@ def _records(module: Walk) -> str | None:
     except (TypeError, ValueError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def slots_record(cls: type, names: tuple[str, ...]) -> bool:
+    """Whether C may make a ``cls`` by setting its slots ``names`` in order: a slots dataclass of
+    exactly those fields whose __init__ sets each and does nothing more (no __post_init__)."""
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    return fields == names and getattr(cls, "__slots__", None) == names and not hasattr(cls, "__post_init__")
 
 
 def _finish(plane: int, edge_id: int, other: int, direction: str, record: bytes) -> Neighbor:

@@ -31,7 +31,7 @@ from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
 from drsg.store.log import encode
-from drsg.store.mutations import NodePut
+from drsg.store.mutations import EdgePut, NodePut
 
 KEYS = ["k0", "k1", "k2", "ключ", "鍵", "k\u00e9", "n9"]
 SEEDED = KEYS[:2]
@@ -285,8 +285,11 @@ def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: py
     real = bulkwrite.BulkWrites.take
 
     def counting(self: bulkwrite.BulkWrites, tx: Any, parsed: list[Any], start: int) -> tuple[int, int, int]:
+        made, wired = len(tx.mutations), len(tx.wires)
         got = real(self, tx, parsed, start)
         taken.append(got[1:])
+        for mutation, wire in zip(tx.mutations[made:], tx.wires[wired:], strict=True):  # (made in C, slot by slot)
+            assert type(mutation) in (NodePut, EdgePut) and pack(mutation.to_wire()) == wire
         return got
 
     monkeypatch.setattr(bulkwrite.BulkWrites, "take", counting)
