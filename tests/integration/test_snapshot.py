@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -188,17 +189,25 @@ def sizable(db: Path, nodes: int = 30000) -> None:
     assert ran.returncode == 0, ran.stderr
 
 
-def killed_at_random(argv: list[str], runs: int, seconds: float) -> int:
-    """Run ``argv`` ``runs`` times, each killed (SIGKILL) after a random part of ``seconds``;
-    returns how many were killed before they finished."""
-    rng, killed = random.Random(7), 0
+def killed_at_random(
+    argv: list[str], runs: int, seconds: float, seed: int = 7, after: Callable[[], None] | None = None
+) -> int:
+    """Run ``argv`` ``runs`` times, each killed (SIGKILL) after a random part of ``seconds`` (how long
+    a whole run took), then ``after()``; returns how many were killed before they finished. A run
+    that finished first halves ``seconds``: a first run timed while the machine was busier can take
+    several times a later one, and every kill would then come too late."""
+    rng, killed = random.Random(seed), 0
     for _ in range(runs):
         proc = subprocess.Popen(argv, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(rng.uniform(0, seconds))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             killed += 1
+        else:
+            seconds /= 2
         proc.wait()
+        if after is not None:
+            after()
     return killed
 
 
@@ -230,20 +239,15 @@ def test_kill_during_snapshot_and_restore_leaves_nothing_half_made(tmp_path: Pat
     expected = cli(target, "export", "--canonical", "-p", "big").stdout
     for leftover in (target, Path(f"{target}-lock")):
         leftover.unlink()
-    rng, killed = random.Random(11), 0
-    for _ in range(8):
-        proc = subprocess.Popen(restore, env=clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0, took * 1.2))
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            killed += 1
-        proc.wait()
-        if target.exists():  # it got there: the whole database, never a part of one
+
+    def judge() -> None:  # a run that got there made the whole database, never a part of one
+        if target.exists():
             assert cli(target, "check").returncode == 0
             assert cli(target, "export", "--canonical", "-p", "big").stdout == expected
             for leftover in (target, Path(f"{target}-lock")):
                 leftover.unlink()
-    assert killed >= 4
+
+    assert killed_at_random(restore, 8, took * 1.2, seed=11, after=judge) >= 4
     assert timed(restore) and leftovers(tmp_path) == []
 
 
