@@ -61,6 +61,7 @@ from drsg.store.environment import Environment, Txn
 from drsg.store.import_intents import release
 from drsg.store.intents import Intent, IntentOps, Refusal, decode_intent, is_intent
 from drsg.store.kafka.log import KafkaLog, Record
+from drsg.store.kafka.outcomes import Decided, write_outcome
 from drsg.store.log import decode, header_ts
 from drsg.store.meta import META_FORMAT, LogState, read_mark, read_state
 from drsg.store.mutations import Mutation
@@ -76,8 +77,6 @@ PREV = "drsg-prev"  # header: the CRC of the record at the base, as the writer's
 META_SOURCE = b"log_url"  # the URL of the log this file materialises
 META_TIP = b"kafka_tip"  # [seq, crc32] of the newest Kafka record materialised
 META_POISON = b"kafka_poison"  # poison records materialised as empty commits so far
-META_OUTCOME = b"outcome"  # + u64 seq: an intent's outcome, for its caller
-OUTCOMES_KEPT = 1 << 16  # intents whose outcomes are kept (a caller reads its own at once)
 BATCH = 512  # records judged and written per LMDB transaction
 OFFERS = 65_536  # records held for judging without a fetch (while the node catches up, say)
 IDLE_WAIT = 0.25  # seconds the follower waits on the Kafka log's head before looking again
@@ -185,10 +184,17 @@ class Judge:
         return [entry.skipped(f"its group was broken at {seq}") for entry in broken]
 
 
-def write_entries(env: Environment, entries: Sequence[Entry], source: str, ops: IntentOps) -> bool:
+def write_entries(
+    env: Environment,
+    entries: Sequence[Entry],
+    source: str,
+    ops: IntentOps,
+    decided: dict[int, Decided] | None = None,
+) -> bool:
     """Write ``entries`` (consecutive) as local commits in one LMDB transaction, past those the file
     holds already (every process judges the log alike), each intent decided by ``ops`` on the state
-    before it; False (nothing written) while a staged write holds the seqs past the head."""
+    before it; False (nothing written) while a staged write holds the seqs past the head.
+    ``decided`` is given each intent decided here (valid once this returns True)."""
     dbs = env.dbs
     meta = dbs["meta"]
 
@@ -211,8 +217,10 @@ def write_entries(env: Environment, entries: Sequence[Entry], source: str, ops: 
             written = True
             if entry.intent is not None:
                 made, tallies, origin, outcome = decide(env, txn, state, entry.seq, entry.intent, entry.origin, ops)
-                sink.append(entry.seq, made, origin, entry.ts, tallies)
+                ts = sink.append(entry.seq, made, origin, entry.ts, tallies)
                 write_outcome(txn, env, entry.seq, outcome)
+                if decided is not None:
+                    decided[entry.seq] = Decided(outcome, ts, bool(made))
                 continue
             tallies = None
             if entry.mutations:  # resolved facts: projected as they are, sealed with the record's origin and time
@@ -276,27 +284,6 @@ def _unknown(ops: IntentOps, intent: Intent) -> str | None:
 
 def _one_commit(tx: WriteTx) -> int:
     raise UsageError("an intent is one commit; tx.commit_point() has no place in one")
-
-
-def _outcome_key(seq: int) -> bytes:
-    return META_OUTCOME + keys.u64(seq)
-
-
-def write_outcome(txn: Txn, env: Environment, seq: int, outcome: dict[str, Json]) -> None:
-    """Keep intent ``seq``'s outcome for its caller (another process on this file may have decided
-    it), and forget the one ``OUTCOMES_KEPT`` intents older."""
-    meta = env.dbs["meta"]
-    txn.put(_outcome_key(seq), pack(outcome), db=meta)
-    if seq > OUTCOMES_KEPT:
-        txn.delete(_outcome_key(seq - OUTCOMES_KEPT), db=meta)
-
-
-def read_outcome(txn: Txn, env: Environment, seq: int) -> dict[str, Json] | None:
-    """Intent ``seq``'s outcome (``{"value": …}`` or ``{"refused": …}``); None if commit ``seq`` is
-    not a decided intent, or one decided too long ago to be kept."""
-    raw = txn.get(_outcome_key(seq), db=env.dbs["meta"])
-    outcome = None if raw is None else unpack(raw)
-    return outcome if isinstance(outcome, dict) else None
 
 
 def log_identity(source: str, first_crc: int) -> str:
@@ -391,6 +378,9 @@ class Materialiser:
         self._seq_lock = threading.Lock()
         self._waiter_ids = itertools.count()
         self._flushed = (head, time.monotonic())  # the head at the last flush, and when
+        # intents this process's writers wait for, and what they became when decided here: a
+        # writer takes its outcome from memory instead of reading it back from the copy
+        self._expected: dict[int, Decided | None] = {}
 
     def start(self) -> Materialiser:
         """Start following the topic in a thread of its own; returns the materialiser. The log's
@@ -501,6 +491,23 @@ class Materialiser:
             if len(self._offered) < OFFERS:
                 self._offered[record.seq] = record
 
+    def expect(self, seq: int) -> None:
+        """A writer of this process waits for intent ``seq``: keep what it becomes for :meth:`decided`."""
+        with self._offered_lock:
+            self._expected[seq] = None
+
+    def decided(self, seq: int) -> Decided | None:
+        """Intent ``seq`` as this process decided it (once; None if it was not decided here, or not
+        yet, or was no intent: then the copy says)."""
+        with self._offered_lock:
+            return self._expected.pop(seq, None)
+
+    def _keep(self, decided: dict[int, Decided]) -> None:
+        if decided:
+            with self._offered_lock:
+                for seq in decided.keys() & self._expected.keys():
+                    self._expected[seq] = decided[seq]
+
     def _own_records(self) -> list[Record]:
         """The offered records from the next seq on, consecutive; older offers are dropped."""
         with self._offered_lock:
@@ -519,15 +526,22 @@ class Materialiser:
             return self._write_locked()
 
     def _write_locked(self) -> bool:
+        decided: dict[int, Decided] = {}
         try:
-            return write_entries(self.env, self._ready, self.kafka.url, self.ops)
+            written = write_entries(self.env, self._ready, self.kafka.url, self.ops, decided)
+            if written:
+                self._keep(decided)
+            return written
         except DrsgError:
             raise  # the file or the disk, not the record: tried again
         except Exception:
             pass
         for i, entry in enumerate(self._ready):
             try:
-                written = write_entries(self.env, [entry], self.kafka.url, self.ops)
+                decided = {}
+                written = write_entries(self.env, [entry], self.kafka.url, self.ops, decided)
+                if written:
+                    self._keep(decided)
             except DrsgError:
                 raise
             except Exception as exc:

@@ -47,9 +47,9 @@ from drsg.store.kafka.materialiser import (
     Materialiser,
     crc_at,
     crc_of,
-    read_outcome,
     u64_header,
 )
+from drsg.store.kafka.outcomes import Decided, read_outcome
 from drsg.store.log import LogReader
 from drsg.store.meta import read_head, read_state
 from drsg.store.mutations import Mutation
@@ -171,20 +171,32 @@ class KafkaWrites:
             intent = intent.unbounded()
         record = self.kafka.produce_intent(intent, dict(origin or {}))
         seq = record.seq
-        materialiser.offer(record)
-        materialiser.help(lambda: materialiser.written >= seq)
-        self.catch_up(seq)
+        materialiser.expect(seq)
+        try:
+            materialiser.offer(record)
+            materialiser.help(lambda: materialiser.written >= seq)
+            if materialiser.written < seq:  # (decided in this thread as a rule: no read of the head)
+                self.catch_up(seq)
+        finally:
+            decided = materialiser.decided(seq)  # (the reads of the copy below spared)
+        if decided is None:  # decided by another thread's round before this one looked, or poison
+            decided = self._landed(seq)
+        if "refused" in decided.outcome:
+            raise Refusal.from_json(decided.outcome["refused"]).exception()
+        value = decided.outcome.get("value")
+        return CommitResult(value, (seq,), decided.ts) if decided.applied else CommitResult(value, (), None)
+
+    def _landed(self, seq: int) -> Decided:
+        """Intent ``seq`` as the copy holds it."""
         with self.env.read() as txn:
             outcome = read_outcome(txn, self.env, seq)
             landed = LogReader(txn, self.env.dbs["log"]).get(seq)
         if outcome is None:  # kept as a poison record: its origin says why
             why = None if landed is None else landed.origin.get("skipped")
             raise StoreError(f"{self.kafka.url}: commit {seq} could not be applied ({why}); nothing was written")
-        if "refused" in outcome:
-            raise Refusal.from_json(outcome["refused"]).exception()
         if landed is None or not landed.mutations:
-            return CommitResult(outcome.get("value"), (), None)
-        return CommitResult(outcome.get("value"), (seq,), landed.ts)
+            return Decided(outcome, 0, False)
+        return Decided(outcome, landed.ts, True)
 
     async def asubmit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]:
         return await asyncio.to_thread(self.submit, intent, origin)

@@ -402,3 +402,25 @@ def test_many_writes_in_flight_on_one_node_each_wait_for_their_own_seq(tmp_path:
     finally:
         for db in nodes:
             db.close()
+
+
+def test_a_writer_takes_its_outcome_from_memory_as_the_copy_holds_it(tmp_path: Path, url: str) -> None:
+    """A writer's outcome, handed over in memory by the round that decided it in this process, is
+    what a read of the copy gives (store/kafka/outcomes.py): seq, time, value, refusal; none kept."""
+    a = node_of(tmp_path, "a", url)
+    try:
+        materialiser = a.materialiser
+        assert materialiser is not None
+        told: list[Any] = []
+        decided = materialiser.decided
+        materialiser.decided = lambda seq: told.append(out := decided(seq)) or out  # type: ignore[method-assign]
+        done = a.submit(Intent("node.put", {"plane": "startup", "key": "m", "properties": {"n": 1}}))
+        with pytest.raises(Conflict) as refused:
+            a.submit(Intent("node.put", {"plane": "startup", "key": "m", "mode": "create"}))
+        assert len(told) == 2 and all(t is not None for t in told)  # both from memory
+        assert done.seqs and done.ts == next(c.ts for c in a.commits() if c.seq == done.seqs[0])
+        assert told[0].outcome == {"value": done.value} and told[0].applied
+        assert told[1].outcome["refused"]["message"] == str(refused.value) and not told[1].applied
+        assert materialiser._expected == {}  # nothing left behind
+    finally:
+        a.close()

@@ -18,7 +18,8 @@ from drsg.kernel.values import Json
 from drsg.store.intent_ops import INTENT_OPS
 from drsg.store.intents import Intent, IntentOps, Refusal, batch, decode_intent, encode_intent, is_intent
 from drsg.store.kafka.log import Record
-from drsg.store.kafka.materialiser import Entry, Judge, read_outcome, write_entries
+from drsg.store.kafka.materialiser import Entry, Judge, write_entries
+from drsg.store.kafka.outcomes import read_outcome
 from drsg.store.log import encode
 from drsg.store.mutations import NodePut
 from drsg.store.transaction import WriteTx
