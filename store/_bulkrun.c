@@ -25,7 +25,9 @@
 #include "_lmdb.h"
 
 typedef struct {
-    Py_ssize_t off; /* the key's first byte in data; the value follows it */
+    uint64_t head[2]; /* the key's first 16 bytes, big-endian, zero-padded: most comparisons end here,
+                         without reading the key (a random place in data) */
+    Py_ssize_t off;   /* the key's first byte in data; the value follows it */
     uint32_t klen, vlen;
 } Item;
 
@@ -56,7 +58,10 @@ int run_add(PyObject *obj, const char *key, Py_ssize_t klen, const char *value, 
     Py_ssize_t off = run->data.len;
     if (put(&run->data, key, klen) < 0 || put(&run->data, value, vlen) < 0)
         return -1;
-    run->items[run->n++] = (Item){off, (uint32_t)klen, (uint32_t)vlen};
+    Item *item = &run->items[run->n++];
+    *item = (Item){{0, 0}, off, (uint32_t)klen, (uint32_t)vlen};
+    for (Py_ssize_t i = 0; i < 16; i++)
+        item->head[i / 8] = item->head[i / 8] << 8 | (i < klen ? (unsigned char)key[i] : 0);
     return 0;
 }
 
@@ -72,7 +77,10 @@ int run_last_value(PyObject *obj, const char **value, Py_ssize_t *vlen) {
     return 0;
 }
 
+/* as bytes compare (a prefix first): heads that differ order as their bytes do (padding sorts first) */
 static int compare(const char *base, const Item *x, const Item *y) {
+    if (x->head[0] != y->head[0]) return x->head[0] < y->head[0] ? -1 : 1;
+    if (x->head[1] != y->head[1]) return x->head[1] < y->head[1] ? -1 : 1;
     int c = memcmp(base + x->off, base + y->off, x->klen < y->klen ? x->klen : y->klen);
     return c ? c : (x->klen > y->klen) - (x->klen < y->klen);
 }
@@ -150,10 +158,9 @@ static PyObject *run_write(Run *self, PyObject *args) {
     if (rc == MDB_NOTFOUND)
         rc = 0, flags = MDB_APPEND; /* an empty table */
     else if (rc == 0) {
-        Item last = {0, (uint32_t)k.mv_size, 0};
-        const char *first = base + items[0].off;
-        int c = memcmp(first, k.mv_data, items[0].klen < last.klen ? items[0].klen : last.klen);
-        if (c > 0 || (c == 0 && items[0].klen > last.klen))
+        size_t first_n = items[0].klen, last_n = k.mv_size;
+        int c = memcmp(base + items[0].off, k.mv_data, first_n < last_n ? first_n : last_n);
+        if (c > 0 || (c == 0 && first_n > last_n))
             flags = MDB_APPEND; /* past the table's last key */
     }
     for (; rc == 0 && i < n; i++) {
