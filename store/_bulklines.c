@@ -191,29 +191,59 @@ static PyObject *made(PyTypeObject *type, PyObject **slots, PyObject **values, i
     return obj;
 }
 
-static int bump(PyObject *counts, PyObject *name) {
+static int bump(PyObject *counts, PyObject *name, Py_ssize_t n) {
     PyObject *had = PyDict_GetItemWithError(counts, name);
     if (!had && PyErr_Occurred())
         return -1;
-    PyObject *now = PyLong_FromLongLong(had ? PyLong_AsLongLong(had) + 1 : 1);
+    PyObject *now = PyLong_FromLongLong(had ? PyLong_AsLongLong(had) + n : n);
     int rc = now ? PyDict_SetItem(counts, name, now) : -1;
     Py_XDECREF(now);
     return rc;
 }
 
-/* The node a key names as the commit stands: -1 when it names none or is not known yet. */
-static long long key_node(PyObject *key_ids, PyObject *known, PyObject *key) {
+/* A run of one name's count (a label's, a type's: a file's lines mostly repeat the same), added to
+ * its dict when another name comes or the loop ends. `name` is borrowed: its line outlives the call. */
+typedef struct {
+    PyObject *counts, *name;
+    Py_ssize_t n;
+} Tally;
+
+static int tally_flush(Tally *t) {
+    int rc = t->n ? bump(t->counts, t->name, t->n) : 0;
+    t->n = 0;
+    return rc;
+}
+
+static int tally(Tally *t, PyObject *name) { /* name: a plain (ASCII) name */
+    if (t->n && (t->name == name || (PyUnicode_GET_LENGTH(t->name) == PyUnicode_GET_LENGTH(name) &&
+                                     !memcmp(PyUnicode_DATA(t->name), PyUnicode_DATA(name),
+                                             (size_t)PyUnicode_GET_LENGTH(name))))) {
+        t->n++;
+        return 0;
+    }
+    if (tally_flush(t) < 0)
+        return -1;
+    t->name = name;
+    t->n = 1;
+    return 0;
+}
+
+/* The node a key names as the commit stands (*boxed: the id as the dict holds it, borrowed): -1 when
+ * it names none or is not known yet. */
+static long long key_node(PyObject *key_ids, PyObject *known, PyObject *key, PyObject **boxed) {
     PyObject *id = PyDict_GetItemWithError(key_ids, key);
     if (!id && !PyErr_Occurred())
         id = PyDict_GetItemWithError(known, key);
     if (!id || id == Py_None || !PyLong_CheckExact(id))
         return -1;
+    *boxed = id;
     return PyLong_AsLongLong(id);
 }
 
 typedef struct {
     PyObject *node_runs, *edge_runs, *inv, *key_ids, *known, *mutations, *wires, *node_put, *edge_put, *labels, *types;
-    PyObject *nruns[3], *eruns[3];
+    PyObject *nruns[3], *eruns[3], *plane_id;
+    Tally label_tally, type_tally;
     unsigned int plane;
     unsigned long long next_node, next_edge, new_nodes_from;
 } Loop;
@@ -284,14 +314,13 @@ static int take_node(Loop *c, PyObject *obj) {
     PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
     PyObject *k = key ? key : Py_None;
     int rc = -1;
-    PyObject *mutation = NULL, *plane = PyLong_FromUnsignedLong(c->plane);
-    if (label_list && id && plane) {
+    PyObject *mutation = NULL, *plane = c->plane_id;
+    if (label_list && id) {
         PyObject *values[5] = {plane, id, k, label_list, map};
         mutation = (PyTypeObject *)c->node_put == node_put_type ? made(node_put_type, node_put_slots, values, 5)
                                                                : PyObject_CallFunctionObjArgs(c->node_put, plane, id, k,
                                                                                               label_list, map, NULL);
     }
-    Py_XDECREF(plane);
     if (mutation &&
         emit(c, mutation,
              node_entries(c->nruns, c->plane, c->next_node, key ? PyUnicode_DATA(key) : NULL,
@@ -301,7 +330,7 @@ static int take_node(Loop *c, PyObject *obj) {
         (!key || PyDict_SetItem(c->key_ids, key, id) == 0)) {
         rc = 1;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list) && rc > 0; i++)
-            if (bump(c->labels, PyList_GET_ITEM(label_list, i)) < 0)
+            if (tally(&c->label_tally, PyList_GET_ITEM(label_list, i)) < 0)
                 rc = -1;
         c->next_node++;
     }
@@ -321,7 +350,9 @@ static int take_edge(Loop *c, PyObject *obj) {
     if (!type || 3 + (props != NULL) != PyDict_GET_SIZE(obj) || !plain_name(type) || !plain_name(src_key) ||
         !plain_name(dst_key))
         return 0;
-    long long src = key_node(c->key_ids, c->known, src_key), dst = key_node(c->key_ids, c->known, dst_key);
+    PyObject *src_id = NULL, *dst_id = NULL;
+    long long src = key_node(c->key_ids, c->known, src_key, &src_id);
+    long long dst = key_node(c->key_ids, c->known, dst_key, &dst_id);
     if (PyErr_Occurred())
         return -1;
     if (src < 0 || dst < 0)
@@ -334,25 +365,21 @@ static int take_edge(Loop *c, PyObject *obj) {
         return packed ? 0 : -1;
     }
     int rc = -1;
-    PyObject *mutation = NULL, *plane = PyLong_FromUnsignedLong(c->plane), *id = PyLong_FromUnsignedLongLong(c->next_edge);
-    PyObject *src_id = PyLong_FromLongLong(src), *dst_id = PyLong_FromLongLong(dst);
-    if (plane && id && src_id && dst_id) {
+    PyObject *mutation = NULL, *plane = c->plane_id, *id = PyLong_FromUnsignedLongLong(c->next_edge);
+    if (id) {
         PyObject *values[6] = {plane, id, src_id, dst_id, type, map};
         mutation = (PyTypeObject *)c->edge_put == edge_put_type
                        ? made(edge_put_type, edge_put_slots, values, 6)
                        : PyObject_CallFunctionObjArgs(c->edge_put, plane, id, src_id, dst_id, type, map, NULL);
     }
-    Py_XDECREF(plane);
     Py_XDECREF(id);
-    Py_XDECREF(src_id);
-    Py_XDECREF(dst_id);
     if (mutation &&
         emit(c, mutation,
              edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, PyUnicode_DATA(type),
                           PyUnicode_GET_LENGTH(type), PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed),
                           PyBytes_GET_SIZE(packed)),
              c->eruns[0], "edge.put", c->next_edge) == 0 &&
-        bump(c->types, type) == 0) {
+        tally(&c->type_tally, type) == 0) {
         rc = 1;
         c->next_edge++;
     }
@@ -376,17 +403,23 @@ PyObject *lines(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "inv must be 8 bytes");
         return NULL;
     }
+    if (!(c.plane_id = PyLong_FromUnsignedLong(c.plane)))
+        return NULL;
+    c.label_tally = (Tally){c.labels, NULL, 0};
+    c.type_tally = (Tally){c.types, NULL, 0};
     Py_ssize_t i = start < 0 ? 0 : start;
+    int rc = 1;
     for (; i < PyList_GET_SIZE(parsed); i++) {
         PyObject *obj = PyList_GET_ITEM(parsed, i);
         if (!PyDict_CheckExact(obj))
             break;
         int has_type = PyDict_Contains(obj, F_type);
-        int rc = has_type < 0 ? -1 : has_type ? take_edge(&c, obj) : take_node(&c, obj);
-        if (rc < 0)
-            return NULL;
-        if (rc == 0)
+        rc = has_type < 0 ? -1 : has_type ? take_edge(&c, obj) : take_node(&c, obj);
+        if (rc <= 0)
             break;
     }
+    Py_DECREF(c.plane_id);
+    if (rc < 0 || tally_flush(&c.label_tally) < 0 || tally_flush(&c.type_tally) < 0)
+        return NULL;
     return Py_BuildValue("(nKK)", i, c.next_node, c.next_edge);
 }
