@@ -16,6 +16,8 @@ writers threads in it, all started at once.
   commits ``skipped: stale``). Raw: two processes with an idempotent ``KafkaProducer(acks="all")``, two threads each,
   ``send(…).get()`` back to back, of the intent records the writers produce.
 - **1 node × 1 writer**: ``submit`` against raw ``send().get()`` of the same bytes.
+- With ``--flush-arm``, the ``submit`` rows again with the copy flushed once per commit, as it was
+  before a node's copy committed without a flush (store/kafka/copymark.py), alternated with them.
 - **Raw read-back**: ``send().get()`` and then the thread's own consumer reading the partition on
   up to the acknowledged offset — the least a write decided in log order needs (every record before
   its own must be read first), beside the same node counts.
@@ -47,6 +49,7 @@ from drsg.kernel.values import props_from_json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.log import BUSY_WAIT_MS
+from drsg.store.kafka.materialiser import Materialiser
 from tests.bench import common
 from tests.bench.bench_kafka import first_reached
 from tests.support.kafka_broker import Broker
@@ -115,6 +118,8 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
         producer.close()
         out.put({"writes": count, "seconds": took})
         return
+    if job.get("flush_each"):
+        flush_each_commit()
     db = drsg.open(job["path"], log=job["url"])
     assert isinstance(db, KafkaDatabase)
     for w in range(first, first + job["writers"]):
@@ -139,6 +144,20 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
     db.close()
 
 
+def flush_each_commit() -> None:
+    """The copy as it was before it committed without a flush: one flush after each LMDB commit of
+    the materialiser (LMDB's own with MDB_NOMETASYNC flushed once per commit too)."""
+    write = Materialiser._write
+
+    def flushed(self: Materialiser) -> bool:
+        done = write(self)
+        if done:
+            self.env.flush()
+        return done
+
+    Materialiser._write = flushed  # type: ignore[method-assign]  # this bench process's nodes only
+
+
 def read_up_to(job: dict[str, Any]) -> Callable[[int], None]:
     """A consumer of the partition of its own (no group) and a call that reads it on until it has
     read the record at an offset: what deciding a write in log order needs after its ack, at least."""
@@ -155,8 +174,11 @@ def read_up_to(job: dict[str, Any]) -> Callable[[int], None]:
     return read
 
 
-def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: str) -> dict[str, Any]:
-    """``nodes`` processes of ``per_node`` writers each, started together; the round's figures."""
+def run_round(
+    broker: Broker, nodes: int, per_node: int, seconds: float, how: str, *, flush_each: bool = False
+) -> dict[str, Any]:
+    """``nodes`` processes of ``per_node`` writers each, started together; the round's figures
+    (``flush_each``: the copy flushed once per commit, the before arm of --flush-arm)."""
     topic = f"bench-{how}-{uuid.uuid4().hex[:8]}"
     folder = common.fresh_dir(f"kafka-writes-{topic}")
     context = multiprocessing.get_context("spawn")
@@ -165,7 +187,8 @@ def run_round(broker: Broker, nodes: int, per_node: int, seconds: float, how: st
         drsg.open(folder / "seed.drsg", log=broker.url(topic)).close()
     jobs = [
         {"how": how, "writers": per_node, "first_writer": n * per_node, "seconds": seconds, "topic": topic,
-         "bootstrap": broker.bootstrap, "url": broker.url(topic), "path": str(folder / f"node{n}.drsg")}
+         "bootstrap": broker.bootstrap, "url": broker.url(topic), "path": str(folder / f"node{n}.drsg"),
+         "flush_each": flush_each}
         for n in range(nodes)
     ]  # fmt: skip
     procs = [context.Process(target=node_process, args=(job, ready, go, out)) for job in jobs]
@@ -196,6 +219,8 @@ def visible_node(job: dict[str, Any], ready: Any, go: Any, stop: Any, out: Any) 
     ``job["rate"]`` (each submit in a thread of a pool, so none waits for the one before) and reports
     when it handed each applied write over; the reader reports when its local head passed each seq
     (wall clock: the two share the machine's)."""
+    if job.get("flush_each"):
+        flush_each_commit()
     db = drsg.open(job["path"], log=job["url"])
     assert isinstance(db, KafkaDatabase)
     try:
@@ -234,8 +259,9 @@ def visible_node(job: dict[str, Any], ready: Any, go: Any, stop: Any, out: Any) 
         db.close()
 
 
-def visible_run(broker: Broker, rate: float, seconds: float) -> dict[str, Any]:
-    """Writes submitted on one node paced to ``rate``; when the other node's copy has each."""
+def visible_run(broker: Broker, rate: float, seconds: float, *, flush_each: bool = False) -> dict[str, Any]:
+    """Writes submitted on one node paced to ``rate``; when the other node's copy has each
+    (``flush_each``: both copies flushed once per commit, the before arm of --flush-arm)."""
     topic = f"bench-visible-{uuid.uuid4().hex[:8]}"
     folder = common.fresh_dir(f"kafka-writes-{topic}")
     drsg.open(folder / "seed.drsg", log=broker.url(topic)).close()
@@ -245,7 +271,7 @@ def visible_run(broker: Broker, rate: float, seconds: float) -> dict[str, Any]:
     procs = [
         context.Process(target=visible_node, args=(
             {"role": role, "rate": rate, "seconds": seconds, "url": broker.url(topic),
-             "path": str(folder / f"{role}.drsg")}, ready, go, stop, outs[role]))
+             "path": str(folder / f"{role}.drsg"), "flush_each": flush_each}, ready, go, stop, outs[role]))
         for role in ("writer", "reader")
     ]  # fmt: skip
     for proc in procs:
@@ -275,21 +301,31 @@ def main() -> None:
     ap.add_argument("--visible-seconds", type=float, default=10.0)
     ap.add_argument("--visible-rates", default="", help="more offered rates for the visibility row, comma-separated")
     ap.add_argument("--no-old-path", action="store_true", help="skip today's commit-function path")
+    ap.add_argument("--flush-arm", action="store_true", help="submit rows also with a flush per commit (before)")
+    ap.add_argument("--no-visible", action="store_true", help="skip the visibility rows")
     args = ap.parse_args()
-    keys = ("submit22", "write22", "raw22", "rawread22", "submit11", "raw11", "rawread11")
+    keys = ("submit22", "submit22f", "write22", "raw22", "rawread22", "submit11", "submit11f", "raw11", "rawread11")
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
     with Broker() as broker:
         for _ in range(args.passes):
             runs["raw22"].append(run_round(broker, 2, 2, args.seconds, "raw"))
             runs["rawread22"].append(run_round(broker, 2, 2, args.seconds, "rawread"))
             runs["submit22"].append(run_round(broker, 2, 2, args.seconds, "submit"))
+            if args.flush_arm:
+                runs["submit22f"].append(run_round(broker, 2, 2, args.seconds, "submit", flush_each=True))
             if not args.no_old_path:
                 runs["write22"].append(run_round(broker, 2, 2, args.seconds, "write"))
             runs["raw11"].append(run_round(broker, 1, 1, args.seconds, "raw"))
             runs["rawread11"].append(run_round(broker, 1, 1, args.seconds, "rawread"))
             runs["submit11"].append(run_round(broker, 1, 1, args.seconds, "submit"))
-        rates = [args.rate, *(float(r) for r in args.visible_rates.split(",") if r)]
-        visibles = [visible_run(broker, r, args.visible_seconds) for r in rates]
+            if args.flush_arm:
+                runs["submit11f"].append(run_round(broker, 1, 1, args.seconds, "submit", flush_each=True))
+        rates = [] if args.no_visible else [args.rate, *(float(r) for r in args.visible_rates.split(",") if r)]
+        visibles, flushed = [], []
+        for r in rates:  # with --flush-arm, each rate's two arms one after the other
+            visibles.append(visible_run(broker, r, args.visible_seconds))
+            if args.flush_arm:
+                flushed.append(visible_run(broker, r, args.visible_seconds, flush_each=True))
 
     def rate(key: str) -> float:
         return median([r["rate"] for r in runs[key]]) if runs[key] else float("nan")
@@ -311,11 +347,17 @@ def main() -> None:
          f"{common.ratio(rate('submit22'), rate('rawread22')):.2f}x"),
         ("1 node × 1 writer: `submit`, writes/s", f"{rate('submit11'):,.0f}", f"{rate('raw11'):,.0f}",
          f"{common.ratio(rate('submit11'), rate('raw11')):.2f}x"),
+        *[(f"{n}: `submit` with the copy flushed per commit (before), writes/s", f"{rate(k):,.0f}",
+           f"{rate(raw):,.0f}", f"{common.ratio(rate(k), rate(raw)):.2f}x")
+          for n, k, raw in (("2 nodes × 2 writers", "submit22f", "raw22"), ("1 node × 1 writer", "submit11f", "raw11"))
+          if runs[k]],
         ("1 node × 1 writer: `submit` against raw `send().get()` then reading up to the ack, writes/s",
          f"{rate('submit11'):,.0f}", f"{rate('rawread11'):,.0f}",
          f"{common.ratio(rate('submit11'), rate('rawread11')):.2f}x"),
         *[(f"commit-to-visible on the other node at {v['offered']:,.0f} writes/s offered: p50 / p99 ms",
            f"{median(v['lags']):.1f} / {common.pct(v['lags'], 99):.1f}", "-", "-") for v in visibles],
+        *[(f"commit-to-visible, copies flushed per commit (before), at {v['offered']:,.0f} writes/s offered: "
+           "p50 / p99 ms", f"{median(v['lags']):.1f} / {common.pct(v['lags'], 99):.1f}", "-", "-") for v in flushed],
     ]  # fmt: skip
     notes = [
         f"{args.passes} interleaved passes of {args.seconds:g} s per throughput row (medians); per pass: "
