@@ -7,6 +7,8 @@ previous version), so they need not be written as each line is read: :class:`Bul
 for the commit, with the keys it gave out, and :meth:`BulkWrites.flush` writes each table's run
 sorted — appended with ``MDB_APPEND`` when it lies past the table's last
 key (an import into the newest plane), else put in key order, which keeps LMDB's B-tree walks short.
+A run is store/_bulkrun.c's (its entries in one buffer, written from C on py-lmdb's transaction once
+store/native.py checked the layout), else :class:`PyRun` (a list, written by py-lmdb's putmulti).
 The commit record still holds the same mutations (``tx.mutations``), sealed by the same sink, and
 the tallies get the same changes: the file is the same, entry for entry
 (tests/property/test_bulk_import_parity.py holds the two paths equal).
