@@ -249,13 +249,14 @@ class _Importer:
         self._rewind(tx, rewind)
         while True:
             self._commit()
-            if self.bulk is not None:
-                self.bulk.flush()  # what an import holds stays bounded by a commit's lines
             read = self.fh.tell()
+            last = self.done or read - rewind.offset >= self.txn_bytes
+            if self.bulk is not None:  # what it holds stays bounded by a commit's lines (adjacency: a transaction's)
+                self.bulk.flush(adjacency=last)
             if self.progress is not None and read > self.reported:
                 self.reported = read
                 self.progress(read)
-            if self.done or read - rewind.offset >= self.txn_bytes:
+            if last:
                 return  # the stage seals the last commit
             tx.commit_point()
 

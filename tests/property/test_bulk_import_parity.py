@@ -467,3 +467,29 @@ def test_the_c_key_look_up_answers_as_the_python_path(keyed: Database, lines: li
                 assert {known[key] is not None for key in named} <= {True}
     finally:
         txn.abort()
+
+
+def test_a_transactions_adjacency_is_written_once_at_its_end(tmp_path: Path) -> None:
+    """The ``out``/``in`` runs wait for the LMDB transaction's end (each commit's other runs do not):
+    one put of each per transaction, holding every commit's edges — and the tables come out whole."""
+    data = tmp_path / "in.jsonl"
+    nodes = [{"labels": ["A"], "external_key": f"n{i}"} for i in range(20)]
+    edges = [{"src_key": f"n{i % 20}", "dst_key": f"n{i * 7 % 20}", "type": "E"} for i in range(80)]
+    data.write_text("".join(json.dumps(obj) + "\n" for obj in [*nodes, *edges]))
+    written: list[tuple[Any, int]] = []
+    real = bulkwrite.put_sorted
+
+    def counting(txn: Any, db: Any, run: bulkwrite.Run) -> None:
+        written.append((db, len(run)))
+        real(txn, db, run)
+
+    bulkwrite.put_sorted = counting  # type: ignore[assignment]  # (counted, then restored)
+    try:
+        with drsg.open(tmp_path / "g.drsg") as db:
+            import_jsonl(db, data, "p", create_plane=True, commit_lines=10)  # 10 commits, one transaction
+            tables = {name: db.env.dbs[name] for name in ("out", "in", "edges")}
+            assert db.stats().edges == 80
+    finally:
+        bulkwrite.put_sorted = real  # type: ignore[assignment]
+    assert [n for d, n in written if d is tables["out"]] == [80] == [n for d, n in written if d is tables["in"]]
+    assert [n for d, n in written if d is tables["edges"]] == [10] * 8  # (each commit's)
