@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -30,8 +31,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from drsg.store.jsonl import TXN_BYTES
 from tests.bench import common
 from tests.bench.bench_cypher import make_files
+from tests.bench.load_floor import COMMIT_LINES
 
 DRSG = r"""
 import json, os, sys, time
@@ -113,8 +116,11 @@ def main() -> None:
 
         return load
 
+    # the commits an import's LMDB transaction holds: it ends once TXN_BYTES of the file are read
+    txn_commits = str(math.ceil(TXN_BYTES / (jsonl.stat().st_size / math.ceil(records / COMMIT_LINES))))
+
     def floor(mode: str) -> Callable[[Path], dict[str, float]]:
-        return lambda work: _run(["-m", "tests.bench.load_floor", str(ref), str(work / "raw.lmdb"), mode])
+        return lambda work: _run(["-m", "tests.bench.load_floor", str(ref), str(work / "raw.lmdb"), mode, txn_commits])
 
     loads: dict[str, Callable[[Path], dict[str, float]]] = {"drsg `import_jsonl`": drsg_load("")}
     if args.before:
@@ -191,7 +197,7 @@ def _each(values: list[float] | list[float | None]) -> str:
 NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
 TREE = "drsg `import_jsonl`, --tree's code"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
-RAW_RUNS = "raw LMDB, drsg's entries, each commit's sorted runs written from C, one transaction"
+RAW_RUNS = "raw LMDB, drsg's entries, each commit's sorted runs (adjacency: a transaction's) written from C"
 RAW_SORTED = "raw py-lmdb, drsg's entries, sorted, `putmulti(append=True)`, one transaction"
 KUZU_ROW = "Kùzu `COPY` (CSV)"
 

@@ -12,9 +12,12 @@ transaction, timed from its start to its durable commit:
 - ``commit-runs``: what a streamed import cannot avoid — each commit's entries (10,000 lines, as
   drsg commits them) as one sorted run per table, written by store/_bulkrun.c's C writes (appended
   past a table's last key, else put in key order: a commit's ``out``/``in`` keys land all over their
-  trees) with the log record after them: drsg's bulk path with everything but LMDB's work taken away.
+  trees) with the log record after them, the ``out``/``in`` runs held for TXN_COMMITS commits (the
+  commits an import's LMDB transaction holds, store/bulkwrite.py's flush): drsg's bulk path with
+  everything but LMDB's work taken away.
 
-Run by bench_load in a fresh process per pass: ``python -m tests.bench.load_floor REF OUT MODE``;
+Run by bench_load in a fresh process per pass: ``python -m tests.bench.load_floor REF OUT MODE
+[TXN_COMMITS]``;
 prints one JSON line (``secs``; of it ``sort_secs`` and ``commit_secs``; ``entries``).
 """
 
@@ -84,19 +87,24 @@ def import_order(tables: dict[str, list[Entry]]) -> list[tuple[str, bytes, bytes
 Batch = tuple[dict[str, Any], Entry | None]  # a commit's runs by table (store/_bulkrun.c's Run), its log record
 
 
-def _commit_batches(ops: list[tuple[str, bytes, bytes]]) -> list[Batch]:
-    """Each commit's entries (up to its log record) as one run per table, made before the clock starts."""
+def _commit_batches(ops: list[tuple[str, bytes, bytes]], txn_commits: int) -> list[Batch]:
+    """Each commit's entries (up to its log record) as one run per table, the adjacency's held for
+    ``txn_commits`` commits, made before the clock starts."""
     from drsg.store import bulkwrite
 
     batches: list[Batch] = []
     runs: dict[str, Any] = {}
+    held: dict[str, Any] = {}  # out, in: written with a transaction's last commit
     for name, key, value in ops:
         if name == "log":
+            if len(batches) % txn_commits == txn_commits - 1:
+                runs.update(held)
+                held = {}
             batches.append((runs, (key, value)))
             runs = {}
         else:
-            runs.setdefault(name, bulkwrite.NATIVE.Run()).add(key, value)
-    batches.append((runs, None))  # (meta, planes, tallies: after the last record)
+            (held if name in ("out", "in") else runs).setdefault(name, bulkwrite.NATIVE.Run()).add(key, value)
+    batches.append(({**runs, **held}, None))  # (meta, planes, tallies: after the last record)
     return batches
 
 
@@ -128,7 +136,8 @@ def main() -> None:
         written[name].append((key, value))
     env = _open(out, readonly=False)
     dbs = {name: env.open_db(name.encode()) for name in DB_NAMES}
-    batches = _commit_batches(ops) if mode == "commit-runs" else []
+    txn_commits = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    batches = _commit_batches(ops, txn_commits) if mode == "commit-runs" else []
     sort_secs = 0.0
     start, cpu = time.perf_counter(), time.process_time()
     txn = env.begin(write=True)
