@@ -14,6 +14,10 @@ group of workers/index_group.py gives it a shared sidecar folder (``sidecars``),
 member owns now (:meth:`IndexSet.keep`), and fenced saves: a save another worker has overtaken is
 dropped from the set (the index is loaded again at the next catch-up, if it is still owned). A
 server on such a node loads the group's sidecars and never saves (``saves=False``).
+
+A ``lazy`` set (a process's reads: one-shot commands, the Python API) holds only the planes a read
+has asked for (``catch_up(head, plane)``): a search on one plane never loads another plane's
+sidecars, and a plane once loaded is kept, and kept up, for the reads after it.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class IndexSet:
         keeps: Callable[[int], bool] = every_plane,
         fenced: bool = False,
         saves: bool = True,
+        lazy: bool = False,
     ) -> None:
         self.db = db
         self.ef_search = ef_search
@@ -87,6 +92,8 @@ class IndexSet:
         self.keeps = keeps  # which planes' indexes this set holds
         self.fenced = fenced
         self.saves = saves  # False: sidecars are loaded, and what is applied stays in memory
+        self.lazy = lazy  # True: hold only the planes in ``wanted``, those a read asked for
+        self.wanted: set[int] = set()
         self.workers: dict[DeclKey, IndexWorker] = {}
         self.applied = 0  # the head the last catch-up reached
         self._lock = threading.RLock()  # one catch-up or save at a time
@@ -101,11 +108,15 @@ class IndexSet:
         """The folders this set saves its sidecars in, one per kind (they may not exist yet)."""
         return sidecar_roots(self.sidecars)
 
-    def catch_up(self, head: int | None = None) -> int:
-        """Apply every commit up to ``head`` (default: the current head); returns it."""
-        if head is not None and head == self.applied:
+    def catch_up(self, head: int | None = None, plane: int | None = None) -> int:
+        """Apply every commit up to ``head`` (default: the current head); returns it. ``plane``: the
+        plane a read searches, whose indexes a lazy set loads now if it does not hold them yet."""
+        if head is not None and head == self.applied and (not self.lazy or plane is None or plane in self.wanted):
             return head  # the common case on the query path: no transaction, no lock
         with self._lock:
+            if self.lazy and plane is not None and plane not in self.wanted:
+                self.wanted.add(plane)
+                self.applied = 0  # the declarations are looked at again: the plane's indexes load
             head = self.db.head() if head is None else head
             if head <= self.applied:
                 return self.applied
@@ -150,7 +161,7 @@ class IndexSet:
             declared: dict[DeclKey, IndexDecl] = {
                 (d.plane, d.kind, d.label, d.prop): d
                 for plane in snap.planes()
-                if self.keeps(plane.id)
+                if self.keeps(plane.id) and (not self.lazy or plane.id in self.wanted)
                 for d in snap.indexes(plane.id)
             }
             for key in list(self.workers):

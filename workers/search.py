@@ -205,11 +205,12 @@ class QueryView:
             hold = searcher.db.snapshot(self.as_of)
             snap = hold.__enter__()  # leaves nothing held when it raises
             self.hold = hold
+            plane_id = searcher.plane_id(snap, self.plane)
             if snap.at == snap.head and self.indexes:
-                searcher.indexes.catch_up(snap.head)
+                searcher.indexes.catch_up(snap.head, plane_id)  # (a lazy set loads this plane's alone)
                 searcher._index_hold.__enter__()
                 self.current = True
-            return snap, searcher.plane_id(snap, self.plane), self.current
+            return snap, plane_id, self.current
         except BaseException as exc:
             self.__exit__(type(exc), exc, exc.__traceback__)
             raise

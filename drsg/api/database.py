@@ -281,6 +281,7 @@ class Database:
                     store,
                     ef_search=self.settings.integer("index.ef_search"),
                     recall_target=self.settings.number("index.recall_target"),
+                    lazy=True,  # a read loads the indexes of the plane it searches, not every plane's
                 )
                 self._searcher = Searcher(store, indexes)
                 self.on_close(lambda: _save(indexes.save))

@@ -213,7 +213,7 @@ def vectorize(
     embedder = embedder_for(plane, into, embed, "write")
     report = embed_plane(store, embedder, plane.name, source, into, label, batch, progress)
     ensure_vector_indexes(store, plane.name, report.labels, into, metric)
-    plane.db.searcher.indexes.catch_up()
+    plane.db.searcher.indexes.catch_up(plane=plane.id)  # built now: the next search starts warm
     return Vectorized.of(report, embedder.identity())
 
 
@@ -230,7 +230,7 @@ def vectorize_nodes(
     report, tokens = vectorize_plane(
         plane.db.store, embedder, plane.name, metric, {**(origin or plane.db.origin), "embedder": identity}
     )
-    plane.db.searcher.indexes.catch_up()
+    plane.db.searcher.indexes.catch_up(plane=plane.id)  # built now: the next search starts warm
     return Vectorized.of(report, identity, tokens)
 
 
