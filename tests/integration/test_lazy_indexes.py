@@ -5,6 +5,7 @@ the reads after it. Hits are those of a set that loads every index (serve's, `dr
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -168,3 +169,29 @@ def test_every_kind_of_read_loads_only_its_planes_indexes(db: ApiDatabase, loads
     for read in reads:
         assert read()  # each finds something, from plane a's indexes alone
         assert {p for p, _kind, _how in loads} == {a}
+
+
+def test_a_server_keeps_every_index_loaded_once_and_answers_on_both_planes(
+    db: ApiDatabase, loads: list[tuple[int, str, str]]
+) -> None:
+    from drsg.kernel.settings import load
+    from drsg.surfaces.server.config import server_config
+    from drsg.surfaces.server.queries import plane_search
+    from drsg.surfaces.server.state import ServerState
+
+    planes = _ids(db)
+    state = ServerState(db, server_config(load(environ={})))
+    state.start()  # its background indexer holds every index, as before
+    try:
+
+        def on(plane: str) -> list[list[tuple[str | None, float | None]]]:
+            near = {"plane": plane, "property": "emb", "label": "Doc", "query": [2.0, 1.0, 1.0, 0.5], "k": 3}
+            words = {"plane": plane, "property": "text", "label": "Doc", "query": "graph", "kind": "keyword", "k": 3}
+            answers = [asyncio.run(plane_search(state, p)) for p in (near, words)]
+            return [[(h["external_key"], h["score"]) for h in answer] for answer in answers]
+
+        on_a, on_b, again = on("a"), on("b"), on("b")
+    finally:
+        state.close()
+    assert sorted(loads) == sorted((planes[p], k, "sidecar") for p in ("a", "b") for k in ("vector", "keyword"))
+    assert on_b == again and (on_a, on_b) == (_full_load(db, "a"), _full_load(db, "b"))
