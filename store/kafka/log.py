@@ -25,7 +25,8 @@ port backend; a database on it (store/kafka/database.py) keeps the graph in an L
   node running through a memory-only restart can make the topic that the next start then refuses.
 - **wait** is served by a watcher thread that long-polls the partition from the head
   (``fetch_max_wait_ms``): commits by other processes wake waiters within about that wait. It hands
-  each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it.
+  each record it reads to :attr:`KafkaLog.listener`, if one is set, before the head moves past it;
+  while this log writes alone (each ack the seq after the last) it reads nothing (``LONE_FOR``).
 
 What tansu and kafka-python were measured to do, which the choices above rest on (end offsets
 never trusted, a new producer after a failed append, reconnects capped at RECONNECT_MAX_MS):
@@ -37,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -48,6 +48,7 @@ import structlog
 from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable, UsageError
 from drsg.kernel.values import Json
 from drsg.store.intents import Intent, encode_intent
+from drsg.store.kafka.location import parse_location
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation
@@ -67,7 +68,6 @@ log = structlog.get_logger("drsg.store")
 logging.getLogger("kafka").addHandler(logging.NullHandler())
 
 PARTITION = 0
-DEFAULT_PORT = 9092
 TIMEOUT = 5.0  # seconds a node waits for its broker unless told otherwise: the bound its refusal states
 # seconds of a start-up wait kept back for saying the refusal and exiting (0.1-0.45 s measured; 0.83 s at load 4-5)
 EXIT_ALLOWANCE = 1.0
@@ -84,6 +84,11 @@ BUSY_FOR = 1.0
 BUSY_POLL_MS = 50  # a short-wait poll that hears nothing for this long tries the long wait next
 SETTLE_MS = 400  # an empty poll this long (several empty fetches) means the end of the partition
 WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
+# while this log writes alone (it sent within LONE_FOR seconds, every ack right after the one before)
+# its watcher reads nothing: the acks say all there is, and reading its own records again cost a lone
+# writer two thirds of its writes/s on the GIL (tests/bench/RESULTS.md, session 21); it looks again
+# every LONE_STEP seconds, and reads on from the head once the writes stop or an ack skips a seq
+LONE_FOR, LONE_STEP = 0.05, 0.01
 READ_BATCH = 512
 MAX_RECORD = 16 << 20  # bytes in one commit record (an import's chunk); the topic must allow as many
 IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
@@ -91,8 +96,6 @@ IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (
 # saw the restarted broker 8.6 s late. Capped at 1 s, every client is back within about a second.
 RECONNECT_MAX_MS = 1000
 SENDER = "drsg-sender"  # header: which KafkaLog produced the record (its watcher knows its own)
-_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
-_LOCATION = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^/:\[\]]+)(?::(\d{1,5}))?/(.*)", re.DOTALL)
 
 
 class Record(NamedTuple):
@@ -110,23 +113,6 @@ class KafkaOptions(TypedDict, total=False):
     clock: Callable[[], float]
     timeout: float
     began: float | None
-
-
-def parse_location(location: str) -> tuple[str, int, str]:
-    """``(host, port, topic)`` of ``HOST:PORT/TOPIC`` (the part of the URL after ``kafka://``)."""
-    url = f"kafka://{location}"
-    match = _LOCATION.fullmatch(location)
-    if match is None:
-        raise ConfigError(f"{url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
-    host, port_text, topic = match.group(1), match.group(2), match.group(3)
-    port = DEFAULT_PORT if port_text is None else int(port_text)
-    if not 0 < port < 65536:
-        raise ConfigError(f"{url!r}: port {port} is out of range")
-    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
-        raise ConfigError(
-            f"{url!r}: {topic!r} is not a topic name; use 1-249 letters, digits, '.', '_' or '-' (kafka://HOST:PORT/TOPIC)"
-        )
-    return host, port, topic
 
 
 def _seq_and_ts(record: Any) -> tuple[int, int]:
@@ -182,6 +168,8 @@ class KafkaLog(Log):
         self._busy_until = 0.0  # the watcher asks with BUSY_WAIT_MS until then (others' commits flow)
         self._sender = os.urandom(8)  # on each record this log produces (SENDER)
         self._writing_until = 0.0  # this log has sent a commit within BUSY_FOR of this
+        self._sent_at = 0.0  # when this log last sent a commit
+        self._others = False  # an ack skipped a seq since the watcher last read: another writer's
         self._readers: list[Any] = []  # idle consumers for read(); each read takes one
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
@@ -381,7 +369,8 @@ class KafkaLog(Log):
             if self._lost is not None:
                 raise DamagedDatabase(self._lost)
             known = self._heads.head  # before the send: the watcher may read this very commit before its ack
-            self._writing_until = time.monotonic() + BUSY_FOR
+            self._sent_at = time.monotonic()
+            self._writing_until = self._sent_at + BUSY_FOR
             with self._lock:
                 ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
             record = make(ts)
@@ -405,7 +394,8 @@ class KafkaLog(Log):
                 )
             if self._lost is not None:  # and every later append too: its seq would name another history
                 raise DamagedDatabase(self._lost)
-        self._advance(seq, ts)
+            self._others = self._others or seq != known + 1
+            self._advance(seq, ts)
         return Record(seq, record, headers)
 
     def _send_failed(self, producer: Any, exc: Exception) -> DatabaseUnavailable:
@@ -510,9 +500,15 @@ class KafkaLog(Log):
     def _watch(self) -> None:
         """Long-poll the partition from the head; every record read moves the head on."""
         consumer = self._watcher
-        waiting, heard = FETCH_WAIT_MS, True
+        waiting, heard, lone = FETCH_WAIT_MS, True, False
         try:
             while not self._stop.is_set():
+                if time.monotonic() < self._sent_at + LONE_FOR and not self._others:
+                    lone = True
+                    self._stop.wait(LONE_STEP)
+                    continue
+                if lone:
+                    lone = self._read_on(consumer)
                 # short while commits flow — unless the last short poll heard nothing: tansu answers
                 # empty when its read of the partition outlasts the wait (after a restart, say), and
                 # the long wait gives it the time (else the watcher stalled for good)
@@ -539,9 +535,21 @@ class KafkaLog(Log):
                     self._busy_until = time.monotonic() + BUSY_FOR
                 if newest is not None:
                     self._advance(*_seq_and_ts(newest))
+                    with self._append_lock:  # read up to the head: the acks after it may tell again
+                        self._others = self._others and int(newest.offset) + 1 < self._heads.head
         finally:
             with contextlib.suppress(Exception):
                 consumer.close()
+
+    def _read_on(self, consumer: Any) -> bool:
+        """The watcher reads again after this log wrote alone: from the head if every ack since was
+        the one after the one before (all records up to it are this log's, had from their acks),
+        else from where it stopped. Returns False (no longer alone)."""
+        with self._append_lock:
+            if not self._others:
+                consumer.seek(self._tp, self._heads.head)
+            self._others = False
+        return False
 
     def wait(self, after: int, timeout: float) -> int:
         return self._heads.wait(after, timeout)

@@ -424,3 +424,32 @@ def test_a_writer_takes_its_outcome_from_memory_as_the_copy_holds_it(tmp_path: P
         assert materialiser._expected == {}  # nothing left behind
     finally:
         a.close()
+
+
+def test_a_lone_writers_watcher_reads_nothing_and_hears_another_writer_again(tmp_path: Path, url: str) -> None:
+    """While a node writes alone (each ack the seq after the one before), its log's watcher reads
+    nothing: its materialiser has every record from its acks. Another writer shows as an ack that
+    skips a seq, or once the node stops writing: its commits are read and materialised as before."""
+    a = node_of(tmp_path, "a", url)
+    try:
+        handed: list[int] = []
+        heard = a.kafka.listener
+        assert heard is not None
+        a.kafka.listener = lambda record: (handed.append(record.seq), heard(record))  # type: ignore[assignment]
+        first = a.head() + 1
+        for i in range(300):
+            a.submit(Intent("node.put", {"plane": "startup", "key": f"w{i % 20}", "mode": "update"}))
+        assert len([seq for seq in handed if seq >= first]) < 30  # (every one of the 300, read again, before)
+        b = node_of(tmp_path, "b", url)
+        try:
+            for i in range(20):  # a's acks skip b's seqs: both are decided on a alike
+                b.submit(Intent("node.put", {"plane": "startup", "key": f"b{i}"}))
+                a.submit(Intent("node.put", {"plane": "startup", "key": f"a{i}"}))
+            last = b.submit(Intent("node.put", {"plane": "startup", "key": "b-last"}))  # after a stopped
+            assert last.seqs and a.log.wait(last.seqs[0] - 1, 5.0) >= last.seqs[0]  # heard, within the wait
+            a.catch_up(last.seqs[0])
+            assert canonical(a) == canonical(b)
+        finally:
+            b.close()
+    finally:
+        a.close()
