@@ -15,9 +15,10 @@ member owns now (:meth:`IndexSet.keep`), and fenced saves: a save another worker
 dropped from the set (the index is loaded again at the next catch-up, if it is still owned). A
 server on such a node loads the group's sidecars and never saves (``saves=False``).
 
-A ``lazy`` set (a process's reads: one-shot commands, the Python API) holds only the planes a read
-has asked for (``catch_up(head, plane)``): a search on one plane never loads another plane's
-sidecars, and a plane once loaded is kept, and kept up, for the reads after it.
+A ``lazy`` set (a process's reads: one-shot commands, the Python API) holds only the indexes reads
+have asked for (``catch_up(head, plane, index)``: one index, or a whole plane's): a search never
+loads another plane's sidecars, nor its plane's other indexes when it names the one it searches,
+and an index once loaded is kept, and kept up, for the reads after it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ log = structlog.get_logger("drsg.workers")
 RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
 REACH_WAIT = 10.0  # seconds a load waits for this copy to reach a sidecar saved from further on
 DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
+IndexKey = tuple[str, str, str]  # kind, label, property: one index of a plane
 
 
 def worker_class(kind: str) -> type[IndexWorker]:
@@ -92,8 +94,8 @@ class IndexSet:
         self.keeps = keeps  # which planes' indexes this set holds
         self.fenced = fenced
         self.saves = saves  # False: sidecars are loaded, and what is applied stays in memory
-        self.lazy = lazy  # True: hold only the planes in ``wanted``, those a read asked for
-        self.wanted: set[int] = set()
+        self.lazy = lazy  # True: hold only what ``wanted`` names, what reads asked for
+        self.wanted: set[int | DeclKey] = set()  # whole planes, and single indexes
         self.workers: dict[DeclKey, IndexWorker] = {}
         self.applied = 0  # the head the last catch-up reached
         self._lock = threading.RLock()  # one catch-up or save at a time
@@ -108,15 +110,17 @@ class IndexSet:
         """The folders this set saves its sidecars in, one per kind (they may not exist yet)."""
         return sidecar_roots(self.sidecars)
 
-    def catch_up(self, head: int | None = None, plane: int | None = None) -> int:
+    def catch_up(self, head: int | None = None, plane: int | None = None, index: IndexKey | None = None) -> int:
         """Apply every commit up to ``head`` (default: the current head); returns it. ``plane``: the
-        plane a read searches, whose indexes a lazy set loads now if it does not hold them yet."""
-        if head is not None and head == self.applied and (not self.lazy or plane is None or plane in self.wanted):
+        plane a read searches, and ``index`` the one index of it it searches (None: any of them),
+        which a lazy set loads now if it does not hold it yet."""
+        want: int | DeclKey | None = plane if index is None or plane is None else (plane, *index)
+        if head is not None and head == self.applied and (not self.lazy or self._holds(plane, want)):
             return head  # the common case on the query path: no transaction, no lock
         with self._lock:
-            if self.lazy and plane is not None and plane not in self.wanted:
-                self.wanted.add(plane)
-                self.applied = 0  # the declarations are looked at again: the plane's indexes load
+            if self.lazy and want is not None and not self._holds(plane, want):
+                self.wanted.add(want)
+                self.applied = 0  # the declarations are looked at again: what the read wants loads
             head = self.db.head() if head is None else head
             if head <= self.applied:
                 return self.applied
@@ -125,6 +129,10 @@ class IndexSet:
                     raise RuntimeError("IndexSet.catch_up() called inside reading() on the same thread")
                 with collector_paused():  # a large catch-up's full collections would hold the GIL for 100+ ms
                     return self._apply(head)
+
+    def _holds(self, plane: int | None, want: int | DeclKey | None) -> bool:
+        """Whether a lazy set holds what a read wants: no plane named, its plane, or its index."""
+        return plane is None or plane in self.wanted or want in self.wanted
 
     def _apply(self, head: int) -> int:
         """Bring every worker to ``head``, or past it to the checkpoint of a sidecar just loaded
@@ -161,8 +169,9 @@ class IndexSet:
             declared: dict[DeclKey, IndexDecl] = {
                 (d.plane, d.kind, d.label, d.prop): d
                 for plane in snap.planes()
-                if self.keeps(plane.id) and (not self.lazy or plane.id in self.wanted)
+                if self.keeps(plane.id)
                 for d in snap.indexes(plane.id)
+                if not self.lazy or self._holds(d.plane, (d.plane, d.kind, d.label, d.prop))
             }
             for key in list(self.workers):
                 worker = self.workers[key]

@@ -33,6 +33,7 @@ from drsg.plan.query import Plan
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.algo import algo_rows
+from drsg.workers.manager import IndexKey
 from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
 from drsg.workers.traverse import Subgraph, Walked, run_steps
 
@@ -40,9 +41,18 @@ from drsg.workers.traverse import Subgraph, Walked, run_steps
 def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
     """Run ``plan`` on ``plane`` at the head (read-your-writes) or at its AS OF; ``embed`` turns a
     ``query_text`` into a vector."""
-    with searcher.view(plane, plan.as_of) as (snap, plane_id, current):
+    with searcher.view(plane, plan.as_of, index=source_index(plan.logical.source)) as (snap, plane_id, current):
         hits = run_source(searcher, snap, plane_id, plan.logical.source, current, embed)
         return _steps(hits, plan.logical.steps, snap, plane_id)
+
+
+def source_index(source: Source) -> IndexKey | None:
+    """The one index a source searches, when it names one (else the plane's indexes are its to read)."""
+    if isinstance(source, VectorTopK) and source.label:
+        return "vector", source.label, source.property
+    if isinstance(source, KeywordTopK):
+        return "keyword", source.label, source.property
+    return None
 
 
 def run_source(
@@ -92,7 +102,7 @@ def run_plan_subgraph(
     searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None
 ) -> tuple[list[Walked], list[Node], list[Edge]]:
     """Run ``plan`` and keep how each row was reached: (rows, the subgraph's nodes, its edges)."""
-    with searcher.view(plane, plan.as_of) as (snap, plane_id, current):
+    with searcher.view(plane, plan.as_of, index=source_index(plan.logical.source)) as (snap, plane_id, current):
         return run_logical(searcher, snap, plane_id, plan.logical, current, embed)
 
 

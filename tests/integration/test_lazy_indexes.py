@@ -195,3 +195,13 @@ def test_a_server_keeps_every_index_loaded_once_and_answers_on_both_planes(
         state.close()
     assert sorted(loads) == sorted((planes[p], k, "sidecar") for p in ("a", "b") for k in ("vector", "keyword"))
     assert on_b == again and (on_a, on_b) == (_full_load(db, "a"), _full_load(db, "b"))
+
+
+def test_a_search_naming_its_index_loads_that_index_alone(db: ApiDatabase, loads: list[tuple[int, str, str]]) -> None:
+    planes = _ids(db)
+    assert db.plane("a").search("graph", "text", keyword=True, label="Doc", k=2)
+    assert loads == [(planes["a"], "keyword", "sidecar")]  # not a's vector index
+    assert db.plane("b").query("SEARCH (d:Doc) ON emb NEAR [2, 1, 1, 0.5] TOPK 2")
+    assert loads[1:] == [(planes["b"], "vector", "sidecar")]  # a statement's source names its index too
+    assert db.plane("a").hybrid("graph", label="Doc", keyword="text", graph_hops=0, k=2)
+    assert loads[2:] == [(planes["a"], "vector", "sidecar")]  # a hybrid query: its plane's, each once
