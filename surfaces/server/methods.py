@@ -72,7 +72,9 @@ async def rpc_discover(ctx: ServerState, p: Params) -> Any:
     "db.stats",
     note="`indexes` counts declared vector + keyword indexes; `commits` equals commit_seq. On a Kafka log, `log` "
     "says how this node's copy stands: the topic's `url`, its `head` as the node knows it, how far the copy has "
-    "`materialised`, the `poison_records` it skipped, and the materialiser's last `error` (null: none).",
+    "`materialised`, the `poison_records` it skipped, the materialiser's last `error` (null: none), and "
+    '`rebuilt`, the copy\'s last rebuild from the topic after a power loss or system crash (`{"at", "reason"}`; '
+    "null: none).",
 )
 async def db_stats(ctx: ServerState, p: Params) -> Any:
     return await ctx.read(lambda: ctx.db.stats().to_json())

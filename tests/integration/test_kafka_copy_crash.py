@@ -124,6 +124,9 @@ def test_a_copy_written_when_the_machine_went_down_is_rebuilt_from_the_topic(tmp
     finally:
         a.close()
         b.close()
+    said = subprocess.run([*drsg_argv(), "--log", url, "--db", str(copy), "stats"], capture_output=True, text=True,
+                          env=clean_env(), timeout=120)  # fmt: skip
+    assert f"copy rebuilt from the topic at {rebuilt['at']}: the machine restarted" in said.stdout, said.stderr
     check = subprocess.run([*drsg_argv(), "--db", str(copy), "check"], capture_output=True, text=True,
                            env=clean_env(), timeout=120)  # fmt: skip
     assert check.returncode == 0, check.stdout + check.stderr
