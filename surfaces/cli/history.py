@@ -77,7 +77,8 @@ def stats(obj: Context, as_json: bool) -> None:
             )
             if log_state["error"]:
                 click.echo(f"materialiser's last error: {log_state['error']}")
-            if rebuilt := log_state.get("rebuilt"):  # store/kafka/copymark.py: after a power loss
+            rebuilt = log_state.get("rebuilt")  # store/kafka/copymark.py: after a power loss
+            if isinstance(rebuilt, dict):
                 click.echo(f"copy rebuilt from the topic at {rebuilt['at']}: {rebuilt['reason']}")
 
 
