@@ -252,28 +252,38 @@ done:
     return result;
 }
 
+/* line_keys(line, names) -> count: the strs a parsed line names as its "external_key", "src_key"
+ * and "dst_key" (borrowed: the line holds them) into names; 0 for a line that is no dict, -1 on an
+ * error. The one reading of a line's keys key_groups and look_up share. */
+static int line_keys(PyObject *line, PyObject *names[3]) {
+    static const char *spelled[] = {"external_key", "src_key", "dst_key"};
+    static PyObject *fields[3]; /* interned once: a dict lookup by them hashes nothing */
+    int count = 0;
+    if (!PyDict_CheckExact(line)) return 0;
+    for (int f = 0; f < 3; f++) {
+        if (!fields[f] && !(fields[f] = PyUnicode_InternFromString(spelled[f]))) return -1;
+        PyObject *name = PyDict_GetItemWithError(line, fields[f]); /* borrowed */
+        if (!name && PyErr_Occurred()) return -1;
+        if (name && PyUnicode_CheckExact(name)) names[count++] = name;
+    }
+    return count;
+}
+
 /* key_groups(lines, plane_group) -> ([key, ...], [group, ...]): the keys the parsed lines name
  * (a dict's "external_key", "src_key" and "dst_key" that are strs), each once, in code-point order
  * (their UTF-8 bytes' order), with each one's keys.key_group (plane_group | UTF-8 | NUL). A key that
  * is no valid UTF-8 (a lone surrogate) is left out: the line's own lookup meets it. */
 static PyObject *key_groups(PyObject *self, PyObject *args) {
-    static const char *spelled[] = {"external_key", "src_key", "dst_key"};
-    static PyObject *fields[3]; /* interned once: a dict lookup by them hashes nothing */
-    PyObject *lines, *names = NULL, *order = NULL, *groups = NULL, *out = NULL;
+    PyObject *lines, *names = NULL, *order = NULL, *groups = NULL, *out = NULL, *named[3];
     Py_buffer prefix;
     if (!PyArg_ParseTuple(args, "O!y*", &PyList_Type, &lines, &prefix)) return NULL;
     Buf k = {0};
-    for (int f = 0; f < 3; f++)
-        if (!fields[f] && !(fields[f] = PyUnicode_InternFromString(spelled[f]))) goto done;
     if (!(names = PySet_New(NULL))) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
-        PyObject *obj = PyList_GET_ITEM(lines, i);
-        if (!PyDict_CheckExact(obj)) continue;
-        for (int f = 0; f < 3; f++) {
-            PyObject *name = PyDict_GetItemWithError(obj, fields[f]); /* borrowed */
-            if (!name && PyErr_Occurred()) goto done;
-            if (name && PyUnicode_CheckExact(name) && PySet_Add(names, name) < 0) goto done;
-        }
+        int count = line_keys(PyList_GET_ITEM(lines, i), named);
+        if (count < 0) goto done;
+        for (int f = 0; f < count; f++)
+            if (PySet_Add(names, named[f]) < 0) goto done;
     }
     if (!(order = PySequence_List(names)) || PyList_Sort(order) < 0 || !(groups = PyList_New(0))) goto done;
     PyObject *kept = PyList_New(0);
@@ -331,9 +341,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 static PyObject *look_up(PyObject *self, PyObject *args) {
-    static const char *spelled[] = {"external_key", "src_key", "dst_key"};
-    static PyObject *fields[3];
-    PyObject *lines, *txn_obj, *db_obj, *known, *out = NULL;
+    PyObject *lines, *txn_obj, *db_obj, *known, *out = NULL, *named[3];
     Py_buffer prefix, inv;
     if (!PyArg_ParseTuple(args, "O!OOy*y*O!", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
                           &known))
@@ -349,15 +357,11 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
         out = Py_NewRef(Py_False);
         goto done;
     }
-    for (int f = 0; f < 3; f++)
-        if (!fields[f] && !(fields[f] = PyUnicode_InternFromString(spelled[f]))) goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lines); i++) {
-        PyObject *obj = PyList_GET_ITEM(lines, i);
-        if (!PyDict_CheckExact(obj)) continue;
-        for (int f = 0; f < 3; f++) {
-            PyObject *name = PyDict_GetItemWithError(obj, fields[f]); /* borrowed */
-            if (!name && PyErr_Occurred()) goto done;
-            if (!name || !PyUnicode_CheckExact(name)) continue;
+        int keys = line_keys(PyList_GET_ITEM(lines, i), named);
+        if (keys < 0) goto done;
+        for (int f = 0; f < keys; f++) {
+            PyObject *name = named[f];
             Py_ssize_t n;
             const char *s = PyUnicode_AsUTF8AndSize(name, &n);
             if (!s) { /* a lone surrogate: the line's own lookup meets it */
