@@ -342,10 +342,13 @@ def main() -> None:
          f"{common.ratio(rate('submit22'), rate('raw22')):.2f}x"),
         ("  refused for contention / stale records (all passes)",
          f"{total('submit22', 'contention')} / {total('submit22', 'stale')}", "-", "-"),
-        ("2 nodes × 2 writers: `write` (commit functions, the optimistic path), writes/s",
-         f"{rate('write22'):,.0f}", f"{rate('raw22'):,.0f}", f"{common.ratio(rate('write22'), rate('raw22')):.2f}x"),
-        ("  refused for contention / stale records (all passes)",
-         f"{total('write22', 'contention')} / {total('write22', 'stale')}" if runs["write22"] else "-", "-", "-"),
+        *[row for row in (  # only when the optimistic path ran (not with --no-old-path)
+            ("2 nodes × 2 writers: `write` (commit functions, the optimistic path), writes/s",
+             f"{rate('write22'):,.0f}", f"{rate('raw22'):,.0f}",
+             f"{common.ratio(rate('write22'), rate('raw22')):.2f}x"),
+            ("  refused for contention / stale records (all passes)",
+             f"{total('write22', 'contention')} / {total('write22', 'stale')}", "-", "-"),
+        ) if runs["write22"]],
         ("2 nodes × 2 writers: raw `send().get()`, then reading the partition up to the ack (the least a "
          "write decided in log order needs), writes/s", f"{rate('submit22'):,.0f}", f"{rate('rawread22'):,.0f}",
          f"{common.ratio(rate('submit22'), rate('rawread22')):.2f}x"),
