@@ -41,7 +41,7 @@ from drsg.store.records import FusionDecl
 from drsg.store.snapshot import Snapshot
 from drsg.workers.base import Pool
 from drsg.workers.fusion import Channel, Ranking, explain_line
-from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded
+from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hybrid_indexes
 
 log = structlog.get_logger("drsg.hybrid")
 
@@ -280,5 +280,5 @@ def hybrid(
 ) -> list[HybridHit]:
     """Run a hybrid query at the head (read-your-writes) or ``as_of`` a commit; ``strict`` as :func:`_run`."""
     spec.check()  # before a snapshot is opened: a bad query costs no transaction
-    with searcher.view(plane, as_of) as (snap, plane_id, current):
+    with searcher.view(plane, as_of, names=hybrid_indexes(spec)) as (snap, plane_id, current):
         return _run(searcher, snap, plane_id, spec, current, embed, strict)

@@ -16,9 +16,9 @@ dropped from the set (the index is loaded again at the next catch-up, if it is s
 server on such a node loads the group's sidecars and never saves (``saves=False``).
 
 A ``lazy`` set (a process's reads: one-shot commands, the Python API) holds only the indexes reads
-have asked for (``catch_up(head, plane, index)``: one index, or a whole plane's): a search never
-loads another plane's sidecars, nor its plane's other indexes when it names the one it searches,
-and an index once loaded is kept, and kept up, for the reads after it.
+have asked for (``catch_up(head, plane, names)``: the indexes a read names, or a whole plane's): a
+search never loads another plane's sidecars, nor its plane's other indexes when it names those it
+searches, and an index once loaded is kept, and kept up, for the reads after it.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ RETRY_AFTER = 1.0  # seconds the background catch-up pauses after a failure
 REACH_WAIT = 10.0  # seconds a load waits for this copy to reach a sidecar saved from further on
 DeclKey = tuple[int, str, str, str]  # plane, kind, label, property
 IndexKey = tuple[str, str, str]  # kind, label, property: one index of a plane
+IndexKeys = tuple[IndexKey, ...]  # the indexes of a plane one read searches
 
 
 def worker_class(kind: str) -> type[IndexWorker]:
@@ -110,16 +111,15 @@ class IndexSet:
         """The folders this set saves its sidecars in, one per kind (they may not exist yet)."""
         return sidecar_roots(self.sidecars)
 
-    def catch_up(self, head: int | None = None, plane: int | None = None, index: IndexKey | None = None) -> int:
+    def catch_up(self, head: int | None = None, plane: int | None = None, names: IndexKeys | None = None) -> int:
         """Apply every commit up to ``head`` (default: the current head); returns it. ``plane``: the
-        plane a read searches, and ``index`` the one index of it it searches (None: any of them),
-        which a lazy set loads now if it does not hold it yet."""
-        want: int | DeclKey | None = plane if index is None or plane is None else (plane, *index)
-        if head is not None and head == self.applied and (not self.lazy or self._holds(plane, want)):
+        plane a read searches, and ``names`` the indexes of it it searches (None: any of them; ``()``:
+        none), which a lazy set loads now if it does not hold them yet."""
+        if head is not None and head == self.applied and (not self.lazy or self._holds(plane, names)):
             return head  # the common case on the query path: no transaction, no lock
         with self._lock:
-            if self.lazy and want is not None and not self._holds(plane, want):
-                self.wanted.add(want)
+            if self.lazy and plane is not None and not self._holds(plane, names):
+                self.wanted.update((plane,) if names is None else [(plane, *key) for key in names])
                 self.applied = 0  # the declarations are looked at again: what the read wants loads
             head = self.db.head() if head is None else head
             if head <= self.applied:
@@ -130,9 +130,13 @@ class IndexSet:
                 with collector_paused():  # a large catch-up's full collections would hold the GIL for 100+ ms
                     return self._apply(head)
 
-    def _holds(self, plane: int | None, want: int | DeclKey | None) -> bool:
-        """Whether a lazy set holds what a read wants: no plane named, its plane, or its index."""
-        return plane is None or plane in self.wanted or want in self.wanted
+    def _holds(self, plane: int | None, names: IndexKeys | None) -> bool:
+        """Whether a lazy set holds what a read wants: no plane named, its plane, or each index it names."""
+        if plane is None or plane in self.wanted:
+            return True
+        if names is None:
+            return False
+        return all((plane, kind, label, prop) in self.wanted for kind, label, prop in names)
 
     def _apply(self, head: int) -> int:
         """Bring every worker to ``head``, or past it to the checkpoint of a sidecar just loaded
@@ -171,7 +175,7 @@ class IndexSet:
                 for plane in snap.planes()
                 if self.keeps(plane.id)
                 for d in snap.indexes(plane.id)
-                if not self.lazy or self._holds(d.plane, (d.plane, d.kind, d.label, d.prop))
+                if not self.lazy or self._holds(d.plane, ((d.kind, d.label, d.prop),))
             }
             for key in list(self.workers):
                 worker = self.workers[key]

@@ -33,26 +33,33 @@ from drsg.plan.query import Plan
 from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.algo import algo_rows
-from drsg.workers.manager import IndexKey
-from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hydrate_pool
+from drsg.workers.manager import IndexKeys
+from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hybrid_indexes, hydrate_pool
 from drsg.workers.traverse import Subgraph, Walked, run_steps
 
 
 def run_plan(searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None) -> list[Hit]:
     """Run ``plan`` on ``plane`` at the head (read-your-writes) or at its AS OF; ``embed`` turns a
     ``query_text`` into a vector."""
-    with searcher.view(plane, plan.as_of, index=source_index(plan.logical.source)) as (snap, plane_id, current):
+    with searcher.view(plane, plan.as_of, names=source_indexes(plan.logical.source)) as (snap, plane_id, current):
         hits = run_source(searcher, snap, plane_id, plan.logical.source, current, embed)
         return _steps(hits, plan.logical.steps, snap, plane_id)
 
 
-def source_index(source: Source) -> IndexKey | None:
-    """The one index a source searches, when it names one (else the plane's indexes are its to read)."""
-    if isinstance(source, VectorTopK) and source.label:
-        return "vector", source.label, source.property
+def source_indexes(source: Source) -> IndexKeys | None:
+    """The indexes a source searches (what a lazy index set loads for it): a vector search's with
+    a label (one without is exact), a keyword search's, a hybrid query's two; none for a scan, a
+    seek or an algorithm. None (the plane's): a hybrid body that does not read, whose run says why."""
+    if isinstance(source, VectorTopK):
+        return (("vector", source.label, source.property),) if source.label else ()
     if isinstance(source, KeywordTopK):
-        return "keyword", source.label, source.property
-    return None
+        return (("keyword", source.label, source.property),)
+    if isinstance(source, Hybrid):
+        try:
+            return hybrid_indexes(HybridSpec.from_plan_json(source.body))
+        except UsageError:
+            return None
+    return ()
 
 
 def run_source(
@@ -102,7 +109,7 @@ def run_plan_subgraph(
     searcher: Searcher, plane: str, plan: Plan, embed: TextEmbedder | None = None
 ) -> tuple[list[Walked], list[Node], list[Edge]]:
     """Run ``plan`` and keep how each row was reached: (rows, the subgraph's nodes, its edges)."""
-    with searcher.view(plane, plan.as_of, index=source_index(plan.logical.source)) as (snap, plane_id, current):
+    with searcher.view(plane, plan.as_of, names=source_indexes(plan.logical.source)) as (snap, plane_id, current):
         return run_logical(searcher, snap, plane_id, plan.logical, current, embed)
 
 

@@ -23,9 +23,10 @@ from drsg.store.database import Database
 from drsg.store.gate import Gate
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
-from drsg.workers.manager import IndexKey, IndexSet, worker_class
+from drsg.workers.manager import IndexKeys, IndexSet, worker_class
 
 if TYPE_CHECKING:  # numpy and hnswlib load with the first search, not with every Searcher (a Cypher MATCH)
+    from drsg.plan.hybrid import HybridSpec
     from drsg.workers.base import IndexWorker, Pool
     from drsg.workers.vector import VectorIndex
 
@@ -74,7 +75,9 @@ class Searcher:
         self._planes[name] = (snap.at, plane_id)
         return plane_id
 
-    def view(self, plane: str, as_of: AsOf | None, *, indexes: bool = True, index: IndexKey | None = None) -> QueryView:
+    def view(
+        self, plane: str, as_of: AsOf | None, *, indexes: bool = True, names: IndexKeys | None = None
+    ) -> QueryView:
         """What one query on ``plane`` reads, for a ``with`` block: its snapshot, the plane's id, and
         whether the snapshot is the head (where the indexes serve it; an earlier commit is searched
         exactly).
@@ -83,9 +86,9 @@ class Searcher:
         (``reading``) while the query runs, so index hits and node records agree. An earlier commit
         reads the snapshot alone (never the indexes): it neither waits for them nor holds them up,
         however long its exact scan takes. So does a read that searches nothing (``indexes``
-        False: a Cypher MATCH), at the head too. ``index``: the one index the query searches, if it
-        names it (a lazy index set loads that alone; else the plane's)."""
-        return QueryView(self, plane, as_of, indexes, index)
+        False: a Cypher MATCH), at the head too. ``names``: the indexes the query searches, when it
+        names them (a lazy index set loads those alone; None: the plane's)."""
+        return QueryView(self, plane, as_of, indexes, names)
 
     # ------------------------------------------------------------------ the two searches
 
@@ -100,14 +103,14 @@ class Searcher:
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
         metric = check_metric(metric)
-        index = ("vector", label, prop) if label else None
-        with self.view(plane, _as_of(as_of), index=index) as (snap, plane_id, current):
+        names: IndexKeys = (("vector", label, prop),) if label else ()  # (no label: an exact search)
+        with self.view(plane, _as_of(as_of), names=names) as (snap, plane_id, current):
             return self.vector_hits(snap, plane_id, label, prop, query, metric, k, current)
 
     def keyword(
         self, plane: str, label: str, prop: str, text: str, k: int = 10, as_of: AsOf | str | int | None = None
     ) -> list[Hit]:
-        with self.view(plane, _as_of(as_of), index=("keyword", label, prop)) as (snap, plane_id, current):
+        with self.view(plane, _as_of(as_of), names=(("keyword", label, prop),)) as (snap, plane_id, current):
             return hydrate(snap, plane_id, self._keyword_index(snap, plane_id, label, prop, current).search(text, k))
 
     # ------------------------------------------------------------------ ranked ids; callers load records
@@ -190,16 +193,16 @@ class QueryView:
     """:meth:`Searcher.view`'s hold. A class rather than a generator: every query takes one, and a
     generator-based context manager cost a query more than a microsecond."""
 
-    __slots__ = ("as_of", "current", "hold", "index", "indexes", "plane", "searcher")
+    __slots__ = ("as_of", "current", "hold", "indexes", "names", "plane", "searcher")
 
     def __init__(
-        self, searcher: Searcher, plane: str, as_of: AsOf | None, indexes: bool = True, index: IndexKey | None = None
+        self, searcher: Searcher, plane: str, as_of: AsOf | None, indexes: bool = True, names: IndexKeys | None = None
     ) -> None:
         self.searcher = searcher
         self.plane = plane
         self.as_of = as_of
         self.indexes = indexes
-        self.index = index
+        self.names = names
 
     def __enter__(self) -> tuple[Snapshot, int, bool]:
         searcher = self.searcher
@@ -212,7 +215,7 @@ class QueryView:
             self.hold = hold
             plane_id = searcher.plane_id(snap, self.plane)
             if snap.at == snap.head and self.indexes:
-                searcher.indexes.catch_up(snap.head, plane_id, self.index)  # (a lazy set loads what it names)
+                searcher.indexes.catch_up(snap.head, plane_id, self.names)  # (a lazy set loads what it names)
                 searcher._index_hold.__enter__()
                 self.current = True
             return snap, plane_id, self.current
@@ -231,6 +234,15 @@ class QueryView:
                 hold.__exit__(kind, exc, tb)  # raises damage met while reading as DamagedDatabase
         finally:
             searcher._query_hold.__exit__(kind, exc, tb)
+
+
+def hybrid_indexes(spec: HybridSpec) -> IndexKeys:
+    """The indexes a hybrid query searches: its vector channel's and its keyword channel's, on its
+    label (without one the vector channel is exact, and there is no keyword channel)."""
+    if spec.label is None:
+        return ()
+    vector: IndexKeys = (("vector", spec.label, spec.vector.prop),) if spec.vector is not None else ()
+    return vector + ((("keyword", spec.label, spec.keyword.prop),) if spec.keyword is not None else ())
 
 
 def _as_of(as_of: AsOf | str | int | None) -> AsOf | None:

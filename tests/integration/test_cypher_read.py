@@ -278,10 +278,10 @@ def test_a_read_that_searches_nothing_waits_for_no_index(db: Database, monkeypat
     """A MATCH reads the snapshot alone: it neither waits for the index workers to catch up nor holds
     them still (a plane's lagging index does not slow it); a SEARCH at the head does both."""
     searcher = Searcher(db)
-    caught_up: list[int] = []
-    monkeypatch.setattr(searcher.indexes, "catch_up", caught_up.append)
+    caught_up: list[tuple[int, object]] = []
+    monkeypatch.setattr(searcher.indexes, "catch_up", lambda head, _plane, names: caught_up.append((head, names)))
     assert values(drsg_read(searcher, "MATCH (n:Person) RETURN count(n) AS c", None)) == [[3]]
     assert caught_up == []
     with pytest.raises(NotFound, match="no keyword index"):  # (none declared: the search itself fails)
         drsg_read(searcher, "SEARCH (d:Doc) ON body MATCHING 'engine' TOPK 1 RETURN d", None)
-    assert caught_up == [db.head()]
+    assert caught_up == [(db.head(), (("keyword", "Doc", "body"),))]  # the one index the SEARCH names

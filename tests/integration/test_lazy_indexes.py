@@ -204,4 +204,90 @@ def test_a_search_naming_its_index_loads_that_index_alone(db: ApiDatabase, loads
     assert db.plane("b").query("SEARCH (d:Doc) ON emb NEAR [2, 1, 1, 0.5] TOPK 2")
     assert loads[1:] == [(planes["b"], "vector", "sidecar")]  # a statement's source names its index too
     assert db.plane("a").hybrid("graph", label="Doc", keyword="text", graph_hops=0, k=2)
-    assert loads[2:] == [(planes["a"], "vector", "sidecar")]  # a hybrid query: its plane's, each once
+    assert loads[2:] == []  # a keyword-only hybrid query: the keyword index it names, held already
+
+
+def _declare_more(path: Path) -> int:
+    """A second vector and a second keyword index on plane a, on other properties: a read that
+    names its indexes leaves these unloaded (a read that loads its plane's would start them).
+    Returns a's id."""
+    db = drsg.open(path)
+    assert isinstance(db, ApiDatabase)
+    for kind, prop in (("vector", "emb2"), ("keyword", "title")):
+        db.store.write(lambda tx, k=kind, p=prop: tx.declare_index(tx.ensure_plane("a"), k, "Doc", p, {}))
+    a = _ids(db)["a"]
+    db.close()
+    return a
+
+
+def _each_fresh(
+    path: Path, reads: list[Callable[[ApiDatabase], object]], loads: list[tuple[int, str, str]]
+) -> list[tuple[object, list[tuple[int, str, str]]]]:
+    """Each read in a process of its own (a new database handle, nothing loaded): (its answer, what it loaded)."""
+    out: list[tuple[object, list[tuple[int, str, str]]]] = []
+    for read in reads:
+        db = drsg.open(path)
+        assert isinstance(db, ApiDatabase)
+        loads.clear()
+        try:
+            out.append((read(db), sorted(loads)))
+        finally:
+            db.close()
+    return out
+
+
+def _with_every_index(path: Path, reads: list[Callable[[ApiDatabase], object]]) -> list[object]:
+    """The same reads with every index of a loaded first, as a read loaded them before."""
+    db = drsg.open(path)
+    assert isinstance(db, ApiDatabase)
+    try:
+        db.searcher.indexes.catch_up(plane=_ids(db)["a"])
+        assert len(db.searcher.indexes.workers) == 4
+        return [read(db) for read in reads]
+    finally:
+        db.close()
+
+
+def _cypher(statement: str, params: dict[str, object] | None = None) -> Callable[[ApiDatabase], object]:
+    return lambda db: db.plane("a").cypher(statement, params).rows
+
+
+def _hits(hits: list[Hit]) -> list[tuple[str | None, float | None]]:
+    return [(h.node.key, h.score) for h in hits]
+
+
+def test_a_cypher_search_loads_the_one_index_it_names(path: Path, loads: list[tuple[int, str, str]]) -> None:
+    a = _declare_more(path)
+    reads = [
+        _cypher("SEARCH (d:Doc) ON emb NEAR [2, 1, 1, 0.5] TOPK 2 RETURN d.text"),
+        _cypher('SEARCH (d:Doc) ON text MATCHING "graph" TOPK 2 RETURN d.text'),
+        # a parameter defers the source to the row plan: it names its index all the same
+        _cypher("SEARCH (d:Doc) ON emb NEAR $v TOPK 2 RETURN d.text AS t ORDER BY t", {"v": [2, 1, 1, 0.5]}),
+        _cypher("SEARCH (d:Doc) ON text MATCHING $q TOPK 2 WITH d RETURN d.text", {"q": "graph"}),
+    ]
+    found = _each_fresh(path, reads, loads)
+    assert all(answer for answer, _ in found)
+    # each its one index: not emb2's, title's, nor the other kind's
+    assert [loaded for _, loaded in found] == [[(a, kind, "sidecar")] for kind in ("vector", "keyword") * 2]
+    assert _with_every_index(path, reads) == [answer for answer, _ in found]  # the same rows
+
+
+def test_a_hybrid_query_loads_its_vector_and_keyword_indexes_alone(
+    path: Path, loads: list[tuple[int, str, str]]
+) -> None:
+    a = _declare_more(path)
+    near = 'VECTOR ON emb NEAR [2, 1, 1, 0.5] KEYWORD ON text MATCHING "graph" TOPK 3'
+    reads: list[Callable[[ApiDatabase], object]] = [
+        lambda db: _hits(db.plane("a").hybrid("graph", label="Doc", keyword="text", graph_hops=1, k=3)),
+        lambda db: _hits(db.plane("a").query(f"HYBRID (d:Doc) {near}")),
+        _cypher(f"HYBRID (d:Doc) {near} RETURN d.text"),
+        _cypher(
+            "HYBRID (d:Doc) VECTOR ON emb NEAR $v KEYWORD ON text MATCHING $q TOPK 3 RETURN d.text",
+            {"v": [2, 1, 1, 0.5], "q": "graph"},
+        ),
+    ]
+    found = _each_fresh(path, reads, loads)
+    both = [(a, "keyword", "sidecar"), (a, "vector", "sidecar")]
+    assert all(answer for answer, _ in found)
+    assert [loaded for _, loaded in found] == [both[:1], both, both, both]  # (the first: keyword and graph channels)
+    assert _with_every_index(path, reads) == [answer for answer, _ in found]  # the same hits

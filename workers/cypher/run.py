@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from drsg.kernel.asof import AsOf
-from drsg.kernel.errors import QueryError, QueryLimit
+from drsg.kernel.errors import QueryError, QueryLimit, UsageError
 from drsg.plan.cypher import ast
 from drsg.plan.cypher.compile import Compiled
 from drsg.plan.cypher.graph import CypherValue, GraphView, NodeRef, PathValue, RelRef
+from drsg.plan.cypher.sources import build_source, reader
 from drsg.plan.cypher.statement import Prepared
 from drsg.plan.logical import Source
 from drsg.store.records import Edge, Node
@@ -27,7 +28,8 @@ from drsg.workers.cypher.execute import Executor, Limits, SourceRunner, WriteRun
 from drsg.workers.cypher.graphs import SnapshotGraph
 from drsg.workers.cypher.rec import Rec
 from drsg.workers.cypher.result import Answer, CypherResult, Path
-from drsg.workers.plans import run_logical, run_source
+from drsg.workers.manager import IndexKey, IndexKeys
+from drsg.workers.plans import run_logical, run_source, source_indexes
 from drsg.workers.search import Searcher, TextEmbedder
 
 
@@ -63,7 +65,9 @@ def run_read(
     if as_of is not None and pinned is not None and as_of != pinned:
         raise QueryError(f"the statement says AS OF {pinned} and the call as of {as_of}; give one of them")
     limits = Limits.of(max_rows, timeout)
-    with searcher.view(plane, as_of or pinned, indexes=_searches(prepared)) as (snap, plane_id, current):
+    searches = _searches(prepared)
+    names = _names(prepared, params) if searches else ()
+    with searcher.view(plane, as_of or pinned, indexes=searches, names=names) as (snap, plane_id, current):
         logical = prepared.compiled.logical
         if logical is not None:
             walked, nodes, edges = run_logical(searcher, snap, plane_id, logical, current, embed)
@@ -85,6 +89,25 @@ def run_read(
 def _searches(prepared: Prepared) -> bool:
     """Whether the statement reads an index (SEARCH, HYBRID): else it waits for no index to catch up."""
     return any(isinstance(c, ast.Search | ast.HybridSearch) for part in prepared.query.parts for c in part.clauses)
+
+
+def _names(prepared: Prepared, params: Mapping[str, CypherValue]) -> IndexKeys | None:
+    """The indexes the statement's SEARCH and HYBRID clauses search (a lazy index set loads those
+    alone); None (the plane's) when a clause's values do not read: its run says why."""
+    if prepared.compiled.logical is not None:
+        return source_indexes(prepared.compiled.logical.source)
+    names: list[IndexKey] = []
+    for part in prepared.query.parts:
+        for clause in part.clauses:
+            if isinstance(clause, ast.Search | ast.HybridSearch):
+                try:
+                    named = source_indexes(build_source(clause, reader(params)))
+                except UsageError:
+                    return None
+                if named is None:
+                    return None
+                names.extend(named)
+    return tuple(dict.fromkeys(names))
 
 
 def run_on(
