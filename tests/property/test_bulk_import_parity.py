@@ -13,6 +13,7 @@ plane that holds data and is not the newest (so no run can be appended), under e
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -353,6 +354,7 @@ def test_the_c_encoder_makes_the_python_encoders_entries(
             st.binary(max_size=2),
         ),
         unique_by=lambda pair: pair[0],
+        max_size=60,  # past 12 keys sharing their 16-byte heads: those are merge-sorted, not insertion-sorted
     ),
     presorted=st.booleans(),
 )
@@ -365,6 +367,24 @@ def test_the_c_sort_orders_a_run_as_python_does(run: list[tuple[bytes, bytes]], 
         mine.add(key, value)
     mine.sort()
     assert mine.entries() == sorted(run) and len(mine) == len(run)
+
+
+def test_the_c_sort_orders_a_large_run_by_every_byte() -> None:
+    """A run as an import's out run is (one plane and type, ids over three bytes, so the radix sort
+    passes over some head bytes and skips the rest), with groups of keys sharing their 16-byte heads
+    of each size the tie sort takes (insertion up to 12, merged past): sorted as Python sorts bytes."""
+    rng = random.Random(37)
+    run = {
+        b"\0\0\0\1" + rng.randrange(1 << 24).to_bytes(8, "big") + b"E\0" + rng.randbytes(8): b"v" for _ in range(5000)
+    }
+    for size in (2, 12, 13, 200):
+        head = rng.randbytes(16)
+        run |= {head + rng.randbytes(2 + rng.randrange(3)): b"t" for _ in range(size)}
+    mine = bulkwrite.NATIVE.Run()
+    for key, value in run.items():
+        mine.add(key, value)
+    mine.sort()
+    assert mine.entries() == sorted(run.items())
 
 
 key_value = st.one_of(name, st.just("\ud800"), st.integers(0, 3), st.none(), st.lists(st.integers(0, 2), max_size=1))
