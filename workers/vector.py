@@ -21,6 +21,7 @@ from drsg.kernel.cpus import cores
 from drsg.kernel.errors import BadValue
 from drsg.kernel.metrics import check_metric
 from drsg.kernel.values import Vector
+from drsg.workers import exact
 from drsg.workers.base import DEFAULT_RECALL_TARGET, IndexWorker, Pool
 from drsg.workers.recall import HOLD, Calibration, Fetch, calibrate
 
@@ -386,21 +387,16 @@ class VectorIndex(IndexWorker):
         return found
 
     def _exact(self, q: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """Every live node's distance to each query, as hnswlib measures it (cosine: both sides
-        normalised; its stored vectors already are), the ``count`` nearest kept, ties by ascending id."""
+        """Every live node's distance to each query: its similarity as the exact search measures it
+        (workers/exact.py), stated as hnswlib states distances; the ``count`` nearest, ties by
+        ascending id."""
         index = self.index
         assert index is not None
         labels = np.fromiter(self.live, dtype=np.uint64, count=len(self.live))
         labels.sort()
         data = np.asarray(index.get_items(labels, return_type="numpy"), dtype=np.float32)
-        q = np.asarray(q, dtype=np.float32).reshape(-1, data.shape[1])
-        if self.metric == "cosine":
-            q = q / np.maximum(np.linalg.norm(q, axis=1, keepdims=True), np.float32(1e-30))
-        products = q @ data.T
-        if self.metric == "l2":
-            distances = (q * q).sum(axis=1, keepdims=True) - 2 * products + (data * data).sum(axis=1)
-        else:
-            distances = 1 - products
+        similar = np.stack([exact.similarities(self.metric, data, row) for row in q.reshape(-1, data.shape[1])])
+        distances = np.square(similar) if self.metric == "l2" else 1.0 - similar  # similarity_from_distance's inverse
         nearest = np.argsort(distances, axis=1, kind="stable")[:, :count]  # stable: labels ascend
         return labels[nearest], np.take_along_axis(distances, nearest, axis=1).astype(np.float32)
 
