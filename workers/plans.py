@@ -34,7 +34,7 @@ from drsg.store.records import Edge, Node
 from drsg.store.snapshot import Snapshot
 from drsg.workers.algo import algo_rows
 from drsg.workers.manager import IndexKeys
-from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hybrid_indexes, hydrate_pool
+from drsg.workers.search import Hit, Searcher, TextEmbedder, embedded, hybrid_indexes, hydrate_pool, vector_indexes
 from drsg.workers.traverse import Subgraph, Walked, run_steps
 
 
@@ -51,7 +51,7 @@ def source_indexes(source: Source) -> IndexKeys | None:
     a label (one without is exact), a keyword search's, a hybrid query's two; none for a scan, a
     seek or an algorithm. None (the plane's): a hybrid body that does not read, whose run says why."""
     if isinstance(source, VectorTopK):
-        return (("vector", source.label, source.property),) if source.label else ()
+        return vector_indexes(source.label, source.property)
     if isinstance(source, KeywordTopK):
         return (("keyword", source.label, source.property),)
     if isinstance(source, Hybrid):

@@ -103,8 +103,7 @@ class Searcher:
         as_of: AsOf | str | int | None = None,
     ) -> list[Hit]:
         metric = check_metric(metric)
-        names: IndexKeys = (("vector", label, prop),) if label else ()  # (no label: an exact search)
-        with self.view(plane, _as_of(as_of), names=names) as (snap, plane_id, current):
+        with self.view(plane, _as_of(as_of), names=vector_indexes(label, prop)) as (snap, plane_id, current):
             return self.vector_hits(snap, plane_id, label, prop, query, metric, k, current)
 
     def keyword(
@@ -236,12 +235,18 @@ class QueryView:
             searcher._query_hold.__exit__(kind, exc, tb)
 
 
+def vector_indexes(label: str | None, prop: str) -> IndexKeys:
+    """The index a vector search names (what a lazy index set loads for it): its label's; none
+    without a label (that search is exact)."""
+    return (("vector", label, prop),) if label else ()
+
+
 def hybrid_indexes(spec: HybridSpec) -> IndexKeys:
     """The indexes a hybrid query searches: its vector channel's and its keyword channel's, on its
     label (without one the vector channel is exact, and there is no keyword channel)."""
     if spec.label is None:
         return ()
-    vector: IndexKeys = (("vector", spec.label, spec.vector.prop),) if spec.vector is not None else ()
+    vector = vector_indexes(spec.label, spec.vector.prop) if spec.vector is not None else ()
     return vector + ((("keyword", spec.label, spec.keyword.prop),) if spec.keyword is not None else ())
 
 
