@@ -320,16 +320,20 @@ done:
     return out;
 }
 
-/* look_up(lines, txn, keys_db, plane_group, inv, known) -> bool: key_groups' keys, each looked up as
- * store/_walk.c's key_ids looks it up (one cursor, in key order), put straight into `known`
- * (key -> node id, or None): no group bytes, no lists of keys and ids, no zip. False when the
- * Python path must answer (LMDB not bound, not py-lmdb's objects, a key it must judge, an LMDB error:
- * its own read raises py-lmdb's), with `known` perhaps partly filled (the Python path overwrites). */
+/* look_up(lines, txn, keys_db, plane_group, inv, known, scan) -> bool: key_groups' keys, each looked
+ * up as store/_walk.c's key_ids looks it up (one cursor, in key order), put straight into `known`
+ * (key -> node id, or None): no group bytes, no lists of keys and ids, no zip. `scan` (a Scan, or
+ * None): the keys its lines name too, sorted with the others, their answers kept in the scan
+ * (Scan.keys, each line's by index: store/_bulkscan.c). False when the Python path must answer (LMDB
+ * not bound, not py-lmdb's objects, a key it must judge, an LMDB error: its own read raises
+ * py-lmdb's), with `known` perhaps partly filled (the Python path overwrites) and the scan's keys
+ * not resolved. */
 typedef struct {
     uint64_t head; /* the first 8 bytes, big-endian, zero-padded: most keys compare as one integer */
     const char *s;
     Py_ssize_t n;
-    PyObject *name; /* borrowed: its line holds it */
+    PyObject *name; /* borrowed: its line holds it; NULL: a scanned line's (occ) */
+    int32_t occ;    /* its occurrence in the Scan, else -1 */
 } Name;
 
 /* as bytes compare (a prefix first): heads that differ order as their bytes do (padding sorts first) */
@@ -340,12 +344,30 @@ static int by_name(const void *a, const void *b) {
     return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
+static int add_name(Name **names, Py_ssize_t *count, Py_ssize_t *cap, Name name) {
+    if (*count == *cap) {
+        *cap = *cap ? *cap * 2 : 1024;
+        Name *grown = PyMem_Realloc(*names, (size_t)*cap * sizeof(Name));
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *names = grown;
+    }
+    uint64_t head = 0;
+    for (int b = 0; b < 8; b++) head = head << 8 | (b < name.n ? (unsigned char)name.s[b] : 0);
+    name.head = head;
+    (*names)[(*count)++] = name;
+    return 0;
+}
+
 static PyObject *look_up(PyObject *self, PyObject *args) {
-    PyObject *lines, *txn_obj, *db_obj, *known, *out = NULL, *named[3];
+    PyObject *lines, *txn_obj, *db_obj, *known, *scan_obj = Py_None, *out = NULL, *named[3];
     Py_buffer prefix, inv;
-    if (!PyArg_ParseTuple(args, "O!OOy*y*O!", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
-                          &known))
+    if (!PyArg_ParseTuple(args, "O!OOy*y*O!|O", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
+                          &known, &scan_obj))
         return NULL;
+    Scan *scan = Py_IS_TYPE(scan_obj, &ScanType) ? (Scan *)scan_obj : NULL;
     const LmdbApi *api = bulk_lmdb();
     MDB_txn *txn = api && inv.len == 8 ? api->txn_of(txn_obj, 0) : NULL;
     MDB_dbi dbi;
@@ -368,19 +390,18 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
                 PyErr_Clear();
                 continue;
             }
-            if (count == cap) {
-                cap = cap ? cap * 2 : 1024;
-                Name *grown = PyMem_Realloc(names, (size_t)cap * sizeof(Name));
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                names = grown;
-            }
-            uint64_t head = 0;
-            for (int b = 0; b < 8; b++) head = head << 8 | (b < n ? (unsigned char)s[b] : 0);
-            names[count++] = (Name){head, s, n, name};
+            if (add_name(&names, &count, &cap, (Name){0, s, n, name, -1}) < 0) goto done;
         }
+    }
+    if (scan) {
+        if (scan->resolved) { /* (once a commit: a second call finds them again) */
+            PyErr_SetString(PyExc_ValueError, "the scan's keys are looked up already");
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < scan->nocc; i++)
+            if (add_name(&names, &count, &cap, (Name){0, scan->occ[i].s, scan->occ[i].n, NULL, (int32_t)i}) < 0)
+                goto done;
+        if (scan_keys_add(scan, count) < 0) goto done; /* (a key for each distinct name at most) */
     }
     if (count) qsort(names, (size_t)count, sizeof(Name), by_name); /* each seek lands near the last */
     int rc = api->cursor_open(txn, dbi, &cur);
@@ -389,22 +410,35 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
         out = Py_NewRef(Py_False);
         goto done;
     }
+    uint64_t id = 0;
+    int got = KEY_NONE, in_known = 0; /* the answer for names[i]'s name; whether known has it */
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (i && by_name(&names[i - 1], &names[i]) == 0) continue; /* a repeat */
-        k.len = 0;
-        if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, names[i].s, names[i].n) < 0 || put_byte(&k, 0) < 0)
-            goto done;
-        uint64_t id;
-        int got = api->key_id(cur, k.data, (size_t)k.len, inv.buf, &id, &rc);
-        if (got == KEY_PYTHON || got == KEY_FAILED) {
-            out = Py_NewRef(Py_False);
-            goto done;
+        if (!i || by_name(&names[i - 1], &names[i]) != 0) { /* a name not met before: seek it */
+            k.len = 0;
+            if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, names[i].s, names[i].n) < 0 || put_byte(&k, 0) < 0)
+                goto done;
+            got = api->key_id(cur, k.data, (size_t)k.len, inv.buf, &id, &rc);
+            if (got == KEY_PYTHON || got == KEY_FAILED) {
+                out = Py_NewRef(Py_False);
+                goto done;
+            }
+            in_known = 0;
+            if (scan) /* one entry a distinct name: its lines' ends by index */
+                scan->keys[scan->nkeys++] = (Key){names[i].s, names[i].n, got == KEY_FOUND ? KEY_IN_FILE : KEY_ABSENT,
+                                                  got == KEY_FOUND ? id : 0, NULL};
         }
+        if (names[i].occ >= 0) {
+            scan->occ[names[i].occ].key = (int32_t)(scan->nkeys - 1);
+            continue;
+        }
+        if (in_known) continue; /* a repeat */
         PyObject *value = got == KEY_FOUND ? PyLong_FromUnsignedLongLong(id) : Py_NewRef(Py_None);
         int set = value ? PyDict_SetItem(known, names[i].name, value) : -1;
         Py_XDECREF(value);
         if (set < 0) goto done;
+        in_known = 1;
     }
+    if (scan) scan->resolved = 1;
     out = Py_NewRef(Py_True);
 done:
     if (cur) api->cursor_close(cur);
@@ -430,10 +464,11 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bulk", "An import's entries made in C.", -1, methods};
 
 PyMODINIT_FUNC PyInit__bulk(void) {
-    if (PyType_Ready(&RunType) < 0)
+    if (PyType_Ready(&RunType) < 0 || PyType_Ready(&ScanType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddObjectRef(m, "Run", (PyObject *)&RunType) < 0)
+    if (m && (PyModule_AddObjectRef(m, "Run", (PyObject *)&RunType) < 0 ||
+              PyModule_AddObjectRef(m, "Scan", (PyObject *)&ScanType) < 0))
         Py_CLEAR(m);
     return m;
 }

@@ -32,6 +32,62 @@ int edge_entries(PyObject *runs[3], unsigned int plane, uint64_t edge_id, uint64
 PyObject *lines(PyObject *self, PyObject *args);
 PyObject *mutation_slots(PyObject *self, PyObject *args);
 
+/* store/_bulkscan.c: a commit's raw lines of the common shapes read in C (Scan), no Python object a
+ * line. A line's strings are ASCII without escapes, so each is its bytes: a Span of its line. */
+typedef struct {
+    uint32_t off, len;
+} Span;
+enum { TOK_STR, TOK_INT, TOK_FLOAT, TOK_TRUE, TOK_FALSE, TOK_NULL };
+typedef struct {
+    unsigned char kind;
+    Span s;
+    union {
+        long long i;
+        double d;
+    } v;
+} Tok;
+enum { LINE_OTHER = 0, LINE_NODE = 1, LINE_EDGE = 2 }; /* OTHER: the dict path's (msgspec) */
+typedef struct {
+    const char *text; /* the line's bytes (the Scan holds them) */
+    unsigned char kind;
+    int32_t key, src, dst; /* their occurrence (Scan.occ), -1: none */
+    Span type;
+    uint32_t labels, n_labels, props, n_props; /* into toks: labels' strs; props' (name, value) pairs */
+} ScanLine;
+/* A key name as a line names it; after look_up, `key` is its entry in Scan.keys. */
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+    int32_t key;
+} Occ;
+enum { KEY_ABSENT, KEY_IN_FILE, KEY_GIVEN }; /* looked up and not there; there; made by the C loop */
+typedef struct {
+    const char *s;
+    Py_ssize_t n;
+    unsigned char state;
+    uint64_t id;
+    PyObject *boxed; /* the id as an int, made once (owned), or NULL */
+} Key;
+typedef struct {
+    PyObject_HEAD PyObject *raws; /* a tuple of the lines' bytes */
+    ScanLine *lines;
+    Py_ssize_t n;
+    Tok *toks;
+    Py_ssize_t ntoks, captoks;
+    Occ *occ;
+    Py_ssize_t nocc, capocc;
+    Key *keys; /* one per distinct name, once look_up resolved them (resolved = 1) */
+    Py_ssize_t nkeys;
+    int resolved;
+    PyObject *names[16]; /* strs made for names (labels, types, property names), shared by lines */
+    int nnames;
+} Scan;
+extern PyTypeObject ScanType;
+/* a str for a name's bytes (new reference), shared among the scan's lines */
+PyObject *scan_name(Scan *scan, const char *s, Py_ssize_t n);
+PyObject *ascii_str(const char *s, Py_ssize_t n);
+int scan_keys_add(Scan *scan, Py_ssize_t nkeys); /* room for nkeys keys; 0 or -1 */
+
 /* store/_bulkrun.c: a table's run (Run) */
 extern PyTypeObject RunType;
 int run_add(PyObject *run, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen);

@@ -34,13 +34,26 @@ class Run:
     def write(self, txn: object, db: object, /) -> int | bool | tuple[int, int]: ...
     def __len__(self) -> int: ...
 
+class Scan:
+    """A commit's raw lines of the common shapes read in C (store/_bulkscan.c)."""
+
+    def __init__(self, raws: list[bytes], /) -> None: ...
+    def kinds(self) -> bytes: ...
+
 def bind_lmdb(api: object, /) -> None: ...
 def mutation_slots(
     node_put: type[object], node_fields: tuple[str, ...], edge_put: type[object], edge_fields: tuple[str, ...], /
 ) -> None: ...
 def strerror(code: int, /) -> str: ...
 def look_up(
-    lines: list[object], txn: object, keys_db: object, plane_group: bytes, inv: bytes, known: dict[str, int | None], /
+    lines: list[object],
+    txn: object,
+    keys_db: object,
+    plane_group: bytes,
+    inv: bytes,
+    known: dict[str, int | None],
+    scan: object = None,
+    /,
 ) -> bool: ...
 def key_groups(lines: list[object], plane_group: bytes, /) -> tuple[list[str], list[bytes]]: ...
 def lines(
@@ -61,5 +74,6 @@ def lines(
     edge_put: object,
     label_counts: dict[str, int],
     type_counts: dict[str, int],
+    scan: object = None,
     /,
 ) -> tuple[int, int, int]: ...

@@ -14,9 +14,12 @@
  * type for the caller) — tests/property/test_bulk_import_parity.py holds the tables equal.
  *
  * lines(parsed, start, node_runs, edge_runs, plane, inv, next_node, next_edge, new_nodes_from,
- *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts)
+ *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts, scan=None)
  *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation's msgpack (its
  *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode).
+ *     A line `scan` (store/_bulkscan.c's Scan of the same lines) read is taken from its tokens, under
+ *     the same rules, its key and ends by index into the scan's keys (looked up by _bulk.c's look_up):
+ *     no dict read, no hashing; its `parsed` entry is None.
  * mutation_slots(NodePut, fields, EdgePut, fields): make those mutations by setting their slots
  *     (bulkwrite.py calls it once it checked them with native.slots_record); else they are called.
  */
@@ -388,15 +391,208 @@ static int take_edge(Loop *c, PyObject *obj) {
     return rc;
 }
 
+/* check_name's common case for a scanned name (ASCII without NUL already): 1-400 characters */
+static int plain_span(Py_ssize_t n) { return n > 0 && n <= 400; }
+
+/* A scanned line's properties as the dict msgspec would make of them (*map, new reference; NULL for
+ * none or null: pack_props' own empty map). 1, 0 when a name is not plain or comes twice (the dict
+ * path's: the last would count), -1 on an error. */
+static int scanned_props(Scan *scan, const ScanLine *l, PyObject **map) {
+    *map = NULL;
+    if (!l->n_props)
+        return 1;
+    PyObject *props = PyDict_New();
+    if (!props)
+        return -1;
+    for (uint32_t i = 0; i < l->n_props; i++) {
+        const Tok *name = &scan->toks[l->props + 2 * i], *tok = name + 1;
+        if (!plain_span(name->s.len)) {
+            Py_DECREF(props);
+            return 0;
+        }
+        const char *s = l->text + tok->s.off;
+        PyObject *key = scan_name(scan, l->text + name->s.off, name->s.len), *value;
+        switch (tok->kind) {
+        case TOK_STR: value = ascii_str(s, tok->s.len); break;
+        case TOK_INT: value = PyLong_FromLongLong(tok->v.i); break;
+        case TOK_FLOAT: value = PyFloat_FromDouble(tok->v.d); break;
+        case TOK_TRUE: value = Py_NewRef(Py_True); break;
+        case TOK_FALSE: value = Py_NewRef(Py_False); break;
+        default: value = Py_NewRef(Py_None);
+        }
+        int rc = key && value ? PyDict_SetItem(props, key, value) : -1;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) {
+            Py_DECREF(props);
+            return -1;
+        }
+    }
+    if (PyDict_GET_SIZE(props) != (Py_ssize_t)l->n_props) {
+        Py_DECREF(props);
+        return 0;
+    }
+    *map = props;
+    return 1;
+}
+
+/* pack_props of a scanned line's properties: packed bytes and *map (new references), Py_None (new
+ * reference) when not plain, NULL on an error */
+static PyObject *scanned_packed(Scan *scan, const ScanLine *l, PyObject **map) {
+    PyObject *props;
+    int rc = scanned_props(scan, l, &props);
+    if (rc <= 0) {
+        *map = NULL;
+        return rc < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *packed = pack_props(props, map);
+    Py_XDECREF(props);
+    return packed;
+}
+
+/* take_node for a scanned line: its key and labels by their spans, its key's state in the scan */
+static int take_scanned_node(Loop *c, Scan *scan, const ScanLine *l) {
+    const Tok *labels = scan->toks + l->labels;
+    for (uint32_t i = 0; i < l->n_labels; i++) {
+        if (!plain_span(labels[i].s.len))
+            return 0;
+        if (i) { /* sorted without repeats, as a record keeps them */
+            const Span a = labels[i - 1].s, b = labels[i].s;
+            int cmp = memcmp(l->text + a.off, l->text + b.off, a.len < b.len ? a.len : b.len);
+            if (cmp > 0 || (cmp == 0 && a.len >= b.len))
+                return 0;
+        }
+    }
+    Key *key = NULL;
+    const Occ *occ = l->key >= 0 ? &scan->occ[l->key] : NULL;
+    if (occ) {
+        if (!scan->resolved || occ->key < 0 || !plain_span(occ->n))
+            return 0;
+        key = &scan->keys[occ->key];
+        if (key->state != KEY_ABSENT)
+            return 0; /* in the file, or made by this commit already */
+    }
+    PyObject *k = occ ? ascii_str(occ->s, occ->n) : Py_NewRef(Py_None);
+    if (!k)
+        return -1;
+    if (occ) { /* given out by the Python path in this commit? */
+        PyObject *had = PyDict_GetItemWithError(c->key_ids, k);
+        if (had || PyErr_Occurred()) {
+            Py_DECREF(k);
+            return had ? 0 : -1;
+        }
+    }
+    PyObject *map, *packed = scanned_packed(scan, l, &map);
+    if (!packed || packed == Py_None) {
+        Py_DECREF(k);
+        Py_XDECREF(packed);
+        return packed ? 0 : -1;
+    }
+    PyObject *label_list = PyList_New(l->n_labels);
+    for (uint32_t i = 0; label_list && i < l->n_labels; i++) {
+        PyObject *label = scan_name(scan, l->text + labels[i].s.off, labels[i].s.len);
+        if (!label)
+            Py_CLEAR(label_list);
+        else
+            PyList_SET_ITEM(label_list, i, label);
+    }
+    PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
+    int rc = -1;
+    PyObject *mutation = NULL, *plane = c->plane_id;
+    if (label_list && id) {
+        PyObject *values[5] = {plane, id, k, label_list, map};
+        mutation = (PyTypeObject *)c->node_put == node_put_type ? made(node_put_type, node_put_slots, values, 5)
+                                                               : PyObject_CallFunctionObjArgs(c->node_put, plane, id, k,
+                                                                                              label_list, map, NULL);
+    }
+    if (mutation &&
+        emit(c, mutation,
+             node_entries(c->nruns, c->plane, c->next_node, occ ? occ->s : NULL, occ ? occ->n : 0, label_list,
+                          PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
+             c->nruns[0], "node.put", c->next_node) == 0 &&
+        (!occ || PyDict_SetItem(c->key_ids, k, id) == 0)) {
+        rc = 1;
+        if (key) {
+            *key = (Key){key->s, key->n, KEY_GIVEN, c->next_node, Py_NewRef(id)};
+        }
+        for (uint32_t i = 0; i < l->n_labels && rc > 0; i++)
+            if (tally(&c->label_tally, PyList_GET_ITEM(label_list, i)) < 0)
+                rc = -1;
+        c->next_node++;
+    }
+    Py_XDECREF(label_list);
+    Py_XDECREF(id);
+    Py_DECREF(k);
+    Py_DECREF(packed);
+    Py_DECREF(map);
+    return rc;
+}
+
+/* A scanned end's node (*boxed: its id, borrowed from the scan), -1 when not known here */
+static long long scanned_end(Scan *scan, int32_t at, PyObject **boxed) {
+    const Occ *occ = &scan->occ[at];
+    if (occ->key < 0 || !plain_span(occ->n))
+        return -1;
+    Key *key = &scan->keys[occ->key];
+    if (key->state == KEY_ABSENT)
+        return -1;
+    if (!key->boxed && !(key->boxed = PyLong_FromUnsignedLongLong(key->id)))
+        return -2;
+    *boxed = key->boxed;
+    return (long long)key->id;
+}
+
+/* take_edge for a scanned line: its ends by index into the scan's keys, no dict */
+static int take_scanned_edge(Loop *c, Scan *scan, const ScanLine *l) {
+    if (!scan->resolved || !plain_span(l->type.len))
+        return 0;
+    PyObject *src_id = NULL, *dst_id = NULL;
+    long long src = scanned_end(scan, l->src, &src_id), dst = src == -2 ? -2 : scanned_end(scan, l->dst, &dst_id);
+    if (src == -2 || dst == -2)
+        return -1;
+    if (src < 0 || dst < 0)
+        return 0;
+    if ((unsigned long long)src < c->new_nodes_from && (unsigned long long)dst < c->new_nodes_from)
+        return 0; /* both ends were there before: the line may restate an edge */
+    PyObject *map, *packed = scanned_packed(scan, l, &map);
+    if (!packed || packed == Py_None) {
+        Py_XDECREF(packed);
+        return packed ? 0 : -1;
+    }
+    PyObject *type = scan_name(scan, l->text + l->type.off, l->type.len);
+    int rc = -1;
+    PyObject *mutation = NULL, *plane = c->plane_id, *id = PyLong_FromUnsignedLongLong(c->next_edge);
+    if (id && type) {
+        PyObject *values[6] = {plane, id, src_id, dst_id, type, map};
+        mutation = (PyTypeObject *)c->edge_put == edge_put_type
+                       ? made(edge_put_type, edge_put_slots, values, 6)
+                       : PyObject_CallFunctionObjArgs(c->edge_put, plane, id, src_id, dst_id, type, map, NULL);
+    }
+    Py_XDECREF(id);
+    if (mutation &&
+        emit(c, mutation,
+             edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, l->text + l->type.off,
+                          l->type.len, PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
+             c->eruns[0], "edge.put", c->next_edge) == 0 &&
+        tally(&c->type_tally, type) == 0) { /* (the type lives on in the mutation, as the tally needs) */
+        rc = 1;
+        c->next_edge++;
+    }
+    Py_XDECREF(type);
+    Py_DECREF(packed);
+    Py_DECREF(map);
+    return rc;
+}
+
 PyObject *lines(PyObject *self, PyObject *args) {
-    PyObject *parsed;
+    PyObject *parsed, *scan_obj = Py_None;
     Py_ssize_t start;
     Loop c;
-    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!O!OOO!O!", &PyList_Type, &parsed, &start, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!O!OOO!O!|O", &PyList_Type, &parsed, &start, &PyTuple_Type,
                           &c.node_runs, &PyTuple_Type, &c.edge_runs, &c.plane, &PyBytes_Type, &c.inv, &c.next_node,
                           &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
                           &PyList_Type, &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
-                          &c.labels, &PyDict_Type, &c.types) ||
+                          &c.labels, &PyDict_Type, &c.types, &scan_obj) ||
         interned() < 0 || runs_of(c.node_runs, c.nruns) < 0 || runs_of(c.edge_runs, c.eruns) < 0)
         return NULL;
     if (PyBytes_GET_SIZE(c.inv) != 8) {
@@ -409,7 +605,15 @@ PyObject *lines(PyObject *self, PyObject *args) {
     c.type_tally = (Tally){c.types, NULL, 0};
     Py_ssize_t i = start < 0 ? 0 : start;
     int rc = 1;
+    Scan *scan = Py_IS_TYPE(scan_obj, &ScanType) ? (Scan *)scan_obj : NULL;
     for (; i < PyList_GET_SIZE(parsed); i++) {
+        if (scan && i < scan->n && scan->lines[i].kind != LINE_OTHER) {
+            const ScanLine *l = &scan->lines[i];
+            rc = l->kind == LINE_EDGE ? take_scanned_edge(&c, scan, l) : take_scanned_node(&c, scan, l);
+            if (rc <= 0)
+                break;
+            continue;
+        }
         PyObject *obj = PyList_GET_ITEM(parsed, i);
         if (!PyDict_CheckExact(obj))
             break;

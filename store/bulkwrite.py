@@ -32,6 +32,7 @@ from drsg.kernel.values import Props, pack
 from drsg.store import keys, native
 from drsg.store.environment import DbHandle, Dbs, Txn
 from drsg.store.mutations import EdgePut, NodePut
+from drsg.store.readahead import Scan
 from drsg.store.records import Plane
 from drsg.store.transaction import WriteTx
 
@@ -158,8 +159,12 @@ class Native(Encoder, Protocol):
         plane_group: bytes,
         inv: bytes,
         known: dict[str, int | None],
+        scan: Scan | None,
         /,
     ) -> bool: ...
+
+    @property
+    def Scan(self) -> Callable[[list[bytes]], Scan]: ...  # a commit's raw lines read in C (_bulkscan.c)
 
 
 def _load() -> Native | None:
@@ -177,6 +182,7 @@ NATIVE: Encoder = PyEncoder() if _native is None else _native
 _encoder: Encoder = NATIVE
 _enabled = True
 _lines = True
+_scan = True
 
 
 def use_c(on: bool) -> None:
@@ -203,6 +209,13 @@ def use_lines(on: bool) -> None:
     _lines = on
 
 
+def use_scan(on: bool) -> None:
+    """Read the common line shapes in C (``True``, store/_bulkscan.c) or parse each line into a dict
+    with msgspec first (``False``, the reference the scan is held to)."""
+    global _scan
+    _scan = on
+
+
 class BulkWrites:
     """New nodes and edges of one plane in one LMDB transaction, kept until :meth:`flush` (an
     import flushes after each commit: what it holds stays bounded by a commit's lines)."""
@@ -218,6 +231,13 @@ class BulkWrites:
         self.keys_db = dbs["keys"]
         self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
         self.known: dict[str, int | None] = {}  # keys looked up as the commit began -> their node
+        self.scan: Scan | None = None  # the commit's scanned lines: their keys' answers are kept in it
+
+    def scanner(self) -> Callable[[list[bytes]], Scan] | None:
+        """What reads a commit's raw lines of the common shapes in C, when the C line loop runs."""
+        if _encoder is _native and _native is not None and _lines and _scan:
+            return _native.Scan
+        return None
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
         found = self.key_ids.get(key)
@@ -227,11 +247,16 @@ class BulkWrites:
             return self.known[key]
         return self._look_up(tx, [self.plane_group + keys.name(key)])[0]  # keys.key_group's bytes
 
-    def look_up_keys(self, tx: WriteTx, lines: list[Any]) -> None:
-        """The keys a commit's parsed ``lines`` name (nodes' and edges' ends) looked up at once, in key
-        order, so that each seek lands near the last: what the file holds as the commit begins."""
-        inv = keys.inv(tx.seq)
-        if _encoder is _native and _native.look_up(lines, tx.txn, self.keys_db, self.plane_group, inv, self.known):
+    def look_up_keys(self, tx: WriteTx, lines: list[Any], scan: Scan | None = None) -> None:
+        """The keys a commit's parsed ``lines`` and its ``scan`` name (nodes' and edges' ends) looked
+        up at once, in key order, so that each seek lands near the last: what the file holds as the
+        commit begins (a scanned line's keep their answers in the scan; unresolved, the Python path
+        looks each up when it reads the line)."""
+        inv, self.scan = keys.inv(tx.seq), scan
+        c_module = _native if _encoder is _native else None
+        if c_module is not None and c_module.look_up(
+            lines, tx.txn, self.keys_db, self.plane_group, inv, self.known, scan
+        ):
             return  # (all in C: store/_bulk.c's look_up, each key as _look_up reads it)
         order, groups = _encoder.key_groups(lines, self.plane_group)
         self.known.update(zip(order, self._look_up(tx, groups), strict=True))
@@ -283,8 +308,8 @@ class BulkWrites:
 
     def take(self, tx: WriteTx, parsed: list[Any], start: int) -> tuple[int, int, int]:
         """Make the commit's parsed lines from ``start`` on into new records in C while they have the
-        common shapes (store/_bulklines.c): the same ids, mutations, entries and tallies the Python
-        path gives them. Returns where it stopped (that line is the Python path's to read) and the
+        common shapes (store/_bulklines.c; a line the commit's scan read, from its tokens): the same
+        ids, mutations, entries and tallies the Python path gives them. Returns where it stopped (that line is the Python path's to read) and the
         nodes and edges made."""
         lines = getattr(_encoder, "lines", None)  # (store/_bulk.c's alone: PyEncoder has no line loop)
         if lines is None or not _lines:
@@ -294,6 +319,7 @@ class BulkWrites:
         stop, tx.ids.node, tx.ids.edge = lines(
             parsed, start, self.node_runs, self.edge_runs, plane, keys.inv(tx.seq), node_from, edge_from,
             self.new_nodes_from, self.key_ids, self.known, tx.mutations, tx.wires, NodePut, EdgePut, labels, types,
+            self.scan,
         )  # fmt: skip
         tallies, nodes, edges = tx.tallies, tx.ids.node - node_from, tx.ids.edge - edge_from
         for kind, counts in ((b"L", labels), (b"T", types)):
@@ -318,6 +344,7 @@ class BulkWrites:
                 run.clear()
         self.key_ids.clear()  # the file answers for them now
         self.known.clear()
+        self.scan = None  # (what its look-up found is stale once a vector's flush wrote mid-commit)
 
 
 def _encodes(name: str) -> bool:

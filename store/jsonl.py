@@ -316,8 +316,8 @@ class _Importer:
 
     def _read_ahead(self, bulk: BulkWrites) -> Ahead:
         """The commit's lines, read and parsed (store/readahead.py), and the keys they name looked up."""
-        ahead = read_ahead(self.fh, self.commit_lines)
-        bulk.look_up_keys(self.tx, ahead.lines)
+        ahead = read_ahead(self.fh, self.commit_lines, bulk.scanner())
+        bulk.look_up_keys(self.tx, ahead.lines, ahead.scan)
         return ahead
 
     def _line(self, line_no: int, raw: bytes, parsed: Any = None) -> None:

@@ -2,16 +2,19 @@
 
 The bulk path (store/bulkwrite.py) reads a commit's lines first so that it can look up every key
 they name at once and make the common shapes into records in C (store/_bulklines.c);
-store/jsonl.py then reads each line from what :func:`read_ahead` kept. One line's JSON is
-:func:`parse`'s, on this path and the line-by-line one alike.
+store/jsonl.py then reads each line from what :func:`read_ahead` kept. A line of the common shapes
+is read by a scanner in C (store/_bulkscan.c: no dict for it) when the bulk path has one; any other
+line's JSON is :func:`parse`'s, on this path and the line-by-line one alike, and so is a scanned
+line's when the Python path is to handle it (its ``lines`` entry is None: parsed when read).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import msgspec
 
@@ -25,13 +28,20 @@ def parse(raw: bytes) -> Any:
         return json.loads(raw)
 
 
+class Scan(Protocol):
+    """A commit's raw lines, those of the common shapes read in C (store/_bulkscan.c's Scan)."""
+
+    def kinds(self) -> bytes: ...  # a byte a line: 0 for parse(), else read by the scan
+
+
 @dataclass(frozen=True)
 class Ahead:
     """A commit's lines as read (``raws``) and each parsed (``lines``; None: for the importer to
-    parse and refuse, or blank)."""
+    parse — and refuse, or find blank, or take as the scan read it), and the scan of them, if any."""
 
     raws: list[bytes]
     lines: list[Any]
+    scan: Scan | None = None
 
     def line(self, n: int) -> tuple[bytes, Any]:
         """Line ``n`` of the commit, raw and parsed; ``(b"", None)`` past the last (the file's end)."""
@@ -46,13 +56,19 @@ class Ahead:
 NOTHING = Ahead([], [])
 
 
-def read_ahead(fh: IO[bytes], count: int) -> Ahead:
-    """The next ``count`` lines of ``fh`` (fewer at its end), each parsed."""
+def read_ahead(fh: IO[bytes], count: int, scanner: Callable[[list[bytes]], Scan] | None = None) -> Ahead:
+    """The next ``count`` lines of ``fh`` (fewer at its end), each parsed — those ``scanner`` reads
+    left to it."""
     raws = list(itertools.islice(fh, count))
+    scan = None if scanner is None else scanner(raws)
+    kinds = bytes(len(raws)) if scan is None else scan.kinds()
     lines: list[Any] = []
-    for raw in raws:
+    for raw, kind in zip(raws, kinds, strict=True):
+        if kind:
+            lines.append(None)
+            continue
         try:
             lines.append(parse(raw))
         except (ValueError, RecursionError):  # blank or no JSON: None, for the importer to read and refuse
             lines.append(None)
-    return Ahead(raws, lines)
+    return Ahead(raws, lines, scan)

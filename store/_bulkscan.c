@@ -1,0 +1,408 @@
+/* A commit's raw lines read in C where they have the common shapes (store/readahead.py), so that the
+ * C line loop (store/_bulklines.c) makes their records without msgspec's dict for each line:
+ *
+ *     node: {"labels": [name, ...]?, "external_key": name | null?, "properties": {name: scalar} | null?}
+ *     edge: {"type": name, "src_key": name, "dst_key": name, "properties": {name: scalar} | null?}
+ *
+ * fields in any order, each once, JSON's whitespace anywhere between tokens. Every string is ASCII
+ * without an escape or a control character (so its value is its bytes: a Span of the line); a scalar
+ * is a string, true, false, null, an integer of at most 18 digits or a finite number with a fraction
+ * or an exponent (read by CPython's own float parser). A line with anything else — another field, a
+ * field twice, an escape, a non-ASCII byte, a nested value, a longer integer, no valid JSON — is
+ * OTHER: read_ahead parses it with msgspec and the dict path handles it as before. A line taken here
+ * must come out as msgspec's dict of it would (tests/property/test_import_scan.py).
+ *
+ * Scan(raws)       every line of raws (a list of bytes) scanned; holds them
+ * scan.kinds()     one byte a line: 0 OTHER, 1 a node, 2 an edge
+ * The key names the lines name (Scan.occ) are looked up with a commit's dict lines by _bulk.c's look_up,
+ * into Scan.keys: the commit's keys in C, each a line's end by index, no dict and no hashing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "_bulk.h"
+
+#define MAX_INT_DIGITS 18 /* every such integer fits in 64 bits; longer ones are msgspec's to read */
+#define MAX_FLOAT_CHARS 64
+
+typedef struct {
+    const char *s, *end;
+} Cursor;
+
+static void ws(Cursor *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+        c->s++;
+}
+
+static int expect(Cursor *c, char ch) {
+    ws(c);
+    if (c->s < c->end && *c->s == ch) {
+        c->s++;
+        return 1;
+    }
+    return 0;
+}
+
+/* a string's bytes after its opening quote, up to the closing one (consumed): 1, or 0 if not plain */
+static int string(Cursor *c, const char *line, Span *out) {
+    const char *start = c->s;
+    while (c->s < c->end) {
+        unsigned char ch = (unsigned char)*c->s;
+        if (ch == '"') {
+            *out = (Span){(uint32_t)(start - line), (uint32_t)(c->s - start)};
+            c->s++;
+            return 1;
+        }
+        if (ch < 0x20 || ch > 0x7e || ch == '\\')
+            return 0;
+        c->s++;
+    }
+    return 0;
+}
+
+static int digits(Cursor *c) {
+    const char *start = c->s;
+    while (c->s < c->end && *c->s >= '0' && *c->s <= '9')
+        c->s++;
+    return (int)(c->s - start);
+}
+
+/* a JSON number as msgspec reads it: an int (no fraction, no exponent), else a float */
+static int number(Cursor *c, const char *line, Tok *tok) {
+    const char *start = c->s;
+    if (c->s < c->end && *c->s == '-')
+        c->s++;
+    if (c->s >= c->end)
+        return 0;
+    int whole;
+    if (*c->s == '0') {
+        c->s++;
+        whole = 1;
+        if (c->s < c->end && *c->s >= '0' && *c->s <= '9')
+            return 0; /* a leading zero: no JSON */
+    } else if (!(whole = digits(c)))
+        return 0;
+    int is_float = 0;
+    if (c->s < c->end && *c->s == '.') {
+        c->s++;
+        if (!digits(c))
+            return 0;
+        is_float = 1;
+    }
+    if (c->s < c->end && (*c->s == 'e' || *c->s == 'E')) {
+        c->s++;
+        if (c->s < c->end && (*c->s == '+' || *c->s == '-'))
+            c->s++;
+        if (!digits(c))
+            return 0;
+        is_float = 1;
+    }
+    Py_ssize_t n = c->s - start;
+    tok->s = (Span){(uint32_t)(start - line), (uint32_t)n};
+    if (!is_float) {
+        if (whole > MAX_INT_DIGITS)
+            return 0;
+        long long v = 0;
+        for (const char *p = start + (*start == '-'); p < c->s; p++)
+            v = v * 10 + (*p - '0');
+        tok->kind = TOK_INT;
+        tok->v.i = *start == '-' ? -v : v;
+        return 1;
+    }
+    if (n >= MAX_FLOAT_CHARS)
+        return 0;
+    char buf[MAX_FLOAT_CHARS];
+    memcpy(buf, start, (size_t)n);
+    buf[n] = 0;
+    char *stop;
+    double d = PyOS_string_to_double(buf, &stop, NULL); /* float()'s reading: correctly rounded */
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (stop != buf + n || !isfinite(d))
+        return 0; /* past a double's range: the dict path refuses it by name */
+    tok->kind = TOK_FLOAT;
+    tok->v.d = d;
+    return 1;
+}
+
+static int literal(Cursor *c, const char *word, Py_ssize_t n) {
+    if (c->end - c->s < n || memcmp(c->s, word, (size_t)n))
+        return 0;
+    c->s += n;
+    return 1;
+}
+
+static int add_tok(Scan *scan, Tok tok) {
+    if (scan->ntoks == scan->captoks) {
+        Py_ssize_t cap = scan->captoks ? scan->captoks * 2 : 1024;
+        Tok *toks = PyMem_Realloc(scan->toks, (size_t)cap * sizeof(Tok));
+        if (!toks) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        scan->toks = toks;
+        scan->captoks = cap;
+    }
+    scan->toks[scan->ntoks++] = tok;
+    return 0;
+}
+
+/* a scalar's token: 1, 0 if not plain, -1 on an error */
+static int scalar(Scan *scan, Cursor *c, const char *line) {
+    Tok tok = {0};
+    ws(c);
+    if (c->s >= c->end)
+        return 0;
+    char ch = *c->s;
+    int ok;
+    if (ch == '"') {
+        c->s++;
+        tok.kind = TOK_STR;
+        ok = string(c, line, &tok.s);
+    } else if (ch == 't') {
+        tok.kind = TOK_TRUE;
+        ok = literal(c, "true", 4);
+    } else if (ch == 'f') {
+        tok.kind = TOK_FALSE;
+        ok = literal(c, "false", 5);
+    } else if (ch == 'n') {
+        tok.kind = TOK_NULL;
+        ok = literal(c, "null", 4);
+    } else
+        ok = number(c, line, &tok);
+    return !ok ? 0 : add_tok(scan, tok) < 0 ? -1 : 1;
+}
+
+static int quoted(Cursor *c, const char *line, Span *out) { return expect(c, '"') && string(c, line, out); }
+
+/* "labels": [str, ...] */
+static int labels(Scan *scan, Cursor *c, const char *line, ScanLine *l) {
+    if (!expect(c, '['))
+        return 0;
+    l->labels = (uint32_t)scan->ntoks;
+    if (expect(c, ']'))
+        return 1;
+    do {
+        Tok tok = {TOK_STR};
+        if (!quoted(c, line, &tok.s))
+            return 0;
+        if (add_tok(scan, tok) < 0)
+            return -1;
+        l->n_labels++;
+    } while (expect(c, ','));
+    return expect(c, ']');
+}
+
+/* "properties": {str: scalar, ...} or null */
+static int props(Scan *scan, Cursor *c, const char *line, ScanLine *l) {
+    ws(c);
+    if (literal(c, "null", 4))
+        return 1;
+    if (!expect(c, '{'))
+        return 0;
+    l->props = (uint32_t)scan->ntoks;
+    if (expect(c, '}'))
+        return 1;
+    do {
+        Tok name = {TOK_STR};
+        if (!quoted(c, line, &name.s) || !expect(c, ':'))
+            return 0;
+        if (add_tok(scan, name) < 0)
+            return -1;
+        int rc = scalar(scan, c, line);
+        if (rc <= 0)
+            return rc;
+        l->n_props++;
+    } while (expect(c, ','));
+    return expect(c, '}');
+}
+
+static int add_occ(Scan *scan, const char *line, Span s, int32_t *at) {
+    if (scan->nocc == scan->capocc) {
+        Py_ssize_t cap = scan->capocc ? scan->capocc * 2 : 1024;
+        Occ *occ = PyMem_Realloc(scan->occ, (size_t)cap * sizeof(Occ));
+        if (!occ) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        scan->occ = occ;
+        scan->capocc = cap;
+    }
+    *at = (int32_t)scan->nocc;
+    scan->occ[scan->nocc++] = (Occ){line + s.off, s.len, -1};
+    return 0;
+}
+
+enum { F_LABELS = 1, F_KEY = 2, F_PROPS = 4, F_TYPE = 8, F_SRC = 16, F_DST = 32 };
+
+static int field(const char *line, Span s) {
+    static const struct {
+        const char *name;
+        int flag;
+    } fields[] = {{"labels", F_LABELS}, {"external_key", F_KEY}, {"properties", F_PROPS},
+                  {"type", F_TYPE},     {"src_key", F_SRC},      {"dst_key", F_DST}};
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (strlen(fields[i].name) == s.len && !memcmp(line + s.off, fields[i].name, s.len))
+            return fields[i].flag;
+    return 0;
+}
+
+/* One line: its kind (OTHER when it is not of the shapes above), -1 on an error. The tokens it added
+ * stay when it is OTHER: nothing reads them. */
+static int scan_line(Scan *scan, const char *line, Py_ssize_t len, ScanLine *l) {
+    Cursor c = {line, line + len};
+    Span key = {0}, src = {0}, dst = {0};
+    int seen = 0, key_null = 0;
+    *l = (ScanLine){line, LINE_OTHER, -1, -1, -1, {0, 0}, 0, 0, 0, 0};
+    if (len > UINT32_MAX || !expect(&c, '{'))
+        return LINE_OTHER;
+    if (!expect(&c, '}')) {
+        do {
+            Span name;
+            if (!quoted(&c, line, &name) || !expect(&c, ':'))
+                return LINE_OTHER;
+            int f = field(line, name), rc = 1;
+            if (!f || (seen & f))
+                return LINE_OTHER; /* another field, or one twice (the last would count) */
+            seen |= f;
+            if (f == F_LABELS)
+                rc = labels(scan, &c, line, l);
+            else if (f == F_PROPS)
+                rc = props(scan, &c, line, l);
+            else if (f == F_KEY) {
+                ws(&c);
+                key_null = literal(&c, "null", 4);
+                rc = key_null || quoted(&c, line, &key);
+            } else
+                rc = quoted(&c, line, f == F_TYPE ? &l->type : f == F_SRC ? &src : &dst);
+            if (rc <= 0)
+                return rc < 0 ? -1 : LINE_OTHER;
+        } while (expect(&c, ','));
+        if (!expect(&c, '}'))
+            return LINE_OTHER;
+    }
+    ws(&c);
+    if (c.s != c.end)
+        return LINE_OTHER;
+    if (seen & F_TYPE) {
+        if (seen != (F_TYPE | F_SRC | F_DST | (seen & F_PROPS)))
+            return LINE_OTHER;
+        if (add_occ(scan, line, src, &l->src) < 0 || add_occ(scan, line, dst, &l->dst) < 0)
+            return -1;
+        return LINE_EDGE;
+    }
+    if (seen & (F_SRC | F_DST))
+        return LINE_OTHER;
+    if ((seen & F_KEY) && !key_null && add_occ(scan, line, key, &l->key) < 0)
+        return -1;
+    return LINE_NODE;
+}
+
+PyObject *ascii_str(const char *s, Py_ssize_t n) {
+    PyObject *str = PyUnicode_New(n, 127);
+    if (str)
+        memcpy(PyUnicode_DATA(str), s, (size_t)n);
+    return str;
+}
+
+PyObject *scan_name(Scan *scan, const char *s, Py_ssize_t n) {
+    for (int i = 0; i < scan->nnames; i++) {
+        PyObject *name = scan->names[i];
+        if (PyUnicode_GET_LENGTH(name) == n && !memcmp(PyUnicode_DATA(name), s, (size_t)n))
+            return Py_NewRef(name);
+    }
+    PyObject *name = ascii_str(s, n);
+    if (name && scan->nnames < (int)(sizeof scan->names / sizeof scan->names[0]))
+        scan->names[scan->nnames++] = Py_NewRef(name);
+    return name;
+}
+
+static void forget_keys(Scan *scan);
+
+int scan_keys_add(Scan *scan, Py_ssize_t nkeys) {
+    forget_keys(scan);
+    Key *keys = PyMem_Calloc((size_t)(nkeys ? nkeys : 1), sizeof(Key));
+    if (!keys) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    scan->keys = keys;
+    scan->nkeys = 0;
+    return 0;
+}
+
+static void forget_keys(Scan *scan) {
+    for (Py_ssize_t i = 0; i < scan->nkeys; i++)
+        Py_XDECREF(scan->keys[i].boxed);
+    PyMem_Free(scan->keys);
+    scan->keys = NULL;
+    scan->nkeys = 0;
+    scan->resolved = 0;
+    for (Py_ssize_t i = 0; i < scan->nocc; i++)
+        scan->occ[i].key = -1;
+}
+
+static PyObject *scan_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *raws;
+    if ((kwargs && PyDict_GET_SIZE(kwargs)) || !PyArg_ParseTuple(args, "O!", &PyList_Type, &raws))
+        return NULL;
+    Scan *scan = (Scan *)type->tp_alloc(type, 0);
+    if (!scan || !(scan->raws = PyList_AsTuple(raws)))
+        goto fail;
+    scan->n = PyTuple_GET_SIZE(scan->raws);
+    if (!(scan->lines = PyMem_Calloc((size_t)(scan->n ? scan->n : 1), sizeof(ScanLine)))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < scan->n; i++) {
+        PyObject *raw = PyTuple_GET_ITEM(scan->raws, i);
+        if (!PyBytes_Check(raw)) {
+            PyErr_SetString(PyExc_TypeError, "Scan() takes a list of bytes");
+            goto fail;
+        }
+        int kind = scan_line(scan, PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw), &scan->lines[i]);
+        if (kind < 0)
+            goto fail;
+        scan->lines[i].kind = (unsigned char)kind;
+    }
+    return (PyObject *)scan;
+fail:
+    Py_XDECREF(scan);
+    return NULL;
+}
+
+static void scan_dealloc(Scan *scan) {
+    forget_keys(scan);
+    for (int i = 0; i < scan->nnames; i++)
+        Py_DECREF(scan->names[i]);
+    PyMem_Free(scan->lines);
+    PyMem_Free(scan->toks);
+    PyMem_Free(scan->occ);
+    Py_XDECREF(scan->raws);
+    Py_TYPE(scan)->tp_free((PyObject *)scan);
+}
+
+static PyObject *scan_kinds(Scan *scan, PyObject *unused) {
+    PyObject *out = PyBytes_FromStringAndSize(NULL, scan->n);
+    if (out)
+        for (Py_ssize_t i = 0; i < scan->n; i++)
+            PyBytes_AS_STRING(out)[i] = (char)scan->lines[i].kind;
+    return out;
+}
+
+static PyMethodDef scan_methods[] = {
+    {"kinds", (PyCFunction)scan_kinds, METH_NOARGS, "one byte a line: 0 for the dict path, 1 a node, 2 an edge"},
+    {NULL, NULL, 0, NULL},
+};
+
+PyTypeObject ScanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "drsg.store._bulk.Scan",
+    .tp_basicsize = sizeof(Scan),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A commit's raw lines of the common shapes, read in C.",
+    .tp_new = scan_new,
+    .tp_dealloc = (destructor)scan_dealloc,
+    .tp_methods = scan_methods,
+};
