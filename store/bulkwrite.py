@@ -309,8 +309,8 @@ class BulkWrites:
     def take(self, tx: WriteTx, parsed: list[Any], start: int) -> tuple[int, int, int]:
         """Make the commit's parsed lines from ``start`` on into new records in C while they have the
         common shapes (store/_bulklines.c; a line the commit's scan read, from its tokens): the same
-        ids, mutations, entries and tallies the Python path gives them. Returns where it stopped (that line is the Python path's to read) and the
-        nodes and edges made."""
+        ids, mutations, entries and tallies the Python path gives them. Returns where it stopped
+        (that line is the Python path's to read) and the nodes and edges made."""
         lines = getattr(_encoder, "lines", None)  # (store/_bulk.c's alone: PyEncoder has no line loop)
         if lines is None or not _lines:
             return start, 0, 0
