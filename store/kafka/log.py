@@ -6,7 +6,9 @@ checksum), so a damaged record raises CorruptRecord like the LMDB log's. On its 
 port backend; a database on it (store/kafka/database.py) keeps the graph in an LMDB copy of it.
 
 - **append** produces with ``acks=all`` (idempotent producer) and waits for the broker's
-  acknowledgement; the seq comes from the acknowledged offset. Appends in one process are serialised,
+  acknowledgement; the seq comes from the acknowledged offset. The producer is confluent-kafka's
+  (librdkafka, off the GIL) or kafka-python's, behind one port (store/kafka/producer.py,
+  ``DRSG_KAFKA_CLIENT``); every consumer here is kafka-python's. Appends in one process are serialised,
   so their timestamps never decrease (the clock is clamped to the newest timestamp seen: at open, by
   this process's appends and by the watcher). Two processes appending at once may still interleave a
   later timestamp before an earlier one; one writer per partition is the rule until the next slice.
@@ -49,6 +51,7 @@ from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, Data
 from drsg.kernel.values import Json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.location import parse_location
+from drsg.store.kafka.producer import Producer, ProducerError, ProducerSettings, chosen_client, new_producer
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation
@@ -156,6 +159,7 @@ class KafkaLog(Log):
         self._url = f"kafka://{self.host}:{self.port}/{self.topic}"
         if kafka is None:
             raise ConfigError(f"{self._url}: a Kafka log needs kafka-python; install drsg[kafka]")
+        self.client = chosen_client()  # the producer's (store/kafka/producer.py)
         self.clock = clock
         self.timeout = timeout
         self.began = began
@@ -174,7 +178,7 @@ class KafkaLog(Log):
         self._closed = False
         self._lost: str | None = None  # why appends are refused for good, once the partition lost commits
         self._stop = threading.Event()
-        self._producer: Any = None
+        self._producer: Producer | None = None
         self._watcher: Any = None
         self._thread: threading.Thread | None = None
         self.listener = listener
@@ -194,7 +198,7 @@ class KafkaLog(Log):
             self._producer = self._new_producer()
             self._watcher = self._consumer()
             head, ts = self._find_head(self._watcher)
-        except kafka.errors.KafkaError as exc:
+        except (kafka.errors.KafkaError, ProducerError) as exc:
             self._release()
             raise self._unavailable(exc) from None
         except BaseException:
@@ -221,18 +225,9 @@ class KafkaLog(Log):
             "client_id": "drsg",
         }
 
-    def _new_producer(self) -> Any:
-        return kafka.KafkaProducer(
-            acks="all",
-            enable_idempotence=True,
-            linger_ms=0,
-            **self.client_config(),
-            request_timeout_ms=self._ms(self.timeout),
-            delivery_timeout_ms=self._ms(self.timeout),  # retries included: the append's bound
-            max_block_ms=self._ms(self.timeout),
-            max_request_size=MAX_RECORD,
-            allow_auto_create_topics=False,  # only _ensure_topic makes the topic: with one partition
-        )
+    def _new_producer(self) -> Producer:
+        settings = ProducerSettings(self.bootstrap, "drsg", self.timeout, MAX_RECORD, RECONNECT_MAX_MS)
+        return new_producer(self.client, settings)
 
     def _consumer(self) -> Any:
         """A consumer outside any group, assigned to partition 0 (positions are set by seek)."""
@@ -249,12 +244,15 @@ class KafkaLog(Log):
         return consumer
 
     def _unavailable(self, exc: BaseException) -> DatabaseUnavailable:
-        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError):
+        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError) or (
+            isinstance(exc, ProducerError) and exc.failure != "refused"
+        ):
             return DatabaseUnavailable(
                 f"{self._url}: no Kafka broker answered at {self.bootstrap} within {self.timeout:g} s; "
                 f"start it or fix the URL"
             )
-        return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({type(exc).__name__}: {exc})")
+        detail = exc.detail if isinstance(exc, ProducerError) else f"{type(exc).__name__}: {exc}"
+        return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({detail})")
 
     def _first_contact(self) -> float:
         """Seconds the start's first contact may wait for a broker: what is left of ``timeout``
@@ -377,15 +375,15 @@ class KafkaLog(Log):
             headers = {**(headers or {}), SENDER: self._sender}
             producer = self._producer_for_append()
             try:
-                sent = producer.send(self.topic, value=record, partition=PARTITION, headers=list(headers.items()))
-            except kafka.errors.KafkaError as exc:
+                sent = producer.send(self.topic, PARTITION, record, list(headers.items()))
+            except ProducerError as exc:
                 raise self._send_failed(producer, exc) from None
         try:
-            acked = sent.get(timeout=self.timeout + 2)
-        except kafka.errors.KafkaError as exc:
+            offset = sent.get(timeout=self.timeout + 2)
+        except ProducerError as exc:
             with self._append_lock:
                 raise self._send_failed(producer, exc) from None
-        seq = int(acked.offset) + 1
+        seq = offset + 1
         with self._append_lock:
             if seq <= known:  # offsets only grow: the partition lost commits (recreated, or a broker's memory)
                 self._lost = (
@@ -398,7 +396,7 @@ class KafkaLog(Log):
             self._advance(seq, ts)
         return Record(seq, record, headers)
 
-    def _send_failed(self, producer: Any, exc: Exception) -> DatabaseUnavailable:
+    def _send_failed(self, producer: Producer, exc: ProducerError) -> DatabaseUnavailable:
         """What a failed send or ack is, for its caller; the producer is dropped (under the append lock).
 
         A failed send can leave the idempotent producer wedged for good: after a memory-only broker
@@ -409,21 +407,24 @@ class KafkaLog(Log):
             self._producer = None
             with contextlib.suppress(Exception):
                 producer.close(timeout=0)
-        if isinstance(exc, kafka.errors.KafkaTimeoutError):
+        if exc.failure == "timeout":
             return DatabaseUnavailable(
                 f"{self._url}: the broker did not acknowledge the commit within {self.timeout:g} s; "
                 f"it may or may not be in the log — look at the head, then retry"
             )
-        return DatabaseUnavailable(
-            f"{self._url}: the broker refused the commit ({type(exc).__name__}: {exc}); nothing was written"
-        )
+        return DatabaseUnavailable(f"{self._url}: the broker refused the commit ({exc.detail}); nothing was written")
 
-    def _producer_for_append(self) -> Any:
-        """This log's producer, made anew after a failed append (its making waits for the broker)."""
+    def _producer_for_append(self) -> Producer:
+        """This log's producer, made anew after a failed append or a fatal error of its client (the
+        making of kafka-python's waits for the broker)."""
+        if self._producer is not None and not self._producer.usable:
+            with contextlib.suppress(Exception):
+                self._producer.close(timeout=0)
+            self._producer = None
         if self._producer is None:
             try:
                 self._producer = self._new_producer()
-            except kafka.errors.KafkaError as exc:
+            except ProducerError as exc:
                 raise DatabaseUnavailable(f"{self._unavailable(exc).message}; nothing was written — retry") from None
         return self._producer
 

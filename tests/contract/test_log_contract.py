@@ -3,7 +3,8 @@ backend's test class subclasses :class:`LogContract` and says how to name a fres
 damage one of its records; the tests themselves are the same for all.
 
 Backends: ``TestLmdbLog`` (the LMDB file) and ``TestKafkaLog`` (partition 0 of a topic on a real
-tansu broker on loopback, the session's ``kafka_broker``).
+tansu broker on loopback, the session's ``kafka_broker``), once per Kafka client the log may produce
+through (``TestKafkaLogOnKafkaPython``: store/kafka/producer.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kafka.admin import NewTopic
 from drsg.kernel.errors import ConfigError, CorruptRecord, DrsgError, UsageError
 from drsg.store import keys
 from drsg.store.backends import open_log, split_url
+from drsg.store.kafka.producer import CLIENT_ENV, CONFLUENT, KAFKA_PYTHON
 from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import Commit
 from drsg.store.logport import Log
@@ -289,11 +291,15 @@ class TestKafkaLog(LogContract):
     """A Kafka record cannot be changed or removed in place, so :meth:`corrupt` and :meth:`drop`
     rebuild the test's own topic as the damage would leave it: the same records at the same offsets,
     with one record's bytes flipped, or with its offset taken by a transaction's commit marker (the
-    way a real Kafka partition has offsets that no record holds)."""
+    way a real Kafka partition has offsets that no record holds). The log produces through
+    confluent-kafka here, through kafka-python in :class:`TestKafkaLogOnKafkaPython`."""
+
+    client = CONFLUENT
 
     @pytest.fixture(autouse=True)
-    def _broker(self, kafka_broker: Broker) -> None:
+    def _broker(self, kafka_broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
         self.broker = kafka_broker
+        monkeypatch.setenv(CLIENT_ENV, self.client)
 
     def url(self, folder: Path) -> str:
         return self.broker.url(f"drsg-{uuid.uuid4().hex[:16]}")
@@ -351,6 +357,12 @@ class TestKafkaLog(LogContract):
 
     def drop(self, url: str, seq: int) -> None:
         self._rewrite(url, seq, flip=False)
+
+
+class TestKafkaLogOnKafkaPython(TestKafkaLog):
+    """The Kafka log producing through kafka-python (``DRSG_KAFKA_CLIENT=kafka-python``)."""
+
+    client = KAFKA_PYTHON
 
 
 # --------------------------------------------------------------------------- choosing a backend by URL

@@ -1,6 +1,7 @@
 """The Kafka log (store/kafka/log.py) beyond the Log contract: what the broker itself brings — a
 broker that is not there, one that dies mid-run, a topic that is missing or has several partitions,
 end offsets that cannot be trusted, a record another producer wrote — against a real tansu broker.
+Every test runs once per Kafka client the log may produce through (store/kafka/producer.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from kafka.admin import NewTopic
 from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable
 from drsg.store.backends import open_log
 from drsg.store.kafka import log as kafka_log
-from drsg.store.kafka.log import KafkaLog
+from drsg.store.kafka.log import MAX_RECORD, SENDER, KafkaLog
+from drsg.store.kafka.producer import CLIENT_ENV, CLIENTS, ConfluentProducer, KafkaPythonProducer
 from drsg.store.log import encode
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation, NodePut
@@ -33,6 +35,13 @@ def node(i: int) -> list[Mutation]:
 
 def fresh_topic() -> str:
     return f"drsg-{uuid.uuid4().hex[:16]}"
+
+
+@pytest.fixture(autouse=True, params=CLIENTS)
+def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The Kafka client the test's logs produce through (DRSG_KAFKA_CLIENT)."""
+    monkeypatch.setenv(CLIENT_ENV, request.param)
+    return str(request.param)
 
 
 @pytest.fixture
@@ -352,3 +361,60 @@ def test_kafka_python_makes_and_checks_record_crcs_in_c() -> None:
     assert util.crc32c_c is not None, "install drsg[kafka]: kafka-python falls back to a pure-Python CRC-32C"
     assert util._crc32c is util.crc32c_c and util._crc32c is not _crc32c.crc
     assert default_records.calc_crc32c(memoryview(b"123456789")) == 0xE3069283  # the CRC-32C check value
+
+
+def test_the_log_produces_through_the_client_chosen(kafka_broker: Broker, topic: str, client: str) -> None:
+    log = open_log(kafka_broker.url(topic))
+    try:
+        assert isinstance(log, KafkaLog) and log.client == client
+        log.append(node(1))
+        kinds = {"confluent-kafka": ConfluentProducer, "kafka-python": KafkaPythonProducer}
+        assert type(log._producer) is kinds[client]
+    finally:
+        log.close()
+
+
+def test_a_record_keeps_its_headers_and_the_senders(kafka_broker: Broker, topic: str) -> None:
+    """The materialiser judges a record by its headers (store/kafka/materialiser.py)."""
+    log = open_log(kafka_broker.url(topic))
+    try:
+        assert isinstance(log, KafkaLog)
+        commit, sent = log.produce(node(1), headers={"drsg-base": b"\x00\x07"})
+        (read,) = log.records()
+        assert read == sent and read.seq == commit.seq == 1
+        assert dict(read.headers) == {"drsg-base": b"\x00\x07", SENDER: log._sender}
+    finally:
+        log.close()
+
+
+def test_a_record_up_to_the_limit_is_produced_and_one_past_it_refused(kafka_broker: Broker, topic: str) -> None:
+    """An import's chunk records run to several MiB (both clients' defaults stop at 1 MB); a commit
+    past MAX_RECORD is refused before it is sent, and the next one lands at the next seq."""
+    log = open_log(kafka_broker.url(topic))
+    try:
+        big = [NodePut(1, 1, "big", ["X"], {"text": "x" * (MAX_RECORD // 2)})]
+        assert log.append(big).seq == 1
+        too_big = [NodePut(1, 2, "huge", ["X"], {"text": "x" * MAX_RECORD})]
+        with pytest.raises(DatabaseUnavailable, match=r"the broker refused the commit \(.*\); nothing was written"):
+            log.append(too_big)
+        assert log.append(node(3)).seq == 2 and log.head() == 2
+        assert [len(c.mutations) for c in log.read()] == [1, 1]
+    finally:
+        log.close()
+
+
+def test_a_producer_its_client_calls_unusable_is_replaced_before_the_next_send(
+    kafka_broker: Broker, topic: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka's fatal errors leave its producer sending nothing more: the log starts a new one."""
+    log = open_log(kafka_broker.url(topic))
+    try:
+        assert isinstance(log, KafkaLog)
+        log.append(node(1))
+        broken = log._producer
+        assert broken is not None and broken.usable
+        monkeypatch.setattr(type(broken), "usable", property(lambda self: self is not broken))  # as a fatal error
+        assert log.append(node(2)).seq == 2
+        assert log._producer is not broken and log._producer is not None and log._producer.usable
+    finally:
+        log.close()
