@@ -31,6 +31,7 @@ from drsg.store.transaction import WriteTx
 from drsg.surfaces.cli.main import cli
 from tests.support.kafka_broker import Broker
 from tests.support.kafka_nodes import tables
+from tests.support.waiting import wait_until
 
 KEYS = [f"k{i}" for i in range(6)]
 PAIRS = list(itertools.pairwise(KEYS))
@@ -316,9 +317,14 @@ def test_index_ensure_finds_its_labels_where_it_lands(tmp_path: Path, url: str) 
             cli, ["--log", url, "--db", str(tmp_path / "b.drsg"), "index", "ensure", "e"], catch_exceptions=False
         )
         assert ran.exit_code == 0, ran.stderr
-        assert "ensured vector index on P.e" in ran.stdout and b_head < b.kafka.head()
-        (last,) = list(b.kafka.records(b.kafka.head()))
-        assert is_intent(last.value) and decode_intent(last.seq, last.value or b"")[2].op == "index.ensure"
+        assert "ensured vector index on P.e" in ran.stdout
+
+        def last_op() -> str:  # b's watcher hears the command's intent within its fetch wait, not at once
+            (last,) = list(b.kafka.records(b.kafka.head()))
+            return decode_intent(last.seq, last.value or b"")[2].op if is_intent(last.value) else ""
+
+        wait_until(lambda: last_op() == "index.ensure", "node b to read the command's intent", timeout=10)
+        assert b_head < b.kafka.head()
     finally:
         a.close()
         b.close()
