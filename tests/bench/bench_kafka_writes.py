@@ -16,9 +16,14 @@ writers threads in it, all started at once.
   commits ``skipped: stale``). Raw: two processes with an idempotent ``KafkaProducer(acks="all")``, two threads each,
   ``send(…).get()`` back to back, of the intent records the writers produce.
 - **1 node × 1 writer**: ``submit`` against raw ``send().get()`` of the same bytes.
+- The ``submit`` rows run once per Kafka client a node may produce through (``--clients``, each
+  node's ``DRSG_KAFKA_CLIENT``: store/kafka/producer.py), their order swapped every pass; the raw
+  rows are kafka-python's.
 - With ``--flush-arm``, the ``submit`` and visibility rows again as a node was before session 21 —
   its copy flushed once per commit (store/kafka/copymark.py) and a lone writer's watcher reading its
   own records back (store/kafka/log.py ``LONE_FOR``) — alternated with them.
+- **Raw confluent-kafka** (``--raw-confluent``): the raw rows again through confluent-kafka's
+  ``Producer`` (a poller thread serving the delivery reports), beside the node's confluent-kafka arm.
 - **Raw read-back**: ``send().get()`` and then the thread's own consumer reading the partition on
   up to the acknowledged offset — the least a write decided in log order needs (every record before
   its own must be read first), beside the same node counts.
@@ -28,13 +33,14 @@ writers threads in it, all started at once.
   the moment it was handed to the pool: p50 / p99.
 
     .venv/bin/python -m tests.bench.bench_kafka_writes [--seconds 20] [--rate 1000] [--passes 2]
-        [--visible-rates 300,600]
+        [--visible-rates 300,600] [--clients confluent-kafka,kafka-python]
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import threading
 import time
 import uuid
@@ -52,6 +58,7 @@ from drsg.store.kafka import log as kafka_log
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.log import BUSY_WAIT_MS
 from drsg.store.kafka.materialiser import Materialiser
+from drsg.store.kafka.producer import CLIENT_ENV, CLIENTS
 from tests.bench import common
 from tests.bench.bench_kafka import first_reached
 from tests.support.kafka_broker import Broker
@@ -120,8 +127,13 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
         producer.close()
         out.put({"writes": count, "seconds": took})
         return
+    if how == "rawc":
+        raw_confluent(job, lines, ready, go, out)
+        return
     if job.get("flush_each"):
         flush_each_commit()
+    if job.get("client"):
+        os.environ[CLIENT_ENV] = job["client"]
     db = drsg.open(job["path"], log=job["url"])
     assert isinstance(db, KafkaDatabase)
     for w in range(first, first + job["writers"]):
@@ -144,6 +156,47 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
     db.catch_up()
     out.put({"writes": count, "seconds": took, "contention": contention[0], "head": db.kafka.head()})
     db.close()
+
+
+def raw_confluent(job: dict[str, Any], lines: list[str], ready: Any, go: Any, out: Any) -> None:
+    """The raw rows through confluent-kafka: one idempotent Producer (acks=all, linger 0, TCP_NODELAY)
+    shared by the threads, a poller thread serving its delivery reports (as bench_kafka_clients.py)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": job["bootstrap"], "acks": "all", "enable.idempotence": True,
+                         "linger.ms": 0, "socket.nagle.disable": True})  # fmt: skip
+    producer.produce(job["topic"], b"warm", partition=0)
+    if producer.flush(10):
+        raise RuntimeError("confluent-kafka: the warm-up record was not acknowledged in 10 s")
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            producer.poll(0.1)
+
+    threading.Thread(target=serve, daemon=True).start()
+    writers: list[Callable[[int], None]] = []
+    for w in range(job["first_writer"], job["first_writer"] + job["writers"]):
+        records = [encode_intent(int(time.time() * 1000), {}, intent) for intent in intents_for(w, lines)]
+
+        def send(i: int, records: list[bytes] = records) -> None:
+            done, failed = threading.Event(), []
+
+            def delivered(err: Any, msg: Any) -> None:
+                if err is not None:
+                    failed.append(err)
+                done.set()
+
+            producer.produce(job["topic"], records[i % len(records)], partition=0, on_delivery=delivered)
+            if not done.wait(10) or failed:
+                raise RuntimeError(f"confluent-kafka: a record was not acknowledged ({failed})")
+
+        writers.append(send)
+    ready.put(True)
+    count, took = drive(writers, go, job["seconds"])
+    stop.set()
+    producer.flush(10)
+    out.put({"writes": count, "seconds": took})
 
 
 def flush_each_commit() -> None:
@@ -179,10 +232,18 @@ def read_up_to(job: dict[str, Any]) -> Callable[[int], None]:
 
 
 def run_round(
-    broker: Broker, nodes: int, per_node: int, seconds: float, how: str, *, flush_each: bool = False
+    broker: Broker,
+    nodes: int,
+    per_node: int,
+    seconds: float,
+    how: str,
+    *,
+    flush_each: bool = False,
+    client: str | None = None,
 ) -> dict[str, Any]:
     """``nodes`` processes of ``per_node`` writers each, started together; the round's figures
-    (``flush_each``: the copy flushed once per commit, the before arm of --flush-arm)."""
+    (``flush_each``: the copy flushed once per commit, the before arm of --flush-arm; ``client``:
+    the nodes' DRSG_KAFKA_CLIENT, else the default)."""
     topic = f"bench-{how}-{uuid.uuid4().hex[:8]}"
     folder = common.fresh_dir(f"kafka-writes-{topic}")
     context = multiprocessing.get_context("spawn")
@@ -192,7 +253,7 @@ def run_round(
     jobs = [
         {"how": how, "writers": per_node, "first_writer": n * per_node, "seconds": seconds, "topic": topic,
          "bootstrap": broker.bootstrap, "url": broker.url(topic), "path": str(folder / f"node{n}.drsg"),
-         "flush_each": flush_each}
+         "flush_each": flush_each, "client": client}
         for n in range(nodes)
     ]  # fmt: skip
     procs = [context.Process(target=node_process, args=(job, ready, go, out)) for job in jobs]
@@ -206,7 +267,7 @@ def run_round(
         proc.join(60)
     writes = sum(r["writes"] for r in results)
     took = max(r["seconds"] for r in results)
-    figures: dict[str, Any] = {"rate": writes / took, "writes": writes}
+    figures: dict[str, Any] = {"rate": writes / took, "writes": writes, "load": os.getloadavg()[0]}
     if not how.startswith("raw"):
         figures["contention"] = sum(r["contention"] for r in results)
         db = drsg.open(folder / "seed.drsg", log=broker.url(topic))
@@ -307,21 +368,32 @@ def main() -> None:
     ap.add_argument("--no-old-path", action="store_true", help="skip today's commit-function path")
     ap.add_argument("--flush-arm", action="store_true", help="submit rows also as before session 21")
     ap.add_argument("--no-visible", action="store_true", help="skip the visibility rows")
+    ap.add_argument("--raw-confluent", action="store_true", help="raw rows through confluent-kafka too")
+    ap.add_argument("--clients", default=",".join(CLIENTS), help="Kafka clients of the submit rows' nodes, an arm each")
     args = ap.parse_args()
-    keys = ("submit22", "submit22f", "write22", "raw22", "rawread22", "submit11", "submit11f", "raw11", "rawread11")
+    clients = [c for c in args.clients.split(",") if c]
+    keys = ("submit22f", "write22", "raw22", "rawc22", "rawread22", "submit11f", "raw11", "rawc11", "rawread11")
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in keys}
+    runs.update({f"{k}/{c}": [] for k in ("submit22", "submit11") for c in clients})
     with Broker() as broker:
-        for _ in range(args.passes):
+        for p in range(args.passes):
+            order = clients if p % 2 == 0 else clients[::-1]
             runs["raw22"].append(run_round(broker, 2, 2, args.seconds, "raw"))
+            if args.raw_confluent:
+                runs["rawc22"].append(run_round(broker, 2, 2, args.seconds, "rawc"))
             runs["rawread22"].append(run_round(broker, 2, 2, args.seconds, "rawread"))
-            runs["submit22"].append(run_round(broker, 2, 2, args.seconds, "submit"))
+            for client in order:
+                runs[f"submit22/{client}"].append(run_round(broker, 2, 2, args.seconds, "submit", client=client))
             if args.flush_arm:
                 runs["submit22f"].append(run_round(broker, 2, 2, args.seconds, "submit", flush_each=True))
             if not args.no_old_path:
                 runs["write22"].append(run_round(broker, 2, 2, args.seconds, "write"))
             runs["raw11"].append(run_round(broker, 1, 1, args.seconds, "raw"))
+            if args.raw_confluent:
+                runs["rawc11"].append(run_round(broker, 1, 1, args.seconds, "rawc"))
             runs["rawread11"].append(run_round(broker, 1, 1, args.seconds, "rawread"))
-            runs["submit11"].append(run_round(broker, 1, 1, args.seconds, "submit"))
+            for client in order:
+                runs[f"submit11/{client}"].append(run_round(broker, 1, 1, args.seconds, "submit", client=client))
             if args.flush_arm:
                 runs["submit11f"].append(run_round(broker, 1, 1, args.seconds, "submit", flush_each=True))
         rates = [] if args.no_visible else [args.rate, *(float(r) for r in args.visible_rates.split(",") if r)]
@@ -337,11 +409,22 @@ def main() -> None:
     def total(key: str, field: str) -> int:
         return sum(int(r[field]) for r in runs[key])
 
+    def submit22(c: str) -> list[tuple[str, str, str, str]]:
+        k = f"submit22/{c}"
+        return [
+            (f"2 nodes × 2 writers: `submit` (intents), {c}, writes/s", f"{rate(k):,.0f}", f"{rate('raw22'):,.0f}",
+             f"{common.ratio(rate(k), rate('raw22')):.2f}x"),
+            ("  refused for contention / stale records (all passes)",
+             f"{total(k, 'contention')} / {total(k, 'stale')}", "-", "-"),
+        ]  # fmt: skip
+
+    def beside(label: str, key: str, peer: str) -> tuple[str, str, str, str]:  # two drsg arms, same run
+        return (label, f"{rate(key):,.0f}", f"{rate(peer):,.0f} (drsg, the other arm)",
+                f"{common.ratio(rate(key), rate(peer)):.2f}x")  # fmt: skip
+
+    first, rest = (clients[0], clients[1:]) if clients else ("", [])
     rows = [
-        ("2 nodes × 2 writers: `submit` (intents), writes/s", f"{rate('submit22'):,.0f}", f"{rate('raw22'):,.0f}",
-         f"{common.ratio(rate('submit22'), rate('raw22')):.2f}x"),
-        ("  refused for contention / stale records (all passes)",
-         f"{total('submit22', 'contention')} / {total('submit22', 'stale')}", "-", "-"),
+        *[row for c in clients for row in submit22(c)],
         *[row for row in (  # only when the optimistic path ran (not with --no-old-path)
             ("2 nodes × 2 writers: `write` (commit functions, the optimistic path), writes/s",
              f"{rate('write22'):,.0f}", f"{rate('raw22'):,.0f}",
@@ -349,27 +432,43 @@ def main() -> None:
             ("  refused for contention / stale records (all passes)",
              f"{total('write22', 'contention')} / {total('write22', 'stale')}", "-", "-"),
         ) if runs["write22"]],
-        ("2 nodes × 2 writers: raw `send().get()`, then reading the partition up to the ack (the least a "
-         "write decided in log order needs), writes/s", f"{rate('submit22'):,.0f}", f"{rate('rawread22'):,.0f}",
-         f"{common.ratio(rate('submit22'), rate('rawread22')):.2f}x"),
-        ("1 node × 1 writer: `submit`, writes/s", f"{rate('submit11'):,.0f}", f"{rate('raw11'):,.0f}",
-         f"{common.ratio(rate('submit11'), rate('raw11')):.2f}x"),
+        *[(f"2 nodes × 2 writers: `submit`, {c}, against raw `send().get()` then reading the partition up to "
+           "the ack (the least a write decided in log order needs), writes/s", f"{rate(f'submit22/{c}'):,.0f}",
+           f"{rate('rawread22'):,.0f}", f"{common.ratio(rate(f'submit22/{c}'), rate('rawread22')):.2f}x")
+          for c in clients],
+        *[(f"1 node × 1 writer: `submit`, {c}, writes/s", f"{rate(f'submit11/{c}'):,.0f}", f"{rate('raw11'):,.0f}",
+           f"{common.ratio(rate(f'submit11/{c}'), rate('raw11')):.2f}x") for c in clients],
+        *[beside(f"`submit` through {first} against {c}: {n}, writes/s", f"{k}/{first}", f"{k}/{c}")
+          for c in rest for n, k in (("2 nodes × 2 writers", "submit22"), ("1 node × 1 writer", "submit11"))],
+        *[(f"{n}: `submit`, confluent-kafka, against raw confluent-kafka `produce()` and its delivery report, "
+           "writes/s", f"{rate(f'{k}/confluent-kafka'):,.0f}", f"{rate(raw):,.0f} (raw confluent-kafka)",
+           f"{common.ratio(rate(f'{k}/confluent-kafka'), rate(raw)):.2f}x")
+          for n, k, raw in (("2 nodes × 2 writers", "submit22", "rawc22"), ("1 node × 1 writer", "submit11", "rawc11"))
+          if runs[raw] and f"{k}/confluent-kafka" in runs],
+        *[(f"{n}: raw confluent-kafka against raw kafka-python, writes/s", f"{rate(rc):,.0f} (raw confluent-kafka)",
+           f"{rate(r):,.0f}", f"{common.ratio(rate(rc), rate(r)):.2f}x")
+          for n, rc, r in (("2 nodes × 2 writers", "rawc22", "raw22"), ("1 node × 1 writer", "rawc11", "raw11"))
+          if runs[rc]],
         *[(f"{n}: `submit` as before session 21 (a flush per commit, own records read back), writes/s",
            f"{rate(k):,.0f}",
            f"{rate(raw):,.0f}", f"{common.ratio(rate(k), rate(raw)):.2f}x")
           for n, k, raw in (("2 nodes × 2 writers", "submit22f", "raw22"), ("1 node × 1 writer", "submit11f", "raw11"))
           if runs[k]],
-        ("1 node × 1 writer: `submit` against raw `send().get()` then reading up to the ack, writes/s",
-         f"{rate('submit11'):,.0f}", f"{rate('rawread11'):,.0f}",
-         f"{common.ratio(rate('submit11'), rate('rawread11')):.2f}x"),
+        *[(f"1 node × 1 writer: `submit`, {c}, against raw `send().get()` then reading up to the ack, writes/s",
+           f"{rate(f'submit11/{c}'):,.0f}", f"{rate('rawread11'):,.0f}",
+           f"{common.ratio(rate(f'submit11/{c}'), rate('rawread11')):.2f}x") for c in clients],
         *[(f"commit-to-visible on the other node at {v['offered']:,.0f} writes/s offered: p50 / p99 ms",
            f"{median(v['lags']):.1f} / {common.pct(v['lags'], 99):.1f}", "-", "-") for v in visibles],
         *[(f"commit-to-visible as before session 21, at {v['offered']:,.0f} writes/s offered: "
            "p50 / p99 ms", f"{median(v['lags']):.1f} / {common.pct(v['lags'], 99):.1f}", "-", "-") for v in flushed],
     ]  # fmt: skip
+    loads = [r["load"] for v in runs.values() for r in v]
     notes = [
         f"{args.passes} interleaved passes of {args.seconds:g} s per throughput row (medians); per pass: "
         + "; ".join(f"{k} " + ", ".join(f"{r['rate']:,.0f}" for r in v) for k, v in runs.items() if v),
+        f"load average (1 min) after each throughput round: {min(loads):.1f}–{max(loads):.1f}" if loads else "",
+        f"the `submit` rows' arms: each node's {CLIENT_ENV} ({', '.join(clients)}), their order swapped every pass; "
+        "the raw rows: kafka-python",
         "visibility rows: " + ", ".join(f"{v['writes']}" for v in visibles) + f" applied writes over "
         f"{args.visible_seconds:g} s, each submitted from a pool of 64 threads so none waits for the one before; "
         "the writing and the reading node each a process of its own",
