@@ -268,12 +268,20 @@ class ConfluentProducer(Producer):
             self._fatal = f"KafkaError: {err.name()}: {err.str()}"
 
     def _serve(self) -> None:
-        """Serve delivery reports until closed: each wakes its sender (librdkafka's poll waits off the GIL)."""
+        """Serve delivery reports until closed (each wakes its sender; librdkafka's poll waits off the
+        GIL), then end the client here: no other thread may call it once it is closed."""
         while not self._stop.is_set():
             try:
                 self._client.poll(POLL_SECONDS)
             except Exception as exc:  # a report's callback failed: the others must still be served
                 _LIBRDKAFKA_LOG.warning("delivery report failed: %s: %s", type(exc).__name__, exc)
+        # what is still queued fails now, its senders told (a dropped producer's records must not be
+        # sent later, behind those of the producer that replaces it); then librdkafka's threads and
+        # connections end, not whenever the garbage collector breaks this object's cycle
+        with contextlib.suppress(Exception):
+            self._client.purge()
+            self._client.poll(0)
+            self._client.close()
 
     @property
     def usable(self) -> bool:
@@ -296,9 +304,4 @@ class ConfluentProducer(Producer):
     def close(self, timeout: float) -> None:
         if timeout > 0:
             self._client.flush(timeout)
-        self._stop.set()
-        # what is still queued fails now, its senders told: a dropped producer's records must not be
-        # sent later, behind the records of the producer that replaces it
-        with contextlib.suppress(Exception):
-            self._client.purge()
-            self._client.poll(0)
+        self._stop.set()  # the poller ends the client within POLL_SECONDS (_serve): no wait for it here
