@@ -69,7 +69,7 @@ def lines(
     new_nodes_from: int,
     key_ids: dict[str, int],
     known: dict[str, int | None],
-    mutations: list[object],
+    mutations: list[object] | None,
     wires: list[bytes],
     node_put: object,
     edge_put: object,

@@ -16,7 +16,9 @@
  * lines(parsed, start, node_runs, edge_runs, plane, inv, next_node, next_edge, new_nodes_from,
  *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts, scan=None)
  *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation's msgpack (its
- *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode).
+ *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode), and the
+ *     mutation to `mutations` — None: a wired commit (WriteTx.wired), sealed from its wires alone,
+ *     whose mutations are not made.
  *     A line `scan` (store/_bulkscan.c's Scan of the same lines) read is taken from its tokens, under
  *     the same rules, its key and ends by index into the scan's keys (looked up by _bulk.c's look_up):
  *     no dict read, no hashing; its `parsed` entry is None.
@@ -105,15 +107,16 @@ static int pack_scalar(Buf *b, PyObject *v) {
 }
 
 /* A line's "properties" as packed bytes (new reference), with the map the mutation holds in *map
- * (new reference); Py_None (new reference) when they are not plain; NULL on an error. */
+ * (new reference; map NULL: no mutation object wants one); Py_None (new reference) when they are not
+ * plain; NULL on an error. */
 static PyObject *pack_props(PyObject *props, PyObject **map) {
     Buf b = {0};
     PyObject *out = NULL;
-    *map = NULL;
+    if (map)
+        *map = NULL;
     if (props == NULL || props == Py_None) {
         out = PyBytes_FromStringAndSize("\x80", 1);
-        *map = out ? PyDict_New() : NULL;
-        if (out && !*map)
+        if (out && map && !(*map = PyDict_New()))
             Py_CLEAR(out);
         return out;
     }
@@ -137,8 +140,8 @@ static PyObject *pack_props(PyObject *props, PyObject **map) {
     }
     if (rc > 0 || (rc == 0 && n == 0)) {
         out = PyBytes_FromStringAndSize(b.data, b.len);
-        *map = props;
-        Py_INCREF(props);
+        if (map)
+            *map = Py_NewRef(props);
     } else if (rc == 0) {
         out = Py_None;
         Py_INCREF(out);
@@ -205,7 +208,8 @@ static int bump(PyObject *counts, PyObject *name, Py_ssize_t n) {
 }
 
 /* A run of one name's count (a label's, a type's: a file's lines mostly repeat the same), added to
- * its dict when another name comes or the loop ends. `name` is borrowed: its line outlives the call. */
+ * its dict when another name comes or the loop ends. `name` is held: a scanned line's type may be
+ * a str no mutation keeps (a wired commit makes none), freed before the run ends. */
 typedef struct {
     PyObject *counts, *name;
     Py_ssize_t n;
@@ -226,7 +230,8 @@ static int tally(Tally *t, PyObject *name) { /* name: a plain (ASCII) name */
     }
     if (tally_flush(t) < 0)
         return -1;
-    t->name = name;
+    Py_INCREF(name);
+    Py_XSETREF(t->name, name);
     t->n = 1;
     return 0;
 }
@@ -253,12 +258,38 @@ typedef struct {
 
 static Buf wire_buf; /* a wire is made here, kept from line to line (the GIL is held) */
 
-/* Append `mutation` (stolen; NULL: failed already) to the commit's, once its entries are made
- * (`made` 0); its wire, msgpack [op, plane, id, ...the record's fields], to `wires`: the record just
- * appended to `run` is msgpack [...its fields], so the wire is a header and the record past its
- * array byte. */
+/* The NodePut of `values` (plane, id, key, labels, props; borrowed), new reference; None (new
+ * reference) in a wired commit, which keeps its wire alone; NULL on an error. */
+static PyObject *node_put(Loop *c, PyObject **values) {
+    if (!c->mutations)
+        return Py_NewRef(Py_None);
+    if ((PyTypeObject *)c->node_put == node_put_type)
+        return made(node_put_type, node_put_slots, values, 5);
+    return PyObject_Vectorcall(c->node_put, values, 5, NULL);
+}
+
+/* The EdgePut of `values` (plane, NULL for the id: boxed here, src, dst, type, props), as node_put */
+static PyObject *edge_put(Loop *c, PyObject **values) {
+    if (!c->mutations)
+        return Py_NewRef(Py_None);
+    PyObject *id = PyLong_FromUnsignedLongLong(c->next_edge), *mutation = NULL;
+    if (!id)
+        return NULL;
+    values[1] = id;
+    if ((PyTypeObject *)c->edge_put == edge_put_type)
+        mutation = made(edge_put_type, edge_put_slots, values, 6);
+    else
+        mutation = PyObject_Vectorcall(c->edge_put, values, 6, NULL);
+    Py_DECREF(id);
+    return mutation;
+}
+
+/* Append `mutation` (stolen; NULL: failed already; None in a wired commit, which keeps no objects)
+ * to the commit's, once its entries are made (`made` 0); its wire, msgpack [op, plane, id, ...the
+ * record's fields], to `wires`: the record just appended to `run` is msgpack [...its fields], so
+ * the wire is a header and the record past its array byte. */
 static int emit(Loop *c, PyObject *mutation, int made, PyObject *run, const char *op, unsigned long long id) {
-    int rc = mutation && made == 0 && PyList_Append(c->mutations, mutation) == 0 ? 0 : -1;
+    int rc = mutation && made == 0 && (!c->mutations || PyList_Append(c->mutations, mutation) == 0) ? 0 : -1;
     Py_XDECREF(mutation);
     if (rc < 0)
         return -1;
@@ -308,7 +339,7 @@ static int take_node(Loop *c, PyObject *obj) {
         if (!found || found != Py_None)
             return PyErr_Occurred() ? -1 : 0; /* taken, or not looked up */
     }
-    PyObject *map, *packed = pack_props(props, &map);
+    PyObject *map = NULL, *packed = pack_props(props, c->mutations ? &map : NULL);
     if (!packed || packed == Py_None) {
         Py_XDECREF(packed);
         return packed ? 0 : -1;
@@ -320,9 +351,7 @@ static int take_node(Loop *c, PyObject *obj) {
     PyObject *mutation = NULL, *plane = c->plane_id;
     if (label_list && id) {
         PyObject *values[5] = {plane, id, k, label_list, map};
-        mutation = (PyTypeObject *)c->node_put == node_put_type ? made(node_put_type, node_put_slots, values, 5)
-                                                               : PyObject_CallFunctionObjArgs(c->node_put, plane, id, k,
-                                                                                              label_list, map, NULL);
+        mutation = node_put(c, values);
     }
     if (mutation &&
         emit(c, mutation,
@@ -340,7 +369,7 @@ static int take_node(Loop *c, PyObject *obj) {
     Py_XDECREF(label_list);
     Py_XDECREF(id);
     Py_DECREF(packed);
-    Py_DECREF(map);
+    Py_XDECREF(map);
     return rc;
 }
 
@@ -362,20 +391,13 @@ static int take_edge(Loop *c, PyObject *obj) {
         return 0;
     if ((unsigned long long)src < c->new_nodes_from && (unsigned long long)dst < c->new_nodes_from)
         return 0; /* both ends were there before: the line may restate an edge */
-    PyObject *map, *packed = pack_props(props, &map);
+    PyObject *map = NULL, *packed = pack_props(props, c->mutations ? &map : NULL);
     if (!packed || packed == Py_None) {
         Py_XDECREF(packed);
         return packed ? 0 : -1;
     }
     int rc = -1;
-    PyObject *mutation = NULL, *plane = c->plane_id, *id = PyLong_FromUnsignedLongLong(c->next_edge);
-    if (id) {
-        PyObject *values[6] = {plane, id, src_id, dst_id, type, map};
-        mutation = (PyTypeObject *)c->edge_put == edge_put_type
-                       ? made(edge_put_type, edge_put_slots, values, 6)
-                       : PyObject_CallFunctionObjArgs(c->edge_put, plane, id, src_id, dst_id, type, map, NULL);
-    }
-    Py_XDECREF(id);
+    PyObject *values[6] = {c->plane_id, NULL, src_id, dst_id, type, map}, *mutation = edge_put(c, values);
     if (mutation &&
         emit(c, mutation,
              edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, PyUnicode_DATA(type),
@@ -387,7 +409,7 @@ static int take_edge(Loop *c, PyObject *obj) {
         c->next_edge++;
     }
     Py_DECREF(packed);
-    Py_DECREF(map);
+    Py_XDECREF(map);
     return rc;
 }
 
@@ -436,13 +458,14 @@ static int scanned_props(Scan *scan, const ScanLine *l, PyObject **map) {
     return 1;
 }
 
-/* pack_props of a scanned line's properties: packed bytes and *map (new references), Py_None (new
- * reference) when not plain, NULL on an error */
+/* pack_props of a scanned line's properties: packed bytes and *map (new references; map NULL: none
+ * wanted), Py_None (new reference) when not plain, NULL on an error */
 static PyObject *scanned_packed(Scan *scan, const ScanLine *l, PyObject **map) {
     PyObject *props;
     int rc = scanned_props(scan, l, &props);
     if (rc <= 0) {
-        *map = NULL;
+        if (map)
+            *map = NULL;
         return rc < 0 ? NULL : Py_NewRef(Py_None);
     }
     PyObject *packed = pack_props(props, map);
@@ -482,7 +505,7 @@ static int take_scanned_node(Loop *c, Scan *scan, const ScanLine *l) {
             return had ? 0 : -1;
         }
     }
-    PyObject *map, *packed = scanned_packed(scan, l, &map);
+    PyObject *map = NULL, *packed = scanned_packed(scan, l, c->mutations ? &map : NULL);
     if (!packed || packed == Py_None) {
         Py_DECREF(k);
         Py_XDECREF(packed);
@@ -501,9 +524,7 @@ static int take_scanned_node(Loop *c, Scan *scan, const ScanLine *l) {
     PyObject *mutation = NULL, *plane = c->plane_id;
     if (label_list && id) {
         PyObject *values[5] = {plane, id, k, label_list, map};
-        mutation = (PyTypeObject *)c->node_put == node_put_type ? made(node_put_type, node_put_slots, values, 5)
-                                                               : PyObject_CallFunctionObjArgs(c->node_put, plane, id, k,
-                                                                                              label_list, map, NULL);
+        mutation = node_put(c, values);
     }
     if (mutation &&
         emit(c, mutation,
@@ -524,18 +545,20 @@ static int take_scanned_node(Loop *c, Scan *scan, const ScanLine *l) {
     Py_XDECREF(id);
     Py_DECREF(k);
     Py_DECREF(packed);
-    Py_DECREF(map);
+    Py_XDECREF(map);
     return rc;
 }
 
 /* A scanned end's node (*boxed: its id, borrowed from the scan), -1 when not known here */
-static long long scanned_end(Scan *scan, int32_t at, PyObject **boxed) {
+static long long scanned_end(Scan *scan, int32_t at, PyObject **boxed) { /* boxed NULL: not wanted */
     const Occ *occ = &scan->occ[at];
     if (occ->key < 0 || !plain_span(occ->n))
         return -1;
     Key *key = &scan->keys[occ->key];
     if (key->state == KEY_ABSENT)
         return -1;
+    if (!boxed)
+        return (long long)key->id;
     if (!key->boxed && !(key->boxed = PyLong_FromUnsignedLongLong(key->id)))
         return -2;
     *boxed = key->boxed;
@@ -546,41 +569,36 @@ static long long scanned_end(Scan *scan, int32_t at, PyObject **boxed) {
 static int take_scanned_edge(Loop *c, Scan *scan, const ScanLine *l) {
     if (!scan->resolved || !plain_span(l->type.len))
         return 0;
-    PyObject *src_id = NULL, *dst_id = NULL;
-    long long src = scanned_end(scan, l->src, &src_id), dst = src == -2 ? -2 : scanned_end(scan, l->dst, &dst_id);
+    PyObject *src_id = NULL, *dst_id = NULL; /* (boxed only for a mutation object) */
+    long long src = scanned_end(scan, l->src, c->mutations ? &src_id : NULL);
+    long long dst = src == -2 ? -2 : scanned_end(scan, l->dst, c->mutations ? &dst_id : NULL);
     if (src == -2 || dst == -2)
         return -1;
     if (src < 0 || dst < 0)
         return 0;
     if ((unsigned long long)src < c->new_nodes_from && (unsigned long long)dst < c->new_nodes_from)
         return 0; /* both ends were there before: the line may restate an edge */
-    PyObject *map, *packed = scanned_packed(scan, l, &map);
+    PyObject *map = NULL, *packed = scanned_packed(scan, l, c->mutations ? &map : NULL);
     if (!packed || packed == Py_None) {
         Py_XDECREF(packed);
         return packed ? 0 : -1;
     }
     PyObject *type = scan_name(scan, l->text + l->type.off, l->type.len);
     int rc = -1;
-    PyObject *mutation = NULL, *plane = c->plane_id, *id = PyLong_FromUnsignedLongLong(c->next_edge);
-    if (id && type) {
-        PyObject *values[6] = {plane, id, src_id, dst_id, type, map};
-        mutation = (PyTypeObject *)c->edge_put == edge_put_type
-                       ? made(edge_put_type, edge_put_slots, values, 6)
-                       : PyObject_CallFunctionObjArgs(c->edge_put, plane, id, src_id, dst_id, type, map, NULL);
-    }
-    Py_XDECREF(id);
+    PyObject *values[6] = {c->plane_id, NULL, src_id, dst_id, type, map};
+    PyObject *mutation = type ? edge_put(c, values) : NULL;
     if (mutation &&
         emit(c, mutation,
              edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, l->text + l->type.off,
                           l->type.len, PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
              c->eruns[0], "edge.put", c->next_edge) == 0 &&
-        tally(&c->type_tally, type) == 0) { /* (the type lives on in the mutation, as the tally needs) */
+        tally(&c->type_tally, type) == 0) {
         rc = 1;
         c->next_edge++;
     }
     Py_XDECREF(type);
     Py_DECREF(packed);
-    Py_DECREF(map);
+    Py_XDECREF(map);
     return rc;
 }
 
@@ -588,15 +606,21 @@ PyObject *lines(PyObject *self, PyObject *args) {
     PyObject *parsed, *scan_obj = Py_None;
     Py_ssize_t start;
     Loop c;
-    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!O!O!OOO!O!|O", &PyList_Type, &parsed, &start, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!OO!OOO!O!|O", &PyList_Type, &parsed, &start, &PyTuple_Type,
                           &c.node_runs, &PyTuple_Type, &c.edge_runs, &c.plane, &PyBytes_Type, &c.inv, &c.next_node,
                           &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
-                          &PyList_Type, &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
+                          &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
                           &c.labels, &PyDict_Type, &c.types, &scan_obj) ||
         interned() < 0 || runs_of(c.node_runs, c.nruns) < 0 || runs_of(c.edge_runs, c.eruns) < 0)
         return NULL;
     if (PyBytes_GET_SIZE(c.inv) != 8) {
         PyErr_SetString(PyExc_ValueError, "inv must be 8 bytes");
+        return NULL;
+    }
+    if (c.mutations == Py_None)
+        c.mutations = NULL; /* a wired commit: wires alone */
+    else if (!PyList_CheckExact(c.mutations)) {
+        PyErr_SetString(PyExc_TypeError, "mutations must be a list or None");
         return NULL;
     }
     if (!(c.plane_id = PyLong_FromUnsignedLong(c.plane)))
@@ -623,7 +647,11 @@ PyObject *lines(PyObject *self, PyObject *args) {
             break;
     }
     Py_DECREF(c.plane_id);
-    if (rc < 0 || tally_flush(&c.label_tally) < 0 || tally_flush(&c.type_tally) < 0)
+    if (rc >= 0 && (tally_flush(&c.label_tally) < 0 || tally_flush(&c.type_tally) < 0))
+        rc = -1;
+    Py_XDECREF(c.label_tally.name);
+    Py_XDECREF(c.type_tally.name);
+    if (rc < 0)
         return NULL;
     return Py_BuildValue("(nKK)", i, c.next_node, c.next_edge);
 }

@@ -9,7 +9,8 @@ sorted — appended with ``MDB_APPEND`` when it lies past the table's last
 key (an import into the newest plane), else put in key order, which keeps LMDB's B-tree walks short.
 A run is store/_bulkrun.c's (its entries in one buffer, written from C on py-lmdb's transaction once
 store/native.py checked the layout), else :class:`PyRun` (a list, written by py-lmdb's putmulti).
-The commit record still holds the same mutations (``tx.mutations``), sealed by the same sink, and
+The commit record still holds the same mutations (their wires: a staged write's transaction is
+sealed from them, and the C line loop makes no object), sealed by the same sink, and
 the tallies get the same changes: the file is the same, entry for entry
 (tests/property/test_bulk_import_parity.py holds the two paths equal).
 
@@ -285,7 +286,7 @@ class BulkWrites:
         sorted, no repeats; ``props`` checked): the mutation, its entries and its tallies."""
         plane, node_id = self.plane.id, tx.ids.node
         tx.ids.node = node_id + 1
-        tx.mutations.append(NodePut(plane, node_id, key, labels, props))
+        tx.keep(NodePut(plane, node_id, key, labels, props))
         _encoder.node(
             self.node_runs, plane, node_id, key, labels, keys.inv(tx.seq), pack(props) if props else _NO_PROPS
         )
@@ -301,7 +302,7 @@ class BulkWrites:
         """A new edge between ends the caller resolved (``edge_type`` checked, ``props`` checked)."""
         plane, edge_id = self.plane.id, tx.ids.edge
         tx.ids.edge = edge_id + 1
-        tx.mutations.append(EdgePut(plane, edge_id, src, dst, edge_type, props))
+        tx.keep(EdgePut(plane, edge_id, src, dst, edge_type, props))
         props_packed = pack(props) if props else _NO_PROPS
         _encoder.edge(self.edge_runs, plane, edge_id, src, dst, edge_type, keys.inv(tx.seq), props_packed)
         tx.tallies.count(plane, 0, +1)
@@ -310,16 +311,19 @@ class BulkWrites:
     def take(self, tx: WriteTx, parsed: list[Any], start: int) -> tuple[int, int, int]:
         """Make the commit's parsed lines from ``start`` on into new records in C while they have the
         common shapes (store/_bulklines.c; a line the commit's scan read, from its tokens): the same
-        ids, mutations, entries and tallies the Python path gives them. Returns where it stopped
+        ids, mutations, entries and tallies the Python path gives them — in a wired transaction the
+        mutations as their wires alone (tx.wired: sealed from them; a Kafka node's import needs the
+        objects, drsg/api/imports.py). Returns where it stopped
         (that line is the Python path's to read) and the nodes and edges made."""
         lines = getattr(_encoder, "lines", None)  # (store/_bulk.c's alone: PyEncoder has no line loop)
         if lines is None or not _lines:
             return start, 0, 0
         plane, labels, types = self.plane.id, dict[str, int](), dict[str, int]()
         node_from, edge_from = tx.ids.node, tx.ids.edge
+        objects = None if tx.wired else tx.mutations  # (a wired tx is sealed from its wires alone)
         stop, tx.ids.node, tx.ids.edge = lines(
             parsed, start, self.node_runs, self.edge_runs, plane, keys.inv(tx.seq), node_from, edge_from,
-            self.new_nodes_from, self.key_ids, self.known, tx.mutations, tx.wires, NodePut, EdgePut, labels, types,
+            self.new_nodes_from, self.key_ids, self.known, objects, tx.wires, NodePut, EdgePut, labels, types,
             self.scan,
         )  # fmt: skip
         tallies, nodes, edges = tx.tallies, tx.ids.node - node_from, tx.ids.edge - edge_from

@@ -10,7 +10,8 @@ publish once the transaction is durable. Every writer of the file seals here:
 
 - the group-commit writer (store/writer.py): one :class:`LogSink` per commit function;
 - a staged write (store/staging.py): its chunks' commits past the head, tallies deferred to the
-  last transaction, which advances the head over all of them;
+  last transaction, which advances the head over all of them; each sealed from its mutations' wires
+  alone (``wired``: nothing reads the objects after, so an import's C line loop makes none);
 - a Kafka node's materialiser (store/kafka/materialiser.py): each record of the topic as judged,
   with the record's own origin and timestamp;
 - a Kafka node's run of a commit function on its copy (store/kafka/database.py): a :class:`DryRun`,
@@ -70,24 +71,26 @@ class LogSink(CommitSink):
         *,
         defer_tallies: bool = False,
         check: Callable[[Sequence[Mutation]], None] | None = None,
+        wired: bool = False,
     ) -> None:
         self.txn, self.dbs, self.state = txn, dbs, state
         self.origin = {} if origin is None else origin
         self.clock = clock
         self.defer_tallies = defer_tallies  # a staged write's: flushed by advance() at its end
         self.check = check  # refuses what this sink may not seal (a staged write's non-stageable)
+        self.wired = wired  # its WriteTxs are sealed from their wires: no reader needs the objects
         self.seqs: list[int] = []
         self.ts: int | None = None
 
     def begin(self, tallies: Tallies | None = None) -> WriteTx:
-        return WriteTx(self.txn, self.dbs, self.state.head + 1, self.state.ids, self.seal, tallies)
+        return WriteTx(self.txn, self.dbs, self.state.head + 1, self.state.ids, self.seal, tallies, wired=self.wired)
 
     def seal(self, tx: WriteTx) -> int:
-        if tx.mutations:
-            if self.check is not None:
+        if tx.mutations or tx.wires:
+            if self.check is not None:  # (a wired tx's objects: those the C loop made are new records)
                 self.check(tx.mutations)
             tallies = None if self.defer_tallies else tx.tallies
-            wires = tx.wires if len(tx.wires) == len(tx.mutations) else None  # (made for every one, or not used)
+            wires = tx.wires if tx.wired or len(tx.wires) == len(tx.mutations) else None  # (one a mutation, or unused)
             self.append(tx.seq, tx.mutations, self.origin, int(self.clock() * 1000), tallies, wires)
         return self.state.head + 1
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 from drsg.kernel.errors import BadValue, Conflict, NotFound, UsageError
 from drsg.kernel.languages import canonical_language
 from drsg.kernel.metrics import check_metric
-from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props
+from drsg.kernel.values import Json, Props, Value, Vector, check_name, check_props, pack
 from drsg.store.environment import Dbs, Txn
 from drsg.store.mutations import (
     EdgeDelete,
@@ -83,10 +83,15 @@ class WriteTx:
         ids: IdCounters,
         seal: Callable[[WriteTx], int],
         tallies: Tallies | None = None,
+        *,
+        wired: bool = False,
     ) -> None:
         self.txn = txn
         self.dbs = dbs
         self.ids = ids
+        # Sealed from its wires alone (a staged write's sink): every mutation added gets its wire as
+        # it is added, and a mutation made in C (store/_bulklines.c) need not be an object at all.
+        self.wired = wired
         # Written by whoever seals (the writer: per commit; a staged write: when it finishes).
         self.tallies = Tallies() if tallies is None else tallies
         self.mutations: list[Mutation] = []
@@ -101,7 +106,8 @@ class WriteTx:
         self._projector = Projector(self.txn, self.dbs, seq, self.view, self.tallies, fresh)
         self.mutations = []
         # Each mutation's msgpack, when whoever added them made it too (an import's C line loop,
-        # store/_bulklines.c): the sink seals these instead of packing the mutations again.
+        # store/_bulklines.c; every one in a wired transaction, where the C loop makes no object):
+        # the sink seals these instead of packing the mutations again.
         self.wires: list[bytes] = []
 
     def commit_point(self) -> int:
@@ -116,8 +122,15 @@ class WriteTx:
         return sealed
 
     def _emit(self, mutation: Mutation) -> None:
-        self.mutations.append(mutation)
+        self.keep(mutation)
         self._projector.apply(mutation)
+
+    def keep(self, mutation: Mutation) -> None:
+        """Add ``mutation`` to the commit, projected by the caller (store/bulkwrite.py writes its
+        entries in sorted runs); in a wired transaction, with its wire."""
+        self.mutations.append(mutation)
+        if self.wired:
+            self.wires.append(pack(mutation.to_wire()))
 
     def apply(self, mutations: Iterable[Mutation]) -> None:
         """Add mutations that are resolved facts already (ids assigned, full after-images: a commit

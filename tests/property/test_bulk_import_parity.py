@@ -26,13 +26,14 @@ from hypothesis import strategies as st
 
 import drsg
 from drsg.kernel.errors import DrsgError
-from drsg.kernel.values import pack
-from drsg.store import bulkwrite, keys, native
+from drsg.kernel.values import pack, unpack
+from drsg.store import bulkwrite, keys, native, staging
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
 from drsg.store.log import encode
-from drsg.store.mutations import EdgePut, NodePut
+from drsg.store.mutations import EdgePut, NodePut, from_wire
+from drsg.store.sink import LogSink
 
 KEYS = ["k0", "k1", "k2", "ключ", "鍵", "k\u00e9", "n9"]
 SEEDED = KEYS[:2]
@@ -275,9 +276,21 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
     assert sum(flushed) == 3 * 50 + 3 * 80
 
 
-def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+class _Unwired(LogSink):
+    """A staged write's sink that wants the mutation objects, as a Kafka node's import does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "wired": False})
+
+
+@pytest.mark.parametrize("wired", [True, False])
+def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wired: bool) -> None:
     """Upstream's line shapes are made into records by store/_bulklines.c, not line by line in
-    Python: the parity above then holds the C loop, not only the Python path."""
+    Python: the parity above then holds the C loop, not only the Python path. A staged write's
+    transaction is wired (sealed from its wires): the loop makes no mutation object, only wires that
+    read back as its records; a transaction that is not gets each object, slot by slot its wire."""
+    if not wired:
+        monkeypatch.setattr(staging, "LogSink", _Unwired)
     data = tmp_path / "in.jsonl"
     nodes = [{"labels": ["A", "B"], "external_key": f"n{i}", "properties": {"i": -i, "f": i / 3}} for i in range(40)]
     edges = [{"src_key": f"n{i % 40}", "dst_key": f"n{i * 7 % 40}", "type": "E", "properties": {}} for i in range(60)]
@@ -286,11 +299,17 @@ def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: py
     real = bulkwrite.BulkWrites.take
 
     def counting(self: bulkwrite.BulkWrites, tx: Any, parsed: list[Any], start: int) -> tuple[int, int, int]:
-        made, wired = len(tx.mutations), len(tx.wires)
+        assert tx.wired is wired
+        made, packed = len(tx.mutations), len(tx.wires)
         got = real(self, tx, parsed, start)
         taken.append(got[1:])
-        for mutation, wire in zip(tx.mutations[made:], tx.wires[wired:], strict=True):  # (made in C, slot by slot)
-            assert type(mutation) in (NodePut, EdgePut) and pack(mutation.to_wire()) == wire
+        wires = tx.wires[packed:]
+        assert len(wires) == sum(got[1:])
+        if wired:
+            assert len(tx.mutations) == made
+            assert {type(from_wire(unpack(wire))) for wire in wires} <= {NodePut, EdgePut}
+        for mutation, wire in zip([] if wired else tx.mutations[made:], [] if wired else wires, strict=True):
+            assert type(mutation) in (NodePut, EdgePut) and pack(mutation.to_wire()) == wire  # (slot by slot)
         return got
 
     monkeypatch.setattr(bulkwrite.BulkWrites, "take", counting)
