@@ -70,7 +70,7 @@ def lines(
     key_ids: dict[str, int],
     known: dict[str, int | None],
     mutations: list[object] | None,
-    wires: list[bytes],
+    wires: list[bytes] | None,
     node_put: object,
     edge_put: object,
     label_counts: dict[str, int],

@@ -15,10 +15,10 @@
  *
  * lines(parsed, start, node_runs, edge_runs, plane, inv, next_node, next_edge, new_nodes_from,
  *       key_ids, known, mutations, wires, NodePut, EdgePut, label_counts, type_counts, scan=None)
- *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation's msgpack (its
- *     `to_wire()` packed) appended to `wires`, for the commit record (store/log.py encode), and the
- *     mutation to `mutations` — None: a wired commit (WriteTx.wired), sealed from its wires alone,
- *     whose mutations are not made.
+ *     -> (stop, next_node, next_edge): parsed[start:stop] taken; each mutation appended to
+ *     `mutations`, or — `mutations` None: a wired commit (WriteTx.wired), sealed from its wires
+ *     alone — made as its wire only: every one's msgpack (its `to_wire()` packed) in one bytes
+ *     appended to `wires` (None when `mutations` is not), for the commit record (store/log.py encode).
  *     A line `scan` (store/_bulkscan.c's Scan of the same lines) read is taken from its tokens, under
  *     the same rules, its key and ends by index into the scan's keys (looked up by _bulk.c's look_up):
  *     no dict read, no hashing; its `parsed` entry is None.
@@ -256,7 +256,7 @@ typedef struct {
     unsigned long long next_node, next_edge, new_nodes_from;
 } Loop;
 
-static Buf wire_buf; /* a wire is made here, kept from line to line (the GIL is held) */
+static Buf wire_buf; /* a call's wires are made here, one after another (the GIL is held) */
 
 /* The NodePut of `values` (plane, id, key, labels, props; borrowed), new reference; None (new
  * reference) in a wired commit, which keeps its wire alone; NULL on an error. */
@@ -285,27 +285,21 @@ static PyObject *edge_put(Loop *c, PyObject **values) {
 }
 
 /* Append `mutation` (stolen; NULL: failed already; None in a wired commit, which keeps no objects)
- * to the commit's, once its entries are made (`made` 0); its wire, msgpack [op, plane, id, ...the
- * record's fields], to `wires`: the record just appended to `run` is msgpack [...its fields], so
- * the wire is a header and the record past its array byte. */
+ * to the commit's, once its entries are made (`made` 0); in a wired commit, its wire, msgpack [op,
+ * plane, id, ...the record's fields], to wire_buf: the record just appended to `run` is msgpack
+ * [...its fields], so the wire is a header and the record past its array byte. */
 static int emit(Loop *c, PyObject *mutation, int made, PyObject *run, const char *op, unsigned long long id) {
     int rc = mutation && made == 0 && (!c->mutations || PyList_Append(c->mutations, mutation) == 0) ? 0 : -1;
     Py_XDECREF(mutation);
-    if (rc < 0)
-        return -1;
+    if (rc < 0 || !c->wires)
+        return rc;
     const char *record;
     Py_ssize_t n;
-    if (run_last_value(run, &record, &n) < 0)
-        return -1;
     Buf *b = &wire_buf;
-    PyObject *wire = NULL;
-    b->len = 0;
-    if (put_byte(b, (unsigned char)(*record + 3)) == 0 && pack_str(b, op, 8) == 0 && pack_uint(b, c->plane) == 0 &&
-        pack_uint(b, id) == 0 && put(b, record + 1, n - 1) == 0)
-        wire = PyBytes_FromStringAndSize(b->data, b->len);
-    rc = wire && PyList_Append(c->wires, wire) == 0 ? 0 : -1;
-    Py_XDECREF(wire);
-    return rc;
+    if (run_last_value(run, &record, &n) < 0 || put_byte(b, (unsigned char)(*record + 3)) < 0 ||
+        pack_str(b, op, 8) < 0 || pack_uint(b, c->plane) < 0 || pack_uint(b, id) < 0 || put(b, record + 1, n - 1) < 0)
+        return -1;
+    return 0;
 }
 
 /* 1: taken; 0: left for the Python path; -1: an error */
@@ -606,10 +600,10 @@ PyObject *lines(PyObject *self, PyObject *args) {
     PyObject *parsed, *scan_obj = Py_None;
     Py_ssize_t start;
     Loop c;
-    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!OO!OOO!O!|O", &PyList_Type, &parsed, &start, &PyTuple_Type,
+    if (!PyArg_ParseTuple(args, "O!nO!O!IO!KKKO!O!OOOOO!O!|O", &PyList_Type, &parsed, &start, &PyTuple_Type,
                           &c.node_runs, &PyTuple_Type, &c.edge_runs, &c.plane, &PyBytes_Type, &c.inv, &c.next_node,
                           &c.next_edge, &c.new_nodes_from, &PyDict_Type, &c.key_ids, &PyDict_Type, &c.known,
-                          &c.mutations, &PyList_Type, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
+                          &c.mutations, &c.wires, &c.node_put, &c.edge_put, &PyDict_Type,
                           &c.labels, &PyDict_Type, &c.types, &scan_obj) ||
         interned() < 0 || runs_of(c.node_runs, c.nruns) < 0 || runs_of(c.edge_runs, c.eruns) < 0)
         return NULL;
@@ -617,12 +611,14 @@ PyObject *lines(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "inv must be 8 bytes");
         return NULL;
     }
-    if (c.mutations == Py_None)
-        c.mutations = NULL; /* a wired commit: wires alone */
-    else if (!PyList_CheckExact(c.mutations)) {
-        PyErr_SetString(PyExc_TypeError, "mutations must be a list or None");
+    c.mutations = c.mutations == Py_None ? NULL : c.mutations; /* None: a wired commit, its wires alone */
+    c.wires = c.wires == Py_None ? NULL : c.wires;
+    if ((c.mutations && !PyList_CheckExact(c.mutations)) || (c.wires && !PyList_CheckExact(c.wires)) ||
+        !c.mutations == !c.wires) {
+        PyErr_SetString(PyExc_TypeError, "one of mutations and wires is a list, the other None");
         return NULL;
     }
+    wire_buf.len = 0;
     if (!(c.plane_id = PyLong_FromUnsignedLong(c.plane)))
         return NULL;
     c.label_tally = (Tally){c.labels, NULL, 0};
@@ -649,6 +645,12 @@ PyObject *lines(PyObject *self, PyObject *args) {
     Py_DECREF(c.plane_id);
     if (rc >= 0 && (tally_flush(&c.label_tally) < 0 || tally_flush(&c.type_tally) < 0))
         rc = -1;
+    if (rc >= 0 && c.wires && wire_buf.len) { /* the wires of every line taken, as one */
+        PyObject *wires = PyBytes_FromStringAndSize(wire_buf.data, wire_buf.len);
+        if (!wires || PyList_Append(c.wires, wires) < 0)
+            rc = -1;
+        Py_XDECREF(wires);
+    }
     Py_XDECREF(c.label_tally.name);
     Py_XDECREF(c.type_tally.name);
     if (rc < 0)

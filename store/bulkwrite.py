@@ -320,13 +320,15 @@ class BulkWrites:
             return start, 0, 0
         plane, labels, types = self.plane.id, dict[str, int](), dict[str, int]()
         node_from, edge_from = tx.ids.node, tx.ids.edge
-        objects = None if tx.wired else tx.mutations  # (a wired tx is sealed from its wires alone)
+        objects, wires = (None, tx.wires) if tx.wired else (tx.mutations, None)  # (wired: sealed from wires alone)
         stop, tx.ids.node, tx.ids.edge = lines(
             parsed, start, self.node_runs, self.edge_runs, plane, keys.inv(tx.seq), node_from, edge_from,
-            self.new_nodes_from, self.key_ids, self.known, objects, tx.wires, NodePut, EdgePut, labels, types,
+            self.new_nodes_from, self.key_ids, self.known, objects, wires, NodePut, EdgePut, labels, types,
             self.scan,
         )  # fmt: skip
         tallies, nodes, edges = tx.tallies, tx.ids.node - node_from, tx.ids.edge - edge_from
+        if tx.wired:
+            tx.wire_count += nodes + edges  # (their wires in one item)
         for kind, counts in ((b"L", labels), (b"T", types)):
             for name, n in counts.items():
                 tallies.add(keys.tally_key(plane, kind, name), n)

@@ -39,12 +39,15 @@ class Commit:
         }
 
 
-def encode(ts: int, origin: dict[str, Json], mutations: list[Mutation], wires: list[bytes] | None = None) -> bytes:
-    """The record of a commit; ``wires``: each mutation's ``pack(to_wire())``, made already."""
+def encode(
+    ts: int, origin: dict[str, Json], mutations: list[Mutation], wires: list[bytes] | None = None, count: int = -1
+) -> bytes:
+    """The record of a commit; ``wires``: its mutations' ``pack(to_wire())``, made already, in
+    order — ``count`` of them (-1: one an item), an item holding one or several."""
     if wires is None:
         body = pack([origin, [m.to_wire() for m in mutations]])
     else:  # the same bytes: msgpack's array of the origin and the wires' array, spelled out
-        body = b"\x92" + pack(origin) + _array_header(len(wires)) + b"".join(wires)
+        body = b"\x92" + pack(origin) + _array_header(len(wires) if count < 0 else count) + b"".join(wires)
     ts_bytes = keys.U64.pack(ts)
     crc = zlib.crc32(body, zlib.crc32(ts_bytes))
     return _HEADER.pack(FORMAT, crc, ts) + body

@@ -90,7 +90,7 @@ class LogSink(CommitSink):
             if self.check is not None:  # (a wired tx's objects: those the C loop made are new records)
                 self.check(tx.mutations)
             tallies = None if self.defer_tallies else tx.tallies
-            wires = tx.wires if tx.wired or len(tx.wires) == len(tx.mutations) else None  # (one a mutation, or unused)
+            wires = (tx.wires, tx.wire_count) if tx.wired else None
             self.append(tx.seq, tx.mutations, self.origin, int(self.clock() * 1000), tallies, wires)
         return self.state.head + 1
 
@@ -101,17 +101,19 @@ class LogSink(CommitSink):
         origin: dict[str, Json],
         now_ms: int,
         tallies: Tallies | None = None,
-        wires: list[bytes] | None = None,
+        wires: tuple[list[bytes], int] | None = None,
     ) -> int:
         """Seal commit ``seq`` (already projected; ``tallies``: its tally changes, None when there
-        are none to write now; ``wires``: the mutations packed, when made already): flush the
+        are none to write now; ``wires``: the mutations packed, when made already, and how many):
+        flush the
         tallies, append its record and move the head to it.
         Returns its timestamp, never earlier than the last one. A commit with no mutations is sealed
         too (a Kafka record kept as an empty commit)."""
         if tallies is not None:
             tallies.flush(self.txn, self.dbs)
         ts = max(now_ms, self.state.ts)
-        self.txn.put(keys.u64(seq), encode(ts, origin, list(mutations), wires), db=self.dbs["log"], append=True)
+        record = encode(ts, origin, list(mutations)) if wires is None else encode(ts, origin, [], *wires)
+        self.txn.put(keys.u64(seq), record, db=self.dbs["log"], append=True)
         self.state.head, self.state.ts = seq, ts
         self.seqs.append(seq)
         self.ts = ts

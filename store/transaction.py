@@ -105,10 +105,11 @@ class WriteTx:
         fresh = (self.ids.node, self.ids.edge)  # ids from these on have never been written
         self._projector = Projector(self.txn, self.dbs, seq, self.view, self.tallies, fresh)
         self.mutations = []
-        # Each mutation's msgpack, when whoever added them made it too (an import's C line loop,
-        # store/_bulklines.c; every one in a wired transaction, where the C loop makes no object):
-        # the sink seals these instead of packing the mutations again.
+        # A wired transaction's mutations packed, in order, as the sink seals them: an item a
+        # mutation kept here, or one for a run of them the import's C line loop made (no objects,
+        # store/_bulklines.c); wire_count: how many mutations they hold.
         self.wires: list[bytes] = []
+        self.wire_count = 0
 
     def commit_point(self) -> int:
         """Seal the mutations so far as one commit and start the next; returns the sealed seq.
@@ -131,6 +132,7 @@ class WriteTx:
         self.mutations.append(mutation)
         if self.wired:
             self.wires.append(pack(mutation.to_wire()))
+            self.wire_count += 1
 
     def apply(self, mutations: Iterable[Mutation]) -> None:
         """Add mutations that are resolved facts already (ids assigned, full after-images: a commit

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import drsg
 from drsg.kernel.errors import DrsgError
-from drsg.kernel.values import pack, unpack
+from drsg.kernel.values import pack, unpacker
 from drsg.store import bulkwrite, keys, native, staging
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
@@ -300,16 +300,19 @@ def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: py
 
     def counting(self: bulkwrite.BulkWrites, tx: Any, parsed: list[Any], start: int) -> tuple[int, int, int]:
         assert tx.wired is wired
-        made, packed = len(tx.mutations), len(tx.wires)
+        made, packed, count = len(tx.mutations), len(tx.wires), tx.wire_count
         got = real(self, tx, parsed, start)
         taken.append(got[1:])
-        wires = tx.wires[packed:]
-        assert len(wires) == sum(got[1:])
-        if wired:
-            assert len(tx.mutations) == made
-            assert {type(from_wire(unpack(wire))) for wire in wires} <= {NodePut, EdgePut}
-        for mutation, wire in zip([] if wired else tx.mutations[made:], [] if wired else wires, strict=True):
-            assert type(mutation) in (NodePut, EdgePut) and pack(mutation.to_wire()) == wire  # (slot by slot)
+        n = sum(got[1:])
+        if wired:  # (one item holds every line's: the sink seals them as tx.wire_count mutations)
+            assert len(tx.mutations) == made and tx.wire_count == count + n
+            assert len(tx.wires) == packed + (n > 0)
+            reader = unpacker(b"".join(tx.wires[packed:]))
+            made_here = [from_wire(wire) for wire in reader]
+        else:
+            assert tx.wires == [] and tx.wire_count == 0
+            made_here = tx.mutations[made:]
+        assert len(made_here) == n and {type(m) for m in made_here} <= {NodePut, EdgePut}
         return got
 
     monkeypatch.setattr(bulkwrite.BulkWrites, "take", counting)
@@ -431,6 +434,8 @@ def test_a_record_sealed_from_wires_is_the_record_packed_from_mutations(count: i
     wires = [pack(m.to_wire()) for m in mutations]
     origin: dict[str, Any] = {"via": "import"}
     assert encode(7, origin, list(mutations), wires) == encode(7, origin, list(mutations))
+    runs = [b"".join(wires[: count // 3]), b"".join(wires[count // 3 :])]  # (the C loop's: one item a run)
+    assert encode(7, origin, [], runs, count) == encode(7, origin, list(mutations))
 
 
 def test_a_run_is_written_from_c_on_py_lmdbs_transaction(tmp_path: Path) -> None:
