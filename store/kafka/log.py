@@ -94,6 +94,8 @@ WATCH_POLL_MS = 250  # the watcher looks at its stop flag this often
 LONE_FOR, LONE_STEP = 0.05, 0.01
 READ_BATCH = 512
 MAX_RECORD = 16 << 20  # bytes in one commit record (an import's chunk); the topic must allow as many
+# a commit's own bytes at most: its record batch's framing and the headers take the rest of MAX_RECORD
+MAX_COMMIT = MAX_RECORD - (4 << 10)
 IDLE_READERS = 4  # consumers kept for later reads; more concurrent reads make (and then close) their own
 # kafka-python doubles its wait between reconnects up to 30 s: after a 15 s outage a node's consumer
 # saw the restarted broker 8.6 s late. Capped at 1 s, every client is back within about a second.
@@ -372,6 +374,11 @@ class KafkaLog(Log):
             with self._lock:
                 ts = self._last_ts = max(int(self.clock() * 1000), self._last_ts)
             record = make(ts)
+            if len(record) > MAX_COMMIT:  # said here, in words: the client's own refusal names no fix
+                raise UsageError(
+                    f"{self._url}: this write is {len(record):,} bytes, more than the {MAX_COMMIT:,} one commit "
+                    f"on a Kafka log may hold; nothing was written — write it in smaller parts"
+                )
             headers = {**(headers or {}), SENDER: self._sender}
             producer = self._producer_for_append()
             try:

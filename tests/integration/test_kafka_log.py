@@ -18,10 +18,10 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
-from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable
+from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, DatabaseUnavailable, UsageError
 from drsg.store.backends import open_log
 from drsg.store.kafka import log as kafka_log
-from drsg.store.kafka.log import MAX_RECORD, SENDER, KafkaLog
+from drsg.store.kafka.log import MAX_COMMIT, MAX_RECORD, SENDER, KafkaLog
 from drsg.store.kafka.producer import CLIENT_ENV, CLIENTS, ConfluentProducer, KafkaPythonProducer
 from drsg.store.log import encode
 from drsg.store.logport import Log
@@ -389,14 +389,20 @@ def test_a_record_keeps_its_headers_and_the_senders(kafka_broker: Broker, topic:
 
 def test_a_record_up_to_the_limit_is_produced_and_one_past_it_refused(kafka_broker: Broker, topic: str) -> None:
     """An import's chunk records run to several MiB (both clients' defaults stop at 1 MB); a commit
-    past MAX_RECORD is refused before it is sent, and the next one lands at the next seq."""
+    past MAX_RECORD is refused before it is sent, in words that say its size, the limit and the fix,
+    and the next one lands at the next seq."""
     log = open_log(kafka_broker.url(topic))
     try:
         big = [NodePut(1, 1, "big", ["X"], {"text": "x" * (MAX_RECORD // 2)})]
         assert log.append(big).seq == 1
         too_big = [NodePut(1, 2, "huge", ["X"], {"text": "x" * MAX_RECORD})]
-        with pytest.raises(DatabaseUnavailable, match=r"the broker refused the commit \(.*\); nothing was written"):
+        with pytest.raises(UsageError) as refused:
             log.append(too_big)
+        size = len(encode(0, {}, too_big))
+        assert refused.value.message == (
+            f"{log.url}: this write is {size:,} bytes, more than the {MAX_COMMIT:,} one commit on a Kafka log "
+            f"may hold; nothing was written — write it in smaller parts"
+        )
         assert log.append(node(3)).seq == 2 and log.head() == 2
         assert [len(c.mutations) for c in log.read()] == [1, 1]
     finally:
