@@ -469,9 +469,13 @@ def main() -> None:
         f"load average (1 min) after each throughput round: {min(loads):.1f}–{max(loads):.1f}" if loads else "",
         f"the `submit` rows' arms: each node's {CLIENT_ENV} ({', '.join(clients)}), their order swapped every pass; "
         "the raw rows: kafka-python",
-        "visibility rows: " + ", ".join(f"{v['writes']}" for v in visibles) + f" applied writes over "
-        f"{args.visible_seconds:g} s, each submitted from a pool of 64 threads so none waits for the one before; "
-        "the writing and the reading node each a process of its own",
+        (
+            "visibility rows: " + ", ".join(f"{v['writes']}" for v in visibles) + f" applied writes over "
+            f"{args.visible_seconds:g} s, each submitted from a pool of 64 threads so none waits for the one before; "
+            "the writing and the reading node each a process of its own"
+        )
+        if visibles
+        else "",
         f"the raw read-back rows: each thread's own consumer (no group, fetch wait {BUSY_WAIT_MS} ms) reads the "
         "partition on until it has read the record just acknowledged",
         f"writes are node.put by key (mode update), half on a writer's own keys and half on {SHARED} keys all "

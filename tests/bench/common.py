@@ -143,7 +143,7 @@ def record(
         "|---|---|---|---|",
         *[f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows],
         "",
-        *[f"- {n}" for n in notes or []],
+        *[f"- {n}" for n in notes or [] if n],  # (an empty note: a row the run skipped)
         "",
     ]
     text = "\n".join(lines)
