@@ -516,7 +516,8 @@ class KafkaLog(Log):
                     self._stop.wait(LONE_STEP)
                     continue
                 if lone:
-                    lone = self._read_on(consumer)
+                    self._read_on(consumer)
+                    lone = False
                 # short while commits flow — unless the last short poll heard nothing: tansu answers
                 # empty when its read of the partition outlasts the wait (after a restart, say), and
                 # the long wait gives it the time (else the watcher stalled for good)
@@ -549,15 +550,14 @@ class KafkaLog(Log):
             with contextlib.suppress(Exception):
                 consumer.close()
 
-    def _read_on(self, consumer: Any) -> bool:
+    def _read_on(self, consumer: Any) -> None:
         """The watcher reads again after this log wrote alone: from the head if every ack since was
         the one after the one before (all records up to it are this log's, had from their acks),
-        else from where it stopped. Returns False (no longer alone)."""
+        else from where it stopped."""
         with self._append_lock:
             if not self._others:
                 consumer.seek(self._tp, self._heads.head)
             self._others = False
-        return False
 
     def wait(self, after: int, timeout: float) -> int:
         return self._heads.wait(after, timeout)
