@@ -22,7 +22,7 @@ setup(
         # an import's new records as the projection's entries (store/bulkwrite.py)
         Extension(
             "drsg.store._bulk",
-            ["store/_bulk.c", "store/_bulklines.c", "store/_bulkrun.c", "store/_bulkscan.c"],
+            ["store/_bulk.c", "store/_bulklines.c", "store/_bulkmap.c", "store/_bulkrun.c", "store/_bulkscan.c"],
             depends=["store/_bulk.h", "store/_lmdb.h"],
             extra_compile_args=["-O2", "-std=c99", "-fvisibility=hidden"],
         ),

@@ -12,7 +12,8 @@
  *     (plane u32 | dst u64 | type NUL | id u64 | inv, src u64)       in
  * The runs are store/_bulkrun.c's Run: entries in one buffer, sorted and written to LMDB from C.
  * key_groups(lines, plane_group) -> (keys, groups): the keys a commit's parsed lines name, sorted.
- * look_up(lines, txn, keys_db, plane_group, inv, known): those keys looked up, into known (or False).
+ * look_up(lines, txn, keys_db, plane_group, inv, known, scan, keymap): those keys looked up, into known
+ *     (or False); a key the import's KeyMap holds (store/_bulkmap.c) without a seek.
  * lines(...): a commit's parsed lines of the common shapes as new records (store/_bulklines.c).
  * `props` is the properties already packed (kernel/values.pack); `inv` the commit's 8-byte ~seq.
  * The msgpack written is msgpack-python's Packer(use_bin_type=True)'s: the smallest form of each
@@ -320,8 +321,9 @@ done:
     return out;
 }
 
-/* look_up(lines, txn, keys_db, plane_group, inv, known, scan) -> bool: key_groups' keys, each looked
- * up as store/_walk.c's key_ids looks it up (one cursor, in key order), put straight into `known`
+/* look_up(lines, txn, keys_db, plane_group, inv, known, scan, keymap) -> bool: key_groups' keys, each
+ * looked up as store/_walk.c's key_ids looks it up (one cursor, in key order) unless `keymap` (a
+ * KeyMap, or None: _bulkmap.c) holds it, put straight into `known`
  * (key -> node id, or None): no group bytes, no lists of keys and ids, no zip. `scan` (a Scan, or
  * None): the keys its lines name too, sorted with the others, their answers kept in the scan
  * (Scan.keys, each line's by index: store/_bulkscan.c). False when the Python path must answer (LMDB
@@ -398,12 +400,13 @@ static int add_name(Name **names, Py_ssize_t *count, Py_ssize_t *cap, Name name)
 }
 
 static PyObject *look_up(PyObject *self, PyObject *args) {
-    PyObject *lines, *txn_obj, *db_obj, *known, *scan_obj = Py_None, *out = NULL, *named[3];
+    PyObject *lines, *txn_obj, *db_obj, *known, *scan_obj = Py_None, *map_obj = Py_None, *out = NULL, *named[3];
     Py_buffer prefix, inv;
-    if (!PyArg_ParseTuple(args, "O!OOy*y*O!|O", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
-                          &known, &scan_obj))
+    if (!PyArg_ParseTuple(args, "O!OOy*y*O!|OO", &PyList_Type, &lines, &txn_obj, &db_obj, &prefix, &inv, &PyDict_Type,
+                          &known, &scan_obj, &map_obj))
         return NULL;
     Scan *scan = Py_IS_TYPE(scan_obj, &ScanType) ? (Scan *)scan_obj : NULL;
+    PyObject *map = Py_IS_TYPE(map_obj, &KeyMapType) ? map_obj : NULL;
     const LmdbApi *api = bulk_lmdb();
     MDB_txn *txn = api && inv.len == 8 ? api->txn_of(txn_obj, 0) : NULL;
     MDB_dbi dbi;
@@ -450,10 +453,14 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
     int got = KEY_NONE, in_known = 0; /* the answer for names[i]'s name; whether known has it */
     for (Py_ssize_t i = 0; i < count; i++) {
         if (!i || by_name(&names[i - 1], &names[i]) != 0) { /* a name not met before: seek it */
-            k.len = 0;
-            if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, names[i].s, names[i].n) < 0 || put_byte(&k, 0) < 0)
-                goto done;
-            got = api->key_id(cur, k.data, (size_t)k.len, inv.buf, &id, &rc);
+            if (map && keymap_get(map, names[i].s, names[i].n, &id)) {
+                got = KEY_FOUND; /* made by this import in a committed transaction: no seek */
+            } else {
+                k.len = 0;
+                if (put(&k, prefix.buf, prefix.len) < 0 || put(&k, names[i].s, names[i].n) < 0 || put_byte(&k, 0) < 0)
+                    goto done;
+                got = api->key_id(cur, k.data, (size_t)k.len, inv.buf, &id, &rc);
+            }
             if (got == KEY_PYTHON || got == KEY_FAILED) {
                 out = Py_NewRef(Py_False);
                 goto done;
@@ -528,11 +535,12 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bulk", "An import's entries made in C.", -1, methods};
 
 PyMODINIT_FUNC PyInit__bulk(void) {
-    if (PyType_Ready(&RunType) < 0 || PyType_Ready(&ScanType) < 0)
+    if (PyType_Ready(&RunType) < 0 || PyType_Ready(&ScanType) < 0 || PyType_Ready(&KeyMapType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m && (PyModule_AddObjectRef(m, "Run", (PyObject *)&RunType) < 0 ||
-              PyModule_AddObjectRef(m, "Scan", (PyObject *)&ScanType) < 0))
+              PyModule_AddObjectRef(m, "Scan", (PyObject *)&ScanType) < 0 ||
+              PyModule_AddObjectRef(m, "KeyMap", (PyObject *)&KeyMapType) < 0))
         Py_CLEAR(m);
     return m;
 }

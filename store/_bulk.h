@@ -88,6 +88,10 @@ PyObject *scan_name(Scan *scan, const char *s, Py_ssize_t n);
 PyObject *ascii_str(const char *s, Py_ssize_t n);
 int scan_keys_add(Scan *scan, Py_ssize_t nkeys); /* room for nkeys keys; 0 or -1 */
 
+/* store/_bulkmap.c: the keys an import made (KeyMap); 1 and *id when map holds name, else 0 */
+extern PyTypeObject KeyMapType;
+int keymap_get(PyObject *map, const char *s, Py_ssize_t n, uint64_t *id);
+
 /* store/_bulkrun.c: a table's run (Run) */
 extern PyTypeObject RunType;
 int run_add(PyObject *run, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen);

@@ -16,7 +16,8 @@ the tallies get the same changes: the file is the same, entry for entry
 
 What the import reads while entries wait — a key's node, whether an id is a node — is answered
 from what this commit gave out first and from the file (everything earlier) after; anything
-else that reads the graph (a vector's index check) flushes first.
+else that reads the graph (a vector's index check) flushes first. The keys the import made in its
+committed transactions are answered from its :class:`KeyMap` (store/_bulkmap.c) without a seek.
 """
 
 from __future__ import annotations
@@ -162,11 +163,37 @@ class Native(Encoder, Protocol):
         inv: bytes,
         known: dict[str, int | None],
         scan: Scan | None,
+        keymap: KeyMap | None,
         /,
     ) -> bool: ...
 
     @property
     def Scan(self) -> Callable[[list[bytes]], Scan]: ...  # a commit's raw lines read in C (_bulkscan.c)
+    @property
+    def KeyMap(self) -> Callable[[int], KeyMap]: ...  # the keys an import made (_bulkmap.c)
+
+
+class KeyMap(Protocol):
+    """The keys an import made, answered by store/_bulk.c's look_up without a seek once the LMDB
+    transaction that made them committed (store/_bulkmap.c says why that answer is the seek's)."""
+
+    def add(self, key_ids: dict[str, int], /) -> None: ...  # pending
+    def publish(self) -> None: ...  # the transaction committed
+    def drop(self) -> None: ...  # the transaction runs again
+    def get(self, name: str, /) -> int | None: ...
+    def __len__(self) -> int: ...
+
+
+#: The keys an import's map holds at most, and 32 bytes of names a key: at most ~80 MiB (an entry
+#: 32 bytes, its slots up to 16, the names), ~6 MiB for upstream's 100k keys; a file of more keys
+#: than a large graph's seeks the rest, as before (the same answer). The rest of the import is
+#: bounded by a transaction's bytes (tests/integration/test_import_memory.py).
+KEY_MAP_KEYS = 1 << 20
+
+
+def key_map(max_keys: int = KEY_MAP_KEYS) -> KeyMap | None:
+    """A new import's map of the keys it makes, when store/_bulk.c answers its look-ups."""
+    return _native.KeyMap(max_keys) if _native is not None and _encoder is _native else None
 
 
 def _load() -> Native | None:
@@ -222,8 +249,9 @@ class BulkWrites:
     """New nodes and edges of one plane in one LMDB transaction, kept until :meth:`flush` (an
     import flushes after each commit: what it holds stays bounded by a commit's lines)."""
 
-    def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int) -> None:
+    def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int, keymap: KeyMap | None = None) -> None:
         self.txn, self.dbs, self.plane = txn, dbs, plane
+        self.keymap = keymap  # the keys the import made: each commit's added, pending until its transaction commits
         self.new_nodes_from = new_nodes_from  # ids from here on were made by this import, in this plane
         _bind_lmdb()
         self.runs: dict[str, Run] = {name: _encoder.Run() for name in _TABLES}
@@ -257,7 +285,7 @@ class BulkWrites:
         inv, self.scan = keys.inv(tx.seq), scan
         c_module = _native if _encoder is _native else None
         if c_module is not None and c_module.look_up(
-            lines, tx.txn, self.keys_db, self.plane_group, inv, self.known, scan
+            lines, tx.txn, self.keys_db, self.plane_group, inv, self.known, scan, self.keymap
         ):
             return  # (all in C: store/_bulk.c's look_up, each key as _look_up reads it)
         order, groups = _encoder.key_groups(lines, self.plane_group)
@@ -349,6 +377,8 @@ class BulkWrites:
                 run.sort()
                 put_sorted(self.txn, self.dbs[name], run)
                 run.clear()
+        if self.keymap is not None:
+            self.keymap.add(self.key_ids)  # (the C loop's keys too)
         self.key_ids.clear()  # the file answers for them now
         self.known.clear()
         self.scan = None  # (what its look-up found is stale once a vector's flush wrote mid-commit)

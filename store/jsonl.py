@@ -36,7 +36,7 @@ from drsg.kernel.values import (
     props_to_json,
     to_json,
 )
-from drsg.store.bulkwrite import BulkWrites, bulk_enabled
+from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map
 from drsg.store.database import Database
 from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
@@ -212,6 +212,8 @@ class _Importer:
         self.edge_collisions = 0  # how many of them are edges
         self.bad_lines: list[str] = []
         self.bulk: BulkWrites | None = None  # new records in sorted runs: only ever created under "error"
+        # the keys this import made, answered without a seek once their transaction committed
+        self.keymap = key_map() if on_conflict == "error" and bulk_enabled() else None
 
     def run(self, source: Path) -> ImportReport:
         while not self.done:
@@ -225,6 +227,8 @@ class _Importer:
                 dict(self.matched),
             )
             self.stage.chunk(functools.partial(self._transaction, rewind=rewind))
+            if self.keymap is not None:
+                self.keymap.publish()  # (committed: a later transaction's seek would find them)
             self.chunk_file_ids = []
         self.report.lines = self.line_no
         if self.bad_lines:
@@ -272,10 +276,12 @@ class _Importer:
             else:
                 self.file_ids[file_id] = before
         self.chunk_file_ids = []
+        if self.keymap is not None:
+            self.keymap.drop()  # a rerun's transaction: the keys the failed one made are not in the file
         self.tx = tx
         self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
         if self.on_conflict == "error" and bulk_enabled():
-            self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from)
+            self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from, self.keymap)
 
     def _commit(self) -> None:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
