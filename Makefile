@@ -8,7 +8,7 @@ DEMO_DB := demo/graph.drsg
 .PHONY: setup demo test lint bench clean plugins browser databases docs
 
 # setup.py builds the C modules (workers/_fusion.c, store/_walk.c, store/_bulk.c) in place: a change to one reinstalls.
-$(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c store/_walk.c store/_records.c store/_walk.h store/_bulk.c store/_bulklines.c store/_bulkrun.c store/_bulkscan.c store/_bulk.h store/_lmdb.h
+$(BIN)/drsg: pyproject.toml setup.py workers/_fusion.c store/_walk.c store/_records.c store/_walk.h store/_bulk.c store/_bulklines.c store/_bulkrun.c store/_bulkscan.c store/_bulkmap.c store/_bulk.h store/_lmdb.h
 	$(PYTHON) -m venv $(VENV)
 	# the setuptools pyproject's build-system names, in the venv too: `setup.py build_ext --inplace` (a bench's --tree) needs it
 	$(BIN)/pip install --quiet --upgrade pip 'setuptools>=77'
