@@ -302,6 +302,27 @@ static int emit(Loop *c, PyObject *mutation, int made, PyObject *run, const char
     return 0;
 }
 
+/* A new node's NodePut (or, wired, none), its entries and wire, its key given out (`key`: a str, or
+ * NULL; `s`/`n` its ASCII bytes) and its labels tallied: both node paths' tail. 1, or -1 on an error.
+ * `id` is c->next_node boxed; the next node's id follows. All arguments borrowed. */
+static int put_node(Loop *c, PyObject *id, PyObject *key, const char *s, Py_ssize_t n, PyObject *label_list,
+                    PyObject *map, PyObject *packed) {
+    PyObject *values[5] = {c->plane_id, id, key ? key : Py_None, label_list, map};
+    PyObject *mutation = node_put(c, values);
+    if (!mutation ||
+        emit(c, mutation,
+             node_entries(c->nruns, c->plane, c->next_node, s, n, label_list, PyBytes_AS_STRING(c->inv),
+                          PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
+             c->nruns[0], "node.put", c->next_node) < 0 ||
+        (key && PyDict_SetItem(c->key_ids, key, id) < 0))
+        return -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list); i++)
+        if (tally(&c->label_tally, PyList_GET_ITEM(label_list, i)) < 0)
+            return -1;
+    c->next_node++;
+    return 1;
+}
+
 /* 1: taken; 0: left for the Python path; -1: an error */
 static int take_node(Loop *c, PyObject *obj) {
     PyObject *labels = PyDict_GetItemWithError(obj, F_labels), *key = NULL, *props = NULL;
@@ -340,26 +361,10 @@ static int take_node(Loop *c, PyObject *obj) {
     }
     PyObject *label_list = labels ? (Py_INCREF(labels), labels) : PyList_New(0);
     PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
-    PyObject *k = key ? key : Py_None;
-    int rc = -1;
-    PyObject *mutation = NULL, *plane = c->plane_id;
-    if (label_list && id) {
-        PyObject *values[5] = {plane, id, k, label_list, map};
-        mutation = node_put(c, values);
-    }
-    if (mutation &&
-        emit(c, mutation,
-             node_entries(c->nruns, c->plane, c->next_node, key ? PyUnicode_DATA(key) : NULL,
-                          key ? PyUnicode_GET_LENGTH(key) : 0, label_list, PyBytes_AS_STRING(c->inv),
-                          PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
-             c->nruns[0], "node.put", c->next_node) == 0 &&
-        (!key || PyDict_SetItem(c->key_ids, key, id) == 0)) {
-        rc = 1;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(label_list) && rc > 0; i++)
-            if (tally(&c->label_tally, PyList_GET_ITEM(label_list, i)) < 0)
-                rc = -1;
-        c->next_node++;
-    }
+    int rc = label_list && id
+                 ? put_node(c, id, key, key ? PyUnicode_DATA(key) : NULL, key ? PyUnicode_GET_LENGTH(key) : 0,
+                            label_list, map, packed)
+                 : -1;
     Py_XDECREF(label_list);
     Py_XDECREF(id);
     Py_DECREF(packed);
@@ -514,27 +519,12 @@ static int take_scanned_node(Loop *c, Scan *scan, const ScanLine *l) {
             PyList_SET_ITEM(label_list, i, label);
     }
     PyObject *id = PyLong_FromUnsignedLongLong(c->next_node);
-    int rc = -1;
-    PyObject *mutation = NULL, *plane = c->plane_id;
-    if (label_list && id) {
-        PyObject *values[5] = {plane, id, k, label_list, map};
-        mutation = node_put(c, values);
-    }
-    if (mutation &&
-        emit(c, mutation,
-             node_entries(c->nruns, c->plane, c->next_node, occ ? occ->s : NULL, occ ? occ->n : 0, label_list,
-                          PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
-             c->nruns[0], "node.put", c->next_node) == 0 &&
-        (!occ || PyDict_SetItem(c->key_ids, k, id) == 0)) {
-        rc = 1;
-        if (key) {
-            *key = (Key){key->s, key->n, KEY_GIVEN, c->next_node, Py_NewRef(id)};
-        }
-        for (uint32_t i = 0; i < l->n_labels && rc > 0; i++)
-            if (tally(&c->label_tally, PyList_GET_ITEM(label_list, i)) < 0)
-                rc = -1;
-        c->next_node++;
-    }
+    unsigned long long given = c->next_node;
+    int rc = label_list && id ? put_node(c, id, occ ? k : NULL, occ ? occ->s : NULL, occ ? occ->n : 0, label_list,
+                                         map, packed)
+                              : -1;
+    if (rc > 0 && key)
+        *key = (Key){key->s, key->n, KEY_GIVEN, given, Py_NewRef(id)};
     Py_XDECREF(label_list);
     Py_XDECREF(id);
     Py_DECREF(k);
