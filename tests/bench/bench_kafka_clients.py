@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from tests.bench import common
-from tests.bench.bench_kafka_writes import drive, intents_for, read_up_to
+from tests.bench.bench_kafka_writes import confluent_producer, drive, intents_for, read_up_to
 from tests.support.kafka_broker import Broker
 
 CLIENTS = ("kafka-python", "confluent-kafka")
@@ -127,20 +127,7 @@ def confluent(
 ) -> tuple[list[Callable[[int], None]], Callable[[], None]]:
     """Writers on one idempotent confluent-kafka Producer; a poller thread serves the delivery
     reports (unless ``row.direct``: each writer flushes itself); and a closer."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": job["bootstrap"], "acks": "all", "enable.idempotence": True,
-                         "linger.ms": 0, "socket.nagle.disable": True})  # fmt: skip
-    producer.produce(job["topic"], b"warm", partition=0)
-    if producer.flush(10):
-        raise RuntimeError("confluent-kafka: the warm-up record was not acknowledged in 10 s")
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            producer.poll(0.1)
-
-    poller = threading.Thread(target=serve, daemon=True)
+    producer, stop, poller = confluent_producer(job["bootstrap"], job["topic"])
     if not row.direct:
         poller.start()
     writers = []

@@ -158,14 +158,15 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
     db.close()
 
 
-def raw_confluent(job: dict[str, Any], lines: list[str], ready: Any, go: Any, out: Any) -> None:
-    """The raw rows through confluent-kafka: one idempotent Producer (acks=all, linger 0, TCP_NODELAY)
-    shared by the threads, a poller thread serving its delivery reports (as bench_kafka_clients.py)."""
+def confluent_producer(bootstrap: str, topic: str) -> tuple[Any, threading.Event, threading.Thread]:
+    """An idempotent confluent-kafka Producer (acks=all, linger 0, TCP_NODELAY) with a record of
+    ``topic`` acknowledged (connected, its producer id known), a stop flag, and a poller thread (not
+    started) serving its delivery reports until the flag is set."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": job["bootstrap"], "acks": "all", "enable.idempotence": True,
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
                          "linger.ms": 0, "socket.nagle.disable": True})  # fmt: skip
-    producer.produce(job["topic"], b"warm", partition=0)
+    producer.produce(topic, b"warm", partition=0)
     if producer.flush(10):
         raise RuntimeError("confluent-kafka: the warm-up record was not acknowledged in 10 s")
     stop = threading.Event()
@@ -174,7 +175,14 @@ def raw_confluent(job: dict[str, Any], lines: list[str], ready: Any, go: Any, ou
         while not stop.is_set():
             producer.poll(0.1)
 
-    threading.Thread(target=serve, daemon=True).start()
+    return producer, stop, threading.Thread(target=serve, daemon=True)
+
+
+def raw_confluent(job: dict[str, Any], lines: list[str], ready: Any, go: Any, out: Any) -> None:
+    """The raw rows through confluent-kafka: one idempotent Producer shared by the threads, a poller
+    thread serving its delivery reports (as bench_kafka_clients.py)."""
+    producer, stop, poller = confluent_producer(job["bootstrap"], job["topic"])
+    poller.start()
     writers: list[Callable[[int], None]] = []
     for w in range(job["first_writer"], job["first_writer"] + job["writers"]):
         records = [encode_intent(int(time.time() * 1000), {}, intent) for intent in intents_for(w, lines)]
