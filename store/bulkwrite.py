@@ -193,7 +193,8 @@ KEY_MAP_KEYS = 1 << 20
 
 def key_map(max_keys: int = KEY_MAP_KEYS) -> KeyMap | None:
     """A new import's map of the keys it makes, when store/_bulk.c answers its look-ups."""
-    return _native.KeyMap(max_keys) if _native is not None and _encoder is _native else None
+    c_module = _c_module()
+    return None if c_module is None else c_module.KeyMap(max_keys)
 
 
 def _load() -> Native | None:
@@ -212,6 +213,12 @@ _encoder: Encoder = NATIVE
 _enabled = True
 _lines = True
 _scan = True
+
+
+def _c_module() -> Native | None:
+    """store/_bulk.c when it is the encoder in use (see use_c): what the scan, the key map and the
+    one-call look-up need; None on the Python path."""
+    return _native if _encoder is _native else None
 
 
 def use_c(on: bool) -> None:
@@ -265,9 +272,8 @@ class BulkWrites:
 
     def scanner(self) -> Callable[[list[bytes]], Scan] | None:
         """What reads a commit's raw lines of the common shapes in C, when the C line loop runs."""
-        if _encoder is _native and _native is not None and _lines and _scan:
-            return _native.Scan
-        return None
+        c_module = _c_module()
+        return c_module.Scan if c_module is not None and _lines and _scan else None
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
         found = self.key_ids.get(key)
@@ -283,7 +289,7 @@ class BulkWrites:
         commit begins (a scanned line's keep their answers in the scan; unresolved, the Python path
         looks each up when it reads the line)."""
         inv, self.scan = keys.inv(tx.seq), scan
-        c_module = _native if _encoder is _native else None
+        c_module = _c_module()
         if c_module is not None and c_module.look_up(
             lines, tx.txn, self.keys_db, self.plane_group, inv, self.known, scan, self.keymap
         ):

@@ -105,8 +105,7 @@ class LogSink(CommitSink):
     ) -> int:
         """Seal commit ``seq`` (already projected; ``tallies``: its tally changes, None when there
         are none to write now; ``wires``: the mutations packed, when made already, and how many):
-        flush the
-        tallies, append its record and move the head to it.
+        flush the tallies, append its record and move the head to it.
         Returns its timestamp, never earlier than the last one. A commit with no mutations is sealed
         too (a Kafka record kept as an empty commit)."""
         if tallies is not None:
