@@ -372,6 +372,22 @@ static int take_node(Loop *c, PyObject *obj) {
     return rc;
 }
 
+/* A new edge's EdgePut (or, wired, none), its entries and wire, and its type tallied: both edge
+ * paths' tail (`s`/`n`: the type's ASCII bytes). 1, or -1 on an error. All arguments borrowed. */
+static int put_edge(Loop *c, long long src, long long dst, PyObject *src_id, PyObject *dst_id, PyObject *type,
+                    const char *s, Py_ssize_t n, PyObject *map, PyObject *packed) {
+    PyObject *values[6] = {c->plane_id, NULL, src_id, dst_id, type, map}, *mutation = edge_put(c, values);
+    if (!mutation ||
+        emit(c, mutation,
+             edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, s, n,
+                          PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
+             c->eruns[0], "edge.put", c->next_edge) < 0 ||
+        tally(&c->type_tally, type) < 0)
+        return -1;
+    c->next_edge++;
+    return 1;
+}
+
 static int take_edge(Loop *c, PyObject *obj) {
     PyObject *type = PyDict_GetItemWithError(obj, F_type), *src_key, *dst_key, *props;
     if (!(src_key = PyDict_GetItemWithError(obj, F_src)) || !(dst_key = PyDict_GetItemWithError(obj, F_dst)))
@@ -395,18 +411,8 @@ static int take_edge(Loop *c, PyObject *obj) {
         Py_XDECREF(packed);
         return packed ? 0 : -1;
     }
-    int rc = -1;
-    PyObject *values[6] = {c->plane_id, NULL, src_id, dst_id, type, map}, *mutation = edge_put(c, values);
-    if (mutation &&
-        emit(c, mutation,
-             edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, PyUnicode_DATA(type),
-                          PyUnicode_GET_LENGTH(type), PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed),
-                          PyBytes_GET_SIZE(packed)),
-             c->eruns[0], "edge.put", c->next_edge) == 0 &&
-        tally(&c->type_tally, type) == 0) {
-        rc = 1;
-        c->next_edge++;
-    }
+    int rc = put_edge(c, src, dst, src_id, dst_id, type, PyUnicode_DATA(type), PyUnicode_GET_LENGTH(type), map,
+                      packed);
     Py_DECREF(packed);
     Py_XDECREF(map);
     return rc;
@@ -568,18 +574,8 @@ static int take_scanned_edge(Loop *c, Scan *scan, const ScanLine *l) {
         return packed ? 0 : -1;
     }
     PyObject *type = scan_name(scan, l->text + l->type.off, l->type.len);
-    int rc = -1;
-    PyObject *values[6] = {c->plane_id, NULL, src_id, dst_id, type, map};
-    PyObject *mutation = type ? edge_put(c, values) : NULL;
-    if (mutation &&
-        emit(c, mutation,
-             edge_entries(c->eruns, c->plane, c->next_edge, (uint64_t)src, (uint64_t)dst, l->text + l->type.off,
-                          l->type.len, PyBytes_AS_STRING(c->inv), PyBytes_AS_STRING(packed), PyBytes_GET_SIZE(packed)),
-             c->eruns[0], "edge.put", c->next_edge) == 0 &&
-        tally(&c->type_tally, type) == 0) {
-        rc = 1;
-        c->next_edge++;
-    }
+    int rc = type ? put_edge(c, src, dst, src_id, dst_id, type, l->text + l->type.off, l->type.len, map, packed)
+                  : -1;
     Py_XDECREF(type);
     Py_DECREF(packed);
     Py_XDECREF(map);
