@@ -107,7 +107,9 @@ def settle(env: Environment, mark: StageMark) -> None:
     if owner_alive(mark, env.path):
         time.sleep(WAIT)
         return
-    removed = undo_staged(env)
+    removed = undo_staged(env, (mark.pid, mark.started))
+    if not removed:
+        return  # the owner finished (or another writer cleaned up) before we looked again
     log.warning(
         "removed an unfinished staged write",
         path=str(env.path),
@@ -117,16 +119,21 @@ def settle(env: Environment, mark: StageMark) -> None:
     )
 
 
-def undo_staged(env: Environment) -> int:
+def undo_staged(env: Environment, owner: tuple[int, int] | None = None) -> int:
     """Remove every commit the marked staged write left past the head, newest first and one per
     transaction (so undoing needs no more memory than staging did), then the mark; returns how many
-    commits were removed. Safe to stop at any point and run again."""
+    commits were removed. Safe to stop at any point and run again.
+
+    ``owner`` (pid, start time): undo only that owner's write. A writer decides a mark's owner is
+    dead outside the transaction that undoes it; meanwhile the owner may have finished and a live
+    import claimed a new mark, whose commits must stay. None: whatever mark is there (a restored
+    snapshot's, or this process's own abandoned write)."""
     removed = 0
     meta = env.dbs["meta"]
 
     def step(txn: Txn) -> bool:
         mark = read_mark(txn, meta)
-        if mark is None:
+        if mark is None or (owner is not None and (mark.pid, mark.started) != owner):
             return False
         if mark.top <= mark.base:
             write_mark(txn, meta, None)
@@ -271,7 +278,7 @@ class StagedWrite:
     def abandon(self) -> None:
         """Remove everything staged so far: the database is as it was before the write began."""
         self._done()
-        undo_staged(self.env)
+        undo_staged(self.env, self._owner)
 
     def _done(self) -> None:
         self.finished = True

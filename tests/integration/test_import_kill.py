@@ -24,8 +24,11 @@ import pytest
 
 import drsg
 from drsg.kernel.settings import REGISTRY
+from drsg.store.environment import Environment, EnvOptions
 from drsg.store.jsonl import TXN_BYTES, export_lines, import_jsonl
-from drsg.store.meta import read_mark
+from drsg.store.meta import StageMark, read_mark
+from drsg.store.staging import settle
+from drsg.store.verify import verify
 
 KILLS = 24
 EXE = Path(sys.executable).parent / "drsg"
@@ -281,3 +284,26 @@ def test_another_process_waits_for_a_live_import(db_path: Path, tmp_path: Path) 
         plane = snap.plane("p").id
         after, first = snap.node_by_key(plane, "after"), snap.node_by_key(plane, "k0")
         assert after is not None and first is not None and after.id > first.id  # it waited: written later
+
+
+def test_a_writer_that_found_a_dead_import_leaves_the_next_live_one_alone(db_path: Path) -> None:
+    """A writer decides a mark's owner is dead outside the transaction that undoes its commits; by
+    then that import may have finished and a live one claimed a new mark. Undoing must touch only the
+    dead owner's write: removing the live import's newest staged commit left a seq with no record
+    under the head it then published (CI met it in test_feed_load: "log record 20697 ... gap")."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with drsg.open(db_path) as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        found = StageMark(dead.pid, 1, db.head(), db.head() + 2)  # what the writer read, then let go
+        with db.staged() as stage:
+            for n in range(3):
+                stage.chunk(lambda tx, n=n: tx.create_node(tx.plane("p"), f"s{n}", ["Doc"], {"n": n}))
+            settle(db.env, found)  # its owner is gone: the writer would undo what it left
+            staged = stage.top
+            stage.finish()
+        assert db.head() == staged
+        with db.snapshot() as snap:
+            assert [snap.node_by_key(snap.plane("p").id, f"s{n}") is not None for n in range(3)] == [True] * 3
+    report = verify(Environment(db_path, EnvOptions(readonly=True, create=False)))
+    assert report.ok, report.problems
