@@ -58,16 +58,17 @@ def saved() -> Callable[[], None]:
 
 def configure(level: str = "warning", fmt: str = "auto") -> None:
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
-    renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer()
+    # a JSON line carries its traceback as text in "exception" (the console renderer draws its own)
+    renderers: list[structlog.types.Processor] = (
+        [structlog.processors.format_exc_info, structlog.processors.JSONRenderer()]
         if use_json
-        else structlog.dev.ConsoleRenderer(colors=False, exception_formatter=console_traceback)
+        else [structlog.dev.ConsoleRenderer(colors=False, exception_formatter=console_traceback)]
     )
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
+            *renderers,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level.lower(), logging.WARNING)),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),

@@ -6,6 +6,7 @@ Each check runs in a fresh interpreter: which modules an import loads is the poi
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -91,3 +92,16 @@ def test_an_in_process_command_leaves_logging_as_it_found_it(tmp_path: Path) -> 
         assert structlog.get_config() == before
     finally:
         restore()
+
+
+def test_a_json_line_carries_the_traceback_of_a_logged_exception() -> None:
+    """A server's JSON log line for a failure names where it failed (it said only ``exc_info: true``)."""
+    probe = (
+        "import structlog; from drsg.kernel import logs; logs.configure('info', 'json')\n"
+        "def feed():\n    raise RuntimeError('the feed broke')\n"
+        "try:\n    feed()\nexcept RuntimeError:\n    structlog.get_logger('t').exception('feed watch failed')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    line = json.loads(done.stderr.strip().splitlines()[-1])
+    assert line["event"] == "feed watch failed" and "exc_info" not in line
+    assert "in feed" in line["exception"] and "RuntimeError: the feed broke" in line["exception"]
