@@ -123,7 +123,8 @@ def import_jsonl(
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
-        db.plane(plane_name)  # fail fast, before reading anything
+        with db.snapshot() as snap:  # fail fast, before reading anything (the store's read: not the
+            snap.plane(plane_name)  # API's Database.plane, whose Plane would load drsg.api.plane here)
     # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
     # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
     # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.
