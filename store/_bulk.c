@@ -325,8 +325,9 @@ done:
  * looked up as store/_walk.c's key_ids looks it up (one cursor, in key order) unless `keymap` (a
  * KeyMap, or None: _bulkmap.c) holds it, put straight into `known`
  * (key -> node id, or None): no group bytes, no lists of keys and ids, no zip. `scan` (a Scan, or
- * None): the keys its lines name too, sorted with the others, their answers kept in the scan
- * (Scan.keys, each line's by index: store/_bulkscan.c). False when the Python path must answer (LMDB
+ * None): the keys its lines name too, their answers kept in the scan (Scan.keys, each line's by
+ * index: store/_bulkscan.c) — each asked of `keymap` first, and only those it misses sorted with the
+ * others (on upstream's edge commits every end is the map's: sorting them bought nothing). False when the Python path must answer (LMDB
  * not bound, not py-lmdb's objects, a key it must judge, an LMDB error: its own read raises
  * py-lmdb's), with `known` perhaps partly filled (the Python path overwrites) and the scan's keys
  * not resolved. */
@@ -432,15 +433,21 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
             if (add_name(&names, &count, &cap, (Name){0, s, n, name, -1}) < 0) goto done;
         }
     }
+    uint64_t id = 0;
     if (scan) {
         if (scan->resolved) { /* (once a commit: a second call finds them again) */
             PyErr_SetString(PyExc_ValueError, "the scan's keys are looked up already");
             goto done;
         }
-        for (Py_ssize_t i = 0; i < scan->nocc; i++)
-            if (add_name(&names, &count, &cap, (Name){0, scan->occ[i].s, scan->occ[i].n, NULL, (int32_t)i}) < 0)
+        if (scan_keys_add(scan, count + scan->nocc) < 0) goto done; /* (a key for each name at most) */
+        for (Py_ssize_t i = 0; i < scan->nocc; i++) {
+            Occ *occ = &scan->occ[i];
+            if (map && keymap_get(map, occ->s, occ->n, &id)) { /* made by this import: no seek, no sort */
+                occ->key = (int32_t)scan->nkeys;
+                scan->keys[scan->nkeys++] = (Key){occ->s, occ->n, KEY_IN_FILE, id, NULL};
+            } else if (add_name(&names, &count, &cap, (Name){0, occ->s, occ->n, NULL, (int32_t)i}) < 0)
                 goto done;
-        if (scan_keys_add(scan, count) < 0) goto done; /* (a key for each distinct name at most) */
+        }
     }
     if (sort_names(names, count) < 0) goto done; /* each seek lands near the last */
     int rc = api->cursor_open(txn, dbi, &cur);
@@ -449,11 +456,10 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
         out = Py_NewRef(Py_False);
         goto done;
     }
-    uint64_t id = 0;
     int got = KEY_NONE, in_known = 0; /* the answer for names[i]'s name; whether known has it */
     for (Py_ssize_t i = 0; i < count; i++) {
         if (!i || by_name(&names[i - 1], &names[i]) != 0) { /* a name not met before: seek it */
-            if (map && keymap_get(map, names[i].s, names[i].n, &id)) {
+            if (map && names[i].occ < 0 && keymap_get(map, names[i].s, names[i].n, &id)) { /* (a scan's: asked) */
                 got = KEY_FOUND; /* made by this import in a committed transaction: no seek */
             } else {
                 k.len = 0;
@@ -466,7 +472,7 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
                 goto done;
             }
             in_known = 0;
-            if (scan) /* one entry a distinct name: its lines' ends by index */
+            if (scan) /* one entry a distinct name the map missed: a node line's key is given out once */
                 scan->keys[scan->nkeys++] = (Key){names[i].s, names[i].n, got == KEY_FOUND ? KEY_IN_FILE : KEY_ABSENT,
                                                   got == KEY_FOUND ? id : 0, NULL};
         }

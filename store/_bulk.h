@@ -76,7 +76,8 @@ typedef struct {
     Py_ssize_t ntoks, captoks;
     Occ *occ;
     Py_ssize_t nocc, capocc;
-    Key *keys; /* one per distinct name, once look_up resolved them (resolved = 1) */
+    Key *keys; /* once look_up resolved them (resolved = 1): one per distinct name the import's map
+                  did not hold (a key a line gives out is one entry); one per line's end it did (never given) */
     Py_ssize_t nkeys;
     int resolved;
     PyObject *names[16]; /* strs made for names (labels, types, property names), shared by lines */
