@@ -51,7 +51,14 @@ from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, Data
 from drsg.kernel.values import Json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.location import parse_location
-from drsg.store.kafka.producer import Producer, ProducerError, ProducerSettings, chosen_client, new_producer
+from drsg.store.kafka.producer import (
+    Producer,
+    ProducerError,
+    ProducerSettings,
+    chosen_client,
+    kafka_python_error,
+    new_producer,
+)
 from drsg.store.log import Commit, decode, encode, header_ts
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation
@@ -228,8 +235,7 @@ class KafkaLog(Log):
         }
 
     def _new_producer(self) -> Producer:
-        settings = ProducerSettings(self.bootstrap, "drsg", self.timeout, MAX_RECORD, RECONNECT_MAX_MS)
-        return new_producer(self.client, settings)
+        return new_producer(self.client, ProducerSettings(self.client_config(), self.timeout, MAX_RECORD))
 
     def _consumer(self) -> Any:
         """A consumer outside any group, assigned to partition 0 (positions are set by seek)."""
@@ -245,16 +251,15 @@ class KafkaLog(Log):
         consumer.assign([self._tp])
         return consumer
 
-    def _unavailable(self, exc: BaseException) -> DatabaseUnavailable:
-        if isinstance(exc, kafka.errors.KafkaTimeoutError | kafka.errors.KafkaConnectionError) or (
-            isinstance(exc, ProducerError) and exc.failure != "refused"
-        ):
+    def _unavailable(self, exc: Exception) -> DatabaseUnavailable:
+        """A kafka-python error or the producer's, classified by the one rule (kafka_python_error)."""
+        failed = exc if isinstance(exc, ProducerError) else kafka_python_error(exc)
+        if failed.failure != "refused":
             return DatabaseUnavailable(
                 f"{self._url}: no Kafka broker answered at {self.bootstrap} within {self.timeout:g} s; "
                 f"start it or fix the URL"
             )
-        detail = exc.detail if isinstance(exc, ProducerError) else f"{type(exc).__name__}: {exc}"
-        return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({detail})")
+        return DatabaseUnavailable(f"{self._url}: the Kafka broker refused ({failed.detail})")
 
     def _first_contact(self) -> float:
         """Seconds the start's first contact may wait for a broker: what is left of ``timeout``

@@ -16,7 +16,8 @@ allow records of ``max_record`` bytes and never ask the broker to create a topic
   ``send().get()`` for a lone writer's node, tests/bench/RESULTS.md).
 
 ``DRSG_KAFKA_CLIENT`` (``confluent-kafka`` or ``kafka-python``; empty or unset: the default) chooses.
-Consumers stay kafka-python's (store/kafka/log.py); only producing goes through here.
+Consumers stay kafka-python's (store/kafka/log.py); only producing goes through here. A kafka-python
+error, the producer's or a consumer's, is classified once: :func:`kafka_python_error`.
 """
 
 from __future__ import annotations
@@ -59,11 +60,11 @@ class ProducerError(Exception):
 class ProducerSettings(NamedTuple):
     """What both clients are given."""
 
-    bootstrap: str  # HOST:PORT
-    client_id: str
+    # what every kafka-python client of the log is given (KafkaLog.client_config: bootstrap_servers,
+    # bootstrap_timeout_ms, reconnect_backoff_max_ms, client_id); confluent-kafka's are read from it
+    client_config: Mapping[str, Any]
     timeout: float  # seconds: a send's bound, retries included; also the wait for the broker at making
     max_record: int  # bytes a record may have
-    reconnect_max_ms: int  # the most a client waits between reconnects
 
 
 class Sent(ABC):
@@ -128,10 +129,12 @@ class _KafkaPythonSent(Sent):
         try:
             return int(self._future.get(timeout=timeout).offset)
         except kafka.errors.KafkaError as exc:
-            raise _kafka_python_error(exc) from None
+            raise kafka_python_error(exc) from None
 
 
-def _kafka_python_error(exc: Exception) -> ProducerError:
+def kafka_python_error(exc: Exception) -> ProducerError:
+    """A kafka-python error (its producer's, or any client's of the log) as the port's: the one rule
+    for what timed out, what could not reach a broker and what the broker refused."""
     import kafka.errors
 
     failure: Failure = "refused"
@@ -152,10 +155,7 @@ class KafkaPythonProducer(Producer):
         timeout_ms = _ms(settings.timeout)
         try:
             self._producer = kafka.KafkaProducer(
-                bootstrap_servers=settings.bootstrap,
-                bootstrap_timeout_ms=timeout_ms,
-                reconnect_backoff_max_ms=settings.reconnect_max_ms,
-                client_id=settings.client_id,
+                **settings.client_config,
                 acks="all",
                 enable_idempotence=True,
                 linger_ms=0,
@@ -166,7 +166,7 @@ class KafkaPythonProducer(Producer):
                 allow_auto_create_topics=False,  # only the log's start makes the topic: with one partition
             )
         except kafka.errors.KafkaError as exc:
-            raise _kafka_python_error(exc) from None
+            raise kafka_python_error(exc) from None
 
     def send(self, topic: str, partition: int, value: bytes, headers: Sequence[tuple[str, bytes]]) -> Sent:
         import kafka.errors
@@ -174,7 +174,7 @@ class KafkaPythonProducer(Producer):
         try:
             return _KafkaPythonSent(self._producer.send(topic, value=value, partition=partition, headers=list(headers)))
         except kafka.errors.KafkaError as exc:
-            raise _kafka_python_error(exc) from None
+            raise kafka_python_error(exc) from None
 
     def close(self, timeout: float) -> None:
         self._producer.close(timeout=timeout)
@@ -233,13 +233,14 @@ class ConfluentProducer(Producer):
         from confluent_kafka import Producer as Client
 
         timeout_ms = _ms(settings.timeout)
+        config = settings.client_config
         self._fatal: str | None = None
         try:
             self._client = Client(
                 {
-                    "bootstrap.servers": settings.bootstrap,
-                    "client.id": settings.client_id,
-                    "reconnect.backoff.max.ms": settings.reconnect_max_ms,
+                    "bootstrap.servers": config["bootstrap_servers"],
+                    "client.id": config["client_id"],
+                    "reconnect.backoff.max.ms": config["reconnect_backoff_max_ms"],
                     "acks": "all",
                     "enable.idempotence": True,
                     "linger.ms": 0,
