@@ -184,8 +184,9 @@ class KeyMap(Protocol):
     def __len__(self) -> int: ...
 
 
-#: The keys an import's map holds at most, and 32 bytes of names a key: at most ~80 MiB (an entry
-#: 32 bytes, its slots up to 16, the names), ~6 MiB for upstream's 100k keys; a file of more keys
+#: The keys an import's map holds at most, and 32 bytes of names a key: at most ~200 MiB (an entry
+#: 32 bytes, its slots up to 128 — 32 bytes each, a short name inline, at most half full — the
+#: names), ~12 MiB for upstream's 100k keys; a file of more keys
 #: than a large graph's seeks the rest, as before (the same answer). The rest of the import is
 #: bounded by a transaction's bytes (tests/integration/test_import_memory.py).
 KEY_MAP_KEYS = 1 << 20

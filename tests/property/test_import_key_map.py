@@ -141,3 +141,38 @@ def test_a_rerun_does_not_answer_a_key_its_failed_run_made(tmp_path: Path, monke
             plane = snap.plane("p").id
             assert sorted(node.key for node in snap.nodes(plane)) == sorted(f"k{i}" for i in range(20))  # type: ignore[type-var]
     assert calls[:4] == [0, 5, 10, 0]  # the transaction ran again from its start
+
+
+_names = st.text(st.sampled_from("ab\x00é"), max_size=20) | st.text(
+    st.characters(exclude_categories=("Cs",)), min_size=14, max_size=40
+)  # (a lone surrogate is no key look_up asks for)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(st.dictionaries(_names, st.integers(0, 2**64 - 1), max_size=60), st.booleans()), max_size=8
+    ),
+    asked=st.lists(_names, max_size=30),
+)
+def test_the_map_answers_as_a_dict_of_its_published_keys(
+    batches: list[tuple[dict[str, int], bool]], asked: list[str]
+) -> None:
+    """Names short enough to sit in their slots and longer ones (compared in the arena), names one
+    prefix of another, NUL and non-ASCII bytes, keys dropped and published across rehashes: each
+    name the map is asked for answers as a dict of the published keys does (the last id given wins,
+    as insert keeps it; the import never gives a key twice)."""
+    keymap = bulkwrite.key_map()
+    if keymap is None:
+        pytest.skip("store/_bulk.c is not built")
+    oracle: dict[str, int] = {}
+    for key_ids, committed in batches:
+        keymap.add(key_ids)
+        if committed:
+            keymap.publish()
+            oracle.update(key_ids)
+        else:
+            keymap.drop()
+    assert len(keymap) == sum(len(key_ids) for key_ids, committed in batches if committed)
+    for name in [*oracle, *asked]:
+        assert keymap.get(name) == oracle.get(name), name
