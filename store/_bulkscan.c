@@ -237,16 +237,18 @@ static int add_occ(Scan *scan, const char *line, Span s, int32_t *at) {
 
 enum { F_LABELS = 1, F_KEY = 2, F_PROPS = 4, F_TYPE = 8, F_SRC = 16, F_DST = 32 };
 
+/* by its length first: a compare of a constant length is a load or two, no call (a strlen and a
+ * memcmp call for each field tried were ~2 % of upstream's import) */
 static int field(const char *line, Span s) {
-    static const struct {
-        const char *name;
-        int flag;
-    } fields[] = {{"labels", F_LABELS}, {"external_key", F_KEY}, {"properties", F_PROPS},
-                  {"type", F_TYPE},     {"src_key", F_SRC},      {"dst_key", F_DST}};
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
-        if (strlen(fields[i].name) == s.len && !memcmp(line + s.off, fields[i].name, s.len))
-            return fields[i].flag;
-    return 0;
+    const char *p = line + s.off;
+    switch (s.len) {
+    case 4: return memcmp(p, "type", 4) ? 0 : F_TYPE;
+    case 6: return memcmp(p, "labels", 6) ? 0 : F_LABELS;
+    case 7: return !memcmp(p, "src_key", 7) ? F_SRC : !memcmp(p, "dst_key", 7) ? F_DST : 0;
+    case 10: return memcmp(p, "properties", 10) ? 0 : F_PROPS;
+    case 12: return memcmp(p, "external_key", 12) ? 0 : F_KEY;
+    default: return 0;
+    }
 }
 
 /* One line: its kind (OTHER when it is not of the shapes above), -1 on an error. The tokens it added
