@@ -154,6 +154,9 @@ def _contact(value: object) -> str:
 
 
 IGNORE_FILES = ("gitignore", "dockerignore")
+#: the clients a Kafka log may produce through ([log] kafka_client; store/kafka/producer.py); auto:
+#: confluent-kafka when it is installed, else kafka-python
+KAFKA_CLIENTS = ("auto", "confluent-kafka", "kafka-python")
 
 
 def _ignore_files(value: object) -> tuple[str, ...]:
@@ -204,6 +207,7 @@ class Setting:
     help: str
     env_name: str | None = _DERIVED  # None: the file only
     secret: bool = False  # never printed
+    old_env: str | None = None  # the variable's older name, still read (the current name wins)
 
     @property
     def section(self) -> str:

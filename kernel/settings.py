@@ -2,7 +2,8 @@
 
 Precedence (highest first): a command-line flag, the environment, the config file (``--config``,
 else ``$DRSG_CONFIG``, else ``./drsg.toml`` when present), the default. A setting's variable is
-``DRSG_<SECTION>_<KEY>`` unless upstream named it (``DRSG_TOKEN``, ``DRSG_ALLOWED_ORIGINS``); an
+``DRSG_<SECTION>_<KEY>`` unless upstream named it (``DRSG_TOKEN``, ``DRSG_ALLOWED_ORIGINS``); a
+renamed variable's older name is still read, below the current one (``DRSG_KAFKA_CLIENT``); an
 empty variable counts as unset. The file is read once, here, and every section is checked here:
 
 - ``[store]``, ``[index]``, ``[logging]``, ``[digest]``, ``[server]``, ``[fetch]``, ``[plugins]``:
@@ -30,6 +31,7 @@ from typing import Any, TypeAlias, cast
 from drsg.kernel.errors import ConfigError
 from drsg.kernel.setting_parsers import (
     _UNITS,
+    KAFKA_CLIENTS,
     KINDS,
     Setting,
     Value,
@@ -88,6 +90,14 @@ REGISTRY: tuple[Setting, ...] = (
         "",
         _text,
         "the folder every `drsg workers` member of a Kafka log shares for its index sidecars (a common volume)",
+    ),
+    Setting(
+        "log.kafka_client",
+        "auto",
+        _choice(*KAFKA_CLIENTS),
+        "the client a Kafka log produces through: confluent-kafka (librdkafka, off the GIL), kafka-python, "
+        "or auto (confluent-kafka when installed); env DRSG_KAFKA_CLIENT is its older name",
+        old_env="DRSG_KAFKA_CLIENT",
     ),
     Setting("log.group", "", _text, "the index workers' consumer group (empty: drsg-index-TOPIC)"),
     Setting("log.shards", 12, _positive, "partitions of the index topic TOPIC.index when `drsg workers` creates it"),
@@ -405,8 +415,9 @@ def load(
         body = table.get(setting.section)
         if isinstance(body, dict) and setting.key in body:
             raw, source = body[setting.key], f"config {path}"
-        if setting.env and env.get(setting.env):
-            raw, source = env[setting.env], f"env {setting.env}"
+        for var in (setting.old_env, setting.env):  # the current name last: it wins
+            if var and env.get(var):
+                raw, source = env[var], f"env {var}"
         values[setting.name], sources[setting.name] = _parsed(setting, raw, source), source
     llm = _table(table, "llm")
     secrets = {var: secret for var, secret in llm.items() if isinstance(secret, str)}  # _check_file: all of them

@@ -26,7 +26,7 @@ SCHEMES = ("lmdb", "kafka")
 _EXAMPLES = {"lmdb": "lmdb:///path/to/graph.drsg or a plain path", "kafka": "kafka://HOST:PORT/TOPIC"}
 _OWN_OPTIONS = {
     "lmdb": LmdbOptions.__required_keys__ | LmdbOptions.__optional_keys__,
-    "kafka": frozenset({"clock", "timeout"}),
+    "kafka": frozenset({"clock", "timeout", "client"}),
 }
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 
@@ -48,7 +48,7 @@ def split_url(url: str | os.PathLike[str]) -> tuple[str, str]:
 
 def open_log(url: str | os.PathLike[str], **options: Unpack[LogOptions]) -> Log:
     """Open the log at ``url`` with its backend's ``options`` (LMDB: create, readonly, map_size, …;
-    Kafka: clock, timeout)."""
+    Kafka: clock, timeout, client — the producer's, as the setting log.kafka_client)."""
     scheme, location = split_url(url)
     foreign = sorted(set(options) - _OWN_OPTIONS[scheme])
     if foreign:

@@ -57,6 +57,20 @@ log = structlog.get_logger("drsg.api")
 _SETTING_NAMES = frozenset(setting.name for setting in REGISTRY)
 
 
+def _overrides(settings: Mapping[str, object] | None) -> dict[str, object]:
+    """``open``'s settings by name, each naming a setting of the registry."""
+    unknown = sorted(set(settings or {}) - _SETTING_NAMES)
+    if unknown:
+        raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
+    return dict(settings or {})
+
+
+def loaded_settings(settings: Settings | Mapping[str, object] | None) -> Settings:
+    """``open``'s settings loaded now (a database that needs one at its opening: a Kafka node's
+    producer client): as they are, or drsg.toml and ``DRSG_*`` variables with these on top."""
+    return settings if isinstance(settings, Settings) else load(flags=_overrides(settings))
+
+
 class Database:
     """The library's calls on a database; :func:`open` returns one (see the module's docstring)."""
 
@@ -95,10 +109,7 @@ class Database:
         if isinstance(settings, Settings):
             self._settings_given, self._settings = {}, settings
         else:
-            unknown = sorted(set(settings or {}) - _SETTING_NAMES)
-            if unknown:
-                raise ConfigError(f"unknown setting {unknown[0]!r}; `drsg config` lists every setting by name")
-            self._settings_given, self._settings = dict(settings or {}), None
+            self._settings_given, self._settings = _overrides(settings), None
         self._lazy = threading.Lock()
         self.origin = {"via": "api"}
         self._searcher = None

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping
 from typing import Unpack
 
-from drsg.api.database import Database
+from drsg.api.database import Database, loaded_settings
 from drsg.api.operations import API_OPS
 from drsg.kernel.settings import Settings
 from drsg.store.kafka.database import KafkaDatabase as StoreKafkaDatabase
@@ -32,9 +32,13 @@ class KafkaDatabase(Database, StoreKafkaDatabase):
         began: float | None = None,
         **options: Unpack[LmdbOptions],
     ) -> None:
-        StoreKafkaDatabase.__init__(self, path, log_url, timeout=timeout, began=began, ops=API_OPS, **options)
+        loaded = loaded_settings(settings)  # before the broker: the producer's client is one of them
+        client = loaded.text("log.kafka_client")
+        StoreKafkaDatabase.__init__(
+            self, path, log_url, timeout=timeout, began=began, client=client, ops=API_OPS, **options
+        )
         try:
-            self._start_api(settings)
+            self._start_api(loaded)
         except BaseException:
             StoreKafkaDatabase.close(self)
             raise

@@ -27,6 +27,7 @@ from drsg.store.intents import IntentOps
 from drsg.store.kafka.copymark import CopyMark
 from drsg.store.kafka.log import TIMEOUT, KafkaLog, Record
 from drsg.store.kafka.materialiser import Materialiser, check_pairing, poison_count
+from drsg.store.kafka.producer import AUTO
 from drsg.store.kafka.writes import KafkaWrites
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.transaction import DEFAULT_PLANE
@@ -69,17 +70,19 @@ class KafkaDatabase(Database):
         *,
         timeout: float = TIMEOUT,
         began: float | None = None,
+        client: str = AUTO,
         ops: IntentOps = INTENT_OPS,
         **options: Unpack[LmdbOptions],
     ) -> None:
         """``ops``: the operations intents may name (store/intent_ops.py); every node of a topic
-        must be given the same table. ``timeout`` and ``began``: the broker's, as KafkaLog's."""
+        must be given the same table. ``timeout``, ``began`` and ``client`` (the producer's: the
+        setting log.kafka_client): as KafkaLog's."""
         scheme, location = split_url(log_url)
         if scheme != "kafka":
             raise ConfigError(f"{log_url!r} is not a Kafka log URL; write kafka://HOST:PORT/TOPIC")
         # before the file: a bad URL or a broker that is down is one line, and leaves nothing behind
         self._writes: KafkaWrites | None = None  # the write path, once the copy is open
-        self.kafka = KafkaLog(location, timeout=timeout, began=began, listener=self._heard).start()
+        self.kafka = KafkaLog(location, timeout=timeout, began=began, listener=self._heard, client=client).start()
         self.timeout = timeout
         # the file is this node's copy of the topic: made when missing, written whatever the command
         options.pop("readonly", None)

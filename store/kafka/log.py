@@ -7,11 +7,12 @@ port backend; a database on it (store/kafka/database.py) keeps the graph in an L
 
 - **append** produces with ``acks=all`` (idempotent producer) and waits for the broker's
   acknowledgement; the seq comes from the acknowledged offset. The producer is confluent-kafka's
-  (librdkafka, off the GIL) or kafka-python's, behind one port (store/kafka/producer.py,
-  ``DRSG_KAFKA_CLIENT``); every consumer here is kafka-python's. Appends in one process are serialised,
-  so their timestamps never decrease (the clock is clamped to the newest timestamp seen: at open, by
-  this process's appends and by the watcher). Two processes appending at once may still interleave a
-  later timestamp before an earlier one; one writer per partition is the rule until the next slice.
+  (librdkafka, off the GIL) or kafka-python's, behind one port (store/kafka/producer.py; the
+  ``client`` option, the setting ``[log] kafka_client``); every consumer here is kafka-python's.
+  Appends in one process are serialised, so their timestamps never decrease (the clock is clamped
+  to the newest timestamp seen: at open, by this process's appends and by the watcher). Two processes
+  appending at once may still interleave a later timestamp before an earlier one; one writer per
+  partition is the rule until the next slice.
 - **head** is the last offset *read*: never the broker's end offset (see below). At open the broker's
   figure is only a place to start reading — the record just before it must be read back, or the log is
   read from offset 0 — and reading goes on until a fetch comes back empty or reaches the high
@@ -52,6 +53,7 @@ from drsg.kernel.values import Json
 from drsg.store.intents import Intent, encode_intent
 from drsg.store.kafka.location import parse_location
 from drsg.store.kafka.producer import (
+    AUTO,
     Producer,
     ProducerError,
     ProducerSettings,
@@ -125,6 +127,7 @@ class KafkaOptions(TypedDict, total=False):
     clock: Callable[[], float]
     timeout: float
     began: float | None
+    client: str
 
 
 def _seq_and_ts(record: Any) -> tuple[int, int]:
@@ -158,17 +161,19 @@ class KafkaLog(Log):
         timeout: float = TIMEOUT,
         began: float | None = None,
         listener: Callable[[Record], None] | None = None,
+        client: str = AUTO,
     ) -> None:
         """Check the URL and the client; nothing connects until :meth:`start`. ``listener`` is told
         each record the watcher reads, before the head moves past it (a node's materialiser judges
         it from those bytes rather than fetching it a second time). ``began``: the
         ``time.monotonic()`` the start's wait for a broker counts from (default: the start) — a
-        one-shot command passes its own start, so a refusal "within N s" arrives within N s of it."""
+        one-shot command passes its own start, so a refusal "within N s" arrives within N s of it.
+        ``client``: the producer's, as the setting log.kafka_client (store/kafka/producer.py)."""
         self.host, self.port, self.topic = parse_location(location)
         self._url = f"kafka://{self.host}:{self.port}/{self.topic}"
         if kafka is None:
             raise ConfigError(f"{self._url}: a Kafka log needs kafka-python; install drsg[kafka]")
-        self.client = chosen_client()  # the producer's (store/kafka/producer.py)
+        self.client = chosen_client(client)  # the producer's (store/kafka/producer.py)
         self.clock = clock
         self.timeout = timeout
         self.began = began

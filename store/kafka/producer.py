@@ -15,9 +15,10 @@ allow records of ``max_record`` bytes and never ask the broker to create a topic
 - ``kafka-python``: its ``KafkaProducer`` (all of it Python, on the GIL: 0.62-0.65x of raw
   ``send().get()`` for a lone writer's node, tests/bench/RESULTS.md).
 
-``DRSG_KAFKA_CLIENT`` (``confluent-kafka`` or ``kafka-python``; empty or unset: the default) chooses.
-Consumers stay kafka-python's (store/kafka/log.py); only producing goes through here. A kafka-python
-error, the producer's or a consumer's, is classified once: :func:`kafka_python_error`.
+The setting ``[log] kafka_client`` (``confluent-kafka``, ``kafka-python`` or ``auto``: the default)
+chooses; the log is given it (``open_log(url, client=…)``). Consumers stay kafka-python's
+(store/kafka/log.py); only producing goes through here. A kafka-python error, the producer's or a
+consumer's, is classified once: :func:`kafka_python_error`.
 """
 
 from __future__ import annotations
@@ -25,17 +26,17 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import logging
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple
 
 from drsg.kernel.errors import ConfigError
+from drsg.kernel.setting_parsers import KAFKA_CLIENTS
 
-CLIENT_ENV = "DRSG_KAFKA_CLIENT"
-CONFLUENT, KAFKA_PYTHON = "confluent-kafka", "kafka-python"
+AUTO, CONFLUENT, KAFKA_PYTHON = KAFKA_CLIENTS
 CLIENTS = (CONFLUENT, KAFKA_PYTHON)
+SETTING = "log.kafka_client"
 POLL_SECONDS = 0.25  # the poller's wait for a delivery report: how soon it sees its stop flag
 
 Failure = Literal["timeout", "unreachable", "refused"]
@@ -93,15 +94,16 @@ class Producer(ABC):
         records still in flight fail)."""
 
 
-def chosen_client(environ: Mapping[str, str] | None = None) -> str:
-    """The client ``DRSG_KAFKA_CLIENT`` names, else confluent-kafka if it is installed, else kafka-python."""
-    named = (os.environ if environ is None else environ).get(CLIENT_ENV, "").strip()
-    if not named:
-        return CONFLUENT if importlib.util.find_spec("confluent_kafka") is not None else KAFKA_PYTHON
-    if named not in CLIENTS:
-        raise ConfigError(f"{CLIENT_ENV}={named!r} names no Kafka client; use {' or '.join(CLIENTS)}")
-    if named == CONFLUENT and importlib.util.find_spec("confluent_kafka") is None:
-        raise ConfigError(f"{CLIENT_ENV}={named} but confluent-kafka is not installed; install drsg[kafka]")
+def chosen_client(named: str = AUTO) -> str:
+    """The client ``named`` (one of KAFKA_CLIENTS, as the setting log.kafka_client), ``auto``:
+    confluent-kafka if it is installed, else kafka-python."""
+    if named not in KAFKA_CLIENTS:  # the settings loader refuses it first; a caller of open_log may not
+        raise ConfigError(f"{SETTING} {named!r} is not {', '.join(KAFKA_CLIENTS[:-1])} or {KAFKA_CLIENTS[-1]}")
+    installed = importlib.util.find_spec("confluent_kafka") is not None
+    if named == AUTO:
+        return CONFLUENT if installed else KAFKA_PYTHON
+    if named == CONFLUENT and not installed:
+        raise ConfigError(f"{SETTING} is {named} but it is not installed; install drsg[kafka] or use {KAFKA_PYTHON}")
     return named
 
 

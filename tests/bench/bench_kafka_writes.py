@@ -17,7 +17,7 @@ writers threads in it, all started at once.
   ``send(…).get()`` back to back, of the intent records the writers produce.
 - **1 node × 1 writer**: ``submit`` against raw ``send().get()`` of the same bytes.
 - The ``submit`` rows run once per Kafka client a node may produce through (``--clients``, each
-  node's ``DRSG_KAFKA_CLIENT``: store/kafka/producer.py), their order swapped every pass; the raw
+  node's ``log.kafka_client``: store/kafka/producer.py), their order swapped every pass; the raw
   rows are kafka-python's.
 - With ``--flush-arm``, the ``submit`` and visibility rows again as a node was before session 21 —
   its copy flushed once per commit (store/kafka/copymark.py) and a lone writer's watcher reading its
@@ -58,7 +58,7 @@ from drsg.store.kafka import log as kafka_log
 from drsg.store.kafka.database import KafkaDatabase
 from drsg.store.kafka.log import BUSY_WAIT_MS
 from drsg.store.kafka.materialiser import Materialiser
-from drsg.store.kafka.producer import CLIENT_ENV, CLIENTS
+from drsg.store.kafka.producer import CLIENTS
 from tests.bench import common
 from tests.bench.bench_kafka import first_reached
 from tests.support.kafka_broker import Broker
@@ -132,9 +132,8 @@ def node_process(job: dict[str, Any], ready: Any, go: Any, out: Any) -> None:
         return
     if job.get("flush_each"):
         flush_each_commit()
-    if job.get("client"):
-        os.environ[CLIENT_ENV] = job["client"]
-    db = drsg.open(job["path"], log=job["url"])
+    client = {"log.kafka_client": job["client"]} if job.get("client") else None
+    db = drsg.open(job["path"], log=job["url"], settings=client)
     assert isinstance(db, KafkaDatabase)
     for w in range(first, first + job["writers"]):
         script = intents_for(w, lines)
@@ -251,7 +250,7 @@ def run_round(
 ) -> dict[str, Any]:
     """``nodes`` processes of ``per_node`` writers each, started together; the round's figures
     (``flush_each``: the copy flushed once per commit, the before arm of --flush-arm; ``client``:
-    the nodes' DRSG_KAFKA_CLIENT, else the default)."""
+    the nodes' log.kafka_client, else the default)."""
     topic = f"bench-{how}-{uuid.uuid4().hex[:8]}"
     folder = common.fresh_dir(f"kafka-writes-{topic}")
     context = multiprocessing.get_context("spawn")
@@ -475,7 +474,8 @@ def main() -> None:
         f"{args.passes} interleaved passes of {args.seconds:g} s per throughput row (medians); per pass: "
         + "; ".join(f"{k} " + ", ".join(f"{r['rate']:,.0f}" for r in v) for k, v in runs.items() if v),
         f"load average (1 min) after each throughput round: {min(loads):.1f}–{max(loads):.1f}" if loads else "",
-        f"the `submit` rows' arms: each node's {CLIENT_ENV} ({', '.join(clients)}), their order swapped every pass; "
+        f"the `submit` rows' arms: each node's log.kafka_client ({', '.join(clients)}), "
+        "their order swapped every pass; "
         "the raw rows: kafka-python",
         (
             "visibility rows: " + ", ".join(f"{v['writes']}" for v in visibles) + f" applied writes over "

@@ -27,7 +27,7 @@ from kafka.admin import NewTopic
 from drsg.kernel.errors import ConfigError, CorruptRecord, DrsgError, UsageError
 from drsg.store import keys
 from drsg.store.backends import open_log, split_url
-from drsg.store.kafka.producer import CLIENT_ENV, CONFLUENT, KAFKA_PYTHON
+from drsg.store.kafka.producer import CONFLUENT, KAFKA_PYTHON
 from drsg.store.lmdb_log import LmdbLog
 from drsg.store.log import Commit
 from drsg.store.logport import Log
@@ -297,9 +297,11 @@ class TestKafkaLog(LogContract):
     client = CONFLUENT
 
     @pytest.fixture(autouse=True)
-    def _broker(self, kafka_broker: Broker, monkeypatch: pytest.MonkeyPatch) -> None:
+    def _broker(self, kafka_broker: Broker) -> None:
         self.broker = kafka_broker
-        monkeypatch.setenv(CLIENT_ENV, self.client)
+
+    def open(self, url: str, clock: Callable[[], float] | None = None) -> Log:
+        return open_log(url, client=self.client) if clock is None else open_log(url, clock=clock, client=self.client)
 
     def url(self, folder: Path) -> str:
         return self.broker.url(f"drsg-{uuid.uuid4().hex[:16]}")
@@ -360,7 +362,7 @@ class TestKafkaLog(LogContract):
 
 
 class TestKafkaLogOnKafkaPython(TestKafkaLog):
-    """The Kafka log producing through kafka-python (``DRSG_KAFKA_CLIENT=kafka-python``)."""
+    """The Kafka log producing through kafka-python (``open_log(url, client="kafka-python")``)."""
 
     client = KAFKA_PYTHON
 

@@ -22,7 +22,7 @@ from drsg.kernel.errors import ConfigError, CorruptRecord, DamagedDatabase, Data
 from drsg.store.backends import open_log
 from drsg.store.kafka import log as kafka_log
 from drsg.store.kafka.log import MAX_COMMIT, MAX_RECORD, SENDER, KafkaLog
-from drsg.store.kafka.producer import CLIENT_ENV, CLIENTS, ConfluentProducer, KafkaPythonProducer
+from drsg.store.kafka.producer import CLIENTS, ConfluentProducer, KafkaPythonProducer
 from drsg.store.log import encode
 from drsg.store.logport import Log
 from drsg.store.mutations import Mutation, NodePut
@@ -39,8 +39,11 @@ def fresh_topic() -> str:
 
 @pytest.fixture(autouse=True, params=CLIENTS)
 def client(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The Kafka client the test's logs produce through (DRSG_KAFKA_CLIENT)."""
-    monkeypatch.setenv(CLIENT_ENV, request.param)
+    """The Kafka client the test's logs produce through: KafkaLog's default for the test, as the setting
+    log.kafka_client would give it (a process the test starts produces through the default)."""
+    defaults = KafkaLog.__init__.__kwdefaults__
+    assert defaults is not None and "client" in defaults
+    monkeypatch.setitem(defaults, "client", request.param)
     return str(request.param)
 
 
@@ -364,7 +367,7 @@ def test_kafka_python_makes_and_checks_record_crcs_in_c() -> None:
 
 
 def test_the_log_produces_through_the_client_chosen(kafka_broker: Broker, topic: str, client: str) -> None:
-    log = open_log(kafka_broker.url(topic))
+    log = open_log(kafka_broker.url(topic), client=client)
     try:
         assert isinstance(log, KafkaLog) and log.client == client
         log.append(node(1))

@@ -25,8 +25,9 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for var in ("DRSG_CONFIG", "DRSG_TOKEN", "DRSG_ALLOWED_ORIGINS", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     for setting in REGISTRY:
-        if setting.env:
-            monkeypatch.delenv(setting.env, raising=False)
+        for var in (setting.env, setting.old_env):
+            if var:
+                monkeypatch.delenv(var, raising=False)
     return tmp_path
 
 
@@ -122,6 +123,21 @@ def test_precedence_flag_over_env_over_file_over_default(here: Path) -> None:
         assert from_env.with_flags({name: None}) is from_env  # a flag not given changes nothing
     served = server_config(load_toml('[server]\naddr = "127.0.0.1:1"', {"DRSG_SERVER_ADDR": "127.0.0.1:2"}), "[::1]:4")
     assert (served.host, served.port) == ("::1", 4)
+
+
+def test_a_renamed_variable_is_still_read_below_its_current_name(here: Path) -> None:
+    renamed = [s for s in REGISTRY if s.old_env]
+    assert [(s.name, s.old_env, s.env) for s in renamed] == [
+        ("log.kafka_client", "DRSG_KAFKA_CLIENT", "DRSG_LOG_KAFKA_CLIENT")
+    ]
+    toml = '[log]\nkafka_client = "confluent-kafka"'
+    old = load_toml(toml, {"DRSG_KAFKA_CLIENT": "kafka-python"})
+    assert (old["log.kafka_client"], old.sources["log.kafka_client"]) == ("kafka-python", "env DRSG_KAFKA_CLIENT")
+    both = load_toml(toml, {"DRSG_KAFKA_CLIENT": "kafka-python", "DRSG_LOG_KAFKA_CLIENT": "auto"})
+    assert (both["log.kafka_client"], both.sources["log.kafka_client"]) == ("auto", "env DRSG_LOG_KAFKA_CLIENT")
+    assert "setting log.kafka_client (env DRSG_KAFKA_CLIENT) is invalid: 'x' is not auto, confluent-kafka" in refusal(
+        "", {"DRSG_KAFKA_CLIENT": "x"}
+    )
 
 
 def test_an_empty_variable_counts_as_unset(here: Path) -> None:
