@@ -96,9 +96,47 @@ static int pack_array(Buf *b, Py_ssize_t n) {
     return put_byte(b, 0xdd) < 0 ? -1 : put_be(b, (uint64_t)n, 4);
 }
 
-/* Append (key, value) to `run` (a Run, store/_bulkrun.c). */
-static int entry(PyObject *run, Buf *key, const char *value, Py_ssize_t value_len) {
-    return run_add(run, key->data, key->len, value, value_len);
+/* An entry's bytes written in place (run_room): each returns where the next go. */
+static char *be_to(char *p, uint64_t v, int width) {
+    for (int i = width - 1; i >= 0; i--) {
+        p[i] = (char)(v & 0xff);
+        v >>= 8;
+    }
+    return p + width;
+}
+
+static char *bytes_to(char *p, const void *src, Py_ssize_t n) {
+    memcpy(p, src, (size_t)n);
+    return p + n;
+}
+
+/* (plane | id | inv, record): a node's or an edge's record entry */
+static int record_entry(PyObject *run, unsigned int plane, uint64_t id, const char *inv, const Buf *record) {
+    char *p = run_room(run, 4 + 8 + 8, record->len);
+    if (!p)
+        return -1;
+    bytes_to(bytes_to(be_to(be_to(p, plane, 4), id, 8), inv, 8), record->data, record->len);
+    run_seal(run);
+    return 0;
+}
+
+/* (plane | [end |] name NUL | [id |] inv, value): a key's entry (no end, no id: the value is the
+ * node), a label's (no end) and an adjacency entry (end: its node; name: the edge's type) */
+static int named_entry(PyObject *run, unsigned int plane, const uint64_t *end, const char *name, Py_ssize_t n,
+                       const uint64_t *id, const char *inv, const char *value, Py_ssize_t vlen) {
+    char *p = run_room(run, 4 + (end ? 8 : 0) + n + 1 + (id ? 8 : 0) + 8, vlen);
+    if (!p)
+        return -1;
+    p = be_to(p, plane, 4);
+    if (end)
+        p = be_to(p, *end, 8);
+    p = bytes_to(p, name, n);
+    *p++ = 0;
+    if (id)
+        p = be_to(p, *id, 8);
+    bytes_to(bytes_to(p, inv, 8), value, vlen);
+    run_seal(run);
+    return 0;
 }
 
 int runs_of(PyObject *runs, PyObject *out[3]) {
@@ -124,13 +162,13 @@ static int check_inv(Py_buffer *inv) {
     return 0;
 }
 
-/* The buffers an entry's key and record are made in: kept from call to call (the GIL is held and
- * nothing in here runs Python code), so a line costs no allocation of its own. */
-static Buf key_buf, value_buf;
+/* The buffer a record is made in: kept from call to call (the GIL is held and nothing in here runs
+ * Python code), so a line costs no allocation of its own; the entries are written in their runs. */
+static Buf value_buf;
 
 int node_entries(PyObject *runs[3], unsigned int plane, uint64_t node_id, const char *key_s, Py_ssize_t key_n,
                  PyObject *labels, const char *inv, const char *props, Py_ssize_t props_n) {
-    Buf *k = &key_buf, *v = &value_buf;
+    Buf *v = &value_buf;
     Py_ssize_t n_labels = PyList_GET_SIZE(labels);
     /* the record */
     v->len = 0;
@@ -149,25 +187,16 @@ int node_entries(PyObject *runs[3], unsigned int plane, uint64_t node_id, const 
         if (pack_str(v, s, n) < 0)
             return -1;
     }
-    k->len = 0;
-    if (put(v, props, props_n) < 0 || put_be(k, plane, 4) < 0 || put_be(k, node_id, 8) < 0 || put(k, inv, 8) < 0 ||
-        entry(runs[0], k, v->data, v->len) < 0)
+    if (put(v, props, props_n) < 0 || record_entry(runs[0], plane, node_id, inv, v) < 0)
         return -1;
-    unsigned char id_be[8];
-    for (int i = 0; i < 8; i++)
-        id_be[i] = (unsigned char)(node_id >> (56 - 8 * i));
-    if (key_s) {
-        k->len = 0;
-        if (put_be(k, plane, 4) < 0 || put(k, key_s, key_n) < 0 || put_byte(k, 0) < 0 || put(k, inv, 8) < 0 ||
-            entry(runs[1], k, (const char *)id_be, 8) < 0)
-            return -1;
-    }
+    char id_be[8];
+    be_to(id_be, node_id, 8);
+    if (key_s && named_entry(runs[1], plane, NULL, key_s, key_n, NULL, inv, id_be, 8) < 0)
+        return -1;
     for (Py_ssize_t i = 0; i < n_labels; i++) {
         Py_ssize_t n;
         const char *s = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(labels, i), &n);
-        k->len = 0;
-        if (put_be(k, plane, 4) < 0 || put(k, s, n) < 0 || put_byte(k, 0) < 0 || put(k, id_be, 8) < 0 ||
-            put(k, inv, 8) < 0 || entry(runs[2], k, "\x01", 1) < 0)
+        if (named_entry(runs[2], plane, NULL, s, n, &node_id, inv, "\x01", 1) < 0)
             return -1;
     }
     return 0;
@@ -201,36 +230,19 @@ done:
     return result;
 }
 
-/* plane | end | type NUL | id | inv: an adjacency entry's key */
-static int adjacency(Buf *k, unsigned int plane, uint64_t end, const char *t, Py_ssize_t tn, uint64_t id,
-                     const char *inv) {
-    k->len = 0;
-    if (put_be(k, plane, 4) < 0 || put_be(k, end, 8) < 0 || put(k, t, tn) < 0 || put_byte(k, 0) < 0 ||
-        put_be(k, id, 8) < 0 || put(k, inv, 8) < 0)
-        return -1;
-    return 0;
-}
-
 int edge_entries(PyObject *runs[3], unsigned int plane, uint64_t edge_id, uint64_t src, uint64_t dst, const char *t,
                  Py_ssize_t tn, const char *inv, const char *props, Py_ssize_t props_n) {
-    Buf *k = &key_buf, *v = &value_buf;
-    v->len = k->len = 0;
+    Buf *v = &value_buf;
+    v->len = 0;
     if (put_byte(v, 0x94) < 0 || pack_uint(v, src) < 0 || pack_uint(v, dst) < 0 || pack_str(v, t, tn) < 0 ||
-        put(v, props, props_n) < 0)
+        put(v, props, props_n) < 0 || record_entry(runs[0], plane, edge_id, inv, v) < 0)
         return -1;
-    if (put_be(k, plane, 4) < 0 || put_be(k, edge_id, 8) < 0 || put(k, inv, 8) < 0 ||
-        entry(runs[0], k, v->data, v->len) < 0)
+    char end_be[8];
+    be_to(end_be, dst, 8);
+    if (named_entry(runs[1], plane, &src, t, tn, &edge_id, inv, end_be, 8) < 0)
         return -1;
-    unsigned char end_be[8];
-    for (int i = 0; i < 8; i++)
-        end_be[i] = (unsigned char)(dst >> (56 - 8 * i));
-    if (adjacency(k, plane, src, t, tn, edge_id, inv) < 0 || entry(runs[1], k, (const char *)end_be, 8) < 0)
-        return -1;
-    for (int i = 0; i < 8; i++)
-        end_be[i] = (unsigned char)(src >> (56 - 8 * i));
-    if (adjacency(k, plane, dst, t, tn, edge_id, inv) < 0 || entry(runs[2], k, (const char *)end_be, 8) < 0)
-        return -1;
-    return 0;
+    be_to(end_be, src, 8);
+    return named_entry(runs[2], plane, &dst, t, tn, &edge_id, inv, end_be, 8);
 }
 
 PyObject *edge(PyObject *self, PyObject *args) {

@@ -96,6 +96,10 @@ int keymap_get(PyObject *map, const char *s, Py_ssize_t n, uint64_t *id);
 /* store/_bulkrun.c: a table's run (Run) */
 extern PyTypeObject RunType;
 int run_add(PyObject *run, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen);
+/* an entry written in place: run_room's klen + vlen bytes (its key, then its value; NULL with an error
+ * set), then run_seal(run) once they are there — no buffer to copy them from */
+char *run_room(PyObject *run, Py_ssize_t klen, Py_ssize_t vlen);
+void run_seal(PyObject *run);
 int run_last_value(PyObject *run, const char **value, Py_ssize_t *vlen); /* into the run's buffer */
 PyObject *bind_lmdb(PyObject *self, PyObject *capsule);
 PyObject *lmdb_strerror(PyObject *self, PyObject *code);

@@ -40,29 +40,59 @@ typedef struct {
 
 static const LmdbApi *lmdb;
 
-int run_add(PyObject *obj, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen) {
+char *run_room(PyObject *obj, Py_ssize_t klen, Py_ssize_t vlen) {
     Run *run = (Run *)obj;
     if (klen > UINT32_MAX || vlen > UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "an entry past 4 GiB");
-        return -1;
+        return NULL;
     }
     if (run->n == run->cap) {
         Py_ssize_t cap = run->cap ? run->cap * 2 : 256;
         Item *items = PyMem_Realloc(run->items, (size_t)cap * sizeof(Item));
         if (!items) {
             PyErr_NoMemory();
-            return -1;
+            return NULL;
         }
         run->items = items;
         run->cap = cap;
     }
     Py_ssize_t off = run->data.len;
-    if (put(&run->data, key, klen) < 0 || put(&run->data, value, vlen) < 0)
+    if (grow(&run->data, klen + vlen + 1) < 0) /* (+1: never NULL, for an empty entry too) */
+        return NULL;
+    run->data.len += klen + vlen;
+    run->items[run->n++] = (Item){{0, 0}, off, (uint32_t)klen, (uint32_t)vlen};
+    return run->data.data + off;
+}
+
+/* 8 bytes from p on as a big-endian integer (one load and a byte swap where the compiler has one) */
+static uint64_t load_be(const unsigned char *p) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+#else
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
+    return v;
+#endif
+}
+
+void run_seal(PyObject *obj) {
+    Run *run = (Run *)obj;
+    Item *item = &run->items[run->n - 1];
+    unsigned char first[16] = {0}; /* (zero-padded) */
+    memcpy(first, run->data.data + item->off, item->klen < 16 ? item->klen : 16);
+    item->head[0] = load_be(first);
+    item->head[1] = load_be(first + 8);
+}
+
+int run_add(PyObject *obj, const char *key, Py_ssize_t klen, const char *value, Py_ssize_t vlen) {
+    char *at = run_room(obj, klen, vlen);
+    if (!at)
         return -1;
-    Item *item = &run->items[run->n++];
-    *item = (Item){{0, 0}, off, (uint32_t)klen, (uint32_t)vlen};
-    for (Py_ssize_t i = 0; i < 16; i++)
-        item->head[i / 8] = item->head[i / 8] << 8 | (i < klen ? (unsigned char)key[i] : 0);
+    memcpy(at, key, (size_t)klen);
+    memcpy(at + klen, value, (size_t)vlen);
+    run_seal(obj);
     return 0;
 }
 
