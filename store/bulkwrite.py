@@ -257,12 +257,24 @@ class BulkWrites:
     """New nodes and edges of one plane in one LMDB transaction, kept until :meth:`flush` (an
     import flushes after each commit: what it holds stays bounded by a commit's lines)."""
 
-    def __init__(self, txn: Txn, dbs: Dbs, plane: Plane, new_nodes_from: int, keymap: KeyMap | None = None) -> None:
+    def __init__(
+        self,
+        txn: Txn,
+        dbs: Dbs,
+        plane: Plane,
+        new_nodes_from: int,
+        keymap: KeyMap | None = None,
+        runs: dict[str, Run] | None = None,
+    ) -> None:
         self.txn, self.dbs, self.plane = txn, dbs, plane
         self.keymap = keymap  # the keys the import made: each commit's added, pending until its transaction commits
         self.new_nodes_from = new_nodes_from  # ids from here on were made by this import, in this plane
         _bind_lmdb()
-        self.runs: dict[str, Run] = {name: _encoder.Run() for name in _TABLES}
+        # ``runs``: an earlier transaction's (BulkWrites.runs), emptied: their memory, grown to a
+        # transaction's entries, is not made and faulted in again for each transaction
+        self.runs: dict[str, Run] = runs if runs is not None else {name: _encoder.Run() for name in _TABLES}
+        for run in self.runs.values():
+            run.clear()  # (a transaction run again: what its failed run held is not the file's)
         self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
         self.edge_runs: Runs = (self.runs["edges"], self.runs["out"], self.runs["in"])
         self.plane_group = keys.plane_group(plane.id)

@@ -282,7 +282,8 @@ class _Importer:
         self.tx = tx
         self.plane = tx.ensure_plane(self.plane_name) if self.create_plane else tx.plane(self.plane_name)
         if self.on_conflict == "error" and bulk_enabled():
-            self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from, self.keymap)
+            runs = None if self.bulk is None else self.bulk.runs  # (their memory kept, emptied)
+            self.bulk = BulkWrites(tx.txn, tx.dbs, self.plane, self.new_nodes_from, self.keymap, runs)
 
     def _commit(self) -> None:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
