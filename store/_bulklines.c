@@ -463,9 +463,52 @@ static int scanned_props(Scan *scan, const ScanLine *l, PyObject **map) {
     return 1;
 }
 
+/* What pack_props makes of scanned_props' dict, packed from the tokens (no dict, no values: a wired
+ * commit keeps no mutation object): the same bytes, since with no name twice the dict holds the
+ * tokens in their order. 1, 0 when pack_props would not take them, -1 on an error. */
+static int packed_tokens(Scan *scan, const ScanLine *l, Buf *b) {
+    const Tok *toks = scan->toks + l->props;
+    Py_ssize_t n = l->n_props;
+    b->len = 0;
+    if (n >= 16 ? pack_be(b, 0xde, (uint64_t)n, 2) < 0 : put_byte(b, (unsigned char)(0x80 | n)) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Tok *name = &toks[2 * i], *tok = name + 1;
+        const char *s = l->text + name->s.off;
+        if (!plain_span(name->s.len))
+            return 0;
+        for (Py_ssize_t j = 0; j < i; j++) /* a name twice: the dict path's (the last would count) */
+            if (toks[2 * j].s.len == name->s.len && !memcmp(l->text + toks[2 * j].s.off, s, name->s.len))
+                return 0;
+        int rc = pack_str(b, s, name->s.len);
+        switch (tok->kind) {
+        case TOK_STR: rc = rc < 0 ? -1 : pack_str(b, l->text + tok->s.off, tok->s.len); break;
+        case TOK_INT: rc = rc < 0 ? -1 : pack_int(b, tok->v.i); break;
+        case TOK_FLOAT: {
+            uint64_t bits;
+            memcpy(&bits, &tok->v.d, 8);
+            rc = rc < 0 ? -1 : pack_be(b, 0xcb, bits, 8);
+            break;
+        }
+        case TOK_TRUE: rc = rc < 0 ? -1 : put_byte(b, 0xc3); break;
+        case TOK_FALSE: rc = rc < 0 ? -1 : put_byte(b, 0xc2); break;
+        default: rc = rc < 0 ? -1 : put_byte(b, 0xc0);
+        }
+        if (rc < 0)
+            return -1;
+    }
+    return 1;
+}
+
+static Buf props_buf; /* packed_tokens' (the GIL is held) */
+
 /* pack_props of a scanned line's properties: packed bytes and *map (new references; map NULL: none
  * wanted), Py_None (new reference) when not plain, NULL on an error */
 static PyObject *scanned_packed(Scan *scan, const ScanLine *l, PyObject **map) {
+    if (!map && l->n_props <= 64) { /* (the names compared pairwise: a few) */
+        int rc = packed_tokens(scan, l, &props_buf);
+        return rc < 0 ? NULL : rc ? PyBytes_FromStringAndSize(props_buf.data, props_buf.len) : Py_NewRef(Py_None);
+    }
     PyObject *props;
     int rc = scanned_props(scan, l, &props);
     if (rc <= 0) {
