@@ -452,8 +452,12 @@ static PyObject *look_up(PyObject *self, PyObject *args) {
             goto done;
         }
         if (scan_keys_add(scan, count + scan->nocc) < 0) goto done; /* (a key for each name at most) */
+        enum { AHEAD = 8 }; /* names prefetched ahead of the one probed: ~a miss's latency of probes */
+        for (Py_ssize_t i = 0; map && i < AHEAD && i < scan->nocc; i++)
+            keymap_prefetch(map, scan->occ[i].s, scan->occ[i].n);
         for (Py_ssize_t i = 0; i < scan->nocc; i++) {
             Occ *occ = &scan->occ[i];
+            if (map && i + AHEAD < scan->nocc) keymap_prefetch(map, occ[AHEAD].s, occ[AHEAD].n);
             if (map && keymap_get(map, occ->s, occ->n, &id)) { /* made by this import: no seek, no sort */
                 occ->key = (int32_t)scan->nkeys;
                 scan->keys[scan->nkeys++] = (Key){occ->s, occ->n, KEY_IN_FILE, id, NULL};

@@ -103,6 +103,13 @@ static int add_one(KeyMap *map, const char *s, Py_ssize_t n, uint64_t id) {
     return 0;
 }
 
+void keymap_prefetch(PyObject *map_obj, const char *s, Py_ssize_t n) {
+#if defined(__GNUC__)
+    KeyMap *map = (KeyMap *)map_obj;
+    if (map->nslots) __builtin_prefetch(&map->slots[hash_of(s, n) & (map->nslots - 1)]);
+#endif
+}
+
 static void insert(KeyMap *map, uint32_t index) {
     const Entry *e = &map->entries[index];
     const char *s = map->arena.data + e->off;
