@@ -147,12 +147,20 @@ static unsigned head_byte(const Item *x, int b) { return (unsigned)(x->head[b / 
  * somewhere: an out run's plane, high id bytes and type are one value), then each group of equal
  * heads by the rest of its keys. qsort's comparisons through a pointer were ~12% of an import. */
 static void sort_items(const char *base, Item *items, Item *tmp, Py_ssize_t n) {
+    uint64_t differ[2] = {0, 0}; /* the bits some head has unlike the first's: only their bytes are counted */
+    for (Py_ssize_t i = 1; i < n; i++) {
+        differ[0] |= items[i].head[0] ^ items[0].head[0];
+        differ[1] |= items[i].head[1] ^ items[0].head[1];
+    }
+    int varies[16];
+    for (int b = 0; b < 16; b++) varies[b] = (differ[b / 8] >> (56 - 8 * (b % 8))) & 0xff ? 1 : 0;
     size_t count[16][256] = {{0}};
-    for (Py_ssize_t i = 0; i < n; i++)
-        for (int b = 0; b < 16; b++) count[b][head_byte(&items[i], b)]++;
+    for (int b = 0; b < 16; b++)
+        if (varies[b])
+            for (Py_ssize_t i = 0; i < n; i++) count[b][head_byte(&items[i], b)]++;
     Item *src = items, *dst = tmp;
     for (int b = 15; b >= 0; b--) {
-        if (count[b][head_byte(&items[0], b)] == (size_t)n) continue; /* one value: order unchanged */
+        if (!varies[b]) continue; /* one value: order unchanged */
         size_t at[256], sum = 0;
         for (int v = 0; v < 256; v++) {
             at[v] = sum;
