@@ -26,7 +26,7 @@ SCHEMES = ("lmdb", "kafka")
 _EXAMPLES = {"lmdb": "lmdb:///path/to/graph.drsg or a plain path", "kafka": "kafka://HOST:PORT/TOPIC"}
 _OWN_OPTIONS = {
     "lmdb": LmdbOptions.__required_keys__ | LmdbOptions.__optional_keys__,
-    "kafka": frozenset({"clock", "timeout", "client"}),
+    "kafka": frozenset({"clock", "timeout", "began", "client"}),  # KafkaOptions' (not imported: it loads kafka)
 }
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 

@@ -414,3 +414,12 @@ def test_an_option_of_another_backend_is_refused() -> None:
         open_log("kafka://127.0.0.1:9/t", map_size=1 << 20)
     with pytest.raises(ConfigError, match="the lmdb log takes no option timeout"):
         open_log("lmdb:///nowhere/graph.drsg", timeout=1.0)
+
+
+def test_each_backend_takes_every_option_its_type_names() -> None:
+    """open_log's list of the Kafka log's options is written out (importing KafkaOptions would load
+    kafka-python for every LMDB open): it must stay the TypedDict's, or a typed call is refused."""
+    from drsg.store.backends import _OWN_OPTIONS
+    from drsg.store.kafka.log import KafkaOptions
+
+    assert _OWN_OPTIONS["kafka"] == KafkaOptions.__required_keys__ | KafkaOptions.__optional_keys__
