@@ -3,8 +3,9 @@
 Node line: ``{"id"?, "labels", "external_key"?, "properties"?}``.
 Edge line (has ``type``): ``{"src_key"|"src", "dst_key"|"dst", "type", "properties"?}``.
 
-Import streams the file (memory stays flat: only ids of *keyless* nodes are remembered, so edges
-can refer to them by the file's ``id``), and stages it as many commits, several to an LMDB
+Import streams the file (memory stays bounded: a transaction's lines, the ids of *keyless* nodes, so
+edges can refer to them by the file's ``id``, and the bounded map of the keys it made: bulkwrite.py's
+KEY_MAP_KEYS), and stages it as many commits, several to an LMDB
 transaction (store/staging.py), so a failure anywhere — a malformed line, a missing endpoint, a key
 collision under ``--on-conflict error`` — leaves the database exactly as it was. Export writes the same format back:
 keyed nodes without ``id`` and edges by key, so export → import → export is byte-identical.
