@@ -8,14 +8,16 @@ Each pass loads into a fresh database in a fresh subprocess; passes run every lo
 order reversed every other pass) and the median is reported as records (nodes + edges) per second.
 ``--before`` adds the import as it was before its bulk path (store/bulkwrite.py: every record through
 WriteTx and the projection, ``use_bulk(False)``); ``--no-loop`` the bulk path with each line read in
-Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--txn-mib 1,4,64`` adds it at those transaction
-sizes (``store.import_txn_bytes``); ``--tree OLD`` the import as another checkout's code does it (a
+Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--no-puts`` the import with every
+table's runs sorted but not written, but the keys' (its seeks read them): the import's own work,
+what a writer thread fed its sorted runs could overlap with LMDB's; ``--txn-mib 1,4,64`` adds it at
+those transaction sizes (``store.import_txn_bytes``); ``--tree OLD`` the import as another checkout's code does it (a
 folder laid out as the package, as bench_startup's ``--tree``: ``OLD/drsg/`` holding ``drsg/*`` and
 the layer folders, its C modules built in place). ``--profile FILE`` instead runs one drsg import
 under cProfile and writes its stats to FILE (``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
-        [--no-floor] [--before] [--no-loop] [--txn-mib LIST]
+        [--no-floor] [--before] [--no-loop] [--no-puts] [--txn-mib LIST]
 """
 
 from __future__ import annotations
@@ -45,8 +47,11 @@ import drsg
 from drsg.store import bulkwrite
 from drsg.store.jsonl import import_jsonl
 bulkwrite.use_bulk(sys.argv[5] != "reference")
-bulkwrite.use_lines(sys.argv[5] == "bulk")  # "bulk-no-loop": the bulk path, each line read in Python
+bulkwrite.use_lines(sys.argv[5] in ("bulk", "bulk-no-puts"))  # "bulk-no-loop": each line read in Python
 db = drsg.open(sys.argv[1], map_size=4 << 30)
+if sys.argv[5] == "bulk-no-puts":  # the import's own work: its runs sorted, only the keys' written (its seeks)
+    put_sorted, keys_db = bulkwrite.put_sorted, db.env.dbs["keys"]
+    bulkwrite.put_sorted = lambda txn, table, run: put_sorted(txn, table, run) if table is keys_db else None
 sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
 start, cpu = time.perf_counter(), time.process_time()
 if sys.argv[4]:
@@ -90,6 +95,7 @@ def main() -> None:
     ap.add_argument("--before", action="store_true", help="also the import without its bulk path (WriteTx)")
     ap.add_argument("--no-loop", action="store_true", help="also the bulk path without its C line loop")
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
+    ap.add_argument("--no-puts", action="store_true", help="also the import with its entries sorted, not written")
     ap.add_argument("--tree", help="also the import as the package tree OLD's code does it (see the docstring)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
@@ -127,6 +133,8 @@ def main() -> None:
         loads["drsg `import_jsonl`, every record through WriteTx (before)"] = drsg_load("", "reference")
     if args.no_loop:
         loads[NO_LOOP] = drsg_load("", "bulk-no-loop")
+    if args.no_puts:
+        loads[NO_PUTS] = drsg_load("", "bulk-no-puts")
     if args.tree:
         loads[TREE] = drsg_load("", tree=args.tree)
     for mib in filter(None, args.txn_mib.split(",")):
@@ -183,6 +191,9 @@ def main() -> None:
         cpu = [statistics.median(p["cpu"] for p in runs) for runs in (parts[TREE], mine)]
         paired = _each([common.ratio(a["cpu"], b["cpu"]) for a, b in zip(parts[TREE], mine, strict=True)])
         lines.append(f"drsg CPU seconds, --tree / this checkout: {common.ratio(*cpu):.2f}× (each pass: {paired})")
+    if args.no_puts:  # what a writer thread fed sorted runs could overlap: the puts' share of the import
+        alone, whole = (statistics.median(secs[name]) for name in (NO_PUTS, "drsg `import_jsonl`"))
+        lines.append(f"drsg without its puts / with (seconds, medians): {common.ratio(alone, whole):.2f}×")
     if args.no_loop:
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (NO_LOOP, "drsg `import_jsonl`")]
         lines.append(f"drsg with the C line loop / without (records/s): {common.ratio(drsg, rate[NO_LOOP]):.2f}×")
@@ -196,6 +207,7 @@ def _each(values: list[float] | list[float | None]) -> str:
 
 NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
 TREE = "drsg `import_jsonl`, --tree's code"
+NO_PUTS = "drsg `import_jsonl`, its entries sorted but not written (the keys' excepted)"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
 RAW_RUNS = "raw LMDB, drsg's entries, each commit's sorted runs (adjacency: a transaction's) written from C"
 RAW_SORTED = "raw py-lmdb, drsg's entries, sorted, `putmulti(append=True)`, one transaction"
