@@ -43,7 +43,7 @@ from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
-from drsg.store.transaction import WriteTx, _label_list
+from drsg.store.transaction import WriteTx, label_list
 
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
@@ -391,7 +391,7 @@ class _Importer:
         if key is not None and bulk.node_id_by_key(self.tx, key) is not None:
             self.collisions.append(key)
             return
-        node_id = bulk.create_node(self.tx, key, _label_list(labels), props)
+        node_id = bulk.create_node(self.tx, key, label_list(labels), props)
         self.report.nodes_created += 1
         file_id = obj.get("id")
         if key is None and isinstance(file_id, int):

@@ -252,7 +252,7 @@ class WriteTx:
         if existing is None:
             return NodeWrite("created", self.create_node(plane, key, labels, props))  # refuses a taken key
         if mode == "update":
-            merged = [*existing.labels, *_label_list(labels)]
+            merged = [*existing.labels, *label_list(labels)]
             return NodeWrite("updated", self.update_node(plane, existing.id, props, labels=merged))
         if mode == "replace":
             return NodeWrite("replaced", self._put_node(plane, existing.id, existing.key, labels, props))
@@ -281,14 +281,14 @@ class WriteTx:
         props: Mapping[str, Value] | None,
     ) -> Node:
         self._live(plane)
-        label_list = _label_list(labels)
+        kept = label_list(labels)
         checked = check_props(props)
         for value in checked.values():
             if isinstance(value, Vector):
-                self._check_vector_dims(plane, label_list, checked)
+                self._check_vector_dims(plane, kept, checked)
                 break
-        self._emit(NodePut(plane.id, node_id, key, label_list, checked))
-        return Node(plane.id, node_id, key, label_list, checked)
+        self._emit(NodePut(plane.id, node_id, key, kept, checked))
+        return Node(plane.id, node_id, key, kept, checked)
 
     def delete_node(self, plane: Plane, ref: NodeRef) -> Node:
         """Delete a node and every edge at it (upstream's DETACH semantics)."""
@@ -437,7 +437,7 @@ class WriteTx:
                 )
 
 
-def _label_list(labels: Iterable[str]) -> list[str]:
+def label_list(labels: Iterable[str]) -> list[str]:
     """Labels as a record keeps them: checked, without repeats, sorted."""
     if isinstance(labels, str):
         raise BadValue("labels must be a list of strings, not one string")
