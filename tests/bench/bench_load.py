@@ -84,12 +84,23 @@ def _run(args: list[str], tree: str = "") -> dict[str, float]:
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def graph_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A bench's arguments naming upstream's graph as this bench writes it (see graph_dir), and passes."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=100_000)
     ap.add_argument("--degree", type=int, default=5)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--passes", type=int, default=3)
+    return ap
+
+
+def graph_dir(args: argparse.Namespace) -> Path:
+    """Where this bench keeps the graph's files (and ref.drsg, the import the floors read)."""
+    return common.OUT / f"load-{args.nodes}-{args.degree}-{args.seed}"
+
+
+def main() -> None:
+    ap = graph_parser(__doc__)
     ap.add_argument("--no-kuzu", action="store_true", help="no Kùzu row")
     ap.add_argument("--no-floor", action="store_true", help="no raw py-lmdb rows")
     ap.add_argument("--before", action="store_true", help="also the import without its bulk path (WriteTx)")
@@ -100,7 +111,7 @@ def main() -> None:
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC)
-    data = common.OUT / f"load-{args.nodes}-{args.degree}-{args.seed}"
+    data = graph_dir(args)
     if not (data / "edges.csv").exists():
         data.mkdir(parents=True, exist_ok=True)
         make_files(data, args.nodes, args.degree, args.seed)

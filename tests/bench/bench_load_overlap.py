@@ -17,7 +17,6 @@ bench_load's files (run it once first). Each load in a fresh process, loads inte
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 import statistics
@@ -25,6 +24,7 @@ import subprocess
 import sys
 
 from tests.bench import common
+from tests.bench.bench_load import graph_dir, graph_parser
 
 ONE = r"""
 import json, sys, threading, time
@@ -76,16 +76,11 @@ MODES = ("puts", "import", "both")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=100_000)
-    ap.add_argument("--degree", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--passes", type=int, default=3)
+    ap = graph_parser(__doc__)
     ap.add_argument("--txn-commits", type=int, default=15, help="commits an LMDB transaction holds (as bench_load)")
     args = ap.parse_args()
     started = dt.datetime.now(dt.UTC)
-    data = common.OUT / f"load-{args.nodes}-{args.degree}-{args.seed}"
-    ref, jsonl = data / "ref.drsg", data / "graph.jsonl"
+    ref, jsonl = graph_dir(args) / "ref.drsg", graph_dir(args) / "graph.jsonl"
     if not ref.exists():
         raise SystemExit(f"{ref} is missing: run `python -m tests.bench.bench_load` once first")
     runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
