@@ -124,8 +124,9 @@ def import_jsonl(
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
     if not create_plane:
-        with db.snapshot() as snap:  # fail fast, before reading anything (the store's read: not the
-            snap.plane(plane_name)  # API's Database.plane, whose Plane would load drsg.api.plane here)
+        # fail fast, before reading anything: the store's Database.plane, which the API's overrides
+        # with one that loads drsg.api.plane (inside the import's time)
+        Database.plane(db, plane_name)
     # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
     # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
     # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.

@@ -109,7 +109,7 @@ def settle(env: Environment, mark: StageMark) -> None:
         return
     removed = undo_staged(env, (mark.pid, mark.started))
     if not removed:
-        return  # the owner finished (or another writer cleaned up) before we looked again
+        return  # nothing of that owner's was left: it finished, or another writer cleaned up
     log.warning(
         "removed an unfinished staged write",
         path=str(env.path),
@@ -127,7 +127,7 @@ def undo_staged(env: Environment, owner: tuple[int, int] | None = None) -> int:
     ``owner`` (pid, start time): undo only that owner's write. A writer decides a mark's owner is
     dead outside the transaction that undoes it; meanwhile the owner may have finished and a live
     import claimed a new mark, whose commits must stay. None: whatever mark is there (a restored
-    snapshot's, or this process's own abandoned write)."""
+    snapshot's, whose owner ran on another machine)."""
     removed = 0
     meta = env.dbs["meta"]
 
