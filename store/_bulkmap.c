@@ -11,6 +11,9 @@
  * map.drop()                 the pending keys forgotten: their transaction is run again (map full)
  * map.get(name)              a published key's node id, or None (the tests')
  * len(map)                   the published keys
+ * map.complete               whether it holds every key it was given (False once one was left out:
+ *                            the map full, or a key no look-up could ask for): an import reads keys
+ *                            from it alone, ahead of its transaction, only while it is
  *
  * Only keys this import made are kept, and only once their transaction committed: no other writer
  * touches them meanwhile (a staged write's commits lie past the head, under its mark: store/staging.py),
@@ -45,6 +48,7 @@ typedef struct {
     Entry *entries;
     Py_ssize_t count, published, cap, max_keys;
     Py_ssize_t arena_published; /* the arena's length when the last publish ended */
+    int left_out;               /* a key given was not kept (see complete) */
     Slot *slots;                /* at most half full */
     size_t nslots;
 } KeyMap;
@@ -85,7 +89,10 @@ static int add_one(KeyMap *map, const char *s, Py_ssize_t n, uint64_t id) {
     /* full: the key's lines seek it. The names' bytes are bounded too (32 a key on average: a key
      * name may be hundreds of bytes), so the map never holds more than ~(32 + 32 + 128) * max_keys
      * (an entry, the names, slots of 32 bytes at most half full: up to four a key). */
-    if (map->count >= map->max_keys || map->arena.len + n > NAME_BYTES * map->max_keys) return 0;
+    if (map->count >= map->max_keys || map->arena.len + n > NAME_BYTES * map->max_keys) {
+        map->left_out = 1;
+        return 0;
+    }
     if (map->count == map->cap) {
         Py_ssize_t cap = map->cap ? map->cap * 2 : 1024;
         if (cap > map->max_keys) cap = map->max_keys;
@@ -158,6 +165,7 @@ static PyObject *keymap_add(KeyMap *map, PyObject *args) {
         unsigned long long id = s && PyLong_Check(value) ? PyLong_AsUnsignedLongLong(value) : (unsigned long long)-1;
         if (!s || PyErr_Occurred()) { /* not a key look_up could ask for: leave it to the seek */
             PyErr_Clear();
+            map->left_out = 1;
             continue;
         }
         if (add_one(map, s, n, id) < 0) return NULL;
@@ -205,6 +213,13 @@ static PyMethodDef keymap_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyObject *keymap_complete(KeyMap *map, void *closure) { return PyBool_FromLong(!map->left_out); }
+
+static PyGetSetDef keymap_getset[] = {
+    {"complete", (getter)keymap_complete, NULL, "whether every key given is held", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PySequenceMethods keymap_sequence = {.sq_length = (lenfunc)keymap_len};
 
 PyTypeObject KeyMapType = {
@@ -215,5 +230,6 @@ PyTypeObject KeyMapType = {
     .tp_new = keymap_new,
     .tp_dealloc = (destructor)keymap_dealloc,
     .tp_methods = keymap_methods,
+    .tp_getset = keymap_getset,
     .tp_as_sequence = &keymap_sequence,
 };

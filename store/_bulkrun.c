@@ -10,13 +10,17 @@
  *                            putmulti where LMDB is not bound here
  * run.sort()                 by key, as bytes compare (a prefix first): a radix sort on the keys'
  *                            first 16 bytes, ties by the rest; a run in order already (new nodes'
- *                            and edges') is left after one pass
+ *                            and edges') is left after one pass; without the GIL
  * run.write(txn, db)         0: written, appended with MDB_APPEND when its first key lies past the
  *                            table's last, else put in key order; False: not bound here, or not
  *                            py-lmdb's objects (the caller writes entries()); else (LMDB's error code,
  *                            the entry it met it at): the caller raises py-lmdb's error for it (the
  *                            transaction is then failed, as after py-lmdb's own put)
+ * write_runs(txn, pairs)     each (run, table) pair's run sorted and written as above, all in one
+ *                            call without the GIL: 0, False (as write's) or (pair, code, entry)
  * run.clear()                empty it, keeping its memory for the next commit
+ * run.cut(n)                 keep its first n entries as appended (not after a sort): a commit an
+ *                            import made ahead of its transaction, taken back (store/bulkwrite.py)
  * bind_lmdb(capsule)         store/_walk.c's lmdb_api(), once drsg.store.native checked its layout
  * strerror(code)             LMDB's words for an error code write() returned
  */
@@ -178,16 +182,37 @@ static void sort_items(const char *base, Item *items, Item *tmp, Py_ssize_t n) {
     }
 }
 
-static PyObject *run_sort(Run *self, PyObject *unused) {
+/* the run sorted (tmp: room for its items); one pass when it is in order already. No GIL needed. */
+static void sort_run(Run *run, Item *tmp) {
     Py_ssize_t i = 1;
-    while (i < self->n && compare(self->data.data, &self->items[i - 1], &self->items[i]) < 0)
+    while (i < run->n && compare(run->data.data, &run->items[i - 1], &run->items[i]) < 0)
         i++;
-    if (i < self->n) {
-        Item *tmp = PyMem_Malloc((size_t)self->n * sizeof(Item)); /* as qsort's merge sort took */
-        if (!tmp)
-            return PyErr_NoMemory();
-        sort_items(self->data.data, self->items, tmp, self->n);
-        PyMem_Free(tmp);
+    if (i < run->n)
+        sort_items(run->data.data, run->items, tmp, run->n);
+}
+
+static PyObject *run_sort(Run *self, PyObject *unused) {
+    Item *tmp = self->n > 1 ? PyMem_Malloc((size_t)self->n * sizeof(Item)) : NULL; /* as qsort's merge sort took */
+    if (self->n > 1 && !tmp)
+        return PyErr_NoMemory();
+    Py_BEGIN_ALLOW_THREADS /* the run's own memory alone: an import's writer thread sorts while its reader reads */
+    sort_run(self, tmp);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(tmp);
+    Py_RETURN_NONE;
+}
+
+static PyObject *run_cut(Run *self, PyObject *arg) {
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    if (n < 0 || n > self->n) {
+        PyErr_Format(PyExc_ValueError, "cut(%zd) of a run of %zd entries", n, self->n);
+        return NULL;
+    }
+    if (n < self->n) { /* (entries are appended: entry n's bytes begin where the first n's end) */
+        self->data.len = self->items[n].off;
+        self->n = n;
     }
     Py_RETURN_NONE;
 }
@@ -227,6 +252,38 @@ static PyObject *run_clear(Run *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* the sorted run put into `dbi` (appended when its first key lies past the table's last): 0, or
+ * LMDB's error with the entry it met it at in *at. Called without the GIL: LMDB's work alone. */
+static int put_run(const Run *run, MDB_txn *txn, MDB_dbi dbi, Py_ssize_t *at) {
+    const char *base = run->data.data;
+    const Item *items = run->items;
+    MDB_cursor *cur;
+    MDB_val k, v;
+    unsigned int flags = 0;
+    *at = 0;
+    int rc = lmdb->cursor_open(txn, dbi, &cur);
+    if (rc)
+        return rc;
+    rc = lmdb->cursor_get(cur, &k, &v, MDB_LAST);
+    if (rc == MDB_NOTFOUND)
+        rc = 0, flags = MDB_APPEND; /* an empty table */
+    else if (rc == 0) {
+        size_t first_n = items[0].klen, last_n = k.mv_size;
+        int c = memcmp(base + items[0].off, k.mv_data, first_n < last_n ? first_n : last_n);
+        if (c > 0 || (c == 0 && first_n > last_n))
+            flags = MDB_APPEND; /* past the table's last key */
+    }
+    Py_ssize_t i = 0;
+    for (; rc == 0 && i < run->n; i++) {
+        k = (MDB_val){items[i].klen, (void *)(base + items[i].off)};
+        v = (MDB_val){items[i].vlen, (void *)(base + items[i].off + items[i].klen)};
+        rc = lmdb->cursor_put(cur, &k, &v, flags);
+    }
+    lmdb->cursor_close(cur);
+    *at = i - 1;
+    return rc;
+}
+
 static PyObject *run_write(Run *self, PyObject *args) {
     PyObject *txn_obj, *db_obj;
     if (!PyArg_ParseTuple(args, "OO", &txn_obj, &db_obj))
@@ -237,34 +294,71 @@ static PyObject *run_write(Run *self, PyObject *args) {
         Py_RETURN_FALSE;
     if (!self->n)
         return PyLong_FromLong(0);
-    MDB_cursor *cur;
-    int rc = lmdb->cursor_open(txn, dbi, &cur);
-    if (rc)
-        return Py_BuildValue("(in)", rc, (Py_ssize_t)0);
-    const char *base = self->data.data;
-    Item *items = self->items;
-    Py_ssize_t n = self->n, i = 0;
+    int rc;
+    Py_ssize_t at;
     Py_BEGIN_ALLOW_THREADS /* LMDB's work alone, as py-lmdb's puts do; the run is this caller's */
-    MDB_val k, v;
-    unsigned int flags = 0;
-    rc = lmdb->cursor_get(cur, &k, &v, MDB_LAST);
-    if (rc == MDB_NOTFOUND)
-        rc = 0, flags = MDB_APPEND; /* an empty table */
-    else if (rc == 0) {
-        size_t first_n = items[0].klen, last_n = k.mv_size;
-        int c = memcmp(base + items[0].off, k.mv_data, first_n < last_n ? first_n : last_n);
-        if (c > 0 || (c == 0 && first_n > last_n))
-            flags = MDB_APPEND; /* past the table's last key */
-    }
-    for (; rc == 0 && i < n; i++) {
-        k = (MDB_val){items[i].klen, (void *)(base + items[i].off)};
-        v = (MDB_val){items[i].vlen, (void *)(base + items[i].off + items[i].klen)};
-        rc = lmdb->cursor_put(cur, &k, &v, flags);
-    }
-    lmdb->cursor_close(cur);
+    rc = put_run(self, txn, dbi, &at);
     Py_END_ALLOW_THREADS
     lmdb->wrote(txn_obj);
-    return rc ? Py_BuildValue("(in)", rc, i - 1) : PyLong_FromLong(0);
+    return rc ? Py_BuildValue("(in)", rc, at) : PyLong_FromLong(0);
+}
+
+/* write_runs(txn, [(run, db), ...]) -> 0, False or (index, code, element): each run sorted and written
+ * as run.sort() and run.write() do, all without the GIL at once — an import's writer thread would
+ * otherwise wait for it between runs while the importer's thread holds it in a long C call */
+PyObject *write_runs(PyObject *module, PyObject *args) {
+    PyObject *txn_obj, *pairs;
+    if (!PyArg_ParseTuple(args, "OO!", &txn_obj, &PyList_Type, &pairs))
+        return NULL;
+    MDB_txn *txn = lmdb ? lmdb->txn_of(txn_obj, 0) : NULL;
+    Py_ssize_t count = PyList_GET_SIZE(pairs), most = 0, failed = -1, at = 0;
+    if (!txn)
+        Py_RETURN_FALSE;
+    Run **runs = PyMem_Calloc((size_t)count + 1, sizeof(Run *));
+    MDB_dbi *dbis = PyMem_Calloc((size_t)count + 1, sizeof(MDB_dbi));
+    if (!runs || !dbis) {
+        PyMem_Free(runs);
+        PyMem_Free(dbis);
+        return PyErr_NoMemory();
+    }
+    PyObject *out = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pair = PyList_GET_ITEM(pairs, i);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !Py_IS_TYPE(PyTuple_GET_ITEM(pair, 0), &RunType)) {
+            PyErr_SetString(PyExc_TypeError, "write_runs() takes a list of (Run, table) pairs");
+            goto done;
+        }
+        if (!lmdb->dbi_of(PyTuple_GET_ITEM(pair, 1), &dbis[i])) {
+            out = Py_NewRef(Py_False);
+            goto done;
+        }
+        runs[i] = (Run *)PyTuple_GET_ITEM(pair, 0);
+        if (runs[i]->n > most) most = runs[i]->n;
+    }
+    Item *tmp = most > 1 ? PyMem_Malloc((size_t)most * sizeof(Item)) : NULL;
+    if (most > 1 && !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int rc = 0;
+    Py_BEGIN_ALLOW_THREADS /* the runs are the writer's and LMDB's work is LMDB's: the caller holds both */
+    for (Py_ssize_t i = 0; i < count && !rc; i++) {
+        Run *run = runs[i];
+        if (!run->n)
+            continue;
+        sort_run(run, tmp);
+        rc = put_run(run, txn, dbis[i], &at);
+        if (rc)
+            failed = i;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(tmp);
+    lmdb->wrote(txn_obj);
+    out = rc ? Py_BuildValue("(nin)", failed, rc, at) : PyLong_FromLong(0);
+done:
+    PyMem_Free(runs);
+    PyMem_Free(dbis);
+    return out;
 }
 
 static Py_ssize_t run_len(Run *self) { return self->n; }
@@ -288,6 +382,7 @@ static PyMethodDef run_methods[] = {
     {"sort", (PyCFunction)run_sort, METH_NOARGS, "sort the entries by key, in place"},
     {"entries", (PyCFunction)run_entries, METH_NOARGS, "the entries as (key, value) pairs"},
     {"clear", (PyCFunction)run_clear, METH_NOARGS, "empty the run"},
+    {"cut", (PyCFunction)run_cut, METH_O, "keep the first n entries as appended (before a sort)"},
     {"write", (PyCFunction)run_write, METH_VARARGS, "write the sorted run into a table: 0, False or LMDB's error"},
     {NULL, NULL, 0, NULL},
 };

@@ -33,10 +33,11 @@ import structlog
 from drsg.kernel.values import Props, pack
 from drsg.store import keys, native
 from drsg.store.environment import DbHandle, Dbs, Txn
-from drsg.store.mutations import EdgePut, NodePut
+from drsg.store.mutations import EdgePut, Mutation, NodePut
+from drsg.store.projection import Tallies
 from drsg.store.readahead import Scan
 from drsg.store.records import Plane
-from drsg.store.transaction import WriteTx
+from drsg.store.transaction import IdCounters, WriteTx
 
 _PRESENT = b"\x01"  # a label entry's value, as the projection writes it
 _NO_PROPS = pack({})
@@ -55,6 +56,7 @@ class Run(Protocol):
     def sort(self) -> None: ...
     def entries(self) -> list[Entry]: ...
     def clear(self) -> None: ...
+    def cut(self, n: int, /) -> None: ...  # its first n entries kept (as appended: before a sort)
     def write(self, txn: Txn, db: DbHandle, /) -> int | bool | tuple[int, int]: ...
     def __len__(self) -> int: ...
 
@@ -80,6 +82,9 @@ class PyRun:
 
     def clear(self) -> None:
         self.items.clear()
+
+    def cut(self, n: int) -> None:
+        del self.items[n:]
 
     def write(self, txn: Txn, db: DbHandle) -> bool:
         return False  # put_sorted writes entries() with py-lmdb
@@ -153,6 +158,7 @@ class Native(Encoder, Protocol):
         self, node_put: type[NodePut], node: tuple[str, ...], edge_put: type[EdgePut], edge: tuple[str, ...], /
     ) -> None: ...
     def strerror(self, code: int, /) -> str: ...
+    def write_runs(self, txn: Txn, pairs: list[tuple[Run, DbHandle]], /) -> int | bool | tuple[int, int, int]: ...
     def seek_order(self, names: list[str], /) -> list[str]: ...
     def look_up(
         self,
@@ -181,6 +187,8 @@ class KeyMap(Protocol):
     def publish(self) -> None: ...  # the transaction committed
     def drop(self) -> None: ...  # the transaction runs again
     def get(self, name: str, /) -> int | None: ...
+    @property
+    def complete(self) -> bool: ...  # every key it was given is held (none left out: the map full)
     def __len__(self) -> int: ...
 
 
@@ -253,13 +261,39 @@ def use_scan(on: bool) -> None:
     _scan = on
 
 
+def scanner() -> Callable[[list[bytes]], Scan] | None:
+    """What reads a commit's raw lines of the common shapes in C, when the C line loop runs."""
+    c_module = _c_module()
+    return c_module.Scan if c_module is not None and _lines and _scan else None
+
+
+def new_runs() -> dict[str, Run]:
+    """An empty run for each table an import writes, in the order it writes them."""
+    return {name: _encoder.Run() for name in _TABLES}
+
+
+class Commit(Protocol):
+    """The commit :meth:`BulkWrites.take` makes records into: a WriteTx, or a commit made ahead of
+    its LMDB transaction (store/importahead.py)."""
+
+    seq: int
+    ids: IdCounters
+    wired: bool
+    wires: list[bytes]
+    wire_count: int
+    mutations: list[Mutation]
+    tallies: Tallies
+
+
 class BulkWrites:
     """New nodes and edges of one plane in one LMDB transaction, kept until :meth:`flush` (an
-    import flushes after each commit: what it holds stays bounded by a commit's lines)."""
+    import flushes after each commit: what it holds stays bounded by a commit's lines). ``txn``
+    None: commits made ahead of their transaction (store/importahead.py), whose runs another thread
+    writes; nothing is flushed."""
 
     def __init__(
         self,
-        txn: Txn,
+        txn: Txn | None,
         dbs: Dbs,
         plane: Plane,
         new_nodes_from: int,
@@ -272,7 +306,7 @@ class BulkWrites:
         _bind_lmdb()
         # ``runs``: an earlier transaction's (BulkWrites.runs), emptied: their memory, grown to a
         # transaction's entries, is not made and faulted in again for each transaction
-        self.runs: dict[str, Run] = runs if runs is not None else {name: _encoder.Run() for name in _TABLES}
+        self.runs: dict[str, Run] = runs if runs is not None else new_runs()
         for run in self.runs.values():
             run.clear()  # (a transaction run again: what its failed run held is not the file's)
         self.node_runs: Runs = (self.runs["nodes"], self.runs["keys"], self.runs["labels"])
@@ -282,11 +316,6 @@ class BulkWrites:
         self.key_ids: dict[str, int] = {}  # keys given out since the last flush -> their node
         self.known: dict[str, int | None] = {}  # keys looked up as the commit began -> their node
         self.scan: Scan | None = None  # the commit's scanned lines: their keys' answers are kept in it
-
-    def scanner(self) -> Callable[[list[bytes]], Scan] | None:
-        """What reads a commit's raw lines of the common shapes in C, when the C line loop runs."""
-        c_module = _c_module()
-        return c_module.Scan if c_module is not None and _lines and _scan else None
 
     def node_id_by_key(self, tx: WriteTx, key: str) -> int | None:
         found = self.key_ids.get(key)
@@ -301,14 +330,20 @@ class BulkWrites:
         up at once, in key order, so that each seek lands near the last: what the file holds as the
         commit begins (a scanned line's keep their answers in the scan; unresolved, the Python path
         looks each up when it reads the line)."""
-        inv, self.scan = keys.inv(tx.seq), scan
-        c_module = _c_module()
-        if c_module is not None and c_module.look_up(
-            lines, tx.txn, self.keys_db, self.plane_group, inv, self.known, scan, self.keymap
-        ):
+        if self.look_up_in(tx.txn, tx.seq, lines, scan):
             return  # (all in C: store/_bulk.c's look_up, each key as _look_up reads it)
         order, groups = _encoder.key_groups(lines, self.plane_group)
         self.known.update(zip(order, self._look_up(tx, groups), strict=True))
+
+    def look_up_in(self, txn: Txn, seq: int, lines: list[Any], scan: Scan | None) -> bool:
+        """:meth:`look_up_keys` in C alone, as of commit ``seq`` in ``txn`` (the write transaction,
+        or a read transaction with every key the import made in the complete key map); False: not
+        answered here (the Python path's, or no C module)."""
+        self.scan = scan
+        c_module = _c_module()
+        return c_module is not None and c_module.look_up(
+            lines, txn, self.keys_db, self.plane_group, keys.inv(seq), self.known, scan, self.keymap
+        )
 
     def _look_up(self, tx: WriteTx, groups: list[bytes]) -> list[int | None]:
         """The node each key group names as of this commit: in C (store/_walk.c) when it can, else as
@@ -355,7 +390,7 @@ class BulkWrites:
         tx.tallies.count(plane, 0, +1)
         tx.tallies.add(keys.tally_key(plane, b"T", edge_type), +1)
 
-    def take(self, tx: WriteTx, parsed: list[Any], start: int) -> tuple[int, int, int]:
+    def take(self, tx: Commit, parsed: list[Any], start: int) -> tuple[int, int, int]:
         """Make the commit's parsed lines from ``start`` on into new records in C while they have the
         common shapes (store/_bulklines.c; a line the commit's scan read, from its tokens): the same
         ids, mutations, entries and tallies the Python path gives them — in a wired transaction the
@@ -391,11 +426,12 @@ class BulkWrites:
         0.78 -> 0.52 s for upstream's 600k lines), for ~2.6 bytes held a byte of the transaction's
         file (tests/bench/RESULTS.md). Nothing the import reads looks at them: an edge line reads
         only edges that were there before it began (jsonl.py's _existing_edge)."""
-        for name, run in self.runs.items():
-            if len(run) and (adjacency or name not in _ADJACENCY):
-                run.sort()
-                put_sorted(self.txn, self.dbs[name], run)
-                run.clear()
+        txn = self.txn
+        assert txn is not None, "a BulkWrites made ahead of its transaction writes nothing"
+        runs = {name: run for name, run in self.runs.items() if adjacency or name not in _ADJACENCY}
+        write_runs(txn, self.dbs, runs)
+        for run in runs.values():
+            run.clear()
         if self.keymap is not None:
             self.keymap.add(self.key_ids)  # (the C loop's keys too)
         self.key_ids.clear()  # the file answers for them now
@@ -409,6 +445,20 @@ def _encodes(name: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def write_runs(txn: Txn, dbs: Dbs, runs: dict[str, Run]) -> None:
+    """Each table's run sorted and put into it (see :func:`put_sorted`): from C in one call that
+    lets go of the GIL once, when it can (store/_bulkrun.c's write_runs), else run by run."""
+    pairs = [(run, dbs[name]) for name, run in runs.items() if len(run)]
+    c_module = _c_module()
+    written = False if c_module is None else c_module.write_runs(txn, pairs)
+    if written is False:
+        for run, db in pairs:
+            run.sort()
+            put_sorted(txn, db, run)
+    elif isinstance(written, tuple):
+        raise lmdb_error(written[1], written[2])
 
 
 def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:

@@ -37,13 +37,14 @@ from drsg.kernel.values import (
     props_to_json,
     to_json,
 )
-from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map
+from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map, scanner
 from drsg.store.database import Database
+from drsg.store.importahead import Chunk, ChunkMaker, ChunkWriter, ahead_enabled
 from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
-from drsg.store.transaction import WriteTx, label_list
+from drsg.store.transaction import IdCounters, WriteTx, label_list
 
 ON_CONFLICT = ("error", "skip", "update")
 _PUT_MODE = {"error": "create", "skip": "skip", "update": "replace"}  # --on-conflict -> WriteTx.put_node mode
@@ -217,9 +218,23 @@ class _Importer:
         self.bulk: BulkWrites | None = None  # new records in sorted runs: only ever created under "error"
         # the keys this import made, answered without a seek once their transaction committed
         self.keymap = key_map() if on_conflict == "error" and bulk_enabled() else None
+        self.maker: ChunkMaker | None = None  # commits made ahead of their transaction (store/importahead.py)
+        self.writer = ChunkWriter(stage)
+        self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
 
     def run(self, source: Path) -> ImportReport:
+        try:
+            self._run()
+        except BaseException:
+            self.writer.stop()  # (what this thread met is raised; the stage then removes what was written)
+            raise
+        self.writer.wait()
+        return self._verdict(source)
+
+    def _run(self) -> None:
         while not self.done:
+            if self._ahead():
+                continue
             rewind = _Rewind(
                 self.fh.tell(),
                 self.line_no,
@@ -233,6 +248,8 @@ class _Importer:
             if self.keymap is not None:
                 self.keymap.publish()  # (committed: a later transaction's seek would find them)
             self.chunk_file_ids = []
+
+    def _verdict(self, source: Path) -> ImportReport:
         self.report.lines = self.line_no
         if self.bad_lines:
             raise UsageError(
@@ -249,6 +266,67 @@ class _Importer:
                 f"nothing was written — re-run with --on-conflict skip or --on-conflict update"
             )
         return self.report
+
+    def _ahead(self) -> bool:
+        """Make the next transaction's commits ahead of it and hand them to the writer thread, while
+        every line of them can be (store/importahead.py); False: the next is this thread's to write,
+        as before, once the writer is done (and the rest, once a line went wrong or the map filled)."""
+        maker = self._maker()
+        if maker is None or not maker.on or self.bad_lines or self.collisions:
+            self.writer.wait()
+            self.next_chunk = None
+            return False
+        seq, ids = self.next_chunk or (self.stage.top + 1, self.stage.ids)
+        chunk = maker.begin(seq, ids)
+        self._make(maker, chunk)
+        if not chunk.commits:
+            self.writer.wait()
+            self.next_chunk = None
+            return False
+        self.writer.submit(chunk)
+        self.next_chunk = (chunk.first_seq + len(chunk.commits), chunk.ids_to)
+        return True
+
+    def _maker(self) -> ChunkMaker | None:
+        """The import's chunk maker, once its plane is known (the first transaction found or made
+        it): for a plain staged write (a Kafka node's writes its one commit itself) whose lines the
+        C loop reads, under --on-conflict error."""
+        stage = self.stage
+        if self.maker is None and self.keymap is not None and scanner() and ahead_enabled():
+            if type(stage).chunk is not StagedWrite.chunk:
+                return None
+            with stage.env.read() as txn:  # (a plane this import is to make: once its first transaction did)
+                plane = Snapshot(txn, stage.env.dbs, stage.top).find_plane(self.plane_name)
+            if plane is not None:
+                self.maker = ChunkMaker(stage.env, stage.env.dbs, plane, self.new_nodes_from, self.keymap)
+        return self.maker
+
+    def _make(self, maker: ChunkMaker, chunk: Chunk) -> None:
+        """Commits of ``commit_lines`` lines into ``chunk`` until ``txn_bytes`` of the file are read
+        in it, the file ends, or a commit cannot be made ahead (the file is back at its start)."""
+        start, scan = self.fh.tell(), scanner()
+        while maker.on:
+            at = self.fh.tell()
+            ahead = read_ahead(self.fh, self.commit_lines, scan)
+            if not ahead.raws:
+                self.done = True
+                return
+            made = maker.commit(chunk, ahead)
+            if made is None:
+                self.fh.seek(at)
+                return
+            self.line_no += len(ahead.raws)
+            self.report.nodes_created += made[0]
+            self.report.edges_created += made[1]
+            read = self.fh.tell()
+            if self.progress is not None and read > self.reported:
+                self.reported = read
+                self.progress(read)
+            if len(ahead.raws) < self.commit_lines:
+                self.done = True
+                return
+            if read - start >= self.txn_bytes:
+                return
 
     def _transaction(self, tx: WriteTx, rewind: _Rewind) -> None:
         """Commits of ``commit_lines`` lines each in one LMDB transaction, from where ``rewind`` says
@@ -326,7 +404,7 @@ class _Importer:
 
     def _read_ahead(self, bulk: BulkWrites) -> Ahead:
         """The commit's lines, read and parsed (store/readahead.py), and the keys they name looked up."""
-        ahead = read_ahead(self.fh, self.commit_lines, bulk.scanner())
+        ahead = read_ahead(self.fh, self.commit_lines, scanner())
         bulk.look_up_keys(self.tx, ahead.lines, ahead.scan)
         return ahead
 

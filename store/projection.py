@@ -57,6 +57,13 @@ class Tallies:
         change[0] += nodes
         change[1] += edges
 
+    def add_all(self, other: Tallies) -> None:
+        """Add ``other``'s changes to these."""
+        for key, delta in other.deltas.items():
+            self.add(key, delta)
+        for plane, (nodes, edges) in other.counts.items():
+            self.count(plane, nodes, edges)
+
     def forget_plane(self, plane: int) -> None:
         """A dropped plane's tallies are deleted outright: pending changes to them must not return."""
         prefix = keys.plane_group(plane)

@@ -34,7 +34,7 @@ from drsg.store.mutations import EdgePut, IndexDeclare, Mutation, NodePut, Plane
 from drsg.store.projection import Tallies
 from drsg.store.sink import LogSink
 from drsg.store.snapshot import Snapshot
-from drsg.store.transaction import WriteTx
+from drsg.store.transaction import IdCounters, WriteTx
 
 T = TypeVar("T")
 WAIT = 0.05  # seconds between looks at another process's staged write
@@ -236,6 +236,11 @@ class StagedWrite:
     def top(self) -> int:
         """The last seq staged so far (the head before the write, while nothing is)."""
         return self._state.head
+
+    @property
+    def ids(self) -> IdCounters:
+        """The id counters after what is staged so far (a copy)."""
+        return self._state.ids.copy()
 
     def chunk(self, fn: Callable[[WriteTx], T]) -> T:
         """Run ``fn`` in a transaction of its own and stage its commits (``fn`` may seal several

@@ -9,15 +9,16 @@ order reversed every other pass) and the median is reported as records (nodes + 
 ``--before`` adds the import as it was before its bulk path (store/bulkwrite.py: every record through
 WriteTx and the projection, ``use_bulk(False)``); ``--no-loop`` the bulk path with each line read in
 Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--no-puts`` the import with every
-table's runs sorted but not written, but the keys' (its seeks read them): the import's own work,
-what a writer thread fed its sorted runs could overlap with LMDB's; ``--txn-mib 1,4,64`` adds it at
+table's runs sorted but not written, but the keys' (its seeks read them): the import's own work;
+``--in-txn`` the import with each transaction's commits made in it on one thread, as before
+store/importahead.py made them ahead and wrote them on a thread of their own; ``--txn-mib 1,4,64`` adds it at
 those transaction sizes (``store.import_txn_bytes``); ``--tree OLD`` the import as another checkout's code does it (a
 folder laid out as the package, as bench_startup's ``--tree``: ``OLD/drsg/`` holding ``drsg/*`` and
 the layer folders, its C modules built in place). ``--profile FILE`` instead runs one drsg import
 under cProfile and writes its stats to FILE (``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
-        [--no-floor] [--before] [--no-loop] [--no-puts] [--txn-mib LIST]
+        [--no-floor] [--before] [--no-loop] [--no-puts] [--in-txn] [--txn-mib LIST]
 """
 
 from __future__ import annotations
@@ -44,14 +45,19 @@ if os.environ.get("DRSG_TREE"):  # (--tree: that checkout's code, not the instal
     sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in str(f)]
     sys.path.insert(0, os.environ["DRSG_TREE"])
 import drsg
-from drsg.store import bulkwrite
+from drsg.store import bulkwrite, importahead
 from drsg.store.jsonl import import_jsonl
 bulkwrite.use_bulk(sys.argv[5] != "reference")
-bulkwrite.use_lines(sys.argv[5] in ("bulk", "bulk-no-puts"))  # "bulk-no-loop": each line read in Python
+bulkwrite.use_lines(sys.argv[5] in ("bulk", "bulk-no-puts", "bulk-in-txn"))  # "bulk-no-loop": each line in Python
+importahead.use_ahead(sys.argv[5] != "bulk-in-txn")
 db = drsg.open(sys.argv[1], map_size=4 << 30)
-if sys.argv[5] == "bulk-no-puts":  # the import's own work: its runs sorted, only the keys' written (its seeks)
-    put_sorted, keys_db = bulkwrite.put_sorted, db.env.dbs["keys"]
-    bulkwrite.put_sorted = lambda txn, table, run: put_sorted(txn, table, run) if table is keys_db else None
+if sys.argv[5] == "bulk-no-puts":  # the import's own work: its runs sorted, only the keys' written (seeks read them)
+    write_runs = bulkwrite.write_runs
+    def sorted_only(txn, dbs, runs):
+        for run in runs.values():
+            run.sort()
+        write_runs(txn, dbs, {name: run for name, run in runs.items() if name == "keys"})
+    bulkwrite.write_runs = sorted_only
 sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
 start, cpu = time.perf_counter(), time.process_time()
 if sys.argv[4]:
@@ -107,6 +113,7 @@ def main() -> None:
     ap.add_argument("--no-loop", action="store_true", help="also the bulk path without its C line loop")
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
     ap.add_argument("--no-puts", action="store_true", help="also the import with its entries sorted, not written")
+    ap.add_argument("--in-txn", action="store_true", help="also the import with no commit made ahead (one thread)")
     ap.add_argument("--tree", help="also the import as the package tree OLD's code does it (see the docstring)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
@@ -146,6 +153,8 @@ def main() -> None:
         loads[NO_LOOP] = drsg_load("", "bulk-no-loop")
     if args.no_puts:
         loads[NO_PUTS] = drsg_load("", "bulk-no-puts")
+    if args.in_txn:
+        loads[IN_TXN] = drsg_load("", "bulk-in-txn")
     if args.tree:
         loads[TREE] = drsg_load("", tree=args.tree)
     for mib in filter(None, args.txn_mib.split(",")):
@@ -205,6 +214,12 @@ def main() -> None:
     if args.no_puts:  # what a writer thread fed sorted runs could overlap: the puts' share of the import
         alone, whole = (statistics.median(secs[name]) for name in (NO_PUTS, "drsg `import_jsonl`"))
         lines.append(f"drsg without its puts / with (seconds, medians): {common.ratio(alone, whole):.2f}×")
+    if args.in_txn:
+        lines.append(f"drsg made ahead / in its transactions (records/s): {common.ratio(drsg, rate[IN_TXN]):.2f}×")
+        if KUZU_ROW in rate:
+            lines.append(
+                f"drsg in its transactions / Kùzu (records/s): {common.ratio(rate[IN_TXN], rate[KUZU_ROW]):.2f}×"
+            )
     if args.no_loop:
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (NO_LOOP, "drsg `import_jsonl`")]
         lines.append(f"drsg with the C line loop / without (records/s): {common.ratio(drsg, rate[NO_LOOP]):.2f}×")
@@ -217,6 +232,7 @@ def _each(values: list[float] | list[float | None]) -> str:
 
 
 NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
+IN_TXN = "drsg `import_jsonl`, each transaction's commits made in it (no writer thread)"
 TREE = "drsg `import_jsonl`, --tree's code"
 NO_PUTS = "drsg `import_jsonl`, its entries sorted but not written (the keys' excepted)"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"

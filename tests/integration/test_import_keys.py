@@ -12,7 +12,7 @@ import pytest
 
 import drsg
 from drsg.kernel.errors import Conflict
-from drsg.store import jsonl
+from drsg.store import importahead, jsonl
 from drsg.store.database import Database
 from drsg.store.transaction import WriteTx
 
@@ -29,9 +29,12 @@ def _edges_by_key(db: Database, plane_name: str) -> list[tuple[str, str, str]]:
         return sorted((key_of[e.src], e.type, key_of[e.dst]) for e in snap.edges(plane))  # type: ignore[misc]
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["in-transaction", "made-ahead"])
 def test_edges_land_between_the_named_nodes_across_chunks_and_reruns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool
 ) -> None:
+    """Each transaction that meets a full map runs again from where it began — one made ahead of
+    itself (store/importahead.py) from the same chunk — and every edge lands between its nodes."""
     rng = random.Random(3)
     pairs = [(i, i + 1, "NEXT") for i in range(1499)] + [
         (rng.randrange(1500), rng.randrange(1500), "SEE") for _ in range(800)
@@ -44,14 +47,22 @@ def test_edges_land_between_the_named_nodes_across_chunks_and_reruns(
             src, dst, kind = waiting.pop(0)
             lines.append({"src_key": f"k{src}", "dst_key": f"k{dst}", "type": kind})
     source = _write(tmp_path / "g.jsonl", lines)
-    starts: list[int] = []  # where each run of a transaction began in the file
-    transaction = jsonl._Importer._transaction
+    starts: list[int] = []  # where each run of a transaction began: in the file, or its chunk's first seq
+    transaction, write = jsonl._Importer._transaction, importahead.Chunk.write
 
     def counted(self: jsonl._Importer, tx: WriteTx, rewind: jsonl._Rewind) -> None:
         starts.append(rewind.offset)
         transaction(self, tx, rewind)
 
-    monkeypatch.setattr(jsonl._Importer, "_transaction", counted)
+    def counted_ahead(chunk: importahead.Chunk, tx: WriteTx) -> None:
+        starts.append(chunk.first_seq)
+        write(chunk, tx)
+
+    monkeypatch.setattr(importahead, "_enabled", ahead)
+    if ahead:
+        monkeypatch.setattr(importahead.Chunk, "write", counted_ahead)
+    else:
+        monkeypatch.setattr(jsonl._Importer, "_transaction", counted)
     with drsg.open(tmp_path / "g.drsg", map_size=1 << 20) as db:  # 1 MiB: chunks meet a full map and run again
         db.write(lambda tx: tx.create_plane("p"))
         monkeypatch.setattr(db.env, "reserve", lambda extra: None)  # no headroom ahead: the map grows mid-import

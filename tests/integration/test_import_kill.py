@@ -24,6 +24,7 @@ import pytest
 
 import drsg
 from drsg.kernel.settings import REGISTRY
+from drsg.store import importahead
 from drsg.store.environment import Environment, EnvOptions
 from drsg.store.jsonl import TXN_BYTES, export_lines, import_jsonl
 from drsg.store.meta import StageMark, read_mark
@@ -230,10 +231,16 @@ def test_a_staged_import_is_invisible_until_it_finishes(db_path: Path, tmp_path:
             assert cur.last() and int.from_bytes(cur.key(), "big") == db.head()
 
 
-def test_several_commits_share_each_staged_transaction(db_path: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("ahead", [False, True], ids=["in-transaction", "made-ahead"])
+def test_several_commits_share_each_staged_transaction(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool
+) -> None:
     """A commit per ``commit_lines`` lines, as many to an LMDB transaction as ``txn_bytes`` of the file
     hold: the mark (what other processes see staged) moves three commits at a time, while progress is
-    reported after every commit and the log holds one commit per 500 lines."""
+    reported after every commit and the log holds one commit per 500 lines. Commits made ahead of
+    their transaction (store/importahead.py) are reported as they are made, and the mark follows as
+    the writer thread commits them: never ahead of them, three at a time."""
+    monkeypatch.setattr(importahead, "_enabled", ahead)
     lines = tmp_path / "nodes.jsonl"
     lines.write_text("".join(json.dumps({"external_key": f"k{i:05}"}) + "\n" for i in range(6_000)))
     line_bytes = len(json.dumps({"external_key": "k00000"})) + 1  # every line is as long
@@ -250,7 +257,10 @@ def test_several_commits_share_each_staged_transaction(db_path: Path, tmp_path: 
 
         report = import_jsonl(db, lines, "p", commit_lines=500, txn_bytes=3 * 500 * line_bytes, progress=peek)
         assert report.commits == 12 and report.first_seq == base + 1
-        assert staged == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 9]  # one report a commit, a transaction per three
+        if ahead:
+            assert staged == sorted(staged) and all(n % 3 == 0 and n <= made for made, n in enumerate(staged))
+        else:
+            assert staged == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 9]  # one report a commit, a transaction per three
         with db.read() as reader:
             assert [len(c.mutations) for c in reader.commits(base + 1)] == [500] * 12
         with db.env.read() as txn:

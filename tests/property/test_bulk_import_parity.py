@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import drsg
 from drsg.kernel.errors import DrsgError
 from drsg.kernel.values import pack, unpacker
-from drsg.store import bulkwrite, keys, native, staging
+from drsg.store import bulkwrite, importahead, keys, native, staging
 from drsg.store.database import Database
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
@@ -114,13 +114,18 @@ def _dump(db: Database) -> dict[str, list[tuple[bytes, bytes]]]:
     return tables
 
 
+PATHS = ("reference", "bulk", "ahead")  # every record through WriteTx; sorted runs in the transaction; made ahead
+
+
 @contextmanager
-def _path(bulk: bool) -> Iterator[None]:
-    bulkwrite.use_bulk(bulk)
+def _path(path: str) -> Iterator[None]:
+    bulkwrite.use_bulk(path != "reference")
+    importahead.use_ahead(path == "ahead")
     try:
         yield
     finally:
         bulkwrite.use_bulk(True)
+        importahead.use_ahead(True)
 
 
 def _open(path: Path, seeded: bool) -> Database:
@@ -141,9 +146,9 @@ def _open(path: Path, seeded: bool) -> Database:
     return db
 
 
-def _import(root: Path, name: str, data: Path, how: tuple[str, bool, int, int], bulk: bool) -> tuple[Any, Any]:
+def _import(root: Path, data: Path, how: tuple[str, bool, int, int], path: str) -> tuple[Any, Any]:
     mode, seeded, commit_lines, txn_bytes = how
-    with _open(root / name, seeded) as db, _path(bulk):
+    with _open(root / f"{path}.drsg", seeded) as db, _path(path):
         read: list[int] = []  # progress: the bytes read after each commit (the bulk path reads ahead)
         try:
             outcome: Any = import_jsonl(
@@ -159,6 +164,16 @@ def _import(root: Path, name: str, data: Path, how: tuple[str, bool, int, int], 
         except DrsgError as exc:
             outcome = (type(exc).__name__, str(exc))
         return (outcome, read), _dump(db)
+
+
+def _same_as_reference(root: Path, data: Path, how: tuple[str, bool, int, int]) -> None:
+    """``data`` imported by each path: the same report, or the same refusal word for word, the same
+    progress, and every table the reference's."""
+    reference, *others = (_import(root, data, how, path) for path in PATHS)
+    for path, other in zip(PATHS[1:], others, strict=True):
+        assert other[0] == reference[0], path
+        for table in DB_NAMES:
+            assert other[1][table] == reference[1][table], (path, table)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -191,11 +206,7 @@ def test_the_bulk_path_makes_the_same_database_as_the_reference(
     data = root / "in.jsonl"
     data.write_text("\n".join(body) + "\n", encoding="utf-8")
     how = (mode, seeded, commit_lines, txn_bytes)
-    reference = _import(root, "reference.drsg", data, how, bulk=False)
-    bulk = _import(root, "bulk.drsg", data, how, bulk=True)
-    assert bulk[0] == reference[0]  # the same report, or the same refusal word for word; the same progress
-    for table in DB_NAMES:
-        assert bulk[1][table] == reference[1][table], table
+    _same_as_reference(root, data, how)
 
 
 INTS = [-(2**63), -(2**63) + 1, -(2**31) - 1, -(2**31), -32769, -32768, -129, -128, -33, -32, -1, 0, 127, 128]
@@ -238,16 +249,24 @@ def test_the_c_line_loop_makes_the_same_database_as_the_reference(
     data = root / "in.jsonl"
     data.write_text("\n".join(body) + "\n", encoding="utf-8")
     how = ("error", seeded, commit_lines, 1 << 20)
-    reference = _import(root, "reference.drsg", data, how, bulk=False)
-    bulk = _import(root, "bulk.drsg", data, how, bulk=True)
-    assert bulk[0] == reference[0]
-    for table in DB_NAMES:
-        assert bulk[1][table] == reference[1][table], table
+    _same_as_reference(root, data, how)
 
 
-def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ahead", [False, True], ids=["in-transaction", "made-ahead"])
+def test_a_file_the_bulk_path_takes_is_written_by_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: bool
+) -> None:
     """The parity above compares something: a plain file under ``error`` goes through the bulk path's
-    runs (every new record, none written one at a time) and comes out whole."""
+    runs (every new record, none written one at a time) and comes out whole — into a plane there
+    already, made ahead of its transaction and written by the writer thread (store/importahead.py)."""
+    made_ahead: list[int] = []
+    write = importahead.Chunk.write
+
+    def counted(chunk: importahead.Chunk, tx: Any) -> None:
+        made_ahead.append(len(chunk.commits))
+        write(chunk, tx)
+
+    monkeypatch.setattr(importahead.Chunk, "write", counted)
     data = tmp_path / "in.jsonl"
     data.write_text(
         "".join(
@@ -258,22 +277,22 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(tmp_path: Path) -> None:
         )
     )
     flushed: list[int] = []
-    real = bulkwrite.put_sorted
+    real = bulkwrite.write_runs
 
-    def counting(txn: Any, db: Any, run: bulkwrite.Run) -> None:
-        flushed.append(len(run))
-        real(txn, db, run)
+    def counting(txn: Any, dbs: Any, runs: dict[str, bulkwrite.Run]) -> None:
+        flushed.extend(len(run) for run in runs.values())
+        real(txn, dbs, runs)
 
-    bulkwrite.put_sorted = counting  # type: ignore[assignment]  # (counted, then restored)
-    try:
-        with drsg.open(tmp_path / "g.drsg") as db:
-            report = import_jsonl(db, data, "p", create_plane=True)
-            assert isinstance(report, ImportReport) and (report.nodes_created, report.edges_created) == (50, 80)
-            assert db.stats().edges == 80
-    finally:
-        bulkwrite.put_sorted = real  # type: ignore[assignment]
+    monkeypatch.setattr(bulkwrite, "write_runs", counting)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        if ahead:
+            db.write(lambda tx: tx.create_plane("p"))  # (a plane the import makes: its first transaction's own)
+        report = import_jsonl(db, data, "p", create_plane=True, commit_lines=20)
+        assert isinstance(report, ImportReport) and (report.nodes_created, report.edges_created) == (50, 80)
+        assert db.stats().edges == 80
     # nodes + keys + labels (50 each), edges + out + in (80 each)
     assert sum(flushed) == 3 * 50 + 3 * 80
+    assert made_ahead == ([7] if ahead else [])  # (130 lines, 20 a commit: made ahead in one transaction)
 
 
 class _Unwired(LogSink):
@@ -513,27 +532,24 @@ def test_the_c_key_look_up_answers_as_the_python_path(keyed: Database, lines: li
         txn.abort()
 
 
-def test_a_transactions_adjacency_is_written_once_at_its_end(tmp_path: Path) -> None:
+def test_a_transactions_adjacency_is_written_once_at_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``out``/``in`` runs wait for the LMDB transaction's end (each commit's other runs do not):
-    one put of each per transaction, holding every commit's edges — and the tables come out whole."""
+    one put of each per transaction, holding every commit's edges — and the tables come out whole.
+    (A transaction made ahead of itself writes every run once: the plane made here, it is not.)"""
     data = tmp_path / "in.jsonl"
     nodes = [{"labels": ["A"], "external_key": f"n{i}"} for i in range(20)]
     edges = [{"src_key": f"n{i % 20}", "dst_key": f"n{i * 7 % 20}", "type": "E"} for i in range(80)]
     data.write_text("".join(json.dumps(obj) + "\n" for obj in [*nodes, *edges]))
-    written: list[tuple[Any, int]] = []
-    real = bulkwrite.put_sorted
+    written: list[tuple[str, int]] = []
+    real = bulkwrite.write_runs
 
-    def counting(txn: Any, db: Any, run: bulkwrite.Run) -> None:
-        written.append((db, len(run)))
-        real(txn, db, run)
+    def counting(txn: Any, dbs: Any, runs: dict[str, bulkwrite.Run]) -> None:
+        written.extend((name, len(run)) for name, run in runs.items() if len(run))
+        real(txn, dbs, runs)
 
-    bulkwrite.put_sorted = counting  # type: ignore[assignment]  # (counted, then restored)
-    try:
-        with drsg.open(tmp_path / "g.drsg") as db:
-            import_jsonl(db, data, "p", create_plane=True, commit_lines=10)  # 10 commits, one transaction
-            tables = {name: db.env.dbs[name] for name in ("out", "in", "edges")}
-            assert db.stats().edges == 80
-    finally:
-        bulkwrite.put_sorted = real  # type: ignore[assignment]
-    assert [n for d, n in written if d is tables["out"]] == [80] == [n for d, n in written if d is tables["in"]]
-    assert [n for d, n in written if d is tables["edges"]] == [10] * 8  # (each commit's)
+    monkeypatch.setattr(bulkwrite, "write_runs", counting)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        import_jsonl(db, data, "p", create_plane=True, commit_lines=10)  # 10 commits, one transaction
+        assert db.stats().edges == 80
+    assert [n for name, n in written if name == "out"] == [80] == [n for name, n in written if name == "in"]
+    assert [n for name, n in written if name == "edges"] == [10] * 8  # (each commit's)

@@ -1,0 +1,177 @@
+"""An import's commits made ahead of their LMDB transaction, written by a thread of their own.
+
+The bulk path (store/bulkwrite.py) makes a commit's records in C; written on the importer's thread,
+LMDB's puts, the sorts and each transaction's commit and sync (about half of upstream's import)
+waited for the reading and the reading for them. A :class:`Chunk` is one LMDB transaction's worth
+of commits made with no write transaction open: each key its lines name is answered by the
+import's key map (store/_bulkmap.c: every key the import made, published as each commit is made)
+or, if the map has not got it, by a read transaction (what was there before the import) — together
+what the write transaction would answer, while the map holds every key it was given
+(``KeyMap.complete``). A :class:`ChunkWriter` writes each chunk through the staged write on a thread
+while the importer makes the next; its puts, sorts and sync run without the GIL.
+
+A commit the C line loop cannot make whole (a line of another shape, a key already taken, an end
+it does not know, a blank line) is taken back — its entries cut from the runs, its keys never
+published — and ends the chunk before it; store/jsonl.py then reads on as before, in a transaction
+of its own once the writer is done. The records, entries, tallies and log records are the same
+either way (tests/property/test_bulk_import_parity.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, field
+
+from drsg.store import bulkwrite
+from drsg.store.bulkwrite import BulkWrites, KeyMap, Run, new_runs
+from drsg.store.environment import Dbs, Environment
+from drsg.store.mutations import Mutation
+from drsg.store.projection import Tallies
+from drsg.store.readahead import Ahead
+from drsg.store.records import Plane
+from drsg.store.staging import StagedWrite
+from drsg.store.transaction import IdCounters, WriteTx
+
+_enabled = True
+
+
+def use_ahead(on: bool) -> None:
+    """Make an import's commits ahead of their transactions and write them on a thread (``True``)
+    or make and write each in its transaction on the importer's thread (``False``): for the parity
+    tests and the benchmark's before and after."""
+    global _enabled
+    _enabled = on
+
+
+def ahead_enabled() -> bool:
+    return _enabled
+
+
+@dataclass
+class Chunk:
+    """Commits made ahead, from ``first_seq`` on: their runs, each one's wires, their tallies."""
+
+    first_seq: int
+    ids_from: IdCounters
+    ids_to: IdCounters
+    runs: dict[str, Run]
+    commits: list[tuple[list[bytes], int]] = field(default_factory=list)  # wires, how many mutations
+    tallies: Tallies = field(default_factory=Tallies)
+
+    def write(self, tx: WriteTx) -> None:
+        """Write the chunk into the staged write's transaction ``tx`` (a chunk's ``fn``; run again
+        from the same chunk if the map grew): every run, sorted, then each commit sealed from its
+        wires — the last by the stage."""
+        if tx.seq != self.first_seq or tx.ids != self.ids_from:
+            raise RuntimeError(f"an import's chunk made for seq {self.first_seq} met seq {tx.seq}")
+        bulkwrite.write_runs(tx.txn, tx.dbs, self.runs)  # (run again: sorted already, one pass finds it so)
+        for n, (wires, count) in enumerate(self.commits):
+            if n:
+                tx.commit_point()
+            tx.wires, tx.wire_count = wires, count
+        tx.ids.node, tx.ids.edge = self.ids_to.node, self.ids_to.edge
+        tx.tallies.add_all(self.tallies)
+
+
+@dataclass
+class _Made:
+    """One commit being made ahead: what BulkWrites.take fills (store/bulkwrite.py's Commit)."""
+
+    seq: int
+    ids: IdCounters
+    wired: bool = True  # sealed from its wires: the C loop makes no mutation objects
+    wires: list[bytes] = field(default_factory=list)
+    wire_count: int = 0
+    mutations: list[Mutation] = field(default_factory=list)
+    tallies: Tallies = field(default_factory=Tallies)
+
+
+class ChunkMaker:
+    """Makes an import's commits into chunks with no write transaction open (see the module). Two
+    sets of runs take turns: one being written by the :class:`ChunkWriter`, one being filled."""
+
+    def __init__(self, env: Environment, dbs: Dbs, plane: Plane, new_nodes_from: int, keymap: KeyMap) -> None:
+        self.env, self.dbs, self.plane = env, dbs, plane
+        self.new_nodes_from = new_nodes_from
+        self.keymap = keymap
+        self.run_sets = (new_runs(), new_runs())
+        self.turn = 0
+        self.bulk = BulkWrites(None, dbs, plane, new_nodes_from, keymap, self.run_sets[0])
+
+    @property
+    def on(self) -> bool:
+        """Whether commits can still be made ahead: the key map holds every key the import made."""
+        return self.keymap.complete
+
+    def begin(self, first_seq: int, ids: IdCounters) -> Chunk:
+        """A new chunk from ``first_seq`` and ``ids`` on, in the set of runs the writer is not
+        writing (the caller waited for the chunk before the last)."""
+        runs = self.run_sets[self.turn]
+        self.turn ^= 1
+        self.bulk = BulkWrites(None, self.dbs, self.plane, self.new_nodes_from, self.keymap, runs)
+        return Chunk(first_seq, ids.copy(), ids.copy(), runs)
+
+    def commit(self, chunk: Chunk, ahead: Ahead) -> tuple[int, int] | None:
+        """``ahead``'s lines made into ``chunk``'s next commit: the nodes and edges made, or None —
+        not every line could be, and nothing of the commit is kept."""
+        bulk, seq = self.bulk, chunk.first_seq + len(chunk.commits)
+        made = _Made(seq, chunk.ids_to.copy())
+        marks = [len(run) for run in chunk.runs.values()]
+        with self.env.read() as txn:
+            answered = bulk.look_up_in(txn, seq, ahead.lines, ahead.scan)
+        stop, nodes, edges = bulk.take(made, ahead.lines, 0) if answered else (-1, 0, 0)
+        if stop != len(ahead.lines):
+            for run, n in zip(chunk.runs.values(), marks, strict=True):
+                run.cut(n)
+            self._next_commit()
+            return None
+        self.keymap.add(bulk.key_ids)  # this commit's keys answer the next commits' look-ups
+        self.keymap.publish()
+        self._next_commit()
+        chunk.commits.append((made.wires, made.wire_count))
+        chunk.ids_to = made.ids
+        chunk.tallies.add_all(made.tallies)
+        return nodes, edges
+
+    def _next_commit(self) -> None:
+        bulk = self.bulk
+        bulk.key_ids.clear()
+        bulk.known.clear()
+        bulk.scan = None
+
+
+class ChunkWriter:
+    """Writes chunks through a staged write, one at a time, each on a thread of its own (LMDB's
+    write transaction must end on the thread that began it)."""
+
+    def __init__(self, stage: StagedWrite) -> None:
+        self.stage = stage
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, chunk: Chunk) -> None:
+        """Start writing ``chunk``, once the chunk before it is written (raising what that met)."""
+        self.wait()
+        self._thread = threading.Thread(target=self._write, args=(chunk,), name="drsg-import-writer", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Until the chunk being written is; raises what writing it met."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def stop(self) -> None:
+        """Until the chunk being written is, its error dropped: the importer's own is raised."""
+        with contextlib.suppress(BaseException):  # the importer's error came first and is the one raised
+            self.wait()
+
+    def _write(self, chunk: Chunk) -> None:
+        try:
+            self.stage.chunk(chunk.write)
+        except BaseException as exc:  # handed to the importer's thread, which raises it
+            self._error = exc
