@@ -156,6 +156,10 @@ class ChunkWriter:
         self._thread = threading.Thread(target=self._write, args=(chunk,), name="drsg-import-writer", daemon=True)
         self._thread.start()
 
+    def idle(self) -> bool:
+        """Whether no chunk is being written: one made now would be written at once."""
+        return self._thread is None or not self._thread.is_alive()
+
     def wait(self) -> None:
         """Until the chunk being written is; raises what writing it met."""
         if self._thread is not None:

@@ -303,7 +303,10 @@ class _Importer:
 
     def _make(self, maker: ChunkMaker, chunk: Chunk) -> None:
         """Commits of ``commit_lines`` lines into ``chunk`` until ``txn_bytes`` of the file are read
-        in it, the file ends, or a commit cannot be made ahead (the file is back at its start)."""
+        in it, the file ends, a commit cannot be made ahead (the file is back at its start) — or the
+        writer has nothing to write: a chunk then ends after any commit, so the writer is never
+        left waiting for a whole transaction's lines (the first, and while lines are made more
+        slowly than written: a node takes longer to make than to write, an edge the other way)."""
         start, scan = self.fh.tell(), scanner()
         while maker.on:
             at = self.fh.tell()
@@ -325,7 +328,7 @@ class _Importer:
             if len(ahead.raws) < self.commit_lines:
                 self.done = True
                 return
-            if read - start >= self.txn_bytes:
+            if read - start >= self.txn_bytes or self.writer.idle():
                 return
 
     def _transaction(self, tx: WriteTx, rewind: _Rewind) -> None:

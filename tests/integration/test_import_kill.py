@@ -11,6 +11,7 @@ least a few times, or the kills did not land where they should.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -239,7 +240,7 @@ def test_several_commits_share_each_staged_transaction(
     hold: the mark (what other processes see staged) moves three commits at a time, while progress is
     reported after every commit and the log holds one commit per 500 lines. Commits made ahead of
     their transaction (store/importahead.py) are reported as they are made, and the mark follows as
-    the writer thread commits them: never ahead of them, three at a time."""
+    the writer thread commits them: never ahead of them, at most three at a time."""
     monkeypatch.setattr(importahead, "_enabled", ahead)
     lines = tmp_path / "nodes.jsonl"
     lines.write_text("".join(json.dumps({"external_key": f"k{i:05}"}) + "\n" for i in range(6_000)))
@@ -257,8 +258,10 @@ def test_several_commits_share_each_staged_transaction(
 
         report = import_jsonl(db, lines, "p", commit_lines=500, txn_bytes=3 * 500 * line_bytes, progress=peek)
         assert report.commits == 12 and report.first_seq == base + 1
-        if ahead:
-            assert staged == sorted(staged) and all(n % 3 == 0 and n <= made for made, n in enumerate(staged))
+        if ahead:  # a transaction ends early too, when the writer has nothing to write
+            marks = sorted(set(staged))
+            assert staged == sorted(staged) and all(n <= made for made, n in enumerate(staged))
+            assert all(0 < b - a <= 3 for a, b in itertools.pairwise(marks))
         else:
             assert staged == [0, 0, 0, 3, 3, 3, 6, 6, 6, 9, 9, 9]  # one report a commit, a transaction per three
         with db.read() as reader:
