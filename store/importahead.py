@@ -64,7 +64,9 @@ class Chunk:
         from the same chunk if the map grew): every run, sorted, then each commit sealed from its
         wires — the last by the stage."""
         if tx.seq != self.first_seq or tx.ids != self.ids_from:
-            raise RuntimeError(f"an import's chunk made for seq {self.first_seq} met seq {tx.seq}")
+            raise RuntimeError(  # (a defect: the stage moved other than by the chunks made ahead)
+                f"an import's chunk made for seq {self.first_seq}, {self.ids_from} met seq {tx.seq}, {tx.ids}"
+            )
         bulkwrite.write_runs(tx.txn, tx.dbs, self.runs)  # (run again: sorted already, one pass finds it so)
         for n, (wires, count) in enumerate(self.commits):
             if n:
