@@ -18,6 +18,7 @@ from drsg.store.jsonl import export_lines, import_jsonl
 from drsg.store.meta import read_mark
 from drsg.store.transaction import WriteTx
 from drsg.store.verify import verify
+from tests.support.chunks import chunks_written
 
 NODES, EDGES = 3_000, 6_000
 
@@ -95,14 +96,7 @@ def test_a_line_the_c_loop_leaves_hands_the_rest_to_the_importer(
     """The commit holding it is taken back whole and read again in the importer's transaction; the
     file's next transactions are made ahead again: the graph is the one imported without it."""
     data = _graph(tmp_path / "g.jsonl", odd_line_at)
-    made: list[int] = []
-    write = importahead.Chunk.write
-
-    def counted(chunk: importahead.Chunk, tx: WriteTx) -> None:
-        made.append(len(chunk.commits))
-        write(chunk, tx)
-
-    monkeypatch.setattr(importahead.Chunk, "write", counted)
+    made = chunks_written(monkeypatch)
     outcomes = []
     for name, ahead in (("ahead.drsg", True), ("reference.drsg", False)):
         monkeypatch.setattr(importahead, "_enabled", ahead)

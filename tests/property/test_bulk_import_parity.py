@@ -34,6 +34,7 @@ from drsg.store.jsonl import ON_CONFLICT, ImportReport, import_jsonl
 from drsg.store.log import encode
 from drsg.store.mutations import EdgePut, NodePut, from_wire
 from drsg.store.sink import LogSink
+from tests.support.chunks import chunks_written
 
 KEYS = ["k0", "k1", "k2", "ключ", "鍵", "k\u00e9", "n9"]
 SEEDED = KEYS[:2]
@@ -259,14 +260,7 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(
     """The parity above compares something: a plain file under ``error`` goes through the bulk path's
     runs (every new record, none written one at a time) and comes out whole — into a plane there
     already, made ahead of its transaction and written by the writer thread (store/importahead.py)."""
-    made_ahead: list[int] = []
-    write = importahead.Chunk.write
-
-    def counted(chunk: importahead.Chunk, tx: Any) -> None:
-        made_ahead.append(len(chunk.commits))
-        write(chunk, tx)
-
-    monkeypatch.setattr(importahead.Chunk, "write", counted)
+    made_ahead = chunks_written(monkeypatch)
     data = tmp_path / "in.jsonl"
     data.write_text(
         "".join(
