@@ -14,7 +14,10 @@ transaction, timed from its start to its durable commit:
   past a table's last key, else put in key order: a commit's ``out``/``in`` keys land all over their
   trees) with the log record after them, the ``out``/``in`` runs held for TXN_COMMITS commits (the
   commits an import's LMDB transaction holds, store/bulkwrite.py's flush): drsg's bulk path with
-  everything but LMDB's work taken away.
+  everything but LMDB's work taken away;
+- ``txn-runs``: the same, in a transaction of TXN_COMMITS commits each, committed (and synced) as
+  the import commits its own: what an import whose memory stays bounded cannot avoid either — each
+  transaction's ``out``/``in`` inserts land all over trees the transactions before it wrote.
 
 Run by bench_load in a fresh process per pass: ``python -m tests.bench.load_floor REF OUT MODE
 [TXN_COMMITS]``;
@@ -34,7 +37,7 @@ import lmdb
 
 from drsg.store.environment import DB_NAMES
 
-MODES = ("import-order", "sorted", "commit-runs")
+MODES = ("import-order", "sorted", "commit-runs", "txn-runs")
 COMMIT_LINES = 10_000  # the import's lines per log record
 Entry = tuple[bytes, bytes]
 
@@ -108,13 +111,17 @@ def _commit_batches(ops: list[tuple[str, bytes, bytes]], txn_commits: int) -> li
     return batches
 
 
-def _write_batches(txn: lmdb.Transaction, dbs: dict[str, Any], batches: list[Batch]) -> float:
-    """Each commit's runs sorted and written from C, then its log record; the sorts' time."""
+def _write_batches(
+    env: lmdb.Environment, txn: lmdb.Transaction, dbs: dict[str, Any], batches: list[Batch], txn_commits: int
+) -> tuple[lmdb.Transaction, float, float]:
+    """Each commit's runs sorted and written from C, then its log record; with ``txn_commits``, the
+    transaction committed after every that many and another begun. The transaction open at the end,
+    the sorts' time and the commits'."""
     from drsg.store import bulkwrite
 
     bulkwrite._bind_lmdb()
-    sort_secs = 0.0
-    for runs, record in batches:
+    sort_secs = commit_secs = 0.0
+    for n, (runs, record) in enumerate(batches):
         for table, run in runs.items():
             sort_start = time.perf_counter()
             run.sort()
@@ -122,7 +129,12 @@ def _write_batches(txn: lmdb.Transaction, dbs: dict[str, Any], batches: list[Bat
             bulkwrite.put_sorted(txn, dbs[table], run)
         if record is not None:
             txn.put(*record, db=dbs["log"], append=True)
-    return sort_secs
+        if txn_commits and n % txn_commits == txn_commits - 1 and n < len(batches) - 1:
+            committing = time.perf_counter()
+            txn.commit()
+            commit_secs += time.perf_counter() - committing
+            txn = env.begin(write=True)
+    return txn, sort_secs, commit_secs
 
 
 def main() -> None:
@@ -137,8 +149,8 @@ def main() -> None:
     env = _open(out, readonly=False)
     dbs = {name: env.open_db(name.encode()) for name in DB_NAMES}
     txn_commits = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-    batches = _commit_batches(ops, txn_commits) if mode == "commit-runs" else []
-    sort_secs = 0.0
+    batches = _commit_batches(ops, txn_commits) if mode in ("commit-runs", "txn-runs") else []
+    sort_secs = earlier_commits = 0.0
     start, cpu = time.perf_counter(), time.process_time()
     txn = env.begin(write=True)
     try:
@@ -146,8 +158,10 @@ def main() -> None:
             put = txn.put
             for name, key, value in ops:
                 put(key, value, db=dbs[name])
-        elif mode == "commit-runs":
-            sort_secs = _write_batches(txn, dbs, batches)
+        elif mode in ("commit-runs", "txn-runs"):
+            txn, sort_secs, earlier_commits = _write_batches(
+                env, txn, dbs, batches, txn_commits if mode == "txn-runs" else 0
+            )
         else:
             for name, entries in written.items():
                 sort_start = time.perf_counter()
@@ -161,7 +175,7 @@ def main() -> None:
     txn.commit()  # writes every page and syncs the file
     secs, cpu = time.perf_counter() - start, time.process_time() - cpu
     env.close()
-    commit_secs = secs - (committing - start)
+    commit_secs = secs - (committing - start) + earlier_commits
     print(
         json.dumps({"secs": secs, "cpu": cpu, "sort_secs": sort_secs, "commit_secs": commit_secs, "entries": len(ops)})
     )
