@@ -20,8 +20,8 @@ transaction, timed from its start to its durable commit:
   transaction's ``out``/``in`` inserts land all over trees the transactions before it wrote.
 
 Run by bench_load in a fresh process per pass: ``python -m tests.bench.load_floor REF OUT MODE
-[TXN_COMMITS]``;
-prints one JSON line (``secs``; of it ``sort_secs`` and ``commit_secs``; ``entries``).
+[TXN_COMMITS [DROP]]``; DROP, tables left out of the runs modes (``in,edges``): what a layout without
+them would cost; prints one JSON line (``secs``; of it ``sort_secs`` and ``commit_secs``; ``entries``).
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def import_order(tables: dict[str, list[Entry]]) -> list[tuple[str, bytes, bytes
 Batch = tuple[dict[str, Any], Entry | None]  # a commit's runs by table (store/_bulkrun.c's Run), its log record
 
 
-def _commit_batches(ops: list[tuple[str, bytes, bytes]], txn_commits: int) -> list[Batch]:
+def _commit_batches(ops: list[tuple[str, bytes, bytes]], txn_commits: int, drop: set[str]) -> list[Batch]:
     """Each commit's entries (up to its log record) as one run per table, the adjacency's held for
-    ``txn_commits`` commits, made before the clock starts."""
+    ``txn_commits`` commits, made before the clock starts; the tables in ``drop`` left out."""
     from drsg.store import bulkwrite
 
     batches: list[Batch] = []
@@ -105,7 +105,7 @@ def _commit_batches(ops: list[tuple[str, bytes, bytes]], txn_commits: int) -> li
                 held = {}
             batches.append((runs, (key, value)))
             runs = {}
-        else:
+        elif name not in drop:
             (held if name in ("out", "in") else runs).setdefault(name, bulkwrite.NATIVE.Run()).add(key, value)
     batches.append(({**runs, **held}, None))  # (meta, planes, tallies: after the last record)
     return batches
@@ -149,7 +149,8 @@ def main() -> None:
     env = _open(out, readonly=False)
     dbs = {name: env.open_db(name.encode()) for name in DB_NAMES}
     txn_commits = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-    batches = _commit_batches(ops, txn_commits) if mode in ("commit-runs", "txn-runs") else []
+    drop = set(filter(None, sys.argv[5].split(","))) if len(sys.argv) > 5 else set()
+    batches = _commit_batches(ops, txn_commits, drop) if mode in ("commit-runs", "txn-runs") else []
     sort_secs = earlier_commits = 0.0
     start, cpu = time.perf_counter(), time.process_time()
     txn = env.begin(write=True)
