@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from drsg.store import bulkwrite
 from drsg.store.bulkwrite import BulkWrites, KeyMap, Run, new_runs
-from drsg.store.environment import Dbs, Environment
+from drsg.store.environment import Environment
 from drsg.store.mutations import Mutation
 from drsg.store.projection import Tallies
 from drsg.store.readahead import Ahead
@@ -93,13 +93,13 @@ class ChunkMaker:
     """Makes an import's commits into chunks with no write transaction open (see the module). Two
     sets of runs take turns: one being written by the :class:`ChunkWriter`, one being filled."""
 
-    def __init__(self, env: Environment, dbs: Dbs, plane: Plane, new_nodes_from: int, keymap: KeyMap) -> None:
-        self.env, self.dbs, self.plane = env, dbs, plane
+    def __init__(self, env: Environment, plane: Plane, new_nodes_from: int, keymap: KeyMap) -> None:
+        self.env, self.plane = env, plane
         self.new_nodes_from = new_nodes_from
         self.keymap = keymap
         self.run_sets = (new_runs(), new_runs())
         self.turn = 0
-        self.bulk = BulkWrites(None, dbs, plane, new_nodes_from, keymap, self.run_sets[0])
+        self.bulk: BulkWrites  # the chunk being made's (begin)
 
     @property
     def on(self) -> bool:
@@ -111,7 +111,7 @@ class ChunkMaker:
         writing (the caller waited for the chunk before the last)."""
         runs = self.run_sets[self.turn]
         self.turn ^= 1
-        self.bulk = BulkWrites(None, self.dbs, self.plane, self.new_nodes_from, self.keymap, runs)
+        self.bulk = BulkWrites(None, self.env.dbs, self.plane, self.new_nodes_from, self.keymap, runs)
         return Chunk(first_seq, ids.copy(), ids.copy(), runs)
 
     def commit(self, chunk: Chunk, ahead: Ahead) -> tuple[int, int] | None:

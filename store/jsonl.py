@@ -271,15 +271,12 @@ class _Importer:
         """Make the next transaction's commits ahead of it and hand them to the writer thread, while
         every line of them can be (store/importahead.py); False: the next is this thread's to write,
         as before, once the writer is done (and the rest, once a line went wrong or the map filled)."""
-        maker = self._maker()
-        if maker is None or not maker.on or self.bad_lines or self.collisions:
-            self.writer.wait()
-            self.next_chunk = None
-            return False
-        seq, ids = self.next_chunk or (self.stage.top + 1, self.stage.ids)
-        chunk = maker.begin(seq, ids)
-        self._make(maker, chunk)
-        if not chunk.commits:
+        maker, chunk = self._maker(), None
+        if maker is not None and maker.on and not (self.bad_lines or self.collisions):
+            seq, ids = self.next_chunk or (self.stage.top + 1, self.stage.ids)
+            chunk = maker.begin(seq, ids)
+            self._make(maker, chunk)
+        if chunk is None or not chunk.commits:
             self.writer.wait()
             self.next_chunk = None
             return False
@@ -298,7 +295,7 @@ class _Importer:
             with stage.env.read() as txn:  # (a plane this import is to make: once its first transaction did)
                 plane = Snapshot(txn, stage.env.dbs, stage.top).find_plane(self.plane_name)
             if plane is not None:
-                self.maker = ChunkMaker(stage.env, stage.env.dbs, plane, self.new_nodes_from, self.keymap)
+                self.maker = ChunkMaker(stage.env, plane, self.new_nodes_from, self.keymap)
         return self.maker
 
     def _make(self, maker: ChunkMaker, chunk: Chunk) -> None:
@@ -322,14 +319,19 @@ class _Importer:
             self.report.nodes_created += made[0]
             self.report.edges_created += made[1]
             read = self.fh.tell()
-            if self.progress is not None and read > self.reported:
-                self.reported = read
-                self.progress(read)
+            self._report(read)
             if len(ahead.raws) < self.commit_lines:
                 self.done = True
                 return
             if read - start >= self.txn_bytes or self.writer.idle():
                 return
+
+    def _report(self, read: int) -> None:
+        """Progress: ``read`` bytes of the file, once past what was reported (a transaction run
+        again reads its lines again)."""
+        if self.progress is not None and read > self.reported:
+            self.reported = read
+            self.progress(read)
 
     def _transaction(self, tx: WriteTx, rewind: _Rewind) -> None:
         """Commits of ``commit_lines`` lines each in one LMDB transaction, from where ``rewind`` says
@@ -341,9 +343,7 @@ class _Importer:
             last = self.done or read - rewind.offset >= self.txn_bytes
             if self.bulk is not None:  # what it holds stays bounded by a commit's lines (adjacency: a transaction's)
                 self.bulk.flush(adjacency=last)
-            if self.progress is not None and read > self.reported:
-                self.reported = read
-                self.progress(read)
+            self._report(read)
             if last:
                 return  # the stage seals the last commit
             tx.commit_point()
