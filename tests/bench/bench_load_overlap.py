@@ -4,8 +4,9 @@ puts of its entries, each alone and both at once in two threads of one process.
 - ``puts``: tests/bench/load_floor.py's ``commit-runs`` writes — a finished import's entries as each
   commit's sorted runs, written from C (store/_bulkrun.c's ``run_write``, the GIL released), the
   log records after them — in one transaction, in a thread;
-- ``import``: ``import_jsonl`` of the same file with every table's runs sorted but not written, the
-  keys' excepted (bench_load's ``--no-puts``), in a thread;
+- ``import``: ``import_jsonl`` of the same file on one thread (no commit made ahead,
+  store/importahead.py off) with every table's runs sorted but not written, the keys' excepted
+  (bench_load's ``--no-puts``), in a thread;
 - ``both``: the two threads at once, into two files: what a writer thread fed sorted runs would
   cost if the importer's work and LMDB's never waited for each other but for the GIL.
 
@@ -30,30 +31,30 @@ ONE = r"""
 import json, sys, threading, time
 from pathlib import Path
 import drsg
-from drsg.store import bulkwrite
+from drsg.store import bulkwrite, importahead
 from drsg.store.environment import DB_NAMES
 from drsg.store.jsonl import import_jsonl
 from tests.bench import load_floor
 
 ref, jsonl, work, mode, txn_commits = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-batches = load_floor._commit_batches(load_floor.import_order(load_floor.read_tables(ref)), txn_commits)
+batches = load_floor._commit_batches(load_floor.import_order(load_floor.read_tables(ref)), txn_commits, set())
 env = load_floor._open(work / "raw.lmdb", readonly=False)
 dbs = {name: env.open_db(name.encode()) for name in DB_NAMES}
 db = drsg.open(work / "g.drsg", map_size=4 << 30)
-keys_db, put_sorted = db.env.dbs["keys"], bulkwrite.put_sorted
-writer = "puts"
+write_runs = bulkwrite.write_runs
+importahead.use_ahead(False)  # (the import on one thread: the overlap this measures is its own)
 
-def unwritten(txn, table, run):  # the import's runs sorted, not written; the keys' written (its seeks read them)
-    if table is keys_db or threading.current_thread().name == writer:
-        put_sorted(txn, table, run)
+def unwritten(txn, dbs, runs):  # the import's runs sorted, not written; the keys' written (its seeks read them)
+    for run in runs.values():
+        run.sort()
+    write_runs(txn, dbs, {name: run for name, run in runs.items() if name == "keys"})
 
-bulkwrite.put_sorted = unwritten
+bulkwrite.write_runs = unwritten
 took = {}
 
 def puts():
     started = time.perf_counter()
-    txn = env.begin(write=True)
-    load_floor._write_batches(txn, dbs, batches)
+    txn, *_ = load_floor._write_batches(env, env.begin(write=True), dbs, batches, 0)
     txn.commit()
     took["puts"] = time.perf_counter() - started
 
