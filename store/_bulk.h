@@ -107,6 +107,7 @@ int run_last_value(PyObject *run, const char **value, Py_ssize_t *vlen); /* into
 PyObject *bind_lmdb(PyObject *self, PyObject *capsule);
 PyObject *lmdb_strerror(PyObject *self, PyObject *code);
 PyObject *write_runs(PyObject *module, PyObject *args);
+PyObject *write_merged(PyObject *module, PyObject *args);
 const LmdbApi *bulk_lmdb(void); /* NULL until bind_lmdb() */
 
 #endif

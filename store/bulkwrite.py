@@ -23,6 +23,7 @@ committed transactions are answered from its :class:`KeyMap` (store/_bulkmap.c) 
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -42,7 +43,7 @@ from drsg.store.transaction import IdCounters, WriteTx
 _PRESENT = b"\x01"  # a label entry's value, as the projection writes it
 _NO_PROPS = pack({})
 _TABLES = ("nodes", "keys", "labels", "edges", "out", "in")
-_ADJACENCY = ("out", "in")
+ADJACENCY = ("out", "in")
 log = structlog.get_logger("drsg.store")
 
 Entry = tuple[bytes, bytes]
@@ -57,6 +58,9 @@ class Run(Protocol):
     def entries(self) -> list[Entry]: ...
     def clear(self) -> None: ...
     def cut(self, n: int, /) -> None: ...  # its first n entries kept (as appended: before a sort)
+    def extend(self, other: Run, /) -> None: ...  # other's entries appended (a run of the same type)
+    def nbytes(self) -> int: ...  # the memory its entries take
+    def pack(self) -> None: ...  # sorted, its bytes laid out in key order (store/_bulkrun.c)
     def write(self, txn: Txn, db: DbHandle, /) -> int | bool | tuple[int, int]: ...
     def __len__(self) -> int: ...
 
@@ -85,6 +89,15 @@ class PyRun:
 
     def cut(self, n: int) -> None:
         del self.items[n:]
+
+    def extend(self, other: Run) -> None:
+        self.items.extend(other.entries())
+
+    def nbytes(self) -> int:
+        return sum(len(key) + len(value) for key, value in self.items)
+
+    def pack(self) -> None:
+        self.sort()
 
     def write(self, txn: Txn, db: DbHandle) -> bool:
         return False  # put_sorted writes entries() with py-lmdb
@@ -159,6 +172,7 @@ class Native(Encoder, Protocol):
     ) -> None: ...
     def strerror(self, code: int, /) -> str: ...
     def write_runs(self, txn: Txn, pairs: list[tuple[Run, DbHandle]], /) -> int | bool | tuple[int, int, int]: ...
+    def write_merged(self, txn: Txn, db: DbHandle, runs: list[Run], /) -> int | bool | tuple[int, int]: ...
     def seek_order(self, names: list[str], /) -> list[str]: ...
     def look_up(
         self,
@@ -269,7 +283,12 @@ def scanner() -> Callable[[list[bytes]], Scan] | None:
 
 def new_runs() -> dict[str, Run]:
     """An empty run for each table an import writes, in the order it writes them."""
-    return {name: _encoder.Run() for name in _TABLES}
+    return {name: new_run() for name in _TABLES}
+
+
+def new_run() -> Run:
+    """An empty run of the encoder in use."""
+    return _encoder.Run()
 
 
 class Commit(Protocol):
@@ -428,7 +447,7 @@ class BulkWrites:
         only edges that were there before it began (jsonl.py's _existing_edge)."""
         txn = self.txn
         assert txn is not None, "a BulkWrites made ahead of its transaction writes nothing"
-        runs = {name: run for name, run in self.runs.items() if adjacency or name not in _ADJACENCY}
+        runs = {name: run for name, run in self.runs.items() if adjacency or name not in ADJACENCY}
         write_runs(txn, self.dbs, runs)
         for run in runs.values():
             run.clear()
@@ -459,6 +478,22 @@ def write_runs(txn: Txn, dbs: Dbs, runs: dict[str, Run]) -> None:
             put_sorted(txn, db, run)
     elif isinstance(written, tuple):
         raise lmdb_error(written[1], written[2])
+
+
+def write_merged(txn: Txn, db: DbHandle, runs: list[Run]) -> None:
+    """Packed ``runs`` (each sorted, no key twice in all) put into ``db`` in one key order, as
+    :func:`put_sorted` puts one run: from C when it can (store/_bulkrun.c's write_merged), else by
+    py-lmdb."""
+    c_module = _c_module()
+    written = False if c_module is None else c_module.write_merged(txn, db, runs)
+    if written is False:
+        entries = list(heapq.merge(*(run.entries() for run in runs)))
+        if entries:
+            cursor = txn.cursor(db=db)
+            append = not cursor.last() or entries[0][0] > cursor.key()
+            cursor.putmulti(entries, append=append)
+    elif isinstance(written, tuple):
+        raise lmdb_error(*written)
 
 
 def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:

@@ -10,6 +10,17 @@ what the write transaction would answer, while the map holds every key it was gi
 (``KeyMap.complete``). A :class:`ChunkWriter` writes each chunk through the staged write on a thread
 while the importer makes the next; its puts, sorts and sync run without the GIL.
 
+The ``out`` and ``in`` entries are held back (:class:`Held`) and written once, merged in key
+order, when the import is done (or holds ``HELD_TXNS`` transactions' bytes of them): an edge's two
+adjacency keys land all over their trees, and put a transaction at a time they rewrote most of
+both trees' leaves in every one — four fifths of what LMDB's own writes cost upstream's file in
+bounded transactions (tests/bench/RESULTS.md: 0.61 s, 0.12 s without them); put once into an
+empty table they are appended. Each chunk's are sorted and laid out in key order on the writer's
+thread, so the last put reads them front to back. Nothing the import reads looks at them
+(store/bulkwrite.py's flush), and they are written before the import reads on in a transaction
+of its own; a staged write's commits stay all or nothing: removing one (store/staging.py's
+undo_staged) removes its adjacency keys if they were written at all.
+
 A commit the C line loop cannot make whole (a line of another shape, a key already taken, an end
 it does not know, a blank line) is taken back — its entries cut from the runs, its keys never
 published — and ends the chunk before it; store/jsonl.py then reads on as before, in a transaction
@@ -20,11 +31,12 @@ either way (tests/property/test_bulk_import_parity.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from dataclasses import dataclass, field
 
 from drsg.store import bulkwrite
-from drsg.store.bulkwrite import BulkWrites, KeyMap, Run, new_runs
+from drsg.store.bulkwrite import ADJACENCY, BulkWrites, KeyMap, Run, new_runs
 from drsg.store.environment import Environment
 from drsg.store.mutations import Mutation
 from drsg.store.projection import Tallies
@@ -34,6 +46,10 @@ from drsg.store.staging import StagedWrite
 from drsg.store.transaction import IdCounters, WriteTx
 
 _enabled = True
+
+#: How many transactions' bytes (an import's ``txn_bytes``) of adjacency entries an import holds
+#: back before it writes them: 128 MiB at 8 MiB, upstream's 500k edges' ~70 MiB (docs/graph.md)
+HELD_TXNS = 16
 
 
 def use_ahead(on: bool) -> None:
@@ -59,15 +75,16 @@ class Chunk:
     commits: list[tuple[list[bytes], int]] = field(default_factory=list)  # wires, how many mutations
     tallies: Tallies = field(default_factory=Tallies)
 
-    def write(self, tx: WriteTx) -> None:
+    def write(self, tx: WriteTx, held: tuple[str, ...] = ()) -> None:
         """Write the chunk into the staged write's transaction ``tx`` (a chunk's ``fn``; run again
-        from the same chunk if the map grew): every run, sorted, then each commit sealed from its
-        wires — the last by the stage."""
+        from the same chunk if the map grew): every run but the ``held`` tables', sorted, then each
+        commit sealed from its wires — the last by the stage."""
         if tx.seq != self.first_seq or tx.ids != self.ids_from:
             raise RuntimeError(  # (a defect: the stage moved other than by the chunks made ahead)
                 f"an import's chunk made for seq {self.first_seq}, {self.ids_from} met seq {tx.seq}, {tx.ids}"
             )
-        bulkwrite.write_runs(tx.txn, tx.dbs, self.runs)  # (run again: sorted already, one pass finds it so)
+        runs = {name: run for name, run in self.runs.items() if name not in held}
+        bulkwrite.write_runs(tx.txn, tx.dbs, runs)  # (run again: sorted already, one pass finds it so)
         for n, (wires, count) in enumerate(self.commits):
             if n:
                 tx.commit_point()
@@ -143,12 +160,54 @@ class ChunkMaker:
         bulk.scan = None
 
 
+class Held:
+    """The adjacency entries of the chunks written so far, held back from their transactions (see
+    the module) until :meth:`ChunkWriter.release` or ``cap`` bytes of them: each chunk's run of a
+    table packed (sorted, laid out in key order, on the writer's thread while the importer reads),
+    the runs merged as they are put."""
+
+    def __init__(self, cap: int) -> None:
+        self.parts: dict[str, list[Run]] = {name: [] for name in ADJACENCY}
+        self.cap = cap
+        self.nbytes = 0
+
+    def take(self, runs: dict[str, Run]) -> None:
+        """A written chunk's adjacency ``runs``, copied (theirs are emptied by the next chunk)."""
+        for name, parts in self.parts.items():
+            if len(runs[name]):
+                part = bulkwrite.new_run()
+                part.extend(runs[name])
+                part.pack()
+                parts.append(part)
+                self.nbytes += part.nbytes()
+
+    @property
+    def full(self) -> bool:
+        return self.nbytes >= self.cap
+
+    def write(self, tx: WriteTx) -> None:
+        """Every held entry into the staged write's transaction ``tx`` (which seals no commit; run
+        again from the same runs if the map grew)."""
+        for name, parts in self.parts.items():
+            bulkwrite.write_merged(tx.txn, tx.dbs[name], parts)
+
+    def clear(self) -> None:
+        for parts in self.parts.values():
+            parts.clear()
+        self.nbytes = 0
+
+    def __len__(self) -> int:
+        return sum(len(run) for parts in self.parts.values() for run in parts)
+
+
 class ChunkWriter:
     """Writes chunks through a staged write, one at a time, each on a thread of its own (LMDB's
-    write transaction must end on the thread that began it)."""
+    write transaction must end on the thread that began it); their adjacency entries it holds back
+    (:class:`Held`, ``held_bytes`` of them at most) until :meth:`release`."""
 
-    def __init__(self, stage: StagedWrite) -> None:
+    def __init__(self, stage: StagedWrite, held_bytes: int) -> None:
         self.stage = stage
+        self.held = Held(held_bytes)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -171,6 +230,14 @@ class ChunkWriter:
         if error is not None:
             raise error
 
+    def release(self) -> None:
+        """Once the chunk being written is, write the adjacency entries held back, in a transaction
+        of their own on this thread: before the import reads on in its own transactions, and
+        before its staged write finishes."""
+        self.wait()
+        if len(self.held):
+            self._write_held()
+
     def stop(self) -> None:
         """Until the chunk being written is, its error dropped: the importer's own is raised."""
         with contextlib.suppress(BaseException):  # the importer's error came first and is the one raised
@@ -178,6 +245,13 @@ class ChunkWriter:
 
     def _write(self, chunk: Chunk) -> None:
         try:
-            self.stage.chunk(chunk.write)
+            self.stage.chunk(functools.partial(chunk.write, held=ADJACENCY))
+            self.held.take(chunk.runs)
+            if self.held.full:
+                self._write_held()
         except BaseException as exc:  # handed to the importer's thread, which raises it
             self._error = exc
+
+    def _write_held(self) -> None:
+        self.stage.chunk(self.held.write)
+        self.held.clear()

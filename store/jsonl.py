@@ -39,7 +39,7 @@ from drsg.kernel.values import (
 )
 from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map, scanner
 from drsg.store.database import Database
-from drsg.store.importahead import Chunk, ChunkMaker, ChunkWriter, ahead_enabled
+from drsg.store.importahead import HELD_TXNS, Chunk, ChunkMaker, ChunkWriter, ahead_enabled
 from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
@@ -219,7 +219,7 @@ class _Importer:
         # the keys this import made, answered without a seek once their transaction committed
         self.keymap = key_map() if on_conflict == "error" and bulk_enabled() else None
         self.maker: ChunkMaker | None = None  # commits made ahead of their transaction (store/importahead.py)
-        self.writer = ChunkWriter(stage)
+        self.writer = ChunkWriter(stage, HELD_TXNS * self.txn_bytes)  # (the adjacency it holds back)
         self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
 
     def run(self, source: Path) -> ImportReport:
@@ -228,7 +228,7 @@ class _Importer:
         except BaseException:
             self.writer.stop()  # (what this thread met is raised; the stage then removes what was written)
             raise
-        self.writer.wait()
+        self.writer.release()  # (the adjacency held back: before the stage finishes)
         return self._verdict(source)
 
     def _run(self) -> None:
@@ -277,7 +277,7 @@ class _Importer:
             chunk = maker.begin(seq, ids)
             self._make(maker, chunk)
         if chunk is None or not chunk.commits:
-            self.writer.wait()
+            self.writer.release()  # (this thread's transaction may read the adjacency)
             self.next_chunk = None
             return False
         self.writer.submit(chunk)
@@ -289,14 +289,17 @@ class _Importer:
         it): for a plain staged write (a Kafka node's writes its one commit itself) whose lines the
         C loop reads, under --on-conflict error."""
         stage = self.stage
-        if self.maker is None and self.keymap is not None and scanner() and ahead_enabled():
-            if type(stage).chunk is not StagedWrite.chunk:
-                return None
+        if self.maker is None and self.keymap is not None and self._can_make_ahead():
             with stage.env.read() as txn:  # (a plane this import is to make: once its first transaction did)
                 plane = Snapshot(txn, stage.env.dbs, stage.top).find_plane(self.plane_name)
             if plane is not None:
                 self.maker = ChunkMaker(stage.env, plane, self.new_nodes_from, self.keymap)
         return self.maker
+
+    def _can_make_ahead(self) -> bool:
+        """Whether this import's commits are made ahead once its plane is there (see _maker)."""
+        plain = type(self.stage).chunk is StagedWrite.chunk  # (a Kafka node's writes its one commit itself)
+        return plain and self.keymap is not None and scanner() is not None and ahead_enabled()
 
     def _make(self, maker: ChunkMaker, chunk: Chunk) -> None:
         """Commits of ``commit_lines`` lines into ``chunk`` until ``txn_bytes`` of the file are read
@@ -340,7 +343,10 @@ class _Importer:
         while True:
             self._commit()
             read = self.fh.tell()
-            last = self.done or read - rewind.offset >= self.txn_bytes
+            # (a transaction that makes the plane ends after its first commit when the rest can be
+            # made ahead: its edges' adjacency would be in the trees the held entries append to)
+            handed_over = self.maker is None and self._can_make_ahead()
+            last = self.done or read - rewind.offset >= self.txn_bytes or handed_over
             if self.bulk is not None:  # what it holds stays bounded by a commit's lines (adjacency: a transaction's)
                 self.bulk.flush(adjacency=last)
             self._report(read)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import drsg
-from drsg.store import importahead
+from drsg.store import bulkwrite, importahead, jsonl
 from drsg.store.database import Database
 from drsg.store.jsonl import export_lines, import_jsonl
 from drsg.store.meta import read_mark
@@ -46,28 +46,38 @@ def _import(db: Database, data: Path, **kwargs: object) -> object:
     return import_jsonl(db, data, "p", commit_lines=500, txn_bytes=30_000, **kwargs)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("failing", ["chunk", "held"])
 def test_what_the_writer_thread_meets_is_the_imports_error_and_nothing_is_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
+    """A chunk's transaction (the third) or the adjacency held back (written once, at the end)."""
     data = _graph(tmp_path / "g.jsonl")
     written: list[int] = []
     write = importahead.Chunk.write
 
-    def failing(chunk: importahead.Chunk, tx: WriteTx) -> None:
+    def failing_chunk(chunk: importahead.Chunk, tx: WriteTx, held: tuple[str, ...] = ()) -> None:
         written.append(chunk.first_seq)
         if len(written) == 3:
             raise RuntimeError("the disk went away")
-        write(chunk, tx)
+        write(chunk, tx, held)
 
-    monkeypatch.setattr(importahead.Chunk, "write", failing)
+    def failing_held(held: importahead.Held, tx: WriteTx) -> None:
+        written.append(len(held))
+        raise RuntimeError("the disk went away")
+
+    if failing == "chunk":
+        monkeypatch.setattr(importahead.Chunk, "write", failing_chunk)
+    else:
+        monkeypatch.setattr(importahead.Held, "write", failing_held)
     with drsg.open(tmp_path / "g.drsg") as db:
         db.write(lambda tx: tx.create_plane("p"))
         head = db.head()
         with pytest.raises(RuntimeError, match="the disk went away"):
             _import(db, data)
-        assert len(written) == 3  # two chunks were written (and are removed), the third failed
+        # two chunks were written (and are removed), the third failed; or the first held entries' write
+        assert len(written) == (3 if failing == "chunk" else 1) and all(written)
         _untouched(db, head)
-        monkeypatch.setattr(importahead.Chunk, "write", write)
+        monkeypatch.undo()
         _import(db, data)  # the next import is not in its way
         assert (db.stats().nodes, db.stats().edges) == (NODES, EDGES)
 
@@ -106,3 +116,75 @@ def test_a_line_the_c_loop_leaves_hands_the_rest_to_the_importer(
     assert outcomes[0] == outcomes[1]
     report = outcomes[0][0]
     assert made and sum(made) < report.commits  # type: ignore[attr-defined]  # some made ahead, not all
+
+
+def _merged(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that gets how many entries each put of held adjacency entries (one table's) holds."""
+    puts: list[int] = []
+    write_merged = bulkwrite.write_merged
+
+    def counted(txn: object, db: object, runs: list[bulkwrite.Run]) -> None:
+        puts.append(sum(len(run) for run in runs))
+        write_merged(txn, db, runs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulkwrite, "write_merged", counted)
+    return puts
+
+
+def _as_one_thread_imports(tmp_path: Path, db: Database, data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``db``'s plane ``p`` is what importing ``data`` with no commit made ahead gives, and sound."""
+    assert verify(db.env).ok
+    with monkeypatch.context() as patch, drsg.open(tmp_path / "reference.drsg") as reference:
+        patch.setattr(importahead, "_enabled", False)
+        reference.write(lambda tx: tx.create_plane("p"))
+        _import(reference, data)
+        assert list(export_lines(db, "p", canonical=True)) == list(export_lines(reference, "p", canonical=True))
+
+
+def test_the_adjacency_is_held_back_and_written_once_when_the_import_is_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunks' transactions write no ``out`` or ``in`` entry; one put a table writes every
+    edge's, after the last chunk — and the graph is the one-thread import's."""
+    data = _graph(tmp_path / "g.jsonl")
+    puts = _merged(monkeypatch)
+    monkeypatch.setattr(jsonl, "HELD_TXNS", 100)  # (the file's ~1 MiB of them at 30 kB a transaction)
+    in_chunks: list[int] = []
+    write_runs = bulkwrite.write_runs
+
+    def counted(txn: object, dbs: object, runs: dict[str, bulkwrite.Run]) -> None:
+        in_chunks.extend(len(run) for name, run in runs.items() if name in bulkwrite.ADJACENCY)
+        write_runs(txn, dbs, runs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bulkwrite, "write_runs", counted)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        _import(db, data)
+        assert puts == [EDGES, EDGES] and sum(in_chunks) == 0
+        _as_one_thread_imports(tmp_path, db, data, monkeypatch)
+
+
+def test_adjacency_held_past_its_bound_is_written_as_the_import_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the import holds back stays bounded (a transaction's bytes here): past it, the held
+    entries are written in a transaction of their own, and the graph is the same."""
+    data = _graph(tmp_path / "g.jsonl")
+    puts = _merged(monkeypatch)
+    monkeypatch.setattr(jsonl, "HELD_TXNS", 1)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        _import(db, data)
+        assert len(puts) > 4 and sum(puts) == 2 * EDGES
+        _as_one_thread_imports(tmp_path, db, data, monkeypatch)
+
+
+def test_an_import_that_makes_its_plane_makes_the_rest_ahead(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transaction that makes the plane ends after its first commit (its edges' entries would
+    be in the trees the held ones are appended to); every later commit is made ahead."""
+    data = _graph(tmp_path / "g.jsonl")
+    made = chunks_written(monkeypatch)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        report = import_jsonl(db, data, "p", create_plane=True, commit_lines=500, txn_bytes=1 << 20)
+        assert sum(made) == report.commits - 1
+        _as_one_thread_imports(tmp_path, db, data, monkeypatch)

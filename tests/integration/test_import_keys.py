@@ -54,9 +54,9 @@ def test_edges_land_between_the_named_nodes_across_chunks_and_reruns(
         starts.append(rewind.offset)
         transaction(self, tx, rewind)
 
-    def counted_ahead(chunk: importahead.Chunk, tx: WriteTx) -> None:
+    def counted_ahead(chunk: importahead.Chunk, tx: WriteTx, held: tuple[str, ...] = ()) -> None:
         starts.append(chunk.first_seq)
-        write(chunk, tx)
+        write(chunk, tx, held)
 
     monkeypatch.setattr(importahead, "_enabled", ahead)
     if ahead:

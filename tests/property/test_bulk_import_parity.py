@@ -12,6 +12,7 @@ plane that holds data and is not the newest (so no run can be appended), under e
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections.abc import Iterator
@@ -261,6 +262,7 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(
     runs (every new record, none written one at a time) and comes out whole — into a plane there
     already, made ahead of its transaction and written by the writer thread (store/importahead.py)."""
     made_ahead = chunks_written(monkeypatch)
+    monkeypatch.setattr(importahead, "_enabled", ahead)
     data = tmp_path / "in.jsonl"
     data.write_text(
         "".join(
@@ -271,13 +273,18 @@ def test_a_file_the_bulk_path_takes_is_written_by_it(
         )
     )
     flushed: list[int] = []
-    real = bulkwrite.write_runs
+    real, real_merged = bulkwrite.write_runs, bulkwrite.write_merged
 
     def counting(txn: Any, dbs: Any, runs: dict[str, bulkwrite.Run]) -> None:
         flushed.extend(len(run) for run in runs.values())
         real(txn, dbs, runs)
 
+    def counting_merged(txn: Any, db: Any, runs: list[bulkwrite.Run]) -> None:  # (adjacency held back)
+        flushed.extend(len(run) for run in runs)
+        real_merged(txn, db, runs)
+
     monkeypatch.setattr(bulkwrite, "write_runs", counting)
+    monkeypatch.setattr(bulkwrite, "write_merged", counting_merged)
     with drsg.open(tmp_path / "g.drsg") as db:
         if ahead:
             db.write(lambda tx: tx.create_plane("p"))  # (a plane the import makes: its first transaction's own)
@@ -304,6 +311,7 @@ def test_the_c_line_loop_takes_the_common_shapes(tmp_path: Path, monkeypatch: py
     read back as its records; a transaction that is not gets each object, slot by slot its wire."""
     if not wired:
         monkeypatch.setattr(staging, "LogSink", _Unwired)
+    monkeypatch.setattr(importahead, "_enabled", False)  # (each commit in its transaction: tx is the WriteTx)
     data = tmp_path / "in.jsonl"
     nodes = [{"labels": ["A", "B"], "external_key": f"n{i}", "properties": {"i": -i, "f": i / 3}} for i in range(40)]
     edges = [{"src_key": f"n{i % 40}", "dst_key": f"n{i * 7 % 40}", "type": "E", "properties": {}} for i in range(60)]
@@ -485,6 +493,57 @@ def test_a_run_is_written_from_c_on_py_lmdbs_transaction(tmp_path: Path) -> None
     assert got[0] == got[1] and got[0][0] is lmdb.MapFullError, got
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    entries=st.lists(
+        st.tuples(
+            st.one_of(st.binary(min_size=1, max_size=6), st.binary(max_size=6).map(lambda k: b"\x01" * 16 + k)),
+            st.binary(max_size=3),
+        ),
+        unique_by=lambda pair: pair[0],
+        max_size=80,
+    ),
+    cuts=st.lists(st.integers(0, 80), max_size=5),
+    there=st.integers(0, 80),
+)
+def test_packed_runs_are_merged_into_a_table_in_key_order(
+    tmp_path: Path, entries: list[tuple[bytes, bytes]], cuts: list[int], there: int
+) -> None:
+    """An import's held adjacency (store/importahead.py): runs made by ``extend`` and ``pack`` (keys
+    that are prefixes of others, heads shared) hold their entries sorted, and ``write_merged`` puts
+    them all into a table — empty, or holding keys already (put in key order, not appended) — as
+    Python's merge does; from C, and by py-lmdb where C is not bound."""
+    bulkwrite._bind_lmdb()
+    table, new = entries[:there], entries[there:]
+    bounds = sorted({0, len(new), *(min(cut, len(new)) for cut in cuts)})
+    for encoder, name in ((bulkwrite.NATIVE, "c"), (bulkwrite.PyEncoder(), "py")):
+        parts = []
+        for lo, hi in itertools.pairwise(bounds):
+            first, second = encoder.Run(), encoder.Run()
+            for key, value in new[lo:hi]:
+                (first if len(first) <= len(second) else second).add(key, value)
+            first.extend(second)  # type: ignore[arg-type]
+            first.pack()
+            assert first.entries() == sorted(new[lo:hi])
+            assert first.nbytes() >= sum(len(key) + len(value) for key, value in new[lo:hi])
+            parts.append(first)
+        path = tmp_path / f"{name}.lmdb"
+        env = lmdb.open(str(path), subdir=False, max_dbs=2, map_size=1 << 20)
+        db = env.open_db(b"t")
+        txn = env.begin(write=True)
+        bulkwrite.use_c(name == "c")
+        try:
+            for key, value in table:
+                txn.put(key, value, db=db)
+            bulkwrite.write_merged(txn, db, parts)
+            assert list(txn.cursor(db=db).iternext()) == sorted(entries), name
+        finally:
+            bulkwrite.use_c(True)
+            txn.abort()
+            env.close()
+        path.unlink()  # (the next example's table starts empty)
+
+
 @pytest.fixture(scope="module")
 def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     """A plane whose nodes have some of the names the lines below may name."""
@@ -529,7 +588,8 @@ def test_the_c_key_look_up_answers_as_the_python_path(keyed: Database, lines: li
 def test_a_transactions_adjacency_is_written_once_at_its_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The ``out``/``in`` runs wait for the LMDB transaction's end (each commit's other runs do not):
     one put of each per transaction, holding every commit's edges — and the tables come out whole.
-    (A transaction made ahead of itself writes every run once: the plane made here, it is not.)"""
+    (Commits made ahead of their transaction hold theirs back longer: tests/integration/test_import_ahead.py.)"""
+    monkeypatch.setattr(importahead, "_enabled", False)
     data = tmp_path / "in.jsonl"
     nodes = [{"labels": ["A"], "external_key": f"n{i}"} for i in range(20)]
     edges = [{"src_key": f"n{i % 20}", "dst_key": f"n{i * 7 % 20}", "type": "E"} for i in range(80)]

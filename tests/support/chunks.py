@@ -14,9 +14,9 @@ def chunks_written(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     made: list[int] = []
     write = importahead.Chunk.write
 
-    def counted(chunk: importahead.Chunk, tx: WriteTx) -> None:
+    def counted(chunk: importahead.Chunk, tx: WriteTx, held: tuple[str, ...] = ()) -> None:
         made.append(len(chunk.commits))
-        write(chunk, tx)
+        write(chunk, tx, held)
 
     monkeypatch.setattr(importahead.Chunk, "write", counted)
     return made
