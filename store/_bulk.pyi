@@ -74,6 +74,7 @@ def look_up(
     known: dict[str, int | None],
     scan: object = None,
     keymap: object = None,
+    map_only: bool = False,
     /,
 ) -> bool: ...
 def seek_order(names: list[str], /) -> list[str]: ...

@@ -184,6 +184,7 @@ class Native(Encoder, Protocol):
         known: dict[str, int | None],
         scan: Scan | None,
         keymap: KeyMap | None,
+        map_only: bool,
         /,
     ) -> bool: ...
 
@@ -354,14 +355,16 @@ class BulkWrites:
         order, groups = _encoder.key_groups(lines, self.plane_group)
         self.known.update(zip(order, self._look_up(tx, groups), strict=True))
 
-    def look_up_in(self, txn: Txn, seq: int, lines: list[Any], scan: Scan | None) -> bool:
+    def look_up_in(self, txn: Txn, seq: int, lines: list[Any], scan: Scan | None, map_only: bool = False) -> bool:
         """:meth:`look_up_keys` in C alone, as of commit ``seq`` in ``txn`` (the write transaction,
         or a read transaction with every key the import made in the complete key map); False: not
-        answered here (the Python path's, or no C module)."""
+        answered here (the Python path's, or no C module). ``map_only``: the key map holds every key
+        of the plane (it held none before the import, and the map is complete and published): one
+        it does not hold is absent, unsought."""
         self.scan = scan
         c_module = _c_module()
         return c_module is not None and c_module.look_up(
-            lines, txn, self.keys_db, self.plane_group, keys.inv(seq), self.known, scan, self.keymap
+            lines, txn, self.keys_db, self.plane_group, keys.inv(seq), self.known, scan, self.keymap, map_only
         )
 
     def _look_up(self, tx: WriteTx, groups: list[bytes]) -> list[int | None]:

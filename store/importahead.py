@@ -35,13 +35,14 @@ import functools
 import threading
 from dataclasses import dataclass, field
 
-from drsg.store import bulkwrite
+from drsg.store import bulkwrite, keys
 from drsg.store.bulkwrite import ADJACENCY, BulkWrites, KeyMap, Run, new_runs
 from drsg.store.environment import Environment
 from drsg.store.mutations import Mutation
 from drsg.store.projection import Tallies
 from drsg.store.readahead import Ahead
 from drsg.store.records import Plane
+from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -106,14 +107,29 @@ class _Made:
     tallies: Tallies = field(default_factory=Tallies)
 
 
+def keyless(env: Environment, plane_name: str, head: int) -> bool:
+    """Whether plane ``plane_name`` has never held a key, or is not there as of ``head`` (an import
+    is to make it): asked before an import stages anything, the import's key map then holds every
+    key its lines can name, and one it does not hold is absent without a seek."""
+    with env.read() as txn:
+        plane = Snapshot(txn, env.dbs, head).find_plane(plane_name)
+        if plane is None:
+            return True
+        group = keys.plane_group(plane.id)
+        cursor = txn.cursor(db=env.dbs["keys"])
+        return not (cursor.set_range(group) and cursor.key().startswith(group))
+
+
 class ChunkMaker:
     """Makes an import's commits into chunks with no write transaction open (see the module). Two
-    sets of runs take turns: one being written by the :class:`ChunkWriter`, one being filled."""
+    sets of runs take turns: one being written by the :class:`ChunkWriter`, one being filled.
+    ``keyless``: the plane held no key before the import (:func:`keyless`)."""
 
-    def __init__(self, env: Environment, plane: Plane, new_nodes_from: int, keymap: KeyMap) -> None:
+    def __init__(self, env: Environment, plane: Plane, new_nodes_from: int, keymap: KeyMap, keyless: bool) -> None:
         self.env, self.plane = env, plane
         self.new_nodes_from = new_nodes_from
         self.keymap = keymap
+        self.keyless = keyless
         self.run_sets = (new_runs(), new_runs())
         self.turn = 0
         self.bulk: BulkWrites  # the chunk being made's (begin)
@@ -138,7 +154,7 @@ class ChunkMaker:
         made = _Made(seq, chunk.ids_to.copy())
         marks = [len(run) for run in chunk.runs.values()]
         with self.env.read() as txn:
-            answered = bulk.look_up_in(txn, seq, ahead.lines, ahead.scan)
+            answered = bulk.look_up_in(txn, seq, ahead.lines, ahead.scan, map_only=self.keyless)
         stop, nodes, edges = bulk.take(made, ahead.lines, 0) if answered else (-1, 0, 0)
         if stop != len(ahead.lines):
             for run, n in zip(chunk.runs.values(), marks, strict=True):

@@ -39,7 +39,7 @@ from drsg.kernel.values import (
 )
 from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map, scanner
 from drsg.store.database import Database
-from drsg.store.importahead import HELD_TXNS, Chunk, ChunkMaker, ChunkWriter, ahead_enabled
+from drsg.store.importahead import HELD_TXNS, Chunk, ChunkMaker, ChunkWriter, ahead_enabled, keyless
 from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
@@ -219,6 +219,8 @@ class _Importer:
         # the keys this import made, answered without a seek once their transaction committed
         self.keymap = key_map() if on_conflict == "error" and bulk_enabled() else None
         self.maker: ChunkMaker | None = None  # commits made ahead of their transaction (store/importahead.py)
+        # asked before anything is staged: the key map then answers for every key of the plane
+        self.keyless = self._can_make_ahead() and keyless(stage.env, plane_name, stage.top)
         self.writer = ChunkWriter(stage, HELD_TXNS * self.txn_bytes)  # (the adjacency it holds back)
         self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
 
@@ -293,7 +295,7 @@ class _Importer:
             with stage.env.read() as txn:  # (a plane this import is to make: once its first transaction did)
                 plane = Snapshot(txn, stage.env.dbs, stage.top).find_plane(self.plane_name)
             if plane is not None:
-                self.maker = ChunkMaker(stage.env, plane, self.new_nodes_from, self.keymap)
+                self.maker = ChunkMaker(stage.env, plane, self.new_nodes_from, self.keymap, self.keyless)
         return self.maker
 
     def _can_make_ahead(self) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import drsg
+from drsg.kernel.errors import Conflict
 from drsg.store import bulkwrite, importahead, jsonl
 from drsg.store.database import Database
 from drsg.store.jsonl import export_lines, import_jsonl
@@ -188,3 +189,29 @@ def test_an_import_that_makes_its_plane_makes_the_rest_ahead(tmp_path: Path, mon
         report = import_jsonl(db, data, "p", create_plane=True, commit_lines=500, txn_bytes=1 << 20)
         assert sum(made) == report.commits - 1
         _as_one_thread_imports(tmp_path, db, data, monkeypatch)
+
+
+def test_a_plane_is_keyless_until_a_key_was_written_to_it(tmp_path: Path) -> None:
+    """An import into a keyless plane answers its keys from its map alone; one key ever written
+    (even of a node since deleted) and they are sought."""
+    with drsg.open(tmp_path / "g.drsg") as db:
+        assert importahead.keyless(db.env, "p", db.head())  # not there: the import makes it
+        db.write(lambda tx: tx.create_plane("p"))
+        db.write(lambda tx: tx.create_node(tx.plane("p"), labels=["N"]))  # (keyless nodes)
+        assert importahead.keyless(db.env, "p", db.head())
+        db.write(lambda tx: tx.create_node(tx.plane("p"), key="k"))
+        db.write(lambda tx: tx.create_plane("q"))
+        assert not importahead.keyless(db.env, "p", db.head()) and importahead.keyless(db.env, "q", db.head())
+        db.write(lambda tx: tx.delete_node(tx.plane("p"), "k"))
+        assert not importahead.keyless(db.env, "p", db.head())
+
+
+def test_a_key_the_plane_holds_is_a_conflict_for_an_import_made_ahead(tmp_path: Path) -> None:
+    data = _graph(tmp_path / "g.jsonl")
+    with drsg.open(tmp_path / "g.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        db.write(lambda tx: tx.create_node(tx.plane("p"), key=f"n{NODES - 1}"))  # the file's last node's
+        head = db.head()
+        with pytest.raises(Conflict, match=f"n{NODES - 1}"):
+            _import(db, data)
+        assert db.head() == head and db.stats().nodes == 1
