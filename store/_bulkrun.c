@@ -54,22 +54,31 @@ typedef struct {
 
 static const LmdbApi *lmdb;
 
+/* room for n items in all (doubling, from 256): 0, or -1 (memory) */
+static int items_room(Run *run, Py_ssize_t n) {
+    if (n <= run->cap)
+        return 0;
+    Py_ssize_t cap = run->cap ? run->cap : 256;
+    while (cap < n)
+        cap *= 2;
+    Item *items = PyMem_Realloc(run->items, (size_t)cap * sizeof(Item));
+    if (!items) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    run->items = items;
+    run->cap = cap;
+    return 0;
+}
+
 char *run_room(PyObject *obj, Py_ssize_t klen, Py_ssize_t vlen) {
     Run *run = (Run *)obj;
     if (klen > UINT32_MAX || vlen > UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "an entry past 4 GiB");
         return NULL;
     }
-    if (run->n == run->cap) {
-        Py_ssize_t cap = run->cap ? run->cap * 2 : 256;
-        Item *items = PyMem_Realloc(run->items, (size_t)cap * sizeof(Item));
-        if (!items) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        run->items = items;
-        run->cap = cap;
-    }
+    if (items_room(run, run->n + 1) < 0)
+        return NULL;
     Py_ssize_t off = run->data.len;
     if (grow(&run->data, klen + vlen + 1) < 0) /* (+1: never NULL, for an empty entry too) */
         return NULL;
@@ -248,17 +257,7 @@ static PyObject *run_extend(Run *self, PyObject *arg) {
     if (!other->n)
         Py_RETURN_NONE;
     Py_ssize_t n = self->n + other->n;
-    if (n > self->cap) {
-        Py_ssize_t cap = self->cap ? self->cap : 256;
-        while (cap < n)
-            cap *= 2;
-        Item *items = PyMem_Realloc(self->items, (size_t)cap * sizeof(Item));
-        if (!items)
-            return PyErr_NoMemory();
-        self->items = items;
-        self->cap = cap;
-    }
-    if (grow(&self->data, other->data.len + 1) < 0)
+    if (items_room(self, n) < 0 || grow(&self->data, other->data.len + 1) < 0)
         return NULL;
     Py_ssize_t base = self->data.len; /* other's offsets, moved past what self held */
     memcpy(self->data.data + base, other->data.data, (size_t)other->data.len);

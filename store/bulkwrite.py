@@ -490,11 +490,7 @@ def write_merged(txn: Txn, db: DbHandle, runs: list[Run]) -> None:
     c_module = _c_module()
     written = False if c_module is None else c_module.write_merged(txn, db, runs)
     if written is False:
-        entries = list(heapq.merge(*(run.entries() for run in runs)))
-        if entries:
-            cursor = txn.cursor(db=db)
-            append = not cursor.last() or entries[0][0] > cursor.key()
-            cursor.putmulti(entries, append=append)
+        _putmulti(txn, db, list(heapq.merge(*(run.entries() for run in runs))))
     elif isinstance(written, tuple):
         raise lmdb_error(*written)
 
@@ -504,12 +500,17 @@ def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:
     table's last, else in key order; from C when it can (store/_bulkrun.c), else by py-lmdb."""
     written = run.write(txn, db)
     if written is False:
-        entries = run.entries()
+        _putmulti(txn, db, run.entries())
+    elif isinstance(written, tuple):
+        raise lmdb_error(*written)
+
+
+def _putmulti(txn: Txn, db: DbHandle, entries: list[Entry]) -> None:
+    """Sorted ``entries`` put by py-lmdb: appended when the first key is past the table's last."""
+    if entries:
         cursor = txn.cursor(db=db)
         append = not cursor.last() or entries[0][0] > cursor.key()
         cursor.putmulti(entries, append=append)
-    elif isinstance(written, tuple):
-        raise lmdb_error(*written)
 
 
 _bound = False
