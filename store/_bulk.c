@@ -554,6 +554,7 @@ static PyMethodDef methods[] = {
     {"strerror", lmdb_strerror, METH_O, "LMDB's words for an error code"},
     {"write_runs", write_runs, METH_VARARGS, "runs sorted and written, all without the GIL at once (_bulkrun.c)"},
     {"write_merged", write_merged, METH_VARARGS, "packed runs merged and written without the GIL (_bulkrun.c)"},
+    {"merged", merged, METH_O, "packed runs merged into a new packed run without the GIL (_bulkrun.c)"},
     {"mutation_slots", mutation_slots, METH_VARARGS, "NodePut and EdgePut made by setting their slots"},
     {"look_up", look_up, METH_VARARGS, "the keys parsed lines name, looked up in one sorted pass, into a dict"},
     {"key_groups", key_groups, METH_VARARGS, "the keys parsed lines name, sorted, with their key groups"},

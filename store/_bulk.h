@@ -108,6 +108,7 @@ PyObject *bind_lmdb(PyObject *self, PyObject *capsule);
 PyObject *lmdb_strerror(PyObject *self, PyObject *code);
 PyObject *write_runs(PyObject *module, PyObject *args);
 PyObject *write_merged(PyObject *module, PyObject *args);
+PyObject *merged(PyObject *module, PyObject *list);
 const LmdbApi *bulk_lmdb(void); /* NULL until bind_lmdb() */
 
 #endif

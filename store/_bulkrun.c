@@ -21,13 +21,13 @@
  * run.clear()                empty it, keeping its memory for the next commit
  * run.cut(n)                 keep its first n entries as appended (not after a sort): a commit an
  *                            import made ahead of its transaction, taken back (store/bulkwrite.py)
- * run.extend(other)          append other's entries (as they stand: sorted or not), one copy of its
- *                            buffer: an import's adjacency held back across its transactions
- *                            (store/importahead.py)
  * run.nbytes()               the memory its entries take: their bytes and their slots
- * run.pack()                 sorted, and its entries' bytes laid out in that order: read in key
- *                            order, front to back (a sorted run's reads land all over its buffer);
- *                            without the GIL
+ * run.packed()               a new run of its entries sorted, their bytes laid out in that order:
+ *                            read in key order, front to back (a sorted run's reads land all over
+ *                            its buffer); this run is left sorted; without the GIL. An import's
+ *                            adjacency held back across its transactions (store/importahead.py)
+ * merged(runs)               a new packed run of packed runs' entries in one key order (no key twice
+ *                            in all); without the GIL
  * write_merged(txn, db, runs)  packed runs merged into one key order and put into db as write()
  *                            puts one run (appended when the least key lies past the table's last):
  *                            0, False or (code, entry); without the GIL
@@ -248,54 +248,42 @@ static PyObject *run_cut(Run *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
-static PyObject *run_extend(Run *self, PyObject *arg) {
-    if (!Py_IS_TYPE(arg, &RunType) || arg == (PyObject *)self) {
-        PyErr_SetString(PyExc_TypeError, "extend() takes another Run");
+/* a new Run with room for n entries of `bytes` bytes in all, laid out by lay_out: NULL (an error set) */
+static Run *new_packed(Py_ssize_t n, Py_ssize_t bytes) {
+    Run *out = (Run *)RunType.tp_alloc(&RunType, 0);
+    if (!out)
+        return NULL;
+    if (items_room(out, n) < 0 || grow(&out->data, bytes + 1) < 0) { /* (+1: never NULL) */
+        Py_DECREF(out);
         return NULL;
     }
-    const Run *other = (const Run *)arg;
-    if (!other->n)
-        Py_RETURN_NONE;
-    Py_ssize_t n = self->n + other->n;
-    if (items_room(self, n) < 0 || grow(&self->data, other->data.len + 1) < 0)
-        return NULL;
-    Py_ssize_t base = self->data.len; /* other's offsets, moved past what self held */
-    memcpy(self->data.data + base, other->data.data, (size_t)other->data.len);
-    self->data.len += other->data.len;
-    for (Py_ssize_t i = 0; i < other->n; i++) {
-        Item item = other->items[i];
-        item.off += base;
-        self->items[self->n + i] = item;
-    }
-    self->n = n;
-    Py_RETURN_NONE;
+    return out;
 }
 
-static PyObject *run_pack(Run *self, PyObject *unused) {
-    if (self->n < 2)
-        Py_RETURN_NONE;
-    Item *tmp = PyMem_Malloc((size_t)self->n * sizeof(Item));
-    char *data = tmp ? PyMem_Malloc((size_t)self->data.len + 1) : NULL;
-    if (!data) {
-        PyMem_Free(tmp);
+/* `item` (its key at base + item->off) appended to `out`, which has room for it: laid out */
+static void lay_out(Run *out, const char *base, const Item *item) {
+    Item *to = &out->items[out->n++];
+    *to = *item;
+    to->off = out->data.len;
+    memcpy(out->data.data + to->off, base + item->off, (size_t)item->klen + item->vlen);
+    out->data.len += (Py_ssize_t)item->klen + item->vlen;
+}
+
+static PyObject *run_packed(Run *self, PyObject *unused) {
+    Item *tmp = self->n > 1 ? PyMem_Malloc((size_t)self->n * sizeof(Item)) : NULL;
+    if (self->n > 1 && !tmp)
         return PyErr_NoMemory();
+    Run *out = new_packed(self->n, self->data.len);
+    if (out) {
+        Py_BEGIN_ALLOW_THREADS /* the runs' own memory alone: an import's writer packs while its reader reads */
+        if (self->n > 1)
+            sort_run(self, tmp);
+        for (Py_ssize_t i = 0; i < self->n; i++)
+            lay_out(out, self->data.data, &self->items[i]);
+        Py_END_ALLOW_THREADS
     }
-    char *was = self->data.data;
-    Py_BEGIN_ALLOW_THREADS /* the run's own memory alone: an import's writer packs while its reader reads */
-    sort_run(self, tmp);
-    Py_ssize_t off = 0;
-    for (Py_ssize_t i = 0; i < self->n; i++) {
-        Item *item = &self->items[i];
-        memcpy(data + off, was + item->off, (size_t)item->klen + item->vlen);
-        item->off = off;
-        off += (Py_ssize_t)item->klen + item->vlen;
-    }
-    Py_END_ALLOW_THREADS
-    PyMem_Free(was);
     PyMem_Free(tmp);
-    self->data.data = data;
-    self->data.cap = self->data.len + 1;
-    Py_RETURN_NONE;
+    return (PyObject *)out;
 }
 
 static PyObject *run_nbytes(Run *self, PyObject *unused) {
@@ -459,13 +447,23 @@ done:
     return out;
 }
 
-/* heap[at] moved down to its place: heap[i] is runs[heap[i]]'s entry at pos[heap[i]], least first */
-static void sift(Run **runs, const Py_ssize_t *pos, Py_ssize_t *heap, Py_ssize_t size, Py_ssize_t at) {
+/* Packed runs' entries in one key order: a heap of the runs, least next entry on top. */
+typedef struct {
+    Run **runs;
+    Py_ssize_t count, size; /* runs; those with entries left, in heap[:size] */
+    Py_ssize_t *pos, *heap; /* each run's next entry; heap[i]: a run, least next entry first */
+} Merge;
+
+/* heap[at] moved down to its place */
+static void sift(Merge *m, Py_ssize_t at) {
+    Run **runs = m->runs;
+    Py_ssize_t *heap = m->heap;
+    const Py_ssize_t *pos = m->pos;
     for (;;) {
         Py_ssize_t least = at, kids[2] = {2 * at + 1, 2 * at + 2};
         for (int k = 0; k < 2; k++) {
             Py_ssize_t c = kids[k];
-            if (c < size) {
+            if (c < m->size) {
                 const Run *a = runs[heap[c]], *b = runs[heap[least]];
                 if (compare_in(a->data.data, &a->items[pos[heap[c]]], b->data.data, &b->items[pos[heap[least]]]) < 0)
                     least = c;
@@ -480,37 +478,72 @@ static void sift(Run **runs, const Py_ssize_t *pos, Py_ssize_t *heap, Py_ssize_t
     }
 }
 
-/* the sorted runs' entries put into dbi in one key order: put_run's flags and answer */
-static int put_merged(Run **runs, Py_ssize_t count, Py_ssize_t *pos, Py_ssize_t *heap, MDB_txn *txn, MDB_dbi dbi,
-                      Py_ssize_t *at) {
-    Py_ssize_t size = 0;
+/* m over `list`'s packed Runs (the list holds them meanwhile): 0, or -1 with an error set (a list of
+ * something else: TypeError; memory) */
+static int merge_open(Merge *m, PyObject *list, const char *who) {
+    Py_ssize_t count = PyList_GET_SIZE(list);
     for (Py_ssize_t i = 0; i < count; i++)
-        if (runs[i]->n)
-            heap[size++] = i;
-    for (Py_ssize_t i = size / 2; i-- > 0;)
-        sift(runs, pos, heap, size, i);
+        if (!Py_IS_TYPE(PyList_GET_ITEM(list, i), &RunType)) {
+            PyErr_Format(PyExc_TypeError, "%s() takes a list of packed Runs", who);
+            return -1;
+        }
+    *m = (Merge){PyMem_Calloc((size_t)count + 1, sizeof(Run *)), count, 0,
+                 PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t)), PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t))};
+    if (!m->runs || !m->pos || !m->heap) {
+        PyMem_Free(m->runs);
+        PyMem_Free(m->pos);
+        PyMem_Free(m->heap);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        m->runs[i] = (Run *)PyList_GET_ITEM(list, i);
+        if (m->runs[i]->n)
+            m->heap[m->size++] = i;
+    }
+    for (Py_ssize_t i = m->size / 2; i-- > 0;)
+        sift(m, i);
+    return 0;
+}
+
+static void merge_close(Merge *m) {
+    PyMem_Free(m->runs);
+    PyMem_Free(m->pos);
+    PyMem_Free(m->heap);
+}
+
+/* the least entry not yet taken, and its run in *run; NULL once every entry was */
+static const Item *merge_next(Merge *m, const Run **run) {
+    if (!m->size)
+        return NULL;
+    Py_ssize_t r = m->heap[0];
+    *run = m->runs[r];
+    const Item *item = &m->runs[r]->items[m->pos[r]];
+    if (++m->pos[r] == m->runs[r]->n)
+        m->heap[0] = m->heap[--m->size];
+    sift(m, 0);
+    return item;
+}
+
+/* the merged entries put into dbi in one key order: put_run's flags and answer */
+static int put_merged(Merge *m, MDB_txn *txn, MDB_dbi dbi, Py_ssize_t *at) {
     *at = 0;
-    if (!size)
+    if (!m->size)
         return 0;
     MDB_cursor *cur;
     MDB_val k, v;
     unsigned int flags;
-    const Run *first = runs[heap[0]]; /* (its first entry is the least) */
-    int rc = cursor_for(txn, dbi, first->data.data + first->items[0].off, first->items[0].klen, &cur, &flags);
+    const Run *first = m->runs[m->heap[0]]; /* (its next entry is the least) */
+    const Item *least = &first->items[m->pos[m->heap[0]]];
+    int rc = cursor_for(txn, dbi, first->data.data + least->off, least->klen, &cur, &flags);
     if (rc)
         return rc;
     Py_ssize_t n = 0;
-    while (rc == 0 && size) {
-        Py_ssize_t r = heap[0];
-        const Run *run = runs[r];
-        const Item *item = &run->items[pos[r]];
+    const Run *run;
+    for (const Item *item; rc == 0 && (item = merge_next(m, &run)); n++) {
         k = (MDB_val){item->klen, (void *)(run->data.data + item->off)};
         v = (MDB_val){item->vlen, (void *)(run->data.data + item->off + item->klen)};
         rc = lmdb->cursor_put(cur, &k, &v, flags);
-        n++;
-        if (++pos[r] == run->n)
-            heap[0] = heap[--size];
-        sift(runs, pos, heap, size, 0);
     }
     lmdb->cursor_close(cur);
     *at = n - 1;
@@ -526,33 +559,43 @@ PyObject *write_merged(PyObject *module, PyObject *args) {
     MDB_dbi dbi;
     if (!txn || !lmdb->dbi_of(db_obj, &dbi))
         Py_RETURN_FALSE;
-    Py_ssize_t count = PyList_GET_SIZE(list);
-    for (Py_ssize_t i = 0; i < count; i++)
-        if (!Py_IS_TYPE(PyList_GET_ITEM(list, i), &RunType)) {
-            PyErr_SetString(PyExc_TypeError, "write_merged() takes a list of packed Runs");
-            return NULL;
-        }
-    Run **runs = PyMem_Calloc((size_t)count + 1, sizeof(Run *));
-    Py_ssize_t *pos = PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t));
-    Py_ssize_t *heap = PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t));
-    if (!runs || !pos || !heap) {
-        PyMem_Free(runs);
-        PyMem_Free(pos);
-        PyMem_Free(heap);
-        return PyErr_NoMemory();
-    }
-    for (Py_ssize_t i = 0; i < count; i++)
-        runs[i] = (Run *)PyList_GET_ITEM(list, i); /* (the caller's list holds them meanwhile) */
+    Merge m;
+    if (merge_open(&m, list, "write_merged") < 0)
+        return NULL;
     int rc;
     Py_ssize_t at;
     Py_BEGIN_ALLOW_THREADS /* LMDB's work and the runs' memory alone, as write() */
-    rc = put_merged(runs, count, pos, heap, txn, dbi, &at);
+    rc = put_merged(&m, txn, dbi, &at);
     Py_END_ALLOW_THREADS
     lmdb->wrote(txn_obj);
-    PyMem_Free(runs);
-    PyMem_Free(pos);
-    PyMem_Free(heap);
+    merge_close(&m);
     return rc ? Py_BuildValue("(in)", rc, at) : PyLong_FromLong(0);
+}
+
+/* merged([run, ...]) -> Run: see the top */
+PyObject *merged(PyObject *module, PyObject *list) {
+    if (!PyList_Check(list)) {
+        PyErr_SetString(PyExc_TypeError, "merged() takes a list of packed Runs");
+        return NULL;
+    }
+    Merge m;
+    if (merge_open(&m, list, "merged") < 0)
+        return NULL;
+    Py_ssize_t n = 0, bytes = 0;
+    for (Py_ssize_t i = 0; i < m.count; i++) {
+        n += m.runs[i]->n;
+        bytes += m.runs[i]->data.len;
+    }
+    Run *out = new_packed(n, bytes);
+    if (out) {
+        Py_BEGIN_ALLOW_THREADS /* the runs' memory and the new run's alone */
+        const Run *run;
+        for (const Item *item; (item = merge_next(&m, &run));)
+            lay_out(out, run->data.data, item);
+        Py_END_ALLOW_THREADS
+    }
+    merge_close(&m);
+    return (PyObject *)out;
 }
 
 static Py_ssize_t run_len(Run *self) { return self->n; }
@@ -577,9 +620,8 @@ static PyMethodDef run_methods[] = {
     {"entries", (PyCFunction)run_entries, METH_NOARGS, "the entries as (key, value) pairs"},
     {"clear", (PyCFunction)run_clear, METH_NOARGS, "empty the run"},
     {"cut", (PyCFunction)run_cut, METH_O, "keep the first n entries as appended (before a sort)"},
-    {"extend", (PyCFunction)run_extend, METH_O, "append another run's entries"},
     {"nbytes", (PyCFunction)run_nbytes, METH_NOARGS, "the memory its entries take"},
-    {"pack", (PyCFunction)run_pack, METH_NOARGS, "sort it and lay its entries out in key order"},
+    {"packed", (PyCFunction)run_packed, METH_NOARGS, "a new run of its entries sorted and laid out in key order"},
     {"write", (PyCFunction)run_write, METH_VARARGS, "write the sorted run into a table: 0, False or LMDB's error"},
     {NULL, NULL, 0, NULL},
 };

@@ -58,9 +58,8 @@ class Run(Protocol):
     def entries(self) -> list[Entry]: ...
     def clear(self) -> None: ...
     def cut(self, n: int, /) -> None: ...  # its first n entries kept (as appended: before a sort)
-    def extend(self, other: Run, /) -> None: ...  # other's entries appended (a run of the same type)
     def nbytes(self) -> int: ...  # the memory its entries take
-    def pack(self) -> None: ...  # sorted, its bytes laid out in key order (store/_bulkrun.c)
+    def packed(self) -> Run: ...  # a new run of its entries sorted, laid out in key order (store/_bulkrun.c)
     def write(self, txn: Txn, db: DbHandle, /) -> int | bool | tuple[int, int]: ...
     def __len__(self) -> int: ...
 
@@ -90,14 +89,14 @@ class PyRun:
     def cut(self, n: int) -> None:
         del self.items[n:]
 
-    def extend(self, other: Run) -> None:
-        self.items.extend(other.entries())
-
     def nbytes(self) -> int:
         return sum(len(key) + len(value) for key, value in self.items)
 
-    def pack(self) -> None:
+    def packed(self) -> PyRun:
         self.sort()
+        out = PyRun()
+        out.items = list(self.items)
+        return out
 
     def write(self, txn: Txn, db: DbHandle) -> bool:
         return False  # put_sorted writes entries() with py-lmdb
@@ -173,6 +172,7 @@ class Native(Encoder, Protocol):
     def strerror(self, code: int, /) -> str: ...
     def write_runs(self, txn: Txn, pairs: list[tuple[Run, DbHandle]], /) -> int | bool | tuple[int, int, int]: ...
     def write_merged(self, txn: Txn, db: DbHandle, runs: list[Run], /) -> int | bool | tuple[int, int]: ...
+    def merged(self, runs: list[Run], /) -> Run: ...
     def seek_order(self, names: list[str], /) -> list[str]: ...
     def look_up(
         self,
@@ -493,6 +493,17 @@ def write_merged(txn: Txn, db: DbHandle, runs: list[Run]) -> None:
         _putmulti(txn, db, list(heapq.merge(*(run.entries() for run in runs))))
     elif isinstance(written, tuple):
         raise lmdb_error(*written)
+
+
+def merged(runs: list[Run]) -> Run:
+    """A new packed run of packed ``runs``' entries (no key twice in all) in one key order: from C,
+    without the GIL, when it can (store/_bulkrun.c's merged), else a :class:`PyRun`."""
+    c_module = _c_module()
+    if c_module is not None:
+        return c_module.merged(runs)
+    out = PyRun()
+    out.items = list(heapq.merge(*(run.entries() for run in runs)))
+    return out
 
 
 def put_sorted(txn: Txn, db: DbHandle, run: Run) -> None:

@@ -16,10 +16,12 @@ adjacency keys land all over their trees, and put a transaction at a time they r
 both trees' leaves in every one — four fifths of what LMDB's own writes cost upstream's file in
 bounded transactions (tests/bench/RESULTS.md: 0.61 s, 0.12 s without them); put once into an
 empty table they are appended. Each chunk's are sorted and laid out in key order on the writer's
-thread, so the last put reads them front to back. Nothing the import reads looks at them
-(store/bulkwrite.py's flush), and they are written before the import reads on in a transaction
-of its own; a staged write's commits stay all or nothing: removing one (store/staging.py's
-undo_staged) removes its adjacency keys if they were written at all.
+thread, so the last put reads them front to back; there the ``in`` runs are merged into one on a
+thread of their own while the ``out`` runs are put (a merge is CPU alone, LMDB's puts one
+thread's). Nothing the import reads looks at them (store/bulkwrite.py's flush), and they are
+written before the import reads on in a transaction of its own; a staged write's commits stay
+all or nothing: removing one (store/staging.py's undo_staged) removes its adjacency keys if they
+were written at all.
 
 A commit the C line loop cannot make whole (a line of another shape, a key already taken, an end
 it does not know, a blank line) is taken back — its entries cut from the runs, its keys never
@@ -33,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from drsg.store import bulkwrite, keys
@@ -188,12 +191,11 @@ class Held:
         self.nbytes = 0
 
     def take(self, runs: dict[str, Run]) -> None:
-        """A written chunk's adjacency ``runs``, copied (theirs are emptied by the next chunk)."""
+        """A written chunk's adjacency ``runs``, packed into runs of their own (the chunk's are left
+        sorted, and emptied by the next chunk)."""
         for name, parts in self.parts.items():
             if len(runs[name]):
-                part = bulkwrite.new_run()
-                part.extend(runs[name])
-                part.pack()
+                part = runs[name].packed()
                 parts.append(part)
                 self.nbytes += part.nbytes()
 
@@ -203,9 +205,17 @@ class Held:
 
     def write(self, tx: WriteTx) -> None:
         """Every held entry into the staged write's transaction ``tx`` (which seals no commit; run
-        again from the same runs if the map grew)."""
-        for name, parts in self.parts.items():
-            bulkwrite.write_merged(tx.txn, tx.dbs[name], parts)
+        again from the same runs if the map grew). LMDB's puts are one thread's, but a merge is the
+        runs' memory alone: the last table's runs are merged on a thread of their own (into one run,
+        which then stands for them) while the others' are merged into their trees."""
+        *first, last = self.parts
+        with ThreadPoolExecutor(1, thread_name_prefix="drsg-import-merge") as pool:
+            merging = pool.submit(bulkwrite.merged, self.parts[last]) if len(self.parts[last]) > 1 else None
+            for name in first:
+                bulkwrite.write_merged(tx.txn, tx.dbs[name], self.parts[name])
+            if merging is not None:
+                self.parts[last] = [merging.result()]
+        bulkwrite.write_merged(tx.txn, tx.dbs[last], self.parts[last])
 
     def clear(self) -> None:
         for parts in self.parts.values():

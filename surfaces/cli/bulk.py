@@ -34,8 +34,9 @@ def import_cmd(obj: Context, file: Path, plane: str, on_conflict: str, create_pl
     until 8 MiB of the file is in it (store.import_txn_bytes), one written on a second thread while
     the next is read, so memory stays bounded (two of those, plus a map of the keys the import
     made: ~12 MiB for 100k keys, at most ~200 MiB past 1M, plus the new edges' adjacency entries,
-    written once at the end: ~70 MiB for 500k edges, at most 16 transactions' bytes); shows a
-    progress bar on a terminal and prints lines/s on stderr at the end. On a Kafka log (--log) the lines go
+    written once at the end: ~70 MiB for 500k edges, at most 16 transactions' bytes, half as much
+    again while they are merged); shows a progress bar on a terminal and prints lines/s on stderr
+    at the end. On a Kafka log (--log) the lines go
     out in records of store.import_commit_lines lines and every node imports them as one commit
     where the last lands, whatever other nodes write meanwhile (deploy/README.md).
 

@@ -9,6 +9,7 @@ import json
 import threading
 from pathlib import Path
 
+import lmdb
 import pytest
 
 import drsg
@@ -162,6 +163,32 @@ def test_the_adjacency_is_held_back_and_written_once_when_the_import_is_done(
         db.write(lambda tx: tx.create_plane("p"))
         _import(db, data)
         assert puts == [EDGES, EDGES] and sum(in_chunks) == 0
+        _as_one_thread_imports(tmp_path, db, data, monkeypatch)
+
+
+def test_the_held_write_run_again_when_the_map_grew_writes_the_same_entries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last table's runs are merged into one on a thread of their own while the others are put;
+    run again (the map grew after the first table was put), the write puts the same entries."""
+    data = _graph(tmp_path / "g.jsonl")
+    monkeypatch.setattr(jsonl, "HELD_TXNS", 100)
+    calls: list[tuple[int, int]] = []  # each put's runs and entries
+    write_merged = bulkwrite.write_merged
+
+    def full_once(txn: object, db: object, runs: list[bulkwrite.Run]) -> None:
+        calls.append((len(runs), sum(len(run) for run in runs)))
+        write_merged(txn, db, runs)  # type: ignore[arg-type]
+        if len(calls) == 2:  # (the second table's put, the first's already in the transaction)
+            raise lmdb.MapFullError("the map is full")
+
+    monkeypatch.setattr(bulkwrite, "write_merged", full_once)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        _import(db, data)
+        (out_runs, out), (in_runs, in_), again_out, again_in = calls
+        assert out_runs > 1 and in_runs == 1 and out == in_ == EDGES  # ("in" merged into one run)
+        assert again_out == (out_runs, EDGES) and again_in == (1, EDGES)
         _as_one_thread_imports(tmp_path, db, data, monkeypatch)
 
 

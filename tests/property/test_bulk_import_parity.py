@@ -509,34 +509,37 @@ def test_a_run_is_written_from_c_on_py_lmdbs_transaction(tmp_path: Path) -> None
 def test_packed_runs_are_merged_into_a_table_in_key_order(
     tmp_path: Path, entries: list[tuple[bytes, bytes]], cuts: list[int], there: int
 ) -> None:
-    """An import's held adjacency (store/importahead.py): runs made by ``extend`` and ``pack`` (keys
-    that are prefixes of others, heads shared) hold their entries sorted, and ``write_merged`` puts
-    them all into a table — empty, or holding keys already (put in key order, not appended) — as
-    Python's merge does; from C, and by py-lmdb where C is not bound."""
+    """An import's held adjacency (store/importahead.py): runs made by ``packed`` (keys that are
+    prefixes of others, heads shared) hold their entries sorted, and ``write_merged`` puts them all
+    into a table — empty, or holding keys already (put in key order, not appended) — as Python's
+    merge does, as does ``write_merged`` of the one run ``merged`` makes of them; from C, and by
+    py-lmdb where C is not bound."""
     bulkwrite._bind_lmdb()
     table, new = entries[:there], entries[there:]
     bounds = sorted({0, len(new), *(min(cut, len(new)) for cut in cuts)})
     for encoder, name in ((bulkwrite.NATIVE, "c"), (bulkwrite.PyEncoder(), "py")):
-        parts = []
-        for lo, hi in itertools.pairwise(bounds):
-            first, second = encoder.Run(), encoder.Run()
-            for key, value in new[lo:hi]:
-                (first if len(first) <= len(second) else second).add(key, value)
-            first.extend(second)  # type: ignore[arg-type]
-            first.pack()
-            assert first.entries() == sorted(new[lo:hi])
-            assert first.nbytes() >= sum(len(key) + len(value) for key, value in new[lo:hi])
-            parts.append(first)
+        bulkwrite.use_c(name == "c")
         path = tmp_path / f"{name}.lmdb"
         env = lmdb.open(str(path), subdir=False, max_dbs=2, map_size=1 << 20)
-        db = env.open_db(b"t")
         txn = env.begin(write=True)
-        bulkwrite.use_c(name == "c")
         try:
-            for key, value in table:
-                txn.put(key, value, db=db)
-            bulkwrite.write_merged(txn, db, parts)
-            assert list(txn.cursor(db=db).iternext()) == sorted(entries), name
+            parts = []
+            for lo, hi in itertools.pairwise(bounds):
+                run = encoder.Run()
+                for key, value in new[lo:hi]:
+                    run.add(key, value)
+                part = run.packed()
+                assert part.entries() == run.entries() == sorted(new[lo:hi])
+                assert part.nbytes() >= sum(len(key) + len(value) for key, value in new[lo:hi])
+                parts.append(part)
+            one = bulkwrite.merged(parts)
+            assert one.entries() == sorted(new)
+            for db_name, runs in ((b"parts", parts), (b"merged", [one])):
+                db = env.open_db(db_name, txn=txn)
+                for key, value in table:
+                    txn.put(key, value, db=db)
+                bulkwrite.write_merged(txn, db, runs)
+                assert list(txn.cursor(db=db).iternext()) == sorted(entries), (name, db_name)
         finally:
             bulkwrite.use_c(True)
             txn.abort()
