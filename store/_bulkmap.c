@@ -59,10 +59,28 @@ static uint64_t hash_of(const char *s, Py_ssize_t n) { /* FNV-1a: names are shor
     return h ^ (h >> 29);
 }
 
+/* whether a[:n] and b[:n] are equal, n <= 16: two loads from each end, overlapping (memcmp's call
+ * was ~8 % of upstream's edge lines: each names two keys of a few bytes) */
+static int same_short(const char *a, const char *b, size_t n) {
+    if (n >= 8) {
+        uint64_t x, y, z, w;
+        memcpy(&x, a, 8), memcpy(&y, b, 8), memcpy(&z, a + n - 8, 8), memcpy(&w, b + n - 8, 8);
+        return x == y && z == w;
+    }
+    if (n >= 4) {
+        uint32_t x, y, z, w;
+        memcpy(&x, a, 4), memcpy(&y, b, 4), memcpy(&z, a + n - 4, 4), memcpy(&w, b + n - 4, 4);
+        return x == y && z == w;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) return 0;
+    return 1;
+}
+
 /* whether `slot` holds the name s[:n] of hash h (tag and len: h's high half and its slot length) */
 static int holds(const KeyMap *map, const Slot *slot, const char *s, Py_ssize_t n, uint32_t tag, uint8_t len) {
     if (slot->tag != tag || slot->len != len) return 0;
-    if (len != LONG) return memcmp(slot->name, s, (size_t)n) == 0;
+    if (len != LONG) return same_short(slot->name, s, (size_t)n);
     const Entry *e = &map->entries[slot->entry - 1];
     return e->len == n && memcmp(map->arena.data + e->off, s, (size_t)n) == 0;
 }

@@ -103,8 +103,14 @@ static uint64_t load_be(const unsigned char *p) {
 void run_seal(PyObject *obj) {
     Run *run = (Run *)obj;
     Item *item = &run->items[run->n - 1];
+    const unsigned char *key = (const unsigned char *)run->data.data + item->off;
+    if (item->klen >= 16) { /* (an adjacency key: two loads, no copy) */
+        item->head[0] = load_be(key);
+        item->head[1] = load_be(key + 8);
+        return;
+    }
     unsigned char first[16] = {0}; /* (zero-padded) */
-    memcpy(first, run->data.data + item->off, item->klen < 16 ? item->klen : 16);
+    memcpy(first, key, item->klen);
     item->head[0] = load_be(first);
     item->head[1] = load_be(first + 8);
 }
