@@ -237,11 +237,21 @@ class ChunkWriter:
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
-    def submit(self, chunk: Chunk) -> None:
-        """Start writing ``chunk``, once the chunk before it is written (raising what that met)."""
+    def submit(self, chunk: Chunk, last: bool = False) -> None:
+        """Start writing ``chunk``, once the chunk before it is written (raising what that met). The
+        ``last`` chunk's adjacency is packed on this thread meanwhile: it has nothing else to do
+        until the held entries are written."""
         self.wait()
-        self._thread = threading.Thread(target=self._write, args=(chunk,), name="drsg-import-writer", daemon=True)
+        self._thread = threading.Thread(
+            target=self._write, args=(chunk, not last), name="drsg-import-writer", daemon=True
+        )
         self._thread.start()
+        if last:
+            try:
+                self.held.take(chunk.runs)
+            except BaseException:
+                self.stop()
+                raise
 
     def idle(self) -> bool:
         """Whether no chunk is being written: one made now would be written at once."""
@@ -269,10 +279,11 @@ class ChunkWriter:
         with contextlib.suppress(BaseException):  # the importer's error came first and is the one raised
             self.wait()
 
-    def _write(self, chunk: Chunk) -> None:
+    def _write(self, chunk: Chunk, take: bool) -> None:
         try:
             self.stage.chunk(functools.partial(chunk.write, held=ADJACENCY))
-            self.held.take(chunk.runs)
+            if take:
+                self.held.take(chunk.runs)
             if self.held.full:
                 self._write_held()
         except BaseException as exc:  # handed to the importer's thread, which raises it

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import io
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +172,14 @@ def import_lines(
     return _Importer(stage, fh, plane_name, create_plane, on_conflict, (10_000, TXN_BYTES), None).run(source)
 
 
+def _size(fh: IO[bytes]) -> float:
+    """The size of the file ``fh`` reads, or infinity when it has none (a pipe, a stream)."""
+    try:
+        return os.fstat(fh.fileno()).st_size
+    except (OSError, io.UnsupportedOperation, AttributeError):
+        return float("inf")
+
+
 @dataclass(frozen=True)
 class _Rewind:
     """Where a transaction began, so that running it again (the map grew) starts from the same state."""
@@ -223,6 +233,7 @@ class _Importer:
         self.keyless = self._can_make_ahead() and keyless(stage.env, plane_name, stage.top)
         self.writer = ChunkWriter(stage, HELD_TXNS * self.txn_bytes)  # (the adjacency it holds back)
         self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
+        self.size = _size(fh)  # (the file's, when read began: its last chunk is known before it is read past)
 
     def run(self, source: Path) -> ImportReport:
         try:
@@ -282,7 +293,7 @@ class _Importer:
             self.writer.release()  # (this thread's transaction may read the adjacency)
             self.next_chunk = None
             return False
-        self.writer.submit(chunk)
+        self.writer.submit(chunk, last=self.done or self.fh.tell() >= self.size)
         self.next_chunk = (chunk.first_seq + len(chunk.commits), chunk.ids_to)
         return True
 

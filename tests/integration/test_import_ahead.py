@@ -192,6 +192,44 @@ def test_the_held_write_run_again_when_the_map_grew_writes_the_same_entries(
         _as_one_thread_imports(tmp_path, db, data, monkeypatch)
 
 
+def test_the_last_chunks_adjacency_is_packed_by_the_importer_while_the_writer_writes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importer has nothing else to do once the file is read: it packs the last chunk's
+    adjacency itself; what that meets is the import's error, the writer is stopped first, and
+    nothing is written."""
+    data = _graph(tmp_path / "g.jsonl")
+    monkeypatch.setattr(jsonl, "HELD_TXNS", 100)
+    packers: list[str] = []
+    take = importahead.Held.take
+
+    def recorded(held: importahead.Held, runs: dict[str, bulkwrite.Run]) -> None:
+        packers.append(threading.current_thread().name)
+        take(held, runs)
+
+    monkeypatch.setattr(importahead.Held, "take", recorded)
+    with drsg.open(tmp_path / "g.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        head = db.head()
+        _import(db, data)
+        importer = threading.current_thread().name
+        assert packers[-1] == importer and set(packers[:-1]) == {"drsg-import-writer"} and len(packers) > 2
+        _as_one_thread_imports(tmp_path, db, data, monkeypatch)
+
+    def failing(held: importahead.Held, runs: dict[str, bulkwrite.Run]) -> None:
+        if threading.current_thread().name == importer:
+            raise MemoryError
+        take(held, runs)
+
+    monkeypatch.setattr(importahead.Held, "take", failing)
+    with drsg.open(tmp_path / "h.drsg") as db:
+        db.write(lambda tx: tx.create_plane("p"))
+        head = db.head()
+        with pytest.raises(MemoryError):
+            _import(db, data)
+        _untouched(db, head)
+
+
 def test_adjacency_held_past_its_bound_is_written_as_the_import_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
