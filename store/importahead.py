@@ -282,10 +282,10 @@ class ChunkWriter:
     def _write(self, chunk: Chunk, take: bool) -> None:
         try:
             self.stage.chunk(functools.partial(chunk.write, held=ADJACENCY))
-            if take:
+            if take:  # (else the importer's thread is taking them meanwhile: the held entries are its)
                 self.held.take(chunk.runs)
-            if self.held.full:
-                self._write_held()
+                if self.held.full:
+                    self._write_held()
         except BaseException as exc:  # handed to the importer's thread, which raises it
             self._error = exc
 

@@ -238,10 +238,26 @@ def test_adjacency_held_past_its_bound_is_written_as_the_import_goes(
     data = _graph(tmp_path / "g.jsonl")
     puts = _merged(monkeypatch)
     monkeypatch.setattr(jsonl, "HELD_TXNS", 1)
+    events: list[tuple[str, str]] = []  # (thread, what): the held entries are the importer's once it takes the last
+    take, write = importahead.Held.take, importahead.Held.write
+
+    def taking(held: importahead.Held, runs: dict[str, bulkwrite.Run]) -> None:
+        events.append((threading.current_thread().name, "take"))
+        take(held, runs)
+
+    def writing(held: importahead.Held, tx: WriteTx) -> None:
+        events.append((threading.current_thread().name, "write"))
+        write(held, tx)
+
+    monkeypatch.setattr(importahead.Held, "take", taking)
+    monkeypatch.setattr(importahead.Held, "write", writing)
     with drsg.open(tmp_path / "g.drsg") as db:
         db.write(lambda tx: tx.create_plane("p"))
         _import(db, data)
         assert len(puts) > 4 and sum(puts) == 2 * EDGES
+        importer = threading.current_thread().name
+        last_take = events.index((importer, "take"))
+        assert ("drsg-import-writer", "write") not in events[last_take:]
         _as_one_thread_imports(tmp_path, db, data, monkeypatch)
 
 
