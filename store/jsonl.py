@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import io
 import json
-import os
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,7 +137,9 @@ def import_jsonl(
         db.staged({"via": "import", "source": source.name}) as stage,
         source.open("rb") as fh,
     ):
-        importer = _Importer(stage, fh, plane_name, create_plane, on_conflict, (commit_lines, txn_bytes), progress)
+        importer = _Importer(
+            stage, fh, plane_name, create_plane, on_conflict, (commit_lines, txn_bytes), progress, file_size=size
+        )
         report = importer.run(source)
         seqs = stage.finish()
     if seqs:
@@ -172,14 +173,6 @@ def import_lines(
     return _Importer(stage, fh, plane_name, create_plane, on_conflict, (10_000, TXN_BYTES), None).run(source)
 
 
-def _size(fh: IO[bytes]) -> float:
-    """The size of the file ``fh`` reads, or infinity when it has none (a pipe, a stream)."""
-    try:
-        return os.fstat(fh.fileno()).st_size
-    except (OSError, io.UnsupportedOperation, AttributeError):
-        return float("inf")
-
-
 @dataclass(frozen=True)
 class _Rewind:
     """Where a transaction began, so that running it again (the map grew) starts from the same state."""
@@ -203,6 +196,7 @@ class _Importer:
         on_conflict: str,
         sizes: tuple[int, int],
         progress: Callable[[int], None] | None,
+        file_size: float = math.inf,
     ) -> None:
         self.stage = stage
         self.fh = fh
@@ -233,7 +227,7 @@ class _Importer:
         self.keyless = self._can_make_ahead() and keyless(stage.env, plane_name, stage.top)
         self.writer = ChunkWriter(stage, HELD_TXNS * self.txn_bytes)  # (the adjacency it holds back)
         self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
-        self.size = _size(fh)  # (the file's, when read began: its last chunk is known before it is read past)
+        self.file_size = file_size  # (when reading began: its last chunk is known before it is read past)
 
     def run(self, source: Path) -> ImportReport:
         try:
@@ -293,7 +287,7 @@ class _Importer:
             self.writer.release()  # (this thread's transaction may read the adjacency)
             self.next_chunk = None
             return False
-        self.writer.submit(chunk, last=self.done or self.fh.tell() >= self.size)
+        self.writer.submit(chunk, last=self.done or self.fh.tell() >= self.file_size)
         self.next_chunk = (chunk.first_seq + len(chunk.commits), chunk.ids_to)
         return True
 
