@@ -28,19 +28,26 @@
 
 #include "_bulk.h"
 
+void *room(void *array, Py_ssize_t *cap, Py_ssize_t n, size_t size, Py_ssize_t first, Py_ssize_t most) {
+    Py_ssize_t want = *cap ? *cap : first;
+    while (want < n)
+        want *= 2;
+    if (most && want > most)
+        want = most;
+    void *grown = PyMem_Realloc(array, (size_t)want * size);
+    if (!grown)
+        return PyErr_NoMemory();
+    *cap = want;
+    return grown;
+}
+
 int grow(Buf *b, Py_ssize_t more) {
     if (b->len + more <= b->cap)
         return 0;
-    Py_ssize_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + more)
-        cap *= 2;
-    char *data = PyMem_Realloc(b->data, (size_t)cap);
-    if (!data) {
-        PyErr_NoMemory();
+    char *data = room(b->data, &b->cap, b->len + more, 1, 64, 0);
+    if (!data)
         return -1;
-    }
     b->data = data;
-    b->cap = cap;
     return 0;
 }
 
@@ -400,12 +407,9 @@ static int sort_names(Name *names, Py_ssize_t n) {
 
 static int add_name(Name **names, Py_ssize_t *count, Py_ssize_t *cap, Name name) {
     if (*count == *cap) {
-        *cap = *cap ? *cap * 2 : 1024;
-        Name *grown = PyMem_Realloc(*names, (size_t)*cap * sizeof(Name));
-        if (!grown) {
-            PyErr_NoMemory();
+        Name *grown = room(*names, cap, *count + 1, sizeof(Name), 1024, 0);
+        if (!grown)
             return -1;
-        }
         *names = grown;
     }
     uint64_t head = 0;

@@ -14,6 +14,10 @@ typedef struct {
     Py_ssize_t len, cap;
 } Buf;
 
+/* `array` (holding *cap elements of `size` bytes) with room for n, reallocated to a doubling of *cap
+ * (of `first` when 0), never past `most` (0: no bound): the array, maybe moved, *cap updated; NULL
+ * with MemoryError set, the array and *cap as they were. Every growing array of the extensions grows by it. */
+void *room(void *array, Py_ssize_t *cap, Py_ssize_t n, size_t size, Py_ssize_t first, Py_ssize_t most);
 int grow(Buf *b, Py_ssize_t more);
 int put(Buf *b, const void *src, Py_ssize_t n);
 int put_be(Buf *b, uint64_t v, int width);

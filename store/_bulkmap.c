@@ -112,15 +112,10 @@ static int add_one(KeyMap *map, const char *s, Py_ssize_t n, uint64_t id) {
         return 0;
     }
     if (map->count == map->cap) {
-        Py_ssize_t cap = map->cap ? map->cap * 2 : 1024;
-        if (cap > map->max_keys) cap = map->max_keys;
-        Entry *grown = PyMem_Realloc(map->entries, (size_t)cap * sizeof(Entry));
-        if (!grown) {
-            PyErr_NoMemory();
+        Entry *grown = room(map->entries, &map->cap, map->count + 1, sizeof(Entry), 1024, map->max_keys);
+        if (!grown)
             return -1;
-        }
         map->entries = grown;
-        map->cap = cap;
     }
     Py_ssize_t off = map->arena.len;
     if (put(&map->arena, s, n) < 0) return -1;

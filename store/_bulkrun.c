@@ -58,16 +58,10 @@ static const LmdbApi *lmdb;
 static int items_room(Run *run, Py_ssize_t n) {
     if (n <= run->cap)
         return 0;
-    Py_ssize_t cap = run->cap ? run->cap : 256;
-    while (cap < n)
-        cap *= 2;
-    Item *items = PyMem_Realloc(run->items, (size_t)cap * sizeof(Item));
-    if (!items) {
-        PyErr_NoMemory();
+    Item *items = room(run->items, &run->cap, n, sizeof(Item), 256, 0);
+    if (!items)
         return -1;
-    }
     run->items = items;
-    run->cap = cap;
     return 0;
 }
 

@@ -145,14 +145,10 @@ static int literal(Cursor *c, const char *word, Py_ssize_t n) {
 
 static int add_tok(Scan *scan, Tok tok) {
     if (scan->ntoks == scan->captoks) {
-        Py_ssize_t cap = scan->captoks ? scan->captoks * 2 : 1024;
-        Tok *toks = PyMem_Realloc(scan->toks, (size_t)cap * sizeof(Tok));
-        if (!toks) {
-            PyErr_NoMemory();
+        Tok *toks = room(scan->toks, &scan->captoks, scan->ntoks + 1, sizeof(Tok), 1024, 0);
+        if (!toks)
             return -1;
-        }
         scan->toks = toks;
-        scan->captoks = cap;
     }
     scan->toks[scan->ntoks++] = tok;
     return 0;
@@ -230,14 +226,10 @@ static int props(Scan *scan, Cursor *c, const char *line, ScanLine *l) {
 
 static int add_occ(Scan *scan, const char *line, Span s, int32_t *at) {
     if (scan->nocc == scan->capocc) {
-        Py_ssize_t cap = scan->capocc ? scan->capocc * 2 : 1024;
-        Occ *occ = PyMem_Realloc(scan->occ, (size_t)cap * sizeof(Occ));
-        if (!occ) {
-            PyErr_NoMemory();
+        Occ *occ = room(scan->occ, &scan->capocc, scan->nocc + 1, sizeof(Occ), 1024, 0);
+        if (!occ)
             return -1;
-        }
         scan->occ = occ;
-        scan->capocc = cap;
     }
     *at = (int32_t)scan->nocc;
     scan->occ[scan->nocc++] = (Occ){line + s.off, s.len, -1};
