@@ -29,7 +29,7 @@ from drsg.store.intents import Intent, IntentOps
 from drsg.store.lmdb_log import LmdbLog, LmdbOptions
 from drsg.store.log import Commit
 from drsg.store.meta import META_FORMAT, read_head
-from drsg.store.reader import HeadSnapshot, Reader
+from drsg.store.reader import HeadMemo, Reader, SnapshotRead
 from drsg.store.readers import Pins
 from drsg.store.records import Plane
 from drsg.store.retention import HistoryCompacted, Retained, Retention, compact_history, read_retained
@@ -121,7 +121,7 @@ class Database:
         self._on_close: list[Callable[[], None]] = []
         self.path = opened.path
         self.env = opened.env
-        self._head_snapshot = HeadSnapshot()  # what `with db.snapshot()` makes of its transaction
+        self._head_memo = HeadMemo()  # the head each `with db.snapshot()` sees
         self.pins = Pins(Path(self.path))  # long readers (and other processes' leases) compaction leaves
         self._on_close.append(self.pins.close)
         self.writer = opened.writer
@@ -230,14 +230,14 @@ class Database:
         """One consistent read: the head, snapshots at any seq up to it, the commits. Hold it briefly."""
         return _ReadHold(self.env, Reader)
 
-    def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]:
+    def snapshot(self, as_of: AsOf | str | int | None = None) -> AbstractContextManager[Snapshot]:
         """The graph now, or as of a commit seq / time. Hold it briefly: it pins a read txn."""
         if as_of is None:
-            return _ReadHold(self.env, self._head_snapshot)
+            return SnapshotRead(self.env, self._head_memo)
         # by seq, no Reader: an AsOf by seq, or a bare one (not a bool; parse_as_of refuses < 1)
         seq = as_of.seq if isinstance(as_of, AsOf) else as_of if type(as_of) is int and as_of >= 1 else None
         if seq is not None and seq >= 0:
-            return _ReadHold(self.env, self._head_snapshot.at_seq(seq))
+            return SnapshotRead(self.env, self._head_memo, seq)
 
         def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
             reader = Reader(txn, dbs)

@@ -22,7 +22,7 @@ import structlog
 from drsg.kernel.errors import DamagedDatabase, DatabaseUnavailable, StoreError, StoreFull
 from drsg.kernel.values import Undecodable
 from drsg.store.filecheck import check_file
-from drsg.store.gate import Gate
+from drsg.store.gate import Gate, SharedHold
 
 #: The named databases; see store/keys.py for their key layouts.
 DB_NAMES = (
@@ -270,18 +270,24 @@ class Environment:
             self.env.close()
 
 
-class ReadTxn:
-    """One read transaction under the gate's shared hold. A class rather than a generator: every
-    read takes one, and a generator-based context manager costs several µs more than LMDB's own
-    ``begin()``. A read that met damage (LMDB's errors, undecodable records) raises it as one
-    DamagedDatabase."""
+class _Holding(Protocol):
+    """What a :class:`ReadHold` keeps while its read is open, in its subclass's slots."""
 
-    __slots__ = ("env", "hold", "txn")
+    env: Environment
+    hold: SharedHold
+    txn: lmdb.Transaction
 
-    def __init__(self, env: Environment) -> None:
-        self.env = env
 
-    def __enter__(self) -> lmdb.Transaction:
+class ReadHold:
+    """One read transaction under the gate's shared hold, for a ``with`` block. A class rather than
+    a generator: every read takes one, and a generator-based context manager costs several µs more
+    than LMDB's own ``begin()``. A read that met damage (LMDB's errors, undecodable records) raises
+    it as one DamagedDatabase. No slots of its own: a class that holds a read declares ``env``,
+    ``hold`` and ``txn`` (a head snapshot is its own hold: store/reader.py)."""
+
+    __slots__ = ()
+
+    def __enter__(self: _Holding) -> lmdb.Transaction:
         env = self.env
         self.hold = hold = env.gate.shared()  # kept for __exit__: one lookup a read, not two
         resized = 0  # a counter, not a for loop over a range: every read pays for the loop's iterator
@@ -304,13 +310,24 @@ class ReadTxn:
                     raise _unavailable(env.path, exc) from None
                 raise
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+    def __exit__(self: _Holding, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         try:
             self.txn.abort()
         finally:
             self.hold.__exit__(None, None, None)
         if isinstance(exc, READ_DAMAGE):
             raise damaged(self.env.path, exc) from None
+
+
+class ReadTxn(ReadHold):
+    """``env.read()``: the read transaction itself."""
+
+    __slots__ = ("env", "hold", "txn")
+    hold: SharedHold
+    txn: lmdb.Transaction
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
 
 
 def damaged(path: Path, exc: BaseException | str) -> DamagedDatabase:

@@ -22,15 +22,15 @@ class Gate:
         self._cond = threading.Condition(self._lock)  # the exclusive holder and readers waiting on it
         self._slot = threading.Condition(self._lock)  # readers waiting for a free slot: woken one by one
         # One entry per thread reading. A list's append and pop are each one step under the GIL,
-        # so an unlimited gate's readers count themselves without the lock (see _SharedHold).
+        # so an unlimited gate's readers count themselves without the lock (see SharedHold).
         self._active: list[None] = []
         self._limit = max_readers
         self._queued = 0  # readers waiting for a slot
         self._exclusive = False
         self._held = threading.local()  # this thread's depth of shared holds
-        self._shared = _SharedHold(self)
+        self._shared = SharedHold(self)
 
-    def shared(self) -> _SharedHold:
+    def shared(self) -> SharedHold:
         """Hold the gate shared for a ``with`` block (re-entrant within a thread)."""
         return self._shared
 
@@ -73,7 +73,7 @@ class Gate:
                 self._slot.notify_all()
 
 
-class _SharedHold:
+class SharedHold:
     """The shared side of a :class:`Gate`, one per gate: what a thread holds lives in the thread's
     own depth, so a hold builds no object (every read takes one). A thread that already reads
     re-enters without waiting (nor taking a second slot), so it never queues behind a pending

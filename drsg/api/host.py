@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from drsg.models.providers import EmbedderChoice
     from drsg.pipeline.embedder_choice import EmbedderCache
     from drsg.store.database import Database as StoreDatabase
-    from drsg.store.database import _ReadHold
     from drsg.store.diff import PlaneDiff
     from drsg.store.intents import Intent
     from drsg.store.jsonl import ImportReport
@@ -49,7 +49,7 @@ class Host(Protocol):
     def store(self) -> StoreDatabase: ...
     def write(self, fn: Callable[[WriteTx], T], origin: dict[str, Json] | None = None) -> CommitResult[T]: ...
     def submit(self, intent: Intent, origin: dict[str, Json] | None = None) -> CommitResult[Json]: ...
-    def snapshot(self, as_of: AsOf | str | int | None = None) -> _ReadHold[Snapshot]: ...
+    def snapshot(self, as_of: AsOf | str | int | None = None) -> AbstractContextManager[Snapshot]: ...
     def diff(self, plane: str, from_: AsOfLike, to: AsOfLike | None = None) -> PlaneDiff: ...
     def import_jsonl(
         self,

@@ -36,3 +36,23 @@ def test_by_seq_and_by_time_read_the_same_state(tmp_path: Path) -> None:
         for refused in (0, True, -1):
             with pytest.raises(BadAsOf), db.snapshot(refused):
                 pass
+
+
+def test_a_refused_snapshot_leaves_no_read_open(tmp_path: Path) -> None:
+    """A snapshot is its own read (store/reader.py's SnapshotRead): one refused as it is entered (a
+    seq beyond the head) has let go of its transaction and the gate, and the same object reads again
+    once there is a commit for it; the file then closes at once."""
+    with Database(tmp_path / "g.drsg") as db:
+        beyond = db.head() + 1
+        read = db.snapshot(beyond)
+        with pytest.raises(BadAsOf, match="beyond the head"), read:
+            pass
+        assert db.env.gate.readers == 0 and not db.env.gate.held_here()
+        db.write(lambda tx: tx.create_node(tx.plane("startup"), "a", ["A"], {}))
+        with read as snap:
+            assert snap.at == beyond and snap.node_by_key(0, "a") is not None
+            assert db.env.gate.readers == 1
+        with db.snapshot() as head, db.snapshot(beyond - 1) as before:  # two reads of one thread
+            assert (head.at, before.at) == (beyond, beyond - 1) and before.node_by_key(0, "a") is None
+        assert db.env.gate.readers == 0
+    assert db.env.closed
