@@ -22,8 +22,9 @@
  *     the Python path must judge
  * ends(txn, tables, prefix, inv_at, table, key, limit) -> ([other node id, ...], table, key) or None,
  *     as neighbors but from the adjacency alone (Snapshot.neighbor_ids)
- * node_by_key(txn, keys_db, nodes_db, key_group, plane_group, inv_at, plane) -> Node, None when no
- *     node has the key at `at`, False when the Python path must answer (as neighbors' None)
+ * node_by_key(txn, keys_db, nodes_db, plane, key, inv_at) -> Node, None when no node has the key at
+ *     `at`, False when the Python path must answer (as neighbors' None)
+ * node_id_by_key(txn, keys_db, plane, key, inv_at) -> the node's id, None or False, as node_by_key
  * nodes_at(txn, nodes_db, plane_group, inv_at, plane, [node id, ...]) -> [Node | None, ...], None
  *     when the Python path must answer (Snapshot.nodes_at: a search's hits, an index build's nodes)
  * key_ids(txn, keys_db, inv_at, [key_group, ...]) -> [node id | None, ...], False when the Python path
@@ -362,73 +363,91 @@ static PyObject *ends(PyObject *self, PyObject *args) {
 }
 
 /* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
-static PyObject *node_by_key(PyObject *self, PyObject *args) {
-    PyObject *txn_obj, *keys_obj, *nodes_obj, *plane;
-    Py_buffer group, plane_group, inv_at;
-    if (!PyArg_ParseTuple(args, "OOOy*y*y*O!", &txn_obj, &keys_obj, &nodes_obj, &group, &plane_group, &inv_at,
-                          &PyLong_Type, &plane))
-        return NULL;
-    PyObject *out = NULL;
-    MDB_cursor *cur = NULL;
-    MDB_txn *txn = txn_of(txn_obj, 1);
-    MDB_dbi keys_dbi, nodes_dbi;
-    unsigned char sought[MAX_KEY];
-    if (!fixed(&plane_group, 4, "plane_group") || !fixed(&inv_at, SEQ, "inv_at")) goto done;
-    if (!txn || !walk_records_bound() || !dbi_of(keys_obj, &keys_dbi) || !dbi_of(nodes_obj, &nodes_dbi) ||
-        group.len + SEQ > MAX_KEY - 1) {
-        out = Py_NewRef(Py_False); /* the reference's to answer */
-        goto done;
+/* A key's lookups are the reads users make most, so they are called without an argument tuple
+ * (METH_FASTCALL) and with the plane and the key as given: the key's group, store/keys.py's
+ * key_group (the plane's 4 bytes big-endian, the key's UTF-8, a NUL), is made here and sought by
+ * key_id. Any argument the Python path must judge (a plane out of range, a key that is no str or
+ * does not encode, too long a key) answers KEY_PYTHON, and that path raises its own error.
+ * args: txn, keys db, plane, key, inv_at. */
+static int key_lookup(PyObject *const *args, unsigned char plane_group[4], uint64_t *id) {
+    PyObject *inv = args[4];
+    if (!PyBytes_Check(inv) || PyBytes_GET_SIZE(inv) != SEQ) {
+        PyErr_SetString(PyExc_ValueError, "inv_at must be 8 bytes");
+        return KEY_FAILED;
     }
+    MDB_txn *txn = txn_of(args[0], 1);
+    MDB_dbi keys_dbi;
+    unsigned long plane = PyLong_CheckExact(args[2]) ? PyLong_AsUnsignedLong(args[2]) : (unsigned long)-1;
+    Py_ssize_t len = 0;
+    const char *key = PyUnicode_CheckExact(args[3]) ? PyUnicode_AsUTF8AndSize(args[3], &len) : NULL;
+    if (!key || plane > 0xFFFFFFFFUL || !txn || !dbi_of(args[1], &keys_dbi) || 4 + (size_t)len + 1 > MAX_KEY) {
+        PyErr_Clear(); /* (a negative or huge plane, a key that does not encode) */
+        return KEY_PYTHON;
+    }
+    unsigned char group[MAX_KEY];
+    for (int i = 0; i < 4; i++) group[i] = plane_group[i] = (unsigned char)(plane >> (24 - 8 * i));
+    memcpy(group + 4, key, (size_t)len);
+    group[4 + len] = 0;
+    MDB_cursor *cur;
     int rc = lm_cursor_open(txn, keys_dbi, &cur);
     if (rc) {
         lmdb_failed("mdb_cursor_open", rc);
-        goto done;
+        return KEY_FAILED;
     }
-    memcpy(sought, group.buf, group.len);
-    memcpy(sought + group.len, inv_at.buf, SEQ);
-    MDB_val key = {(size_t)group.len + SEQ, sought}, value;
-    rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
-    if (rc == MDB_NOTFOUND || (rc == 0 && (value.mv_size == 0 || key.mv_size != (size_t)group.len + SEQ ||
-                                           memcmp(key.mv_data, group.buf, group.len) != 0))) {
-        out = Py_NewRef(Py_None);
-        goto done;
-    }
-    if (rc) {
-        lmdb_failed("mdb_cursor_get", rc);
-        goto done;
-    }
-    if (value.mv_size < 8) {
-        out = Py_NewRef(Py_False);
-        goto done;
-    }
-    uint64_t node_id = be(value.mv_data, 8);
+    int got = key_id(cur, (const char *)group, 4 + (size_t)len + 1, PyBytes_AS_STRING(inv), id, &rc);
     lm_cursor_close(cur);
-    cur = NULL;
-    if ((rc = lm_cursor_open(txn, nodes_dbi, &cur))) {
-        lmdb_failed("mdb_cursor_open", rc);
-        goto done;
+    if (got == KEY_FAILED) lmdb_failed("mdb_cursor_get", rc);
+    return got;
+}
+
+static int arity(const char *name, Py_ssize_t nargs, Py_ssize_t expected) {
+    if (nargs == expected) return 1;
+    PyErr_Format(PyExc_TypeError, "%s expects %zd arguments, got %zd", name, expected, nargs);
+    return 0;
+}
+
+static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    unsigned char plane_group[4];
+    uint64_t id;
+    if (!arity("node_id_by_key", nargs, 5)) return NULL;
+    switch (key_lookup(args, plane_group, &id)) {
+    case KEY_FOUND: return PyLong_FromUnsignedLongLong(id);
+    case KEY_NONE: Py_RETURN_NONE;
+    case KEY_PYTHON: Py_RETURN_FALSE;
+    default: return NULL;
     }
+}
+
+static PyObject *node_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    unsigned char plane_group[4];
+    uint64_t id;
+    MDB_dbi nodes_dbi;
+    if (!arity("node_by_key", nargs, 6)) return NULL;
+    PyObject *const key_args[5] = {args[0], args[1], args[3], args[4], args[5]};
+    if (!walk_records_bound() || !dbi_of(args[2], &nodes_dbi)) Py_RETURN_FALSE;
+    int got = key_lookup(key_args, plane_group, &id);
+    if (got != KEY_FOUND) {
+        if (got == KEY_FAILED) return NULL;
+        return Py_NewRef(got == KEY_NONE ? Py_None : Py_False);
+    }
+    MDB_cursor *cur;
+    int rc = lm_cursor_open(txn_of(args[0], 1), nodes_dbi, &cur);
+    if (rc) return lmdb_failed("mdb_cursor_open", rc);
     unsigned char at[4 + 8 + SEQ];
-    memcpy(at, plane_group.buf, 4);
-    memcpy(at + 4, value.mv_data, 8);
-    memcpy(at + 12, inv_at.buf, SEQ);
+    memcpy(at, plane_group, 4);
+    for (int i = 0; i < 8; i++) at[4 + i] = (unsigned char)(id >> (56 - 8 * i));
+    memcpy(at + 12, PyBytes_AS_STRING(args[5]), SEQ);
     MDB_val node_key = {sizeof(at), at}, record;
+    PyObject *out;
     rc = lm_cursor_get(cur, &node_key, &record, MDB_SET_RANGE);
     if (rc == MDB_NOTFOUND || (rc == 0 && (record.mv_size == 0 || node_key.mv_size != sizeof(at) ||
-                                           memcmp(node_key.mv_data, at, 12) != 0))) {
+                                           memcmp(node_key.mv_data, at, 12) != 0)))
         out = Py_NewRef(Py_None);
-        goto done;
-    }
-    if (rc) {
-        lmdb_failed("mdb_cursor_get", rc);
-        goto done;
-    }
-    out = walk_node_of(plane, node_id, record.mv_data, record.mv_size);
-done:
-    if (cur) lm_cursor_close(cur);
-    PyBuffer_Release(&group);
-    PyBuffer_Release(&plane_group);
-    PyBuffer_Release(&inv_at);
+    else if (rc)
+        out = lmdb_failed("mdb_cursor_get", rc);
+    else
+        out = walk_node_of(args[3], id, record.mv_data, record.mv_size);
+    lm_cursor_close(cur);
     return out;
 }
 
@@ -578,7 +597,9 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "What the layout guard compares with py-lmdb's own answers."},
     {"neighbors", neighbors, METH_VARARGS, "A node's adjacency walk with each edge's record, at one seq."},
     {"ends", ends, METH_VARARGS, "The other end of each of a node's edges at one seq, from the adjacency alone."},
-    {"node_by_key", node_by_key, METH_VARARGS, "The node a key names at one seq, or None."},
+    {"node_by_key", (PyCFunction)(void (*)(void))node_by_key, METH_FASTCALL, "The node a key names at one seq, or None."},
+    {"node_id_by_key", (PyCFunction)(void (*)(void))node_id_by_key, METH_FASTCALL,
+     "The id of the node a key names at one seq, or None."},
     {"nodes_at", nodes_at, METH_VARARGS, "Each node's record at one seq (None: no such node), one cursor."},
     {"key_ids", key_ids, METH_VARARGS, "The node id each key's group names at one seq, or None; one cursor."},
     {"lmdb_api", lmdb_api, METH_NOARGS, "LMDB's functions and py-lmdb's objects read as bound, as a capsule."},

@@ -207,6 +207,11 @@ class Snapshot:
         return 0 <= node_id <= MAX_ID and self.version("nodes", keys.node_group(plane, node_id)) is not None
 
     def node_id_by_key(self, plane: int, key: str) -> int | None:
+        walk = native.walker()
+        if walk is not None:
+            found = walk.node_id_by_key(self.txn, self.dbs["keys"], plane, key, self._inv_at)
+            if found is not False:
+                return found
         value = self.version("keys", keys.key_group(plane, key))
         return None if value is None else keys.read_u64(value)
 
@@ -232,15 +237,13 @@ class Snapshot:
     def node_by_key(self, plane: int, key: str) -> Node | None:
         """:meth:`node_id_by_key`'s seek written out here: a lookup by key is the read users make most.
         A read transaction looks up in C (store/_walk.c), as :meth:`neighbors` walks."""
-        group = keys.key_group(plane, key)
         walk = native.walker()
         if walk is not None:
             dbs = self.dbs
-            node = walk.node_by_key(
-                self.txn, dbs["keys"], dbs["nodes"], group, keys.plane_group(plane), self._inv_at, plane
-            )
+            node = walk.node_by_key(self.txn, dbs["keys"], dbs["nodes"], plane, key, self._inv_at)
             if node is not False:
                 return node
+        group = keys.key_group(plane, key)
         cur = self._cursors.get("keys") or self._cursor("keys")
         if not cur.set_range(group + self._inv_at):
             return None

@@ -10,8 +10,9 @@ direction, with each edge type filter and none, every key looked up, and every n
 
 from __future__ import annotations
 
+import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,14 @@ def test_the_c_walk_returns_what_the_python_walk_returns(commits: list[list[tupl
             db.close()
 
 
+def answer(read: Callable[[int, str], object], plane: int, key: str) -> object:
+    """What a lookup returns, or the type of error it raises (a key that does not encode)."""
+    try:
+        return read(plane, key)
+    except (UnicodeEncodeError, struct.error) as exc:
+        return type(exc)
+
+
 def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
     g = Graph()
     db.write(lambda tx: [tx.create_plane(name) for name in PLANES])
@@ -170,10 +179,18 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                 native.use_native(True)
                 c_nodes = (snap.nodes_at(plane, ids), list(snap.nodes(plane, "N")), list(snap.nodes(plane, "Ω")))
                 assert c_nodes == python_nodes, (at, plane)
-                for key in (*KEYS, "never"):
+                for key in (*KEYS, "never", "", "k0\x00", "\ud800"):
                     native.use_native(False)
-                    python_node = snap.node_by_key(plane, key)
+                    python_node = answer(snap.node_by_key, plane, key)
+                    python_id = answer(snap.node_id_by_key, plane, key)
                     native.use_native(True)
-                    assert snap.node_by_key(plane, key) == python_node, (at, plane, key)
+                    assert answer(snap.node_by_key, plane, key) == python_node, (at, plane, key)
+                    assert answer(snap.node_id_by_key, plane, key) == python_id, (at, plane, key)
+            for plane in (-1, 2**32, True):  # planes the C lookup leaves to the Python path
+                reads = (snap.node_by_key, snap.node_id_by_key)
+                native.use_native(False)
+                python_answers = [answer(read, plane, "k0") for read in reads]
+                native.use_native(True)
+                assert [answer(read, plane, "k0") for read in reads] == python_answers, plane
     if g.edges:
         assert seen > 0  # the walks were not all empty
