@@ -362,7 +362,6 @@ static PyObject *ends(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
 /* A key's lookups are the reads users make most, so they are called without an argument tuple
  * (METH_FASTCALL) and with the plane and the key as given: the key's group, store/keys.py's
  * key_group (the plane's 4 bytes big-endian, the key's UTF-8, a NUL), is made here and sought by
@@ -418,6 +417,7 @@ static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_
     }
 }
 
+/* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
 static PyObject *node_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     unsigned char plane_group[4];
     uint64_t id;

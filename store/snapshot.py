@@ -207,7 +207,10 @@ class Snapshot:
         return 0 <= node_id <= MAX_ID and self.version("nodes", keys.node_group(plane, node_id)) is not None
 
     def node_id_by_key(self, plane: int, key: str) -> int | None:
-        walk = native.walker()
+        """The id of the node holding ``key`` at ``at``. In C once the walk is checked (1-hop and
+        2-hop reads start here, after a lookup or a walk that checked it): a write resolves its edges'
+        keys here, in a transaction the C walk does not read, and a one-shot write runs no check."""
+        walk = native.walker(check=False)
         if walk is not None:
             found = walk.node_id_by_key(self.txn, self.dbs["keys"], plane, key, self._inv_at)
             if found is not False:
