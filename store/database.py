@@ -238,12 +238,7 @@ class Database:
         seq = as_of.seq if isinstance(as_of, AsOf) else as_of if type(as_of) is int and as_of >= 1 else None
         if seq is not None and seq >= 0:
             return SnapshotRead(self.env, self._head_memo, seq)
-
-        def as_of_snapshot(txn: Txn, dbs: Dbs) -> Snapshot:
-            reader = Reader(txn, dbs)
-            return reader.snapshot(reader.resolve(as_of))
-
-        return _ReadHold(self.env, as_of_snapshot)
+        return SnapshotRead(self.env, self._head_memo, as_of=as_of)  # a time, or what the parser refuses
 
     def retained(self) -> Retained:
         """Where the queryable history starts, and the settings that put it there."""

@@ -45,18 +45,21 @@ class HeadMemo:
 
 
 class SnapshotRead(Snapshot, ReadHold):
-    """``with db.snapshot() as snap`` (the head, or as of a seq): a read transaction and the
-    snapshot it reads, one object made per read. A point lookup is the read users make most, and
-    at ~5 µs a read every object it builds counts: this one begins its transaction when entered and
-    is then the Snapshot of it (no Reader; the head by the memo)."""
+    """``with db.snapshot() as snap``: a read transaction and the snapshot it reads, one object
+    made per read. A point lookup is the read users make most, and at ~5 µs a read every object it
+    builds counts: this one begins its transaction when entered and is then the Snapshot of it,
+    the head by the memo — as of a seq too; only an AS OF by time is resolved by a Reader (its log)."""
 
-    __slots__ = ("_memo", "_seq", "env", "hold")
+    __slots__ = ("_as_of", "_memo", "_seq", "env", "hold")
     hold: SharedHold
 
-    def __init__(self, env: Environment, memo: HeadMemo, seq: int | None = None) -> None:
+    def __init__(
+        self, env: Environment, memo: HeadMemo, seq: int | None = None, *, as_of: AsOf | str | int | None = None
+    ) -> None:
         self.env = env
         self._memo = memo
-        self._seq = seq  # None: the head
+        self._seq = seq  # the commit to read, or (both None) the head
+        self._as_of = as_of  # else an AS OF for Reader.resolve
 
     def __enter__(self) -> Snapshot:
         txn = ReadHold.__enter__(self)
@@ -64,6 +67,8 @@ class SnapshotRead(Snapshot, ReadHold):
             dbs = self.env.dbs
             _, head, retained = self._memo.look(txn, dbs)
             seq = self._seq
+            if seq is None and self._as_of is not None:
+                seq = Reader(txn, dbs).resolve(self._as_of)
             Snapshot.__init__(self, txn, dbs, head if seq is None else check_seq(seq, head, retained), head)
         except BaseException as exc:
             ReadHold.__exit__(self, type(exc), exc, exc.__traceback__)  # raises damage as DamagedDatabase

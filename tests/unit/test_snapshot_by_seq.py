@@ -40,14 +40,15 @@ def test_by_seq_and_by_time_read_the_same_state(tmp_path: Path) -> None:
 
 def test_a_refused_snapshot_leaves_no_read_open(tmp_path: Path) -> None:
     """A snapshot is its own read (store/reader.py's SnapshotRead): one refused as it is entered (a
-    seq beyond the head) has let go of its transaction and the gate, and the same object reads again
-    once there is a commit for it; the file then closes at once."""
+    seq beyond the head, a time before the first commit) has let go of its transaction and the
+    gate, and the same object reads again once there is a commit for it; the file then closes."""
     with Database(tmp_path / "g.drsg") as db:
         beyond = db.head() + 1
+        for refused, why in ((beyond, "beyond the head"), ("TIME 1", "before the first commit")):
+            with pytest.raises(BadAsOf, match=why), db.snapshot(refused):
+                pass
+            assert db.env.gate.readers == 0 and not db.env.gate.held_here()
         read = db.snapshot(beyond)
-        with pytest.raises(BadAsOf, match="beyond the head"), read:
-            pass
-        assert db.env.gate.readers == 0 and not db.env.gate.held_here()
         db.write(lambda tx: tx.create_node(tx.plane("startup"), "a", ["A"], {}))
         with read as snap:
             assert snap.at == beyond and snap.node_by_key(0, "a") is not None
