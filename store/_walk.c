@@ -367,14 +367,14 @@ static PyObject *ends(PyObject *self, PyObject *args) {
  * key_group (the plane's 4 bytes big-endian, the key's UTF-8, a NUL), is made here and sought by
  * key_id. Any argument the Python path must judge (a plane out of range, a key that is no str or
  * does not encode, too long a key) answers KEY_PYTHON, and that path raises its own error.
- * args: txn, keys db, plane, key, inv_at. */
-static int key_lookup(PyObject *const *args, unsigned char plane_group[4], uint64_t *id) {
+ * args: txn, keys db, plane, key, inv_at; *txn_out: args[0]'s read-only MDB_txn (NULL: not one). */
+static int key_lookup(PyObject *const *args, MDB_txn **txn_out, unsigned char plane_group[4], uint64_t *id) {
     PyObject *inv = args[4];
     if (!PyBytes_Check(inv) || PyBytes_GET_SIZE(inv) != SEQ) {
         PyErr_SetString(PyExc_ValueError, "inv_at must be 8 bytes");
         return KEY_FAILED;
     }
-    MDB_txn *txn = txn_of(args[0], 1);
+    MDB_txn *txn = *txn_out = txn_of(args[0], 1);
     MDB_dbi keys_dbi;
     unsigned long plane = PyLong_CheckExact(args[2]) ? PyLong_AsUnsignedLong(args[2]) : (unsigned long)-1;
     Py_ssize_t len = 0;
@@ -406,10 +406,11 @@ static int arity(const char *name, Py_ssize_t nargs, Py_ssize_t expected) {
 }
 
 static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    MDB_txn *txn;
     unsigned char plane_group[4];
     uint64_t id;
     if (!arity("node_id_by_key", nargs, 5)) return NULL;
-    switch (key_lookup(args, plane_group, &id)) {
+    switch (key_lookup(args, &txn, plane_group, &id)) {
     case KEY_FOUND: return PyLong_FromUnsignedLongLong(id);
     case KEY_NONE: Py_RETURN_NONE;
     case KEY_PYTHON: Py_RETURN_FALSE;
@@ -419,19 +420,20 @@ static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_
 
 /* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
 static PyObject *node_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    MDB_txn *txn;
     unsigned char plane_group[4];
     uint64_t id;
     MDB_dbi nodes_dbi;
     if (!arity("node_by_key", nargs, 6)) return NULL;
     PyObject *const key_args[5] = {args[0], args[1], args[3], args[4], args[5]};
     if (!walk_records_bound() || !dbi_of(args[2], &nodes_dbi)) Py_RETURN_FALSE;
-    int got = key_lookup(key_args, plane_group, &id);
+    int got = key_lookup(key_args, &txn, plane_group, &id);
     if (got != KEY_FOUND) {
         if (got == KEY_FAILED) return NULL;
         return Py_NewRef(got == KEY_NONE ? Py_None : Py_False);
     }
     MDB_cursor *cur;
-    int rc = lm_cursor_open(txn_of(args[0], 1), nodes_dbi, &cur);
+    int rc = lm_cursor_open(txn, nodes_dbi, &cur); /* (the read-only transaction key_lookup found) */
     if (rc) return lmdb_failed("mdb_cursor_open", rc);
     unsigned char at[4 + 8 + SEQ];
     memcpy(at, plane_group, 4);

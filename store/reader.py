@@ -31,10 +31,6 @@ class HeadMemo:
         # (transaction id, head, retained history): replaced whole, so threads never see half of it
         self._seen: tuple[int, int, Retained] = (-1, 0, Retained())
 
-    def head(self, txn: Txn, dbs: Dbs) -> int:
-        """The newest commit ``txn`` sees."""
-        return self.look(txn, dbs)[1]
-
     def look(self, txn: Txn, dbs: Dbs) -> tuple[int, int, Retained]:
         """``txn``'s id, the head it sees and the retained history then."""
         txn_id = txn.id()
