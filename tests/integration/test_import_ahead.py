@@ -210,7 +210,6 @@ def test_the_last_chunks_adjacency_is_packed_by_the_importer_while_the_writer_wr
     monkeypatch.setattr(importahead.Held, "take", recorded)
     with drsg.open(tmp_path / "g.drsg") as db:
         db.write(lambda tx: tx.create_plane("p"))
-        head = db.head()
         _import(db, data)
         importer = threading.current_thread().name
         assert packers[-1] == importer and set(packers[:-1]) == {"drsg-import-writer"} and len(packers) > 2
