@@ -323,9 +323,9 @@ R = TypeVar("R")
 
 
 class _ReadHold(ReadTxn, Generic[R]):
-    """The environment's read transaction for a ``with`` block, seen as what ``view`` makes of it
-    (a Reader, or a Snapshot). The environment's read itself rather than a wrapper
-    round one: reads are frequent, and each layer costs a read half a microsecond."""
+    """The environment's read transaction for a ``with`` block, seen as what ``view`` makes of it:
+    ``db.read()``'s Reader (a snapshot is its own hold: store/reader.py's SnapshotRead). The
+    environment's read itself rather than a wrapper round one: each layer costs a read half a µs."""
 
     __slots__ = ("view",)
 
