@@ -238,7 +238,9 @@ def from_json(value: Any, where: str = "value", _depth: int = 0) -> Value:
                 raise BadValue(f'{where}: a described value is {{"$desc": "text", "$value": ...}}')
             return Described(value["$desc"], from_json(value["$value"], where, depth))
         for k in value:
-            check_utf8(k, where)  # (JSON's keys are strings)
+            if not isinstance(k, str):  # (JSON's keys are strings; a record's in memory may not be)
+                raise BadValue(f"{where}: map keys must be strings, got {type(k).__name__}")
+            check_utf8(k, where)
         return {k: from_json(v, where, depth) for k, v in value.items()}
     if isinstance(value, list):
         depth = _nested(where, _depth)

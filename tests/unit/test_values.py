@@ -121,6 +121,8 @@ def test_vector_is_float32_exact() -> None:
         {"$desc": "d", "$value": 1, "extra": 2},
         {"$desc": "d", "$value": float("nan")},
         {"a": [1, {"b": float("nan")}]},
+        {1: "a map key that is no str"},  # (a record in memory's: JSON's keys are strs)
+        {"a": {None: 1}},
     ],
 )
 def test_from_json_rejects_malformed_dialect(bad: object) -> None:
