@@ -108,8 +108,8 @@ class BadAsOf(UsageError):
 
 
 class BadImportLine(UsageError):
-    def __init__(self, line_no: int, problem: str) -> None:
-        super().__init__(f"line {line_no}: {problem}")
+    def __init__(self, line_no: int, problem: str, what: str = "line") -> None:
+        super().__init__(f"{what} {line_no}: {problem}")  # (what: "record" for records in memory)
         self.line_no = line_no
         self.problem = problem
 

@@ -13,6 +13,7 @@
  * must come out as msgspec's dict of it would (tests/property/test_import_scan.py).
  *
  * Scan(raws)       every line of raws (a list of bytes) scanned; holds them
+ * Scan.of_records(records)  records in memory (what lines parse to) read as lines of those shapes
  * scan.kinds()     one byte a line: 0 OTHER, 1 a node, 2 an edge
  * The key names the lines name (Scan.occ) are looked up with a commit's dict lines by _bulk.c's look_up,
  * into Scan.keys: the commit's keys in C, each a line's end by index, no dict and no hashing.
@@ -240,9 +241,8 @@ enum { F_LABELS = 1, F_KEY = 2, F_PROPS = 4, F_TYPE = 8, F_SRC = 16, F_DST = 32 
 
 /* by its length first: a compare of a constant length is a load or two, no call (a strlen and a
  * memcmp call for each field tried were ~2 % of upstream's import) */
-static int field(const char *line, Span s) {
-    const char *p = line + s.off;
-    switch (s.len) {
+static int field_of(const char *p, uint32_t len) {
+    switch (len) {
     case 4: return memcmp(p, "type", 4) ? 0 : F_TYPE;
     case 6: return memcmp(p, "labels", 6) ? 0 : F_LABELS;
     case 7: return !memcmp(p, "src_key", 7) ? F_SRC : !memcmp(p, "dst_key", 7) ? F_DST : 0;
@@ -251,6 +251,8 @@ static int field(const char *line, Span s) {
     default: return 0;
     }
 }
+
+static int field(const char *line, Span s) { return field_of(line + s.off, s.len); }
 
 /* One line: its kind (OTHER when it is not of the shapes above), -1 on an error. The tokens it added
  * stay when it is OTHER: nothing reads them. */
@@ -395,8 +397,191 @@ static PyObject *scan_kinds(Scan *scan, PyObject *unused) {
     return out;
 }
 
+/* ---- records in memory (store/readahead.py's RecordLines): each what a line parses to, read here
+ * as scan_line reads a line of the same shapes — the same tokens, their strings' bytes copied into
+ * one text the Scan holds (a Span of it, as of a line's), so the C line loop takes them as it takes
+ * a file's. A record of any other shape (a value of another type or a subclass, a string that is
+ * not printable ASCII without a quote or a backslash, an int past 64 bits, NaN) is OTHER: the
+ * dict path reads the record itself. */
+
+/* a str as the scan reads a plain string: its bytes (n: how many), or NULL */
+static const char *plain_text(PyObject *s, Py_ssize_t *n) {
+    if (!PyUnicode_CheckExact(s) || !PyUnicode_IS_ASCII(s))
+        return NULL;
+    const char *p = (const char *)PyUnicode_DATA(s);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(s);
+    for (Py_ssize_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        if (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')
+            return NULL;
+    }
+    *n = len;
+    return p;
+}
+
+/* a str's bytes appended to `text` as a Span of the line that begins at `base`: 1, 0 if not plain, -1 */
+static int text_span(Buf *text, Py_ssize_t base, PyObject *s, Span *out) {
+    Py_ssize_t n;
+    const char *p = plain_text(s, &n);
+    if (!p || text->len - base + n > UINT32_MAX)
+        return 0;
+    *out = (Span){(uint32_t)(text->len - base), (uint32_t)n};
+    return put(text, p, n) < 0 ? -1 : 1;
+}
+
+static int record_scalar(Scan *scan, Buf *text, Py_ssize_t base, PyObject *v) {
+    Tok tok = {0};
+    if (v == Py_None)
+        tok.kind = TOK_NULL;
+    else if (v == Py_True || v == Py_False)
+        tok.kind = v == Py_True ? TOK_TRUE : TOK_FALSE;
+    else if (PyLong_CheckExact(v)) {
+        int overflow;
+        tok.kind = TOK_INT;
+        tok.v.i = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (tok.v.i == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow)
+            return 0;
+    } else if (PyFloat_CheckExact(v)) {
+        tok.kind = TOK_FLOAT;
+        tok.v.d = PyFloat_AS_DOUBLE(v);
+        if (!isfinite(tok.v.d))
+            return 0;
+    } else {
+        tok.kind = TOK_STR;
+        int rc = text_span(text, base, v, &tok.s);
+        if (rc <= 0)
+            return rc;
+    }
+    return add_tok(scan, tok) < 0 ? -1 : 1;
+}
+
+static int record_labels(Scan *scan, Buf *text, Py_ssize_t base, PyObject *labels, ScanLine *l) {
+    if (!PyList_CheckExact(labels))
+        return 0;
+    l->labels = (uint32_t)scan->ntoks;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(labels); i++) {
+        Tok tok = {TOK_STR};
+        int rc = text_span(text, base, PyList_GET_ITEM(labels, i), &tok.s);
+        if (rc <= 0)
+            return rc;
+        if (add_tok(scan, tok) < 0)
+            return -1;
+        l->n_labels++;
+    }
+    return 1;
+}
+
+static int record_props(Scan *scan, Buf *text, Py_ssize_t base, PyObject *props, ScanLine *l) {
+    if (props == Py_None)
+        return 1;
+    if (!PyDict_CheckExact(props))
+        return 0;
+    l->props = (uint32_t)scan->ntoks;
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(props, &pos, &name, &value)) {
+        Tok tok = {TOK_STR};
+        int rc = text_span(text, base, name, &tok.s);
+        if (rc <= 0)
+            return rc;
+        if (add_tok(scan, tok) < 0)
+            return -1;
+        if ((rc = record_scalar(scan, text, base, value)) <= 0)
+            return rc;
+        l->n_props++;
+    }
+    return 1;
+}
+
+/* One record as scan_line reads a line: its kind, -1 on an error. Its text begins at `base`; the
+ * line's text and its occurrences' bytes hold offsets into `text` until of_records sets them. */
+static int scan_record(Scan *scan, Buf *text, PyObject *record, ScanLine *l) {
+    Py_ssize_t base = text->len;
+    Span key = {0}, src = {0}, dst = {0};
+    int seen = 0, key_null = 0;
+    *l = (ScanLine){(const char *)(uintptr_t)base, LINE_OTHER, -1, -1, -1, {0, 0}, 0, 0, 0, 0};
+    if (!PyDict_CheckExact(record))
+        return LINE_OTHER;
+    Py_ssize_t pos = 0;
+    PyObject *name, *value;
+    while (PyDict_Next(record, &pos, &name, &value)) {
+        Py_ssize_t n;
+        const char *p = plain_text(name, &n);
+        int f = p ? field_of(p, (uint32_t)n) : 0, rc;
+        if (!f)
+            return LINE_OTHER; /* another field (a dict holds none twice) */
+        seen |= f;
+        if (f == F_LABELS)
+            rc = record_labels(scan, text, base, value, l);
+        else if (f == F_PROPS)
+            rc = record_props(scan, text, base, value, l);
+        else if (f == F_KEY)
+            rc = (key_null = value == Py_None) ? 1 : text_span(text, base, value, &key);
+        else
+            rc = text_span(text, base, value, f == F_TYPE ? &l->type : f == F_SRC ? &src : &dst);
+        if (rc <= 0)
+            return rc < 0 ? -1 : LINE_OTHER;
+    }
+    const char *at = (const char *)(uintptr_t)base; /* (offsets until the text is the Scan's) */
+    if (seen & F_TYPE) {
+        if (seen != (F_TYPE | F_SRC | F_DST | (seen & F_PROPS)))
+            return LINE_OTHER;
+        if (add_occ(scan, at, src, &l->src) < 0 || add_occ(scan, at, dst, &l->dst) < 0)
+            return -1;
+        return LINE_EDGE;
+    }
+    if (seen & (F_SRC | F_DST))
+        return LINE_OTHER;
+    if ((seen & F_KEY) && !key_null && add_occ(scan, at, key, &l->key) < 0)
+        return -1;
+    return LINE_NODE;
+}
+
+static PyObject *scan_of_records(PyObject *unused, PyObject *records) {
+    if (!PyList_CheckExact(records)) {
+        PyErr_SetString(PyExc_TypeError, "Scan.of_records() takes a list");
+        return NULL;
+    }
+    Buf text = {0};
+    Scan *scan = (Scan *)ScanType.tp_alloc(&ScanType, 0);
+    if (!scan)
+        return NULL;
+    scan->n = PyList_GET_SIZE(records);
+    if (!(scan->lines = PyMem_Calloc((size_t)(scan->n ? scan->n : 1), sizeof(ScanLine)))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < scan->n; i++) {
+        int kind = scan_record(scan, &text, PyList_GET_ITEM(records, i), &scan->lines[i]);
+        if (kind < 0)
+            goto fail;
+        scan->lines[i].kind = (unsigned char)kind;
+    }
+    PyObject *held = PyBytes_FromStringAndSize(text.data, text.len);
+    if (!held || !(scan->raws = PyTuple_Pack(1, held))) {
+        Py_XDECREF(held);
+        goto fail;
+    }
+    Py_DECREF(held); /* (the tuple holds it) */
+    const char *data = PyBytes_AS_STRING(held);
+    for (Py_ssize_t i = 0; i < scan->n; i++)
+        scan->lines[i].text = data + (uintptr_t)scan->lines[i].text;
+    for (Py_ssize_t i = 0; i < scan->nocc; i++)
+        scan->occ[i].s = data + (uintptr_t)scan->occ[i].s;
+    PyMem_Free(text.data);
+    return (PyObject *)scan;
+fail:
+    PyMem_Free(text.data);
+    Py_DECREF(scan);
+    return NULL;
+}
+
 static PyMethodDef scan_methods[] = {
     {"kinds", (PyCFunction)scan_kinds, METH_NOARGS, "one byte a line: 0 for the dict path, 1 a node, 2 an edge"},
+    {"of_records", (PyCFunction)scan_of_records, METH_O | METH_STATIC,
+     "records in memory (a list of what lines parse to) read as Scan reads lines of the same shapes"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,7 +36,7 @@ from drsg.store import keys, native
 from drsg.store.environment import DbHandle, Dbs, Txn
 from drsg.store.mutations import EdgePut, Mutation, NodePut
 from drsg.store.projection import Tallies
-from drsg.store.readahead import Scan
+from drsg.store.readahead import Scan, Scanner
 from drsg.store.records import Plane
 from drsg.store.transaction import IdCounters, WriteTx
 
@@ -189,7 +189,7 @@ class Native(Encoder, Protocol):
     ) -> bool: ...
 
     @property
-    def Scan(self) -> Callable[[list[bytes]], Scan]: ...  # a commit's raw lines read in C (_bulkscan.c)
+    def Scan(self) -> Scanner: ...  # a commit's raw lines (or records) read in C (_bulkscan.c)
     @property
     def KeyMap(self) -> Callable[[int], KeyMap]: ...  # the keys an import made (_bulkmap.c)
 
@@ -276,8 +276,9 @@ def use_scan(on: bool) -> None:
     _scan = on
 
 
-def scanner() -> Callable[[list[bytes]], Scan] | None:
-    """What reads a commit's raw lines of the common shapes in C, when the C line loop runs."""
+def scanner() -> Scanner | None:
+    """What reads a commit's raw lines (or records in memory) of the common shapes in C, when the
+    C line loop runs."""
     c_module = _c_module()
     return c_module.Scan if c_module is not None and _lines and _scan else None
 

@@ -19,7 +19,8 @@ import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +28,7 @@ from typing import IO, Any
 from drsg.kernel.asof import AsOf
 from drsg.kernel.errors import BadImportLine, Conflict, DrsgError, NotFound, UsageError
 from drsg.kernel.gcpause import collector_paused
+from drsg.kernel.gilswitch import switching_often
 from drsg.kernel.values import (
     Json,
     Props,
@@ -41,7 +43,7 @@ from drsg.kernel.values import (
 from drsg.store.bulkwrite import BulkWrites, bulk_enabled, key_map, scanner
 from drsg.store.database import Database
 from drsg.store.importahead import HELD_TXNS, Chunk, ChunkMaker, ChunkWriter, ahead_enabled, keyless
-from drsg.store.readahead import NOTHING, Ahead, parse, read_ahead
+from drsg.store.readahead import NOTHING, RECORD, Ahead, FileLines, Lines, RecordLines, parse
 from drsg.store.records import Node
 from drsg.store.snapshot import Snapshot
 from drsg.store.staging import StagedWrite
@@ -125,22 +127,75 @@ def import_jsonl(
     source = check_import(path, on_conflict)
     size = source.stat().st_size
     db.env.reserve(size * 8)  # a rough upper bound on what the import writes, so it rarely regrows
-    if not create_plane:
+    with source.open("rb") as fh:
+        run = _Run(plane_name, create_plane, on_conflict, commit_lines, txn_bytes, HELD_TXNS * txn_bytes, progress)
+        return _import(db, FileLines(fh), (str(source), source.name), run, size)
+
+
+#: Records an LMDB transaction of records in memory stages by default: about what TXN_BYTES holds
+#: of upstream's lines (~60 bytes each)
+TXN_RECORDS = TXN_BYTES // 64
+
+
+def import_records(
+    db: Database,
+    records: Iterable[Any],
+    plane_name: str,
+    on_conflict: str = "error",
+    *,
+    commit_lines: int = 10_000,
+    txn_records: int = TXN_RECORDS,
+    progress: Callable[[int], None] | None = None,
+    create_plane: bool = False,
+) -> ImportReport:
+    """:func:`import_jsonl` of records in memory: each what a line of the file parses to (a node's
+    or an edge's dict; its properties in the JSON dialect or values of the data model), read once
+    from any iterable — no more of them kept at a time than a transaction's, ``txn_records``.
+    ``progress`` gets the records read so far. Errors name a record by its number, from 1."""
+    check_records(records, on_conflict)
+    size = len(records) if isinstance(records, Sized) else math.inf
+    if size != math.inf:
+        db.env.reserve(int(size) * 512)  # (as a file's: ~8 times the ~60 bytes of a line)
+    run = _Run(plane_name, create_plane, on_conflict, commit_lines, txn_records, HELD_TXNS * TXN_BYTES, progress)
+    with switching_often():  # (the writer thread would wait out the making's switch intervals: kernel/gilswitch.py)
+        return _import(db, RecordLines(records), ("records", "records"), run, size)
+
+
+def check_records(records: object, on_conflict: str) -> None:
+    """Refuse (UsageError) what is no iterable of records before anything is read or written."""
+    _check_on_conflict(on_conflict)
+    if isinstance(records, (str, bytes, bytearray, Mapping, os.PathLike)) or not isinstance(records, Iterable):
+        what = type(records).__name__
+        raise UsageError(
+            f"records must be an iterable of node and edge dicts, not a {what}; to import a file, use import_jsonl"
+        )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What an import was asked: its plane, what to do on a conflict, its sizes, its progress callback."""
+
+    plane_name: str
+    create_plane: bool
+    on_conflict: str
+    commit_lines: int  # lines a commit
+    txn_size: int  # its source's units (a file's bytes, records) an LMDB transaction
+    held_bytes: int  # bytes of adjacency entries held back (store/importahead.py)
+    progress: Callable[[int], None] | None
+
+
+def _import(db: Database, lines: Lines, names: tuple[str, str], run: _Run, size: float) -> ImportReport:
+    """An import of ``lines`` as one staged write, called ``names[0]`` in its errors and
+    ``names[1]`` in its commits' origin; ``size``: where they end (inf: unknown until read)."""
+    if not run.create_plane:
         # fail fast, before reading anything: the store's Database.plane, which the API's overrides
         # with one that loads drsg.api.plane (inside the import's time)
-        Database.plane(db, plane_name)
+        Database.plane(db, run.plane_name)
     # A line's dict and a chunk's mutations are containers that live for a chunk: the collector's
     # passes over them cost 6 % of a 3M-line import and find nothing (JSON values and mutations make
     # no cycles: a collection after a whole import, paused, finds 0 objects), so it rests meanwhile.
-    with (
-        collector_paused(),
-        db.staged({"via": "import", "source": source.name}) as stage,
-        source.open("rb") as fh,
-    ):
-        importer = _Importer(
-            stage, fh, plane_name, create_plane, on_conflict, (commit_lines, txn_bytes), progress, file_size=size
-        )
-        report = importer.run(source)
+    with collector_paused(), db.staged({"via": "import", "source": names[1]}) as stage:
+        report = _Importer(stage, lines, run, size).run(names[0])
         seqs = stage.finish()
     if seqs:
         report.first_seq, report.last_seq = seqs[0], seqs[-1]
@@ -165,12 +220,19 @@ def _check_on_conflict(on_conflict: str) -> None:
 
 
 def import_lines(
-    stage: StagedWrite, fh: IO[bytes], plane_name: str, on_conflict: str, create_plane: bool, source: Path
+    stage: StagedWrite,
+    fh: IO[bytes],
+    plane_name: str,
+    on_conflict: str,
+    create_plane: bool,
+    source: Path | str,
+    what: str = "line",
 ) -> ImportReport:
     """The import's logic on ``stage``, reading ``fh`` (named ``source`` in its errors): what a
     Kafka node runs where an import's closing record lands (drsg/api/imports.py)."""
     _check_on_conflict(on_conflict)
-    return _Importer(stage, fh, plane_name, create_plane, on_conflict, (10_000, TXN_BYTES), None).run(source)
+    run = _Run(plane_name, create_plane, on_conflict, 10_000, TXN_BYTES, HELD_TXNS * TXN_BYTES, None)
+    return _Importer(stage, FileLines(fh, what), run).run(str(source))
 
 
 @dataclass(frozen=True)
@@ -187,26 +249,16 @@ class _Rewind:
 
 
 class _Importer:
-    def __init__(
-        self,
-        stage: StagedWrite,
-        fh: IO[bytes],
-        plane_name: str,
-        create_plane: bool,
-        on_conflict: str,
-        sizes: tuple[int, int],
-        progress: Callable[[int], None] | None,
-        file_size: float = math.inf,
-    ) -> None:
+    def __init__(self, stage: StagedWrite, lines: Lines, run: _Run, file_size: float = math.inf) -> None:
         self.stage = stage
-        self.fh = fh
-        self.plane_name = plane_name
-        self.create_plane = create_plane
-        self.on_conflict = on_conflict
+        self.lines = lines
+        self.plane_name = run.plane_name
+        self.create_plane = run.create_plane
+        self.on_conflict = on_conflict = run.on_conflict
         self.mode = _PUT_MODE[on_conflict]
-        self.commit_lines, self.txn_bytes = max(1, sizes[0]), sizes[1]  # lines a commit, bytes a transaction
-        self.progress = progress
-        self.reported = 0  # bytes last reported (a transaction run again reads its lines again)
+        self.commit_lines, self.txn_size = max(1, run.commit_lines), run.txn_size
+        self.progress = run.progress
+        self.reported = 0  # where it was last reported (a transaction run again reads its lines again)
         self.report = ImportReport()
         self.line_no = 0
         self.done = False
@@ -224,12 +276,12 @@ class _Importer:
         self.keymap = key_map() if on_conflict == "error" and bulk_enabled() else None
         self.maker: ChunkMaker | None = None  # commits made ahead of their transaction (store/importahead.py)
         # asked before anything is staged: the key map then answers for every key of the plane
-        self.keyless = self._can_make_ahead() and keyless(stage.env, plane_name, stage.top)
-        self.writer = ChunkWriter(stage, HELD_TXNS * self.txn_bytes)  # (the adjacency it holds back)
+        self.keyless = self._can_make_ahead() and keyless(stage.env, run.plane_name, stage.top)
+        self.writer = ChunkWriter(stage, run.held_bytes)  # (the adjacency it holds back)
         self.next_chunk: tuple[int, IdCounters] | None = None  # after the chunk made ahead last: its seq, ids
         self.file_size = file_size  # (when reading began: its last chunk is known before it is read past)
 
-    def run(self, source: Path) -> ImportReport:
+    def run(self, source: str) -> ImportReport:
         try:
             self._run()
         except BaseException:
@@ -240,10 +292,11 @@ class _Importer:
 
     def _run(self) -> None:
         while not self.done:
+            self.lines.forget()  # (a transaction read again is read from where it begins, on)
             if self._ahead():
                 continue
             rewind = _Rewind(
-                self.fh.tell(),
+                self.lines.tell(),
                 self.line_no,
                 dataclasses.replace(self.report),
                 len(self.collisions),
@@ -256,12 +309,12 @@ class _Importer:
                 self.keymap.publish()  # (committed: a later transaction's seek would find them)
             self.chunk_file_ids = []
 
-    def _verdict(self, source: Path) -> ImportReport:
+    def _verdict(self, source: str) -> ImportReport:
         self.report.lines = self.line_no
         if self.bad_lines:
             raise UsageError(
                 f"{source}: {len(self.bad_lines)}{'+' if len(self.bad_lines) >= _MAX_REPORTED else ''} "
-                f"bad line(s), nothing was written — {'; '.join(self.bad_lines)}"
+                f"bad {self.lines.what}(s), nothing was written — {'; '.join(self.bad_lines)}"
             )
         if self.collisions:
             shown = ", ".join(self.collisions[:_MAX_REPORTED])
@@ -287,7 +340,7 @@ class _Importer:
             self.writer.release()  # (this thread's transaction may read the adjacency)
             self.next_chunk = None
             return False
-        self.writer.submit(chunk, last=self.done or self.fh.tell() >= self.file_size)
+        self.writer.submit(chunk, last=self.done or self.lines.tell() >= self.file_size)
         self.next_chunk = (chunk.first_seq + len(chunk.commits), chunk.ids_to)
         return True
 
@@ -309,51 +362,52 @@ class _Importer:
         return plain and self.keymap is not None and scanner() is not None and ahead_enabled()
 
     def _make(self, maker: ChunkMaker, chunk: Chunk) -> None:
-        """Commits of ``commit_lines`` lines into ``chunk`` until ``txn_bytes`` of the file are read
-        in it, the file ends, a commit cannot be made ahead (the file is back at its start) — or the
-        writer has nothing to write: a chunk then ends after any commit, so the writer is never
-        left waiting for a whole transaction's lines (the first, and while lines are made more
-        slowly than written: a node takes longer to make than to write, an edge the other way)."""
-        start, scan = self.fh.tell(), scanner()
+        """Commits of ``commit_lines`` lines into ``chunk`` until ``txn_size`` of the file (bytes, or
+        records) are read in it, the file ends, a commit cannot be made ahead (the file is back at
+        its start) — or the writer has nothing to write: a chunk then ends after any commit, so the
+        writer is never left waiting for a whole transaction's lines (the first, and while lines
+        are made more slowly than written: a node takes longer to make than to write, an edge the
+        other way)."""
+        start, scan = self.lines.tell(), scanner()
         while maker.on:
-            at = self.fh.tell()
-            ahead = read_ahead(self.fh, self.commit_lines, scan)
+            at = self.lines.tell()
+            ahead = self.lines.read_ahead(self.commit_lines, scan)
             if not ahead.raws:
                 self.done = True
                 return
             made = maker.commit(chunk, ahead)
             if made is None:
-                self.fh.seek(at)
+                self.lines.seek(at)
                 return
             self.line_no += len(ahead.raws)
             self.report.nodes_created += made[0]
             self.report.edges_created += made[1]
-            read = self.fh.tell()
+            read = self.lines.tell()
             self._report(read)
             if len(ahead.raws) < self.commit_lines:
                 self.done = True
                 return
-            if read - start >= self.txn_bytes or self.writer.idle():
+            if read - start >= self.txn_size or self.writer.idle():
                 return
 
     def _report(self, read: int) -> None:
-        """Progress: ``read`` bytes of the file, once past what was reported (a transaction run
-        again reads its lines again)."""
+        """Progress: ``read`` bytes of the file (or records), once past what was reported (a
+        transaction run again reads its lines again)."""
         if self.progress is not None and read > self.reported:
             self.reported = read
             self.progress(read)
 
     def _transaction(self, tx: WriteTx, rewind: _Rewind) -> None:
         """Commits of ``commit_lines`` lines each in one LMDB transaction, from where ``rewind`` says
-        it began, until ``txn_bytes`` of the file are read in it (or the file ends)."""
+        it began, until ``txn_size`` of the file (bytes, or records) are read in it (or it ends)."""
         self._rewind(tx, rewind)
         while True:
             self._commit()
-            read = self.fh.tell()
+            read = self.lines.tell()
             # (a transaction that makes the plane ends after its first commit when the rest can be
             # made ahead: its edges' adjacency would be in the trees the held entries append to)
             handed_over = self.maker is None and self._can_make_ahead()
-            last = self.done or read - rewind.offset >= self.txn_bytes or handed_over
+            last = self.done or read - rewind.offset >= self.txn_size or handed_over
             if self.bulk is not None:  # what it holds stays bounded by a commit's lines (adjacency: a transaction's)
                 self.bulk.flush(adjacency=last)
             self._report(read)
@@ -363,7 +417,7 @@ class _Importer:
 
     def _rewind(self, tx: WriteTx, rewind: _Rewind) -> None:
         """Back to where ``rewind`` says this transaction began: a run again reads the same lines."""
-        self.fh.seek(rewind.offset)
+        self.lines.seek(rewind.offset)
         self.line_no, self.report = rewind.line_no, dataclasses.replace(rewind.report)
         del self.collisions[rewind.collisions :], self.bad_lines[rewind.bad_lines :]
         self.edge_collisions, self.matched = rewind.edge_collisions, dict(rewind.matched)
@@ -384,7 +438,7 @@ class _Importer:
     def _commit(self) -> None:
         """Up to ``commit_lines`` lines into the commit ``self.tx`` is making (the bulk path reads
         and parses them first, to look the keys they name up at once)."""
-        start = self.fh.tell()
+        start = self.lines.tell()
         ahead = NOTHING if self.bulk is None else self._read_ahead(self.bulk)
         parsed, n = None, 0
         while n < self.commit_lines:
@@ -393,7 +447,7 @@ class _Importer:
                 if n >= self.commit_lines:
                     break
             if self.bulk is None:
-                raw = self.fh.readline()
+                raw, parsed = self.lines.readline()
             else:
                 raw, parsed = ahead.line(n)
             if not raw:
@@ -404,7 +458,7 @@ class _Importer:
                 self._line(self.line_no, raw, parsed)
                 if len(self.bad_lines) >= _MAX_REPORTED:
                     if self.bulk is not None:  # read no further than the reference does
-                        self.fh.seek(start + ahead.end_of(n))
+                        self.lines.seek(start + ahead.end_of(n))
                     self.done = True
                     return
             n += 1
@@ -420,33 +474,35 @@ class _Importer:
 
     def _read_ahead(self, bulk: BulkWrites) -> Ahead:
         """The commit's lines, read and parsed (store/readahead.py), and the keys they name looked up."""
-        ahead = read_ahead(self.fh, self.commit_lines, scanner())
+        ahead = self.lines.read_ahead(self.commit_lines, scanner())
         bulk.look_up_keys(self.tx, ahead.lines, ahead.scan)
         return ahead
 
     def _line(self, line_no: int, raw: bytes, parsed: Any = None) -> None:
+        what = self.lines.what
         try:
             try:
-                obj = parse(raw) if parsed is None else parsed
+                obj = parse(raw) if parsed is None and raw is not RECORD else parsed
             except ValueError as exc:
                 raise BadImportLine(line_no, f"not valid JSON ({exc.args[0].split(':')[0]})") from None
             except RecursionError:
                 raise BadImportLine(line_no, "lists and maps nest too deeply to read; flatten the value") from None
             if not isinstance(obj, dict):
-                raise BadImportLine(line_no, "a line must be a JSON object (a node or an edge)")
+                shape = "a JSON object" if raw is not RECORD else f"a dict, not {type(obj).__name__}"
+                raise BadImportLine(line_no, f"a {what} must be {shape} (a node or an edge)")
             if "type" in obj:
                 self._edge(line_no, obj)
             else:
                 self._node(line_no, obj)
         except BadImportLine as exc:
-            self.bad_lines.append(str(exc))
+            self.bad_lines.append(str(BadImportLine(exc.line_no, exc.problem, what)))
         except (NotFound, UsageError) as exc:
-            self.bad_lines.append(str(BadImportLine(line_no, str(exc))))
+            self.bad_lines.append(str(BadImportLine(line_no, str(exc), what)))
 
     def _node(self, line_no: int, obj: dict[str, Any]) -> None:
         unknown = obj.keys() - _NODE_FIELDS
         if unknown:
-            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in a node line")
+            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown, key=str)} in a node")
         labels = obj.get("labels", [])
         if not isinstance(labels, list):
             raise BadImportLine(line_no, '"labels" must be a list of strings')
@@ -496,7 +552,7 @@ class _Importer:
     def _edge(self, line_no: int, obj: dict[str, Any]) -> None:
         unknown = obj.keys() - _EDGE_FIELDS
         if unknown:
-            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown)} in an edge line")
+            raise BadImportLine(line_no, f"unknown field(s) {sorted(unknown, key=str)} in an edge")
         edge_type = obj["type"]
         check_name("an edge type", edge_type)
         props = props_from_json(obj.get("properties"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack, cast
@@ -187,6 +187,33 @@ class Database:
             txn_bytes=self.settings.integer("store.import_txn_bytes"),
             progress=progress,
             create_plane=create_plane,
+        )
+
+    def import_records(
+        self,
+        plane: str,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        on_conflict: str = "error",
+        create_plane: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """:meth:`import_jsonl` of records in memory — the Python API's bulk path: each record what a
+        line of the file parses to (``{"external_key": "n1", "labels": ["N"], "properties": {...}}``;
+        an edge ``{"src_key": ..., "dst_key": ..., "type": ..., "properties"?}``), its properties
+        values of the data model or the JSON dialect. Read once from any iterable (a generator
+        too) and kept a transaction's worth at a time; all or nothing; ``progress(records_read)``
+        after each commit. A record is read when its commit is made: do not change it until the
+        import returns."""
+        from drsg.store.jsonl import import_records
+
+        lines = self.settings.integer("store.import_commit_lines")
+        if self.store.follows_remote_log:  # a Kafka node: as import_jsonl's, its records sent as lines
+            from drsg.api.imports import produce_records
+
+            return produce_records(self.store, records, plane, on_conflict, create_plane, lines, progress)
+        return import_records(
+            self.store, records, plane, on_conflict, commit_lines=lines, progress=progress, create_plane=create_plane
         )
 
     def digest(

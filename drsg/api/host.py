@@ -8,9 +8,9 @@ both classes instead of importing them back.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from drsg.api.points import AsOfLike
@@ -55,6 +55,15 @@ class Host(Protocol):
         self,
         plane: str,
         path: str | os.PathLike[str],
+        *,
+        on_conflict: str = "error",
+        create_plane: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport: ...
+    def import_records(
+        self,
+        plane: str,
+        records: Iterable[Mapping[str, Any]],
         *,
         on_conflict: str = "error",
         create_plane: bool = False,

@@ -10,18 +10,20 @@ error word for word.
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from tempfile import SpooledTemporaryFile
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
-from drsg.kernel.errors import BadValue
-from drsg.kernel.values import Json
+from drsg.kernel.errors import BadValue, UsageError
+from drsg.kernel.values import Described, Json, Vector, to_json
 from drsg.store.database import Database
 from drsg.store.import_intents import CHUNK, CHUNK_BYTES, CLOSE, held_lines, release
 from drsg.store.intents import Intent
-from drsg.store.jsonl import ImportReport, check_import, import_lines
+from drsg.store.jsonl import ImportReport, check_import, check_records, import_lines
 from drsg.store.meta import LogState
 from drsg.store.staging import StagedWrite
 from drsg.store.transaction import WriteTx
@@ -42,47 +44,108 @@ def produce_import(
     """Submit ``path``'s lines as chunk intents, then the closing one; the import's report, its
     one commit the closing record's (none when it changed nothing), or the refusal's error."""
     source = check_import(path, on_conflict)  # refused before anything is produced, as the embedded import
-    if not create_plane:
-        db.plane(plane)
-    import_id = uuid.uuid4().hex
-    origin: dict[str, Json] = {"via": "import", "source": source.name}
-    count = 0
     with source.open("rb") as fh:
-        for lines in _chunks(fh, max(1, commit_lines)):
-            db.submit(Intent(CHUNK, {"import": import_id, "n": count, "lines": lines.decode("latin-1")}), origin)
-            count += 1
+        sent = _Produced(plane, on_conflict, create_plane, str(source), "line")
+        return sent.run(db, source.name, fh, commit_lines, None if progress is None else _bytes_read(fh, progress))
+
+
+def _bytes_read(fh: IO[bytes], progress: Callable[[int], None]) -> Callable[[int], None]:
+    """A file's progress: the bytes read of it, whatever was sent."""
+    return lambda _sent: progress(fh.tell())
+
+
+def produce_records(
+    db: Database,
+    records: Iterable[Any],
+    plane: str,
+    on_conflict: str,
+    create_plane: bool,
+    commit_lines: int,
+    progress: Callable[[int], None] | None,
+) -> ImportReport:
+    """:func:`produce_import` of records in memory: each a line as the embedded import reads it
+    (its values in the JSON dialect), refused by its number if it holds what JSON cannot."""
+    check_records(records, on_conflict)
+    sent = _Produced(plane, on_conflict, create_plane, "records", "record")
+    return sent.run(db, "records", _record_lines(records), commit_lines, progress)
+
+
+def _record_lines(records: Iterable[Any]) -> Iterator[bytes]:
+    for n, record in enumerate(records, 1):
+        try:
+            line = json.dumps(record, ensure_ascii=False, default=_dialect)  # (NaN as the import refuses it)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"record {n}: {exc}; nothing was imported") from None
+        yield line.encode("utf-8", "surrogatepass") + b"\n"
+
+
+def _dialect(value: object) -> Json:
+    """A value of the data model JSON has no word for, in the JSON dialect (kernel/values.py)."""
+    if isinstance(value, (bytes, Vector, Described)):
+        return to_json(value)
+    raise TypeError(f"{type(value).__name__} is not a storable value")
+
+
+@dataclass(frozen=True)
+class _Produced:
+    """An import sent as intents: what its closing record asks (``source`` and ``what`` name it and
+    its lines in errors)."""
+
+    plane: str
+    on_conflict: str
+    create_plane: bool
+    source: str
+    what: str
+
+    def run(
+        self,
+        db: Database,
+        name: str,
+        lines: Iterable[bytes],
+        commit_lines: int,
+        progress: Callable[[int], None] | None,
+    ) -> ImportReport:
+        if not self.create_plane:
+            db.plane(self.plane)
+        import_id = uuid.uuid4().hex
+        origin: dict[str, Json] = {"via": "import", "source": name}
+        count = sent = 0
+        for chunk, n in _chunks(iter(lines), max(1, commit_lines)):
+            db.submit(Intent(CHUNK, {"import": import_id, "n": count, "lines": chunk.decode("latin-1")}), origin)
+            count, sent = count + 1, sent + n
             if progress is not None:
-                progress(fh.tell())
-    args: dict[str, Json] = {
-        "import": import_id,
-        "chunks": count,
-        "plane": plane,
-        "on_conflict": on_conflict,
-        "create_plane": create_plane,
-        "source": str(source),
-    }
-    done = db.submit(Intent(CLOSE, args), origin)
-    answer = done.value if isinstance(done.value, dict) else {}
-    report = ImportReport(**{name: got for name in _COUNTS if isinstance(got := answer.get(name), int)})
-    if done.seqs:
-        report.first_seq = report.last_seq = done.seqs[0]
-    return report
+                progress(sent)
+        args: dict[str, Json] = {
+            "import": import_id,
+            "chunks": count,
+            "plane": self.plane,
+            "on_conflict": self.on_conflict,
+            "create_plane": self.create_plane,
+            "source": self.source,
+            "what": self.what,
+        }
+        done = db.submit(Intent(CLOSE, args), origin)
+        answer = done.value if isinstance(done.value, dict) else {}
+        report = ImportReport(**{name: got for name in _COUNTS if isinstance(got := answer.get(name), int)})
+        if done.seqs:
+            report.first_seq = report.last_seq = done.seqs[0]
+        return report
 
 
-def _chunks(fh: IO[bytes], lines: int) -> Iterator[bytes]:
-    """The file's whole lines, ``lines`` (or :data:`CHUNK_BYTES`, whichever comes first) at a time."""
+def _chunks(lines: Iterator[bytes], most: int) -> Iterator[tuple[bytes, int]]:
+    """Whole lines, ``most`` (or :data:`CHUNK_BYTES`, whichever comes first) at a time, and how many."""
     while True:
         chunk: list[bytes] = []
         size = 0
-        while len(chunk) < lines and size < CHUNK_BYTES:
-            line = fh.readline()
+        while len(chunk) < most and size < CHUNK_BYTES:
+            line = next(lines, b"")
             if not line:
                 break
             chunk.append(line)
             size += len(line)
         if not chunk:
             return
-        yield b"".join(chunk)
+        yield b"".join(chunk), len(chunk)
 
 
 def close_op(tx: WriteTx, args: dict[str, Json]) -> Json:
@@ -94,7 +157,8 @@ def close_op(tx: WriteTx, args: dict[str, Json]) -> Json:
     with SpooledTemporaryFile(max_size=CHUNK_BYTES) as fh:  # the file as its writer read it
         held_lines(tx, args, fh)
         fh.seek(0)
-        report = import_lines(stage, fh, plane, on_conflict, create_plane, Path(str(args["source"])))
+        what = "record" if args.get("what") == "record" else "line"  # (closing records before it: a file's)
+        report = import_lines(stage, fh, plane, on_conflict, create_plane, Path(str(args["source"])), what)
     tx.mutations.extend(stage.tx.mutations)
     release(tx.txn, tx.dbs, Intent(CLOSE, args))  # (a refusal's are dropped by whoever decides it)
     answer = report.to_json()

@@ -227,6 +227,18 @@ class Plane(PlaneRecord):
         ``on_conflict``: "error", "skip" or "update"; ``progress(bytes_read)`` as it goes."""
         return self.db.import_jsonl(self.name, path, on_conflict=on_conflict, progress=progress)
 
+    def import_records(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        on_conflict: str = "error",
+        progress: Callable[[int], None] | None = None,
+    ) -> ImportReport:
+        """Import records in memory (what ``drsg import``'s lines parse to) into the plane, all or
+        nothing, as :meth:`import_jsonl` does a file: the bulk path for a graph made in Python
+        (:meth:`drsg.api.database.Database.import_records`); ``progress(records_read)`` as it goes."""
+        return self.db.import_records(self.name, records, on_conflict=on_conflict, progress=progress)
+
     # ------------------------------------------------------------------ the change feed
 
     def feed(self, from_seq: int | None = None, **options: Any) -> Feed:

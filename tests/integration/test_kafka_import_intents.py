@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,41 @@ def test_drsg_import_on_a_kafka_log_says_and_exits_as_the_embedded_one(tmp_path:
     assert again_node[0] == again_plain[0] != 0  # refused: a key collision, the same exit code
     assert again_node[2].splitlines()[-1] == again_plain[2].splitlines()[-1]  # and the same one line
     assert "nothing was written" in again_node[2]
+
+
+def test_records_imported_on_a_kafka_node_land_as_the_embedded_import_of_them(tmp_path: Path, url: str) -> None:
+    """``import_records`` on a Kafka node sends its records as lines (values JSON has no word for in
+    the JSON dialect): both nodes end with what the embedded import of the same records makes, and
+    a bad record is refused word for word as the embedded import refuses it."""
+    a, b = node_of(tmp_path, "a", url, chunk_lines=7), node_of(tmp_path, "b", url, chunk_lines=7)
+    records: list[dict[str, object]] = [
+        {"external_key": f"n{i}", "labels": ["Doc"], "properties": {"i": i, "raw": bytes([i])}} for i in range(20)
+    ]
+    records += [{"src_key": f"n{i}", "dst_key": f"n{i + 1}", "type": "NEXT"} for i in range(19)]
+    embedded = drsg.open(tmp_path / "embedded.drsg")
+    try:
+        expected = embedded.import_records("startup", records)
+        sent: list[int] = []
+        report = a.import_records("startup", iter(records), progress=sent.append)
+        assert report.to_json() | {"first_seq": 0, "last_seq": 0, "commits": 0} == expected.to_json() | {
+            "first_seq": 0,
+            "last_seq": 0,
+            "commits": 0,
+        }
+        assert sent == [7, 14, 21, 28, 35, 39]
+        b.catch_up(report.last_seq)
+        assert canonical(a) == canonical(b) == canonical(embedded)
+        bad = [{"external_key": "x"}, {"external_key": "y", "colour": 1}]
+        with pytest.raises(UsageError) as embedded_bad:
+            embedded.import_records("startup", bad)
+        with pytest.raises(UsageError) as kafka_bad:
+            a.import_records("startup", bad)
+        assert str(kafka_bad.value) == str(embedded_bad.value)
+        assert "record 2: unknown field(s) ['colour']" in str(kafka_bad.value)
+        with pytest.raises(UsageError, match=r"^record 1: datetime is not a storable value; nothing was imported"):
+            a.import_records("startup", [{"external_key": "t", "properties": {"at": datetime.now()}}])
+        assert canonical(a) == canonical(embedded)
+    finally:
+        embedded.close()
+        a.close()
+        b.close()
