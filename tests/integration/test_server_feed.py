@@ -670,28 +670,33 @@ class Subscriber:
         while not self.done():
             budget = self.rng.uniform(0.05, 0.25)
             self.connected = False
-            try:
-                async with asyncio.timeout(budget):
-                    if self.kind == "ws":
-                        await self._ws(session)
-                    else:
-                        await self._sse(session)
-            except TimeoutError:
-                pass
+            if self.kind == "ws":
+                await self._ws(session, budget)
+            else:
+                await self._sse(session, budget)
             self.reconnects += self.connected  # a resume: the feed was (re)started at self.position
 
-    async def _ws(self, session: aiohttp.ClientSession) -> None:
+    # Each connection is dropped ``budget`` seconds after its first frame: a budget that began at the
+    # connect could run out, on a loaded machine, before a feed far behind the head sent anything —
+    # every connection then dropped with nothing read, and the subscribers never caught up.
+
+    def _frame(self, frame: Frame) -> None:
+        if frame.get("method") == "plane.change":
+            self.take(frame["params"]["seq"], frame["params"])
+        elif frame.get("method") == "plane.resolved":
+            self.take(frame["params"]["seq"], None)
+
+    async def _ws(self, session: aiohttp.ClientSession, budget: float) -> None:
         async with session.ws_connect(ws_url(self.server)) as raw:
             ws = Socket(raw)
             try:
                 await ws.watch(plane="load", from_seq=self.position, resolved_every=0.1, **self.params)
                 self.connected = True
-                while not self.done():
-                    frame = await ws.frame()
-                    if frame.get("method") == "plane.change":
-                        self.take(frame["params"]["seq"], frame["params"])
-                    elif frame.get("method") == "plane.resolved":
-                        self.take(frame["params"]["seq"], None)
+                self._frame(await ws.frame())
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(budget):
+                        while not self.done():
+                            self._frame(await ws.frame())
             finally:
                 if self.rng.random() < 0.5:  # drop it without a close frame
                     transport = raw.get_extra_info("socket")
@@ -699,7 +704,7 @@ class Subscriber:
                         with contextlib.suppress(OSError):
                             transport.shutdown(socket.SHUT_RDWR)
 
-    async def _sse(self, session: aiohttp.ClientSession) -> None:
+    async def _sse(self, session: aiohttp.ClientSession, budget: float) -> None:
         query = "resolved=0.1"
         if "label" in self.params:
             query += f"&label={self.params['label']}"
@@ -713,11 +718,17 @@ class Subscriber:
         async with session.get(sse_url(self.server, "load", query), headers=headers) as resp:
             assert resp.status == 200, await resp.text()
             self.connected = True
+            events = aiter(sse_events(resp))
             try:
-                async for kind, seq, data in sse_events(resp):
-                    self.take(seq, data if kind == "change" else None)
-                    if self.done():
-                        return
+                async with asyncio.timeout(15):
+                    kind, seq, data = await anext(events)
+                self.take(seq, data if kind == "change" else None)
+                async with asyncio.timeout(budget):
+                    while not self.done():
+                        kind, seq, data = await anext(events)
+                        self.take(seq, data if kind == "change" else None)
+            except (TimeoutError, StopAsyncIteration):  # dropped, or the server ended the stream
+                pass
             finally:
                 resp.close()  # drop the connection
 
@@ -753,8 +764,12 @@ def test_load_writers_in_four_processes_and_subscribers_that_keep_resuming(tmp_p
                 head = running.head()
                 for s in subscribers:
                     s.final_head = head
-                async with asyncio.timeout(60):
-                    await asyncio.gather(*readers)
+                try:
+                    async with asyncio.timeout(60):
+                        await asyncio.gather(*readers)
+                except TimeoutError:  # where each one got to, to tell a slow feed from a stuck one
+                    states = [(s.kind, s.filter_name, s.position, s.reconnects, s.connected) for s in subscribers]
+                    raise AssertionError(f"subscribers not done 60 s after head {head}: {states}") from None
             return subscribers
 
         began = time.monotonic()
