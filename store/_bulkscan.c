@@ -254,6 +254,23 @@ static int field_of(const char *p, uint32_t len) {
 
 static int field(const char *line, Span s) { return field_of(line + s.off, s.len); }
 
+/* A line's (or a record's) kind from the fields it had (`seen`), its key's and ends' occurrences
+ * added: the rule both readers share. `key`: NULL when there is none or it is null. */
+static int line_kind(Scan *scan, const char *line, int seen, const Span *key, Span src, Span dst, ScanLine *l) {
+    if (seen & F_TYPE) {
+        if (seen != (F_TYPE | F_SRC | F_DST | (seen & F_PROPS)))
+            return LINE_OTHER;
+        if (add_occ(scan, line, src, &l->src) < 0 || add_occ(scan, line, dst, &l->dst) < 0)
+            return -1;
+        return LINE_EDGE;
+    }
+    if (seen & (F_SRC | F_DST))
+        return LINE_OTHER;
+    if ((seen & F_KEY) && key && add_occ(scan, line, *key, &l->key) < 0)
+        return -1;
+    return LINE_NODE;
+}
+
 /* One line: its kind (OTHER when it is not of the shapes above), -1 on an error. The tokens it added
  * stay when it is OTHER: nothing reads them. */
 static int scan_line(Scan *scan, const char *line, Py_ssize_t len, ScanLine *l) {
@@ -291,18 +308,7 @@ static int scan_line(Scan *scan, const char *line, Py_ssize_t len, ScanLine *l) 
     ws(&c);
     if (c.s != c.end)
         return LINE_OTHER;
-    if (seen & F_TYPE) {
-        if (seen != (F_TYPE | F_SRC | F_DST | (seen & F_PROPS)))
-            return LINE_OTHER;
-        if (add_occ(scan, line, src, &l->src) < 0 || add_occ(scan, line, dst, &l->dst) < 0)
-            return -1;
-        return LINE_EDGE;
-    }
-    if (seen & (F_SRC | F_DST))
-        return LINE_OTHER;
-    if ((seen & F_KEY) && !key_null && add_occ(scan, line, key, &l->key) < 0)
-        return -1;
-    return LINE_NODE;
+    return line_kind(scan, line, seen, key_null ? NULL : &key, src, dst, l);
 }
 
 PyObject *ascii_str(const char *s, Py_ssize_t n) {
@@ -524,19 +530,8 @@ static int scan_record(Scan *scan, Buf *text, PyObject *record, ScanLine *l) {
         if (rc <= 0)
             return rc < 0 ? -1 : LINE_OTHER;
     }
-    const char *at = (const char *)(uintptr_t)base; /* (offsets until the text is the Scan's) */
-    if (seen & F_TYPE) {
-        if (seen != (F_TYPE | F_SRC | F_DST | (seen & F_PROPS)))
-            return LINE_OTHER;
-        if (add_occ(scan, at, src, &l->src) < 0 || add_occ(scan, at, dst, &l->dst) < 0)
-            return -1;
-        return LINE_EDGE;
-    }
-    if (seen & (F_SRC | F_DST))
-        return LINE_OTHER;
-    if ((seen & F_KEY) && !key_null && add_occ(scan, at, key, &l->key) < 0)
-        return -1;
-    return LINE_NODE;
+    /* (the line's text is an offset until the text is the Scan's) */
+    return line_kind(scan, (const char *)(uintptr_t)base, seen, key_null ? NULL : &key, src, dst, l);
 }
 
 static PyObject *scan_of_records(PyObject *unused, PyObject *records) {
