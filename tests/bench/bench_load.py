@@ -12,14 +12,16 @@ WriteTx and the projection, ``use_bulk(False)``); ``--no-loop`` the bulk path wi
 Python (store/_bulklines.c's loop off, ``use_lines(False)``); ``--no-puts`` the import with every
 table's runs sorted but not written, but the keys' (its seeks read them): the import's own work;
 ``--in-txn`` the import with each transaction's commits made in it on one thread, as before
-store/importahead.py made them ahead and wrote them on a thread of their own; ``--txn-mib 1,4,64`` adds it at
-those transaction sizes (``store.import_txn_bytes``); ``--tree OLD`` the import as another checkout's code does it (a
-folder laid out as the package, as bench_startup's ``--tree``: ``OLD/drsg/`` holding ``drsg/*`` and
-the layer folders, its C modules built in place). ``--profile FILE`` instead runs one drsg import
-under cProfile and writes its stats to FILE (``python -m pstats FILE``).
+store/importahead.py made them ahead and wrote them on a thread of their own; ``--records`` the
+Python API's bulk path, ``import_records`` of the file's records parsed into a list first;
+``--txn-mib 1,4,64`` adds it at those transaction sizes (``store.import_txn_bytes``); ``--tree OLD``
+the import as another checkout's code does it (a folder laid out as the package, as bench_startup's
+``--tree``: ``OLD/drsg/`` holding ``drsg/*`` and the layer folders, its C modules built in place).
+``--profile FILE`` instead runs one drsg import under cProfile and writes its stats to FILE
+(``python -m pstats FILE``).
 
     .venv/bin/python -m tests.bench.bench_load [--nodes 100000] [--degree 5] [--passes 3] [--no-kuzu]
-        [--no-floor] [--before] [--no-loop] [--no-puts] [--in-txn] [--txn-mib LIST]
+        [--no-floor] [--before] [--no-loop] [--no-puts] [--in-txn] [--records] [--txn-mib LIST]
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ if os.environ.get("DRSG_TREE"):  # (--tree: that checkout's code, not the instal
     sys.path.insert(0, os.environ["DRSG_TREE"])
 import drsg
 from drsg.store import bulkwrite, importahead
-from drsg.store.jsonl import import_jsonl
+from drsg.store.jsonl import import_jsonl, import_records
 bulkwrite.use_bulk(sys.argv[5] != "reference")
-bulkwrite.use_lines(sys.argv[5] in ("bulk", "bulk-no-puts", "bulk-in-txn"))  # "bulk-no-loop": each line in Python
+# "bulk-no-loop": each line in Python
+bulkwrite.use_lines(sys.argv[5] in ("bulk", "bulk-no-puts", "bulk-in-txn", "records"))
 importahead.use_ahead(sys.argv[5] != "bulk-in-txn")
 db = drsg.open(sys.argv[1], map_size=4 << 30)
 if sys.argv[5] == "bulk-no-puts":  # the import's own work: its runs sorted, only the keys' written (seeks read them)
@@ -60,8 +63,14 @@ if sys.argv[5] == "bulk-no-puts":  # the import's own work: its runs sorted, onl
         write_runs(txn, dbs, {name: run for name, run in runs.items() if name == "keys"})
     bulkwrite.write_runs = sorted_only
 sizes = {"txn_bytes": int(sys.argv[3])} if sys.argv[3] else {}
+if sys.argv[5] == "records":  # the Python API's bulk path: the file's records in memory, read before the clock
+    import msgspec
+    with open(sys.argv[2], "rb") as fh:
+        records = [msgspec.json.decode(line) for line in fh]
 start, cpu = time.perf_counter(), time.process_time()
-if sys.argv[4]:
+if sys.argv[5] == "records":
+    import_records(db, records, "startup")
+elif sys.argv[4]:
     import cProfile
     cProfile.run("import_jsonl(db, sys.argv[2], 'startup', **sizes)", sys.argv[4])
 else:
@@ -115,6 +124,7 @@ def main() -> None:
     ap.add_argument("--txn-mib", default="", help="also the import at these MiB per LMDB transaction (1,4,64)")
     ap.add_argument("--no-puts", action="store_true", help="also the import with its entries sorted, not written")
     ap.add_argument("--in-txn", action="store_true", help="also the import with no commit made ahead (one thread)")
+    ap.add_argument("--records", action="store_true", help="also import_records of the file's records in memory")
     ap.add_argument("--tree", help="also the import as the package tree OLD's code does it (see the docstring)")
     ap.add_argument("--profile", metavar="FILE", help="one drsg import under cProfile, stats to FILE")
     args = ap.parse_args()
@@ -156,6 +166,8 @@ def main() -> None:
         loads[NO_PUTS] = drsg_load("", "bulk-no-puts")
     if args.in_txn:
         loads[IN_TXN] = drsg_load("", "bulk-in-txn")
+    if args.records:
+        loads[RECORDS] = drsg_load("", "records")
     if args.tree:
         loads[TREE] = drsg_load("", tree=args.tree)
     for mib in filter(None, args.txn_mib.split(",")):
@@ -227,6 +239,10 @@ def main() -> None:
             lines.append(
                 f"drsg in its transactions / Kùzu (records/s): {common.ratio(rate[IN_TXN], rate[KUZU_ROW]):.2f}×"
             )
+    if args.records:
+        lines.append(f"drsg import_records / import_jsonl (records/s): {common.ratio(rate[RECORDS], drsg):.2f}×")
+        if KUZU_ROW in rate:
+            lines.append(f"drsg import_records / Kùzu (records/s): {common.ratio(rate[RECORDS], rate[KUZU_ROW]):.2f}×")
     if args.no_loop:
         cpu = [statistics.median(p["cpu"] for p in parts[name]) for name in (NO_LOOP, "drsg `import_jsonl`")]
         lines.append(f"drsg with the C line loop / without (records/s): {common.ratio(drsg, rate[NO_LOOP]):.2f}×")
@@ -240,6 +256,7 @@ def _each(values: list[float] | list[float | None]) -> str:
 
 NO_LOOP = "drsg `import_jsonl`, bulk path without the C line loop"
 IN_TXN = "drsg `import_jsonl`, each transaction's commits made in it (no writer thread)"
+RECORDS = "drsg `import_records`, the file's records in memory (read before the clock)"
 TREE = "drsg `import_jsonl`, --tree's code"
 NO_PUTS = "drsg `import_jsonl`, its entries sorted but not written (the keys' excepted)"
 RAW_ORDER = "raw py-lmdb, drsg's entries, import order, one transaction"
