@@ -59,8 +59,8 @@ class Ahead:
         return self.raws[n], self.lines[n] if self.records is None else self.records[n]
 
     def end_of(self, n: int) -> int:
-        """Bytes from the commit's first line to the end of line ``n``: where a reader that stopped
-        after it would be (summed only when asked: no tell() a line, each is a system call)."""
+        """Bytes (or records) from the commit's first line to the end of line ``n``: where a reader
+        that stopped after it would be (summed only when asked: no tell() a line, each is a system call)."""
         return n + 1 if self.records is not None else sum(map(len, self.raws[: n + 1]))
 
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from tempfile import SpooledTemporaryFile
 from typing import IO, Any, TypeVar
 
-from drsg.kernel.errors import BadValue, UsageError
-from drsg.kernel.values import Described, Json, Vector, to_json
+from drsg.kernel.errors import BadValue
+from drsg.kernel.values import Json, check_value, to_json
 from drsg.store.database import Database
 from drsg.store.import_intents import CHUNK, CHUNK_BYTES, CLOSE, held_lines, release
 from drsg.store.intents import Intent
@@ -71,19 +71,15 @@ def produce_records(
 
 
 def _record_lines(records: Iterable[Any]) -> Iterator[bytes]:
+    """Each record as a line, once its values are the data model's: JSON's encoder would write a
+    tuple as a list and a map key 1 as "1" without a word, where the embedded import refuses them."""
     for n, record in enumerate(records, 1):
         try:
-            line = json.dumps(record, ensure_ascii=False, default=_dialect)  # (NaN as the import refuses it)
-        except (TypeError, ValueError) as exc:
-            raise UsageError(f"record {n}: {exc}; nothing was imported") from None
+            check_value(record, f"record {n}")
+        except BadValue as exc:
+            raise BadValue(f"{exc}; nothing was imported") from None
+        line = json.dumps(record, ensure_ascii=False, default=to_json)  # (bytes, vectors: the JSON dialect)
         yield line.encode("utf-8", "surrogatepass") + b"\n"
-
-
-def _dialect(value: object) -> Json:
-    """A value of the data model JSON has no word for, in the JSON dialect (kernel/values.py)."""
-    if isinstance(value, (bytes, Vector, Described)):
-        return to_json(value)
-    raise TypeError(f"{type(value).__name__} is not a storable value")
 
 
 @dataclass(frozen=True)
