@@ -66,7 +66,7 @@ class HeadWaiters:
     event loop. A log backend holds one (the LMDB log's :class:`CommitNotifier`, the Kafka log's)."""
 
     def __init__(self) -> None:
-        lock = threading.RLock()
+        self._lock = lock = threading.RLock()
         self._cond = threading.Condition(lock)
         # notified as a wait begins (and as a watcher parks): await_waiters() blocks on it; a condition
         # of its own on the same lock, so a wait beginning wakes no other waiter
@@ -84,7 +84,7 @@ class HeadWaiters:
 
     def publish(self, head: int) -> None:
         """A commit up to ``head`` is known (the writer calls this on the write path: keep it cheap)."""
-        with self._cond:
+        with self._lock:  # the condition's own lock, taken without the condition's Python wrapper
             if head <= self._head:
                 return
             self._head = head

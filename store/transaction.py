@@ -439,6 +439,8 @@ class WriteTx:
 
 def label_list(labels: Iterable[str]) -> list[str]:
     """Labels as a record keeps them: checked, without repeats, sorted."""
+    if type(labels) is list and len(labels) == 1:  # the common case, without a set and a sort
+        return [check_name("a label", labels[0])]
     if isinstance(labels, str):
         raise BadValue("labels must be a list of strings, not one string")
     return sorted({check_name("a label", label) for label in labels})
