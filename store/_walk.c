@@ -23,8 +23,11 @@
  * ends(txn, tables, prefix, inv_at, table, key, limit) -> ([other node id, ...], table, key) or None,
  *     as neighbors but from the adjacency alone (Snapshot.neighbor_ids)
  * node_by_key(txn, keys_db, nodes_db, plane, key, inv_at) -> Node, None when no node has the key at
- *     `at`, False when the Python path must answer (as neighbors' None)
+ *     `at`, False when the Python path must answer (as neighbors' None); a write transaction's too
+ *     (one seek each, on a cursor of its own)
  * node_id_by_key(txn, keys_db, plane, key, inv_at) -> the node's id, None or False, as node_by_key
+ * has_version(txn, db, group, inv_at) -> whether group has a value at `at`, None when the Python path
+ *     must answer (Snapshot.has_plane, has_node)
  * nodes_at(txn, nodes_db, plane_group, inv_at, plane, [node id, ...]) -> [Node | None, ...], None
  *     when the Python path must answer (Snapshot.nodes_at: a search's hits, an index build's nodes)
  * key_ids(txn, keys_db, inv_at, [key_group, ...]) -> [node id | None, ...], False when the Python path
@@ -366,15 +369,17 @@ static PyObject *ends(PyObject *self, PyObject *args) {
  * (METH_FASTCALL) and with the plane and the key as given: the key's group, store/keys.py's
  * key_group (the plane's 4 bytes big-endian, the key's UTF-8, a NUL), is made here and sought by
  * key_id. Any argument the Python path must judge (a plane out of range, a key that is no str or
- * does not encode, too long a key) answers KEY_PYTHON, and that path raises its own error.
- * args: txn, keys db, plane, key, inv_at; *txn_out: args[0]'s read-only MDB_txn (NULL: not one). */
+ * does not encode, too long a key) answers KEY_PYTHON, and that path raises its own error. A write
+ * transaction is read too (a write checks a key before it takes it, and resolves its edges' keys),
+ * its own writes included, as the Python path's cursor reads them.
+ * args: txn, keys db, plane, key, inv_at; *txn_out: args[0]'s MDB_txn (NULL: not one). */
 static int key_lookup(PyObject *const *args, MDB_txn **txn_out, unsigned char plane_group[4], uint64_t *id) {
     PyObject *inv = args[4];
     if (!PyBytes_Check(inv) || PyBytes_GET_SIZE(inv) != SEQ) {
         PyErr_SetString(PyExc_ValueError, "inv_at must be 8 bytes");
         return KEY_FAILED;
     }
-    MDB_txn *txn = *txn_out = txn_of(args[0], 1);
+    MDB_txn *txn = *txn_out = txn_of(args[0], 0);
     MDB_dbi keys_dbi;
     unsigned long plane = PyLong_CheckExact(args[2]) ? PyLong_AsUnsignedLong(args[2]) : (unsigned long)-1;
     Py_ssize_t len = 0;
@@ -418,6 +423,33 @@ static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_
     }
 }
 
+/* has_version(txn, db, group, inv_at): whether `group` has a value at `at` (a version in force that
+ * is no tombstone), one seek: Snapshot.version(...) is not None, without the value. A write checks
+ * the plane it writes into this way each commit. None: the Python path's to answer (not a
+ * transaction or table of this layout, not bytes, too long a group). */
+static PyObject *has_version(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!arity("has_version", nargs, 4)) return NULL;
+    MDB_txn *txn = txn_of(args[0], 0);
+    MDB_dbi dbi;
+    PyObject *group = args[2], *inv = args[3];
+    if (!txn || !dbi_of(args[1], &dbi) || !PyBytes_CheckExact(group) || !PyBytes_CheckExact(inv) ||
+        PyBytes_GET_SIZE(inv) != SEQ || PyBytes_GET_SIZE(group) + SEQ > MAX_KEY - 1)
+        Py_RETURN_NONE;
+    size_t len = (size_t)PyBytes_GET_SIZE(group);
+    unsigned char sought[MAX_KEY];
+    memcpy(sought, PyBytes_AS_STRING(group), len);
+    memcpy(sought + len, PyBytes_AS_STRING(inv), SEQ);
+    MDB_cursor *cur;
+    int rc = lm_cursor_open(txn, dbi, &cur);
+    if (rc) return lmdb_failed("mdb_cursor_open", rc);
+    MDB_val key = {len + SEQ, sought}, value;
+    rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
+    lm_cursor_close(cur);
+    if (rc == MDB_NOTFOUND) Py_RETURN_FALSE;
+    if (rc) return lmdb_failed("mdb_cursor_get", rc);
+    return PyBool_FromLong(value.mv_size != 0 && key.mv_size == len + SEQ && memcmp(key.mv_data, sought, len) == 0);
+}
+
 /* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
 static PyObject *node_by_key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     MDB_txn *txn;
@@ -433,7 +465,7 @@ static PyObject *node_by_key(PyObject *self, PyObject *const *args, Py_ssize_t n
         return Py_NewRef(got == KEY_NONE ? Py_None : Py_False);
     }
     MDB_cursor *cur;
-    int rc = lm_cursor_open(txn, nodes_dbi, &cur); /* (the read-only transaction key_lookup found) */
+    int rc = lm_cursor_open(txn, nodes_dbi, &cur); /* (the transaction key_lookup found) */
     if (rc) return lmdb_failed("mdb_cursor_open", rc);
     unsigned char at[4 + 8 + SEQ];
     memcpy(at, plane_group, 4);
@@ -602,6 +634,8 @@ static PyMethodDef methods[] = {
     {"node_by_key", (PyCFunction)(void (*)(void))node_by_key, METH_FASTCALL, "The node a key names at one seq, or None."},
     {"node_id_by_key", (PyCFunction)(void (*)(void))node_id_by_key, METH_FASTCALL,
      "The id of the node a key names at one seq, or None."},
+    {"has_version", (PyCFunction)(void (*)(void))has_version, METH_FASTCALL,
+     "Whether a group has a value (no tombstone) at one seq; None: the Python path's to answer."},
     {"nodes_at", nodes_at, METH_VARARGS, "Each node's record at one seq (None: no such node), one cursor."},
     {"key_ids", key_ids, METH_VARARGS, "The node id each key's group names at one seq, or None; one cursor."},
     {"lmdb_api", lmdb_api, METH_NOARGS, "LMDB's functions and py-lmdb's objects read as bound, as a capsule."},

@@ -25,12 +25,23 @@ _NODE_GROUP = keys.node_group(0, 0).__len__()  # plane + node id (an edge's grou
 _NODE_KEY = _NODE_GROUP + keys.SEQ_WIDTH
 _TABLES = {"out": ("out",), "in": ("in",), "both": ("out", "in")}  # the adjacency tables a direction walks
 _BATCH = 256  # rows a C walk makes a call: most nodes' edges in one; a hub's as they are iterated
-#: nodes nodes_at reads by the Python loop before it has the C walk checked: the check writes a
-#: scratch file (≈10 ms with tempfile and shutil loaded), more than a one-shot search's few hits
-#: save; a process reading more pays it once
+#: reads (a node each: nodes_at's, a write's key and plane checks) the Python path makes before it
+#: has the C walk checked: the check writes a scratch file (≈10 ms with tempfile and shutil loaded),
+#: more than a one-shot search's few hits or a one-shot write's checks save; a process reading or
+#: writing more pays it once
 _UNCHECKED = 64
 _read_unchecked = 0
 T = TypeVar("T")
+
+
+def _walk_soon(reads: int = 1) -> native.Walk | None:
+    """The C walk once checked; until a process's first ``_UNCHECKED`` reads are made (these
+    ``reads`` counted), None: the Python path's."""
+    global _read_unchecked
+    walk = native.walker(check=_read_unchecked >= _UNCHECKED)
+    if walk is None:
+        _read_unchecked += reads
+    return walk
 
 
 class Snapshot:
@@ -128,6 +139,10 @@ class Snapshot:
         value = self.version("planes", keys.plane_group(plane_id))
         return None if value is None else Plane(plane_id, *unpack(value))
 
+    def has_plane(self, plane_id: int) -> bool:
+        """Whether the plane is there, without decoding its record (a write's check, each commit)."""
+        return self._has("planes", keys.plane_group(plane_id))
+
     def find_plane(self, name: str) -> Plane | None:
         value = self.version("plane_names", keys.plane_name_group(name))
         return None if value is None else self.plane_by_id(keys.U32.unpack(value)[0])
@@ -172,15 +187,12 @@ class Snapshot:
         and an index build its nodes (one seek and one decode per node, none of the per-call work
         of :meth:`node`). A read transaction reads them in C (store/_walk.c), vectors decoded there
         too, once the C walk is checked: a process's first ``_UNCHECKED`` nodes are read here."""
-        global _read_unchecked
         ids = node_ids if type(node_ids) is list else list(node_ids)
-        walk = native.walker(check=_read_unchecked >= _UNCHECKED)
+        walk = _walk_soon(len(ids))
         if walk is not None:
             found = walk.nodes_at(self.txn, self.dbs["nodes"], keys.U32.pack(plane), self._inv_at, plane, ids)
             if found is not None:
                 return found
-        else:
-            _read_unchecked += len(ids)
         node_ids = ids
         cur = self._cursors.get("nodes") or self._cursor("nodes")
         seek, item, sought, decode = cur.set_range, cur.item, keys.RECORD_AT.pack, unpack
@@ -204,13 +216,23 @@ class Snapshot:
 
     def has_node(self, plane: int, node_id: int) -> bool:
         """Whether the node is there, without decoding its record."""
-        return 0 <= node_id <= MAX_ID and self.version("nodes", keys.node_group(plane, node_id)) is not None
+        return 0 <= node_id <= MAX_ID and self._has("nodes", keys.node_group(plane, node_id))
+
+    def _has(self, db: str, group: bytes) -> bool:
+        """``self.version(db, group) is not None``: in C once the walk is checked (each write asks it
+        of the plane it writes into)."""
+        walk = _walk_soon()
+        if walk is not None:
+            found = walk.has_version(self.txn, self.dbs[db], group, self._inv_at)
+            if found is not None:
+                return found
+        return self.version(db, group) is not None
 
     def node_id_by_key(self, plane: int, key: str) -> int | None:
         """The id of the node holding ``key`` at ``at``. In C once the walk is checked (1-hop and
-        2-hop reads start here, after a lookup or a walk that checked it): a write resolves its edges'
-        keys here, in a transaction the C walk does not read, and a one-shot write runs no check."""
-        walk = native.walker(check=False)
+        2-hop reads start here, after a lookup or a walk that checked it; a write checks the key it
+        takes here, and resolves its edges' keys); a one-shot write runs no check."""
+        walk = _walk_soon()
         if walk is not None:
             found = walk.node_id_by_key(self.txn, self.dbs["keys"], plane, key, self._inv_at)
             if found is not False:

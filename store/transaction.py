@@ -191,7 +191,7 @@ class WriteTx:
     def _live(self, plane: Plane) -> None:
         """A Plane handle may outlive its plane (dropped since it was read): refuse to write into it."""
         if plane.id not in self._live_planes:
-            if self.view.plane_by_id(plane.id) is None:
+            if not self.view.has_plane(plane.id):  # (one seek, no record decoded: each commit asks)
                 raise NotFound(f"plane {plane.name!r} no longer exists (it was dropped); look it up again")
             self._live_planes.add(plane.id)
 

@@ -1,12 +1,14 @@
 """The C walk (store/_walk.c) returns exactly what the Python walk returns, row for row (the
 neighbours with their edge records, and the other ends from the adjacency alone), its lookup by
-key the same node, and its node reads by id the same nodes.
+key the same node, its node reads by id the same nodes, and its checks that a node or a plane is
+there the same answer — in a read and in a write transaction, which sees its own writes.
 
 Random workloads — nodes (keyed or not, a key held again after its node is deleted) and edges
 created, nodes and edges given new properties, edges retyped, edges and nodes deleted, over several
 commits in two planes — then every node (and one that never was) read at every seq, in every
 direction, with each edge type filter and none, every key looked up, and every node read by id
-(nodes_at, ids no node has too) and by label, once by each path."""
+(nodes_at, ids no node has too) and by label, once by each path; the lookups by key and the checks
+again inside each commit after its operations, and the planes' at every seq (one made and dropped)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from hypothesis import strategies as st
 import drsg
 from drsg.api.database import Database
 from drsg.kernel.values import Vector
-from drsg.store import native, snapshot
+from drsg.store import keys, native, snapshot
 from drsg.store.records import Neighbor
 from drsg.store.snapshot import Snapshot
 from tests.support.values import values
@@ -148,8 +150,27 @@ def answer(read: Callable[[int, str], object], plane: int, key: str) -> object:
         return type(exc)
 
 
+def lookups(snap: Snapshot, planes: set[int], probes: list[tuple[int, int]]) -> None:
+    """By key, node by id and plane by id: the C answers are the Python path's."""
+    for plane in planes:
+        for key in (*KEYS, "never", "", "k0\x00", "\ud800"):
+            native.use_native(False)
+            python_node = answer(snap.node_by_key, plane, key)
+            python_id = answer(snap.node_id_by_key, plane, key)
+            native.use_native(True)
+            assert answer(snap.node_by_key, plane, key) == python_node, (snap.at, plane, key)
+            assert answer(snap.node_id_by_key, plane, key) == python_id, (snap.at, plane, key)
+    for plane_id, node_id in probes:
+        native.use_native(False)
+        python_has = (snap.has_node(plane_id, node_id), snap.has_plane(plane_id))
+        native.use_native(True)
+        assert (snap.has_node(plane_id, node_id), snap.has_plane(plane_id)) == python_has, (snap.at, plane_id)
+
+
 def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
     g = Graph()
+    db.write(lambda tx: tx.create_plane("gone"))
+    db.write(lambda tx: tx.drop_plane("gone"))
     db.write(lambda tx: [tx.create_plane(name) for name in PLANES])
     first = db.head()
     for ops in commits:
@@ -157,8 +178,13 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
         def commit(tx: Any, ops: list[tuple[Any, ...]] = ops) -> None:
             for op in ops:
                 apply(tx, g, op)
+            probes = [*sorted(g.ever), (0, 1), (4, 1), (1, 10**6), (1, -1)]
+            lookups(tx.view, {p for p, _ in probes}, probes)  # a write transaction, its own writes in it
 
         db.write(commit)
+    for at in range(1, db.head() + 1):  # planes: none, then "gone" made and dropped, then p and q
+        with db.snapshot(at) as snap:
+            lookups(snap, set(), [(plane, 1) for plane in range(5)])
     probes = sorted(g.ever) + [(pid, 10**6) for pid in {p for p, _ in g.ever}]  # and a node that never was
     seen = 0
     for at in range(first, db.head() + 1):
@@ -179,13 +205,7 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                 native.use_native(True)
                 c_nodes = (snap.nodes_at(plane, ids), list(snap.nodes(plane, "N")), list(snap.nodes(plane, "Ω")))
                 assert c_nodes == python_nodes, (at, plane)
-                for key in (*KEYS, "never", "", "k0\x00", "\ud800"):
-                    native.use_native(False)
-                    python_node = answer(snap.node_by_key, plane, key)
-                    python_id = answer(snap.node_id_by_key, plane, key)
-                    native.use_native(True)
-                    assert answer(snap.node_by_key, plane, key) == python_node, (at, plane, key)
-                    assert answer(snap.node_id_by_key, plane, key) == python_id, (at, plane, key)
+            lookups(snap, {p for p, _ in probes}, probes)
             for plane in (-1, 2**32, True):  # planes the C lookup leaves to the Python path
                 reads = (snap.node_by_key, snap.node_id_by_key)
                 native.use_native(False)
@@ -194,3 +214,22 @@ def run(db: Database, commits: list[list[tuple[Any, ...]]]) -> None:
                 assert [answer(read, plane, "k0") for read in reads] == python_answers, plane
     if g.edges:
         assert seen > 0  # the walks were not all empty
+
+
+def test_a_write_transaction_is_looked_up_in_c(tmp_path: Path) -> None:
+    """A write's key and plane checks run in C (not left to the Python path), and see its own writes."""
+    walk = native.walker()
+    assert walk is not None
+    with drsg.open(tmp_path / "g.drsg") as db:
+
+        def commit(tx: Any) -> None:
+            plane = tx.plane("startup")
+            keys_db, planes_db = tx.dbs["keys"], tx.dbs["planes"]
+            inv_at = keys.inv(tx.seq)
+            assert walk.node_id_by_key(tx.txn, keys_db, plane.id, "ada", inv_at) is None
+            assert walk.has_version(tx.txn, planes_db, keys.plane_group(plane.id), inv_at) is True
+            node = tx.create_node(plane, "ada", ["Person"])
+            assert walk.node_id_by_key(tx.txn, keys_db, plane.id, "ada", inv_at) == node.id
+            assert walk.has_version(tx.txn, planes_db, keys.plane_group(99), inv_at) is False
+
+        db.write(commit)
