@@ -194,7 +194,10 @@ def check_props(props: Mapping[str, Any] | None) -> Props:
     out: Props = {}
     for name, value in props.items():
         check_name("a property name", name)  # the same rule the index commands apply
-        out[name] = check_value(value, f"property {name!r}")
+        if type(value) is str and value.isascii():  # the common case, without making its message
+            out[name] = value
+        else:
+            out[name] = check_value(value, f"property {name!r}")
     return out
 
 
