@@ -1,12 +1,13 @@
 """Group commit: many writers, one LMDB write transaction at a time, one fsync per group.
 
 Callers hand a commit function to :meth:`Writer.write` (threads) or :meth:`Writer.awrite`
-(asyncio) and wait. A caller that finds the writer idle becomes the *leader* and runs the queue
-itself, so a lone writer pays no thread hand-off. Under load, whoever releases the writer with work
-still queued starts a *drainer* thread that keeps leading until the queue is empty, giving the
-callers of each group a moment to queue again before the next (:meth:`Writer._gather`); the other
-callers just wait for their own request, each on a plain lock, and a durable group's callers are
-woken one after another, each by the one before it. Each group runs inside one LMDB transaction:
+(asyncio) and wait. A caller that finds the writer idle and nothing queued commits its function at
+once, past the queue; one that finds the writer idle with work queued becomes the *leader* and runs
+the queue itself, so a lone writer pays no thread hand-off. Under load, whoever releases the writer
+with work still queued starts a *drainer* thread that keeps leading until the queue is empty, giving
+the callers of each group a moment to queue again before the next (:meth:`Writer._gather`); the
+other callers just wait for their own request, each on a plain lock, and a durable group's callers
+are woken one after another, each by the one before it. Each group runs inside one LMDB transaction:
 its functions run in it directly, and when one fails the transaction is abandoned and the others
 run again, each in its own nested transaction, so a failing function leaves no trace while the
 others still commit. Each request keeps its own commit and seq, learned only once the group is
