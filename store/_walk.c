@@ -423,31 +423,51 @@ static PyObject *node_id_by_key(PyObject *self, PyObject *const *args, Py_ssize_
     }
 }
 
+/* The value of `group` (`len` bytes) in force at `inv_at`, one seek (Snapshot.version): KEY_FOUND
+ * and *value; KEY_NONE when absent or a tombstone; KEY_FAILED and *err; KEY_PYTHON when the group
+ * is too long to seek here. */
+static int version_at(MDB_cursor *cur, const char *group, size_t len, const char *inv_at, MDB_val *value, int *err) {
+    unsigned char sought[MAX_KEY];
+    if (len + SEQ > MAX_KEY - 1) return KEY_PYTHON;
+    memcpy(sought, group, len);
+    memcpy(sought + len, inv_at, SEQ);
+    MDB_val key = {len + SEQ, sought};
+    int rc = lm_cursor_get(cur, &key, value, MDB_SET_RANGE);
+    if (rc == MDB_NOTFOUND ||
+        (rc == 0 && (value->mv_size == 0 || key.mv_size != len + SEQ || memcmp(key.mv_data, group, len) != 0)))
+        return KEY_NONE;
+    if (rc) {
+        *err = rc;
+        return KEY_FAILED;
+    }
+    return KEY_FOUND;
+}
+
 /* has_version(txn, db, group, inv_at): whether `group` has a value at `at` (a version in force that
- * is no tombstone), one seek: Snapshot.version(...) is not None, without the value. A write checks
- * the plane it writes into this way each commit. None: the Python path's to answer (not a
- * transaction or table of this layout, not bytes, too long a group). */
+ * is no tombstone): Snapshot.version(...) is not None, without the value. A write checks the plane
+ * it writes into this way each commit. None: the Python path's to answer (not a transaction or
+ * table of this layout, not bytes, too long a group). */
 static PyObject *has_version(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (!arity("has_version", nargs, 4)) return NULL;
     MDB_txn *txn = txn_of(args[0], 0);
     MDB_dbi dbi;
     PyObject *group = args[2], *inv = args[3];
     if (!txn || !dbi_of(args[1], &dbi) || !PyBytes_CheckExact(group) || !PyBytes_CheckExact(inv) ||
-        PyBytes_GET_SIZE(inv) != SEQ || PyBytes_GET_SIZE(group) + SEQ > MAX_KEY - 1)
+        PyBytes_GET_SIZE(inv) != SEQ)
         Py_RETURN_NONE;
-    size_t len = (size_t)PyBytes_GET_SIZE(group);
-    unsigned char sought[MAX_KEY];
-    memcpy(sought, PyBytes_AS_STRING(group), len);
-    memcpy(sought + len, PyBytes_AS_STRING(inv), SEQ);
     MDB_cursor *cur;
     int rc = lm_cursor_open(txn, dbi, &cur);
     if (rc) return lmdb_failed("mdb_cursor_open", rc);
-    MDB_val key = {len + SEQ, sought}, value;
-    rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
+    MDB_val value;
+    int got = version_at(cur, PyBytes_AS_STRING(group), (size_t)PyBytes_GET_SIZE(group), PyBytes_AS_STRING(inv),
+                         &value, &rc);
     lm_cursor_close(cur);
-    if (rc == MDB_NOTFOUND) Py_RETURN_FALSE;
-    if (rc) return lmdb_failed("mdb_cursor_get", rc);
-    return PyBool_FromLong(value.mv_size != 0 && key.mv_size == len + SEQ && memcmp(key.mv_data, sought, len) == 0);
+    switch (got) {
+    case KEY_FOUND: Py_RETURN_TRUE;
+    case KEY_NONE: Py_RETURN_FALSE;
+    case KEY_PYTHON: Py_RETURN_NONE;
+    default: return lmdb_failed("mdb_cursor_get", rc);
+    }
 }
 
 /* The key index's version in force at `at` (group + inv_at), then the node's record at `at`. */
@@ -553,19 +573,9 @@ done:
  * returns), sorted by the caller so that each seek lands near the last. None in the list: no node
  * holds that key; False for the whole call: the Python path's to answer. */
 static int key_id(MDB_cursor *cur, const char *group, size_t len, const char *inv_at, uint64_t *id, int *err) {
-    unsigned char sought[MAX_KEY];
-    if (len + SEQ > MAX_KEY - 1) return KEY_PYTHON;
-    memcpy(sought, group, len);
-    memcpy(sought + len, inv_at, SEQ);
-    MDB_val key = {len + SEQ, sought}, value;
-    int rc = lm_cursor_get(cur, &key, &value, MDB_SET_RANGE);
-    if (rc == MDB_NOTFOUND ||
-        (rc == 0 && (value.mv_size == 0 || key.mv_size != len + SEQ || memcmp(key.mv_data, group, len) != 0)))
-        return KEY_NONE;
-    if (rc) {
-        *err = rc;
-        return KEY_FAILED;
-    }
+    MDB_val value;
+    int got = version_at(cur, group, len, inv_at, &value, err);
+    if (got != KEY_FOUND) return got;
     if (value.mv_size != 8) return KEY_PYTHON; /* not an id: the reference's to judge */
     *id = be(value.mv_data, 8);
     return KEY_FOUND;
@@ -600,7 +610,7 @@ static PyObject *key_ids(PyObject *self, PyObject *args) {
     if (!ids) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *group = PyList_GET_ITEM(groups, i), *id;
-        uint64_t found;
+        uint64_t found = 0; /* (set when key_id finds it) */
         int got = key_id(cur, PyBytes_AS_STRING(group), (size_t)PyBytes_GET_SIZE(group), inv_at.buf, &found, &rc);
         if (got == KEY_NONE)
             id = Py_NewRef(Py_None);
